@@ -1,0 +1,40 @@
+# Two commands a newcomer runs: `make demo` and `make test`. Each creates .venv on its own.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+
+.PHONY: demo test lint typecheck pytest bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --upgrade pip
+
+# torch==2.13.0 first: it is the CPU build; any other version pulls gigabytes of CUDA.
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install "torch==2.13.0"
+	$(BIN)/pip install -e ".[local,dev,bench]"
+	touch $@
+
+demo: $(VENV)/.installed
+	$(BIN)/kbgraph index examples/docs
+	$(BIN)/kbgraph search examples/docs "How do I configure the retry policy?" --top-k 3
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(VENV)/.installed
+	$(BIN)/mypy
+
+pytest: $(VENV)/.installed
+	$(BIN)/pytest -q
+
+test: lint typecheck pytest
+
+bench: $(VENV)/.installed
+	$(BIN)/python benchmarks/bench_engine.py
+
+clean:
+	rm -rf $(VENV) examples/docs/.kbgraph .pytest_cache .mypy_cache .ruff_cache

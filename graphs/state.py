@@ -1,0 +1,224 @@
+"""State of the retrieval subgraph: the keys shared with a parent agent (ARCHITECTURE.md),
+the records they hold, and their reducers.
+
+Every value is a plain dict / list / str / number, so that checkpoints serialise and
+LangGraph Studio shows them as JSON.
+
+Two keys accumulate through reducers, and both follow one rule: **a plain value replaces**,
+an explicit increment wrapper merges. The subgraph's output (a plain value) therefore
+replaces what a parent agent kept from its previous turn, and a new attempt of the loop
+starts from a clean slate, while nodes that want to add to a key (fan-out retrievers, the
+per-node debug steps) say so with :func:`merge_candidates` / :func:`debug_update`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+from langgraph.managed import RemainingSteps
+
+MERGE_KEY = "__kbgraph_merge__"
+"""Marks an update of ``rag_candidates`` / ``rag_retrieval_debug`` as an increment."""
+
+
+class Candidate(TypedDict):
+    """One retrieved chunk. ``score`` is the fused score normalised to 0..1 (1 = ranked
+    first by every query × ranker list) until Rerank replaces it with its own 0..1 score;
+    ``ranks`` maps ``"q<i>:<ranker>"`` to the 1-based rank that list gave the chunk;
+    ``scores`` holds the raw score of each list plus ``"rrf"`` (raw fused) and, after
+    Rerank, ``"fused"`` (the normalised fused score)."""
+
+    id: str
+    kb: str
+    source: str
+    lineStart: int
+    lineEnd: int
+    text: str
+    section: str | None
+    page: int | None
+    score: float
+    ranks: dict[str, int]
+    scores: dict[str, float]
+    byteStart: NotRequired[int]
+    byteEnd: NotRequired[int]
+
+
+class Citation(TypedDict):
+    """One numbered source of ``rag_context`` (``n`` as printed there, 1-based). ``source``
+    is relative to the knowledge base folder; ``text`` is exactly what the context shows,
+    and lines ``lineStart``..``lineEnd`` of the file contain it. ``id`` is the chunk id of
+    the best-scoring chunk the source was built from."""
+
+    n: int
+    id: str
+    source: str
+    kb: str
+    lineStart: int
+    lineEnd: int
+    score: float
+    text: str
+    section: str | None
+    page: int | None
+
+
+class RagScope(TypedDict):
+    """Where to search. Empty lists mean no restriction (every configured knowledge base,
+    every path, every kind). ``paths`` are globs or folder prefixes relative to a knowledge
+    base folder; ``kinds`` are ``retrieval.records.FileKind`` values."""
+
+    knowledge_bases: list[str]
+    paths: list[str]
+    kinds: list[str]
+    widened: bool
+    reason: str
+
+
+class RagGrounding(TypedDict):
+    """GroundingCheck's verdict; ``guidance`` (when not grounded) says what to try: a wider
+    scope, other words, or adding documents."""
+
+    grounded: bool
+    reasons: list[str]
+    guidance: list[str]
+
+
+class DebugStep(TypedDict, total=False):
+    """One node execution: which node, in which attempt, how long, which path (``heuristic``,
+    ``llm``, ``llm-json`` or ``fallback``) and node-specific data (decisions, queries, ranks,
+    scores, counts)."""
+
+    node: str
+    attempt: int
+    ms: float
+    path: str
+    data: dict[str, Any]
+
+
+class LlmFallback(TypedDict):
+    """An LLM call that failed; the node then used its heuristic path (or the plain-JSON
+    retry, ``stage`` says which call failed)."""
+
+    node: str
+    attempt: int
+    stage: Literal["structured", "json"]
+    error: str
+
+
+class RetrievalDebug(TypedDict, total=False):
+    steps: list[DebugStep]
+    fallbacks: list[LlmFallback]
+
+
+def _candidate_key(candidate: Candidate) -> tuple[str, str]:
+    return (candidate.get("kb", ""), candidate["id"])
+
+
+def dedupe_candidates(items: Iterable[Candidate]) -> list[Candidate]:
+    """One entry per (knowledge base, chunk id), keeping the entry with the best score, in
+    order of first appearance."""
+    best: dict[tuple[str, str], Candidate] = {}
+    for item in items:
+        key = _candidate_key(item)
+        kept = best.get(key)
+        if kept is None or item["score"] > kept["score"]:
+            # Re-inserting would move the key to the end; assign in place to keep order.
+            best[key] = item
+    return list(best.values())
+
+
+def merge_candidates(items: Sequence[Candidate]) -> dict[str, Any]:
+    """An update of ``rag_candidates`` that adds ``items`` to what the state holds
+    (deduplicated by chunk id, best score kept) instead of replacing it."""
+    return {MERGE_KEY: list(items)}
+
+
+def reduce_candidates(left: list[Candidate] | None, right: Any) -> list[Candidate]:
+    """Reducer of ``rag_candidates``: a list replaces (deduplicated), a
+    :func:`merge_candidates` update merges, ``None`` clears."""
+    if right is None:
+        return []
+    if isinstance(right, dict) and MERGE_KEY in right:
+        return dedupe_candidates([*(left or []), *right[MERGE_KEY]])
+    return dedupe_candidates(right)
+
+
+def debug_update(
+    steps: Sequence[DebugStep] = (), fallbacks: Sequence[LlmFallback] = ()
+) -> dict[str, Any]:
+    """An update of ``rag_retrieval_debug`` that appends steps and fallbacks."""
+    return {MERGE_KEY: {"steps": list(steps), "fallbacks": list(fallbacks)}}
+
+
+def reduce_debug(left: RetrievalDebug | None, right: Any) -> RetrievalDebug:
+    """Reducer of ``rag_retrieval_debug``: a plain dict replaces, a :func:`debug_update`
+    appends to its lists, ``None`` clears."""
+    if right is None:
+        return {"steps": [], "fallbacks": []}
+    if isinstance(right, dict) and MERGE_KEY in right:
+        base = left or {}
+        add = right[MERGE_KEY]
+        return {
+            "steps": [*base.get("steps", []), *add.get("steps", [])],
+            "fallbacks": [*base.get("fallbacks", []), *add.get("fallbacks", [])],
+        }
+    return {"steps": list(right.get("steps", [])), "fallbacks": list(right.get("fallbacks", []))}
+
+
+class RagInput(TypedDict, total=False):
+    """What the subgraph reads from its caller."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    rag_query: str | None
+
+
+class RagOutput(TypedDict, total=False):
+    """What the subgraph hands back: the conversation unchanged and the ``rag_*`` keys."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    rag_query: str | None
+    rag_should_retrieve: bool
+    rag_scope: RagScope
+    rag_queries: list[str]
+    rag_candidates: Annotated[list[Candidate], reduce_candidates]
+    rag_context: str
+    rag_citations: list[Citation]
+    rag_grounded: bool
+    rag_grounding: RagGrounding
+    rag_attempt: int
+    rag_retrieval_debug: Annotated[RetrievalDebug, reduce_debug]
+
+
+RagRoute = Literal["retry", "end"]
+
+
+class RagState(RagOutput, total=False):
+    """The subgraph's full state. ``rag_next`` is GroundingCheck's routing decision and
+    ``remaining_steps`` (managed by LangGraph) lets it stop looping before the recursion
+    limit; neither leaves the subgraph."""
+
+    rag_next: RagRoute
+    remaining_steps: RemainingSteps
+
+
+__all__ = [
+    "MERGE_KEY",
+    "Candidate",
+    "Citation",
+    "DebugStep",
+    "LlmFallback",
+    "RagGrounding",
+    "RagInput",
+    "RagOutput",
+    "RagRoute",
+    "RagScope",
+    "RagState",
+    "RetrievalDebug",
+    "debug_update",
+    "dedupe_candidates",
+    "merge_candidates",
+    "reduce_candidates",
+    "reduce_debug",
+]

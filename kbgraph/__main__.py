@@ -1,0 +1,3 @@
+from kbgraph.cli import main
+
+main()

@@ -1,0 +1,241 @@
+"""``kbgraph``: one command group per layer. Thin: parse, call the library, print.
+
+Exit codes: 0 success, 1 failure, 2 usage or configuration error, 3 no index,
+4 index locked by another process, 5 index corrupt.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+import click
+
+from retrieval import __version__
+from retrieval.config import ChunkConfig, ScanConfig, SearchConfig
+from retrieval.errors import (
+    ConfigError,
+    IndexCorruptError,
+    IndexLockedError,
+    IndexNotFoundError,
+    KbgraphError,
+)
+from retrieval.filters import SearchFilters
+
+from ._progress import TqdmProgress
+
+EXIT_CODES: dict[type[Exception], int] = {
+    ConfigError: 2,
+    IndexNotFoundError: 3,
+    IndexLockedError: 4,
+    IndexCorruptError: 5,
+}
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def fail_cleanly(func: F) -> F:
+    """Turn library errors into a one-line reason on stderr and a meaningful exit code."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except KbgraphError as exc:
+            code = next((c for t, c in EXIT_CODES.items() if isinstance(exc, t)), 1)
+            click.echo(f"kbgraph: {exc}", err=True)
+            sys.exit(code)
+        except (OSError, ValueError) as exc:
+            click.echo(f"kbgraph: {type(exc).__name__}: {exc}", err=True)
+            sys.exit(1)
+
+    return cast(F, wrapper)
+
+
+def emit_json(data: Any) -> None:
+    click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+def _open_kb(folder: Path, embedding: str | None, index_dir: Path | None,
+             lock_timeout: float, chunking: ChunkConfig | None = None,
+             scan: ScanConfig | None = None) -> Any:
+    from retrieval.kb import KnowledgeBase
+
+    spec: str | None = embedding
+    if embedding == "none":
+        spec = None
+    return KnowledgeBase(folder, embedding=spec if embedding else "auto", index_dir=index_dir,
+                         lock_timeout=lock_timeout, chunking=chunking, scan=scan)
+
+
+folder_arg = click.argument(
+    "folder", type=click.Path(exists=True, file_okay=False, path_type=Path)
+)
+embedding_opt = click.option(
+    "--embedding", default=None, metavar="SPEC",
+    help="local (default), local:<path>, openai:<model>, azure_openai:<deployment>, "
+    "openai_compatible:<model>@<base_url>, fake, none (BM25 only). Default: what the index "
+    "was built with.",
+)
+index_dir_opt = click.option(
+    "--index-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+    help="Where the index lives (default FOLDER/.kbgraph).",
+)
+lock_timeout_opt = click.option(
+    "--lock-timeout", type=float, default=60.0, show_default=True,
+    help="Seconds to wait for another kbgraph process holding the index.",
+)
+json_opt = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+
+
+class LayeredGroup(click.Group):
+    """Commands of the upper layers (``ask``, ``eval``) load on first use, so that the
+    engine commands start without importing LangGraph."""
+
+    lazy: dict[str, tuple[str, str]] = {
+        "ask": ("graphs.cli", "ask"),
+        "eval": ("evals.cli", "eval_group"),
+    }
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy and cmd_name not in self.commands:
+            module_name, attr = self.lazy[cmd_name]
+            try:
+                module = importlib.import_module(module_name)
+            except ImportError as exc:
+                raise click.ClickException(f"`{cmd_name}` is unavailable: {exc}") from exc
+            self.add_command(getattr(module, attr), name=cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=LayeredGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="kbgraph")
+def main() -> None:
+    """Local-first retrieval for LangGraph agents, with line-exact citations."""
+
+
+@main.command()
+@folder_arg
+@embedding_opt
+@index_dir_opt
+@lock_timeout_opt
+@json_opt
+@click.option("--rebuild", is_flag=True, help="Ignore the previous index (the cache is kept).")
+@click.option("--strategy", type=click.Choice(
+    ["fixed_size", "sentence", "paragraph", "recursive", "markdown", "code"]),
+    default="recursive", show_default=True)
+@click.option("--chunk-size", type=int, default=500, show_default=True)
+@click.option("--overlap", type=int, default=50, show_default=True)
+@click.option("--include", multiple=True, metavar="GLOB", help="Replace the include list.")
+@click.option("--exclude", multiple=True, metavar="GLOB", help="Add to the exclude list.")
+@click.option("--max-file-size", type=int, default=10 * 1024 * 1024, show_default=True)
+@fail_cleanly
+def index(folder: Path, embedding: str | None, index_dir: Path | None, lock_timeout: float,
+          as_json: bool, rebuild: bool, strategy: str, chunk_size: int, overlap: int,
+          include: tuple[str, ...], exclude: tuple[str, ...], max_file_size: int) -> None:
+    """Index FOLDER (incrementally: only new or changed text is embedded)."""
+    chunking = ChunkConfig(strategy=strategy, chunk_size=chunk_size, overlap=overlap)  # type: ignore[arg-type]
+    base = ScanConfig()
+    scan = ScanConfig(include=include or base.include, exclude=base.exclude + exclude,
+                      max_file_bytes=max_file_size)
+    kb = _open_kb(folder, embedding, index_dir, lock_timeout, chunking, scan)
+    with TqdmProgress() as progress:
+        report = kb.index(progress=progress, rebuild=rebuild)
+    data = report.to_dict()
+    if as_json:
+        emit_json(data)
+        return
+    click.echo(
+        f"Indexed {data['fileCount']} files, {data['chunkCount']} chunks "
+        f"({data['embedded']} embedded, {data['reused']} reused) into "
+        f"{kb.layout.root} [{data['indexSize'] / 1e6:.1f} MB]"
+    )
+    for skipped in data["skipped"]:
+        click.echo(f"  skipped {skipped['path']}: {skipped['reason']}")
+
+
+@main.command()
+@folder_arg
+@click.argument("query")
+@click.option("--top-k", type=click.IntRange(1, 1000), default=5, show_default=True)
+@click.option("--mode", type=click.Choice(["vector", "bm25", "hybrid"]), default=None,
+              help="Default: hybrid when the index has vectors, else bm25.")
+@click.option("--path", "paths", multiple=True, metavar="GLOB|PREFIX",
+              help="Only files matching (before ranking).")
+@click.option("--kind", "kinds", multiple=True,
+              type=click.Choice(["text", "markdown", "code", "html", "pdf", "csv", "data"]))
+@click.option("--threshold", type=float, default=None, help="Minimum score.")
+@click.option("--rrf-k", type=int, default=60, show_default=True)
+@embedding_opt
+@index_dir_opt
+@lock_timeout_opt
+@json_opt
+@fail_cleanly
+def search(folder: Path, query: str, top_k: int, mode: str | None, paths: tuple[str, ...],
+           kinds: tuple[str, ...], threshold: float | None, rrf_k: int, embedding: str | None,
+           index_dir: Path | None, lock_timeout: float, as_json: bool) -> None:
+    """Search the index of FOLDER for QUERY."""
+    kb = _open_kb(folder, embedding, index_dir, lock_timeout)
+    config = SearchConfig(mode=mode, top_k=top_k, rrf_k=rrf_k, score_threshold=threshold)  # type: ignore[arg-type]
+    filters = SearchFilters(paths=paths, kinds=kinds)  # type: ignore[arg-type]
+    results = kb.search(query, filters=filters, config=config)
+    if as_json:
+        emit_json({"results": [r.to_dict() for r in results]})
+        return
+    if not results:
+        click.echo("No results.")
+    for n, r in enumerate(results, 1):
+        c = r.chunk
+        where = f"{c.source}:{c.line_start}-{c.line_end}"
+        extra = f" § {c.section}" if c.section else ""
+        click.echo(click.style(f"[{n}] {where}{extra}  score {r.score:.4f}", bold=True))
+        click.echo("    " + c.text.strip().replace("\n", "\n    "))
+
+
+@main.command()
+@folder_arg
+@embedding_opt
+@index_dir_opt
+@lock_timeout_opt
+@json_opt
+@click.option("--validate", is_flag=True, help="Also read and check every index file.")
+@fail_cleanly
+def stats(folder: Path, embedding: str | None, index_dir: Path | None, lock_timeout: float,
+          as_json: bool, validate: bool) -> None:
+    """Show the index stats of FOLDER."""
+    kb = _open_kb(folder, embedding, index_dir, lock_timeout)
+    if validate:
+        kb.validate()
+    data = kb.stats().to_dict()
+    if as_json:
+        emit_json(data)
+        return
+    for key, value in data.items():
+        click.echo(f"{key}: {value}")
+
+
+@main.command()
+@folder_arg
+@index_dir_opt
+@json_opt
+@fail_cleanly
+def delete(folder: Path, index_dir: Path | None, as_json: bool) -> None:
+    """Delete the index of FOLDER (the documents are not touched)."""
+    kb = _open_kb(folder, "none", index_dir, 60.0)
+    root = kb.layout.root
+    kb.delete()
+    if as_json:
+        emit_json({"deleted": str(root)})
+    else:
+        click.echo(f"Deleted {root}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,244 @@
+"""One incremental indexing run: scan, reuse what did not change, chunk and embed what
+did, write a new generation, publish it.
+
+Reuse is decided per file: same size and mtime means unchanged without reading it; a
+changed stat but the same sha256 also reuses the old chunks. New chunk texts go through
+the embedding cache, so only text never embedded before reaches the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from . import __version__
+from .chunking import chunk_file
+from .config import ChunkConfig, ScanConfig
+from .embeddings import BatchEmbedder, EmbeddingCache, check_dims, embed_with_cache
+from .loaders import SkipFile, load_file
+from .progress import ProgressCallback, ProgressEvent
+from .records import Chunk, SkippedFile
+from .scan import ScannedFile, scan_folder
+from .store import (
+    EmbeddingMeta,
+    FileRecord,
+    IndexLayout,
+    IndexMeta,
+    IndexReader,
+    SkipRecord,
+    file_lock,
+    write_generation,
+)
+
+
+@dataclass
+class IndexPlan:
+    """Inputs of a run that decide reuse: what the index was built with now."""
+
+    folder: Path
+    layout: IndexLayout
+    scan: ScanConfig
+    chunking: ChunkConfig
+    embedding: EmbeddingMeta | None  # dims may be 0 when not yet known
+    embedder: Callable[[], BatchEmbedder] | None
+    lock_timeout: float
+    rebuild: bool = False
+
+
+@dataclass
+class RunResult:
+    meta: IndexMeta
+    embedded: int = 0
+    reused: int = 0
+    skipped: list[SkippedFile] = field(default_factory=list)
+    rebuilt: bool = False
+
+
+@dataclass
+class _Pending:
+    chunks: list[Chunk] = field(default_factory=list)
+    vectors: list[np.ndarray | None] = field(default_factory=list)  # None: embed later
+    files: dict[str, FileRecord] = field(default_factory=dict)
+    skipped: dict[str, SkipRecord] = field(default_factory=dict)
+    notes: list[SkippedFile] = field(default_factory=list)
+    reused_vectors: int = 0
+
+
+def settings_match(meta: IndexMeta, plan: IndexPlan) -> bool:
+    """Any change of embedding model or chunking parameters means a rebuild."""
+    if meta.chunking != plan.chunking.model_dump(mode="json"):
+        return False
+    if (meta.embedding is None) != (plan.embedding is None):
+        return False
+    if meta.embedding is None or plan.embedding is None:
+        return True
+    return (meta.embedding.provider, meta.embedding.model) == (
+        plan.embedding.provider,
+        plan.embedding.model,
+    )
+
+
+def run_index(plan: IndexPlan, progress: ProgressCallback) -> RunResult:
+    plan.layout.ensure()
+    with file_lock(plan.layout.write_lock, "exclusive", plan.lock_timeout, "index"):
+        had_previous = plan.layout.current_name() is not None
+        old = _open_previous(plan)
+        try:
+            result = _build(plan, old, progress)
+            result.rebuilt = had_previous and old is None
+            return result
+        finally:
+            if old is not None:
+                old.close()
+
+
+def _open_previous(plan: IndexPlan) -> IndexReader | None:
+    if plan.rebuild or plan.layout.current_name() is None:
+        return None
+    try:
+        reader = IndexReader(plan.layout, lock_timeout=plan.lock_timeout)
+    except Exception:  # noqa: BLE001 - an unreadable old index is rebuilt, not fatal
+        return None
+    if not settings_match(reader.meta, plan):
+        reader.close()
+        return None
+    return reader
+
+
+def _build(plan: IndexPlan, old: IndexReader | None, progress: ProgressCallback) -> RunResult:
+    progress(ProgressEvent("scan", 0, 1, str(plan.folder)))
+    scanned = scan_folder(plan.folder, plan.scan, index_dir=plan.layout.root)
+    progress(ProgressEvent("scan", 1, 1, f"{len(scanned.files)} files"))
+    pending = _Pending()
+    total = len(scanned.files)
+    for done, file in enumerate(scanned.files, 1):
+        _add_file(plan, old, file, pending)
+        progress(ProgressEvent("load", done, total, file.rel))
+    vectors, embedded, failed = _embed(plan, old, pending, progress)
+    meta = _make_meta(plan, pending, vectors, failed)
+    progress(ProgressEvent("write", 0, 1, "writing index"))
+    target = plan.layout.new_generation()
+    write_generation(target, meta, pending.chunks, vectors)
+    with file_lock(plan.layout.lock, "exclusive", plan.lock_timeout, "publish index"):
+        plan.layout.publish(target)
+        plan.layout.remove_stale(keep=target.name)
+    progress(ProgressEvent("write", 1, 1, target.name))
+    skipped = list(scanned.skipped) + pending.notes
+    return RunResult(
+        meta=meta,
+        embedded=embedded,
+        reused=pending.reused_vectors,
+        skipped=sorted(skipped, key=lambda s: s.path),
+    )
+
+
+def _add_file(plan: IndexPlan, old: IndexReader | None, file: ScannedFile, p: _Pending) -> None:
+    prev_skip = old.meta.skipped.get(file.rel) if old else None
+    if prev_skip and (prev_skip.size, prev_skip.mtime_ns) == (file.size, file.mtime_ns):
+        p.skipped[file.rel] = prev_skip
+        p.notes.append(SkippedFile(file.rel, prev_skip.reason, prev_skip.detail))
+        return
+    record = old.meta.files.get(file.rel) if old else None
+    if old and record and (record.size, record.mtime_ns) == (file.size, file.mtime_ns):
+        _reuse(old, record, file, record.sha256, p)
+        return
+    try:
+        loaded = load_file(file)
+    except SkipFile as exc:
+        skip = exc.skipped
+        p.skipped[file.rel] = SkipRecord(
+            size=file.size, mtime_ns=file.mtime_ns, reason=skip.reason, detail=skip.detail
+        )
+        p.notes.append(skip)
+        return
+    if old and record and record.sha256 == loaded.sha256:
+        _reuse(old, record, file, loaded.sha256, p)
+        return
+    chunks = chunk_file(loaded.segments, plan.chunking, loaded.kind, file.rel)
+    notes = [n.to_dict() for n in loaded.notes]
+    p.notes.extend(loaded.notes)
+    start = len(p.chunks)
+    p.chunks.extend(chunks)
+    p.vectors.extend([None] * len(chunks))
+    p.files[file.rel] = FileRecord(
+        size=file.size, mtime_ns=file.mtime_ns, sha256=loaded.sha256, kind=loaded.kind,
+        chunk_start=start, chunk_end=len(p.chunks), notes=notes,
+    )
+
+
+def _reuse(old: IndexReader, rec: FileRecord, file: ScannedFile, sha: str, p: _Pending) -> None:
+    start = len(p.chunks)
+    failed = set(old.meta.failed_embeddings)
+    for i in range(rec.chunk_start, rec.chunk_end):
+        p.chunks.append(old.chunks.get(i))
+        usable = old.vectors is not None and i not in failed
+        p.vectors.append(np.array(old.vectors[i]) if usable and old.vectors is not None else None)
+        p.reused_vectors += usable
+    p.notes.extend(SkippedFile(n["path"], n["reason"], n.get("detail", "")) for n in rec.notes)  # type: ignore[arg-type]
+    p.files[file.rel] = rec.model_copy(
+        update={"size": file.size, "mtime_ns": file.mtime_ns, "sha256": sha,
+                "chunk_start": start, "chunk_end": len(p.chunks)}
+    )
+
+
+def _embed(
+    plan: IndexPlan, old: IndexReader | None, p: _Pending, progress: ProgressCallback
+) -> tuple[np.ndarray | None, int, list[int]]:
+    if plan.embedder is None or plan.embedding is None:
+        return None, 0, []
+    missing = [i for i, v in enumerate(p.vectors) if v is None]
+    dims = old.meta.embedding.dims if old and old.meta.embedding else 0
+    embedded, failed_local = 0, []
+    new_rows: np.ndarray | None = None
+    if missing:
+        embedder = plan.embedder()
+        cache = EmbeddingCache(plan.layout.cache, _model_key(plan.embedding))
+        try:
+            def on_progress(done: int, total: int) -> None:
+                progress(ProgressEvent("embed", done, total, "embedding"))
+
+            outcome = embed_with_cache(
+                embedder, cache, [p.chunks[i].text for i in missing], on_progress
+            )
+        finally:
+            cache.close()
+        new_rows, embedded, failed_local = outcome.vectors, outcome.embedded, outcome.failed
+        p.reused_vectors += outcome.reused
+        if dims:
+            check_dims(dims, int(new_rows.shape[1]))
+        dims = int(new_rows.shape[1])
+    if not dims:
+        dims = plan.embedding.dims
+    matrix = np.zeros((len(p.chunks), dims), dtype=np.float32)
+    known = [(i, v) for i, v in enumerate(p.vectors) if v is not None]
+    for i, vector in known:
+        matrix[i] = vector
+    if new_rows is not None:
+        matrix[missing] = new_rows
+    plan.embedding = plan.embedding.model_copy(update={"dims": dims})
+    return matrix, embedded, sorted(missing[j] for j in failed_local)
+
+
+def _model_key(embedding: EmbeddingMeta) -> str:
+    return f"{embedding.provider}:{embedding.model}"
+
+
+def _make_meta(
+    plan: IndexPlan, p: _Pending, vectors: np.ndarray | None, failed: list[int]
+) -> IndexMeta:
+    return IndexMeta(
+        engine_version=__version__,
+        embedding=plan.embedding if vectors is not None else None,
+        chunking=plan.chunking.model_dump(mode="json"),
+        scan=plan.scan.model_dump(mode="json"),
+        files=p.files,
+        skipped=p.skipped,
+        file_count=len(p.files),
+        chunk_count=len(p.chunks),
+        indexed_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        failed_embeddings=failed,
+    )

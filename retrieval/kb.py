@@ -1,0 +1,318 @@
+"""The public face of the engine: one folder, one index beside it.
+
+    kb = KnowledgeBase("docs/", embedding="local")
+    kb.index()                       # incremental; embeds only text it never embedded
+    results = kb.search("how do I retry?", top_k=5)
+    print(format_context(results))   # citation-tagged context for a chat model
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+from ._indexer import IndexPlan, run_index, settings_match
+from ._search import rank_one, resolve_mode
+from ._search import search as _search
+from .config import ChunkConfig, ScanConfig, SearchConfig, SearchMode
+from .embeddings import BatchEmbedder, describe_embeddings, resolve_embeddings
+from .errors import ConfigError, IndexNotFoundError
+from .filters import SearchFilters
+from .progress import ProgressCallback, ignore_progress
+from .records import SearchResult, SkippedFile
+from .scan import scan_folder
+from .store import INDEX_DIR_NAME, EmbeddingMeta, FileRecord, IndexLayout, IndexMeta, IndexReader
+
+Ranker = Literal["vector", "bm25"]
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStats:
+    """The Knowledge Base spec's stats."""
+
+    file_count: int
+    chunk_count: int
+    index_size: int  # bytes on disk of the current generation
+    last_indexed: str | None  # ISO 8601, UTC
+    stale_files: int  # new + modified + deleted files since last_indexed
+    embedding: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fileCount": self.file_count,
+            "chunkCount": self.chunk_count,
+            "indexSize": self.index_size,
+            "lastIndexed": self.last_indexed,
+            "staleFiles": self.stale_files,
+            "embedding": dict(self.embedding),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class IndexReport:
+    """What one indexing run did, plus the stats after it."""
+
+    stats: IndexStats
+    embedded: int
+    reused: int
+    skipped: list[SkippedFile]
+    failed_embeddings: int = 0
+    rebuilt: bool = False  # model or chunking parameters changed
+
+    def to_dict(self) -> dict[str, Any]:
+        out = self.stats.to_dict()
+        out.update(
+            embedded=self.embedded,
+            reused=self.reused,
+            skipped=[s.to_dict() for s in self.skipped],
+            failedEmbeddings=self.failed_embeddings,
+            rebuilt=self.rebuilt,
+        )
+        return out
+
+
+class KnowledgeBase:
+    """Index and search one folder. ``embedding`` is a spec (``local``, ``local:<path>``,
+    ``openai:<model>``, ``azure_openai:<deployment>``, ``openai_compatible:<model>@<url>``,
+    ``fake``) or any LangChain ``Embeddings``; ``None`` gives a lexical-only index (BM25);
+    ``auto`` (the default) reuses the model the existing index was built with, else
+    ``local``.
+    Thread-safe for concurrent searches; one process may index while others search."""
+
+    def __init__(
+        self,
+        folder: str | Path,
+        *,
+        embedding: str | Embeddings | None = "auto",
+        index_dir: str | Path | None = None,
+        scan: ScanConfig | None = None,
+        chunking: ChunkConfig | None = None,
+        lock_timeout: float = 60.0,
+    ) -> None:
+        self.folder = Path(folder).expanduser().resolve()
+        if not self.folder.is_dir():
+            raise ConfigError(f"{folder} is not a folder; pass the folder to index")
+        root = Path(index_dir).expanduser().resolve() if index_dir else self.folder / INDEX_DIR_NAME
+        self.layout = IndexLayout(root)
+        self.scan_config = scan or ScanConfig()
+        self.chunk_config = chunking or ChunkConfig()
+        self.lock_timeout = lock_timeout
+        if embedding == "auto":
+            embedding = self._recorded_spec()
+        self._embedding_spec = embedding
+        self._embedding_meta = self._describe(embedding)
+        self._embedder: BatchEmbedder | None = None
+        self._reader: IndexReader | None = None
+        self._reader_key: str | None = None
+        self._lock = threading.RLock()
+
+    def _recorded_spec(self) -> str | None:
+        """``auto``: the model the existing index was built with, else the local model."""
+        try:
+            name = self.layout.current_name()
+            if name is not None:
+                meta = IndexMeta.model_validate_json(
+                    (self.layout.generation(name) / "meta.json").read_bytes()
+                )
+                if meta.embedding is None:
+                    return None
+                if meta.embedding.spec:
+                    return meta.embedding.spec
+        except (OSError, ValueError):
+            pass  # an unreadable index is rebuilt by index(); search reports it
+        return "local"
+
+    @staticmethod
+    def _describe(embedding: str | Embeddings | None) -> EmbeddingMeta | None:
+        if embedding is None:
+            return None
+        info = describe_embeddings(embedding)
+        spec = embedding if isinstance(embedding, str) else None
+        return EmbeddingMeta(provider=info.provider, model=info.model, dims=0, spec=spec)
+
+    def embedder(self) -> BatchEmbedder:
+        """The batching, retrying embedder (the model loads on first use)."""
+        with self._lock:
+            if self._embedder is None:
+                spec = self._embedding_spec
+                if spec is None:
+                    raise ConfigError("this knowledge base has no embedding model (lexical only)")
+                model = resolve_embeddings(spec) if isinstance(spec, str) else spec
+                self._embedder = BatchEmbedder(model)
+            return self._embedder
+
+    # -- indexing -----------------------------------------------------------------------
+    def index(self, *, progress: ProgressCallback | None = None, rebuild: bool = False) -> IndexReport:
+        """Bring the index up to date with the folder (incrementally)."""
+        plan = IndexPlan(
+            folder=self.folder,
+            layout=self.layout,
+            scan=self.scan_config,
+            chunking=self.chunk_config,
+            embedding=self._embedding_meta,
+            embedder=self.embedder if self._embedding_meta else None,
+            lock_timeout=self.lock_timeout,
+            rebuild=rebuild,
+        )
+        result = run_index(plan, progress or ignore_progress)
+        stats = self._stats_from(result.meta, self._generation_size(), stale=0)
+        return IndexReport(
+            stats=stats,
+            embedded=result.embedded,
+            reused=result.reused,
+            skipped=result.skipped,
+            failed_embeddings=len(result.meta.failed_embeddings),
+            rebuilt=result.rebuilt,
+        )
+
+    def stale_files(self) -> int | None:
+        """New + modified + deleted files, from file metadata only; None without an index
+        or when the settings changed (everything is stale)."""
+        try:
+            reader = self._open()
+        except IndexNotFoundError:
+            return None
+        meta = reader.meta
+        if not self._settings_match(meta):
+            return None
+        scanned = scan_folder(self.folder, self.scan_config, index_dir=self.layout.root)
+        seen: set[str] = set()
+        stale = 0
+        for file in scanned.files:
+            seen.add(file.rel)
+            rec = meta.files.get(file.rel) or meta.skipped.get(file.rel)
+            if rec is None or (rec.size, rec.mtime_ns) != (file.size, file.mtime_ns):
+                stale += 1
+        stale += sum(1 for rel in [*meta.files, *meta.skipped] if rel not in seen)
+        return stale
+
+    def _settings_match(self, meta: IndexMeta) -> bool:
+        plan = IndexPlan(self.folder, self.layout, self.scan_config, self.chunk_config,
+                         self._embedding_meta, None, self.lock_timeout)
+        return settings_match(meta, plan)
+
+    def is_fresh(self) -> bool:
+        """True when the folder matches the index; reads file metadata only."""
+        return self.stale_files() == 0
+
+    def ensure_fresh(self, *, progress: ProgressCallback | None = None) -> IndexReport | None:
+        """Index when missing or stale; return the report, or None when already fresh."""
+        if self.is_fresh():
+            return None
+        return self.index(progress=progress)
+
+    # -- search -------------------------------------------------------------------------
+    def _open(self) -> IndexReader:
+        """The live generation, reopened when a writer published a new one."""
+        with self._lock:
+            try:
+                key = self.layout.current.read_text(encoding="utf-8").strip()
+            except FileNotFoundError:
+                raise IndexNotFoundError(
+                    f"{self.folder} has no index yet; run `kbgraph index {self.folder}`"
+                ) from None
+            if self._reader is None or key != self._reader_key:
+                reader = IndexReader(self.layout, lock_timeout=self.lock_timeout)
+                if self._reader is not None:
+                    self._reader.close()
+                self._reader, self._reader_key = reader, reader.name
+            return self._reader
+
+    def _embed_query(self, query: str) -> np.ndarray:
+        return self.embedder().embed_query(query)
+
+    def search(
+        self,
+        query: str,
+        *,
+        top_k: int = 5,
+        mode: SearchMode | None = None,
+        filters: SearchFilters | None = None,
+        config: SearchConfig | None = None,
+    ) -> list[SearchResult]:
+        """Ranked results; ``mode`` defaults to hybrid when vectors exist, else bm25."""
+        cfg = config or SearchConfig()
+        cfg = cfg.model_copy(update={"top_k": top_k if config is None else cfg.top_k,
+                                     "mode": mode or cfg.mode})
+        reader = self._open()
+        embed = self._embed_query if reader.vectors is not None else None
+        return _search(reader, query, cfg, filters, embed)
+
+    def rank(
+        self,
+        query: str,
+        ranker: Ranker,
+        *,
+        limit: int,
+        filters: SearchFilters | None = None,
+    ) -> list[SearchResult]:
+        """One ranker's list (for callers that fuse several queries themselves)."""
+        reader = self._open()
+        if ranker == "vector":
+            resolve_mode(reader, "vector")
+        embed = self._embed_query if reader.vectors is not None else None
+        hits = rank_one(reader, query, ranker, limit, reader.mask(filters), embed)
+        return [
+            SearchResult(reader.chunks.get(i), s, ranks={ranker: r}, scores={ranker: s})
+            for r, (i, s) in enumerate(hits, 1)
+        ]
+
+    def indexed_files(self) -> dict[str, FileRecord]:
+        """The files of the live generation with their size, mtime, sha256 and chunk span."""
+        return dict(self._open().meta.files)
+
+    @property
+    def has_vectors(self) -> bool:
+        return self._open().vectors is not None
+
+    # -- housekeeping -------------------------------------------------------------------
+    def stats(self) -> IndexStats:
+        reader = self._open()
+        stale = self.stale_files()
+        return self._stats_from(
+            reader.meta, reader.size_bytes(), stale=reader.meta.file_count if stale is None else stale
+        )
+
+    def validate(self) -> None:
+        """Open the live generation and check every file of it (raises IndexCorruptError)."""
+        self._open().validate()
+
+    def _generation_size(self) -> int:
+        return self._open().size_bytes()
+
+    @staticmethod
+    def _stats_from(meta: IndexMeta, size: int, *, stale: int) -> IndexStats:
+        return IndexStats(
+            file_count=meta.file_count,
+            chunk_count=meta.chunk_count,
+            index_size=size,
+            last_indexed=meta.indexed_at,
+            stale_files=stale,
+            embedding=meta.embedding.model_dump() if meta.embedding else {},
+        )
+
+    def delete(self) -> None:
+        """Remove the index folder (the embedding cache goes with it)."""
+        self.close()
+        if not self.layout.root.exists():
+            raise IndexNotFoundError(f"{self.folder} has no index to delete")
+        shutil.rmtree(self.layout.root)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._reader is not None:
+                self._reader.close()
+                self._reader, self._reader_key = None, None
+
+    def __enter__(self) -> KnowledgeBase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,232 @@
+"""The BM25 index: eager per-(term, document) scores, saved as plain ``.npy`` files plus a
+JSON vocabulary, and read back through memory maps.
+
+Files, all inside the directory the caller names (they share it with other index files):
+
+- ``bm25.data.npy``     float32, the scores, column after column
+- ``bm25.indices.npy``  int32, the document of each score
+- ``bm25.indptr.npy``   int64, ``n_terms + 1`` column starts
+- ``bm25.json``         format version, tokenizer id, k1, b, document count, avgdl, vocabulary
+
+The caller makes the set atomic (it writes into a fresh generation folder); this module just
+writes files, the JSON last.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError, IndexCorruptError, IndexNotFoundError
+from ..ranking import check_k, check_mask, top_k_of
+from ._bm25 import DEFAULT_B, DEFAULT_K1, ScoreColumns, avg_doc_len, query_scores, score_columns
+from ._tokenize import TOKENIZER_ID, tokenize, tokenize_corpus
+
+FORMAT_VERSION = 1
+META_FILE = "bm25.json"
+ARRAY_FILES: dict[str, tuple[str, np.dtype[Any]]] = {
+    "data": ("bm25.data.npy", np.dtype(np.float32)),
+    "indices": ("bm25.indices.npy", np.dtype(np.int32)),
+    "indptr": ("bm25.indptr.npy", np.dtype(np.int64)),
+}
+BM25_FILES: tuple[str, ...] = (*(name for name, _ in ARRAY_FILES.values()), META_FILE)
+"""Every file :meth:`BM25Index.save` writes, for callers that size or copy an index."""
+
+_REBUILD = "rebuild the index (kbgraph index <folder>)"
+
+
+class BM25Index:
+    """Okapi BM25 (Lucene variant, see ``_bm25``) over a fixed list of documents, numbered
+    from 0 in the order given to :meth:`build`."""
+
+    def __init__(
+        self,
+        columns: ScoreColumns,
+        vocab: Sequence[str],
+        *,
+        n_docs: int,
+        k1: float = DEFAULT_K1,
+        b: float = DEFAULT_B,
+        avgdl: float = 0.0,
+    ) -> None:
+        # Plain ndarray views of memory maps: np.memmap's per-slice Python hooks cost more
+        # than the slices themselves on short posting lists.
+        self._columns = ScoreColumns(
+            data=_read_only(columns.data),
+            indices=_read_only(columns.indices),
+            indptr=_read_only(columns.indptr),
+        )
+        self._vocab = list(vocab)
+        self._term_id = {term: i for i, term in enumerate(self._vocab)}
+        self.n_docs = n_docs
+        self.k1 = k1
+        self.b = b
+        self.avgdl = avgdl
+
+    @classmethod
+    def build(
+        cls, texts: Sequence[str], *, k1: float = DEFAULT_K1, b: float = DEFAULT_B
+    ) -> BM25Index:
+        """Index ``texts``; document ``i`` is ``texts[i]``."""
+        if not (k1 >= 0 and 0 <= b <= 1):
+            raise ConfigError(
+                f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}; "
+                "the usual values are k1=1.5, b=0.75."
+            )
+        corpus = tokenize_corpus(texts)
+        columns = score_columns(corpus.term_ids, corpus.doc_lengths, len(corpus.vocab), k1, b)
+        return cls(
+            columns,
+            corpus.vocab,
+            n_docs=len(corpus.doc_lengths),
+            k1=k1,
+            b=b,
+            avgdl=avg_doc_len(corpus.doc_lengths),
+        )
+
+    def __len__(self) -> int:
+        return self.n_docs
+
+    @property
+    def columns(self) -> ScoreColumns:
+        """The precomputed score columns (read-only views; memory maps after :meth:`load`)."""
+        return self._columns
+
+    @property
+    def vocabulary(self) -> list[str]:
+        return list(self._vocab)
+
+    def term_ids(self, query: str) -> list[int]:
+        """The query's terms that occur in the corpus, as term ids (repeats kept)."""
+        lookup = self._term_id.get
+        return [t for t in (lookup(term) for term in tokenize(query)) if t is not None]
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 of every document (float32, length ``len(self)``); 0 where no term matches."""
+        scores = query_scores(self._columns, self.term_ids(query), self.n_docs)
+        if len(scores) != self.n_docs:
+            raise IndexCorruptError(
+                f"BM25 index refers to document {len(scores) - 1} but holds {self.n_docs} "
+                f"documents; {_REBUILD}."
+            )
+        return scores
+
+    def top_k(
+        self, query: str, k: int, mask: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` best documents with a score > 0, best first, ties by document number.
+        ``mask`` (one bool per document) restricts the documents *before* selection. Returns
+        document numbers (int64) and scores (float32)."""
+        check_k(k)
+        mask = check_mask(mask, self.n_docs)
+        scores = self.scores(query)
+        matching = np.flatnonzero(scores > 0)
+        if mask is not None:
+            matching = matching[mask[matching]]
+        return top_k_of(scores, k, matching)
+
+    def save(self, directory: Path) -> None:
+        """Write the index files into ``directory`` (created if missing)."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        for attr, (name, dtype) in ARRAY_FILES.items():
+            array = np.ascontiguousarray(getattr(self._columns, attr), dtype=dtype)
+            np.save(directory / name, array, allow_pickle=False)
+        meta = {
+            "format": FORMAT_VERSION,
+            "tokenizer": TOKENIZER_ID,
+            "k1": self.k1,
+            "b": self.b,
+            "n_docs": self.n_docs,
+            "avgdl": self.avgdl,
+            "vocab": self._vocab,
+        }
+        # Written last: a folder with the JSON has every array file too.
+        (directory / META_FILE).write_text(json.dumps(meta, ensure_ascii=False), "utf-8")
+
+    @classmethod
+    def load(cls, directory: Path) -> BM25Index:
+        """Open an index written by :meth:`save`; the arrays stay on disk (memory-mapped)."""
+        directory = Path(directory)
+        meta = _read_meta(directory)
+        arrays = {
+            attr: _open_array(directory, name, dtype) for attr, (name, dtype) in ARRAY_FILES.items()
+        }
+        columns = ScoreColumns(**arrays)
+        _check_shapes(columns, meta, directory)
+        return cls(
+            columns,
+            meta["vocab"],
+            n_docs=meta["n_docs"],
+            k1=meta["k1"],
+            b=meta["b"],
+            avgdl=meta["avgdl"],
+        )
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    view = np.asarray(array).view()
+    view.flags.writeable = False
+    return view
+
+
+def _read_meta(directory: Path) -> dict[str, Any]:
+    path = directory / META_FILE
+    if not path.is_file():
+        raise IndexNotFoundError(
+            f"no BM25 index in {directory} ({META_FILE} is missing); {_REBUILD}."
+        )
+    try:
+        meta = json.loads(path.read_text("utf-8"))
+        keys = ("format", "tokenizer", "k1", "b", "n_docs", "avgdl", "vocab")
+        missing = [key for key in keys if key not in meta]
+    except (OSError, ValueError, TypeError) as exc:
+        raise IndexCorruptError(
+            f"{path} is not a valid BM25 index file ({exc}); {_REBUILD}."
+        ) from exc
+    if missing:
+        raise IndexCorruptError(f"{path} lacks {', '.join(missing)}; {_REBUILD}.")
+    if meta["format"] != FORMAT_VERSION or meta["tokenizer"] != TOKENIZER_ID:
+        raise IndexCorruptError(
+            f"{path} has format {meta['format']} / tokenizer {meta['tokenizer']!r}; this "
+            f"version reads format {FORMAT_VERSION} / {TOKENIZER_ID!r}; {_REBUILD}."
+        )
+    return dict(meta)
+
+
+def _open_array(directory: Path, name: str, dtype: np.dtype[Any]) -> np.ndarray:
+    path = directory / name
+    try:
+        array = np.load(path, mmap_mode="r", allow_pickle=False)
+    except FileNotFoundError as exc:
+        raise IndexCorruptError(f"{path} is missing; {_REBUILD}.") from exc
+    except (OSError, ValueError) as exc:
+        raise IndexCorruptError(f"{path} is not a valid .npy file ({exc}); {_REBUILD}.") from exc
+    if array.dtype != dtype or array.ndim != 1:
+        raise IndexCorruptError(
+            f"{path} holds {array.dtype} of shape {array.shape}, expected a 1-D "
+            f"{dtype} array; {_REBUILD}."
+        )
+    return np.asarray(array)
+
+
+def _check_shapes(columns: ScoreColumns, meta: dict[str, Any], directory: Path) -> None:
+    indptr = columns.indptr
+    problems = []
+    if len(indptr) != len(meta["vocab"]) + 1:
+        problems.append(f"{len(indptr)} column starts for {len(meta['vocab'])} terms")
+    elif indptr[0] != 0 or indptr[-1] != len(columns.data):
+        problems.append(f"columns end at {indptr[-1]} but {len(columns.data)} scores exist")
+    if len(columns.indices) != len(columns.data):
+        problems.append(f"{len(columns.indices)} document ids for {len(columns.data)} scores")
+    if problems:
+        raise IndexCorruptError(
+            f"BM25 index in {directory} is inconsistent ({'; '.join(problems)}); {_REBUILD}."
+        )
+
+
+__all__ = ["BM25_FILES", "FORMAT_VERSION", "BM25Index"]

@@ -1,0 +1,13 @@
+"""File loaders: the bytes of a scanned file become text segments that remember where
+every character came from (see :mod:`retrieval.segments`).
+
+``load_file`` raises :class:`SkipFile` for files that cannot be indexed (binary,
+unreadable, empty, extraction failed); its ``skipped`` record goes into the index report.
+Problems that do not stop indexing (a non-UTF-8 file decoded with a fallback encoding, a
+PDF page that failed) come back as ``LoadedFile.notes``.
+"""
+
+from ._base import LoadedFile, SkipFile, binary_reason
+from ._load import load_bytes, load_file
+
+__all__ = ["LoadedFile", "SkipFile", "binary_reason", "load_bytes", "load_file"]

@@ -1,0 +1,182 @@
+"""Ranking primitives as pure functions: top-k selection, vector top-k over a (memory-mapped)
+matrix, and Reciprocal Rank Fusion.
+
+Filters are applied *before* selection everywhere: a masked row can never be returned, and
+top-k is taken over the allowed rows only, so a filter never leaves fewer than ``k`` results
+while more than ``k`` allowed rows exist.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import ConfigError, DimensionMismatchError
+
+# Rows per BLAS call. One call is fastest; splitting only bounds the float32 output and the
+# pages a single call touches when a matrix has tens of millions of rows.
+_DOT_BLOCK_ROWS = 1 << 22
+
+
+def check_k(k: int) -> int:
+    if k < 0:
+        raise ConfigError(f"k must be 0 or more, got {k}; pass the number of results wanted.")
+    return int(k)
+
+
+def check_mask(mask: np.ndarray | None, n: int) -> np.ndarray | None:
+    """A boolean array with one entry per row, or None (no restriction)."""
+    if mask is None:
+        return None
+    mask = np.asarray(mask)
+    if mask.dtype != np.bool_ or mask.shape != (n,):
+        raise ConfigError(
+            f"mask must be a boolean array of shape ({n},), got dtype {mask.dtype} and shape "
+            f"{mask.shape}; build it with one True/False per indexed row."
+        )
+    return mask
+
+
+def top_k_indices(scores: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` largest ``scores``, best first; equal scores come in position
+    order, so the result is deterministic. ``np.argpartition`` finds the k-th best value in
+    O(n); only the entries at least that good are sorted (O(k log k) unless many tie)."""
+    n = len(scores)
+    k = min(check_k(k), n)
+    if k == 0:
+        return np.empty(0, dtype=np.int64)
+    if k < n:
+        kth = np.partition(scores, n - k)[n - k]
+        # Every entry tied with the k-th value is kept, so that ties are broken by position
+        # below rather than by whatever order argpartition left them in.
+        candidates = np.flatnonzero(scores >= kth)
+    else:
+        candidates = np.arange(n, dtype=np.int64)
+    order = np.lexsort((candidates, -scores[candidates]))[:k]
+    return candidates[order].astype(np.int64, copy=False)
+
+
+def top_k_of(
+    scores: np.ndarray, k: int, candidates: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k restricted to ``candidates`` (ascending row ids; None: every row). Returns the
+    row ids (int64) and their scores (float32), best first, ties by row id."""
+    if candidates is None:
+        best = top_k_indices(scores, k)
+    else:
+        best = candidates[top_k_indices(scores[candidates], k)].astype(np.int64, copy=False)
+    return best, scores[best].astype(np.float32, copy=False)
+
+
+def dot_scores(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """``matrix @ query`` in float32 without copying ``matrix`` (an ``np.memmap`` stays a
+    view: the query is cast to the matrix's dtype, never the other way round)."""
+    if matrix.ndim != 2:
+        raise ConfigError(f"matrix must be 2-D (rows, dims), got shape {matrix.shape}.")
+    n, dims = matrix.shape
+    query = np.ascontiguousarray(query, dtype=matrix.dtype)
+    if query.shape != (dims,):
+        raise DimensionMismatchError(
+            f"query vector has shape {query.shape} but the index holds {dims}-dimensional "
+            "vectors; embed the query with the model the index was built with."
+        )
+    rows = np.asarray(matrix)  # base-class view: memmap's Python-level wrappers stay out
+    if n <= _DOT_BLOCK_ROWS:
+        return np.asarray(rows @ query)
+    out = np.empty(n, dtype=matrix.dtype)
+    for start in range(0, n, _DOT_BLOCK_ROWS):
+        stop = min(start + _DOT_BLOCK_ROWS, n)
+        np.matmul(rows[start:stop], query, out=out[start:stop])
+    return out
+
+
+def top_k_dot(
+    matrix: np.ndarray, query: np.ndarray, k: int, mask: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` rows of ``matrix`` with the largest dot product with ``query`` (cosine
+    similarity when both are L2-normalised), best first, ties by row id. ``mask`` (one bool
+    per row) restricts the rows before selection. Returns row ids (int64), scores (float32)."""
+    check_k(k)
+    scores = dot_scores(matrix, query)
+    mask = check_mask(mask, len(scores))
+    candidates = None if mask is None else np.flatnonzero(mask)
+    return top_k_of(scores, k, candidates)
+
+
+@dataclass(frozen=True, slots=True)
+class FusedItem:
+    """One fused result: its fused ``score`` and the 1-based rank each ranking gave it
+    (rankings that did not return it are absent)."""
+
+    key: Hashable
+    score: float
+    ranks: dict[str, int] = field(default_factory=dict)
+
+
+def ranking_weight(name: str, weights: Mapping[str, float] | None) -> float:
+    """The weight of ranking ``name``: ``weights[name]``, else the weight of its ranker —
+    the part after the last ``:``, so ``"q1:bm25"`` takes ``weights["bm25"]`` — else 1."""
+    if not weights:
+        return 1.0
+    if name in weights:
+        return float(weights[name])
+    return float(weights.get(name.rsplit(":", 1)[-1], 1.0))
+
+
+def rrf_contribution(rank: int, k: int, weight: float = 1.0) -> float:
+    """Reciprocal Rank Fusion term ``w / (k + rank)``, rank 1-based (Cormack, Clarke &
+    Büttcher, "Reciprocal Rank Fusion outperforms Condorcet and individual Rank Learning
+    Methods", SIGIR 2009; k = 60 in the paper)."""
+    return weight / (k + rank)
+
+
+def rrf_fuse(
+    rankings: Mapping[str, Sequence[Hashable]],
+    *,
+    k: int = 60,
+    weights: Mapping[str, float] | None = None,
+) -> list[FusedItem]:
+    """Fuse ranked lists: ``score(d) = Σ_r w_r / (k + rank_r(d))``, ranks 1-based (Cormack et
+    al. 2009). A key listed twice in one ranking keeps its best rank. Ties are broken by the
+    best single rank, then by first appearance (rankings in mapping order, each best first)."""
+    check_k(k)
+    ranks: dict[Hashable, dict[str, int]] = {}
+    for name, ranking in rankings.items():
+        for rank, key in enumerate(ranking, start=1):
+            ranks.setdefault(key, {}).setdefault(name, rank)
+    resolved = {name: _checked_weight(name, weights) for name in rankings}
+    items: list[tuple[float, int, int, FusedItem]] = []
+    for seen, (key, by_name) in enumerate(ranks.items()):
+        # fsum is exact-then-rounded, so items with the same multiset of contributions tie
+        # exactly whatever order the rankings list them in.
+        score = math.fsum(rrf_contribution(r, k, resolved[n]) for n, r in by_name.items())
+        items.append((-score, min(by_name.values()), seen, FusedItem(key, score, by_name)))
+    items.sort(key=lambda item: item[:3])
+    return [item[3] for item in items]
+
+
+def _checked_weight(name: str, weights: Mapping[str, float] | None) -> float:
+    weight = ranking_weight(name, weights)
+    if not math.isfinite(weight) or weight < 0:
+        raise ConfigError(
+            f"weight of ranking {name!r} is {weight}; weights must be finite and >= 0 "
+            "(0 switches a ranking off)."
+        )
+    return weight
+
+
+__all__ = [
+    "FusedItem",
+    "check_k",
+    "check_mask",
+    "dot_scores",
+    "ranking_weight",
+    "rrf_contribution",
+    "rrf_fuse",
+    "top_k_dot",
+    "top_k_indices",
+    "top_k_of",
+]

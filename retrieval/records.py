@@ -1,0 +1,123 @@
+"""Records shared by every part of the engine.
+
+Attribute names are snake_case in Python; ``to_dict`` gives the camelCase keys of the
+on-disk format and the CLI's ``--json`` output (``lineStart``, ``byteEnd`` ...), which are
+the contract in ``ARCHITECTURE.md``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+SkipReason = Literal[
+    "excluded",
+    "not-included",
+    "secret",
+    "too-large",
+    "binary",
+    "symlink-outside",
+    "unreadable",
+    "decode-fallback",
+    "empty",
+    "extract-failed",
+]
+"""Why a file was left out (``decode-fallback`` is reported but the file is still indexed)."""
+
+FileKind = Literal["text", "markdown", "code", "html", "pdf", "csv", "data"]
+
+
+def chunk_id(source: str, byte_start: int, byte_end: int, text: str) -> str:
+    """Stable id: the same text at the same place of the same file gets the same id."""
+    digest = hashlib.sha256()
+    for part in (source, str(byte_start), str(byte_end), text):
+        digest.update(part.encode("utf-8", "surrogatepass"))
+        digest.update(b"\0")
+    return digest.hexdigest()[:16]
+
+
+def text_hash(text: str) -> str:
+    """Key of the embedding cache (together with the model name)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A span of one file. ``text`` equals the file's bytes ``[byte_start, byte_end)``
+    decoded and newline-normalised (for HTML and PDF: the text extracted from that span)."""
+
+    id: str
+    text: str
+    source: str
+    line_start: int
+    line_end: int
+    byte_start: int
+    byte_end: int
+    section: str | None = None
+    page: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "text": self.text,
+            "source": self.source,
+            "lineStart": self.line_start,
+            "lineEnd": self.line_end,
+            "byteStart": self.byte_start,
+            "byteEnd": self.byte_end,
+            "section": self.section,
+            "page": self.page,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Chunk:
+        return cls(
+            id=data["id"],
+            text=data["text"],
+            source=data["source"],
+            line_start=data["lineStart"],
+            line_end=data["lineEnd"],
+            byte_start=data["byteStart"],
+            byte_end=data["byteEnd"],
+            section=data.get("section"),
+            page=data.get("page"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SkippedFile:
+    path: str
+    reason: SkipReason
+    detail: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        out = {"path": self.path, "reason": self.reason}
+        if self.detail:
+            out["detail"] = self.detail
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """One ranked chunk. ``ranks`` maps ranker name (``vector``, ``bm25``) to the 1-based
+    rank that ranker gave the chunk, or is absent when the ranker did not return it."""
+
+    chunk: Chunk
+    score: float
+    ranks: dict[str, int] = field(default_factory=dict)
+    scores: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        c = self.chunk
+        return {
+            "text": c.text,
+            "score": self.score,
+            "source": c.source,
+            "lineStart": c.line_start,
+            "lineEnd": c.line_end,
+            "chunkId": c.id,
+            "section": c.section,
+            "page": c.page,
+            "ranks": dict(self.ranks),
+        }

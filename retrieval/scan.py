@@ -1,0 +1,309 @@
+"""Find the files of a folder that are worth indexing, reading metadata only.
+
+The scan never opens a file: it lists folders and calls ``stat``, so that checking an
+unchanged folder for freshness costs no reads. Content checks (binary, empty, encoding)
+happen when a file is loaded (:mod:`retrieval.loaders`).
+
+Rules, in the order they apply:
+
+1. Pruned folders, never entered and not reported (they would flood the report): the
+   index folder (``index_dir`` and ``<root>/.kbgraph``), folders matching an exclude
+   pattern (``.git``, virtualenvs, ``node_modules`` ... by default) and any folder holding a
+   ``pyvenv.cfg`` or ``conda-meta`` (a virtualenv or conda env, whatever its name).
+2. Files matching an exclude pattern: left out silently.
+3. Secrets (:data:`~retrieval.config.SECRET_DENY`, matched ignoring case): reported as
+   ``secret`` even when an include pattern matches them; a secret folder (``.ssh/``) is
+   reported once and not entered.
+4. Files matching no include pattern: left out silently.
+5. Symbolic links are never followed out of the folder (``symlink-outside``). A link to a
+   file inside the folder is indexed once, under the link's own path; a link to a folder
+   is not entered (its target is scanned under its real path), so link loops cannot occur.
+6. Files larger than ``max_file_bytes``: ``too-large``.
+
+Globs match the POSIX path relative to the root: ``*`` and ``?`` stay inside one folder,
+``**`` crosses folders (``**/`` also matches no folder at all), a pattern without ``/``
+matches at any depth (``*.md`` is ``**/*.md``) and a trailing ``/`` means "everything
+below". Include and exclude patterns are case-sensitive.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from .config import SECRET_DENY, ScanConfig
+from .errors import ConfigError
+from .records import FileKind, SkippedFile, SkipReason
+
+DEFAULT_INDEX_DIRNAME = ".kbgraph"
+# Files whose presence marks a folder as a Python environment, whatever the folder's name.
+_ENV_MARKERS = frozenset({"pyvenv.cfg", "conda-meta"})
+
+_KIND_BY_SUFFIX: dict[str, FileKind] = {
+    **dict.fromkeys(("md", "markdown", "mdx"), "markdown"),
+    **dict.fromkeys(
+        ("py", "pyi", "js", "jsx", "mjs", "cjs", "ts", "tsx", "rs", "go", "java", "kt",
+         "c", "h", "cc", "cpp", "hpp", "cs", "rb", "php", "swift", "scala", "sh"),
+        "code",
+    ),
+    **dict.fromkeys(("html", "htm", "xhtml"), "html"),
+    "pdf": "pdf",
+    **dict.fromkeys(("csv", "tsv"), "csv"),
+    **dict.fromkeys(("json", "jsonl", "yaml", "yml", "toml"), "data"),
+}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class ScannedFile:
+    path: Path  # absolute
+    rel: str  # POSIX, relative to the scanned root
+    size: int
+    mtime_ns: int
+    kind: FileKind
+
+
+@dataclass(frozen=True, slots=True)
+class ScanResult:
+    files: list[ScannedFile]
+    skipped: list[SkippedFile]
+
+
+def file_kind(rel: str) -> FileKind:
+    """The kind of a file from its name (``rst`` is plain text: its headings are not
+    Markdown headings)."""
+    suffix = PurePosixPath(rel).suffix.lower().lstrip(".")
+    return _KIND_BY_SUFFIX.get(suffix, "text")
+
+
+def glob_to_regex(pattern: str) -> str:
+    """Translate one glob to a regular expression over POSIX relative paths (semantics in
+    the module docstring; ``[...]`` classes as in :mod:`fnmatch`, ``[!...]`` negates)."""
+    pattern = pattern.strip()
+    while pattern.startswith("./"):
+        pattern = pattern[2:]
+    pattern = pattern.lstrip("/")
+    if pattern.endswith("/"):
+        pattern += "**"
+    if "/" not in pattern:
+        pattern = "**/" + pattern
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if pattern.startswith("**", i):
+            i += 2
+            if pattern.startswith("/", i):
+                out.append("(?:.*/)?")
+                i += 1
+            else:
+                out.append(".*")
+            continue
+        if ch == "*":
+            out.append("[^/]*")
+        elif ch == "?":
+            out.append("[^/]")
+        elif ch == "[" and (close := _class_end(pattern, i)) > 0:
+            body = pattern[i + 1 : close].replace("\\", "\\\\")
+            if body.startswith("!"):
+                body = "^" + body[1:]
+            out.append(f"[{body}]")
+            i = close
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return "".join(out)
+
+
+def _class_end(pattern: str, start: int) -> int:
+    """Index of the ``]`` closing the class opened at ``start``, or -1 (a literal ``[``)."""
+    j = start + 1
+    if j < len(pattern) and pattern[j] == "!":
+        j += 1
+    if j < len(pattern) and pattern[j] == "]":
+        j += 1
+    close = pattern.find("]", j)
+    return close if close > 0 and "/" not in pattern[start:close] else -1
+
+
+def compile_globs(patterns: Iterable[str], *, ignore_case: bool = False) -> re.Pattern[str]:
+    """One regex matching any of ``patterns`` (use ``fullmatch``); none matches nothing."""
+    parts = [f"(?:{glob_to_regex(p)})" for p in patterns if p.strip()]
+    flags = re.IGNORECASE if ignore_case else 0
+    return re.compile("|".join(parts) if parts else "(?!)", flags)
+
+
+class _Rules:
+    """The compiled patterns of one scan."""
+
+    def __init__(self, config: ScanConfig) -> None:
+        self.include = compile_globs(config.include)
+        self.exclude = compile_globs(config.exclude)
+        # Secret names are matched ignoring case: ID_RSA is as secret as id_rsa.
+        self.secret = compile_globs(SECRET_DENY, ignore_case=True)
+        self.max_bytes = config.max_file_bytes
+
+    @staticmethod
+    def dir_matches(regex: re.Pattern[str], rel: str) -> bool:
+        # "x/**" patterns match "x/" and bare-name patterns match "x": try both forms.
+        return bool(regex.fullmatch(rel + "/") or regex.fullmatch(rel))
+
+
+class _Scanner:
+    def __init__(self, root: Path, config: ScanConfig, index_dir: Path | None) -> None:
+        self.root = root
+        self.rules = _Rules(config)
+        pruned = {root / DEFAULT_INDEX_DIRNAME}
+        if index_dir is not None:
+            pruned.add(Path(os.path.realpath(index_dir)))
+        self.pruned_dirs = {str(p) for p in pruned}
+        self.files: list[ScannedFile] = []
+        self.skipped: list[SkippedFile] = []
+
+    def run(self) -> ScanResult:
+        pending: list[tuple[str, str]] = [(str(self.root), "")]
+        while pending:
+            abs_dir, rel_dir = pending.pop()
+            pending.extend(self._scan_dir(abs_dir, rel_dir))
+        self.files.sort(key=lambda f: f.rel)
+        self.skipped.sort(key=lambda s: s.path)
+        return ScanResult(files=self.files, skipped=self.skipped)
+
+    def _skip(self, rel: str, reason: SkipReason, detail: str) -> None:
+        self.skipped.append(SkippedFile(rel, reason, detail))
+
+    def _scan_dir(self, abs_dir: str, rel_dir: str) -> list[tuple[str, str]]:
+        """Handle the files of one folder; return its sub-folders still to scan."""
+        try:
+            with os.scandir(abs_dir) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            self._skip(rel_dir + "/", "unreadable", f"cannot list the folder: {exc.strerror}")
+            return []
+        if rel_dir and any(e.name in _ENV_MARKERS for e in entries):
+            return []  # a virtualenv or conda env
+        subdirs: list[tuple[str, str]] = []
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            if not _is_utf8(entry.name):
+                self._skip(_printable(rel), "unreadable", "the file name is not valid UTF-8")
+                continue
+            try:
+                is_link = entry.is_symlink()
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError as exc:
+                self._skip(rel, "unreadable", exc.strerror or str(exc))
+                continue
+            if is_dir:
+                if self._enter_dir(entry.path, rel):
+                    subdirs.append((entry.path, rel))
+            elif is_link:
+                self._link(entry.path, rel)
+            else:
+                self._file(entry, rel)
+        return subdirs
+
+    def _enter_dir(self, abs_path: str, rel: str) -> bool:
+        rules = self.rules
+        if abs_path in self.pruned_dirs or rules.dir_matches(rules.exclude, rel):
+            return False
+        if rules.dir_matches(rules.secret, rel):
+            self._skip(rel + "/", "secret", "the folder matches a secret pattern; not entered")
+            return False
+        return True
+
+    def _wanted(self, rel: str) -> bool:
+        """Exclude and secret rules, then include; reports secrets."""
+        if self.rules.exclude.fullmatch(rel):
+            return False
+        if self.rules.secret.fullmatch(rel):
+            self._skip(rel, "secret", "the name matches a secret pattern")
+            return False
+        return bool(self.rules.include.fullmatch(rel))
+
+    def _file(self, entry: os.DirEntry[str], rel: str) -> None:
+        if not self._wanted(rel):
+            return
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError as exc:
+            self._skip(rel, "unreadable", exc.strerror or str(exc))
+            return
+        self._add(Path(entry.path), rel, st)
+
+    def _link(self, abs_path: str, rel: str) -> None:
+        rules = self.rules
+        if rules.exclude.fullmatch(rel) or rules.dir_matches(rules.exclude, rel):
+            return
+        target = Path(os.path.realpath(abs_path))
+        inside = target != self.root and target.is_relative_to(self.root)
+        try:
+            st = os.stat(target)
+        except OSError:
+            if self._wanted(rel):
+                self._skip(rel, "unreadable", "broken symbolic link")
+            return
+        if stat.S_ISDIR(st.st_mode):
+            # Never entered: a folder inside is scanned under its real path, and not
+            # following links is what keeps link loops harmless.
+            if not inside:
+                self._skip(rel + "/", "symlink-outside", "the link points outside the folder")
+            return
+        if not self._wanted(rel):
+            return
+        if not inside:
+            self._skip(rel, "symlink-outside", "the link points outside the folder")
+            return
+        target_rel = target.relative_to(self.root).as_posix()
+        if rules.secret.fullmatch(target_rel):
+            self._skip(rel, "secret", f"the link points at {target_rel}, a secret")
+        elif not any(target.is_relative_to(d) for d in self.pruned_dirs):
+            self._add(Path(abs_path), rel, st)
+
+    def _add(self, path: Path, rel: str, st: os.stat_result) -> None:
+        if not stat.S_ISREG(st.st_mode):
+            self._skip(rel, "unreadable", "not a regular file (pipe, socket or device)")
+        elif st.st_size > self.rules.max_bytes:
+            detail = f"{st.st_size} bytes > max_file_bytes {self.rules.max_bytes}"
+            self._skip(rel, "too-large", detail)
+        else:
+            kind = file_kind(rel)
+            self.files.append(ScannedFile(path, rel, st.st_size, st.st_mtime_ns, kind))
+
+
+def _is_utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes arrive as lone surrogates
+        return False
+    return True
+
+
+def _printable(rel: str) -> str:
+    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def scan_folder(root: Path, config: ScanConfig, *, index_dir: Path | None = None) -> ScanResult:
+    """List the indexable files under ``root`` (sorted by relative path) and the files
+    left out with their reasons. Reads no file contents."""
+    real_root = Path(os.path.realpath(root))
+    if not real_root.is_dir():
+        raise ConfigError(
+            f"cannot scan {str(root)!r}: it is not an existing folder; "
+            "pass the path of a folder of documents or code"
+        )
+    return _Scanner(real_root, config, index_dir).run()
+
+
+__all__ = [
+    "DEFAULT_INDEX_DIRNAME",
+    "ScanResult",
+    "ScannedFile",
+    "compile_globs",
+    "file_kind",
+    "glob_to_regex",
+    "scan_folder",
+]

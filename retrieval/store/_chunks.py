@@ -1,0 +1,67 @@
+"""``chunks.jsonl`` (one chunk per line) and ``offsets.bin`` (u64 LE byte offset of each
+line), so that chunk ``i`` is fetched in O(1) without parsing the file."""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import IndexCorruptError
+from ..records import Chunk
+
+
+def write_chunks(chunks_path: Path, offsets_path: Path, chunks: Iterable[Chunk]) -> int:
+    offsets: list[int] = []
+    position = 0
+    with open(chunks_path, "wb") as fh:
+        for chunk in chunks:
+            line = json.dumps(chunk.to_dict(), ensure_ascii=False).encode("utf-8") + b"\n"
+            offsets.append(position)
+            fh.write(line)
+            position += len(line)
+        fh.flush()
+        os.fsync(fh.fileno())
+    with open(offsets_path, "wb") as fh:
+        fh.write(np.asarray(offsets, dtype="<u8").tobytes())
+        fh.flush()
+        os.fsync(fh.fileno())
+    return len(offsets)
+
+
+class ChunkReader:
+    """Random access to the chunks of one generation through a memory map."""
+
+    def __init__(self, chunks_path: Path, offsets_path: Path) -> None:
+        self._size = chunks_path.stat().st_size
+        raw = offsets_path.read_bytes()
+        if len(raw) % 8:
+            raise IndexCorruptError(f"{offsets_path}: length {len(raw)} is not a multiple of 8")
+        self._offsets = np.frombuffer(raw, dtype="<u8")
+        if len(self._offsets) and int(self._offsets[-1]) >= self._size:
+            raise IndexCorruptError(f"{offsets_path}: points past the end of {chunks_path}")
+        self._fh = open(chunks_path, "rb")  # noqa: SIM115 - kept open for the mmap's lifetime
+        self._map = mmap.mmap(self._fh.fileno(), 0, access=mmap.ACCESS_READ) if self._size else None
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    def get(self, index: int) -> Chunk:
+        if self._map is None or not 0 <= index < len(self._offsets):
+            raise IndexError(index)
+        start = int(self._offsets[index])
+        end = int(self._offsets[index + 1]) if index + 1 < len(self._offsets) else self._size
+        return Chunk.from_dict(json.loads(self._map[start:end]))
+
+    def __iter__(self) -> Iterator[Chunk]:
+        for i in range(len(self)):
+            yield self.get(i)
+
+    def close(self) -> None:
+        if self._map is not None:
+            self._map.close()
+        self._fh.close()

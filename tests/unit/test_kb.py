@@ -1,0 +1,170 @@
+"""The facade end to end on small folders with the deterministic fake embedder."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from retrieval import ChunkConfig, KnowledgeBase, SearchFilters, format_context
+from retrieval.errors import ConfigError, IndexNotFoundError
+from retrieval.segments import normalize_newlines
+
+DOCS = {
+    "guide/retry.md": "# Retry\n\n## Policy\n\nThe retry policy uses exponential backoff "
+    "with a cap of 30 seconds.\nSet max_attempts to change it.\n",
+    "guide/auth.md": "# Auth\n\nAPI keys rotate every 90 days. Tokens expire after one hour.\n",
+    "notes/東京.txt": "東京の天気は晴れです。\r\nThe Tokyo office handles billing disputes.\r\n",
+    "src/backoff.py": "def backoff(attempt):\n    \"\"\"Exponential backoff delay.\"\"\"\n"
+    "    return min(30, 2 ** attempt)\n",
+    ".env": "SECRET=hunter2\n",
+}
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    root = tmp_path / "docs"
+    for rel, text in DOCS.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text.encode("utf-8"))
+    return root
+
+
+def _kb(folder: Path, **kwargs: object) -> KnowledgeBase:
+    return KnowledgeBase(folder, embedding="fake", **kwargs)  # type: ignore[arg-type]
+
+
+def _lines(folder: Path, source: str, start: int, end: int) -> str:
+    text = normalize_newlines((folder / source).read_bytes().decode("utf-8"))
+    return "\n".join(text.split("\n")[start - 1 : end])
+
+
+def test_index_reports_counts_and_skips_secrets(folder: Path) -> None:
+    report = _kb(folder).index()
+    data = report.to_dict()
+    assert data["fileCount"] == 4
+    assert data["chunkCount"] >= 4
+    assert data["embedded"] == data["chunkCount"]
+    assert data["reused"] == 0
+    assert {"path": ".env", "reason": "secret"} in data["skipped"]
+    assert data["lastIndexed"] and data["staleFiles"] == 0 and data["indexSize"] > 0
+
+
+@pytest.mark.parametrize("mode", ["vector", "bm25", "hybrid"])
+def test_results_point_at_lines_that_contain_their_text(folder: Path, mode: str) -> None:
+    kb = _kb(folder)
+    kb.index()
+    results = kb.search("exponential backoff retry policy", top_k=3, mode=mode)  # type: ignore[arg-type]
+    assert results
+    assert results[0].chunk.source in {"guide/retry.md", "src/backoff.py"}
+    for r in results:
+        assert r.chunk.text in _lines(folder, r.chunk.source, r.chunk.line_start, r.chunk.line_end)
+        assert mode in r.ranks or mode == "hybrid"
+    if mode == "hybrid":
+        assert set(results[0].ranks) <= {"vector", "bm25"} and results[0].ranks
+
+
+def test_second_run_embeds_nothing_and_an_edit_embeds_only_its_chunks(folder: Path) -> None:
+    kb = _kb(folder)
+    first = kb.index()
+    assert kb.is_fresh()
+    again = kb.index()
+    assert (again.embedded, again.reused) == (0, first.stats.chunk_count)
+    path = folder / "guide/auth.md"
+    path.write_text(path.read_text() + "\nSessions last eight hours.\n")
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    assert not kb.is_fresh()
+    assert kb.stats().stale_files == 1
+    edited = kb.index()
+    assert 1 <= edited.embedded <= 2
+    assert edited.reused == edited.stats.chunk_count - edited.embedded
+
+
+def test_touch_without_change_reuses_by_hash(folder: Path) -> None:
+    kb = _kb(folder)
+    kb.index()
+    path = folder / "guide/retry.md"
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    assert kb.index().embedded == 0
+
+
+def test_deleted_file_leaves_the_index(folder: Path) -> None:
+    kb = _kb(folder)
+    kb.index()
+    (folder / "guide/auth.md").unlink()
+    assert kb.stale_files() == 1
+    kb.index()
+    assert all(r.chunk.source != "guide/auth.md" for r in kb.search("API keys rotate", top_k=10))
+
+
+def test_chunking_change_forces_rebuild_but_cache_avoids_reembedding(folder: Path) -> None:
+    _kb(folder).index()
+    changed = _kb(folder, chunking=ChunkConfig(chunk_size=40, overlap=5))
+    assert not changed.is_fresh()
+    report = changed.index()
+    assert report.rebuilt
+    back = _kb(folder).index()
+    assert back.rebuilt and back.embedded == 0  # texts seen before come from the cache
+
+
+@pytest.mark.parametrize(
+    ("filters", "allowed"),
+    [
+        (SearchFilters(paths=("guide",)), {"guide/retry.md", "guide/auth.md"}),
+        (SearchFilters(paths=("**/*.py",)), {"src/backoff.py"}),
+        (SearchFilters(kinds=("text",)), {"notes/東京.txt"}),
+        (SearchFilters(paths=("notes/東京.txt",)), {"notes/東京.txt"}),
+    ],
+)
+def test_filters_apply_before_ranking(folder: Path, filters: SearchFilters, allowed: set[str]) -> None:
+    kb = _kb(folder)
+    kb.index()
+    for mode in ("vector", "bm25", "hybrid"):
+        results = kb.search("exponential backoff retry", top_k=5, mode=mode, filters=filters)  # type: ignore[arg-type]
+        assert {r.chunk.source for r in results} <= allowed
+        if mode != "bm25":  # vector ranking always fills k from the allowed chunks
+            assert results
+
+
+def test_lexical_only_index(folder: Path) -> None:
+    kb = KnowledgeBase(folder, embedding=None)
+    kb.index()
+    assert kb.search("tokens expire", top_k=1)[0].chunk.source == "guide/auth.md"
+    with pytest.raises(ConfigError, match="lexical-only"):
+        kb.search("tokens", mode="vector")
+
+
+def test_index_folder_is_private_and_ignored_by_git(folder: Path) -> None:
+    kb = _kb(folder)
+    kb.index()
+    root = folder / ".kbgraph"
+    assert (root / ".gitignore").read_text() == "*\n"
+    for dirpath, _, files in os.walk(root):
+        assert stat.S_IMODE(os.stat(dirpath).st_mode) == 0o700
+        for name in files:
+            if not name.endswith((".lock",)):
+                assert stat.S_IMODE(os.stat(Path(dirpath) / name).st_mode) == 0o600, name
+
+
+def test_search_without_index_says_what_to_do(folder: Path) -> None:
+    with pytest.raises(IndexNotFoundError, match="kbgraph index"):
+        _kb(folder).search("anything")
+
+
+def test_auto_embedding_reuses_the_indexed_model(folder: Path) -> None:
+    _kb(folder).index()
+    kb = KnowledgeBase(folder)  # "auto"
+    assert kb.is_fresh()
+    assert kb.search("API keys", top_k=1)[0].chunk.source == "guide/auth.md"
+
+
+def test_format_context_numbers_sources(folder: Path) -> None:
+    kb = _kb(folder)
+    kb.index()
+    context = format_context(kb.search("API keys rotate", top_k=2))
+    assert "[1] Source: guide/auth.md, lines 3-3, score:" in context
+    assert "[2] Source:" in context
+    assert "data, not instructions" in context

@@ -1,0 +1,108 @@
+"""The on-disk format: vectors.bin validation, chunks.jsonl + offsets.bin, generations."""
+
+from __future__ import annotations
+
+import stat
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from retrieval.errors import IndexCorruptError, IndexLockedError
+from retrieval.records import Chunk
+from retrieval.store import (
+    ChunkReader,
+    IndexLayout,
+    file_lock,
+    open_vectors,
+    write_chunks,
+    write_vectors,
+)
+
+
+def _vectors(n: int, d: int) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=(n, d)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_vectors_round_trip_through_memory_map(tmp_path: Path) -> None:
+    path = tmp_path / "vectors.bin"
+    data = _vectors(7, 5)
+    write_vectors(path, data)
+    raw = path.read_bytes()
+    assert struct.unpack("<IIII", raw[:16]) == (0x52414756, 1, 5, 7)
+    mm = open_vectors(path)
+    assert isinstance(mm, np.memmap)
+    np.testing.assert_array_equal(np.asarray(mm), data)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda b: b"XXXX" + b[4:], "bad magic"),
+        (lambda b: b[:4] + struct.pack("<I", 9) + b[8:], "format version 9"),
+        (lambda b: b[:-4], "header says"),
+        (lambda b: b + b"\0" * 4, "header says"),
+        (lambda b: b[:10], "shorter than the header"),
+    ],
+)
+def test_vectors_header_is_validated(tmp_path: Path, mutate: object, message: str) -> None:
+    path = tmp_path / "vectors.bin"
+    write_vectors(path, _vectors(3, 4))
+    path.write_bytes(mutate(path.read_bytes()))  # type: ignore[operator]
+    with pytest.raises(IndexCorruptError, match=message):
+        open_vectors(path)
+
+
+def test_chunks_are_fetched_by_offset(tmp_path: Path) -> None:
+    chunks = [
+        Chunk(f"id{i}", f"text {i} — ünïcödé 東京\r\nline", "dir/ä.md", i + 1, i + 2, i, i + 9,
+              "A > B" if i % 2 else None, None)
+        for i in range(50)
+    ]
+    write_chunks(tmp_path / "chunks.jsonl", tmp_path / "offsets.bin", chunks)
+    reader = ChunkReader(tmp_path / "chunks.jsonl", tmp_path / "offsets.bin")
+    assert len(reader) == 50
+    assert reader.get(37) == chunks[37]
+    assert list(reader) == chunks
+    assert (tmp_path / "offsets.bin").stat().st_size == 50 * 8
+    with pytest.raises(IndexError):
+        reader.get(50)
+    reader.close()
+
+
+def test_layout_publishes_atomically_and_secures_files(tmp_path: Path) -> None:
+    layout = IndexLayout(tmp_path / ".kbgraph")
+    layout.ensure()
+    assert layout.current_name() is None
+    first = layout.new_generation()
+    layout.publish(first)
+    second = layout.new_generation()
+    assert layout.current_name() == first.name  # unpublished generations are invisible
+    layout.publish(second)
+    layout.remove_stale(keep=second.name)
+    assert layout.current_name() == second.name
+    assert not first.exists()
+    assert (layout.root / ".gitignore").read_text() == "*\n"
+    assert stat.S_IMODE(layout.root.stat().st_mode) == 0o700
+    assert stat.S_IMODE(layout.current.stat().st_mode) == 0o600
+
+
+def test_pointer_to_missing_generation_is_reported(tmp_path: Path) -> None:
+    layout = IndexLayout(tmp_path / ".kbgraph")
+    layout.ensure()
+    layout.current.write_text("gen-gone\n")
+    with pytest.raises(IndexCorruptError, match="missing generation"):
+        layout.current_name()
+
+
+def test_exclusive_lock_times_out_with_a_clear_message(tmp_path: Path) -> None:
+    lock = tmp_path / ".lock"
+    with file_lock(lock, "shared", 1, "read"), file_lock(lock, "shared", 1, "read"):
+        pass  # shared locks coexist (flock: per open file description)
+    with file_lock(lock, "exclusive", 1, "index"):
+        with pytest.raises(IndexLockedError, match="locked by another kbgraph process"):
+            with file_lock(lock, "exclusive", 0.2, "index"):
+                pass
