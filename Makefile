@@ -20,6 +20,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 demo: $(VENV)/.installed
 	$(BIN)/kbgraph index examples/docs
 	$(BIN)/kbgraph search examples/docs "How do I configure the retry policy?" --top-k 3
+	$(BIN)/kbgraph ask examples/docs "How do I configure the retry policy?"
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .

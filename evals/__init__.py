@@ -1,0 +1,100 @@
+"""kbgraph's evaluators: faithfulness, context recall, context precision and answer
+relevance over LLM or offline judges, batch runs with reports and a baseline gate, and a
+meta-evaluation of the judges against human labels.
+
+    from evals import FaithfulnessEvaluator, OfflineJudge, EvalRecord
+    judge = OfflineJudge("local")
+    result = FaithfulnessEvaluator(judge).evaluate(
+        EvalRecord(question="...", answer="... [1]", passages=passages_from(citations))
+    )
+"""
+
+from __future__ import annotations
+
+from .baseline import Comparison, compare_summaries, load_summary
+from .claims import split_claims
+from .datasets import DatasetError, bundled_dataset_path, load_dataset
+from .evaluators import (
+    AnswerRelevanceEvaluator,
+    ContextPrecisionEvaluator,
+    ContextRecallEvaluator,
+    Evaluator,
+    FaithfulnessEvaluator,
+    default_evaluators,
+    passages_from,
+)
+from .judges import (
+    Judge,
+    JudgeError,
+    LLMJudge,
+    OfflineJudge,
+    OverlapJudge,
+    ScriptedJudge,
+    resolve_judge,
+)
+from .records import (
+    METRIC_NAMES,
+    AgentOutput,
+    Claim,
+    ClaimVerdict,
+    EvalRecord,
+    EvalRow,
+    GoldSource,
+    Judgement,
+    MetricResult,
+    Passage,
+    Relevance,
+    RowResult,
+    TokenUsage,
+    Verdict,
+)
+from .report import summarize, write_report
+from .runner import Agent, FunctionAgent, arun_dataset, run_dataset
+from .stats import auroc, average_precision, pairwise_accuracy
+
+__all__ = [
+    "METRIC_NAMES",
+    "Agent",
+    "AgentOutput",
+    "AnswerRelevanceEvaluator",
+    "Claim",
+    "ClaimVerdict",
+    "Comparison",
+    "ContextPrecisionEvaluator",
+    "ContextRecallEvaluator",
+    "DatasetError",
+    "EvalRecord",
+    "EvalRow",
+    "Evaluator",
+    "FaithfulnessEvaluator",
+    "FunctionAgent",
+    "GoldSource",
+    "Judge",
+    "JudgeError",
+    "Judgement",
+    "LLMJudge",
+    "MetricResult",
+    "OfflineJudge",
+    "OverlapJudge",
+    "Passage",
+    "Relevance",
+    "RowResult",
+    "ScriptedJudge",
+    "TokenUsage",
+    "Verdict",
+    "arun_dataset",
+    "auroc",
+    "average_precision",
+    "bundled_dataset_path",
+    "compare_summaries",
+    "default_evaluators",
+    "load_dataset",
+    "load_summary",
+    "pairwise_accuracy",
+    "passages_from",
+    "resolve_judge",
+    "run_dataset",
+    "split_claims",
+    "summarize",
+    "write_report",
+]

@@ -1,6 +1,9 @@
-"""The answer given when no chat model is configured: the best lines of the cited sources,
-quoted with their ``[N]`` markers and exact line numbers, under a header that says the
-answer is extractive."""
+"""The answer given when no chat model is configured: the best passages of the cited
+sources, quoted with their ``[N]`` markers and exact line numbers, under a header that
+says the answer is extractive.
+
+A passage is a run of whole lines: the best-scoring lines of a source, each carried on to
+the end of its sentence (documents hard-wrap sentences across lines), neighbours merged."""
 
 from __future__ import annotations
 
@@ -10,37 +13,40 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-_WORD = re.compile(r"\w+", re.UNICODE)
-# Question words carry no topic; without this list they would dominate the overlap,
-# because documents rarely contain "how" or "what".
-_STOP = frozenset(
-    """a an and are as at be by can could do does for from how i in is it its me my of on
-    or should that the this to was what when where which who why will with would you your
-    le la les des un une est et de du en il ce que qui quoi comment der die das und ist
-    wie was ein eine el los las es y qué cómo""".split()
-)
-MAX_LINE_CHARS = 300
+from ._markers import escape_markers
+from .nodes._text import content_terms, stems
+
+MAX_QUOTE_CHARS = 400
+# How many lines a passage may grow by to finish its sentence.
+MAX_CONTINUATION_LINES = 2
+_HEADING = re.compile(r"\s{0,3}#{1,6}\s")
+_SENTENCE_END = re.compile(r"""[.!?:;。！？]["')\]*_`]*\s*$""")
 
 
 @dataclass(frozen=True, slots=True)
 class Quote:
+    """Quoted text of source ``n``; ``first``/``last`` are file line numbers, ``None`` when
+    the chunk text does not map line for line onto the file (PDF, HTML)."""
+
     n: int
     text: str
     source: str
-    line: int | None  # None when the chunk text does not map line-for-line onto the file
+    first: int | None
+    last: int | None
 
 
-def terms(text: str) -> list[str]:
-    """Case-folded word tokens minus question words (any script: ``\\w`` is Unicode)."""
-    return [t for t in (w.casefold() for w in _WORD.findall(text)) if t not in _STOP]
+def terms(text: str) -> set[str]:
+    """The stems of the topic words of ``text`` (the heuristic nodes' notion of a term, so
+    that the quoted lines match the question the way GroundingCheck judged it)."""
+    return set(stems(content_terms(text)))
 
 
 def line_scores(question: str, lines: Sequence[str]) -> list[float]:
     """Query-biased line scoring: the sum of the IDF of the question terms a line contains,
     IDF taken over the candidate lines (Tombros & Sanderson, "Advantages of query biased
     summaries in information retrieval", SIGIR 1998; IDF as in Sparck Jones 1972)."""
-    wanted = set(terms(question))
-    line_terms = [set(terms(line)) for line in lines]
+    wanted = terms(question)
+    line_terms = [terms(line) for line in lines]
     count = len(lines)
     df = {t: sum(1 for ts in line_terms if t in ts) for t in wanted}
     idf = {t: math.log(1 + count / df[t]) for t in wanted if df[t]}
@@ -54,54 +60,108 @@ def best_quotes(
     max_sources: int = 3,
     lines_per_source: int = 2,
 ) -> list[Quote]:
-    """The best ``lines_per_source`` lines of each of the first ``max_sources`` citations
-    (they arrive ranked), kept in file order within a source."""
+    """Passages around the best ``lines_per_source`` lines of each of the first
+    ``max_sources`` citations (they arrive ranked), in file order within a source. A source
+    none of whose lines shares a term with the question is left out when another does."""
     chosen = list(citations)[:max_sources]
-    candidates = [(c, i, line) for c in chosen for i, line in enumerate(_lines(c)) if _quotable(line)]
-    scores = line_scores(question, [line for _, _, line in candidates])
+    candidates = [(pos, i) for pos, c in enumerate(chosen) for i in _quotable(_lines(c))]
+    scores = line_scores(question, [_lines(chosen[pos])[i] for pos, i in candidates])
+    per_source: dict[int, list[tuple[float, int]]] = {}
+    for score, (pos, index) in zip(scores, candidates, strict=True):
+        per_source.setdefault(pos, []).append((score, index))
+    matched = any(score > 0 for score in scores)
     quotes: list[Quote] = []
-    for position, citation in enumerate(chosen, start=1):
-        mine = [(s, i, line) for s, (c, i, line) in zip(scores, candidates, strict=True) if c is citation]
-        ranked = sorted(mine, key=lambda item: (-item[0], item[1]))[:lines_per_source]
-        for _, index, line in sorted(ranked, key=lambda item: item[1]):
-            quotes.append(_quote(citation, position, index, line))
+    for pos, citation in enumerate(chosen):
+        mine = per_source.get(pos, [])
+        if matched and not any(score > 0 for score, _ in mine):
+            continue
+        ranked = sorted(mine, key=lambda item: (-item[0], item[1]))
+        # Lines that share no term with the question only stand in when nothing matched.
+        best = [item for item in ranked if item[0] > 0][:lines_per_source] or ranked[:1]
+        lines = _lines(citation)
+        for start, end in passages(lines, sorted(index for _, index in best)):
+            quotes.append(_quote(citation, pos + 1, lines, start, end))
     return quotes
 
 
+def passages(lines: Sequence[str], picked: Sequence[int]) -> list[tuple[int, int]]:
+    """Inclusive line spans: each picked line carried on until a line ends a sentence (at
+    most ``MAX_CONTINUATION_LINES`` more, never into a blank line or a heading), then spans
+    that overlap or touch merged."""
+    spans: list[tuple[int, int]] = []
+    for index in picked:
+        end = index
+        while (
+            end - index < MAX_CONTINUATION_LINES
+            and not _SENTENCE_END.search(lines[end])
+            and end + 1 < len(lines)
+            and lines[end + 1].strip()
+            and not _HEADING.match(lines[end + 1])
+        ):
+            end += 1
+        if spans and index <= spans[-1][1] + 1:
+            spans[-1] = (spans[-1][0], max(end, spans[-1][1]))
+        else:
+            spans.append((index, end))
+    return spans
+
+
 def render(header: str, quotes: Sequence[Quote]) -> str:
-    lines = [header.strip(), ""]
+    out = [header.strip(), ""]
     for q in quotes:
-        where = f"{q.source}:{q.line}" if q.line is not None else q.source
-        lines.append(f"- {q.text} [{q.n}] ({where})")
-    return "\n".join(lines)
+        if q.first is None or q.last is None:
+            where = q.source
+        elif q.first == q.last:
+            where = f"{q.source}:{q.first}"
+        else:
+            where = f"{q.source}:{q.first}-{q.last}"
+        out.append(f"- {q.text} [{q.n}] ({where})")
+    return "\n".join(out)
 
 
 def _lines(citation: Mapping[str, Any]) -> list[str]:
     return str(citation.get("text", "")).removesuffix("\n").split("\n")
 
 
-def _quotable(line: str) -> bool:
-    stripped = line.strip().strip("#>*-|` ")
-    return bool(_WORD.search(stripped))
+def _quotable(lines: list[str]) -> list[int]:
+    """Lines with words in them; Markdown headings only when a source has nothing else,
+    because a heading repeats the question's words without answering it."""
+    worded = [i for i, line in enumerate(lines) if any(ch.isalnum() for ch in line)]
+    body = [i for i in worded if not _HEADING.match(lines[i])]
+    return body or worded
 
 
-def _quote(citation: Mapping[str, Any], position: int, index: int, line: str) -> Quote:
-    text = " ".join(line.split())
-    if len(text) > MAX_LINE_CHARS:
-        text = text[: MAX_LINE_CHARS - 1].rstrip() + "…"
+def _quote(
+    citation: Mapping[str, Any], position: int, lines: list[str], start: int, end: int
+) -> Quote:
+    text = " ".join(" ".join(lines[start : end + 1]).split())
+    if len(text) > MAX_QUOTE_CHARS:
+        text = text[: MAX_QUOTE_CHARS - 1].rstrip() + "…"
+    text = escape_markers(text)
     n = int(citation.get("n") or position)
-    return Quote(n, text, str(citation.get("source", "")), _file_line(citation, index))
+    first = _file_line(citation, lines, start)
+    last = _file_line(citation, lines, end)
+    return Quote(n, text, str(citation.get("source", "")), first, last)
 
 
-def _file_line(citation: Mapping[str, Any], index: int) -> int | None:
+def _file_line(citation: Mapping[str, Any], lines: list[str], index: int) -> int | None:
     start, end = citation.get("lineStart"), citation.get("lineEnd")
     if not isinstance(start, int) or not isinstance(end, int):
         return None
     # Chunk text is the file's lines verbatim for text formats; for PDF/HTML extraction the
     # counts differ and a per-line number would be a guess.
-    if end - start + 1 != len(_lines(citation)):
+    if end - start + 1 != len(lines):
         return None
     return start + index
 
 
-__all__ = ["MAX_LINE_CHARS", "Quote", "best_quotes", "line_scores", "render", "terms"]
+__all__ = [
+    "MAX_CONTINUATION_LINES",
+    "MAX_QUOTE_CHARS",
+    "Quote",
+    "best_quotes",
+    "line_scores",
+    "passages",
+    "render",
+    "terms",
+]

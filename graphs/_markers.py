@@ -4,7 +4,8 @@ Kept apart from ``citations`` so that the grammar of a marker lives in one small
 ``[1]``, ``[1, 2]``, ``[1][3]`` (two markers), ``[1-3]`` / ``[1–3]`` (a range), and mixes
 such as ``[1, 3-4]``. Markers inside Markdown code (fenced blocks and inline backticks) are
 not citations — ``items[1]`` in a code sample must not resolve to source 1 — and neither
-is the text of a Markdown link (``[1](https://…)``).
+is the text of a Markdown link (``[1](https://…)``) or an escaped bracket (``\\[1]``, how
+quoted text that itself contains ``[1]`` is written).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 MAX_RANGE = 50
 
 _PART = r"\d{1,6}(?:\s*[-–—]\s*\d{1,6})?"
-_MARKER = re.compile(rf"\[\s*({_PART}(?:\s*[,;]\s*{_PART})*)\s*\](?!\()")
+_MARKER = re.compile(rf"(?<!\\)\[\s*({_PART}(?:\s*[,;]\s*{_PART})*)\s*\](?!\()")
 _RANGE = re.compile(r"(\d+)\s*[-–—]\s*(\d+)")
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})", re.MULTILINE)
 _INLINE_CODE = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.DOTALL)
@@ -39,11 +40,7 @@ def find_markers(answer: str) -> list[Marker]:
     """Every citation marker of ``answer`` in order; offsets are ``str`` indices (code
     points), so ``answer[m.start:m.end] == m.text``."""
     code = _code_spans(answer)
-    return [
-        _parse(match)
-        for match in _MARKER.finditer(answer)
-        if not _inside(match.start(), code)
-    ]
+    return [_parse(match) for match in _MARKER.finditer(answer) if not _inside(match.start(), code)]
 
 
 def _parse(match: re.Match[str]) -> Marker:
@@ -75,9 +72,7 @@ def _code_spans(text: str) -> list[tuple[int, int]]:
         spans.append((opening.start(), end))
         pos = end
     spans.extend(
-        (m.start(), m.end())
-        for m in _INLINE_CODE.finditer(text)
-        if not _inside(m.start(), spans)
+        (m.start(), m.end()) for m in _INLINE_CODE.finditer(text) if not _inside(m.start(), spans)
     )
     return spans
 
@@ -92,4 +87,10 @@ def iter_numbers(markers: list[Marker]) -> Iterator[tuple[Marker, int]]:
             yield marker, n
 
 
-__all__ = ["MAX_RANGE", "Marker", "find_markers", "iter_numbers"]
+def escape_markers(text: str) -> str:
+    """``text`` with every ``[N]``-like bracket escaped (``\\[N]``), so that quoted source
+    text is never read as a citation."""
+    return _MARKER.sub(lambda m: "\\" + m.group(0), text)
+
+
+__all__ = ["MAX_RANGE", "Marker", "escape_markers", "find_markers", "iter_numbers"]

@@ -21,11 +21,12 @@ from langchain_core.messages import BaseMessage, SystemMessage
 
 from prompts import render_prompt
 
-from ._markers import find_markers
+from ._markers import Marker, escape_markers, find_markers
 
 CITATION_PROMPT = "agent_citation_instructions"
 SOURCES_PROMPT = "agent_sources_block"
 NO_SOURCES_PROMPT = "agent_no_sources"
+_OPENING_FENCE = re.compile(r"^(`{3,})sources[ \t]*$", re.MULTILINE)
 
 
 class ResolvedCitation(TypedDict):
@@ -90,26 +91,13 @@ def extract_citations(answer: str, citations: Sequence[Mapping[str, Any]]) -> Ci
     unresolved: list[UnresolvedMarker] = []
     for marker in find_markers(answer):
         if marker.problem is not None:
-            unresolved.append(_unresolved(marker.text, None, marker.start, marker.end, marker.problem))
+            unresolved.append(_unresolved(marker, None, marker.problem))
         for n in marker.numbers:
             cited = by_number.get(n)
             if cited is None:
-                reason = _no_source_reason(n, len(by_number))
-                unresolved.append(_unresolved(marker.text, n, marker.start, marker.end, reason))
-                continue
-            resolved.append(
-                ResolvedCitation(
-                    marker=marker.text,
-                    n=n,
-                    start=marker.start,
-                    end=marker.end,
-                    source=str(cited.get("source", "")),
-                    lineStart=int(cited.get("lineStart", 0)),
-                    lineEnd=int(cited.get("lineEnd", 0)),
-                    id=str(cited.get("id", "")),
-                    kb=cited.get("kb"),
-                )
-            )
+                unresolved.append(_unresolved(marker, n, _no_source_reason(n, len(by_number))))
+            else:
+                resolved.append(_resolved(marker, n, cited))
     cited_numbers = {c["n"] for c in resolved}
     uncited = [
         UncitedSource(
@@ -152,8 +140,21 @@ def inject_context(
 def _sources_block(rag_context: str) -> str:
     if not rag_context.strip():
         return render_prompt(NO_SOURCES_PROMPT).strip()
+    if _safely_fenced(rag_context):
+        return rag_context.strip("\n")
     fence = "`" * max(3, _longest_backtick_run(rag_context) + 1)
     return render_prompt(SOURCES_PROMPT, fence=fence, context=rag_context.strip("\n")).strip()
+
+
+def _safely_fenced(context: str) -> bool:
+    """True when the context is already a fenced block (the subgraph's ``rag_context``, after
+    an optional preamble) whose closing fence no backtick run inside it can imitate."""
+    opening = _OPENING_FENCE.search(context)
+    if opening is None:
+        return False
+    fence = opening.group(1)
+    body, _, tail = context[opening.end() :].rstrip().rpartition("\n")
+    return tail.strip() == fence and _longest_backtick_run(body) < len(fence)
 
 
 def _longest_backtick_run(text: str) -> int:
@@ -173,15 +174,34 @@ def _no_source_reason(n: int, count: int) -> str:
     return f"[{n}] names no source; the context has sources 1-{count}"
 
 
-def _unresolved(marker: str, n: int | None, start: int, end: int, reason: str) -> UnresolvedMarker:
-    return UnresolvedMarker(marker=marker, n=n, start=start, end=end, reason=reason)
+def _resolved(marker: Marker, n: int, cited: Mapping[str, Any]) -> ResolvedCitation:
+    return ResolvedCitation(
+        marker=marker.text,
+        n=n,
+        start=marker.start,
+        end=marker.end,
+        source=str(cited.get("source", "")),
+        lineStart=int(cited.get("lineStart", 0)),
+        lineEnd=int(cited.get("lineEnd", 0)),
+        id=str(cited.get("id", "")),
+        kb=cited.get("kb"),
+    )
+
+
+def _unresolved(marker: Marker, n: int | None, reason: str) -> UnresolvedMarker:
+    return UnresolvedMarker(
+        marker=marker.text, n=n, start=marker.start, end=marker.end, reason=reason
+    )
 
 
 __all__ = [
     "CitationReport",
+    "Marker",
     "ResolvedCitation",
     "UncitedSource",
     "UnresolvedMarker",
+    "escape_markers",
     "extract_citations",
+    "find_markers",
     "inject_context",
 ]

@@ -14,11 +14,12 @@ per-node debug steps) say so with :func:`merge_candidates` / :func:`debug_update
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Annotated, Any, Literal, NotRequired, TypedDict
+from typing import Annotated, Any, Literal, NotRequired
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 from langgraph.managed import RemainingSteps
+from typing_extensions import TypedDict
 
 MERGE_KEY = "__kbgraph_merge__"
 """Marks an update of ``rag_candidates`` / ``rag_retrieval_debug`` as an increment."""
@@ -98,12 +99,13 @@ class DebugStep(TypedDict, total=False):
 
 
 class LlmFallback(TypedDict):
-    """An LLM call that failed; the node then used its heuristic path (or the plain-JSON
-    retry, ``stage`` says which call failed)."""
+    """A model call that failed; the node then used its heuristic path. ``stage`` says which
+    call failed: ``structured`` (structured output), ``json`` (the plain-JSON retry) or
+    ``reranker`` (a cross-encoder-style reranker)."""
 
     node: str
     attempt: int
-    stage: Literal["structured", "json"]
+    stage: Literal["structured", "json", "reranker"]
     error: str
 
 

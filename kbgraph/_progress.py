@@ -24,8 +24,13 @@ class TqdmProgress:
         if event.stage != self._stage:
             self.close()
             self._stage = event.stage
-            self._bar = tqdm(total=event.total, desc=event.stage, file=sys.stderr,
-                             unit="chunk" if event.stage == "embed" else "file", leave=False)
+            self._bar = tqdm(
+                total=event.total,
+                desc=event.stage,
+                file=sys.stderr,
+                unit="chunk" if event.stage == "embed" else "file",
+                leave=False,
+            )
         if self._bar is not None:
             self._bar.total = event.total
             self._bar.n = event.done
@@ -40,7 +45,9 @@ class TqdmProgress:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
         self.close()

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import Any, ClassVar, TypeVar, cast
 
 import click
 
@@ -60,33 +60,49 @@ def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2))
 
 
-def _open_kb(folder: Path, embedding: str | None, index_dir: Path | None,
-             lock_timeout: float, chunking: ChunkConfig | None = None,
-             scan: ScanConfig | None = None) -> Any:
+def _open_kb(
+    folder: Path,
+    embedding: str | None,
+    index_dir: Path | None,
+    lock_timeout: float,
+    chunking: ChunkConfig | None = None,
+    scan: ScanConfig | None = None,
+) -> Any:
     from retrieval.kb import KnowledgeBase
 
     spec: str | None = embedding
     if embedding == "none":
         spec = None
-    return KnowledgeBase(folder, embedding=spec if embedding else "auto", index_dir=index_dir,
-                         lock_timeout=lock_timeout, chunking=chunking, scan=scan)
+    return KnowledgeBase(
+        folder,
+        embedding=spec if embedding else "auto",
+        index_dir=index_dir,
+        lock_timeout=lock_timeout,
+        chunking=chunking,
+        scan=scan,
+    )
 
 
-folder_arg = click.argument(
-    "folder", type=click.Path(exists=True, file_okay=False, path_type=Path)
-)
+folder_arg = click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
 embedding_opt = click.option(
-    "--embedding", default=None, metavar="SPEC",
+    "--embedding",
+    default=None,
+    metavar="SPEC",
     help="local (default), local:<path>, openai:<model>, azure_openai:<deployment>, "
     "openai_compatible:<model>@<base_url>, fake, none (BM25 only). Default: what the index "
     "was built with.",
 )
 index_dir_opt = click.option(
-    "--index-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+    "--index-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
     help="Where the index lives (default FOLDER/.kbgraph).",
 )
 lock_timeout_opt = click.option(
-    "--lock-timeout", type=float, default=60.0, show_default=True,
+    "--lock-timeout",
+    type=float,
+    default=60.0,
+    show_default=True,
     help="Seconds to wait for another kbgraph process holding the index.",
 )
 json_opt = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
@@ -96,7 +112,7 @@ class LayeredGroup(click.Group):
     """Commands of the upper layers (``ask``, ``eval``) load on first use, so that the
     engine commands start without importing LangGraph."""
 
-    lazy: dict[str, tuple[str, str]] = {
+    lazy: ClassVar[dict[str, tuple[str, str]]] = {
         "ask": ("graphs.cli", "ask"),
         "eval": ("evals.cli", "eval_group"),
     }
@@ -128,23 +144,40 @@ def main() -> None:
 @lock_timeout_opt
 @json_opt
 @click.option("--rebuild", is_flag=True, help="Ignore the previous index (the cache is kept).")
-@click.option("--strategy", type=click.Choice(
-    ["fixed_size", "sentence", "paragraph", "recursive", "markdown", "code"]),
-    default="recursive", show_default=True)
+@click.option(
+    "--strategy",
+    type=click.Choice(["fixed_size", "sentence", "paragraph", "recursive", "markdown", "code"]),
+    default="recursive",
+    show_default=True,
+)
 @click.option("--chunk-size", type=int, default=500, show_default=True)
 @click.option("--overlap", type=int, default=50, show_default=True)
 @click.option("--include", multiple=True, metavar="GLOB", help="Replace the include list.")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Add to the exclude list.")
 @click.option("--max-file-size", type=int, default=10 * 1024 * 1024, show_default=True)
 @fail_cleanly
-def index(folder: Path, embedding: str | None, index_dir: Path | None, lock_timeout: float,
-          as_json: bool, rebuild: bool, strategy: str, chunk_size: int, overlap: int,
-          include: tuple[str, ...], exclude: tuple[str, ...], max_file_size: int) -> None:
+def index(
+    folder: Path,
+    embedding: str | None,
+    index_dir: Path | None,
+    lock_timeout: float,
+    as_json: bool,
+    rebuild: bool,
+    strategy: str,
+    chunk_size: int,
+    overlap: int,
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
+    max_file_size: int,
+) -> None:
     """Index FOLDER (incrementally: only new or changed text is embedded)."""
     chunking = ChunkConfig(strategy=strategy, chunk_size=chunk_size, overlap=overlap)  # type: ignore[arg-type]
     base = ScanConfig()
-    scan = ScanConfig(include=include or base.include, exclude=base.exclude + exclude,
-                      max_file_bytes=max_file_size)
+    scan = ScanConfig(
+        include=include or base.include,
+        exclude=base.exclude + exclude,
+        max_file_bytes=max_file_size,
+    )
     kb = _open_kb(folder, embedding, index_dir, lock_timeout, chunking, scan)
     with TqdmProgress() as progress:
         report = kb.index(progress=progress, rebuild=rebuild)
@@ -165,12 +198,25 @@ def index(folder: Path, embedding: str | None, index_dir: Path | None, lock_time
 @folder_arg
 @click.argument("query")
 @click.option("--top-k", type=click.IntRange(1, 1000), default=5, show_default=True)
-@click.option("--mode", type=click.Choice(["vector", "bm25", "hybrid"]), default=None,
-              help="Default: hybrid when the index has vectors, else bm25.")
-@click.option("--path", "paths", multiple=True, metavar="GLOB|PREFIX",
-              help="Only files matching (before ranking).")
-@click.option("--kind", "kinds", multiple=True,
-              type=click.Choice(["text", "markdown", "code", "html", "pdf", "csv", "data"]))
+@click.option(
+    "--mode",
+    type=click.Choice(["vector", "bm25", "hybrid"]),
+    default=None,
+    help="Default: hybrid when the index has vectors, else bm25.",
+)
+@click.option(
+    "--path",
+    "paths",
+    multiple=True,
+    metavar="GLOB|PREFIX",
+    help="Only files matching (before ranking).",
+)
+@click.option(
+    "--kind",
+    "kinds",
+    multiple=True,
+    type=click.Choice(["text", "markdown", "code", "html", "pdf", "csv", "data"]),
+)
 @click.option("--threshold", type=float, default=None, help="Minimum score.")
 @click.option("--rrf-k", type=int, default=60, show_default=True)
 @embedding_opt
@@ -178,9 +224,20 @@ def index(folder: Path, embedding: str | None, index_dir: Path | None, lock_time
 @lock_timeout_opt
 @json_opt
 @fail_cleanly
-def search(folder: Path, query: str, top_k: int, mode: str | None, paths: tuple[str, ...],
-           kinds: tuple[str, ...], threshold: float | None, rrf_k: int, embedding: str | None,
-           index_dir: Path | None, lock_timeout: float, as_json: bool) -> None:
+def search(
+    folder: Path,
+    query: str,
+    top_k: int,
+    mode: str | None,
+    paths: tuple[str, ...],
+    kinds: tuple[str, ...],
+    threshold: float | None,
+    rrf_k: int,
+    embedding: str | None,
+    index_dir: Path | None,
+    lock_timeout: float,
+    as_json: bool,
+) -> None:
     """Search the index of FOLDER for QUERY."""
     kb = _open_kb(folder, embedding, index_dir, lock_timeout)
     config = SearchConfig(mode=mode, top_k=top_k, rrf_k=rrf_k, score_threshold=threshold)  # type: ignore[arg-type]
@@ -207,8 +264,14 @@ def search(folder: Path, query: str, top_k: int, mode: str | None, paths: tuple[
 @json_opt
 @click.option("--validate", is_flag=True, help="Also read and check every index file.")
 @fail_cleanly
-def stats(folder: Path, embedding: str | None, index_dir: Path | None, lock_timeout: float,
-          as_json: bool, validate: bool) -> None:
+def stats(
+    folder: Path,
+    embedding: str | None,
+    index_dir: Path | None,
+    lock_timeout: float,
+    as_json: bool,
+    validate: bool,
+) -> None:
     """Show the index stats of FOLDER."""
     kb = _open_kb(folder, embedding, index_dir, lock_timeout)
     if validate:

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-from .config import ChunkConfig, ChunkStrategy, ScanConfig, SearchConfig, SearchMode  # noqa: E402
-from .context import ContextEntry, format_context, render_context  # noqa: E402
-from .errors import (  # noqa: E402
+from .config import ChunkConfig, ChunkStrategy, ScanConfig, SearchConfig, SearchMode
+from .context import ContextEntry, format_context, render_context
+from .errors import (
     ConfigError,
     DimensionMismatchError,
     EmbeddingError,
@@ -20,7 +20,7 @@ from .errors import (  # noqa: E402
     IndexNotFoundError,
     KbgraphError,
 )
-from .filters import SearchFilters  # noqa: E402
+from .filters import SearchFilters
 
 if TYPE_CHECKING:
     from .kb import IndexReport, IndexStats, KnowledgeBase, Ranker
@@ -34,6 +34,7 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         return getattr(importlib.import_module(_LAZY[name], __name__), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 from .progress import ProgressCallback, ProgressEvent  # noqa: E402
 from .records import Chunk, SearchResult, SkippedFile  # noqa: E402
@@ -63,4 +64,6 @@ __all__ = [
     "SearchResult",
     "SkippedFile",
     "__version__",
+    "format_context",
+    "render_context",
 ]

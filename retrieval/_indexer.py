@@ -101,7 +101,7 @@ def _open_previous(plan: IndexPlan) -> IndexReader | None:
         return None
     try:
         reader = IndexReader(plan.layout, lock_timeout=plan.lock_timeout)
-    except Exception:  # noqa: BLE001 - an unreadable old index is rebuilt, not fatal
+    except Exception:
         return None
     if not settings_match(reader.meta, plan):
         reader.close()
@@ -165,8 +165,13 @@ def _add_file(plan: IndexPlan, old: IndexReader | None, file: ScannedFile, p: _P
     p.chunks.extend(chunks)
     p.vectors.extend([None] * len(chunks))
     p.files[file.rel] = FileRecord(
-        size=file.size, mtime_ns=file.mtime_ns, sha256=loaded.sha256, kind=loaded.kind,
-        chunk_start=start, chunk_end=len(p.chunks), notes=notes,
+        size=file.size,
+        mtime_ns=file.mtime_ns,
+        sha256=loaded.sha256,
+        kind=loaded.kind,
+        chunk_start=start,
+        chunk_end=len(p.chunks),
+        notes=notes,
     )
 
 
@@ -180,8 +185,13 @@ def _reuse(old: IndexReader, rec: FileRecord, file: ScannedFile, sha: str, p: _P
         p.reused_vectors += usable
     p.notes.extend(SkippedFile(n["path"], n["reason"], n.get("detail", "")) for n in rec.notes)  # type: ignore[arg-type]
     p.files[file.rel] = rec.model_copy(
-        update={"size": file.size, "mtime_ns": file.mtime_ns, "sha256": sha,
-                "chunk_start": start, "chunk_end": len(p.chunks)}
+        update={
+            "size": file.size,
+            "mtime_ns": file.mtime_ns,
+            "sha256": sha,
+            "chunk_start": start,
+            "chunk_end": len(p.chunks),
+        }
     )
 
 
@@ -196,8 +206,9 @@ def _embed(
     new_rows: np.ndarray | None = None
     if missing:
         embedder = plan.embedder()
-        cache = EmbeddingCache(plan.layout.cache, _model_key(plan.embedding))
+        cache = EmbeddingCache(plan.layout.cache, embedder.info.key)
         try:
+
             def on_progress(done: int, total: int) -> None:
                 progress(ProgressEvent("embed", done, total, "embedding"))
 
@@ -209,7 +220,12 @@ def _embed(
         new_rows, embedded, failed_local = outcome.vectors, outcome.embedded, outcome.failed
         p.reused_vectors += outcome.reused
         if dims:
-            check_dims(dims, int(new_rows.shape[1]))
+            check_dims(
+                dims,
+                int(new_rows.shape[1]),
+                index_model=_model_name(old.meta.embedding if old else None),
+                current_model=embedder.info.key,
+            )
         dims = int(new_rows.shape[1])
     if not dims:
         dims = plan.embedding.dims
@@ -223,8 +239,8 @@ def _embed(
     return matrix, embedded, sorted(missing[j] for j in failed_local)
 
 
-def _model_key(embedding: EmbeddingMeta) -> str:
-    return f"{embedding.provider}:{embedding.model}"
+def _model_name(embedding: EmbeddingMeta | None) -> str | None:
+    return f"{embedding.provider}:{embedding.model}" if embedding else None
 
 
 def _make_meta(

@@ -13,23 +13,61 @@ SearchMode = Literal["vector", "bm25", "hybrid"]
 DEFAULT_INCLUDE: tuple[str, ...] = tuple(
     f"**/*.{ext}"
     for ext in (
-        "md", "txt", "rst", "py", "js", "ts", "rs", "go", "java",
-        "json", "yaml", "yml", "toml", "csv", "html", "pdf",
+        "md",
+        "txt",
+        "rst",
+        "py",
+        "js",
+        "ts",
+        "rs",
+        "go",
+        "java",
+        "json",
+        "yaml",
+        "yml",
+        "toml",
+        "csv",
+        "html",
+        "pdf",
     )
 )
 # Folders never worth indexing: VCS data, virtualenvs, dependency trees, caches.
 DEFAULT_EXCLUDE: tuple[str, ...] = (
-    "**/.git/**", "**/.hg/**", "**/.svn/**",
-    "**/.venv/**", "**/venv/**", "**/env/**", "**/.tox/**", "**/.nox/**",
-    "**/node_modules/**", "**/__pycache__/**", "**/.mypy_cache/**",
-    "**/.pytest_cache/**", "**/.ruff_cache/**",
+    "**/.git/**",
+    "**/.hg/**",
+    "**/.svn/**",
+    "**/.venv/**",
+    "**/venv/**",
+    "**/env/**",
+    "**/.tox/**",
+    "**/.nox/**",
+    "**/node_modules/**",
+    "**/__pycache__/**",
+    "**/.mypy_cache/**",
+    "**/.pytest_cache/**",
+    "**/.ruff_cache/**",
 )
 # Secrets are refused even when an include pattern matches them.
 SECRET_DENY: tuple[str, ...] = (
-    "**/.env", "**/.env.*", "**/*.pem", "**/*.key", "**/id_rsa*", "**/id_dsa*",
-    "**/id_ecdsa*", "**/id_ed25519*", "**/.ssh/**", "**/credentials",
-    "**/credentials.*", "**/.netrc", "**/.pgpass", "**/.npmrc", "**/.pypirc",
-    "**/*.p12", "**/*.pfx", "**/.aws/**", "**/secrets.*",
+    "**/.env",
+    "**/.env.*",
+    "**/*.pem",
+    "**/*.key",
+    "**/id_rsa*",
+    "**/id_dsa*",
+    "**/id_ecdsa*",
+    "**/id_ed25519*",
+    "**/.ssh/**",
+    "**/credentials",
+    "**/credentials.*",
+    "**/.netrc",
+    "**/.pgpass",
+    "**/.npmrc",
+    "**/.pypirc",
+    "**/*.p12",
+    "**/*.pfx",
+    "**/.aws/**",
+    "**/secrets.*",
 )
 
 

@@ -11,6 +11,7 @@ and the preamble says the sources are data, not instructions.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -41,12 +42,21 @@ def source_header(n: int, entry: ContextEntry) -> str:
     )
 
 
-def render_context(entries: Sequence[ContextEntry]) -> str:
-    """Numbered from 1 in the given order; empty string when there is nothing."""
+def fence_for(texts: Sequence[str]) -> str:
+    """At least eight backticks, and longer than any run inside the texts."""
+    longest = max((len(run) for t in texts for run in re.findall(r"`+", t)), default=0)
+    return "`" * max(len(FENCE), longest + 1)
+
+
+def render_context(entries: Sequence[ContextEntry], *, start: int = 1) -> str:
+    """Numbered from ``start`` in the given order; empty string when there is nothing."""
     if not entries:
         return ""
-    blocks = [f"{source_header(n, e)}\n{e.text.strip(chr(10))}" for n, e in enumerate(entries, 1)]
-    return f"{PREAMBLE}\n{FENCE}sources\n" + "\n\n".join(blocks) + f"\n{FENCE}"
+    blocks = [
+        f"{source_header(n, e)}\n{e.text.strip(chr(10))}" for n, e in enumerate(entries, start)
+    ]
+    fence = fence_for([e.text for e in entries])
+    return f"{PREAMBLE}\n{fence}sources\n" + "\n\n".join(blocks) + f"\n{fence}"
 
 
 def format_context(results: Sequence[SearchResult]) -> str:
@@ -54,7 +64,11 @@ def format_context(results: Sequence[SearchResult]) -> str:
     return render_context(
         [
             ContextEntry(
-                r.chunk.source, r.chunk.line_start, r.chunk.line_end, r.score, r.chunk.text,
+                r.chunk.source,
+                r.chunk.line_start,
+                r.chunk.line_end,
+                r.score,
+                r.chunk.text,
                 r.chunk.page,
             )
             for r in results
@@ -62,4 +76,11 @@ def format_context(results: Sequence[SearchResult]) -> str:
     )
 
 
-__all__ = ["FENCE", "ContextEntry", "format_context", "render_context", "source_header"]
+__all__ = [
+    "FENCE",
+    "ContextEntry",
+    "fence_for",
+    "format_context",
+    "render_context",
+    "source_header",
+]

@@ -3,11 +3,13 @@ the allowed chunks only (filtering after ranking would return fewer than k resul
 
 from __future__ import annotations
 
-from fnmatch import fnmatchcase
+import re
+from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict
 
 from .records import FileKind
+from .scan import compile_globs
 
 
 class SearchFilters(BaseModel):
@@ -31,16 +33,21 @@ class SearchFilters(BaseModel):
 
 
 def path_matches(source: str, pattern: str) -> bool:
-    """A pattern with glob characters is a glob (``**`` crosses folders); any other pattern
-    is a path or folder prefix matched on whole path components."""
-    pattern = pattern.strip().lstrip("./") if pattern.startswith("./") else pattern.strip()
+    """A pattern with glob characters is a glob with the scanner's rules (``**`` crosses
+    folders, ``*`` does not, a pattern without ``/`` matches at any depth); any other
+    pattern is a path or folder prefix matched on whole path components."""
+    pattern = pattern.strip()
+    if pattern.startswith("./"):
+        pattern = pattern[2:]
     if any(ch in pattern for ch in "*?["):
-        if fnmatchcase(source, pattern):
-            return True
-        # "**/x" should also match "x" at the top level.
-        return pattern.startswith("**/") and fnmatchcase(source, pattern[3:])
+        return _compiled(pattern).fullmatch(source) is not None
     prefix = pattern.rstrip("/")
     return source == prefix or source.startswith(prefix + "/") or prefix == ""
+
+
+@lru_cache(maxsize=256)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return compile_globs([pattern])
 
 
 __all__ = ["SearchFilters", "path_matches"]

@@ -1,16 +1,15 @@
 """The public face of the engine: one folder, one index beside it.
 
-    kb = KnowledgeBase("docs/", embedding="local")
-    kb.index()                       # incremental; embeds only text it never embedded
-    results = kb.search("how do I retry?", top_k=5)
-    print(format_context(results))   # citation-tagged context for a chat model
+kb = KnowledgeBase("docs/", embedding="local")
+kb.index()                       # incremental; embeds only text it never embedded
+results = kb.search("how do I retry?", top_k=5)
+print(format_context(results))   # citation-tagged context for a chat model
 """
 
 from __future__ import annotations
 
 import shutil
 import threading
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -149,7 +148,9 @@ class KnowledgeBase:
             return self._embedder
 
     # -- indexing -----------------------------------------------------------------------
-    def index(self, *, progress: ProgressCallback | None = None, rebuild: bool = False) -> IndexReport:
+    def index(
+        self, *, progress: ProgressCallback | None = None, rebuild: bool = False
+    ) -> IndexReport:
         """Bring the index up to date with the folder (incrementally)."""
         plan = IndexPlan(
             folder=self.folder,
@@ -194,8 +195,15 @@ class KnowledgeBase:
         return stale
 
     def _settings_match(self, meta: IndexMeta) -> bool:
-        plan = IndexPlan(self.folder, self.layout, self.scan_config, self.chunk_config,
-                         self._embedding_meta, None, self.lock_timeout)
+        plan = IndexPlan(
+            self.folder,
+            self.layout,
+            self.scan_config,
+            self.chunk_config,
+            self._embedding_meta,
+            None,
+            self.lock_timeout,
+        )
         return settings_match(meta, plan)
 
     def is_fresh(self) -> bool:
@@ -239,8 +247,9 @@ class KnowledgeBase:
     ) -> list[SearchResult]:
         """Ranked results; ``mode`` defaults to hybrid when vectors exist, else bm25."""
         cfg = config or SearchConfig()
-        cfg = cfg.model_copy(update={"top_k": top_k if config is None else cfg.top_k,
-                                     "mode": mode or cfg.mode})
+        cfg = cfg.model_copy(
+            update={"top_k": top_k if config is None else cfg.top_k, "mode": mode or cfg.mode}
+        )
         reader = self._open()
         embed = self._embed_query if reader.vectors is not None else None
         return _search(reader, query, cfg, filters, embed)
@@ -277,7 +286,9 @@ class KnowledgeBase:
         reader = self._open()
         stale = self.stale_files()
         return self._stats_from(
-            reader.meta, reader.size_bytes(), stale=reader.meta.file_count if stale is None else stale
+            reader.meta,
+            reader.size_bytes(),
+            stale=reader.meta.file_count if stale is None else stale,
         )
 
     def validate(self) -> None:

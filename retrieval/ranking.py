@@ -16,9 +16,9 @@ import numpy as np
 
 from .errors import ConfigError, DimensionMismatchError
 
-# Rows per BLAS call. One call is fastest; splitting only bounds the float32 output and the
-# pages a single call touches when a matrix has tens of millions of rows.
-_DOT_BLOCK_ROWS = 1 << 22
+# Rows per BLAS call. One call is fastest; blocks only keep each call far below the 2**31
+# rows that BLAS builds with 32-bit integers accept (numpy falls back to a slow loop beyond).
+_DOT_BLOCK_ROWS = 1 << 24
 
 
 def check_k(k: int) -> int:
@@ -42,21 +42,28 @@ def check_mask(mask: np.ndarray | None, n: int) -> np.ndarray | None:
 
 def top_k_indices(scores: np.ndarray, k: int) -> np.ndarray:
     """Positions of the ``k`` largest ``scores``, best first; equal scores come in position
-    order, so the result is deterministic. ``np.argpartition`` finds the k-th best value in
-    O(n); only the entries at least that good are sorted (O(k log k) unless many tie)."""
+    order, so the result is deterministic. ``np.argpartition`` finds the k best in O(n) and
+    only those k are sorted; when the k-th value is tied beyond the k, the tied entries that
+    get in are the first ones by position (one more O(n) pass, no larger sort)."""
     n = len(scores)
     k = min(check_k(k), n)
     if k == 0:
         return np.empty(0, dtype=np.int64)
+    # Selecting the k smallest of the negated scores: numpy's introselect is several times
+    # slower for a kth near the end of the array, above all with many equal values (the
+    # zeros of BM25).
+    neg = np.negative(scores)
     if k < n:
-        kth = np.partition(scores, n - k)[n - k]
-        # Every entry tied with the k-th value is kept, so that ties are broken by position
-        # below rather than by whatever order argpartition left them in.
-        candidates = np.flatnonzero(scores >= kth)
+        best = np.argpartition(neg, k - 1)[:k]
+        kth = neg[best].max()
+        if np.count_nonzero(neg <= kth) > k:
+            above = np.flatnonzero(neg < kth)
+            tied = np.flatnonzero(neg == kth)[: k - len(above)]
+            best = np.concatenate((above, tied))
     else:
-        candidates = np.arange(n, dtype=np.int64)
-    order = np.lexsort((candidates, -scores[candidates]))[:k]
-    return candidates[order].astype(np.int64, copy=False)
+        best = np.arange(n, dtype=np.int64)
+    order = np.lexsort((best, neg[best]))
+    return best[order].astype(np.int64, copy=False)
 
 
 def top_k_of(
@@ -72,8 +79,8 @@ def top_k_of(
 
 
 def dot_scores(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """``matrix @ query`` in float32 without copying ``matrix`` (an ``np.memmap`` stays a
-    view: the query is cast to the matrix's dtype, never the other way round)."""
+    """``matrix @ query`` in the matrix's dtype, without copying ``matrix`` (an ``np.memmap``
+    stays a view: the query is cast to the matrix's dtype, never the other way round)."""
     if matrix.ndim != 2:
         raise ConfigError(f"matrix must be 2-D (rows, dims), got shape {matrix.shape}.")
     n, dims = matrix.shape

@@ -107,9 +107,11 @@ def glob_to_regex(pattern: str) -> str:
         elif ch == "?":
             out.append("[^/]")
         elif ch == "[" and (close := _class_end(pattern, i)) > 0:
-            body = pattern[i + 1 : close].replace("\\", "\\\\")
+            body = pattern[i + 1 : close].replace("\\", "\\\\").replace("[", "\\[")
             if body.startswith("!"):
                 body = "^" + body[1:]
+            elif body.startswith("^"):  # a literal caret, as in fnmatch
+                body = "\\" + body
             out.append(f"[{body}]")
             i = close
         else:
@@ -239,7 +241,7 @@ class _Scanner:
         if rules.exclude.fullmatch(rel) or rules.dir_matches(rules.exclude, rel):
             return
         target = Path(os.path.realpath(abs_path))
-        inside = target != self.root and target.is_relative_to(self.root)
+        inside = target.is_relative_to(self.root)
         try:
             st = os.stat(target)
         except OSError:

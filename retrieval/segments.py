@@ -145,6 +145,9 @@ def spans_to_chunks(segment: Segment, spans: list[Span], source: str) -> list[Ch
     """Turn spans into chunks with exact line and byte coordinates. Empty or all-blank
     spans are dropped: they carry nothing to retrieve."""
     lines = LineIndex(segment)
+    # PDF offsets are per page: the page joins the identity so that a header repeated on
+    # every page does not collapse into one chunk id.
+    identity = source if segment.page is None else f"{source}#page={segment.page}"
     chunks: list[Chunk] = []
     for span in spans:
         text = segment.text[span.start : span.end]
@@ -154,7 +157,7 @@ def spans_to_chunks(segment: Segment, spans: list[Span], source: str) -> list[Ch
         byte_end = int(segment.offsets[span.end])
         chunks.append(
             Chunk(
-                id=chunk_id(source, byte_start, byte_end, text),
+                id=chunk_id(identity, byte_start, byte_end, text),
                 text=text,
                 source=source,
                 line_start=lines.line_of(span.start),

@@ -8,6 +8,7 @@ whose credentials are absent (for example to read an index built elsewhere)."""
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -140,7 +141,8 @@ def parse_spec(spec: str) -> EmbeddingSpec:
     if provider in ("openai", "azure_openai"):
         if arg is None:
             what = "model" if provider == "openai" else "deployment"
-            raise _bad_spec(spec, f"{provider} needs a {what}, e.g. {provider}:text-embedding-3-small")
+            example = f"{provider}:text-embedding-3-small"
+            raise _bad_spec(spec, f"{provider} needs a {what}, e.g. {example}")
         return EmbeddingSpec(provider, arg)  # type: ignore[arg-type]
     if provider == "openai_compatible":
         match = _COMPATIBLE.match(arg or "")
@@ -152,9 +154,7 @@ def parse_spec(spec: str) -> EmbeddingSpec:
 
 
 def _info_of_object(embeddings: Embeddings) -> EmbeddingInfo:
-    # Imported here: the provider classes live in modules that import this one.
-    from langchain_openai import AzureOpenAIEmbeddings, OpenAIEmbeddings
-
+    # Imported here: these modules import this one.
     from ._fake import FakeEmbeddings
     from ._local import LocalEmbeddings
 
@@ -162,10 +162,12 @@ def _info_of_object(embeddings: Embeddings) -> EmbeddingInfo:
         return EmbeddingInfo("fake", embeddings.model)
     if isinstance(embeddings, LocalEmbeddings):
         return EmbeddingInfo("local", embeddings.model_name)
-    if isinstance(embeddings, AzureOpenAIEmbeddings):
+    # Not imported on purpose (it takes seconds): an object of its classes implies it is.
+    lc_openai = sys.modules.get("langchain_openai")
+    if lc_openai is not None and isinstance(embeddings, lc_openai.AzureOpenAIEmbeddings):
         model = embeddings.deployment or embeddings.model
         return EmbeddingInfo("azure_openai", model, embeddings.dimensions)
-    if isinstance(embeddings, OpenAIEmbeddings):
+    if lc_openai is not None and isinstance(embeddings, lc_openai.OpenAIEmbeddings):
         base = embeddings.openai_api_base
         host = urlsplit(base).hostname if base else "api.openai.com"
         provider = "openai" if host == "api.openai.com" else "openai_compatible"

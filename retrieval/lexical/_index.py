@@ -15,14 +15,15 @@ writes files, the JSON last.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
 from ..errors import ConfigError, IndexCorruptError, IndexNotFoundError
-from ..ranking import check_k, check_mask, top_k_of
+from ..ranking import check_k, check_mask, top_k_indices
 from ._bm25 import DEFAULT_B, DEFAULT_K1, ScoreColumns, avg_doc_len, query_scores, score_columns
 from ._tokenize import TOKENIZER_ID, tokenize, tokenize_corpus
 
@@ -124,18 +125,24 @@ class BM25Index:
         check_k(k)
         mask = check_mask(mask, self.n_docs)
         scores = self.scores(query)
-        matching = np.flatnonzero(scores > 0)
         if mask is not None:
-            matching = matching[mask[matching]]
-        return top_k_of(scores, k, matching)
+            # Only scores > 0 are returned, so zeroing a document rules it out before
+            # selection, at the cost of one pass and no index array.
+            np.multiply(scores, mask, out=scores)
+        best = top_k_indices(scores, k)
+        best = best[scores[best] > 0]
+        return best, scores[best]
 
     def save(self, directory: Path) -> None:
-        """Write the index files into ``directory`` (created if missing)."""
+        """Write the index files into ``directory`` (created if missing), each fsynced so
+        that a generation published after this call survives a crash."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         for attr, (name, dtype) in ARRAY_FILES.items():
             array = np.ascontiguousarray(getattr(self._columns, attr), dtype=dtype)
-            np.save(directory / name, array, allow_pickle=False)
+            with open(directory / name, "wb") as fh:
+                np.save(fh, array, allow_pickle=False)
+                _sync(fh)
         meta = {
             "format": FORMAT_VERSION,
             "tokenizer": TOKENIZER_ID,
@@ -146,7 +153,10 @@ class BM25Index:
             "vocab": self._vocab,
         }
         # Written last: a folder with the JSON has every array file too.
-        (directory / META_FILE).write_text(json.dumps(meta, ensure_ascii=False), "utf-8")
+        with open(directory / META_FILE, "w", encoding="utf-8") as fh:
+            json.dump(meta, fh, ensure_ascii=False)
+            _sync(fh)
+        _sync_dir(directory)
 
     @classmethod
     def load(cls, directory: Path) -> BM25Index:
@@ -166,6 +176,19 @@ class BM25Index:
             b=meta["b"],
             avgdl=meta["avgdl"],
         )
+
+
+def _sync(fh: IO[Any]) -> None:
+    fh.flush()
+    os.fsync(fh.fileno())
+
+
+def _sync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:

@@ -120,15 +120,17 @@ def tokenize_corpus(texts: Iterable[str]) -> TokenizedCorpus:
     )
 
 
-def _word_terms(words: Sequence[str]) -> tuple[np.ndarray, list[str]]:
+def _word_terms(distinct: Sequence[str]) -> tuple[np.ndarray, list[str]]:
     """Map each distinct word to a term id (``-1`` for stop words); terms are numbered in
     order of first appearance, so the vocabulary is deterministic for a given corpus."""
-    content = [w for w in words if w not in STOPWORDS_EN]
+    content = [w for w in distinct if w not in STOPWORDS_EN]
+    # No word holds a lone surrogate (``\w`` never matches one), so UTF-8 encoding inside
+    # the stemmer cannot fail.
     stems: list[str] = _stemmer().stemWords(content) if content else []
     stem_of = dict(zip(content, stems, strict=True))
     term_ids: dict[str, int] = {}
-    mapping = np.full(len(words), -1, dtype=np.int32)
-    for i, word in enumerate(words):
+    mapping = np.full(len(distinct), -1, dtype=np.int32)
+    for i, word in enumerate(distinct):
         stem = stem_of.get(word)
         if stem is not None:
             mapping[i] = term_ids.setdefault(stem, len(term_ids))

@@ -15,6 +15,7 @@ numbers are lines of the HTML file.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from html import unescape
 from html.parser import HTMLParser
 
@@ -37,7 +38,9 @@ _LINE = frozenset(
 )
 _CELL = frozenset({"td", "th"})
 _TOKENS = re.compile(r"[ \t\n\r\f]+|[^ \t\n\r\f]+")
-_HTML_SPACE = frozenset(" \t\n\r\f")
+_SPACE_RUN = re.compile(r"[ \t\n\r\f]+")
+_NEEDS_COLLAPSE = re.compile(r"[\t\n\r\f]|  ")
+_HTML_SPACE = " \t\n\r\f"
 
 
 class _TextExtractor(HTMLParser):
@@ -56,6 +59,7 @@ class _TextExtractor(HTMLParser):
         self._break_pos = 0
         self._space_pos: int | None = None
         self._trailing_newlines = 0
+        self._pre_opened = False  # a newline right after <pre> is not content (HTML spec)
 
     def _pos(self) -> int:
         line, col = self.getpos()
@@ -75,6 +79,7 @@ class _TextExtractor(HTMLParser):
             return
         if tag in _VERBATIM:
             self._verbatim = max(0, self._verbatim + step)
+            self._pre_opened = opening
         pos = self._pos()
         if tag in _PARAGRAPH:
             self._want_break(2, pos)
@@ -90,8 +95,13 @@ class _TextExtractor(HTMLParser):
 
     # --- text -----------------------------------------------------------------------
     def handle_data(self, data: str) -> None:
-        if not self._hidden:
-            self._emit(data, self._pos(), copied=True, end=0)
+        if self._hidden:
+            return
+        start = self._pos()
+        if self._pre_opened and data.startswith("\n"):
+            data, start = data[1:], start + 1
+        self._pre_opened = False
+        self._emit(data, start, copied=True, end=0)
 
     def handle_entityref(self, name: str) -> None:
         self._reference(1 + len(name))
@@ -102,6 +112,7 @@ class _TextExtractor(HTMLParser):
     def _reference(self, length: int) -> None:
         if self._hidden:
             return
+        self._pre_opened = False
         start = self._pos()
         end = start + length
         if self._source.startswith(";", end):
@@ -115,26 +126,49 @@ class _TextExtractor(HTMLParser):
         """Append ``text``: copied text sits at ``start`` onwards in the source; decoded
         text (an entity) sits wholly at ``start`` and ends at ``end``."""
         if self._verbatim:
-            tokens = [(0, len(text))] if text else []
+            if text:
+                where = range(start, start + len(text)) if copied else [start] * len(text)
+                self._append(text, where, start + len(text) if copied else end)
+            return
+        core = text.strip(_HTML_SPACE)
+        lead = len(text) - len(text.lstrip(_HTML_SPACE))
+        if lead and self._space_pos is None:
+            self._space_pos = start
+        if not core:
+            return
+        if not copied:
+            decoded = _SPACE_RUN.sub(" ", core)
+            self._append(decoded, [start] * len(decoded), end)
+        elif _NEEDS_COLLAPSE.search(core) is None:
+            # The common case, prose with single spaces: nothing to collapse.
+            self._append(core, range(start + lead, start + lead + len(core)), 0)
         else:
-            tokens = [m.span() for m in _TOKENS.finditer(text)]
-        for a, b in tokens:
-            if not self._verbatim and text[a] in _HTML_SPACE:
-                if self._space_pos is None:
-                    self._space_pos = start + a if copied else start
-                continue
-            self._flush_separator()
-            piece = text[a:b]
-            self.parts.append(piece)
-            if copied:
-                self.positions.extend(range(start + a, start + b))
-                self.end = start + b
+            self._append_collapsed(core, start + lead)
+        if len(text) > lead + len(core):
+            self._space_pos = start + lead + len(core) if copied else start
+
+    def _append_collapsed(self, core: str, start: int) -> None:
+        words: list[str] = []
+        where: list[int] = []
+        for m in _TOKENS.finditer(core):
+            a, b = m.span()
+            if core[a] in _HTML_SPACE:
+                words.append(" ")
+                where.append(start + a)
             else:
-                self.positions.extend([start] * len(piece))
-                self.end = end
-            stripped = piece.rstrip("\n")
-            newlines = len(piece) - len(stripped)
-            self._trailing_newlines = newlines + (self._trailing_newlines if not stripped else 0)
+                words.append(core[a:b])
+                where.extend(range(start + a, start + b))
+        self._append("".join(words), where, 0)
+
+    def _append(self, piece: str, where: Iterable[int], end: int) -> None:
+        """Add text after any pending separator; ``end`` 0 means "after the last char"."""
+        self._flush_separator()
+        self.parts.append(piece)
+        self.positions.extend(where)
+        self.end = end or self.positions[-1] + 1
+        stripped = piece.rstrip("\n")
+        newlines = len(piece) - len(stripped)
+        self._trailing_newlines = newlines + (self._trailing_newlines if not stripped else 0)
 
     def _flush_separator(self) -> None:
         if self.parts and self._break > self._trailing_newlines:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 
 from ..records import FileKind, SkippedFile
-from ..segments import Segment
 from ..scan import ScannedFile
+from ..segments import Segment
 from ._base import LoadedFile, skip
 from ._csv import with_record_units
 from ._html import extract_html

@@ -52,9 +52,7 @@ class IndexReader:
             self.path = layout.generation(name)
             self.meta = _read_meta(self.path / "meta.json")
             self.chunks = ChunkReader(self.path / "chunks.jsonl", self.path / "offsets.bin")
-            self.vectors = (
-                open_vectors(self.path / "vectors.bin") if self.meta.embedding else None
-            )
+            self.vectors = open_vectors(self.path / "vectors.bin") if self.meta.embedding else None
             self.bm25 = BM25Index.load(self.path / "bm25")
         self._check_counts()
         self.sources = sorted(self.meta.files, key=lambda s: self.meta.files[s].chunk_start)

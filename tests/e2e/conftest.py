@@ -55,8 +55,7 @@ DOCS = {
         "Rotate the signing key with `kbgraph-auth rotate`.\n"
     ),
     "über/straße.md": (
-        "# Straßenverzeichnis\n\r\n"
-        "Die Größe des Caches wird in Megabyte angegeben.\r\n"
+        "# Straßenverzeichnis\n\r\nDie Größe des Caches wird in Megabyte angegeben.\r\n"
     ),
 }
 
@@ -113,7 +112,9 @@ def _wait_until_ok(server: DevServer) -> None:
         except httpx.HTTPError:
             pass
         time.sleep(0.5)
-    pytest.fail(f"langgraph dev did not answer /ok in {START_TIMEOUT}s:\n{server.log.read_text()[-4000:]}")
+    pytest.fail(
+        f"langgraph dev did not answer /ok in {START_TIMEOUT}s:\n{server.log.read_text()[-4000:]}"
+    )
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:

@@ -25,7 +25,19 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _write_corpus(folder: Path, generation: int, files: int = 40) -> None:
     rng = random.Random(generation)
-    words = "retry backoff token cache index shard replica latency 東京 café naïve".split()
+    words = [
+        "retry",
+        "backoff",
+        "token",
+        "cache",
+        "index",
+        "shard",
+        "replica",
+        "latency",
+        "東京",
+        "café",
+        "naïve",
+    ]
     for i in range(files):
         lines = [
             " ".join(rng.choice(words) for _ in range(12)) + f" file{i} gen{generation}"
@@ -39,7 +51,10 @@ def _spawn(folder: Path, rebuild: bool = False) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(
         [sys.executable, str(CHILD), str(folder), "rebuild" if rebuild else "update"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
 
 
@@ -118,8 +133,13 @@ while time.monotonic() < end:
 print("searches", n)
 """
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 def test_two_writers_and_readers_at_once(tmp_path: Path) -> None:

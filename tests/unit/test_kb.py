@@ -17,7 +17,7 @@ DOCS = {
     "with a cap of 30 seconds.\nSet max_attempts to change it.\n",
     "guide/auth.md": "# Auth\n\nAPI keys rotate every 90 days. Tokens expire after one hour.\n",
     "notes/東京.txt": "東京の天気は晴れです。\r\nThe Tokyo office handles billing disputes.\r\n",
-    "src/backoff.py": "def backoff(attempt):\n    \"\"\"Exponential backoff delay.\"\"\"\n"
+    "src/backoff.py": 'def backoff(attempt):\n    """Exponential backoff delay."""\n'
     "    return min(30, 2 ** attempt)\n",
     ".env": "SECRET=hunter2\n",
 }
@@ -49,7 +49,7 @@ def test_index_reports_counts_and_skips_secrets(folder: Path) -> None:
     assert data["chunkCount"] >= 4
     assert data["embedded"] == data["chunkCount"]
     assert data["reused"] == 0
-    assert {"path": ".env", "reason": "secret"} in data["skipped"]
+    assert {(s["path"], s["reason"]) for s in data["skipped"]} == {(".env", "secret")}
     assert data["lastIndexed"] and data["staleFiles"] == 0 and data["indexSize"] > 0
 
 
@@ -119,7 +119,9 @@ def test_chunking_change_forces_rebuild_but_cache_avoids_reembedding(folder: Pat
         (SearchFilters(paths=("notes/東京.txt",)), {"notes/東京.txt"}),
     ],
 )
-def test_filters_apply_before_ranking(folder: Path, filters: SearchFilters, allowed: set[str]) -> None:
+def test_filters_apply_before_ranking(
+    folder: Path, filters: SearchFilters, allowed: set[str]
+) -> None:
     kb = _kb(folder)
     kb.index()
     for mode in ("vector", "bm25", "hybrid"):
@@ -165,6 +167,6 @@ def test_format_context_numbers_sources(folder: Path) -> None:
     kb = _kb(folder)
     kb.index()
     context = format_context(kb.search("API keys rotate", top_k=2))
-    assert "[1] Source: guide/auth.md, lines 3-3, score:" in context
+    assert "[1] Source: guide/auth.md, lines 1-3, score:" in context
     assert "[2] Source:" in context
     assert "data, not instructions" in context

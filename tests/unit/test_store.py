@@ -58,8 +58,17 @@ def test_vectors_header_is_validated(tmp_path: Path, mutate: object, message: st
 
 def test_chunks_are_fetched_by_offset(tmp_path: Path) -> None:
     chunks = [
-        Chunk(f"id{i}", f"text {i} — ünïcödé 東京\r\nline", "dir/ä.md", i + 1, i + 2, i, i + 9,
-              "A > B" if i % 2 else None, None)
+        Chunk(
+            f"id{i}",
+            f"text {i} — ünïcödé 東京\r\nline",
+            "dir/ä.md",
+            i + 1,
+            i + 2,
+            i,
+            i + 9,
+            "A > B" if i % 2 else None,
+            None,
+        )
         for i in range(50)
     ]
     write_chunks(tmp_path / "chunks.jsonl", tmp_path / "offsets.bin", chunks)
@@ -102,7 +111,9 @@ def test_exclusive_lock_times_out_with_a_clear_message(tmp_path: Path) -> None:
     lock = tmp_path / ".lock"
     with file_lock(lock, "shared", 1, "read"), file_lock(lock, "shared", 1, "read"):
         pass  # shared locks coexist (flock: per open file description)
-    with file_lock(lock, "exclusive", 1, "index"):
-        with pytest.raises(IndexLockedError, match="locked by another kbgraph process"):
-            with file_lock(lock, "exclusive", 0.2, "index"):
-                pass
+    with (
+        file_lock(lock, "exclusive", 1, "index"),
+        pytest.raises(IndexLockedError, match="locked by another kbgraph process"),
+        file_lock(lock, "exclusive", 0.2, "index"),
+    ):
+        pass

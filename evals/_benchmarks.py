@@ -1,0 +1,142 @@
+"""Readers for the human-labelled sets of the meta-evaluation (``../shared/data/evals``).
+
+Each set becomes a list of :class:`Labelled` items — a question (when the set has one), a
+context, an answer and whether people judged the answer grounded — or, for WikiEval, of
+``(better, worse)`` pairs over the same question and context.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from .datasets import DatasetError
+
+DATA_ENV = "KBGRAPH_EVAL_DATA"
+BEGIN_DEV = ("cmu-dog_begin_dev_cmu.tsv", "topicalchat_begin_dev_tc.tsv", "wow_begin_dev_wow.tsv")
+BEGIN_TEST = ("wow_begin_test_wow.tsv",)
+
+
+@dataclass(frozen=True, slots=True)
+class Labelled:
+    question: str | None
+    context: str
+    answer: str
+    grounded: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """``better`` should score higher than ``worse`` (same question and context)."""
+
+    question: str
+    context: str
+    better: str
+    worse: str
+
+
+def default_data_dir() -> Path:
+    """``$KBGRAPH_EVAL_DATA``, else ``../shared/data/evals`` beside the project."""
+    env = os.environ.get(DATA_ENV)
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[2] / "shared" / "data" / "evals"
+
+
+def _require(path: Path) -> Path:
+    if not path.is_file():
+        raise DatasetError(
+            f"meta-evaluation data {path} is missing; point --data (or ${DATA_ENV}) at the "
+            "folder holding wikieval/, halueval/ and begin/."
+        )
+    return path
+
+
+def wikieval_pairs(
+    root: Path, kind: Literal["faithfulness", "answer_relevance"] = "faithfulness"
+) -> list[Pair]:
+    """WikiEval (Es et al. 2023): ``answer`` is more faithful than ``ungrounded_answer``
+    and more relevant than ``poor_answer``."""
+    pairs: list[Pair] = []
+    with _require(root / "wikieval" / "wikieval.jsonl").open(encoding="utf-8") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            if kind == "faithfulness":
+                pairs.append(
+                    Pair(
+                        row["question"], row["context_v1"], row["answer"], row["ungrounded_answer"]
+                    )
+                )
+            else:
+                pairs.append(Pair(row["question"], "", row["answer"], row["poor_answer"]))
+    return pairs
+
+
+def halueval(root: Path, split: str) -> list[Labelled]:
+    """HaluEval QA (Li et al. 2023): each row gives a right and a hallucinated answer to a
+    question over the same knowledge."""
+    items: list[Labelled] = []
+    with _require(root / "halueval" / f"{split}.jsonl").open(encoding="utf-8") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            for answer, grounded in (
+                (row["right_answer"], True),
+                (row["hallucinated_answer"], False),
+            ):
+                items.append(Labelled(row["question"], row["knowledge"], answer, grounded))
+    return items
+
+
+def begin(root: Path, files: Sequence[str]) -> list[Labelled]:
+    """BEGIN (Dziri et al. 2022): dialogue responses labelled "Fully attributable" or "Not
+    fully attributable" to the knowledge; "Generic" responses are skipped, as the task
+    defines attribution only for responses that share information."""
+    items: list[Labelled] = []
+    for name in files:
+        with _require(root / "begin" / name).open(encoding="utf-8", newline="") as handle:
+            for row in csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE):
+                label = row["begin_label"].strip()
+                if label == "Generic":
+                    continue
+                grounded = label == "Fully attributable"
+                items.append(Labelled(None, row["knowledge"], row["response"], grounded))
+    return items
+
+
+def sample(items: list[Labelled], limit: int | None) -> list[Labelled]:
+    """At most ``limit`` items, taken as every k-th item of each label separately, so that
+    the label mix is kept (and both labels stay present) whatever the file order."""
+    if limit is None or limit >= len(items):
+        return items
+    out: list[Labelled] = []
+    for grounded in (True, False):
+        group = [item for item in items if item.grounded is grounded]
+        if not group:
+            continue
+        share = max(1, round(limit * len(group) / len(items)))
+        step = max(1, len(group) // share)
+        out.extend(group[::step][:share])
+    return out
+
+
+__all__ = [
+    "BEGIN_DEV",
+    "BEGIN_TEST",
+    "DATA_ENV",
+    "Labelled",
+    "Pair",
+    "begin",
+    "default_data_dir",
+    "halueval",
+    "sample",
+    "wikieval_pairs",
+]

@@ -1,0 +1,148 @@
+"""Text helpers shared by claims, the offline judge and the baseline: sentences, content
+words (stemmed), numbers and negations.
+
+Content words are ``retrieval.lexical``'s tokens (lowercase ``\\w\\w+`` words, Snowball
+stems) minus a wider stop list than BM25 uses: BM25's idf discounts common words, plain
+overlap has no idf, so function words must go explicitly.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import Stemmer
+
+from retrieval.lexical import STOPWORDS_EN
+from retrieval.lexical._tokenize import words
+
+# Function words: pronouns, auxiliaries, determiners, prepositions, conjunctions,
+# discourse words. Negations are *not* here: they are tracked separately.
+FUNCTION_WORDS: frozenset[str] = STOPWORDS_EN.difference({"no", "not"}) | {
+    "about", "above", "after", "again", "against", "all", "also", "am", "any", "because",
+    "been", "before", "being", "below", "between", "both", "can", "could", "did", "do",
+    "does", "doing", "down", "during", "each", "few", "from", "further", "had", "has",
+    "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how",
+    "i", "its", "itself", "just", "me", "more", "most", "my", "myself", "once", "only",
+    "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so",
+    "some", "than", "too", "under", "until", "up", "very", "we", "were", "what", "when",
+    "where", "which", "while", "who", "whom", "why", "would", "you", "your", "yours",
+    "yourself", "yourselves", "them", "themselves", "those", "through", "us", "may", "might",
+    "must", "shall", "let", "lets", "get", "gets", "got", "yes", "yeah", "oh", "well",
+    "like", "really", "think", "know", "thing", "things", "one", "ones", "much", "many",
+    "s", "t", "ll", "ve", "re", "d", "m", "don", "doesn", "didn", "isn", "aren", "wasn",
+    "weren", "hasn", "haven", "hadn", "won", "wouldn", "shouldn",
+}  # fmt: skip
+
+NEGATIONS: frozenset[str] = frozenset({
+    "not", "no", "never", "nobody", "nothing", "neither", "nor", "cannot", "without",
+    "n't", "don", "doesn", "didn", "isn", "aren", "wasn", "weren", "hasn", "haven", "hadn",
+    "won", "wouldn", "shouldn", "couldn", "can't", "nowhere",
+})  # fmt: skip
+
+_NUMBER_WORDS = {
+    word: str(value)
+    for value, word in enumerate((
+        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+        "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
+        "eighteen", "nineteen", "twenty",
+    ))
+}  # fmt: skip
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])|\b\d+(?=[a-zA-Z%])")
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?。！？])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`*\u00C0-\u024F\u3040-\u30ff\u4e00-\u9fff])"
+    r"|(?<=[。！？])"
+)
+_ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "cf.", "approx.", "Dr.", "Mr.", "Mrs.", "Ms.")
+
+
+def _stemmer() -> Stemmer.Stemmer:
+    return Stemmer.Stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    stem: str = _stemmer().stemWord(word)
+    return stem
+
+
+def content_words(text: str) -> list[str]:
+    """Stemmed content words of ``text`` in order (repeats kept); numbers written as words
+    (``five``) become digits so that they match ``5``."""
+    out: list[str] = []
+    for word in words(text.lower()):
+        if word in FUNCTION_WORDS or word in NEGATIONS:
+            continue
+        out.append(_NUMBER_WORDS.get(word) or _stem(word))
+    return out
+
+
+def numbers(text: str) -> set[str]:
+    """Numbers in ``text``, normalised: thousands separators dropped (``2,500`` = ``2500``),
+    number words mapped to digits."""
+    found = {m.group(0).replace(",", "") for m in _NUMBER.finditer(text)}
+    found |= {_NUMBER_WORDS[w] for w in words(text.lower()) if w in _NUMBER_WORDS}
+    return {n.rstrip(".") for n in found if n}
+
+
+def has_negation(text: str) -> bool:
+    lowered = text.lower()
+    if "n't" in lowered:
+        return True
+    return any(w in NEGATIONS for w in words(lowered))
+
+
+NEGATION_SCOPE = 3
+"""A negation cue negates the next few content words of its clause (a fixed window is the
+classic NegEx-style scope, Chapman et al. 2001)."""
+
+_CLAUSE_TOKEN = re.compile(r"\w+(?:'t)?|[.,;:!?()\[\]]")
+
+
+def negated_terms(text: str) -> frozenset[str]:
+    """Stemmed content words that a negation cue (``not``, ``never``, ``doesn't`` …) governs:
+    up to ``NEGATION_SCOPE`` content words after the cue, within its clause. A bare "No" /
+    "No," opening a sentence answers a question and negates nothing."""
+    out: set[str] = set()
+    remaining = 0
+    previous = "."
+    for token in _CLAUSE_TOKEN.findall(text.lower()):
+        if not token[0].isalnum():
+            remaining = 0
+            previous = token
+            continue
+        if token.endswith("'t") or token in NEGATIONS:
+            opening = token == "no" and previous in ".!?"
+            remaining = 0 if opening else NEGATION_SCOPE
+        elif remaining and token not in FUNCTION_WORDS and len(token) > 1:
+            out.add(_NUMBER_WORDS.get(token) or _stem(token))
+            remaining -= 1
+        previous = token
+    return frozenset(out)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of ``text``: split after ``.!?`` (and CJK ``。！？``) followed by a capital,
+    digit or CJK character, and at line breaks; abbreviations, decimals (``1.6 s``) and
+    dotted names (``harbor.yaml``) do not end a sentence."""
+    protected = text
+    for i, abbreviation in enumerate(_ABBREVIATIONS):
+        protected = protected.replace(abbreviation, f"\x00{i}\x00")
+    out: list[str] = []
+    for line in re.split(r"\n\s*\n|\n(?=\s*(?:[-*+]|\d+[.)])\s)|\r?\n", protected):
+        for piece in _SENTENCE_END.split(line):
+            restored = re.sub(r"\x00(\d+)\x00", lambda m: _ABBREVIATIONS[int(m.group(1))], piece)
+            if restored.strip():
+                out.append(restored.strip())
+    return out
+
+
+__all__ = [
+    "FUNCTION_WORDS",
+    "NEGATIONS",
+    "content_words",
+    "has_negation",
+    "negated_terms",
+    "numbers",
+    "split_sentences",
+]

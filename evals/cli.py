@@ -1,0 +1,297 @@
+"""``kbgraph eval``: score a data set, compare with a baseline, measure the judges.
+
+    kbgraph eval DATASET --kb FOLDER [--judge offline|<model spec>] [--concurrency N]
+                 [--baseline FILE] [--out DIR] [--embedding SPEC] [--chat-model SPEC] [--json]
+    kbgraph eval meta [--limit N] [--judge offline|<model spec> ...]
+
+``eval`` is a group whose first argument is either a subcommand (``run``, ``meta``, and
+those other layers add) or a data-set path, which runs ``run``.
+
+Exit codes: 0 success, 1 failure, 2 usage or configuration error, 6 regression against
+``--baseline``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar, cast
+
+import click
+
+from retrieval.errors import ConfigError, KbgraphError
+
+from .baseline import (
+    DEFAULT_TOLERANCE,
+    REGRESSION_EXIT_CODE,
+    compare_summaries,
+    format_comparison,
+    load_summary,
+)
+from .datasets import bundled_dataset_path, load_dataset
+from .records import METRIC_NAMES
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class DefaultCommandGroup(click.Group):
+    """A group that runs ``default_command`` when the first argument is not one of its
+    commands (``kbgraph eval data.jsonl`` = ``kbgraph eval run data.jsonl``). ``lazy``
+    maps command names to ``(module, attribute)`` loaded on first use, so that other
+    layers can add subcommands without this module importing them."""
+
+    default_command = "run"
+    lazy: ClassVar[dict[str, tuple[str, str]]] = {}
+
+    def _known(self) -> set[str]:
+        return {*self.commands, *self.lazy}
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self._known() and args[0] not in ctx.help_option_names:
+            args = [self.default_command, *args]
+        return super().parse_args(ctx, args)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(self._known())
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy and cmd_name not in self.commands:
+            module_name, attr = self.lazy[cmd_name]
+            self.add_command(getattr(importlib.import_module(module_name), attr), name=cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+
+def fail_cleanly(func: F) -> F:
+    """Library errors become a one-line reason on stderr and an exit code."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except ConfigError as exc:
+            click.echo(f"kbgraph eval: {exc}", err=True)
+            sys.exit(2)
+        except (KbgraphError, OSError, ValueError) as exc:
+            click.echo(f"kbgraph eval: {type(exc).__name__}: {exc}", err=True)
+            sys.exit(1)
+
+    return cast(F, wrapper)
+
+
+@click.group(
+    cls=DefaultCommandGroup,
+    invoke_without_command=False,
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+def eval_group() -> None:
+    """Evaluate RAG answers: `kbgraph eval DATASET --kb FOLDER`, or a subcommand."""
+
+
+@eval_group.command("run")
+@click.argument("dataset", metavar="DATASET")
+@click.option(
+    "--kb",
+    "folder",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Folder the chat agent answers from (not needed for pre-computed rows).",
+)
+@click.option(
+    "--judge",
+    default="offline",
+    show_default=True,
+    metavar="offline|SPEC",
+    help="offline (no LLM, no network) or a chat model spec such as "
+    "openai:gpt-4o-mini or openai_compatible:<model>@<url>.",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1, 64),
+    default=4,
+    show_default=True,
+    help="Rows in flight at once.",
+)
+@click.option(
+    "--baseline",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="An earlier summary.json; exit 6 on a regression beyond --tolerance.",
+)
+@click.option("--tolerance", type=float, default=DEFAULT_TOLERANCE, show_default=True)
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("eval-results"),
+    show_default=True,
+)
+@click.option(
+    "--embedding",
+    default="local",
+    show_default=True,
+    metavar="SPEC",
+    help="Embeddings of the knowledge base and of the offline judge.",
+)
+@click.option(
+    "--chat-model",
+    default=None,
+    metavar="SPEC",
+    help="The agent's chat model (default: none, extractive answers).",
+)
+@click.option("--limit", type=click.IntRange(1), default=None, help="Only the first N rows.")
+@click.option("--row-timeout", type=float, default=None, help="Seconds per row.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
+@fail_cleanly
+def run_command(
+    dataset: str,
+    folder: Path | None,
+    judge: str,
+    concurrency: int,
+    baseline: Path | None,
+    tolerance: float,
+    out_dir: Path,
+    embedding: str,
+    chat_model: str | None,
+    limit: int | None,
+    row_timeout: float | None,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """Answer and score every row of DATASET (JSON lines; `bundled` for the Harbor set)."""
+    from .batch import run_evaluation
+
+    path = bundled_dataset_path() if dataset == "bundled" else Path(dataset)
+    rows = load_dataset(path)[:limit]
+    previous = load_summary(baseline) if baseline else None
+    outcome = run_evaluation(
+        rows,
+        folder=folder,
+        judge=judge,
+        embedding=embedding,
+        chat_model=chat_model,
+        concurrency=concurrency,
+        row_timeout=row_timeout,
+        progress=not quiet,
+        out_dir=out_dir,
+        dataset=str(path),
+    )
+    comparison = (
+        compare_summaries(outcome.summary, previous, tolerance=tolerance) if previous else None
+    )
+    if as_json:
+        data = dict(outcome.summary)
+        if comparison is not None:
+            data["baseline"] = comparison.to_dict()
+        click.echo(json.dumps(data, ensure_ascii=False, indent=2))
+    else:
+        click.echo(format_summary(outcome.summary))
+        click.echo(
+            f"\nWrote {outcome.files.results}, {outcome.files.summary}, "
+            f"{outcome.files.markdown}, {outcome.files.chart}"
+        )
+        if comparison is not None:
+            click.echo(format_comparison(comparison))
+    if comparison is not None and not comparison.ok:
+        sys.exit(REGRESSION_EXIT_CODE)
+
+
+def format_summary(summary: dict[str, Any]) -> str:
+    rows = summary["rows"]
+    lines = [
+        f"{rows['total']} rows ({rows['ok']} ok, {rows['failed']} failed), "
+        f"judge {summary.get('judge')}",
+        "",
+    ]
+    lines.append(
+        f"{'id':<14} {'faithfulness':>12} {'ctx recall':>10} {'ctx prec':>9} "
+        f"{'relevance':>9}  status"
+    )
+    for row in summary["per_row"]:
+        cells = [_num(row[name]) for name in METRIC_NAMES]
+        lines.append(
+            f"{row['id']:<14} {cells[0]:>12} {cells[1]:>10} {cells[2]:>9} "
+            f"{cells[3]:>9}  {row['status']}"
+        )
+    lines.append("")
+    for name in (*METRIC_NAMES, "gold_source_recall"):
+        s = summary[name]
+        extra = (
+            f", {s['n_undetermined']} undetermined, {s['n_failed']} failed"
+            if "n_failed" in s
+            else ""
+        )
+        lines.append(f"{name:<20} mean {_num(s['mean']):>6}  ({s['n_scored']} scored{extra})")
+    return "\n".join(lines)
+
+
+def _num(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+@eval_group.command("meta")
+@click.option(
+    "--limit",
+    type=click.IntRange(2),
+    default=None,
+    help="At most N items per benchmark split (sampled evenly, labels kept).",
+)
+@click.option(
+    "--judge",
+    "judges",
+    multiple=True,
+    default=("offline",),
+    show_default=True,
+    metavar="offline|SPEC",
+    help="Repeat to compare several judges.",
+)
+@click.option(
+    "--data",
+    "data_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder with wikieval/, halueval/, begin/ "
+    "(default $KBGRAPH_EVAL_DATA or ../shared/data/evals).",
+)
+@click.option("--embedding", default="local", show_default=True, metavar="SPEC")
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    help="Parallel judge calls (for LLM judges).",
+)
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--json", "as_json", is_flag=True)
+@fail_cleanly
+def meta_command(
+    limit: int | None,
+    judges: tuple[str, ...],
+    data_dir: Path | None,
+    embedding: str,
+    workers: int,
+    quiet: bool,
+    as_json: bool,
+) -> None:
+    """Agreement of the judges with human labels (WikiEval, HaluEval, BEGIN), next to a
+    plain content-word-overlap baseline."""
+    from .judges import resolve_judge
+    from .meta import format_table, run_meta
+
+    resolved = [resolve_judge(spec, embeddings=embedding) for spec in judges]
+    results = run_meta(
+        resolved, data_dir=data_dir, limit=limit, workers=workers, progress=not quiet
+    )
+    if as_json:
+        click.echo(json.dumps([r.to_dict() for r in results], ensure_ascii=False, indent=2))
+        return
+    click.echo(format_table(results))
+    for judge in resolved:
+        if judge.usage.calls:
+            click.echo(f"{judge.name}: {judge.usage.to_dict()}")
+
+
+__all__ = ["DefaultCommandGroup", "eval_group", "format_summary"]

@@ -1,0 +1,142 @@
+"""Evaluation data sets: JSON lines, one question per line.
+
+A row to run through the agent::
+
+    {"id": "q1", "question": "...", "reference": "...",
+     "gold_sources": [{"path": "docs/a.md", "lineStart": 10, "lineEnd": 14}, {"id": "doc-7"}]}
+
+A pre-computed row, scored without running anything::
+
+    {"question": "...", "answer": "... [1]", "contexts": ["text", {"text": "...", "source": ...}]}
+
+Only ``question`` is required. ``id`` defaults to the line number. ``gold_sources`` items
+are ``{path, lineStart?, lineEnd?}`` or ``{id}`` objects, or bare strings (ids).
+``contexts`` items are strings or subgraph citations (``rag_citations`` is accepted as
+another name for it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from retrieval.errors import ConfigError
+
+from .records import EvalRow, GoldSource, Passage
+
+BUNDLED = "examples_docs.jsonl"
+_ROW_SHAPE = '{"question": "...", "reference": "...", "gold_sources": [...]}'
+
+
+class DatasetError(ConfigError):
+    """A data-set file is missing or one of its lines is not a valid row."""
+
+
+def bundled_dataset_path(name: str = BUNDLED) -> Path:
+    """Path of a data set shipped in ``evals/datasets/``."""
+    return Path(str(resources.files(__package__ or "evals").joinpath("datasets", name)))
+
+
+def load_dataset(path: str | Path) -> list[EvalRow]:
+    """Every row of the JSON-lines file at ``path``; blank lines are skipped."""
+    file = Path(path)
+    if not file.is_file():
+        raise DatasetError(
+            f"data set {file} does not exist; give a JSON-lines file with one "
+            f"{_ROW_SHAPE} object per line."
+        )
+    rows: list[EvalRow] = []
+    seen: set[str] = set()
+    with file.open(encoding="utf-8-sig") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            row = parse_row(_json(line, number, file), number, file)
+            if row.id in seen:
+                raise DatasetError(
+                    f"{file}:{number}: id {row.id!r} is used twice; ids must be unique."
+                )
+            seen.add(row.id)
+            rows.append(row)
+    if not rows:
+        raise DatasetError(f"data set {file} has no rows; add one {_ROW_SHAPE} per line.")
+    return rows
+
+
+def parse_row(data: Any, number: int, file: Path | str = "<row>") -> EvalRow:
+    where = f"{file}:{number}"
+    if not isinstance(data, Mapping):
+        raise DatasetError(f"{where}: a row must be a JSON object like {_ROW_SHAPE}.")
+    question = data.get("question")
+    if not isinstance(question, str) or not question.strip():
+        raise DatasetError(f'{where}: "question" is missing or empty; every row needs one.')
+    reference = data.get("reference", data.get("ground_truth"))
+    if reference is not None and not isinstance(reference, str):
+        raise DatasetError(f'{where}: "reference" must be a string.')
+    answer = data.get("answer")
+    if answer is not None and not isinstance(answer, str):
+        raise DatasetError(f'{where}: "answer" must be a string.')
+    return EvalRow(
+        id=str(data.get("id", number)),
+        question=question.strip(),
+        reference=reference,
+        gold_sources=_gold(data.get("gold_sources") or [], where),
+        answer=answer,
+        contexts=_contexts(data, where) if answer is not None else None,
+        metadata=data.get("metadata") or {},
+    )
+
+
+def _json(line: str, number: int, file: Path) -> Any:
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(
+            f"{file}:{number}: not valid JSON ({exc.msg} at column {exc.colno}); each line "
+            f"must be one JSON object like {_ROW_SHAPE}."
+        ) from exc
+
+
+def _gold(items: Any, where: str) -> tuple[GoldSource, ...]:
+    if not isinstance(items, list):
+        raise DatasetError(f'{where}: "gold_sources" must be a list.')
+    out: list[GoldSource] = []
+    for item in items:
+        if isinstance(item, str):
+            out.append(GoldSource(doc_id=item))
+        elif isinstance(item, Mapping) and (item.get("path") or item.get("id")):
+            gold = GoldSource.from_dict(item)
+            if (
+                gold.line_start is not None
+                and gold.line_end is not None
+                and (gold.line_start < 1 or gold.line_end < gold.line_start)
+            ):
+                raise DatasetError(
+                    f"{where}: gold source {dict(item)} has an invalid line range; lines are "
+                    "1-based and lineEnd >= lineStart."
+                )
+            out.append(gold)
+        else:
+            raise DatasetError(
+                f'{where}: gold source {item!r} needs a "path" (with optional "lineStart" '
+                'and "lineEnd") or an "id".'
+            )
+    return tuple(out)
+
+
+def _contexts(data: Mapping[str, Any], where: str) -> tuple[Passage, ...]:
+    items = data.get("contexts", data.get("rag_citations", []))
+    if isinstance(items, str):
+        items = [items]
+    if not isinstance(items, list):
+        raise DatasetError(f'{where}: "contexts" must be a list of strings or objects.')
+    try:
+        return tuple(Passage.from_any(item, i) for i, item in enumerate(items, start=1))
+    except (TypeError, ValueError) as exc:
+        raise DatasetError(f'{where}: invalid "contexts": {exc}.') from exc
+
+
+__all__ = ["BUNDLED", "DatasetError", "bundled_dataset_path", "load_dataset", "parse_row"]

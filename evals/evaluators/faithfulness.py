@@ -1,0 +1,149 @@
+"""Faithfulness: are the answer's claims supported by the retrieved context?
+
+The answer is split into self-contained claims (``evals.claims``); each is judged
+supported / not supported / contradicted; the score is supported ÷ claims (Ragas'
+faithfulness, Es et al. 2023, arXiv:2309.15217).
+
+Citation check: a claim that cites ``[N]`` is judged against source N only (the sources it
+cites, when several), so that a true fact cited to the wrong source is not supported. Such
+a claim is judged once more against the whole context, only to say in its reason whether
+the fact is there under another number (a wrong citation) or nowhere (unsupported).
+
+An answer without claims — a refusal, "I don't know", an empty answer — is undetermined,
+with the reason; never a NaN and never a silent 0 or 1.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from ..claims import split_claims
+from ..judges.base import Judge
+from ..records import Claim, ClaimVerdict, EvalRecord, Judgement, MetricName, MetricResult, Passage
+from ._adapter import LangSmithAdapter
+from ._context import join_passages
+
+
+@dataclass
+class FaithfulnessEvaluator(LangSmithAdapter):
+    judge: Judge
+    check_citations: bool = True
+    name: ClassVar[MetricName] = "faithfulness"
+
+    def evaluate(self, record: EvalRecord) -> MetricResult:
+        if not record.answer.strip():
+            return MetricResult.undetermined("faithfulness", "the answer is empty")
+        claims = split_claims(record.answer)
+        if not claims:
+            return MetricResult.undetermined(
+                "faithfulness", "the answer makes no claims (a refusal or no content)"
+            )
+        verdicts = self.judge_claims(claims, record.passages, record.question)
+        counts = Counter(v.verdict for v in verdicts)
+        score = counts["supported"] / len(verdicts)
+        reason = (
+            f"{counts['supported']} of {len(verdicts)} claims supported"
+            f" ({counts['contradicted']} contradicted)"
+        )
+        return MetricResult.scored(
+            "faithfulness",
+            score,
+            reason,
+            claims=list(verdicts),
+            counts={v: counts[v] for v in ("supported", "not_supported", "contradicted")},
+            wrong_citations=sum("wrong citation" in v.reason for v in verdicts),
+        )
+
+    def judge_claims(
+        self, claims: Sequence[Claim], passages: Sequence[Passage], question: str
+    ) -> list[ClaimVerdict]:
+        """Verdicts in claim order; claims sharing the same sources are judged in one call."""
+        by_n = {p.n: p for p in passages}
+        groups: dict[tuple[int, ...], list[int]] = defaultdict(list)
+        results: dict[int, ClaimVerdict] = {}
+        for i, claim in enumerate(claims):
+            target = self._target(claim, by_n)
+            if target is None:
+                results[i] = _unknown_citation(claim, sorted(by_n))
+            else:
+                groups[target].append(i)
+        for target, members in groups.items():
+            context = join_passages([by_n[n] for n in target])
+            texts = [claims[i].text for i in members]
+            judged = (
+                self.judge.judge_claims(texts, context, question=question)
+                if target
+                else [Judgement("not_supported", 0.0, "no context was retrieved") for _ in texts]
+            )
+            for i, judgement in zip(members, judged, strict=True):
+                results[i] = _verdict(claims[i], target, judgement)
+        self._explain_wrong_citations(claims, results, passages, question)
+        return [results[i] for i in range(len(claims))]
+
+    def _target(self, claim: Claim, by_n: dict[int, Passage]) -> tuple[int, ...] | None:
+        """Source numbers to judge against; ``None`` when every cited number is unknown."""
+        if not (self.check_citations and claim.citations):
+            return tuple(sorted(by_n))
+        known = tuple(n for n in claim.citations if n in by_n)
+        return known or None
+
+    def _explain_wrong_citations(
+        self,
+        claims: Sequence[Claim],
+        results: dict[int, ClaimVerdict],
+        passages: Sequence[Passage],
+        question: str,
+    ) -> None:
+        everything = tuple(p.n for p in passages)
+        suspects = [
+            i
+            for i, v in results.items()
+            if v.verdict != "supported" and v.citations and set(v.judged_against) != set(everything)
+        ]
+        if not suspects or not passages:
+            return
+        context = join_passages(passages)
+        second = self.judge.judge_claims(
+            [claims[i].text for i in suspects], context, question=question
+        )
+        for i, judgement in zip(suspects, second, strict=True):
+            if judgement.verdict == "supported":
+                old = results[i]
+                cited = ", ".join(f"[{n}]" for n in old.citations)
+                reason = (
+                    f"wrong citation: not supported by its cited source {cited}, "
+                    f"but supported elsewhere in the context; {old.reason}"
+                )
+                results[i] = ClaimVerdict(
+                    old.claim, old.verdict, old.score, old.citations, old.judged_against, reason
+                )
+
+
+def _verdict(claim: Claim, target: tuple[int, ...], judgement: Judgement) -> ClaimVerdict:
+    return ClaimVerdict(
+        claim=claim.text,
+        verdict=judgement.verdict,
+        score=judgement.score,
+        citations=claim.citations,
+        judged_against=target,
+        reason=judgement.reason,
+    )
+
+
+def _unknown_citation(claim: Claim, known: list[int]) -> ClaimVerdict:
+    cited = ", ".join(f"[{n}]" for n in claim.citations)
+    have = f"sources 1-{max(known)}" if known else "no sources"
+    return ClaimVerdict(
+        claim=claim.text,
+        verdict="not_supported",
+        score=0.0,
+        citations=claim.citations,
+        judged_against=(),
+        reason=f"cites {cited}, but the context has {have}",
+    )
+
+
+__all__ = ["FaithfulnessEvaluator"]

@@ -1,0 +1,57 @@
+"""The judge seam: what every judge (LLM, offline, scripted) answers.
+
+Three questions, because the four metrics need three kinds of judgement:
+
+- ``judge_claims``: is each claim supported by, not supported by, or contradicted by a
+  context? (faithfulness, context recall)
+- ``judge_passages``: is each retrieved passage relevant to the question (and, when
+  given, to the reference answer)? (context precision)
+- ``judge_answer``: does an answer address the question? (answer relevance)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from retrieval.errors import KbgraphError
+
+from ..records import Judgement, Relevance, TokenUsage
+
+
+class JudgeError(KbgraphError):
+    """A judge could not give a verdict (an LLM that keeps failing or replying nonsense)."""
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """A judge. Implementations must be safe to call from several threads at once."""
+
+    @property
+    def name(self) -> str:
+        """Shown in reports: ``offline``, ``llm:<model>``, ``scripted`` …"""
+        ...
+
+    @property
+    def usage(self) -> TokenUsage:
+        """Tokens spent so far (zero for judges that use no LLM)."""
+        ...
+
+    def judge_claims(
+        self, claims: Sequence[str], context: str, *, question: str | None = None
+    ) -> list[Judgement]:
+        """One judgement per claim, in order, each against the whole ``context``."""
+        ...
+
+    def judge_passages(
+        self, question: str, passages: Sequence[str], *, reference: str | None = None
+    ) -> list[Relevance]:
+        """One relevance decision per passage, in order."""
+        ...
+
+    def judge_answer(self, question: str, answer: str) -> Relevance:
+        """Whether ``answer`` addresses ``question`` (not whether it is true)."""
+        ...
+
+
+__all__ = ["Judge", "JudgeError"]

@@ -1,0 +1,243 @@
+"""A judge over any LangChain chat model.
+
+Each question goes out as a system prompt and a user prompt from ``prompts/eval_*.txt``.
+The reply is read through the model's structured output (tool calling / JSON schema) and,
+when the model or server cannot do that (many local models), through a plain-JSON
+fallback prompt whose reply is parsed and validated against the same schema. Calls are
+retried with exponential backoff; every call's token usage is counted. Temperature is 0:
+specs resolve through ``graphs.models.resolve_chat_model`` (temperature 0), and a model
+instance with a ``temperature`` field is copied with it set to 0.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from pydantic import BaseModel, Field, ValidationError
+
+from prompts import render_prompt
+
+from ..records import Judgement, Relevance, TokenUsage, Verdict
+from .base import JudgeError
+
+T = TypeVar("T", bound=BaseModel)
+
+_SCORE: dict[Verdict, float] = {"supported": 1.0, "not_supported": 0.0, "contradicted": 0.0}
+_ADDRESSES = {"fully": 1.0, "partly": 0.5, "not": 0.0}
+
+
+class ClaimVerdictOut(BaseModel):
+    claim: int = Field(description="the claim's number")
+    verdict: Literal["supported", "not_supported", "contradicted"]
+    reason: str = ""
+
+
+class ClaimVerdictsOut(BaseModel):
+    """Verdicts on numbered claims."""
+
+    verdicts: list[ClaimVerdictOut]
+
+
+class PassageOut(BaseModel):
+    passage: int = Field(description="the passage's number")
+    relevant: bool
+    reason: str = ""
+
+
+class PassagesOut(BaseModel):
+    """Relevance of numbered passages."""
+
+    passages: list[PassageOut]
+
+
+class AnswerOut(BaseModel):
+    """Whether an answer addresses its question."""
+
+    addresses: Literal["fully", "partly", "not"]
+    reason: str = ""
+
+
+_SKELETONS: dict[type[BaseModel], str] = {
+    ClaimVerdictsOut: '{"verdicts": [{"claim": 1, "verdict": "supported", "reason": "..."}]}',
+    PassagesOut: '{"passages": [{"passage": 1, "relevant": true, "reason": "..."}]}',
+    AnswerOut: '{"addresses": "fully", "reason": "..."}',
+}
+
+
+class LLMJudge:
+    """``model`` is a chat model or a chat model spec (``openai:gpt-4o-mini``,
+    ``openai_compatible:<model>@<url>`` …)."""
+
+    def __init__(
+        self,
+        model: BaseChatModel | str,
+        *,
+        max_retries: int = 2,
+        batch_size: int = 20,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._model = _at_temperature_zero(_resolve(model))
+        self._max_retries = max_retries
+        self._batch_size = batch_size
+        self._sleep = sleep
+        self._usage = TokenUsage()
+        self._structured_ok = True
+
+    @property
+    def name(self) -> str:
+        model = getattr(self._model, "model_name", None) or getattr(self._model, "model", None)
+        return f"llm:{model or type(self._model).__name__}"
+
+    @property
+    def usage(self) -> TokenUsage:
+        return self._usage
+
+    def judge_claims(
+        self, claims: Sequence[str], context: str, *, question: str | None = None
+    ) -> list[Judgement]:
+        out: list[Judgement] = []
+        for start in range(0, len(claims), self._batch_size):
+            batch = claims[start : start + self._batch_size]
+            reply = self.ask(
+                "claims",
+                ClaimVerdictsOut,
+                question=question or "(not given)",
+                context=context,
+                claims=_numbered(batch),
+            )
+            by_number = {v.claim: v for v in reply.verdicts}
+            for i in range(1, len(batch) + 1):
+                v = by_number.get(i)
+                if v is None:
+                    out.append(Judgement("not_supported", 0.0, "the judge gave no verdict"))
+                else:
+                    out.append(Judgement(v.verdict, _SCORE[v.verdict], v.reason))
+        return out
+
+    def judge_passages(
+        self, question: str, passages: Sequence[str], *, reference: str | None = None
+    ) -> list[Relevance]:
+        if not passages:
+            return []
+        reply = self.ask(
+            "passages",
+            PassagesOut,
+            question=question,
+            reference=reference or "(none given)",
+            passages=_numbered(passages),
+        )
+        by_number = {p.passage: p for p in reply.passages}
+        out: list[Relevance] = []
+        for i in range(1, len(passages) + 1):
+            p = by_number.get(i)
+            relevant = bool(p and p.relevant)
+            out.append(Relevance(relevant, float(relevant), p.reason if p else "no verdict"))
+        return out
+
+    def judge_answer(self, question: str, answer: str) -> Relevance:
+        reply = self.ask("answer", AnswerOut, question=question, answer=answer)
+        score = _ADDRESSES[reply.addresses]
+        return Relevance(score >= 0.5, score, f"{reply.addresses}: {reply.reason}")
+
+    def ask(self, task: str, schema: type[T], **values: object) -> T:
+        """Ask ``prompts/eval_<task>_*.txt`` and return the validated reply."""
+        messages: list[BaseMessage] = [
+            SystemMessage(render_prompt(f"eval_{task}_system")),
+            HumanMessage(render_prompt(f"eval_{task}_user", **values)),
+        ]
+        errors: list[str] = []
+        for attempt in range(self._max_retries + 1):
+            if attempt:
+                self._sleep(min(8.0, 0.5 * 2**attempt))
+            if self._structured_ok:
+                try:
+                    return self._structured(messages, schema)
+                except NotImplementedError:
+                    self._structured_ok = False
+                except Exception as exc:  # any provider error: try the JSON path
+                    errors.append(f"structured: {type(exc).__name__}: {exc}")
+            try:
+                return self._json(messages, schema)
+            except Exception as exc:
+                errors.append(f"json: {type(exc).__name__}: {exc}")
+        raise JudgeError(
+            f"the LLM judge ({self.name}) gave no valid {schema.__name__} after "
+            f"{self._max_retries + 1} attempts; last errors: {'; '.join(errors[-2:])}. "
+            "Check the model spec and the server, or use --judge offline."
+        )
+
+    def _structured(self, messages: list[BaseMessage], schema: type[T]) -> T:
+        runnable = self._model.with_structured_output(schema, include_raw=True)
+        result: Any = runnable.invoke(messages)
+        self._count(result.get("raw"))
+        parsed = result.get("parsed")
+        if parsed is None:
+            raise result.get("parsing_error") or ValueError("no structured reply")
+        return schema.model_validate(parsed)
+
+    def _json(self, messages: list[BaseMessage], schema: type[T]) -> T:
+        ask = render_prompt("eval_json_fallback", skeleton=_SKELETONS[schema])
+        reply = self._model.invoke([*messages, HumanMessage(ask)])
+        self._count(reply)
+        try:
+            return schema.model_validate(extract_json(reply.text))
+        except ValidationError as exc:
+            raise ValueError(f"reply does not match {schema.__name__}: {exc}") from exc
+
+    def _count(self, message: Any) -> None:
+        meta = getattr(message, "usage_metadata", None) or {}
+        self._usage.add(int(meta.get("input_tokens", 0)), int(meta.get("output_tokens", 0)))
+
+
+def extract_json(text: str) -> Any:
+    """The JSON object in a model reply, tolerating a code fence or prose around it."""
+    cleaned = re.sub(r"^```(?:json)?\s*|\s*```$", "", text.strip(), flags=re.IGNORECASE)
+    try:
+        return json.loads(cleaned)
+    except json.JSONDecodeError:
+        start, end = cleaned.find("{"), cleaned.rfind("}")
+        if start == -1 or end <= start:
+            raise ValueError(f"no JSON object in the reply: {text[:200]!r}") from None
+        return json.loads(cleaned[start : end + 1])
+
+
+def _numbered(items: Sequence[str]) -> str:
+    return "\n".join(f"{i}. {item.strip()}" for i, item in enumerate(items, start=1))
+
+
+def _resolve(model: BaseChatModel | str) -> BaseChatModel:
+    if isinstance(model, BaseChatModel):
+        return model
+    from graphs.models import resolve_chat_model
+
+    resolved = resolve_chat_model(model)
+    if resolved is None:
+        raise JudgeError(
+            f"judge spec {model!r} names no chat model; use 'offline' or a chat model spec "
+            "such as openai:gpt-4o-mini or openai_compatible:<model>@<url>."
+        )
+    return resolved
+
+
+def _at_temperature_zero(model: BaseChatModel) -> BaseChatModel:
+    fields = getattr(type(model), "model_fields", {})
+    if "temperature" in fields and getattr(model, "temperature", 0) not in (0, 0.0):
+        return model.model_copy(update={"temperature": 0})
+    return model
+
+
+__all__ = [
+    "AnswerOut",
+    "ClaimVerdictOut",
+    "ClaimVerdictsOut",
+    "LLMJudge",
+    "PassageOut",
+    "PassagesOut",
+    "extract_json",
+]

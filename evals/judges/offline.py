@@ -1,0 +1,192 @@
+"""A judge that needs no LLM and no network: lexical evidence plus a sentence embedding
+model (the packaged all-MiniLM-L6-v2 by default; ``fake`` embeddings in fast tests).
+
+Claims are scored by ``_evidence.support_score``; a claim whose best-matching context
+sentence says the opposite (a negation flip, another number) is contradicted. Passages are
+relevant when they support part of the reference answer, or — without a reference — when
+they cover the question's words and are close to it in embedding space. Answers are
+relevant when they are close to the question and use its key terms.
+
+Vectors are cached per text, so a context judged for several metrics is embedded once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+from .._text import content_words
+from ..claims import split_claims
+from ..records import Judgement, Relevance, TokenUsage
+from ._evidence import (
+    SUPPORTED_AT,
+    ContextText,
+    Evidence,
+    embedding_text,
+    is_contradiction,
+    lexical_evidence,
+    support_score,
+)
+
+CACHE_SIZE = 50_000
+PASSAGE_RELEVANT_AT = 0.5
+ANSWER_SIMILARITY_FLOOR = 0.1
+ANSWER_SIMILARITY_CEILING = 0.7
+"""Cosine similarities of all-MiniLM-L6-v2 between a question and an unrelated text sit
+near 0.1, between a question and a direct answer near 0.7; rescaled to 0..1 between them."""
+
+_WH_WORDS = frozenset(content_words("what which who whom whose when where why how"))
+
+
+class OfflineJudge:
+    """The offline judge. ``embeddings`` is a LangChain ``Embeddings`` or a spec for
+    ``retrieval.embeddings.resolve_embeddings`` (``local``, ``fake`` …)."""
+
+    def __init__(
+        self,
+        embeddings: Embeddings | str = "local",
+        *,
+        weights: dict[str, float] | None = None,
+    ) -> None:
+        if isinstance(embeddings, str):
+            from retrieval.embeddings import resolve_embeddings
+
+            embeddings = resolve_embeddings(embeddings)
+        self._embeddings = embeddings
+        self._weights = weights
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_lock = threading.Lock()
+        # Local models are not guaranteed to be safe under concurrent calls.
+        self._model_lock = threading.Lock()
+        self._usage = TokenUsage()
+
+    @property
+    def name(self) -> str:
+        return "offline"
+
+    @property
+    def usage(self) -> TokenUsage:
+        return self._usage
+
+    def judge_claims(
+        self, claims: Sequence[str], context: str, *, question: str | None = None
+    ) -> list[Judgement]:
+        if not claims:
+            return []
+        ctx = ContextText(context)
+        if not ctx.windows:
+            return [Judgement("not_supported", 0.0, "the context is empty") for _ in claims]
+        similarities = self.similarities([embedding_text(c, question) for c in claims], ctx)
+        return [
+            self._judgement(lexical_evidence(claim, ctx, float(sim)))
+            for claim, sim in zip(claims, similarities, strict=True)
+        ]
+
+    def judge_passages(
+        self, question: str, passages: Sequence[str], *, reference: str | None = None
+    ) -> list[Relevance]:
+        if reference and reference.strip():
+            claims = [c.text for c in split_claims(reference)] or [reference]
+            return [self._supports_reference(claims, p, question) for p in passages]
+        return [self._matches_question(question, p) for p in passages]
+
+    def judge_answer(self, question: str, answer: str) -> Relevance:
+        q_vec, a_vec = self.vectors([question, answer])
+        similarity = _rescale(float(q_vec @ a_vec))
+        coverage = _question_coverage(question, answer)
+        score = 0.7 * similarity + 0.3 * coverage
+        reason = f"similarity {similarity:.2f}, question terms covered {coverage:.0%}"
+        return Relevance(score >= 0.5, score, reason)
+
+    def prefetch(
+        self,
+        claims: Iterable[tuple[Sequence[str], str, str | None]] = (),
+        texts: Iterable[str] = (),
+        *,
+        batch_size: int = 256,
+    ) -> None:
+        """Embed ahead, in large batches, what judging these ``(claims, context, question)``
+        items and ``texts`` (questions, answers, passages) will need: one model call per
+        batch instead of one per judgement."""
+        wanted: list[str] = list(texts)
+        for items, context, question in claims:
+            wanted.extend(ContextText(context).windows)
+            wanted.extend(embedding_text(c, question) for c in items)
+        for text in list(texts):
+            wanted.extend(ContextText(text).windows)
+        unique = list(dict.fromkeys(t for t in wanted if t))
+        for start in range(0, len(unique), batch_size):
+            self.vectors(unique[start : start + batch_size])
+
+    def similarities(self, texts: Sequence[str], context: ContextText) -> np.ndarray:
+        """Best cosine similarity of each text with any window of ``context``."""
+        windows = context.windows
+        vectors = self.vectors([*windows, *texts])
+        window_vectors, text_vectors = vectors[: len(windows)], vectors[len(windows) :]
+        result: np.ndarray = (text_vectors @ window_vectors.T).max(axis=1)
+        return result
+
+    def vectors(self, texts: Sequence[str]) -> np.ndarray:
+        """L2-normalised vectors, one row per text, from the cache where possible."""
+        with self._cache_lock:
+            missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if missing:
+            with self._model_lock:
+                raw = self._embeddings.embed_documents(list(missing))
+            matrix = np.asarray(raw, dtype=np.float32)
+            norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+            matrix = (matrix / np.where(norms == 0, 1, norms)).astype(np.float32)
+            with self._cache_lock:
+                for text, row in zip(missing, matrix, strict=True):
+                    self._cache[text] = row
+                while len(self._cache) > CACHE_SIZE:
+                    self._cache.popitem(last=False)
+        with self._cache_lock:
+            return np.stack([self._cache[t] for t in texts])
+
+    def _judgement(self, evidence: Evidence) -> Judgement:
+        p = support_score(evidence, self._weights)
+        if is_contradiction(evidence):
+            what = "a negation" if evidence.negation_flip else "the numbers"
+            reason = f"contradicted ({what} differ): {evidence.aligned[:160]!r}"
+            return Judgement("contradicted", p, reason)
+        if p >= SUPPORTED_AT:
+            return Judgement("supported", p, f"support {p:.2f}")
+        lacking = ", ".join(evidence.missing_words[:6]) or "nothing specific"
+        return Judgement("not_supported", p, f"support {p:.2f}; not in context: {lacking}")
+
+    def _supports_reference(self, claims: list[str], passage: str, question: str) -> Relevance:
+        judged = self.judge_claims(claims, passage, question=question)
+        best = max(j.score for j in judged)
+        helped = sum(j.verdict == "supported" for j in judged)
+        reason = f"supports {helped} of {len(claims)} reference claims"
+        return Relevance(helped > 0, best, reason)
+
+    def _matches_question(self, question: str, passage: str) -> Relevance:
+        ctx = ContextText(passage)
+        if not ctx.windows:
+            return Relevance(False, 0.0, "empty passage")
+        similarity = _rescale(float(self.similarities([question], ctx)[0]))
+        coverage = _question_coverage(question, passage)
+        score = 0.5 * similarity + 0.5 * coverage
+        reason = f"similarity {similarity:.2f}, question terms covered {coverage:.0%}"
+        return Relevance(score >= PASSAGE_RELEVANT_AT, score, reason)
+
+
+def _rescale(cosine: float) -> float:
+    span = ANSWER_SIMILARITY_CEILING - ANSWER_SIMILARITY_FLOOR
+    return min(1.0, max(0.0, (cosine - ANSWER_SIMILARITY_FLOOR) / span))
+
+
+def _question_coverage(question: str, text: str) -> float:
+    wanted = set(content_words(question)) - _WH_WORDS
+    if not wanted:
+        return 1.0
+    return len(wanted & set(content_words(text))) / len(wanted)
+
+
+__all__ = ["OfflineJudge"]

@@ -1,0 +1,234 @@
+"""Meta-evaluation: how well do the judges agree with people?
+
+On the human-labelled sets in ``../shared/data/evals`` (see ``evals._benchmarks``):
+
+- WikiEval — pairwise accuracy: does the judge score ``answer`` above
+  ``ungrounded_answer`` (faithfulness)? Also ``answer`` above ``poor_answer`` (answer
+  relevance). WikiEval's third pair (``context_v1`` above ``context_v2``, the share of
+  relevant sentences in a context) measures no metric of ours and is left out.
+- HaluEval QA — AUROC of right against hallucinated answers, the knowledge as context.
+- BEGIN — AUROC of "Fully attributable" against "Not fully attributable" responses.
+
+Every figure is computed in the same run for each judge and for the plain content-word-
+overlap baseline (``judges.overlap.content_overlap``). An answer's faithfulness score is
+the mean support score of its claims (0 when it makes none), the continuous form of the
+faithfulness metric.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Literal, TypeVar
+
+from tqdm import tqdm
+
+from . import _benchmarks as bench
+from .claims import split_claims
+from .judges.base import Judge
+from .judges.overlap import content_overlap
+from .stats import auroc, pairwise_accuracy
+
+T = TypeVar("T")
+BASELINE = "overlap baseline"
+Measure = Literal["pairwise accuracy", "AUROC"]
+Kind = Literal["faithfulness", "answer_relevance"]
+
+
+@dataclass(frozen=True, slots=True)
+class MetaResult:
+    benchmark: str
+    split: str
+    measure: Measure
+    n: int
+    scores: dict[str, float] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "benchmark": self.benchmark,
+            "split": self.split,
+            "measure": self.measure,
+            "n": self.n,
+            "scores": {k: round(v, 4) for k, v in self.scores.items()},
+            "seconds": {k: round(v, 1) for k, v in self.seconds.items()},
+        }
+
+
+def faithfulness_score(judge: Judge, question: str | None, context: str, answer: str) -> float:
+    """Mean support score of the answer's claims against the context; 0 without claims
+    (nothing in the answer can be attributed)."""
+    claims = [c.text for c in split_claims(answer)]
+    if not claims:
+        return 0.0
+    judged = judge.judge_claims(claims, context, question=question)
+    return sum(j.score for j in judged) / len(judged)
+
+
+def run_meta(
+    judges: Sequence[Judge],
+    *,
+    data_dir: Path | None = None,
+    limit: int | None = None,
+    workers: int = 1,
+    progress: bool = False,
+) -> list[MetaResult]:
+    """Every benchmark for every judge and the baseline. ``limit`` caps the items per split
+    (sampled evenly, labels kept); ``workers`` threads call each judge (useful for LLMs)."""
+    root = data_dir or bench.default_data_dir()
+    runner = _Runner(judges, workers, progress)
+    results = [
+        runner.pairs(
+            "WikiEval",
+            "faithfulness: answer > ungrounded_answer",
+            bench.wikieval_pairs(root, "faithfulness")[:limit],
+            "faithfulness",
+        ),
+        runner.labelled(
+            "HaluEval QA",
+            "qa_one_turn (held out)",
+            bench.sample(bench.halueval(root, "qa_one_turn"), limit),
+        ),
+        runner.labelled(
+            "HaluEval QA",
+            "qa_multi_turn (dev)",
+            bench.sample(bench.halueval(root, "qa_multi_turn"), limit),
+        ),
+        runner.labelled(
+            "BEGIN", "wow test (held out)", bench.sample(bench.begin(root, bench.BEGIN_TEST), limit)
+        ),
+        runner.labelled(
+            "BEGIN",
+            "dev: cmu-dog, topicalchat, wow",
+            bench.sample(bench.begin(root, bench.BEGIN_DEV), limit),
+        ),
+        runner.pairs(
+            "WikiEval",
+            "answer relevance: answer > poor_answer",
+            bench.wikieval_pairs(root, "answer_relevance")[:limit],
+            "answer_relevance",
+        ),
+    ]
+    return results
+
+
+class _Runner:
+    def __init__(self, judges: Sequence[Judge], workers: int, progress: bool) -> None:
+        self.judges = list(judges)
+        self.workers = max(1, workers)
+        self.progress = progress
+
+    def labelled(self, benchmark: str, split: str, items: list[bench.Labelled]) -> MetaResult:
+        positives = [i for i, item in enumerate(items) if item.grounded]
+        negatives = [i for i, item in enumerate(items) if not item.grounded]
+        scores: dict[str, float] = {}
+        seconds: dict[str, float] = {}
+        base = [content_overlap(item.answer, item.context) for item in items]
+        scores[BASELINE] = auroc([base[i] for i in positives], [base[i] for i in negatives])
+        for judge in self.judges:
+            _prefetch(judge, [(item.answer, item.context, item.question) for item in items])
+            started = time.perf_counter()
+            values = self._map(
+                judge, partial(_labelled_score, judge), items, f"{benchmark} {split}"
+            )
+            seconds[judge.name] = time.perf_counter() - started
+            scores[judge.name] = auroc(
+                [values[i] for i in positives], [values[i] for i in negatives]
+            )
+        return MetaResult(benchmark, split, "AUROC", len(items), scores, seconds)
+
+    def pairs(self, benchmark: str, split: str, pairs: list[bench.Pair], kind: Kind) -> MetaResult:
+        scores = {
+            BASELINE: pairwise_accuracy(
+                [(_baseline(kind, p, p.better), _baseline(kind, p, p.worse)) for p in pairs]
+            )
+        }
+        seconds: dict[str, float] = {}
+        for judge in self.judges:
+            jobs = [(p, text) for p in pairs for text in (p.better, p.worse)]
+            _prefetch(
+                judge,
+                [(text, p.context, p.question) for p, text in jobs],
+                [p.question for p in pairs] + [text for _, text in jobs],
+            )
+            started = time.perf_counter()
+            values = self._map(
+                judge, partial(_pair_score, judge, kind), jobs, f"{benchmark} {kind}"
+            )
+            seconds[judge.name] = time.perf_counter() - started
+            scores[judge.name] = pairwise_accuracy(
+                list(zip(values[::2], values[1::2], strict=True))
+            )
+        return MetaResult(benchmark, split, "pairwise accuracy", len(pairs), scores, seconds)
+
+    def _map(
+        self, judge: Judge, fn: Callable[[T], float], items: Sequence[T], label: str
+    ) -> list[float]:
+        bar = tqdm(
+            total=len(items),
+            desc=f"{judge.name}: {label}",
+            file=sys.stderr,
+            disable=not self.progress,
+            leave=False,
+        )
+        with bar, ThreadPoolExecutor(max_workers=self.workers) as pool:
+            out = []
+            for value in pool.map(fn, items):
+                out.append(value)
+                bar.update(1)
+        return out
+
+
+def _labelled_score(judge: Judge, item: bench.Labelled) -> float:
+    return faithfulness_score(judge, item.question, item.context, item.answer)
+
+
+def _pair_score(judge: Judge, kind: Kind, job: tuple[bench.Pair, str]) -> float:
+    pair, text = job
+    if kind == "faithfulness":
+        return faithfulness_score(judge, pair.question, pair.context, text)
+    return judge.judge_answer(pair.question, text).score
+
+
+def _baseline(kind: Kind, pair: bench.Pair, text: str) -> float:
+    if kind == "faithfulness":
+        return content_overlap(text, pair.context)
+    # Relevance: the share of the question's content words the text contains.
+    return content_overlap(pair.question, text)
+
+
+def _prefetch(
+    judge: Judge, items: list[tuple[str, str, str | None]], texts: Sequence[str] = ()
+) -> None:
+    warm = getattr(judge, "prefetch", None)
+    if warm is None:
+        return
+    claims = [([c.text for c in split_claims(a)], ctx, q) for a, ctx, q in items]
+    warm(claims=[c for c in claims if c[1]], texts=texts)
+
+
+def format_table(results: Sequence[MetaResult]) -> str:
+    """One Markdown table: a row per benchmark split, a column per judge and the baseline."""
+    names = [n for n in dict.fromkeys(k for r in results for k in r.scores) if n != BASELINE]
+    head = ["benchmark", "split", "measure", "n", *names, BASELINE]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in results:
+        cells = [r.benchmark, r.split, r.measure, str(r.n)]
+        cells += [_cell(r.scores.get(n), r.scores[BASELINE]) for n in names]
+        cells.append(f"{r.scores[BASELINE]:.3f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _cell(value: float | None, baseline: float) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.3f} ({value - baseline:+.3f})"
+
+
+__all__ = ["BASELINE", "MetaResult", "faithfulness_score", "format_table", "run_meta"]

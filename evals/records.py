@@ -1,0 +1,332 @@
+"""Typed records of an evaluation: data-set rows, what the agent produced, claims and their
+verdicts, metric results and per-row results.
+
+Every record has ``to_dict`` giving plain JSON (camelCase for source positions, as in the
+rest of kbgraph: ``lineStart``, ``lineEnd``), because results are written as JSON lines.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Verdict = Literal["supported", "not_supported", "contradicted"]
+VERDICTS: tuple[Verdict, ...] = ("supported", "not_supported", "contradicted")
+
+MetricName = Literal["faithfulness", "context_recall", "context_precision", "answer_relevance"]
+METRIC_NAMES: tuple[MetricName, ...] = (
+    "faithfulness",
+    "context_recall",
+    "context_precision",
+    "answer_relevance",
+)
+
+MetricStatus = Literal["scored", "undetermined", "failed"]
+"""``scored``: a number in [0, 1]. ``undetermined``: the metric does not apply to this row
+(no claims, no reference, no context) and ``reason`` says why. ``failed``: an error."""
+
+RowStatus = Literal["ok", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class GoldSource:
+    """Where the answer to a question is written: a path with an optional line range
+    (1-based, inclusive), or a document / chunk id."""
+
+    path: str | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+    doc_id: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GoldSource:
+        start = data.get("lineStart", data.get("line_start"))
+        end = data.get("lineEnd", data.get("line_end"))
+        return cls(
+            path=_opt_str(data.get("path", data.get("source"))),
+            line_start=int(start) if start is not None else None,
+            line_end=int(end) if end is not None else (int(start) if start is not None else None),
+            doc_id=_opt_str(data.get("id", data.get("doc_id"))),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.path is not None:
+            out["path"] = self.path
+        if self.line_start is not None:
+            out["lineStart"] = self.line_start
+            out["lineEnd"] = self.line_end
+        if self.doc_id is not None:
+            out["id"] = self.doc_id
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Passage:
+    """One retrieved source as the answer saw it (``n`` numbered as in the context).
+    Built from a subgraph citation ``{n, id, source, kb, lineStart, lineEnd, score, text}``
+    or from a plain string of a pre-computed row."""
+
+    n: int
+    text: str
+    source: str | None = None
+    line_start: int | None = None
+    line_end: int | None = None
+    id: str | None = None
+    kb: str | None = None
+    score: float | None = None
+
+    @classmethod
+    def from_any(cls, value: Any, position: int) -> Passage:
+        if isinstance(value, str):
+            return cls(n=position, text=value)
+        if not isinstance(value, Mapping):
+            raise TypeError(f"a context must be a string or an object, not {type(value)}")
+        start = value.get("lineStart", value.get("line_start"))
+        end = value.get("lineEnd", value.get("line_end"))
+        score = value.get("score")
+        return cls(
+            n=int(value.get("n") or position),
+            text=str(value.get("text") or value.get("content") or ""),
+            source=_opt_str(value.get("source", value.get("path"))),
+            line_start=int(start) if start is not None else None,
+            line_end=int(end) if end is not None else None,
+            id=_opt_str(value.get("id")),
+            kb=_opt_str(value.get("kb")),
+            score=float(score) if score is not None else None,
+        )
+
+    @property
+    def label(self) -> str:
+        if self.source is None:
+            return f"[{self.n}]"
+        lines = f":{self.line_start}-{self.line_end}" if self.line_start is not None else ""
+        return f"[{self.n}] {self.source}{lines}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "source": self.source,
+            "lineStart": self.line_start,
+            "lineEnd": self.line_end,
+            "id": self.id,
+            "kb": self.kb,
+            "score": self.score,
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class EvalRow:
+    """One data-set row. ``answer``/``contexts`` are set for pre-computed rows, which are
+    scored without running the agent."""
+
+    id: str
+    question: str
+    reference: str | None = None
+    gold_sources: tuple[GoldSource, ...] = ()
+    answer: str | None = None
+    contexts: tuple[Passage, ...] | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def precomputed(self) -> bool:
+        return self.answer is not None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentOutput:
+    """What one agent run produced, read from the chat agent's final state."""
+
+    answer: str
+    passages: tuple[Passage, ...] = ()
+    context: str = ""
+    grounded: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EvalRecord:
+    """Everything an evaluator may look at for one question."""
+
+    question: str
+    answer: str
+    passages: tuple[Passage, ...] = ()
+    reference: str | None = None
+    gold_sources: tuple[GoldSource, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A self-contained statement of an answer, citation markers removed; ``citations``
+    are the source numbers its markers named (empty when it cites nothing)."""
+
+    text: str
+    citations: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """A judge's verdict on one claim against one context. ``score`` is the judge's
+    confidence that the claim is supported, in [0, 1] (used for AUROC)."""
+
+    verdict: Verdict
+    score: float
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Relevance:
+    """A judge's view of how relevant a text is to a question: ``relevant`` is the binary
+    decision, ``score`` the graded one in [0, 1]."""
+
+    relevant: bool
+    score: float
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimVerdict:
+    """A claim, the sources it was judged against, and the verdict."""
+
+    claim: str
+    verdict: Verdict
+    score: float
+    citations: tuple[int, ...] = ()
+    judged_against: tuple[int, ...] = ()
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "claim": self.claim,
+            "verdict": self.verdict,
+            "score": round(self.score, 4),
+            "citations": list(self.citations),
+            "judgedAgainst": list(self.judged_against),
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class MetricResult:
+    """One metric on one row. ``score`` is ``None`` unless ``status == "scored"``."""
+
+    name: MetricName
+    status: MetricStatus
+    score: float | None = None
+    reason: str = ""
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def scored(
+        cls, name: MetricName, score: float, reason: str = "", **details: Any
+    ) -> MetricResult:
+        return cls(name, "scored", min(1.0, max(0.0, float(score))), reason, details)
+
+    @classmethod
+    def undetermined(cls, name: MetricName, reason: str, **details: Any) -> MetricResult:
+        return cls(name, "undetermined", None, reason, details)
+
+    @classmethod
+    def failed(cls, name: MetricName, error: BaseException) -> MetricResult:
+        return cls(name, "failed", None, f"{type(error).__name__}: {error}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "score": None if self.score is None else round(self.score, 4),
+            "reason": self.reason,
+            **_plain(dict(self.details)),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class RowResult:
+    """One data-set row after the run: what the agent said and every metric."""
+
+    row_id: str
+    question: str
+    status: RowStatus
+    answer: str | None = None
+    passages: tuple[Passage, ...] = ()
+    metrics: Mapping[str, MetricResult] = field(default_factory=dict)
+    error: str | None = None
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.row_id,
+            "question": self.question,
+            "status": self.status,
+            "error": self.error,
+            "answer": self.answer,
+            "citations": [
+                {k: v for k, v in p.to_dict().items() if k != "text"} for p in self.passages
+            ],
+            "metrics": {name: m.to_dict() for name, m in self.metrics.items()},
+            "seconds": round(self.seconds, 3),
+        }
+
+
+@dataclass
+class TokenUsage:
+    """Tokens a judge spent; safe to add to from several threads."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    calls: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, input_tokens: int, output_tokens: int) -> None:
+        with self._lock:
+            self.input_tokens += input_tokens
+            self.output_tokens += output_tokens
+            self.calls += 1
+
+    def to_dict(self) -> dict[str, int]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "total_tokens": self.input_tokens + self.output_tokens,
+            "calls": self.calls,
+        }
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _plain(value: Any) -> Any:
+    """Records inside ``details`` become dicts, tuples become lists."""
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, float):
+        return round(value, 4)
+    return value
+
+
+__all__ = [
+    "METRIC_NAMES",
+    "VERDICTS",
+    "AgentOutput",
+    "Claim",
+    "ClaimVerdict",
+    "EvalRecord",
+    "EvalRow",
+    "GoldSource",
+    "Judgement",
+    "MetricName",
+    "MetricResult",
+    "MetricStatus",
+    "Passage",
+    "Relevance",
+    "RowResult",
+    "RowStatus",
+    "TokenUsage",
+    "Verdict",
+]

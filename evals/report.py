@@ -1,0 +1,197 @@
+"""Outputs of a batch run: ``results.jsonl`` (one row per line, every claim verdict),
+``summary.json`` (per metric ``{mean, n_scored, n_undetermined, n_failed}`` under the
+metric's name, plus per-row scores), ``report.md`` and ``scores.png`` (the distribution of
+each metric's scores)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .records import METRIC_NAMES, RowResult
+from .stats import mean
+
+SOURCE_RECALL = "gold_source_recall"
+"""Extra summary entry: the deterministic recall of gold sources (``context_recall``
+details), for rows that list gold sources."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReportFiles:
+    results: Path
+    summary: Path
+    markdown: Path
+    chart: Path
+
+
+def summarize(results: Sequence[RowResult], **about: Any) -> dict[str, Any]:
+    """The ``summary.json`` content; ``about`` (judge, dataset, usage …) is kept as is."""
+    summary: dict[str, Any] = {name: _metric_summary(results, name) for name in METRIC_NAMES}
+    summary[SOURCE_RECALL] = _source_recall_summary(results)
+    summary["rows"] = {
+        "total": len(results),
+        "ok": sum(r.status == "ok" for r in results),
+        "failed": sum(r.status == "failed" for r in results),
+    }
+    summary["per_row"] = [_row_scores(r) for r in results]
+    summary["created"] = datetime.now(UTC).isoformat(timespec="seconds")
+    summary.update(about)
+    return summary
+
+
+def _metric_summary(results: Sequence[RowResult], name: str) -> dict[str, Any]:
+    found = [r.metrics[name] for r in results if name in r.metrics]
+    scores = [m.score for m in found if m.status == "scored" and m.score is not None]
+    average = mean(scores)
+    return {
+        "mean": None if average is None else round(average, 4),
+        "n_scored": len(scores),
+        "n_undetermined": sum(m.status == "undetermined" for m in found),
+        "n_failed": sum(m.status == "failed" for m in found),
+    }
+
+
+def _source_recall_summary(results: Sequence[RowResult]) -> dict[str, Any]:
+    values = [
+        float(m.details["source_recall"])
+        for r in results
+        if (m := r.metrics.get("context_recall")) is not None and "source_recall" in m.details
+    ]
+    average = mean(values)
+    return {"mean": None if average is None else round(average, 4), "n_scored": len(values)}
+
+
+def _row_scores(row: RowResult) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": row.row_id, "status": row.status}
+    for name in METRIC_NAMES:
+        metric = row.metrics.get(name)
+        out[name] = None if metric is None or metric.score is None else round(metric.score, 4)
+    recall = row.metrics.get("context_recall")
+    if recall is not None and "source_recall" in recall.details:
+        out[SOURCE_RECALL] = round(float(recall.details["source_recall"]), 4)
+    return out
+
+
+def write_report(
+    out_dir: Path, results: Sequence[RowResult], summary: Mapping[str, Any]
+) -> ReportFiles:
+    """Write the four outputs into ``out_dir`` (created if needed)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = ReportFiles(
+        results=out_dir / "results.jsonl",
+        summary=out_dir / "summary.json",
+        markdown=out_dir / "report.md",
+        chart=out_dir / "scores.png",
+    )
+    with files.results.open("w", encoding="utf-8", newline="\n") as handle:
+        for row in results:
+            handle.write(json.dumps(row.to_dict(), ensure_ascii=False) + "\n")
+    files.summary.write_text(
+        json.dumps(summary, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
+    )
+    files.markdown.write_text(render_markdown(summary, results, files.chart.name), encoding="utf-8")
+    plot_distributions(results, files.chart)
+    return files
+
+
+def render_markdown(
+    summary: Mapping[str, Any], results: Sequence[RowResult], chart: str | None = None
+) -> str:
+    lines = ["# Evaluation report", ""]
+    for key in ("dataset", "judge", "agent", "created"):
+        if summary.get(key):
+            lines.append(f"- {key}: {summary[key]}")
+    rows = summary["rows"]
+    lines += [f"- rows: {rows['total']} ({rows['ok']} ok, {rows['failed']} failed)", ""]
+    lines += ["| metric | mean | scored | undetermined | failed |", "|---|---|---|---|---|"]
+    for name in (*METRIC_NAMES, SOURCE_RECALL):
+        s = summary[name]
+        lines.append(
+            f"| {name} | {_fmt(s['mean'])} | {s['n_scored']} | {s.get('n_undetermined', '')} "
+            f"| {s.get('n_failed', '')} |"
+        )
+    if chart:
+        lines += ["", f"![score distributions]({chart})"]
+    lines += [
+        "",
+        "## Per row",
+        "",
+        "| id | status | " + " | ".join(METRIC_NAMES) + " |",
+        "|---|---|" + "---|" * len(METRIC_NAMES),
+    ]
+    for row in summary["per_row"]:
+        cells = " | ".join(_fmt(row[name]) for name in METRIC_NAMES)
+        lines.append(f"| {row['id']} | {row['status']} | {cells} |")
+    lines += _problems(results)
+    return "\n".join(lines) + "\n"
+
+
+def _problems(results: Sequence[RowResult]) -> list[str]:
+    out: list[str] = []
+    failed = [r for r in results if r.status == "failed"]
+    if failed:
+        out += ["", "## Failed rows", ""]
+        out += [f"- {r.row_id}: {r.error}" for r in failed]
+    weak = []
+    for r in results:
+        faith = r.metrics.get("faithfulness")
+        for verdict in faith.details.get("claims", []) if faith else []:
+            if verdict.verdict != "supported":
+                weak.append(f"- {r.row_id} [{verdict.verdict}] {verdict.claim} — {verdict.reason}")
+    if weak:
+        out += ["", "## Claims not supported by their sources", "", *weak]
+    undetermined = [
+        f"- {r.row_id} {name}: {m.reason}"
+        for r in results
+        for name, m in r.metrics.items()
+        if m.status == "undetermined"
+    ]
+    if undetermined:
+        out += ["", "## Undetermined", "", *undetermined]
+    return out
+
+
+def _fmt(value: Any) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def plot_distributions(results: Sequence[RowResult], path: Path) -> None:
+    """One histogram per metric of the scored rows' scores (PNG)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - matplotlib is a core dependency
+        raise RuntimeError("the score chart needs matplotlib: pip install matplotlib") from exc
+    fig, axes = plt.subplots(1, len(METRIC_NAMES), figsize=(4 * len(METRIC_NAMES), 3.2))
+    for ax, name in zip(axes, METRIC_NAMES, strict=True):
+        scores = [
+            m.score
+            for r in results
+            if (m := r.metrics.get(name)) is not None and m.score is not None
+        ]
+        ax.hist(scores, bins=[i / 10 for i in range(11)], color="#3b6ea8", edgecolor="white")
+        average = mean(scores)
+        subtitle = f"mean {average:.2f}, n={len(scores)}" if average is not None else "no scores"
+        ax.set_title(f"{name}\n{subtitle}", fontsize=9)
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("score")
+    axes[0].set_ylabel("rows")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+__all__ = [
+    "SOURCE_RECALL",
+    "ReportFiles",
+    "plot_distributions",
+    "render_markdown",
+    "summarize",
+    "write_report",
+]

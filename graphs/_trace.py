@@ -1,0 +1,150 @@
+"""Plain-text views of a finished chat-agent run, for ``kbgraph ask``: the node-by-node
+decisions (from ``rag_retrieval_debug``), the numbered sources and the grounding verdict.
+Pure functions of the final state, so they are easy to test and reuse."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+_MAX_DATA_CHARS = 240
+
+
+def _decide(data: Mapping[str, Any]) -> str:
+    return f"{data.get('decision', '?')}: {data.get('reason', '')}"
+
+
+def _scope(data: Mapping[str, Any]) -> str:
+    scope = data.get("scope") or {}
+    parts = [f"kbs={_short(scope.get('knowledge_bases') or 'all')}"]
+    if scope.get("paths"):
+        parts.append(f"paths={_short(scope['paths'])}")
+    if scope.get("kinds"):
+        parts.append(f"kinds={_short(scope['kinds'])}")
+    if scope.get("reason"):
+        parts.append(f"({scope['reason']})")
+    return " ".join(parts)
+
+
+def _rewrite(data: Mapping[str, Any]) -> str:
+    follow = " (follow-up made standalone)" if data.get("follow_up") else ""
+    return " | ".join(map(str, data.get("queries") or [])) + follow
+
+
+def _retrieve(data: Mapping[str, Any]) -> str:
+    lists = data.get("lists") or {}
+    text = f"{data.get('candidates', 0)} candidates from {len(lists)} ranked lists"
+    indexed = [kb for kb, info in (data.get("index") or {}).items() if info and info.get("indexed")]
+    if indexed:
+        text += f"; indexed {', '.join(indexed)} first"
+    if data.get("errors"):
+        text += f"; errors: {_short(data['errors'])}"
+    return text
+
+
+def _rerank(data: Mapping[str, Any]) -> str:
+    order = data.get("order") or []
+    top = ", ".join(f"{o['id'][:8]}={o['score']}" for o in order[:3])
+    return f"mode={data.get('mode')}; top: {top or 'none'}"
+
+
+def _build(data: Mapping[str, Any]) -> str:
+    dropped = len(data.get("dropped_for_budget") or [])
+    sources = len(data.get("sources") or [])
+    text = f"{sources} sources, ~{data.get('tokens')}/{data.get('budget')} tokens"
+    return text + (f", {dropped} chunks left out for the budget" if dropped else "")
+
+
+def _grounding(data: Mapping[str, Any]) -> str:
+    verdict = "grounded" if data.get("grounded") else "not grounded"
+    retry = "; retrying with a wider scope" if data.get("retry") else ""
+    return f"{verdict}: {'; '.join(data.get('reasons') or [])}{retry}"
+
+
+SUMMARIES: dict[str, Callable[[Mapping[str, Any]], str]] = {
+    "decide_retrieve": _decide,
+    "select_scope": _scope,
+    "rewrite_query": _rewrite,
+    "retrieve": _retrieve,
+    "rerank": _rerank,
+    "build_context": _build,
+    "grounding_check": _grounding,
+}
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= _MAX_DATA_CHARS else text[: _MAX_DATA_CHARS - 1] + "…"
+
+
+def summarize_step(step: Mapping[str, Any]) -> str:
+    """One line for one debug step; unknown nodes (or data shapes) show their data."""
+    data = step.get("data") or {}
+    summary = SUMMARIES.get(str(step.get("node")))
+    try:
+        text = summary(data) if summary else _short(data)
+    except (KeyError, TypeError, AttributeError):
+        text = _short(data)
+    head = f"{step.get('node')} [attempt {step.get('attempt', 0)}, {step.get('path', '?')}"
+    return f"{head}, {float(step.get('ms') or 0):.0f} ms] {text}"
+
+
+def trace_lines(state: Mapping[str, Any]) -> list[str]:
+    """The run, node by node: the subgraph's steps, its LLM fallbacks, then the answer."""
+    debug = state.get("rag_retrieval_debug") or {}
+    steps = list(debug.get("steps") or [])
+    lines = [f"{i}. {summarize_step(step)}" for i, step in enumerate(steps, 1)]
+    for fallback in debug.get("fallbacks") or []:
+        lines.append(
+            f"   ! {fallback.get('node')} fell back to its heuristic "
+            f"({fallback.get('stage')}): {fallback.get('error')}"
+        )
+    n = len(steps)
+    mode = state.get("answer_mode", "?")
+    error = state.get("answer_error")
+    lines.append(f"{n + 1}. answer [{mode}]" + (f" chat model failed: {error}" if error else ""))
+    resolved = len(state.get("answer_citations") or [])
+    unresolved = len(state.get("answer_unresolved") or [])
+    lines.append(f"{n + 2}. extract_citations {resolved} markers resolved, {unresolved} unresolved")
+    return lines
+
+
+def source_lines(citations: Sequence[Mapping[str, Any]]) -> list[str]:
+    out = []
+    for c in citations:
+        page = f", page {c['page']}" if c.get("page") is not None else ""
+        out.append(
+            f"[{c['n']}] {c['source']}{page}, lines {c['lineStart']}-{c['lineEnd']} "
+            f"(score {float(c.get('score') or 0):.2f})"
+        )
+    return out
+
+
+def verdict_lines(state: Mapping[str, Any]) -> list[str]:
+    grounding = state.get("rag_grounding") or {}
+    reasons = "; ".join(grounding.get("reasons") or [])
+    if not state.get("rag_should_retrieve"):
+        return [f"Retrieval skipped: {reasons or 'not needed'}"]
+    if state.get("rag_grounded"):
+        return [f"Grounded: yes ({reasons})" if reasons else "Grounded: yes"]
+    lines = [f"Grounded: no ({reasons})" if reasons else "Grounded: no"]
+    lines += [f"  try: {g}" for g in grounding.get("guidance") or []]
+    return lines
+
+
+def unresolved_lines(state: Mapping[str, Any]) -> list[str]:
+    return [
+        f"Unresolved marker {u['marker']} at {u['start']}: {u['reason']}"
+        for u in state.get("answer_unresolved") or []
+    ]
+
+
+__all__ = [
+    "SUMMARIES",
+    "source_lines",
+    "summarize_step",
+    "trace_lines",
+    "unresolved_lines",
+    "verdict_lines",
+]

@@ -1,0 +1,186 @@
+"""The ready chat agent: retrieval subgraph → answer → citation extraction.
+
+    START → rag (the compiled subgraph, as one node) → answer → extract_citations → END
+
+The subgraph's output keys land in this graph's state; ``answer`` writes the reply (also
+appended to ``messages``, so the next turn sees it) and ``extract_citations`` resolves its
+``[N]`` markers against ``rag_citations``.
+
+The answer node picks one of:
+
+* retrieval skipped (small talk, or the conversation already answers it): a short reply
+  without sources — from the chat model when there is one;
+* not grounded: a not-found message with GroundingCheck's reasons and guidance — never the
+  chat model, which would be tempted to answer from memory;
+* grounded, with a chat model: the model's answer, the context in its system prompt;
+* grounded, without a chat model (or when the model fails): an extractive answer quoting
+  the best lines of the cited sources, marked as extractive.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, SystemMessage
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Checkpointer
+
+from prompts import load_prompt, render_prompt
+
+from .. import _extractive
+from ..citations import inject_context
+from ..nodes._text import question_of
+from ..nodes.decide_retrieve import is_small_talk
+from ..searcher import SearcherRegistry
+from ..settings import RagSettings, settings_from_runtime
+from ..subgraph import build_rag_graph
+from ._common import citation_update, kb_names, model_for
+from .state import AgentInput, AnswerMode, ChatAgentState
+
+RAG_NODE = "rag"
+NODES = (RAG_NODE, "answer", "extract_citations")
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    text: str
+    mode: AnswerMode
+    error: str | None = None
+
+
+def compose_answer(
+    state: ChatAgentState, settings: RagSettings, model: BaseChatModel | None
+) -> Reply:
+    """The reply for a state the subgraph has filled (see the module docstring)."""
+    if not state.get("rag_should_retrieve"):
+        return reply_without_retrieval(state, settings, model)
+    if not state.get("rag_grounded") or not state.get("rag_citations"):
+        return Reply(not_grounded_text(state, settings), "not_grounded")
+    if model is None:
+        return Reply(extractive_text(state), "extractive")
+    messages = [SystemMessage(load_prompt("agent_system").strip()), *state.get("messages", [])]
+    try:
+        text = model.invoke(inject_context(messages, state.get("rag_context") or "")).text
+        if not text.strip():
+            raise ValueError("the chat model returned an empty answer")
+    # Any failure of the model (timeout, refusal to connect, bad output) must still give
+    # the user the sources: fall back to the extractive answer and say why.
+    except Exception as exc:
+        return Reply(extractive_text(state), "fallback", f"{type(exc).__name__}: {exc}")
+    return Reply(text, "llm")
+
+
+def reply_without_retrieval(
+    state: ChatAgentState, settings: RagSettings, model: BaseChatModel | None
+) -> Reply:
+    question = question_of(dict(state))
+    mode: AnswerMode = "answered" if question and not is_small_talk(question) else "small_talk"
+    if model is not None:
+        system = SystemMessage(load_prompt("agent_chitchat_system").strip())
+        try:
+            text = model.invoke([system, *state.get("messages", [])]).text
+            if text.strip():
+                return Reply(text, mode)
+        except Exception as exc:  # same reason as in compose_answer
+            return Reply(_canned(mode, settings), mode, f"{type(exc).__name__}: {exc}")
+    return Reply(_canned(mode, settings), mode)
+
+
+def _canned(mode: AnswerMode, settings: RagSettings) -> str:
+    if mode == "answered":
+        return load_prompt("agent_already_answered").strip()
+    return render_prompt("agent_chitchat_reply", knowledge_bases=kb_names(settings)).strip()
+
+
+def not_grounded_text(state: ChatAgentState, settings: RagSettings) -> str:
+    grounding = state.get("rag_grounding") or {"grounded": False, "reasons": [], "guidance": []}
+    reasons = grounding.get("reasons") or ["no source matched the question"]
+    guidance = grounding.get("guidance") or [load_prompt("agent_default_guidance").strip()]
+    return render_prompt(
+        "agent_not_grounded",
+        knowledge_bases=kb_names(settings),
+        reasons=_bullets(reasons),
+        guidance=_bullets(guidance),
+    ).strip()
+
+
+def _bullets(items: list[str]) -> str:
+    return "\n".join(f"- {item}" for item in items)
+
+
+def extractive_text(state: ChatAgentState) -> str:
+    """The best lines of the cited sources for the queries the subgraph ran (the rewrites
+    make a follow-up question standalone, so they match better than its words alone)."""
+    question = " ".join(state.get("rag_queries") or []) or question_of(dict(state))
+    quotes = _extractive.best_quotes(question, state.get("rag_citations") or [])
+    return _extractive.render(load_prompt("agent_extractive_header"), quotes)
+
+
+def make_answer_node(chat_model: BaseChatModel | None = None) -> Any:
+    def answer(state: ChatAgentState, runtime: Runtime[RagSettings]) -> dict[str, Any]:
+        """Answer from the sources (or say why not); see ``compose_answer``."""
+        settings = settings_from_runtime(runtime)
+        reply = compose_answer(state, settings, model_for(chat_model, settings))
+        return {
+            "messages": [AIMessage(content=reply.text)],
+            "answer": reply.text,
+            "answer_mode": reply.mode,
+            "answer_error": reply.error,
+        }
+
+    return answer
+
+
+def extract_citations_node(state: ChatAgentState) -> dict[str, Any]:
+    """Resolve the answer's ``[N]`` markers against ``rag_citations``."""
+    return citation_update(state.get("answer") or "", state.get("rag_citations") or [])
+
+
+def build_chat_agent(
+    *,
+    chat_model: BaseChatModel | None = None,
+    registry: SearcherRegistry | None = None,
+    rag_graph: CompiledStateGraph[Any, Any, Any, Any] | None = None,
+    checkpointer: Checkpointer = None,
+    name: str = "kbgraph_chat_agent",
+) -> CompiledStateGraph[ChatAgentState, RagSettings, AgentInput, ChatAgentState]:
+    """The compiled chat agent; pass a ``checkpointer`` to keep conversations (the exported
+    instance has none: the LangGraph server brings its own).
+
+    ``chat_model`` overrides ``RagSettings.chat_model`` for the answer and for the
+    subgraph's nodes; ``registry`` supplies the subgraph's searchers; ``rag_graph`` replaces
+    the subgraph altogether (then ``chat_model`` and ``registry`` only affect the answer).
+    """
+    subgraph = rag_graph or build_rag_graph(chat_model=chat_model, registry=registry)
+    graph = StateGraph(
+        ChatAgentState,
+        context_schema=RagSettings,
+        input_schema=AgentInput,
+        output_schema=ChatAgentState,
+    )
+    graph.add_node(RAG_NODE, subgraph)
+    graph.add_node("answer", make_answer_node(chat_model))
+    graph.add_node("extract_citations", extract_citations_node)
+    graph.add_edge(START, RAG_NODE)
+    graph.add_edge(RAG_NODE, "answer")
+    graph.add_edge("answer", "extract_citations")
+    graph.add_edge("extract_citations", END)
+    return graph.compile(checkpointer=checkpointer, name=name)
+
+
+__all__ = [
+    "NODES",
+    "RAG_NODE",
+    "Reply",
+    "build_chat_agent",
+    "compose_answer",
+    "extract_citations_node",
+    "extractive_text",
+    "make_answer_node",
+    "not_grounded_text",
+    "reply_without_retrieval",
+]

@@ -1,0 +1,202 @@
+"""``kbgraph ask FOLDER "question"``: the chat agent from the command line.
+
+Prints the answer, the numbered sources with paths and line ranges, and the grounding
+verdict; ``--trace`` adds the node-by-node decisions; ``--json`` prints only JSON on stdout
+(the answer and the ``rag_*`` keys). Indexing progress goes to stderr. A failure exits
+non-zero with a one-line reason (2 for a configuration error, 1 otherwise).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import click
+from langchain_core.messages import HumanMessage
+
+from retrieval.errors import ConfigError, KbgraphError
+
+from . import _trace
+
+EventSink = Callable[[Mapping[str, Any]], None]
+CITATION_KEYS = ("n", "source", "lineStart", "lineEnd", "chunkId", "score", "text")
+
+
+def check_specs(embedding: str, chat_model: str | None) -> None:
+    """Fail before any work on a spec that cannot work."""
+    from retrieval.embeddings import parse_spec
+
+    from .models import resolve_chat_model
+
+    if embedding.strip().lower() not in ("auto", "none"):
+        parse_spec(embedding)
+    try:
+        resolve_chat_model(chat_model)
+    except KbgraphError:
+        raise
+    # Provider clients raise their own errors (a missing API key, say); one line is enough.
+    except Exception as exc:
+        raise ConfigError(f"chat model {chat_model!r} could not be created: {exc}") from exc
+
+
+def run_ask(
+    folder: Path,
+    question: str,
+    *,
+    embedding: str = "auto",
+    chat_model: str | None = None,
+    top_k: int = 5,
+    on_event: EventSink | None = None,
+) -> dict[str, Any]:
+    """Run the chat agent once on ``folder``; return the final state. Custom stream events
+    (``knowledge.*``) go to ``on_event`` as they happen."""
+    from .agents import AgentInput, chat_agent
+    from .settings import RagSettings
+
+    check_specs(embedding, chat_model)
+    settings = RagSettings(
+        knowledge_bases=[{"folder": str(folder)}],
+        embedding=embedding,
+        chat_model=chat_model,
+        top_k=top_k,
+    )
+    final: dict[str, Any] = {}
+    request: AgentInput = {"messages": [HumanMessage(question)]}
+    for namespace, mode, data in chat_agent.stream(
+        request,
+        context=settings,
+        stream_mode=["custom", "values"],
+        subgraphs=True,
+    ):
+        if mode == "custom" and on_event is not None and isinstance(data, Mapping):
+            on_event(data)
+        elif mode == "values" and not namespace and isinstance(data, Mapping):
+            final = dict(data)
+    raise_on_retrieval_failure(final)
+    return final
+
+
+def raise_on_retrieval_failure(state: Mapping[str, Any]) -> None:
+    """Searching failed (not merely found nothing) when no source came back and the Retrieve
+    node recorded errors: report the first one instead of a not-found answer."""
+    if state.get("rag_citations"):
+        return
+    for step in (state.get("rag_retrieval_debug") or {}).get("steps") or []:
+        errors = (step.get("data") or {}).get("errors") if step.get("node") == "retrieve" else None
+        for kb, messages in (errors or {}).items():
+            if messages:
+                raise KbgraphError(f"searching {kb} failed: {messages[0]}")
+
+
+def json_view(state: Mapping[str, Any]) -> dict[str, Any]:
+    """The answer, its citations and every ``rag_*`` key; sources as ``{n, source,
+    lineStart, lineEnd, chunkId, score, text}``."""
+    out: dict[str, Any] = {
+        key: state.get(key)
+        for key in ("answer", "answer_mode", "answer_citations", "answer_unresolved")
+    }
+    out.update({k: v for k, v in state.items() if k.startswith("rag_")})
+    out["rag_citations"] = [
+        {key: (c.get("id") if key == "chunkId" else c.get(key)) for key in CITATION_KEYS}
+        for c in state.get("rag_citations") or []
+    ]
+    return out
+
+
+class StderrProgress:
+    """``knowledge.index.*`` events as short lines on stderr (stdout stays clean)."""
+
+    def __init__(self) -> None:
+        self._stage: tuple[str, str] | None = None
+
+    def __call__(self, event: Mapping[str, Any]) -> None:
+        name = event.get("event")
+        if name == "knowledge.index.progress":
+            stage = (str(event.get("kb")), str(event.get("stage")))
+            if stage != self._stage:
+                self._stage = stage
+                click.echo(f"indexing {stage[0]}: {stage[1]} ({event.get('total')})", err=True)
+        elif name == "knowledge.index.done" and event.get("indexed"):
+            click.echo(
+                f"indexed {event.get('kb')}: {event.get('fileCount')} files, "
+                f"{event.get('chunkCount')} chunks ({event.get('embedded')} embedded, "
+                f"{event.get('reused')} reused)",
+                err=True,
+            )
+
+
+def print_human(state: Mapping[str, Any], *, trace: bool) -> None:
+    if trace:
+        click.echo("Trace:")
+        for line in _trace.trace_lines(state):
+            click.echo(f"  {line}")
+        click.echo()
+    click.echo(state.get("answer") or "")
+    citations = state.get("rag_citations") or []
+    if citations:
+        click.echo("\nSources:")
+        for line in _trace.source_lines(citations):
+            click.echo(f"  {line}")
+    click.echo()
+    for line in _trace.verdict_lines(state) + _trace.unresolved_lines(state):
+        click.echo(line)
+
+
+@click.command("ask")
+@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("question")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON only: the answer and rag_* keys.")
+@click.option("--trace", is_flag=True, help="Show the decision of every node.")
+@click.option(
+    "--embedding",
+    default="auto",
+    show_default=True,
+    envvar="KBGRAPH_EMBEDDING",
+    metavar="SPEC",
+    help="auto (the index's model, else local), local, openai:<model>, "
+    "openai_compatible:<model>@<base_url>, fake, none (BM25 only).",
+)
+@click.option(
+    "--chat-model",
+    default=None,
+    envvar="KBGRAPH_CHAT_MODEL",
+    metavar="SPEC",
+    help="openai:<model>, azure_openai:<deployment>, openai_compatible:<model>@<base_url>. "
+    "Without one the answer is extractive.",
+)
+@click.option("--top-k", type=click.IntRange(1, 100), default=5, show_default=True)
+def ask(
+    folder: Path,
+    question: str,
+    as_json: bool,
+    trace: bool,
+    embedding: str,
+    chat_model: str | None,
+    top_k: int,
+) -> None:
+    """Answer QUESTION from the documents in FOLDER, with numbered sources."""
+    try:
+        state = run_ask(
+            folder,
+            question,
+            embedding=embedding,
+            chat_model=chat_model,
+            top_k=top_k,
+            on_event=StderrProgress(),
+        )
+    except KbgraphError as exc:
+        click.echo(f"kbgraph ask: {exc}", err=True)
+        sys.exit(2 if isinstance(exc, ConfigError) else 1)
+    if as_json:
+        click.echo(json.dumps(json_view(state), ensure_ascii=False, indent=2, default=str))
+        if trace:
+            for line in _trace.trace_lines(state):
+                click.echo(line, err=True)
+        return
+    print_human(state, trace=trace)
+
+
+__all__ = ["ask", "json_view", "raise_on_retrieval_failure", "run_ask"]

@@ -1,0 +1,79 @@
+"""Chat model specs → LangChain chat models (through ``langchain-openai``, temperature 0).
+
+=====================================  ==================================================
+spec                                   model
+=====================================  ==================================================
+``None``, ``""``, ``"none"``           no model: every node takes its heuristic path
+``openai:<model>``                     ``ChatOpenAI`` (``OPENAI_API_KEY``)
+``azure_openai:<deployment>``          ``AzureChatOpenAI`` (``AZURE_OPENAI_ENDPOINT``,
+                                       ``AZURE_OPENAI_API_KEY``, ``OPENAI_API_VERSION``)
+``openai_compatible:<model>@<url>``    ``ChatOpenAI`` against any OpenAI-compatible server
+                                       (Ollama, vLLM, LM Studio); the key is
+                                       ``OPENAI_API_KEY`` or a placeholder
+``fake`` / ``fake:<reply>``            :class:`graphs.testing.ScriptedChatModel` that
+                                       answers every call with ``<reply>``
+=====================================  ==================================================
+"""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+from langchain_core.language_models import BaseChatModel
+
+from retrieval.errors import ConfigError
+
+from .testing import ScriptedChatModel
+
+FAKE_REPLY = "This is a scripted reply from the fake chat model."
+_SPECS = "none, openai:<model>, azure_openai:<deployment>, openai_compatible:<model>@<url>, fake"
+
+
+def resolve_chat_model(
+    spec: str | BaseChatModel | None, *, timeout: float | None = 60.0
+) -> BaseChatModel | None:
+    """The chat model a spec names (a model instance is returned as is), or ``None``."""
+    if spec is None or isinstance(spec, BaseChatModel):
+        return spec
+    spec = spec.strip()
+    if spec.lower() in ("", "none"):
+        return None
+    provider, sep, rest = spec.partition(":")
+    provider = provider.lower()
+    if provider == "fake":
+        # Not cached: a scripted model records its calls, and runs must not share them.
+        return ScriptedChatModel(default=rest if sep and rest else FAKE_REPLY)
+    if not rest.strip():
+        raise ConfigError(f"chat model spec {spec!r} names no model; allowed: {_SPECS}.")
+    return _provider_model(provider, rest.strip(), timeout)
+
+
+@lru_cache(maxsize=32)
+def _provider_model(provider: str, rest: str, timeout: float | None) -> BaseChatModel:
+    # Imported here: langchain-openai costs half a second that runs without a model skip.
+    from langchain_openai import AzureChatOpenAI, ChatOpenAI
+
+    if provider == "openai":
+        return ChatOpenAI(model=rest, temperature=0, timeout=timeout, max_retries=1)
+    if provider == "azure_openai":
+        return AzureChatOpenAI(azure_deployment=rest, temperature=0, timeout=timeout, max_retries=1)
+    if provider == "openai_compatible":
+        model, sep, base_url = rest.partition("@")
+        if not sep or not model or not base_url.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"openai_compatible spec needs <model>@<base url>, got {rest!r}; for example "
+                "openai_compatible:llama3.1@http://localhost:11434/v1"
+            )
+        return ChatOpenAI(
+            model=model,
+            base_url=base_url,
+            api_key=os.environ.get("OPENAI_API_KEY") or "not-needed",  # type: ignore[arg-type]
+            temperature=0,
+            timeout=timeout,
+            max_retries=1,
+        )
+    raise ConfigError(f"unknown chat model provider {provider!r}; allowed: {_SPECS}.")
+
+
+__all__ = ["FAKE_REPLY", "resolve_chat_model"]

@@ -1,0 +1,16 @@
+"""The seven nodes of the retrieval subgraph, one module each (``decide_retrieve``,
+``select_scope``, ``rewrite_query``, ``retrieve``, ``rerank``, ``build_context``,
+``grounding_check``), each defining a node function of the same name.
+
+Every node takes ``(state, runtime, deps)`` (BuildContext needs no ``deps``);
+``graphs.subgraph`` binds ``deps`` when it builds the graph. Each has a deterministic
+heuristic path and, when a chat model is configured, an LLM path that falls back to the
+heuristic on any failure. The node functions are not re-exported here, so that
+``graphs.nodes.retrieve`` stays the module rather than the function of that name.
+"""
+
+from __future__ import annotations
+
+from ._base import END, NodeDeps, Reranker, StepRecorder
+
+__all__ = ["END", "NodeDeps", "Reranker", "StepRecorder"]

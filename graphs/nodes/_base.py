@@ -1,0 +1,78 @@
+"""What every node shares: its injected dependencies and the recorder of its debug step."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.runtime import Runtime
+
+from ..models import resolve_chat_model
+from ..searcher import SearcherRegistry, default_registry
+from ..settings import RagSettings, settings_from_runtime
+from ..state import Candidate, DebugStep, LlmFallback, RagState, debug_update
+
+END: Literal["__end__"] = "__end__"
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """A cross-encoder-style reranker: one relevance score per candidate, higher is better
+    (any scale; scores outside 0..1 are squashed with a logistic)."""
+
+    def rerank(self, query: str, candidates: Sequence[Candidate]) -> list[float]: ...
+
+
+@dataclass(frozen=True)
+class NodeDeps:
+    """Objects a graph is built with rather than configured with (they are not JSON):
+    a chat model that overrides ``RagSettings.chat_model``, the searcher registry and a
+    reranker for ``rerank="cross_encoder"``."""
+
+    chat_model: BaseChatModel | None = None
+    registry: SearcherRegistry = field(default=default_registry)
+    reranker: Reranker | None = None
+
+    def model_for(self, settings: RagSettings) -> BaseChatModel | None:
+        if self.chat_model is not None:
+            return self.chat_model
+        return resolve_chat_model(settings.chat_model, timeout=settings.llm_timeout_seconds)
+
+
+NodeFn = Callable[[RagState, Runtime[RagSettings], NodeDeps], dict[str, Any]]
+
+
+class StepRecorder:
+    """Times one node run and collects its debug data and LLM fallbacks."""
+
+    def __init__(self, node: str, state: RagState, runtime: Runtime[RagSettings] | None) -> None:
+        self.node = node
+        self.attempt = int(state.get("rag_attempt") or 0)
+        self.settings = settings_from_runtime(runtime)
+        self.path = "heuristic"
+        self.fallbacks: list[LlmFallback] = []
+        self.data: dict[str, Any] = {}
+        self._start = time.perf_counter()
+
+    def step(self) -> DebugStep:
+        return {
+            "node": self.node,
+            "attempt": self.attempt,
+            "ms": round((time.perf_counter() - self._start) * 1000, 3),
+            "path": self.path,
+            "data": self.data,
+        }
+
+    def update(self) -> dict[str, Any]:
+        """The ``rag_retrieval_debug`` increment of this step."""
+        return debug_update([self.step()], self.fallbacks)
+
+    def replacement(self) -> dict[str, Any]:
+        """A fresh ``rag_retrieval_debug`` holding only this step (the first node's)."""
+        return {"steps": [self.step()], "fallbacks": list(self.fallbacks)}
+
+
+__all__ = ["END", "NodeDeps", "NodeFn", "Reranker", "StepRecorder"]

@@ -1,0 +1,156 @@
+"""Files, folders and file kinds a question names, matched against the real files of a
+knowledge base folder, so that a scope never names a path that does not exist."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from retrieval.filters import path_matches
+from retrieval.records import FileKind
+
+LISTING_LIMIT = 5000
+_SKIP_DIRS = frozenset(
+    {"node_modules", "__pycache__", "venv", "env", "site-packages", "dist", "build", "target"}
+)
+FILE_KINDS: tuple[FileKind, ...] = ("text", "markdown", "code", "html", "pdf", "csv", "data")
+
+_TOKEN = re.compile(r"[\w*][\w.*/\\-]*", re.UNICODE)
+_FOLDER_NAMED = re.compile(
+    r"\b(?:in|under|inside|within|from|of)\s+(?:the\s+|my\s+|our\s+)?[`'\"]?([\w./-]+)[`'\"]?"
+    r"\s+(?:folder|directory|dir|subfolder|package|module)\b"
+    r"|\b(?:folder|directory|dir|subfolder)\s+[`'\"]?([\w./-]+)",
+    re.IGNORECASE | re.UNICODE,
+)
+_DOC_KINDS: dict[str, FileKind] = {
+    "markdown": "markdown", "md": "markdown", "pdf": "pdf", "pdfs": "pdf", "csv": "csv",
+    "html": "html", "json": "data", "yaml": "data", "toml": "data", "txt": "text",
+}  # fmt: skip
+_LANGUAGES = ("python", "javascript", "typescript", "rust", "java", "golang")
+_KIND_NAMES: dict[str, FileKind] = {**_DOC_KINDS, **dict.fromkeys(_LANGUAGES, "code")}
+_DOC_WORDS = "|".join(sorted(_DOC_KINDS, key=len, reverse=True))
+_ALL_WORDS = "|".join(sorted(_KIND_NAMES, key=len, reverse=True))
+# A kind counts only after "in / from (the)" or before a document noun: "export to PDF" or
+# "retry in Python" name a topic, "in the PDF files" or "the Python modules" a scope.
+_KIND_PHRASE = re.compile(
+    rf"\b(?:in|from|inside|within|among|across)\s+(?:the\s+|my\s+|our\s+|all\s+)?"
+    rf"({_DOC_WORDS})\b(?!\s+(?:format|export|output))"
+    rf"|\b({_ALL_WORDS})\s+(?:files?|documents?|docs|sources?|pages?|code|scripts?|modules?)\b",
+    re.IGNORECASE,
+)
+_CODE_PHRASE = re.compile(r"\b(?:source code|the codebase|in the code)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    files: tuple[str, ...]
+    folders: tuple[str, ...]
+
+
+def list_folder(folder: str, limit: int = LISTING_LIMIT) -> Listing:
+    """Relative POSIX paths of up to ``limit`` files and their folders (hidden entries and
+    dependency / build folders left out), in a stable order."""
+    files: list[str] = []
+    folders: set[str] = set()
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
+        rel_root = os.path.relpath(root, folder).replace(os.sep, "/")
+        prefix = "" if rel_root == "." else rel_root + "/"
+        if prefix:
+            folders.add(rel_root)
+        for name in sorted(names):
+            if not name.startswith("."):
+                files.append(prefix + name)
+                if len(files) >= limit:
+                    return Listing(tuple(files), tuple(sorted(folders)))
+    return Listing(tuple(files), tuple(sorted(folders)))
+
+
+def _clean(token: str) -> str:
+    return token.replace("\\", "/").strip("./`'\"").rstrip("?!,;:)")
+
+
+def mentioned_paths(question: str, listing: Listing) -> list[str]:
+    """Path filters for the files and folders of ``listing`` that ``question`` names: a
+    file name (``auth.md``), a path (``docs/api``), a distinctive stem (``retry_policy``),
+    an extension glob (``*.py``) or a folder introduced as one ("in the api folder")."""
+    found: dict[str, None] = {}
+    lowered_files = [(f, f.lower()) for f in listing.files]
+    folder_names = {PurePosixPath(d).name.lower(): d for d in listing.folders}
+    for raw in _TOKEN.findall(question):
+        token = _clean(raw).lower()
+        if not token:
+            continue
+        if token.startswith("*.") or (raw.startswith(".") and token.isalnum() and len(token) <= 5):
+            ext = token.lstrip("*.")
+            if any(low.endswith("." + ext) for _, low in lowered_files):
+                found.setdefault(f"**/*.{ext}", None)
+            continue
+        for pattern in _file_or_folder(token, lowered_files, folder_names, listing):
+            found.setdefault(pattern, None)
+    for match in _FOLDER_NAMED.finditer(question):
+        name = _clean(match.group(1) or match.group(2) or "").lower()
+        if name in folder_names:
+            found.setdefault(_folder_pattern(folder_names[name]), None)
+    return list(found)
+
+
+def _file_or_folder(
+    token: str,
+    lowered_files: Sequence[tuple[str, str]],
+    folder_names: dict[str, str],
+    listing: Listing,
+) -> Iterable[str]:
+    if "/" in token:
+        exact = [f for f, low in lowered_files if low == token or low.endswith("/" + token)]
+        if exact:
+            return exact
+        folders = [
+            d for d in listing.folders if d.lower() == token or d.lower().endswith("/" + token)
+        ]
+        return [_folder_pattern(d) for d in folders]
+    has_ext = (
+        "." in token and token.rsplit(".", 1)[1].isalnum() and not token.replace(".", "").isdigit()
+    )
+    if has_ext:
+        return [f for f, low in lowered_files if PurePosixPath(low).name == token]
+    if "-" in token or "_" in token:
+        # A hyphenated or snake_case word is distinctive enough to be a file or folder name.
+        files = [f for f, low in lowered_files if PurePosixPath(low).stem == token]
+        if files:
+            return files
+        if token in folder_names:
+            return [_folder_pattern(folder_names[token])]
+    return []
+
+
+def _folder_pattern(folder: str) -> str:
+    return f"{folder}/**"
+
+
+def mentioned_kinds(question: str) -> list[FileKind]:
+    kinds: dict[FileKind, None] = {}
+    for match in _KIND_PHRASE.finditer(question):
+        word = (match.group(1) or match.group(2)).lower()
+        kinds.setdefault(_KIND_NAMES[word], None)
+    if _CODE_PHRASE.search(question):
+        kinds.setdefault("code", None)
+    return list(kinds)
+
+
+def existing(patterns: Iterable[str], listing: Listing) -> list[str]:
+    """The patterns that match at least one listed file (others would empty the search)."""
+    return [p for p in patterns if any(path_matches(f, p) for f in listing.files)]
+
+
+__all__ = [
+    "FILE_KINDS",
+    "Listing",
+    "existing",
+    "list_folder",
+    "mentioned_kinds",
+    "mentioned_paths",
+]

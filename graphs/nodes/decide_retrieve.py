@@ -1,0 +1,183 @@
+"""DecideRetrieve: is a search needed at all?
+
+Heuristic: no for an empty question, small talk (greetings, thanks, goodbyes, "how are
+you" — English plus the commonest French, German, Spanish and Italian forms) and for
+questions the conversation already answers (a request to repeat / rephrase / summarise the
+previous answer, or the same question asked again after it was answered); yes otherwise,
+and always for an explicit ``rag_query``. With a chat model the model decides, and any
+failure falls back to the heuristic.
+
+This node starts every run, so it also resets every ``rag_*`` output key: a parent agent
+must not see the previous turn's context after a turn that skipped retrieval.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+from ..settings import RagSettings
+from ..state import RagScope, RagState
+from ._base import END, NodeDeps, StepRecorder
+from ._llm import ask_structured
+from ._text import (
+    format_turns,
+    message_text,
+    previous_turns,
+    question_of,
+    term_stems,
+    word_set,
+    words,
+)
+
+NODE = "decide_retrieve"
+
+
+class RetrieveDecision(BaseModel):
+    retrieve: bool = Field(description="true when the question needs a document search")
+    reason: str = Field(default="", description="one short sentence")
+
+
+# Words that make a message small talk, and words allowed around them ("thank you so much").
+_SMALL_TALK_CORE = word_set(
+    """
+    hi hello hey hiya howdy yo greetings thanks thank thx ty cheers bye goodbye cya welcome
+    morning afternoon evening night ok okay cool great nice awesome perfect bonjour salut
+    merci bonsoir hallo danke tschüss moin hola gracias adiós adios ciao grazie buongiorno
+    """
+)
+_SMALL_TALK_FILLER = word_set(
+    """
+    you your yours so much very a lot all the for there everyone again good day today how
+    are is it going doing what's whats up sup fine well i i'm am me just that was helpful
+    help really see later soon have nice oh ah and too bien vielen mucho beaucoup buenos buenas dias
+    días de rien nada
+    """
+)
+_HOW_ARE_YOU = re.compile(r"\b(how are you|how's it going|what'?s up|wie geht'?s|ça va|que tal)\b")
+_SMALL_TALK_MAX_WORDS = 8
+
+# Requests about the previous answer itself, which the conversation holds already.
+_ABOUT_LAST_ANSWER = re.compile(
+    r"\b(?:(?:repeat|rephrase|reword|summari[sz]e|shorten|simplify|translate|reformulate)"
+    r"\b.{0,30}\b(?:that|this|it|your|the (?:last |previous )?(?:answer|reply|response))"
+    r"|say (?:that|it) again|what did you (?:just )?say|in (?:other|simpler|fewer) words"
+    r"|tl;?dr)\b",
+    re.IGNORECASE,
+)
+
+
+def is_small_talk(question: str) -> bool:
+    ws = words(question)
+    if not ws or len(ws) > _SMALL_TALK_MAX_WORDS:
+        return False
+    core = any(w in _SMALL_TALK_CORE for w in ws) or bool(_HOW_ARE_YOU.search(question.lower()))
+    return core and all(w in _SMALL_TALK_CORE or w in _SMALL_TALK_FILLER for w in ws)
+
+
+def answered_already(question: str, messages: Sequence[BaseMessage]) -> str | None:
+    """Why the conversation already answers ``question``, or ``None``."""
+    earlier = list(messages[:-1]) if messages and isinstance(messages[-1], HumanMessage) else []
+    answers = [m for m in earlier if isinstance(m, AIMessage) and message_text(m).strip()]
+    if not answers:
+        return None
+    if _ABOUT_LAST_ANSWER.search(question):
+        return "the question is about the previous answer"
+    asked = term_stems(question)
+    if not asked:
+        return None
+    for i, message in enumerate(earlier):
+        same = isinstance(message, HumanMessage) and term_stems(message_text(message)) == asked
+        if same and any(isinstance(m, AIMessage) and m.text.strip() for m in earlier[i + 1 :]):
+            return "the same question was asked and answered earlier in the conversation"
+    return None
+
+
+def heuristic_decision(state: RagState, question: str) -> tuple[bool, str]:
+    if not question:
+        return False, "no question: the state has neither rag_query nor a human message"
+    if (state.get("rag_query") or "").strip():
+        return True, "an explicit rag_query asks for retrieval"
+    if is_small_talk(question):
+        return False, "small talk needs no documents"
+    answered = answered_already(question, state.get("messages") or [])
+    if answered:
+        return False, answered
+    return True, "the question may be answered by the documents"
+
+
+def _reset(should_retrieve: bool, reason: str, scope: RagScope) -> dict[str, Any]:
+    reasons = [] if should_retrieve else [f"retrieval skipped: {reason}"]
+    return {
+        "rag_should_retrieve": should_retrieve,
+        "rag_attempt": 0,
+        "rag_scope": scope,
+        "rag_queries": [],
+        "rag_candidates": [],
+        "rag_context": "",
+        "rag_citations": [],
+        "rag_grounded": False,
+        "rag_grounding": {"grounded": False, "reasons": reasons, "guidance": []},
+        "rag_next": "end",
+    }
+
+
+def decide_retrieve(
+    state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps
+) -> dict[str, Any]:
+    """Decide whether to retrieve; reset the ``rag_*`` keys of the previous turn."""
+    rec = StepRecorder(NODE, state, runtime)
+    question = question_of(dict(state))
+    should, reason = heuristic_decision(state, question)
+    model = deps.model_for(rec.settings)
+    explicit = bool((state.get("rag_query") or "").strip())
+    if model is not None and question and not explicit:
+        kbs = rec.settings.resolved_knowledge_bases()
+        result = ask_structured(
+            model,
+            RetrieveDecision,
+            NODE,
+            node=NODE,
+            attempt=rec.attempt,
+            question=question,
+            conversation=format_turns(previous_turns(state.get("messages") or [])),
+            knowledge_bases=", ".join(k.name for k in kbs) or "(none configured)",
+        )
+        rec.fallbacks += result.fallbacks
+        if result.value is not None:
+            should, reason = result.value.retrieve, result.value.reason or "chat model decision"
+            rec.path = result.path or "llm"
+        else:
+            rec.path = "fallback"
+    rec.data = {
+        "decision": "retrieve" if should else "skip",
+        "reason": reason,
+        "question": question,
+    }
+    scope: RagScope = {
+        "knowledge_bases": [],
+        "paths": [],
+        "kinds": [],
+        "widened": False,
+        "reason": "",
+    }
+    return {**_reset(should, reason, scope), "rag_retrieval_debug": rec.replacement()}
+
+
+def route_after_decide(state: RagState) -> Literal["select_scope", "__end__"]:
+    return "select_scope" if state.get("rag_should_retrieve") else END
+
+
+__all__ = [
+    "RetrieveDecision",
+    "answered_already",
+    "decide_retrieve",
+    "heuristic_decision",
+    "is_small_talk",
+    "route_after_decide",
+]

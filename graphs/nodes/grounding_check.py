@@ -1,0 +1,209 @@
+"""GroundingCheck: do the sources support an answer? If not, loop once more (bounded).
+
+Heuristic: grounded when the context holds at least ``grounding_min_coverage`` of the
+question's topic terms (stemmed) and, when a vector ranker ran, the best cosine
+similarity among the chosen chunks reaches ``grounding_min_vector_score``: term coverage
+alone is fooled by common words, similarity alone by topical neighbours. With a chat model,
+the model's verdict counts. Not grounded comes with reasons and guidance (a wider scope,
+other words, adding documents); while rewrites remain (``rag_attempt < max_rewrites``) and
+the recursion limit allows a whole further attempt, the scope is widened to everything and
+the graph goes back to RewriteQuery.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+from ..settings import RagSettings, ResolvedKnowledgeBase
+from ..state import Candidate, RagGrounding, RagState, debug_update
+from ._base import END, NodeDeps, StepRecorder
+from ._llm import ask_structured
+from ._text import content_terms, coverage, question_of
+from .select_scope import widest_scope
+
+NODE = "grounding_check"
+# Nodes one more attempt runs (rewrite_query … grounding_check), plus one step of margin
+# for the parent graph's own next step.
+STEPS_PER_ATTEMPT = 5
+_CONTEXT_CHARS = 12000
+
+
+class GroundingVerdict(BaseModel):
+    grounded: bool = Field(description="true when the sources contain the answer")
+    reason: str = ""
+    missing: str = Field(default="", description="what information is missing")
+
+
+def best_vector_score(candidates: Sequence[Candidate], ids: set[str]) -> float | None:
+    """The best raw vector similarity among the chunks in the context (``None`` when no
+    vector list returned them)."""
+    scores = [
+        value
+        for c in candidates
+        if c["id"] in ids
+        for name, value in c.get("scores", {}).items()
+        if name.endswith(":vector")
+    ]
+    return max(scores) if scores else None
+
+
+def heuristic_verdict(
+    question: str, context: str, vector: float | None, settings: RagSettings
+) -> tuple[bool, list[str], list[str]]:
+    """(grounded, reasons, missing terms)."""
+    terms = content_terms(question)
+    share, missing = coverage(terms, context)
+    found = len(terms) - len(missing)
+    reasons = [f"{found} of {len(terms)} question terms occur in the sources ({share:.0%})"]
+    grounded = share >= settings.grounding_min_coverage
+    floor = settings.grounding_min_vector_score
+    if vector is not None and floor is not None:
+        reasons.append(f"best vector similarity {vector:.2f} (floor {floor:.2f})")
+        grounded = grounded and vector >= floor
+    return grounded, reasons, missing
+
+
+def guidance_for(
+    scope_narrowed: bool,
+    missing: Sequence[str],
+    kbs: Sequence[ResolvedKnowledgeBase],
+    errors: Sequence[str],
+) -> list[str]:
+    if not kbs:
+        return [
+            "add documents: configure knowledge_bases in the context (name, folder, "
+            "description) or set KBGRAPH_FOLDER to a folder of documents"
+        ]
+    out = []
+    if errors:
+        out.append(f"fix the knowledge base errors first: {'; '.join(errors)[:300]}")
+    if scope_narrowed:
+        out.append("wider scope: search every knowledge base, folder and file kind")
+    terms = ", ".join(missing[:6])
+    if terms:
+        out.append(
+            f"other words: the sources do not mention {terms}; try synonyms or the terms "
+            "the documents use"
+        )
+    else:
+        out.append("other words: ask more specifically, with the terms the documents use")
+    folders = ", ".join(k.folder for k in kbs)
+    out.append(f"add documents: if no document covers {terms or 'this'}, add one to {folders}")
+    return out
+
+
+def _scope_narrowed(state: RagState) -> bool:
+    scope = state.get("rag_scope")
+    return bool(scope and (scope["paths"] or scope["kinds"]) and not scope["widened"])
+
+
+def _errors(state: RagState) -> list[str]:
+    for step in reversed((state.get("rag_retrieval_debug") or {}).get("steps", [])):
+        if step.get("node") == "retrieve":
+            errs = step.get("data", {}).get("errors", {})
+            return [f"{kb}: {e}" for kb, items in errs.items() for e in items]
+    return []
+
+
+@dataclass
+class Verdict:
+    grounded: bool
+    reasons: list[str]
+    missing: list[str]
+    vector: float | None
+
+
+def _verdict(state: RagState, rec: StepRecorder, deps: NodeDeps) -> Verdict:
+    """The heuristic verdict, replaced by the chat model's when one answers."""
+    settings = rec.settings
+    question = question_of(dict(state))
+    citations = state.get("rag_citations") or []
+    candidates = state.get("rag_candidates") or []
+    vector = best_vector_score(candidates, {c["id"] for c in candidates[: settings.top_k]})
+    # Coverage is measured on the cited text only: headers and the fence's preamble would
+    # lend their words (file names, "source", "data") to any question.
+    cited = "\n".join(c["text"] for c in citations)
+    verdict = Verdict(*heuristic_verdict(question, cited, vector, settings), vector)
+    if not citations:
+        verdict.grounded, verdict.reasons = False, ["no sources were found for the question"]
+        return verdict
+    model = deps.model_for(settings)
+    if model is None:
+        return verdict
+    context = (state.get("rag_context") or "")[:_CONTEXT_CHARS]
+    result = ask_structured(
+        model, GroundingVerdict, NODE, node=NODE, attempt=rec.attempt, question=question,
+        context=context,
+    )  # fmt: skip
+    rec.fallbacks += result.fallbacks
+    rec.path = result.path or "fallback"
+    if result.value is not None:
+        answer = result.value
+        verdict.grounded = answer.grounded
+        verdict.reasons = [answer.reason or "chat model verdict", *verdict.reasons]
+        if answer.missing.strip() and not answer.grounded:
+            verdict.missing = [answer.missing.strip(), *verdict.missing]
+    return verdict
+
+
+def grounding_check(
+    state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps
+) -> dict[str, Any]:
+    """Judge the context; decide between ending and one more, wider attempt."""
+    rec = StepRecorder(NODE, state, runtime)
+    verdict = _verdict(state, rec, deps)
+    kbs = rec.settings.resolved_knowledge_bases()
+    errors = _errors(state)
+    guidance = (
+        [] if verdict.grounded
+        else guidance_for(_scope_narrowed(state), verdict.missing, kbs, errors)
+    )  # fmt: skip
+    retry = _should_retry(state, rec.settings, verdict.grounded, kbs, errors)
+    grounding: RagGrounding = {
+        "grounded": verdict.grounded, "reasons": verdict.reasons, "guidance": guidance,
+    }  # fmt: skip
+    rec.data = {**grounding, "vector": verdict.vector, "missing": verdict.missing, "retry": retry}
+    update: dict[str, Any] = {
+        "rag_grounded": verdict.grounded,
+        "rag_grounding": grounding,
+        "rag_next": "retry" if retry else "end",
+        "rag_retrieval_debug": debug_update([rec.step()], rec.fallbacks),
+    }
+    if retry:
+        update["rag_attempt"] = rec.attempt + 1
+        update["rag_scope"] = widest_scope(kbs, "retry: the scope is widened to everything")
+    return update
+
+
+def _should_retry(
+    state: RagState,
+    settings: RagSettings,
+    grounded: bool,
+    kbs: Sequence[ResolvedKnowledgeBase],
+    errors: Sequence[str],
+) -> bool:
+    if grounded or not kbs or int(state.get("rag_attempt") or 0) >= settings.max_rewrites:
+        return False
+    if errors and not state.get("rag_candidates"):
+        return False  # every search failed: another attempt would fail the same way
+    remaining = state.get("remaining_steps")
+    return remaining is None or remaining > STEPS_PER_ATTEMPT + 1
+
+
+def route_after_grounding(state: RagState) -> Literal["rewrite_query", "__end__"]:
+    return "rewrite_query" if state.get("rag_next") == "retry" else END
+
+
+__all__ = [
+    "GroundingVerdict",
+    "best_vector_score",
+    "grounding_check",
+    "guidance_for",
+    "heuristic_verdict",
+    "route_after_grounding",
+]

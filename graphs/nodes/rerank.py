@@ -1,0 +1,228 @@
+"""Rerank: order the fused candidates for the context.
+
+``heuristic`` (default): the fused score, plus a bonus when the query's terms appear in the
+chunk's section heading or file path, plus a small bonus when a neighbouring chunk of the
+same file is also a candidate (BuildContext will merge them, so together they are worth
+more); then a greedy diversity pass in the spirit of Maximal Marginal Relevance (Carbonell &
+Goldstein, SIGIR 1998) that discounts further chunks of a file already chosen, unless they
+are its neighbours. ``llm``: the chat model orders the best ``llm_rerank_max`` candidates
+(listwise), the rest keep the heuristic order below them. ``cross_encoder``: a
+:class:`Reranker` given to ``build_rag_graph`` scores every candidate. ``none``: fused order.
+Every score ends up in 0..1 and the old one is kept in ``scores``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+from ..settings import RagSettings
+from ..state import Candidate, LlmFallback, RagState, debug_update
+from ._base import NodeDeps, Reranker, StepRecorder
+from ._llm import ask_structured
+from ._text import question_of, stems, term_stems, words
+
+NODE = "rerank"
+SECTION_WEIGHT = 0.2
+ADJACENT_WEIGHT = 0.05
+SAME_SOURCE_DECAY = 0.85
+_PASSAGE_CHARS = 600
+
+
+class RerankOrder(BaseModel):
+    ranking: list[int] = Field(description="passage numbers, most useful first")
+    reason: str = ""
+
+
+def heuristic_score(fused: float, section_match: float, adjacent: bool) -> float:
+    """``(fused + 0.2·section_match + 0.05·adjacent) / 1.25``, in 0..1 when its inputs are."""
+    raw = fused + SECTION_WEIGHT * section_match + ADJACENT_WEIGHT * float(adjacent)
+    return raw / (1 + SECTION_WEIGHT + ADJACENT_WEIGHT)
+
+
+def adjacent(a: Candidate, b: Candidate) -> bool:
+    """Same file, and line ranges that overlap or touch."""
+    return (
+        a["kb"] == b["kb"]
+        and a["source"] == b["source"]
+        and a["lineStart"] <= b["lineEnd"] + 1
+        and b["lineStart"] <= a["lineEnd"] + 1
+    )
+
+
+def section_match(query_stems: set[str], candidate: Candidate) -> float:
+    """Share of the query's topic stems found in the chunk's heading path and file path."""
+    if not query_stems:
+        return 0.0
+    label = f"{candidate.get('section') or ''} {candidate['source']}".replace("/", " ")
+    found = set(stems(words(label.replace("_", " ").replace("-", " "))))
+    return len(query_stems & found) / len(query_stems)
+
+
+def diversify(candidates: Sequence[Candidate], base: Sequence[float]) -> list[tuple[int, float]]:
+    """Greedy order: each step takes the candidate with the best ``base · 0.85^n``, ``n``
+    counting the chosen chunks of the same file that are not its neighbours."""
+    remaining = list(range(len(candidates)))
+    chosen: list[int] = []
+    out: list[tuple[int, float]] = []
+    while remaining:
+        best_i, best_score = remaining[0], -1.0
+        for i in remaining:
+            n = sum(
+                1
+                for j in chosen
+                if candidates[j]["source"] == candidates[i]["source"]
+                and candidates[j]["kb"] == candidates[i]["kb"]
+                and not adjacent(candidates[i], candidates[j])
+            )
+            score = base[i] * SAME_SOURCE_DECAY**n
+            if score > best_score:
+                best_i, best_score = i, score
+        remaining.remove(best_i)
+        chosen.append(best_i)
+        out.append((best_i, best_score))
+    return out
+
+
+def heuristic_rerank(candidates: Sequence[Candidate], queries: Sequence[str]) -> list[Candidate]:
+    query_stems: set[str] = set().union(*(term_stems(q) for q in queries)) if queries else set()
+    base = []
+    extras = []
+    for c in candidates:
+        match = section_match(query_stems, c)
+        near = any(adjacent(c, o) for o in candidates if o is not c)
+        base.append(heuristic_score(c["score"], match, near))
+        extras.append({"fused": c["score"], "section": match, "adjacent": float(near)})
+    out: list[Candidate] = []
+    for i, score in diversify(candidates, base):
+        diversity = score / base[i] if base[i] else 1.0
+        out.append(_rescored(candidates[i], score, **extras[i], diversity=diversity))
+    return out
+
+
+def _rescored(candidate: Candidate, score: float, **scores: float) -> Candidate:
+    updated = Candidate(**candidate)
+    updated["scores"] = {**candidate["scores"], **scores}
+    updated["score"] = float(score)
+    return updated
+
+
+def apply_order(ordered: Sequence[Candidate], ranking: Sequence[int]) -> list[Candidate]:
+    """Candidates the model listed first (``ranking`` holds 1-based positions in
+    ``ordered``; unknown and repeated numbers are ignored), scored 1 down to above 0.5;
+    the others after them, in their order, at half their score."""
+    picked: list[int] = []
+    for number in ranking:
+        if 1 <= number <= len(ordered) and number - 1 not in picked:
+            picked.append(number - 1)
+    listed = [
+        _rescored(ordered[i], 1 - pos / (2 * len(picked)), llm_rank=float(pos + 1))
+        for pos, i in enumerate(picked)
+    ]
+    rest = [_rescored(c, c["score"] * 0.5) for i, c in enumerate(ordered) if i not in picked]
+    return listed + rest
+
+
+def cross_encoder_rerank(
+    reranker: Reranker, query: str, candidates: Sequence[Candidate]
+) -> list[Candidate]:
+    raw = [float(s) for s in reranker.rerank(query, candidates)]
+    if len(raw) != len(candidates):
+        raise ValueError(f"reranker returned {len(raw)} scores for {len(candidates)} candidates")
+    squash = any(not 0.0 <= s <= 1.0 for s in raw)
+    scored = [
+        _rescored(c, 1 / (1 + math.exp(-s)) if squash else s, cross_encoder=s)
+        for c, s in zip(candidates, raw, strict=True)
+    ]
+    return sorted(scored, key=lambda c: -c["score"])
+
+
+def _passages(candidates: Sequence[Candidate]) -> str:
+    blocks = []
+    for n, c in enumerate(candidates, 1):
+        text = " ".join(c["text"].split())[:_PASSAGE_CHARS]
+        blocks.append(f"[{n}] {c['source']} (lines {c['lineStart']}-{c['lineEnd']})\n{text}")
+    return "\n\n".join(blocks)
+
+
+def _llm_rerank(
+    model: BaseChatModel, ordered: list[Candidate], queries: list[str], rec: StepRecorder
+) -> list[Candidate]:
+    """The model orders the first ``llm_rerank_max`` candidates; the rest follow."""
+    bound = rec.settings.llm_rerank_max
+    head, tail = ordered[:bound], ordered[bound:]
+    result = ask_structured(
+        model, RerankOrder, NODE, node=NODE, attempt=rec.attempt, question=queries[0],
+        queries="; ".join(queries), count=len(head), passages=_passages(head),
+    )  # fmt: skip
+    rec.fallbacks += result.fallbacks
+    rec.path = result.path or "fallback"
+    if result.value is None:
+        return ordered
+    return apply_order(head, result.value.ranking) + [_rescored(c, c["score"] * 0.5) for c in tail]
+
+
+def rerank(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps) -> dict[str, Any]:
+    """Reorder ``rag_candidates`` (the whole pool; BuildContext takes the top)."""
+    rec = StepRecorder(NODE, state, runtime)
+    mode = rec.settings.rerank
+    candidates = list(state.get("rag_candidates") or [])
+    queries = list(state.get("rag_queries") or []) or [question_of(dict(state))]
+    ordered = candidates if mode == "none" else heuristic_rerank(candidates, queries)
+    model = deps.model_for(rec.settings) if mode == "llm" and ordered else None
+    if model is not None:
+        ordered = _llm_rerank(model, ordered, queries, rec)
+    elif mode == "cross_encoder" and ordered:
+        ordered, rec.path = _with_reranker(
+            deps.reranker, queries[0], ordered, rec.fallbacks, rec.attempt
+        )
+    rec.data = {
+        "mode": mode,
+        "order": [{"id": c["id"], "score": round(c["score"], 4)} for c in ordered],
+    }
+    return {
+        "rag_candidates": ordered,
+        "rag_retrieval_debug": debug_update([rec.step()], rec.fallbacks),
+    }
+
+
+def _with_reranker(
+    reranker: Reranker | None,
+    query: str,
+    ordered: list[Candidate],
+    fallbacks: list[LlmFallback],
+    attempt: int,
+) -> tuple[list[Candidate], str]:
+    if reranker is None:
+        fallbacks.append({
+            "node": NODE, "attempt": attempt, "stage": "reranker",
+            "error": "rerank='cross_encoder' but build_rag_graph got no reranker",
+        })  # fmt: skip
+        return ordered, "fallback"
+    try:
+        return cross_encoder_rerank(reranker, query, ordered), "reranker"
+    except Exception as exc:  # a failing plug-in must not break the run
+        fallbacks.append({
+            "node": NODE, "attempt": attempt, "stage": "reranker",
+            "error": f"{type(exc).__name__}: {exc}"[:300],
+        })  # fmt: skip
+        return ordered, "fallback"
+
+
+__all__ = [
+    "RerankOrder",
+    "Reranker",
+    "adjacent",
+    "apply_order",
+    "cross_encoder_rerank",
+    "diversify",
+    "heuristic_rerank",
+    "heuristic_score",
+    "rerank",
+    "section_match",
+]

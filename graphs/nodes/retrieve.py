@@ -1,0 +1,215 @@
+"""Retrieve: every query × every ranker of every knowledge base in scope, fused by
+Reciprocal Rank Fusion, deduplicated by chunk id.
+
+The node is synchronous on purpose: disk and model work blocks, and LangGraph runs a sync
+node in a worker thread (``run_in_executor``) when the graph runs async (``ainvoke`` /
+``astream``), so the event loop never waits on it. Stale or missing indexes are brought up to
+date first (``auto_index``), and progress goes out as custom stream events:
+``knowledge.index.progress`` / ``knowledge.index.done`` / ``knowledge.search.started`` /
+``knowledge.search.done``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from langgraph.runtime import Runtime
+
+from retrieval.errors import KbgraphError
+from retrieval.filters import SearchFilters
+from retrieval.progress import ProgressEvent
+from retrieval.ranking import ranking_weight, rrf_fuse
+from retrieval.records import SearchResult
+
+from ..searcher import Searcher
+from ..settings import RagSettings, ResolvedKnowledgeBase
+from ..state import Candidate, RagScope, RagState, debug_update
+from ._base import NodeDeps, StepRecorder
+from ._paths import FILE_KINDS
+
+if TYPE_CHECKING:
+    from retrieval.kb import Ranker
+
+NODE = "retrieve"
+Writer = Callable[[Any], None]
+
+
+def rankers_for(settings: RagSettings) -> list[Ranker]:
+    if settings.embedding.strip().lower() == "none" or settings.search_mode == "bm25":
+        return ["bm25"]
+    return ["vector"] if settings.search_mode == "vector" else ["vector", "bm25"]
+
+
+def embedding_spec(settings: RagSettings) -> str | None:
+    spec = settings.embedding.strip()
+    return None if spec.lower() == "none" else spec
+
+
+def candidate_limit(settings: RagSettings) -> int:
+    """Depth of each ranker's list: fusion needs lists deeper than top-k (as in
+    ``retrieval.config.SearchConfig.candidates``: 4·top_k, at least 20)."""
+    return settings.candidates_per_ranker or max(20, 4 * settings.top_k)
+
+
+def scope_filters(scope: RagScope | None) -> SearchFilters | None:
+    if not scope:
+        return None
+    kinds = tuple(k for k in FILE_KINDS if k in scope.get("kinds", []))
+    filters = SearchFilters(paths=tuple(scope.get("paths", [])), kinds=kinds)
+    return None if filters.is_empty() else filters
+
+
+@dataclass
+class KbRun:
+    """What searching one knowledge base produced."""
+
+    lists: dict[str, list[SearchResult]] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    index: dict[str, Any] | None = None
+    errors: list[str] = field(default_factory=list)
+
+
+def _progress(kb: str, writer: Writer) -> Callable[[ProgressEvent], None]:
+    def report(event: ProgressEvent) -> None:
+        writer(
+            {
+                "event": "knowledge.index.progress",
+                "kb": kb,
+                "stage": event.stage,
+                "done": event.done,
+                "total": event.total,
+                "message": event.message,
+            }
+        )
+
+    return report
+
+
+def _index(searcher: Searcher, kb: str, run: KbRun, writer: Writer) -> None:
+    """Bring the index up to date; a failure is recorded and the old index still searched
+    (a stale answer beats none when, say, the embedding server is down)."""
+    start = time.perf_counter()
+    try:
+        report = searcher.ensure_fresh(progress=_progress(kb, writer))
+    except (KbgraphError, OSError) as exc:
+        run.errors.append(f"index: {type(exc).__name__}: {exc}")
+        return
+    run.index = {
+        "indexed": report is not None,
+        "ms": round((time.perf_counter() - start) * 1000, 3),
+        **(report.to_dict() if report is not None else {}),
+    }
+    writer({"event": "knowledge.index.done", "kb": kb, **run.index})
+
+
+def search_kb(
+    kb: ResolvedKnowledgeBase,
+    queries: Sequence[str],
+    settings: RagSettings,
+    filters: SearchFilters | None,
+    deps: NodeDeps,
+    writer: Writer,
+) -> KbRun:
+    """Every query × ranker on one knowledge base, each list timed; failures recorded."""
+    run = KbRun()
+    try:
+        with deps.registry.lock(kb.folder, embedding_spec(settings)) as searcher:
+            if settings.auto_index:
+                _index(searcher, kb.name, run, writer)
+            for i, query in enumerate(queries):
+                for ranker in rankers_for(settings):
+                    name = f"q{i}:{ranker}"
+                    start = time.perf_counter()
+                    try:
+                        limit = candidate_limit(settings)
+                        run.lists[name] = searcher.rank(query, ranker, limit=limit, filters=filters)
+                    except KbgraphError as exc:
+                        run.errors.append(f"{name}: {type(exc).__name__}: {exc}")
+                    run.timings[name] = round((time.perf_counter() - start) * 1000, 3)
+    except (KbgraphError, OSError) as exc:  # opening the knowledge base failed
+        run.errors.append(f"{type(exc).__name__}: {exc}")
+    return run
+
+
+def fuse(runs: dict[str, KbRun], settings: RagSettings) -> list[Candidate]:
+    """RRF over every list of every knowledge base. ``score`` is the fused score divided by
+    the best one possible (first in every list of its knowledge base), so it lies in 0..1."""
+    rankings: dict[str, list[str]] = {}
+    by_key: dict[str, tuple[str, SearchResult]] = {}
+    for kb, run in runs.items():
+        for name, results in run.lists.items():
+            keys = []
+            for result in results:
+                key = f"{kb}\x00{result.chunk.id}"
+                by_key.setdefault(key, (kb, result))
+                keys.append(key)
+            rankings[f"{kb}|{name}"] = keys
+    fused = rrf_fuse(rankings, k=settings.rrf_k, weights=settings.rrf_weights)
+    best = {
+        kb: sum(ranking_weight(n, settings.rrf_weights) for n in run.lists) / (settings.rrf_k + 1)
+        for kb, run in runs.items()
+    }
+    out: list[Candidate] = []
+    for item in fused:
+        kb, first = by_key[str(item.key)]
+        ranks = {name.split("|", 1)[1]: rank for name, rank in item.ranks.items()}
+        scores = {"rrf": item.score}
+        for name, rank in item.ranks.items():
+            scores[name.split("|", 1)[1]] = float(rankings_result(runs[kb], name, rank).score)
+        c = first.chunk
+        out.append(
+            {
+                "id": c.id, "kb": kb, "source": c.source, "lineStart": c.line_start,
+                "lineEnd": c.line_end, "text": c.text, "section": c.section, "page": c.page,
+                "score": item.score / best[kb] if best[kb] > 0 else 0.0,
+                "ranks": ranks, "scores": scores,
+                "byteStart": c.byte_start, "byteEnd": c.byte_end,
+            }
+        )  # fmt: skip
+    return out
+
+
+def rankings_result(run: KbRun, list_name: str, rank: int) -> SearchResult:
+    return run.lists[list_name.split("|", 1)[1]][rank - 1]
+
+
+def retrieve(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps) -> dict[str, Any]:
+    """Search, fuse and deduplicate; the candidates replace those of an earlier attempt."""
+    rec = StepRecorder(NODE, state, runtime)
+    settings = rec.settings
+    writer: Writer = runtime.stream_writer if runtime is not None else (lambda _: None)
+    scope = state.get("rag_scope")
+    chosen = set(scope["knowledge_bases"]) if scope else set()
+    kbs = [k for k in settings.resolved_knowledge_bases() if not chosen or k.name in chosen]
+    queries = list(state.get("rag_queries") or [])
+    filters = scope_filters(scope)
+    writer({
+        "event": "knowledge.search.started", "kbs": [k.name for k in kbs], "queries": queries,
+        "rankers": rankers_for(settings), "attempt": rec.attempt,
+        "filters": filters.model_dump(mode="json") if filters else None,
+    })  # fmt: skip
+    runs = {kb.name: search_kb(kb, queries, settings, filters, deps, writer) for kb in kbs}
+    candidates = fuse(runs, settings)[: max(candidate_limit(settings), 4 * settings.top_k)]
+    rec.data = {
+        "kbs": [k.name for k in kbs],
+        "queries": queries,
+        "filters": filters.model_dump(mode="json") if filters else None,
+        "lists": {f"{kb}|{n}": len(r) for kb, run in runs.items() for n, r in run.lists.items()},
+        "list_ms": {f"{kb}|{n}": ms for kb, run in runs.items() for n, ms in run.timings.items()},
+        "index": {kb: run.index for kb, run in runs.items()},
+        "errors": {kb: run.errors for kb, run in runs.items() if run.errors},
+        "candidates": len(candidates),
+        "ranks": {c["id"]: c["ranks"] for c in candidates},
+    }
+    writer({
+        "event": "knowledge.search.done", "kbs": [k.name for k in kbs], "attempt": rec.attempt,
+        "candidates": len(candidates), "lists": rec.data["lists"],
+        "errors": rec.data["errors"], "ms": rec.step()["ms"],
+    })  # fmt: skip
+    return {"rag_candidates": candidates, "rag_retrieval_debug": debug_update([rec.step()])}
+
+
+__all__ = ["candidate_limit", "fuse", "rankers_for", "retrieve", "scope_filters", "search_kb"]

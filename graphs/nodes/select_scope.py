@@ -1,0 +1,169 @@
+"""SelectScope: which knowledge bases, sub-paths and file kinds to search.
+
+Heuristic: a knowledge base named in the question is chosen; otherwise, with several
+knowledge bases, the one whose description shares the most topic words with the question
+(when it beats every other). Files and folders the question names (checked against the
+real folder listing) become path filters, and a kind of file named as such ("in the PDF
+files") a kind filter. Nothing named means no restriction. The filters reach the engine
+before ranking (``retrieval.filters.SearchFilters``). A retry widens the scope to
+everything (:func:`widest_scope`, applied by GroundingCheck).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from langgraph.runtime import Runtime
+from pydantic import BaseModel, Field
+
+from ..settings import RagSettings, ResolvedKnowledgeBase
+from ..state import RagScope, RagState, debug_update
+from ._base import NodeDeps, StepRecorder
+from ._llm import ask_structured
+from ._paths import FILE_KINDS, Listing, existing, list_folder, mentioned_kinds, mentioned_paths
+from ._text import question_of, term_stems
+
+NODE = "select_scope"
+_PROMPT_PATHS = 60
+
+
+class ScopeChoice(BaseModel):
+    knowledge_bases: list[str] = Field(default_factory=list, description="names; empty: all")
+    paths: list[str] = Field(default_factory=list, description="folder prefixes or globs")
+    kinds: list[str] = Field(default_factory=list, description="file kinds; empty: all")
+    reason: str = ""
+
+
+def widest_scope(kbs: Sequence[ResolvedKnowledgeBase], reason: str) -> RagScope:
+    return {
+        "knowledge_bases": [k.name for k in kbs],
+        "paths": [],
+        "kinds": [],
+        "widened": True,
+        "reason": reason,
+    }
+
+
+def _named_kbs(question: str, kbs: Sequence[ResolvedKnowledgeBase]) -> list[str]:
+    flat = " " + re.sub(r"[\W_]+", " ", question.casefold()) + " "
+    named = []
+    for kb in kbs:
+        name = re.sub(r"[\W_]+", " ", kb.name.casefold()).strip()
+        if name and f" {name} " in flat:
+            named.append(kb.name)
+    return named
+
+
+def _described_kb(question: str, kbs: Sequence[ResolvedKnowledgeBase]) -> str | None:
+    if len(kbs) < 2:
+        return None
+    asked = term_stems(question)
+    overlap = sorted(
+        ((len(asked & term_stems(kb.description)), kb.name) for kb in kbs), reverse=True
+    )
+    best, runner_up = overlap[0], overlap[1]
+    return best[1] if best[0] >= 1 and best[0] > runner_up[0] else None
+
+
+def heuristic_scope(
+    question: str, kbs: Sequence[ResolvedKnowledgeBase], listings: dict[str, Listing]
+) -> RagScope:
+    names = _named_kbs(question, kbs)
+    reasons = [f"named knowledge base(s): {', '.join(names)}"] if names else []
+    described = None if names else _described_kb(question, kbs)
+    if described:
+        names, reasons = [described], [f"description of {described!r} matches the question"]
+    paths: dict[str, None] = {}
+    holders: set[str] = set()
+    for kb in kbs:
+        for pattern in mentioned_paths(question, listings[kb.name]):
+            paths.setdefault(pattern, None)
+            holders.add(kb.name)
+    if paths:
+        reasons.append(f"named path(s): {', '.join(paths)}")
+        if not names:
+            names = [k.name for k in kbs if k.name in holders]
+    kinds: list[str] = list(mentioned_kinds(question))
+    if kinds:
+        reasons.append(f"named file kind(s): {', '.join(kinds)}")
+    return {
+        "knowledge_bases": names or [k.name for k in kbs],
+        "paths": list(paths),
+        "kinds": list(kinds),
+        "widened": False,
+        "reason": "; ".join(reasons) or "nothing named: search everything",
+    }
+
+
+def checked_choice(
+    choice: ScopeChoice, kbs: Sequence[ResolvedKnowledgeBase], listings: dict[str, Listing]
+) -> RagScope:
+    """The model's scope without names, paths or kinds that do not exist."""
+    known = {k.name for k in kbs}
+    names = [n for n in choice.knowledge_bases if n in known]
+    chosen = [k for k in kbs if k.name in names] or list(kbs)
+    paths = [p.strip().lstrip("/") for p in choice.paths if p.strip() and ".." not in p]
+    paths = [p for p in paths if any(existing([p], listings[k.name]) for k in chosen)]
+    kinds: list[str] = [k for k in choice.kinds if k in FILE_KINDS]
+    return {
+        "knowledge_bases": [k.name for k in chosen],
+        "paths": paths,
+        "kinds": kinds,
+        "widened": False,
+        "reason": choice.reason or "chat model choice",
+    }
+
+
+def _describe(kbs: Sequence[ResolvedKnowledgeBase], listings: dict[str, Listing]) -> dict[str, str]:
+    lines = [f"- {k.name}: {k.description or '(no description)'}" for k in kbs]
+    paths: list[str] = []
+    for kb in kbs:
+        listing = listings[kb.name]
+        paths += [f"{kb.name}: {p}/" for p in listing.folders[:_PROMPT_PATHS]]
+        paths += [f"{kb.name}: {p}" for p in listing.files[:_PROMPT_PATHS]]
+    return {
+        "knowledge_bases": "\n".join(lines),
+        "paths": "\n".join(paths[: 2 * _PROMPT_PATHS]) or "(none)",
+        "kinds": ", ".join(FILE_KINDS),
+    }
+
+
+def select_scope(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps) -> dict[str, Any]:
+    """Choose the knowledge bases, paths and kinds of the search."""
+    rec = StepRecorder(NODE, state, runtime)
+    kbs = rec.settings.resolved_knowledge_bases()
+    question = question_of(dict(state))
+    if not kbs:
+        scope = widest_scope(kbs, "no knowledge base configured")
+        scope["widened"] = False
+        rec.data = {"scope": dict(scope)}
+        return {"rag_scope": scope, "rag_retrieval_debug": rec.update()}
+    listings = {kb.name: list_folder(kb.folder) for kb in kbs}
+    scope = heuristic_scope(question, kbs, listings)
+    model = deps.model_for(rec.settings)
+    if model is not None:
+        result = ask_structured(
+            model,
+            ScopeChoice,
+            NODE,
+            node=NODE,
+            attempt=rec.attempt,
+            question=question,
+            **_describe(kbs, listings),
+        )
+        rec.fallbacks += result.fallbacks
+        if result.value is not None:
+            scope = checked_choice(result.value, kbs, listings)
+            rec.path = result.path or "llm"
+        else:
+            rec.path = "fallback"
+    rec.data = {
+        "scope": dict(scope),
+        "files_listed": {k: len(v.files) for k, v in listings.items()},
+    }
+    return {"rag_scope": scope, "rag_retrieval_debug": debug_update([rec.step()], rec.fallbacks)}
+
+
+__all__ = ["ScopeChoice", "checked_choice", "heuristic_scope", "select_scope", "widest_scope"]

@@ -1,0 +1,115 @@
+"""What the Retrieve node needs from a knowledge base, and a cache of open ones.
+
+:class:`Searcher` is the slice of ``retrieval.kb.KnowledgeBase`` the subgraph uses, so any
+object with these methods (a test fake, an adapter over a LangChain ``VectorStore``) can
+stand in for it. :func:`open_knowledge_base` keeps one open ``KnowledgeBase`` per
+(folder, embedding spec) for the life of the process, so repeated runs neither reload the
+embedding model nor reopen the index; each cached searcher is guarded by a lock because
+graph runs may share it from several threads.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from retrieval.filters import SearchFilters
+from retrieval.progress import ProgressCallback
+from retrieval.records import SearchResult
+
+if TYPE_CHECKING:
+    from retrieval.kb import Ranker
+
+
+@runtime_checkable
+class Searcher(Protocol):
+    def ensure_fresh(self, *, progress: ProgressCallback | None = None) -> Any:
+        """Index when missing or stale; return a report (with ``to_dict``) or ``None``."""
+
+    def rank(
+        self,
+        query: str,
+        ranker: Ranker,
+        *,
+        limit: int,
+        filters: SearchFilters | None = None,
+    ) -> list[SearchResult]:
+        """One ranker's best ``limit`` results among the chunks ``filters`` allow."""
+
+    def close(self) -> None: ...
+
+
+SearcherFactory = Callable[[str, str | None], Searcher]
+
+
+def _open_real(folder: str, embedding: str | None) -> Searcher:
+    from retrieval.kb import KnowledgeBase
+
+    return KnowledgeBase(folder, embedding=embedding)
+
+
+class SearcherRegistry:
+    """Open searchers by (absolute folder, embedding spec); ``factory`` opens a missing one
+    (default: ``KnowledgeBase``). :meth:`lock` serialises use of one searcher."""
+
+    def __init__(self, factory: SearcherFactory | None = None) -> None:
+        self._factory = factory or _open_real
+        self._open: dict[tuple[str, str | None], Searcher] = {}
+        self._locks: dict[tuple[str, str | None], threading.RLock] = {}
+        self._guard = threading.Lock()
+
+    @staticmethod
+    def key(folder: str | Path, embedding: str | None) -> tuple[str, str | None]:
+        return (str(Path(folder).expanduser().resolve()), embedding)
+
+    def open(self, folder: str | Path, embedding: str | None) -> Searcher:
+        key = self.key(folder, embedding)
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.RLock())
+        # Opening loads the embedding model: hold only this key's lock meanwhile.
+        with lock:
+            searcher = self._open.get(key)
+            if searcher is None:
+                searcher = self._factory(*key)
+                self._open[key] = searcher
+            return searcher
+
+    @contextmanager
+    def lock(self, folder: str | Path, embedding: str | None) -> Iterator[Searcher]:
+        """The searcher, held exclusively for the ``with`` block."""
+        searcher = self.open(folder, embedding)
+        with self._locks[self.key(folder, embedding)]:
+            yield searcher
+
+    def register(self, folder: str | Path, embedding: str | None, searcher: Searcher) -> None:
+        """Use ``searcher`` for this folder and embedding (tests, custom backends)."""
+        key = self.key(folder, embedding)
+        with self._guard:
+            self._locks.setdefault(key, threading.RLock())
+            self._open[key] = searcher
+
+    def close_all(self) -> None:
+        with self._guard:
+            searchers, self._open = list(self._open.values()), {}
+        for searcher in searchers:
+            searcher.close()
+
+
+default_registry = SearcherRegistry()
+
+
+def open_knowledge_base(folder: str | Path, embedding: str | None = "local") -> Searcher:
+    """The process-wide cached searcher of ``folder`` with ``embedding``."""
+    return default_registry.open(folder, embedding)
+
+
+__all__ = [
+    "Searcher",
+    "SearcherFactory",
+    "SearcherRegistry",
+    "default_registry",
+    "open_knowledge_base",
+]

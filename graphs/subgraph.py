@@ -1,0 +1,89 @@
+"""The retrieval subgraph, wired:
+
+    START → decide_retrieve ─(skip)→ END
+                 └→ select_scope → rewrite_query → retrieve → rerank → build_context
+                                       ↑                                     ↓
+                                       └──(not grounded, attempts left)── grounding_check → END
+
+``build_rag_graph()`` compiles it without a checkpointer (a parent agent, or the LangGraph
+server, brings its own); ``rag_graph`` is the default instance that ``langgraph.json``
+exports.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+
+from .nodes import NodeDeps, Reranker
+from .nodes.build_context import build_context
+from .nodes.decide_retrieve import decide_retrieve, route_after_decide
+from .nodes.grounding_check import grounding_check, route_after_grounding
+from .nodes.rerank import rerank
+from .nodes.retrieve import retrieve
+from .nodes.rewrite_query import rewrite_query
+from .nodes.select_scope import select_scope
+from .searcher import SearcherRegistry, default_registry
+from .settings import RagSettings
+from .state import RagInput, RagOutput, RagState
+
+NODE_ORDER = (
+    "decide_retrieve",
+    "select_scope",
+    "rewrite_query",
+    "retrieve",
+    "rerank",
+    "build_context",
+    "grounding_check",
+)
+
+
+def _bind(fn: Any, deps: NodeDeps) -> Any:
+    """A ``(state, runtime)`` node calling ``fn`` with ``deps`` when it takes them."""
+    takes_deps = len(inspect.signature(fn).parameters) == 3
+
+    def node(state: RagState, runtime: Runtime[RagSettings]) -> dict[str, Any]:
+        return fn(state, runtime, deps) if takes_deps else fn(state, runtime)
+
+    node.__name__ = fn.__name__
+    node.__doc__ = fn.__doc__
+    return node
+
+
+def build_rag_graph(
+    *,
+    chat_model: BaseChatModel | None = None,
+    registry: SearcherRegistry | None = None,
+    reranker: Reranker | None = None,
+    name: str = "kbgraph_rag",
+) -> CompiledStateGraph[RagState, RagSettings, RagInput, RagOutput]:
+    """The compiled subgraph. ``chat_model`` overrides ``RagSettings.chat_model`` (tests pass
+    a :class:`graphs.testing.ScriptedChatModel`); ``registry`` supplies the searchers
+    (default: the process-wide cache of ``KnowledgeBase`` objects); ``reranker`` serves
+    ``rerank="cross_encoder"``."""
+    deps = NodeDeps(chat_model=chat_model, registry=registry or default_registry, reranker=reranker)
+    graph = StateGraph(
+        RagState, context_schema=RagSettings, input_schema=RagInput, output_schema=RagOutput
+    )
+    for fn in (decide_retrieve, select_scope, rewrite_query, retrieve, rerank, build_context,
+               grounding_check):  # fmt: skip
+        graph.add_node(fn.__name__, _bind(fn, deps))
+    graph.add_edge(START, "decide_retrieve")
+    graph.add_conditional_edges("decide_retrieve", route_after_decide, ["select_scope", END])
+    graph.add_edge("select_scope", "rewrite_query")
+    graph.add_edge("rewrite_query", "retrieve")
+    graph.add_edge("retrieve", "rerank")
+    graph.add_edge("rerank", "build_context")
+    graph.add_edge("build_context", "grounding_check")
+    graph.add_conditional_edges("grounding_check", route_after_grounding, ["rewrite_query", END])
+    return graph.compile(name=name)
+
+
+rag_graph = build_rag_graph()
+
+__all__ = ["NODE_ORDER", "build_rag_graph", "rag_graph"]

@@ -1,0 +1,261 @@
+"""``rag_search``: the retrieval subgraph as a LangChain tool for tool-calling agents.
+
+    from graphs.tool import rag_search
+    agent = create_react_agent(model, [rag_search], context_schema=RagSettings)
+    agent.invoke({"messages": [...]}, context=RagSettings(knowledge_bases=[...]))
+
+The tool's content is the citation-tagged context (what the model reads) or a clear
+"nothing relevant found" message; its artifact (``ToolMessage.artifact``, never sent to the
+model) holds the structured citations. Knowledge bases and settings come from the run's
+context (``ToolRuntime.context``), so one tool instance serves every configuration.
+
+Sources are numbered across the conversation: when earlier ``rag_search`` results are in
+the state's messages, a source shown before keeps its number and a new one continues after
+the highest, so that ``[N]`` in the final answer names one source after several searches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, NotRequired
+
+from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.prebuilt import ToolRuntime
+from pydantic import Field
+from typing_extensions import TypedDict
+
+from prompts import load_prompt, render_prompt
+from retrieval.context import FENCE, PREAMBLE, ContextEntry, source_header
+from retrieval.errors import ConfigError, KbgraphError
+
+from .settings import RagSettings, settings_from_context
+from .state import Citation, RagGrounding
+
+TOOL_NAME = "rag_search"
+CompiledGraph = CompiledStateGraph[Any, Any, Any, Any]
+
+
+class RagSearchArtifact(TypedDict):
+    """What one call found, for the program (the model sees the content only)."""
+
+    query: str
+    knowledge_bases: list[str]
+    citations: list[Citation]
+    grounded: bool
+    grounding: RagGrounding
+    error: NotRequired[str]
+
+
+def make_rag_search(graph: CompiledGraph | None = None, *, name: str = TOOL_NAME) -> BaseTool:
+    """A ``rag_search`` tool running ``graph`` (default: the package's compiled subgraph;
+    pass one built with ``build_rag_graph(registry=..., chat_model=...)`` to change how it
+    searches)."""
+
+    def rag_search(
+        query: Annotated[str, Field(description=load_prompt("agent_tool_arg_query").strip())],
+        runtime: ToolRuntime[Any, Any],
+        knowledge_bases: Annotated[
+            list[str] | None,
+            Field(description=load_prompt("agent_tool_arg_knowledge_bases").strip()),
+        ] = None,
+    ) -> tuple[str, RagSearchArtifact]:
+        return run_rag_search(graph, query, runtime, knowledge_bases, tool_name=name)
+
+    return StructuredTool.from_function(
+        func=rag_search,
+        name=name,
+        description=load_prompt("agent_tool_description").strip(),
+        response_format="content_and_artifact",
+    )
+
+
+def run_rag_search(
+    graph: CompiledGraph | None,
+    query: str,
+    runtime: ToolRuntime | None,
+    knowledge_bases: Sequence[str] | None = None,
+    *,
+    tool_name: str = TOOL_NAME,
+) -> tuple[str, RagSearchArtifact]:
+    """One search: the tool's (content, artifact). Errors become content the model can
+    read (and an ``error`` in the artifact) rather than exceptions that end the run."""
+    if graph is None:
+        from .subgraph import rag_graph
+
+        graph = rag_graph
+    query = query.strip()
+    names: list[str] = []
+    try:
+        settings = restrict(
+            settings_from_context(getattr(runtime, "context", None)), knowledge_bases
+        )
+        names = [kb.name for kb in settings.resolved_knowledge_bases()]
+        if not query:
+            raise ConfigError("rag_search needs a non-empty query: say what to look up.")
+        out = graph.invoke(
+            {"messages": [HumanMessage(query)], "rag_query": query}, context=settings
+        )
+    except KbgraphError as exc:
+        failed = _artifact(query, names, [], False, None, error=str(exc))
+        return f"{tool_name} failed: {exc}", failed
+    earlier = previous_citations(_messages(runtime), tool_name)
+    citations = number_after(earlier, out.get("rag_citations") or [])
+    grounded = bool(out.get("rag_grounded"))
+    artifact = _artifact(query, names, citations, grounded, out.get("rag_grounding"))
+    return content_for(query, names, citations, artifact["grounding"], grounded), artifact
+
+
+def content_for(
+    query: str,
+    names: Sequence[str],
+    citations: Sequence[Citation],
+    grounding: RagGrounding,
+    grounded: bool,
+) -> str:
+    """What the model reads: the sources, a note when they may not answer the question, or
+    the nothing-found message with the grounding guidance."""
+    kbs = ", ".join(names) or "(no knowledge base configured)"
+    guidance = "; ".join(grounding.get("guidance") or [])
+    if not citations:
+        found = render_prompt("agent_nothing_found", knowledge_bases=kbs, query=query).strip()
+        return f"{found}\n{guidance}".strip()
+    sources = render_sources(citations)
+    if grounded:
+        return sources
+    note = render_prompt(
+        "agent_tool_not_grounded",
+        reasons="; ".join(grounding.get("reasons") or []) or "no reason given",
+        guidance=guidance or load_prompt("agent_default_guidance").strip(),
+    ).strip()
+    return f"{sources}\n\n{note}"
+
+
+def render_sources(citations: Sequence[Citation]) -> str:
+    """The context format of ``retrieval.context.render_context``, numbered by each
+    citation's ``n`` rather than from 1, with a fence no backtick run inside can close."""
+    if not citations:
+        return ""
+    labels = _labels(citations)
+    blocks = [
+        source_header(
+            c["n"],
+            ContextEntry(label, c["lineStart"], c["lineEnd"], c["score"], c["text"], c["page"]),
+        )
+        + "\n"
+        + c["text"].strip("\n")
+        for label, c in zip(labels, citations, strict=True)
+    ]
+    body = "\n\n".join(blocks)
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(len(FENCE), longest + 1)
+    return f"{PREAMBLE}\n{fence}sources\n{body}\n{fence}"
+
+
+def restrict(settings: RagSettings, names: Sequence[str] | None) -> RagSettings:
+    """``settings`` searching only the knowledge bases ``names`` (all when empty)."""
+    if not names:
+        return settings
+    available = {kb.name: kb for kb in settings.resolved_knowledge_bases()}
+    unknown = [n for n in names if n not in available]
+    if unknown:
+        raise ConfigError(
+            f"unknown knowledge base {', '.join(map(repr, unknown))}; available: "
+            f"{', '.join(available) or 'none'}. Call rag_search without knowledge_bases to "
+            "search them all."
+        )
+    specs = [
+        {"name": n, "folder": available[n].folder, "description": available[n].description}
+        for n in dict.fromkeys(names)
+    ]
+    return dataclasses.replace(settings, knowledge_bases=specs)  # type: ignore[arg-type]
+
+
+def number_after(earlier: Sequence[Citation], found: Sequence[Citation]) -> list[Citation]:
+    """``found`` numbered for a conversation that already holds ``earlier``: a source that
+    was shown before (same knowledge base, file and lines) keeps its number, a new one
+    gets the next free number, so one ``[N]`` never names two different sources."""
+    known = {_place(c): c["n"] for c in earlier}
+    next_n = max(known.values(), default=0)
+    out: list[Citation] = []
+    for citation in found:
+        n = known.get(_place(citation))
+        if n is None:
+            next_n += 1
+            n = known[_place(citation)] = next_n
+        out.append({**citation, "n": n})
+    return out
+
+
+def previous_citations(messages: Sequence[Any], tool_name: str = TOOL_NAME) -> list[Citation]:
+    """Every citation of every ``rag_search`` result in ``messages``, in order."""
+    out: list[Citation] = []
+    for message in messages:
+        if isinstance(message, ToolMessage) and message.name == tool_name:
+            artifact = message.artifact
+            if isinstance(artifact, Mapping):
+                out.extend(artifact.get("citations") or [])
+    return out
+
+
+def _messages(runtime: ToolRuntime | None) -> list[Any]:
+    state = getattr(runtime, "state", None)
+    if isinstance(state, Mapping):
+        return list(state.get("messages") or [])
+    return list(getattr(state, "messages", None) or [])
+
+
+def _place(citation: Citation) -> tuple[str, str, int, int]:
+    return (citation["kb"], citation["source"], citation["lineStart"], citation["lineEnd"])
+
+
+def _labels(citations: Sequence[Citation]) -> list[str]:
+    """Sources, prefixed ``kb:`` where the same path occurs in several knowledge bases
+    (as BuildContext labels them)."""
+    kbs_of: dict[str, set[str]] = {}
+    for c in citations:
+        kbs_of.setdefault(c["source"], set()).add(c["kb"])
+    return [
+        f"{c['kb']}:{c['source']}" if len(kbs_of[c["source"]]) > 1 else c["source"]
+        for c in citations
+    ]
+
+
+def _artifact(
+    query: str,
+    names: list[str],
+    citations: list[Citation],
+    grounded: bool,
+    grounding: RagGrounding | None,
+    *,
+    error: str | None = None,
+) -> RagSearchArtifact:
+    artifact = RagSearchArtifact(
+        query=query,
+        knowledge_bases=names,
+        citations=citations,
+        grounded=grounded,
+        grounding=grounding or {"grounded": False, "reasons": [], "guidance": []},
+    )
+    if error is not None:
+        artifact["error"] = error
+    return artifact
+
+
+rag_search = make_rag_search()
+
+__all__ = [
+    "TOOL_NAME",
+    "RagSearchArtifact",
+    "content_for",
+    "make_rag_search",
+    "number_after",
+    "previous_citations",
+    "rag_search",
+    "render_sources",
+    "restrict",
+    "run_rag_search",
+]

@@ -1,0 +1,16 @@
+"""Chunking strategies: where a file is cut into the pieces that get indexed.
+
+Every strategy works on a :class:`~retrieval.segments.Segment`'s normalised text and
+returns :class:`~retrieval.segments.Span` positions in it: sorted, trimmed of whitespace,
+never longer than the cap, covering every non-whitespace character, and never cutting a
+grapheme cluster apart unless a single cluster is longer than the size.
+
+    spans = chunk_segment(segment, ChunkConfig(strategy="sentence"), "text")
+    chunks = chunk_file([segment], ChunkConfig(), "markdown", "docs/install.md")
+"""
+
+from __future__ import annotations
+
+from ._dispatch import CHUNKERS, Choice, Chunker, choose, chunk_file, chunk_segment
+
+__all__ = ["CHUNKERS", "Choice", "Chunker", "choose", "chunk_file", "chunk_segment"]

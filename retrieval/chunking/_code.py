@@ -1,0 +1,88 @@
+"""Source code: chunks that start where top-level definitions start.
+
+A definition starts at column 0 with a keyword of the common languages (``def``,
+``class``, ``async def``, ``function``, ``fn``, ``pub fn``, ``func``, ``impl``, ``struct``,
+``interface``, ``type``, ``export``, ``const`` ...). Decorators and attributes (``@route``,
+``#[derive]``) and the comment block right above a definition belong to it, so the chunk
+starts at the first of them. Small definitions are packed together up to the size; a
+longer one is split at blank lines, then lines, and its pieces overlap from a line start.
+Chunks do not overlap across a definition boundary (a chunk that opened with the tail of
+the previous function would mislead).
+"""
+
+from __future__ import annotations
+
+import re
+from array import array
+from typing import Literal
+
+from retrieval.segments import Span
+
+from ._boundaries import Positions, line_starts, paragraph_starts, word_starts
+from ._pack import Plan, checked_settings, finalize, pack
+
+_MODIFIERS = (
+    r"pub(?:\([^)\n]*\))?|public|private|protected|internal|static|abstract|final|sealed"
+    r"|async|unsafe|extern(?:[ \t]+\"[^\"\n]*\")?|declare|open|override|inline|data|case"
+    r"|default|export"
+)
+_KEYWORDS = (
+    r"def|class|function\*?|fn|fun|func|impl|struct|enum|trait|interface|type|const|let|var"
+    r"|mod|module|namespace|object|record|union|macro_rules!|export"
+)
+DEFINITION = re.compile(rf"(?:(?:{_MODIFIERS})[ \t]+)*(?:{_KEYWORDS})(?=[\s(<{{:*!]|$)")
+_ATTACHED = re.compile(r"@|#\[")  # Python/Java/TS decorators, Rust attributes
+_COMMENT = re.compile(r"#|//|/\*|\*|--| \*")
+
+LineKind = Literal["blank", "definition", "attached", "comment", "other"]
+
+
+def line_kind(line: str) -> LineKind:
+    if not line.strip():
+        return "blank"
+    if _ATTACHED.match(line):
+        return "attached"
+    if DEFINITION.match(line):
+        return "definition"
+    if _COMMENT.match(line):
+        return "comment"
+    return "other"
+
+
+def definition_starts(text: str) -> Positions:
+    """Where each top-level definition starts, its decorators and leading comments
+    included; the start of the text is not listed."""
+    starts = [0, *line_starts(text)]
+    found = []
+    header: int | None = None  # first line of the decorators/comments above a definition
+    in_decorator = False  # a decorator's arguments may span lines
+    for index, start in enumerate(starts):
+        end = starts[index + 1] if index + 1 < len(starts) else len(text)
+        kind = line_kind(text[start:end])
+        if kind == "blank":
+            header, in_decorator = None, False
+        elif kind == "definition":
+            found.append(starts[header] if header is not None else start)
+            header, in_decorator = None, False
+        elif kind in ("attached", "comment"):
+            header = index if header is None else header
+            in_decorator = in_decorator or kind == "attached"
+        elif not in_decorator:
+            header = None
+    return array("q", (pos for pos in found if pos > 0))
+
+
+def code(text: str, size: int, overlap: int, cap: int) -> list[Span]:
+    size, overlap = checked_settings(size, overlap, cap)
+    definitions = definition_starts(text)
+    plan = Plan(
+        levels=(
+            (definitions,),
+            (paragraph_starts(text),),
+            (line_starts(text),),
+            (word_starts(text),),
+        ),
+        barriers=frozenset(definitions),
+        line_overlap=True,
+    )
+    return finalize(text, pack(text, 0, len(text), plan, size, overlap), cap)

@@ -1,0 +1,87 @@
+"""Choosing a strategy for a file and running it over the file's segments."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Protocol
+
+from retrieval.config import ChunkConfig, ChunkStrategy
+from retrieval.records import Chunk, FileKind
+from retrieval.segments import Segment, Span, spans_to_chunks
+
+from ._code import code
+from ._markdown import markdown
+from ._prose import fixed_size, paragraph, recursive, sentence
+from ._units import chunk_units
+
+
+class Chunker(Protocol):
+    """A strategy: spans of ``text`` of at most ``min(size, cap)`` characters, sorted,
+    trimmed, covering every non-whitespace character; neighbours share about ``overlap``
+    characters."""
+
+    def __call__(self, text: str, size: int, overlap: int, cap: int) -> list[Span]: ...
+
+
+CHUNKERS: Mapping[ChunkStrategy, Chunker] = MappingProxyType(
+    {
+        "fixed_size": fixed_size,
+        "sentence": sentence,
+        "paragraph": paragraph,
+        "recursive": recursive,
+        "markdown": markdown,
+        "code": code,
+    }
+)
+
+# Data files (JSON, YAML, TOML) are dense: a smaller chunk keeps one record or table per
+# chunk instead of several unrelated ones.
+DATA_SIZE_RATIO = 2
+_MIN_DATA_SIZE = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """The strategy and settings a file of some kind is chunked with."""
+
+    strategy: ChunkStrategy
+    size: int
+    overlap: int
+    cap: int
+
+
+def choose(config: ChunkConfig, kind: FileKind) -> Choice:
+    """``config.strategy`` for every kind, unless ``by_kind``: then Markdown files use
+    ``markdown``, code files ``code`` and data files ``recursive`` at half the size."""
+    cap = config.max_chunk_chars
+    if config.by_kind and kind == "markdown":
+        return Choice("markdown", config.chunk_size, config.overlap, cap)
+    if config.by_kind and kind == "code":
+        return Choice("code", config.chunk_size, config.overlap, cap)
+    if config.by_kind and kind == "data":
+        size = max(_MIN_DATA_SIZE, config.chunk_size // DATA_SIZE_RATIO)
+        overlap = min(config.overlap // DATA_SIZE_RATIO, size // 4)
+        return Choice("recursive", size, overlap, cap)
+    return Choice(config.strategy, config.chunk_size, config.overlap, cap)
+
+
+def chunk_segment(segment: Segment, config: ChunkConfig, kind: FileKind) -> list[Span]:
+    """Spans of ``segment.text``; records (``segment.units``) are always kept whole."""
+    choice = choose(config, kind)
+    if segment.units is not None:
+        return chunk_units(segment.text, segment.units, choice.size, 0, choice.cap)
+    chunker = CHUNKERS[choice.strategy]
+    return chunker(segment.text, choice.size, choice.overlap, choice.cap)
+
+
+def chunk_file(
+    segments: list[Segment], config: ChunkConfig, kind: FileKind, source: str
+) -> list[Chunk]:
+    """The chunks of every segment of a file (pages of a PDF, or the one segment of any
+    other file), in order."""
+    chunks: list[Chunk] = []
+    for segment in segments:
+        chunks.extend(spans_to_chunks(segment, chunk_segment(segment, config, kind), source))
+    return chunks

@@ -1,0 +1,48 @@
+"""The embedding layer: specs to LangChain ``Embeddings``, robust batch embedding, and the
+embedding cache.
+
+    embeddings = resolve_embeddings("local")          # or openai:<model>, fake, ...
+    embedder = BatchEmbedder(embeddings)
+    with EmbeddingCache(index_dir / "embeddings.sqlite", embedder.info.key) as cache:
+        outcome = embed_with_cache(embedder, cache, texts)
+"""
+
+from ._batching import BatchEmbedder, EmbeddedBatch, EmbedOutcome, check_dims, l2_normalise
+from ._cache import CachedEmbedOutcome, EmbeddingCache, embed_with_cache
+from ._fake import FakeEmbeddings
+from ._local import LocalEmbeddings, packaged_model_dir
+from ._providers import resolve_embeddings
+from ._retry import ErrorVerdict, backoff_delay, classify_error, parse_retry_after
+from ._spec import (
+    ALLOWED_FORMS,
+    PACKAGED_MODEL,
+    EmbeddingInfo,
+    EmbeddingSpec,
+    describe_embeddings,
+    parse_spec,
+)
+
+__all__ = [
+    "ALLOWED_FORMS",
+    "PACKAGED_MODEL",
+    "BatchEmbedder",
+    "CachedEmbedOutcome",
+    "EmbedOutcome",
+    "EmbeddedBatch",
+    "EmbeddingCache",
+    "EmbeddingInfo",
+    "EmbeddingSpec",
+    "ErrorVerdict",
+    "FakeEmbeddings",
+    "LocalEmbeddings",
+    "backoff_delay",
+    "check_dims",
+    "classify_error",
+    "describe_embeddings",
+    "embed_with_cache",
+    "l2_normalise",
+    "packaged_model_dir",
+    "parse_retry_after",
+    "parse_spec",
+    "resolve_embeddings",
+]

@@ -1,0 +1,299 @@
+"""Embedding many texts robustly: batches, retries with backoff, input-length caps, and
+isolation of the inputs a provider refuses, so one bad chunk never fails an indexing run."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+from ..errors import DimensionMismatchError, EmbeddingError, KbgraphError
+from ._retry import ErrorVerdict, backoff_delay, classify_error
+from ._spec import EmbeddingInfo, describe_embeddings
+
+logger = logging.getLogger("retrieval.embeddings")
+
+_HINTS = {
+    401: "check the API key",
+    403: "check the API key's permissions",
+    404: "check the model or deployment name and the base URL",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedOutcome:
+    """``vectors`` is float32 ``(n, d)``, rows L2-normalised; rows of ``failed`` are zeros."""
+
+    vectors: np.ndarray
+    failed: list[int] = field(default_factory=list)
+    truncated: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddedBatch:
+    """One batch of ``BatchEmbedder.iter_batches``: texts ``[start, start + len(vectors))``;
+    ``failed`` holds absolute indices."""
+
+    start: int
+    vectors: np.ndarray
+    failed: list[int]
+
+
+def l2_normalise(matrix: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit Euclidean length; all-zero rows stay zero (no division by 0)."""
+    out = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    return np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
+
+
+def check_dims(
+    expected: int,
+    actual: int,
+    *,
+    index_model: str | None = None,
+    current_model: str | None = None,
+) -> None:
+    """Raise ``DimensionMismatchError`` when the current model's vectors do not fit the index."""
+    if expected == actual:
+        return
+    built_by = f" by {index_model}" if index_model else ""
+    current = current_model or "the current embedding model"
+    raise DimensionMismatchError(
+        f"the index was built with {expected}-dimensional vectors{built_by}, but {current} "
+        f"gives {actual}-dimensional vectors; re-index with `kbgraph index --rebuild` "
+        "or use the original model"
+    )
+
+
+class BatchEmbedder:
+    """Wraps any LangChain ``Embeddings``.
+
+    Transient failures (429, 408, 409, 5xx, timeouts, connection errors) are retried up to
+    ``max_retries`` times with exponential backoff and jitter, honouring Retry-After; then
+    ``EmbeddingError``. A batch the provider rejects (400, 413, 422) is bisected until the
+    refused inputs are found; they are reported in ``failed`` and get zero rows. Texts longer
+    than ``max_chars`` are cut (sentence-transformers models truncate to their own token
+    limit on top of this). ``sleep`` and ``rng`` are injectable for tests."""
+
+    def __init__(
+        self,
+        embeddings: Embeddings,
+        *,
+        batch_size: int = 64,
+        max_retries: int = 5,
+        base_delay: float = 1.0,
+        max_delay: float = 30.0,
+        max_retry_after: float = 120.0,
+        max_chars: int = 8000,
+        sleep: Callable[[float], None] = time.sleep,
+        rng: random.Random | None = None,
+    ) -> None:
+        if batch_size < 1 or max_retries < 0 or max_chars < 1:
+            raise ValueError("batch_size and max_chars must be ≥ 1 and max_retries ≥ 0")
+        self.embeddings = embeddings
+        self.batch_size = batch_size
+        self.max_retries = max_retries
+        self.base_delay = base_delay
+        self.max_delay = max_delay
+        self.max_retry_after = max_retry_after
+        self.max_chars = max_chars
+        self._sleep = sleep
+        self._rng = rng or random.Random()
+        self.info: EmbeddingInfo = describe_embeddings(embeddings)
+        self.dims: int | None = None  # known after the first successful call
+
+    # -- public API -------------------------------------------------------------------
+
+    def embed(
+        self, texts: Sequence[str], on_batch: Callable[[int], None] | None = None
+    ) -> EmbedOutcome:
+        """Embed ``texts`` in order. ``on_batch`` is called after each batch with the number
+        of texts done so far."""
+        batches: list[EmbeddedBatch] = []
+        for batch in self.iter_batches(texts):
+            batches.append(batch)
+            if on_batch is not None:
+                on_batch(batch.start + len(batch.vectors))
+        # Batches embedded before the vector size was known (all refused) have width 0.
+        vectors = np.zeros((len(texts), self.dims or 0), dtype=np.float32)
+        failed: list[int] = []
+        for batch in batches:
+            if batch.vectors.shape[1]:
+                vectors[batch.start : batch.start + len(batch.vectors)] = batch.vectors
+            failed += batch.failed
+        return EmbedOutcome(vectors, failed, self.count_truncated(texts))
+
+    def iter_batches(self, texts: Sequence[str]) -> Iterator[EmbeddedBatch]:
+        """Embed batch by batch, yielding each as soon as it is done (so that callers can
+        persist progress). Raises ``EmbeddingError`` when the provider refused every one of
+        several inputs: that is a setting (model name, server) gone wrong, not bad data."""
+        self._warn_truncation(texts)
+        prepared = [text[: self.max_chars] for text in texts]
+        embedded_any = False
+        for start in range(0, len(prepared), self.batch_size):
+            chunk = prepared[start : start + self.batch_size]
+            rows = self._embed_span(chunk, start)
+            failed = [start + i for i, row in enumerate(rows) if row is None]
+            embedded_any = embedded_any or len(failed) < len(rows)
+            if not embedded_any and len(prepared) > 1 and start + len(chunk) == len(prepared):
+                raise EmbeddingError(
+                    f"{self.info.key} refused every one of the {len(prepared)} inputs; "
+                    "check the model name and the server's logs"
+                )
+            yield EmbeddedBatch(start, self._stack(rows), failed)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """One normalised query vector (``EmbeddingError`` when the provider refuses it)."""
+        if len(text) > self.max_chars:
+            logger.warning("query truncated to %d characters", self.max_chars)
+        query = text[: self.max_chars]
+        try:
+            vector = self._with_retries(lambda: [self.embeddings.embed_query(query)], 1)
+        except _Rejected as rejected:
+            raise EmbeddingError(
+                f"{self.info.key} refused the query (HTTP {rejected.verdict.status}: "
+                f"{rejected.__cause__}); try rephrasing it"
+            ) from rejected.__cause__
+        matrix = self._validate(vector, 1)
+        if not np.isfinite(matrix).all() or not np.abs(matrix).sum() > 0:
+            raise EmbeddingError(f"{self.info.key} returned an unusable (NaN or zero) vector")
+        return l2_normalise(matrix)[0]
+
+    def dimensions(self) -> int:
+        """Vector size of the model (embeds a probe text when not yet known)."""
+        if self.dims is None:
+            self.embed_query("dimension probe")
+        assert self.dims is not None
+        return self.dims
+
+    def count_truncated(self, texts: Sequence[str]) -> int:
+        return sum(1 for text in texts if len(text) > self.max_chars)
+
+    # -- internals --------------------------------------------------------------------
+
+    def _warn_truncation(self, texts: Sequence[str]) -> None:
+        count = self.count_truncated(texts)
+        if count:
+            logger.warning(
+                "%d of %d texts are longer than %d characters and were truncated before "
+                "embedding; smaller chunks avoid this",
+                count,
+                len(texts),
+                self.max_chars,
+            )
+
+    def _stack(self, rows: list[np.ndarray | None]) -> np.ndarray:
+        width = self.dims or 0
+        out = np.zeros((len(rows), width), dtype=np.float32)
+        for i, row in enumerate(rows):
+            if row is not None:
+                out[i] = row
+        return out
+
+    def _embed_span(self, texts: list[str], offset: int) -> list[np.ndarray | None]:
+        """Rows for ``texts``; ``None`` for the inputs the provider refused (bisection)."""
+        try:
+            raw = self._with_retries(lambda: self.embeddings.embed_documents(texts), len(texts))
+        except _Rejected as rejected:
+            if len(texts) == 1:
+                logger.warning(
+                    "input %d was refused by %s (HTTP %s) and is left out: %s",
+                    offset,
+                    self.info.key,
+                    rejected.verdict.status,
+                    rejected.__cause__,
+                )
+                return [None]
+            half = len(texts) // 2
+            return self._embed_span(texts[:half], offset) + self._embed_span(
+                texts[half:], offset + half
+            )
+        matrix = self._validate(raw, len(texts))
+        # A NaN/inf or all-zero vector cannot be normalised or ranked: count it as failed.
+        usable = np.isfinite(matrix).all(axis=1) & (np.abs(matrix).sum(axis=1) > 0)
+        normalised = l2_normalise(np.where(usable[:, None], matrix, 0.0))
+        return [normalised[i] if usable[i] else None for i in range(len(texts))]
+
+    def _validate(self, raw: object, expected: int) -> np.ndarray:
+        try:
+            matrix = np.asarray(raw, dtype=np.float32)
+        except (TypeError, ValueError) as exc:
+            raise EmbeddingError(
+                f"{self.info.key} returned vectors of unequal length: {exc}"
+            ) from exc
+        if matrix.ndim != 2 or matrix.shape[0] != expected:
+            raise EmbeddingError(
+                f"{self.info.key} returned {matrix.shape[0] if matrix.ndim else 0} vectors "
+                f"for {expected} texts; the provider or server is not behaving as an "
+                "embeddings API"
+            )
+        if self.dims is None:
+            self.dims = int(matrix.shape[1])
+        elif matrix.shape[1] != self.dims:
+            raise EmbeddingError(
+                f"{self.info.key} changed vector size mid-run ({self.dims} → "
+                f"{matrix.shape[1]}); is the server serving another model?"
+            )
+        return matrix
+
+    def _with_retries(self, call: Callable[[], object], size: int) -> object:
+        for attempt in range(self.max_retries + 1):
+            try:
+                return call()
+            except KbgraphError:
+                raise
+            except Exception as exc:
+                verdict = classify_error(exc)
+                if verdict.kind == "rejected":
+                    raise _Rejected(verdict) from exc
+                if verdict.kind == "fatal":
+                    raise self._fatal(verdict, exc) from exc
+                if attempt == self.max_retries:
+                    raise EmbeddingError(
+                        f"{self.info.key} still failing after {self.max_retries + 1} attempts "
+                        f"({_describe(verdict, exc)}); check that the provider is reachable "
+                        "and try again later — texts already embedded are kept in the cache"
+                    ) from exc
+                delay = backoff_delay(
+                    attempt,
+                    verdict.retry_after,
+                    jitter=self._rng.random(),
+                    base=self.base_delay,
+                    cap=self.max_delay,
+                    max_retry_after=self.max_retry_after,
+                )
+                logger.info(
+                    "embedding %d texts failed (%s); retry %d/%d in %.2fs",
+                    size,
+                    _describe(verdict, exc),
+                    attempt + 1,
+                    self.max_retries,
+                    delay,
+                )
+                self._sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _fatal(self, verdict: ErrorVerdict, exc: Exception) -> EmbeddingError:
+        hint = _HINTS.get(verdict.status or 0, "check the embedding settings")
+        return EmbeddingError(f"{self.info.key} failed: {_describe(verdict, exc)}; {hint}")
+
+
+class _Rejected(Exception):
+    """The provider refused the request's content (internal signal for bisection)."""
+
+    def __init__(self, verdict: ErrorVerdict) -> None:
+        super().__init__(verdict.status)
+        self.verdict = verdict
+
+
+def _describe(verdict: ErrorVerdict, exc: BaseException) -> str:
+    status = f"HTTP {verdict.status}: " if verdict.status is not None else ""
+    return f"{status}{type(exc).__name__}: {exc}"
+
+
+__all__ = ["BatchEmbedder", "EmbedOutcome", "EmbeddedBatch", "check_dims", "l2_normalise"]

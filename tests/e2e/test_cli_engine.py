@@ -1,0 +1,107 @@
+"""The engine's CLI as a user runs it: real subprocesses, real local model."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from retrieval.segments import normalize_newlines
+
+pytestmark = pytest.mark.e2e
+HTTPX_DOCS = Path(__file__).resolve().parents[3] / "shared" / "data" / "corpora" / "httpx-docs"
+
+
+def kbgraph(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "kbgraph", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
+    if check:
+        assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def _lines(path: Path, start: int, end: int) -> str:
+    text = normalize_newlines(path.read_bytes().decode("utf-8"))
+    return "\n".join(text.split("\n")[start - 1 : end])
+
+
+@pytest.fixture(scope="module")
+def httpx_docs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy in a temporary folder: the shared data stays read-only and unindexed."""
+    if not HTTPX_DOCS.is_dir():
+        pytest.skip(f"{HTTPX_DOCS} is missing (../shared beside the repo)")
+    target = tmp_path_factory.mktemp("corpora") / "httpx-docs"
+    shutil.copytree(HTTPX_DOCS, target)
+    return target
+
+
+def test_index_then_search_cites_lines_that_contain_the_text(httpx_docs: Path) -> None:
+    first = json.loads(kbgraph("index", str(httpx_docs), "--json").stdout)
+    assert first["fileCount"] >= 30 and first["chunkCount"] > 100
+    assert first["embedded"] == first["chunkCount"] and first["reused"] == 0
+    for key in ("indexSize", "lastIndexed", "staleFiles", "skipped"):
+        assert key in first
+    for query, mode in [
+        ("How do I set a timeout?", "hybrid"),
+        ("HTTP/2 support", "vector"),
+        ("proxies environment variables", "bm25"),
+    ]:
+        out = json.loads(
+            kbgraph(
+                "search", str(httpx_docs), query, "--top-k", "5", "--mode", mode, "--json"
+            ).stdout
+        )
+        assert len(out["results"]) == 5
+        for r in out["results"]:
+            assert set(r) >= {
+                "text",
+                "score",
+                "source",
+                "lineStart",
+                "lineEnd",
+                "chunkId",
+                "section",
+                "page",
+                "ranks",
+            }
+            assert r["text"] in _lines(httpx_docs / r["source"], r["lineStart"], r["lineEnd"])
+
+
+def test_second_run_embeds_nothing_and_an_edit_only_its_chunks(httpx_docs: Path) -> None:
+    kbgraph("index", str(httpx_docs), "--json")
+    again = json.loads(kbgraph("index", str(httpx_docs), "--json").stdout)
+    assert again["embedded"] == 0 and again["reused"] == again["chunkCount"]
+    target = httpx_docs / "http2.md"
+    target.write_text(target.read_text() + "\n\nA brand new closing paragraph about HTTP/2.\n")
+    edited = json.loads(kbgraph("index", str(httpx_docs), "--json").stdout)
+    assert 1 <= edited["embedded"] <= 3
+    assert edited["reused"] == edited["chunkCount"] - edited["embedded"]
+
+
+def test_stats_delete_and_exit_codes(httpx_docs: Path, tmp_path: Path) -> None:
+    kbgraph("index", str(httpx_docs))
+    stats = json.loads(kbgraph("stats", str(httpx_docs), "--json", "--validate").stdout)
+    assert stats["staleFiles"] == 0 and stats["embedding"]["dims"] == 384
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    missing = kbgraph("search", str(empty), "anything", check=False)
+    assert missing.returncode == 3
+    assert missing.stderr.startswith("kbgraph: ") and len(missing.stderr.splitlines()) == 1
+    bad = kbgraph("index", str(empty), "--embedding", "nonsense:thing", check=False)
+    assert bad.returncode == 2 and "allowed" in bad.stderr.lower()
+    (httpx_docs / ".kbgraph" / "CURRENT").write_text("gen-missing\n")
+    corrupt = kbgraph("search", str(httpx_docs), "timeout", check=False)
+    assert corrupt.returncode == 5
+    deleted = json.loads(kbgraph("delete", str(httpx_docs), "--json").stdout)
+    assert not Path(deleted["deleted"]).exists()

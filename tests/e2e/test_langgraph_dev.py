@@ -1,0 +1,185 @@
+"""``langgraph dev`` serves the three graphs of ``langgraph.json``; a real server process on
+a free loopback port, driven by ``langgraph_sdk`` as Studio or an application would."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph_sdk import get_sync_client
+from langgraph_sdk.client import SyncLangGraphClient
+
+from graphs.subgraph import NODE_ORDER
+from tests.support.openai_server import ChatReply, OpenAIServer, ToolCall
+
+from .conftest import DevServer, make_docs
+
+pytestmark = pytest.mark.e2e
+
+QUESTION = "How do I change the number of retries?"
+
+
+@pytest.fixture(scope="module")
+def client(dev_server: DevServer) -> SyncLangGraphClient:
+    return get_sync_client(url=dev_server.url)
+
+
+def _assistant(client: SyncLangGraphClient, graph_id: str) -> str:
+    found = client.assistants.search(graph_id=graph_id)
+    assert len(found) == 1, f"one assistant for {graph_id}, got {found}"
+    return str(found[0]["assistant_id"])
+
+
+def _context(folder: Path, **extra: Any) -> dict[str, Any]:
+    return {
+        "knowledge_bases": [{"name": "docs", "folder": str(folder)}],
+        "embedding": "fake",
+        **extra,
+    }
+
+
+def _user(text: str) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": text}]}
+
+
+def _lines(folder: Path, citation: dict[str, Any]) -> str:
+    text = (folder / citation["source"]).read_bytes().decode("utf-8").splitlines()
+    return "\n".join(text[citation["lineStart"] - 1 : citation["lineEnd"]])
+
+
+def test_the_three_graphs_are_listed(client: SyncLangGraphClient) -> None:
+    graph_ids = {a["graph_id"] for a in client.assistants.search(limit=50)}
+    assert graph_ids == {"rag_subgraph", "chat_agent", "tool_agent"}
+
+
+def test_xray_shows_the_seven_nodes(client: SyncLangGraphClient) -> None:
+    subgraph = client.assistants.get_graph(_assistant(client, "rag_subgraph"), xray=True)
+    assert [n["id"] for n in subgraph["nodes"]] == ["__start__", *NODE_ORDER, "__end__"]
+    chat = client.assistants.get_graph(_assistant(client, "chat_agent"), xray=True)
+    ids = {n["id"] for n in chat["nodes"]}
+    assert {f"rag:{name}" for name in NODE_ORDER} | {"answer", "extract_citations"} <= ids
+
+
+def test_run_the_subgraph_on_a_folder(client: SyncLangGraphClient, docs_folder: Path) -> None:
+    out = client.runs.wait(
+        None,
+        _assistant(client, "rag_subgraph"),
+        input=_user(QUESTION),
+        context=_context(docs_folder),
+    )
+    assert isinstance(out, dict)
+    assert out["rag_grounded"] is True
+    first = out["rag_citations"][0]
+    assert first["source"] == "retry.md"
+    assert first["text"] == _lines(docs_folder, first)
+    assert "[1] Source: retry.md" in out["rag_context"]
+    assert [s["node"] for s in out["rag_retrieval_debug"]["steps"]] == list(NODE_ORDER)
+
+
+def test_chat_agent_streams_knowledge_events_and_answers(
+    client: SyncLangGraphClient, tmp_path: Path
+) -> None:
+    folder = make_docs(tmp_path / "fresh")  # not indexed yet: the run indexes it first
+    custom: list[dict[str, Any]] = []
+    final: dict[str, Any] = {}
+    for part in client.runs.stream(
+        None,
+        _assistant(client, "chat_agent"),
+        input=_user(QUESTION),
+        context=_context(folder),
+        stream_mode=["custom", "values"],
+        stream_subgraphs=True,
+    ):
+        if part.event.startswith("custom"):
+            custom.append(part.data)
+        elif part.event == "values":
+            final = part.data
+        assert part.event != "error", part.data
+    events = [e["event"] for e in custom]
+    assert "knowledge.index.progress" in events
+    assert events.index("knowledge.search.started") < events.index("knowledge.search.done")
+    done = next(e for e in custom if e["event"] == "knowledge.index.done")
+    assert done["indexed"] is True and done["kb"] == "docs"
+    assert final["answer"].startswith("Extractive answer (no chat model configured):")
+    assert final["answer_citations"]
+    for citation in final["answer_citations"]:
+        assert final["answer"][citation["start"] : citation["end"]] == citation["marker"]
+
+
+def test_chat_agent_keeps_a_conversation_on_a_thread(
+    client: SyncLangGraphClient, docs_folder: Path
+) -> None:
+    assistant = _assistant(client, "chat_agent")
+    thread = client.threads.create()
+    first = client.runs.wait(
+        thread["thread_id"], assistant, input=_user(QUESTION), context=_context(docs_folder)
+    )
+    assert isinstance(first, dict) and first["answer_citations"]
+    second = client.runs.wait(
+        thread["thread_id"], assistant, input=_user("thanks!"), context=_context(docs_folder)
+    )
+    assert isinstance(second, dict)
+    assert second["rag_should_retrieve"] is False
+    assert second["answer_citations"] == []
+    assert len(second["messages"]) == 4
+
+
+def test_tool_agent_runs_with_a_model_from_the_context(
+    client: SyncLangGraphClient, docs_folder: Path
+) -> None:
+    out = client.runs.wait(
+        None,
+        _assistant(client, "tool_agent"),
+        input=_user("hello"),
+        context=_context(docs_folder, chat_model="fake:Hello from the scripted model."),
+    )
+    assert isinstance(out, dict)
+    assert out["answer"] == "Hello from the scripted model."
+
+
+def _react_model(body: dict[str, Any]) -> ChatReply | str:
+    """A chat model behind a real OpenAI-compatible endpoint: with ``rag_search`` bound it
+    searches once, then answers citing [1]; the subgraph's own structured calls get prose,
+    so its nodes fall back to their heuristics."""
+    tools = [t.get("function", {}).get("name") for t in body.get("tools") or []]
+    if "rag_search" not in tools:
+        return "not the JSON you asked for"
+    if any(m.get("role") == "tool" for m in body.get("messages") or []):
+        return "Set max_attempts in client.toml [1]."
+    return ChatReply(tool_calls=(ToolCall("rag_search", {"query": "number of retries"}),))
+
+
+def test_tool_agent_searches_through_a_real_chat_endpoint(
+    client: SyncLangGraphClient, docs_folder: Path
+) -> None:
+    with OpenAIServer(chat_responder=_react_model) as chat:
+        spec = f"openai_compatible:fake-chat@{chat.base_url}"
+        out = client.runs.wait(
+            None,
+            _assistant(client, "tool_agent"),
+            input=_user("How do I change the number of retries?"),
+            context=_context(docs_folder, chat_model=spec),
+        )
+    assert isinstance(out, dict)
+    tool_messages = [m for m in out["messages"] if m["type"] == "tool"]
+    assert len(tool_messages) == 1
+    assert "[1] Source: retry.md" in tool_messages[0]["content"]
+    assert out["answer"] == "Set max_attempts in client.toml [1]."
+    (cited,) = out["answer_citations"]
+    assert (cited["n"], cited["source"]) == (1, "retry.md")
+    assert cited["lineStart"] <= 4 <= cited["lineEnd"]
+
+
+def test_tool_agent_without_a_model_fails_the_run_not_the_server(
+    client: SyncLangGraphClient, docs_folder: Path
+) -> None:
+    assistant = _assistant(client, "tool_agent")
+    thread = client.threads.create()
+    run = client.runs.create(
+        thread["thread_id"], assistant, input=_user("retries?"), context=_context(docs_folder)
+    )
+    client.runs.join(thread["thread_id"], run["run_id"])
+    status = client.runs.get(thread["thread_id"], run["run_id"])["status"]
+    assert status == "error"
+    assert client.assistants.search(limit=50), "the server still answers"

@@ -1,0 +1,424 @@
+"""The chat agent (subgraph → answer → extract_citations), the ReAct tool agent, the
+extractive answer and the ``ask`` command, on real folders indexed with the ``fake``
+embedding; chat models are scripted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from graphs import _extractive, _trace
+from graphs.agents import build_chat_agent, build_tool_agent, chat_agent
+from graphs.cli import ask, json_view
+from graphs.settings import RagSettings
+from graphs.subgraph import NODE_ORDER, build_rag_graph
+from graphs.testing import ScriptedChatModel, tool_call_message
+from graphs.tool import TOOL_NAME
+from retrieval.errors import ConfigError
+
+DOCS = {
+    "retry.md": "# Retry policy\n\nThe client retries failed requests with exponential backoff.\n"
+    "Set `max_attempts` in `client.toml` to change the number of retries.\n",
+    "tokens.md": "# Tokens\n\nAccess tokens expire after one hour.\nRefresh tokens expire after "
+    "thirty days.\n",
+    "cache/größe.md": "# Cache-Größe\r\n\r\nDie Größe des Caches wird in Megabyte angegeben.\r\n",
+}
+RETRY_QUESTION = "How do I change the number of retries?"
+
+
+@pytest.fixture(scope="module")
+def docs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("docs")
+    for rel, text in DOCS.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(text.encode("utf-8"))
+    return root
+
+
+@pytest.fixture(scope="module")
+def settings(docs: Path) -> RagSettings:
+    return RagSettings(knowledge_bases=[{"name": "docs", "folder": str(docs)}], embedding="fake")
+
+
+def _ask(graph: Any, question: str, settings: RagSettings, **config: Any) -> dict[str, Any]:
+    return dict(graph.invoke({"messages": [HumanMessage(question)]}, context=settings, **config))
+
+
+def _trajectory(graph: Any, question: str, settings: RagSettings) -> list[str]:
+    """Node names in the order they finished, subgraph nodes prefixed ``rag/``."""
+    order = []
+    for namespace, update in graph.stream(
+        {"messages": [HumanMessage(question)]},
+        context=settings,
+        stream_mode="updates",
+        subgraphs=True,
+    ):
+        prefix = "rag/" if namespace else ""
+        order += [prefix + node for node in update]
+    return order
+
+
+def _file_passage(folder: Path, source: str, first: int, last: int) -> str:
+    lines = (folder / source).read_bytes().decode("utf-8").splitlines()[first - 1 : last]
+    return " ".join(" ".join(lines).split())
+
+
+# -- chat agent without a chat model -----------------------------------------------------
+
+
+def test_extractive_answer_quotes_cited_lines_exactly(docs: Path, settings: RagSettings) -> None:
+    out = _ask(chat_agent, RETRY_QUESTION, settings)
+    answer = out["answer"]
+    assert out["answer_mode"] == "extractive"
+    assert answer.startswith("Extractive answer (no chat model configured):")
+    assert out["messages"][-1] == AIMessage(content=answer, id=out["messages"][-1].id)
+    bullets = [line for line in answer.splitlines() if line.startswith("- ")]
+    assert bullets
+    for bullet in bullets:
+        quote, rest = bullet[2:].rsplit(" [", 1)
+        n, where = rest.split("] (")
+        source, span = where.rstrip(")").rsplit(":", 1)
+        first, _, last = span.partition("-")
+        assert _file_passage(docs, source, int(first), int(last or first)) == quote
+        assert out["rag_citations"][int(n) - 1]["source"] == source
+    assert "max_attempts" in answer
+    assert not any(b.lstrip("- ").startswith("#") for b in bullets), "headings are not quotes"
+
+
+def test_extractive_answer_markers_resolve_with_offsets(settings: RagSettings) -> None:
+    out = _ask(chat_agent, RETRY_QUESTION, settings)
+    assert out["answer_citations"]
+    assert out["answer_unresolved"] == []
+    for c in out["answer_citations"]:
+        assert out["answer"][c["start"] : c["end"]] == c["marker"]
+        assert c["id"] == out["rag_citations"][c["n"] - 1]["id"]
+
+
+def test_chat_agent_trajectory_runs_the_seven_nodes_then_answers(settings: RagSettings) -> None:
+    order = _trajectory(chat_agent, RETRY_QUESTION, settings)
+    assert order == [f"rag/{n}" for n in NODE_ORDER] + ["rag", "answer", "extract_citations"]
+
+
+@pytest.mark.parametrize("greeting", ["hello!", "Merci beaucoup", "thanks, bye"])
+def test_small_talk_skips_retrieval_and_answers_politely(
+    settings: RagSettings, greeting: str
+) -> None:
+    assert _trajectory(chat_agent, greeting, settings) == [
+        "rag/decide_retrieve",
+        "rag",
+        "answer",
+        "extract_citations",
+    ]
+    out = _ask(chat_agent, greeting, settings)
+    assert out["rag_should_retrieve"] is False
+    assert out["answer_mode"] == "small_talk"
+    assert "docs" in out["answer"]
+    assert out["rag_citations"] == out["answer_citations"] == []
+
+
+def test_off_topic_question_is_not_grounded_and_passes_the_guidance_on(
+    settings: RagSettings,
+) -> None:
+    out = _ask(chat_agent, "What is the boiling point of tungsten?", settings)
+    assert out["rag_grounded"] is False
+    assert out["answer_mode"] == "not_grounded"
+    answer = out["answer"]
+    assert answer.startswith("I could not find an answer to this in docs.")
+    for item in out["rag_grounding"]["guidance"] + out["rag_grounding"]["reasons"]:
+        assert f"- {item}" in answer
+    assert "tungsten" in answer
+    assert out["answer_citations"] == []
+
+
+def test_second_turn_small_talk_does_not_reuse_the_first_turns_sources(
+    settings: RagSettings,
+) -> None:
+    graph = build_chat_agent(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t1"}}
+    first = _ask(graph, RETRY_QUESTION, settings, config=config)
+    assert first["answer_citations"]
+    second = _ask(graph, "thank you!", settings, config=config)
+    assert second["rag_citations"] == second["answer_citations"] == []
+    assert [type(m).__name__ for m in second["messages"]] == [
+        "HumanMessage", "AIMessage", "HumanMessage", "AIMessage",
+    ]  # fmt: skip
+
+
+def test_follow_up_question_is_made_standalone_and_finds_the_file(
+    settings: RagSettings,
+) -> None:
+    graph = build_chat_agent(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "follow-up"}}
+    _ask(graph, "When do access tokens expire?", settings, config=config)
+    out = _ask(graph, "And the refresh ones?", settings, config=config)
+    assert out["rag_queries"][0] == "And the refresh ones?"
+    assert any("tokens" in q for q in out["rag_queries"][1:]), "rewritten with the topic"
+    assert out["rag_citations"][0]["source"] == "tokens.md"
+    assert "Refresh tokens expire after thirty days." in out["answer"]
+
+
+def test_exported_graphs_have_no_checkpointer() -> None:
+    from graphs.agents import tool_agent
+
+    assert chat_agent.checkpointer is None
+    assert tool_agent.checkpointer is None
+
+
+# -- chat agent with a scripted chat model (the subgraph stays heuristic) ----------------
+
+
+def _with_model(model: ScriptedChatModel) -> Any:
+    return build_chat_agent(chat_model=model, rag_graph=build_rag_graph())
+
+
+def test_llm_answer_gets_context_and_instructions_and_markers_resolve(
+    settings: RagSettings,
+) -> None:
+    model = ScriptedChatModel(responses=["Set max_attempts in client.toml [1]. Also see [9]."])
+    out = _ask(_with_model(model), RETRY_QUESTION, settings)
+    assert out["answer_mode"] == "llm"
+    assert [c["n"] for c in out["answer_citations"]] == [1]
+    assert out["answer_citations"][0]["source"] == "retry.md"
+    assert [u["n"] for u in out["answer_unresolved"]] == [9]
+    (call,) = model.calls
+    system = call.messages[0]
+    assert isinstance(system, SystemMessage)
+    assert out["rag_context"] in system.text
+    assert "not instructions" in system.text
+    assert call.messages[-1].text == RETRY_QUESTION
+
+
+@pytest.mark.parametrize("failure", [TimeoutError("slow"), ConnectionError("refused"), ""])
+def test_llm_failure_falls_back_to_the_extractive_answer(
+    settings: RagSettings, failure: Any
+) -> None:
+    model = ScriptedChatModel(responses=[failure])
+    out = _ask(_with_model(model), RETRY_QUESTION, settings)
+    assert out["answer_mode"] == "fallback"
+    assert out["answer"].startswith("Extractive answer")
+    assert out["answer_error"]
+    assert out["answer_citations"]
+
+
+def test_small_talk_with_a_model_uses_the_model_without_sources(settings: RagSettings) -> None:
+    model = ScriptedChatModel(responses=["Hi! What would you like to know?"])
+    out = _ask(_with_model(model), "hello there", settings)
+    assert out["answer"] == "Hi! What would you like to know?"
+    assert out["answer_mode"] == "small_talk"
+    assert "```" not in model.calls[0].messages[0].text
+
+
+def test_not_grounded_never_asks_the_model(settings: RagSettings) -> None:
+    model = ScriptedChatModel(responses=[])
+    out = _ask(_with_model(model), "What is the boiling point of tungsten?", settings)
+    assert out["answer_mode"] == "not_grounded"
+    assert model.calls == []
+
+
+# -- the ReAct tool agent ---------------------------------------------------------------
+
+
+def _two_searches_then_answer() -> ScriptedChatModel:
+    return ScriptedChatModel(
+        responses=[
+            tool_call_message(TOOL_NAME, {"query": "number of retries"}),
+            tool_call_message(TOOL_NAME, {"query": "refresh token expiry"}),
+            "Set max_attempts [1]; refresh tokens last thirty days [2]. Unknown [7].",
+        ]
+    )
+
+
+def test_tool_agent_trajectory(settings: RagSettings) -> None:
+    graph = build_tool_agent(chat_model=_two_searches_then_answer())
+    order = [
+        node
+        for update in graph.stream(
+            {"messages": [HumanMessage("retries and tokens?")]},
+            context=settings,
+            stream_mode="updates",
+        )
+        for node in update
+    ]
+    assert order == ["agent", "tools", "agent", "tools", "agent", "extract_citations"]
+
+
+def test_tool_agent_resolves_markers_against_every_search(settings: RagSettings) -> None:
+    model = _two_searches_then_answer()
+    out = _ask(build_tool_agent(chat_model=model), "retries and tokens?", settings)
+    places = [(c["source"], c["lineStart"], c["lineEnd"]) for c in out["rag_citations"]]
+    numbers = [c["n"] for c in out["rag_citations"]]
+    assert len(set(places)) == len(places) == len(set(numbers)), "one number per source"
+    by_n = {c["n"]: c for c in out["rag_citations"]}
+    assert [c["n"] for c in out["answer_citations"]] == [1, 2]
+    for c in out["answer_citations"]:
+        assert (c["source"], c["id"]) == (by_n[c["n"]]["source"], by_n[c["n"]]["id"])
+        assert out["answer"][c["start"] : c["end"]] == c["marker"]
+    assert [u["n"] for u in out["answer_unresolved"]] == [7]
+    assert model.bound_tools == [TOOL_NAME]
+    system = model.calls[0].messages[0]
+    assert isinstance(system, SystemMessage)
+    assert "docs" in system.text
+
+
+def test_tool_agent_bounds_the_number_of_searches(settings: RagSettings) -> None:
+    model = ScriptedChatModel(default=tool_call_message(TOOL_NAME, {"query": "retries"}))
+    out = _ask(build_tool_agent(chat_model=model, max_searches=2), "retries?", settings)
+    tool_messages = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert len(tool_messages) == 2
+    assert out["answer"].startswith("I stopped before finishing")
+
+
+def test_tool_agent_without_a_chat_model_says_how_to_configure_one(
+    settings: RagSettings,
+) -> None:
+    from graphs.agents import tool_agent
+
+    with pytest.raises(ConfigError, match="needs a chat model"):
+        _ask(tool_agent, "retries?", settings)
+
+
+# -- extractive answer (pure) -----------------------------------------------------------
+
+
+def _citation(n: int, text: str, start: int = 1, source: str = "a.md") -> dict[str, Any]:
+    end = start + text.count("\n")
+    return {"n": n, "source": source, "lineStart": start, "lineEnd": end, "text": text}
+
+
+def test_best_quotes_pick_matching_lines_with_file_line_numbers() -> None:
+    text = "# Größe\nUnrelated words here.\nDie Größe des Caches in Megabyte.\nMore filler."
+    quotes = _extractive.best_quotes(
+        "Größe Caches", [_citation(3, text, start=10)], lines_per_source=1
+    )
+    assert [(q.n, q.text, q.first, q.last) for q in quotes] == [
+        (3, "Die Größe des Caches in Megabyte.", 12, 12)
+    ]
+
+
+def test_best_quotes_keep_file_order_within_a_source() -> None:
+    text = "cache two.\nfiller.\ncache one and two."
+    quotes = _extractive.best_quotes("cache one two", [_citation(1, text)])
+    assert [(q.first, q.last) for q in quotes] == [(1, 1), (3, 3)]
+
+
+@pytest.mark.parametrize(
+    ("lines", "picked", "spans"),
+    [
+        (["Retries back off", "exponentially.", "Next."], [0], [(0, 1)]),
+        (["One.", "Two.", "Three."], [0, 1], [(0, 1)]),
+        (["One.", "Two.", "Three."], [0, 2], [(0, 0), (2, 2)]),
+        (["no end", "still none", "nor here", "nor here either"], [0], [(0, 2)]),
+        (["no end", "", "after a blank"], [0], [(0, 0)]),
+        (["no end", "## Heading"], [0], [(0, 0)]),
+        (["Größe ist", "wichtig。"], [0], [(0, 1)]),
+        (["last line without end"], [0], [(0, 0)]),
+    ],
+)
+def test_passages_finish_sentences_and_merge(
+    lines: list[str], picked: list[int], spans: list[tuple[int, int]]
+) -> None:
+    assert _extractive.passages(lines, picked) == spans
+
+
+def test_wrapped_sentence_is_quoted_whole_with_its_line_range() -> None:
+    text = "Intro.\nSet max_attempts in client.toml to change\nthe number of retries."
+    (quote,) = _extractive.best_quotes("max_attempts", [_citation(2, text, start=5)])
+    assert quote.text == "Set max_attempts in client.toml to change the number of retries."
+    assert (quote.first, quote.last) == (6, 7)
+    assert "(a.md:6-7)" in _extractive.render("Header", [quote])
+
+
+def test_sources_without_a_matching_line_are_skipped_when_others_match() -> None:
+    quotes = _extractive.best_quotes(
+        "retry backoff",
+        [_citation(1, "Retries use backoff."), _citation(2, "Tokens expire.", source="t.md")],
+    )
+    assert {q.n for q in quotes} == {1}
+
+
+def test_brackets_inside_quoted_text_are_not_read_as_citations() -> None:
+    from graphs.citations import extract_citations
+
+    citation = _citation(1, "See footnote [2] about retries.")
+    answer = _extractive.render("H", _extractive.best_quotes("retries", [citation]))
+    report = extract_citations(answer, [citation])
+    assert [c["n"] for c in report.citations] == [1]
+    assert report.unresolved == []
+
+
+def test_line_numbers_are_omitted_when_text_and_range_disagree() -> None:
+    citation = {**_citation(1, "one\ntwo"), "lineEnd": 40}
+    quotes = _extractive.best_quotes("one", [citation])
+    assert quotes and all(q.first is None and q.last is None for q in quotes)
+    assert _extractive.render("H", quotes).endswith("[1] (a.md)")
+
+
+def test_line_scores_follow_idf() -> None:
+    scores = _extractive.line_scores("retry cache", ["retry", "retry", "cache", "nothing"])
+    assert scores[2] > scores[0] == scores[1] > scores[3] == 0
+
+
+# -- the ask command --------------------------------------------------------------------
+
+
+def test_ask_json_prints_only_json_with_the_contract_keys(docs: Path) -> None:
+    result = CliRunner().invoke(ask, [str(docs), RETRY_QUESTION, "--json", "--embedding", "fake"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["rag_grounded"] is True
+    assert set(data["rag_citations"][0]) == {
+        "n", "source", "lineStart", "lineEnd", "chunkId", "score", "text",
+    }  # fmt: skip
+    assert {"answer", "rag_context", "rag_grounding", "rag_queries"} <= set(data)
+
+
+def test_ask_human_output_with_trace(docs: Path) -> None:
+    result = CliRunner().invoke(
+        ask, [str(docs), RETRY_QUESTION, "--trace", "--embedding", "fake", "--top-k", "2"]
+    )
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    for node in NODE_ORDER:
+        assert f" {node} [attempt 0" in out
+    assert "Sources:\n  [1] retry.md, lines 1-4" in out
+    assert "Grounded: yes" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["--embedding", "nonsense:x:y"], 2, "kbgraph ask: "),
+        (["--chat-model", "nosuch:model"], 2, "unknown chat model provider"),
+    ],
+)
+def test_ask_fails_with_one_line(docs: Path, args: list[str], code: int, message: str) -> None:
+    result = CliRunner().invoke(ask, [str(docs), "q", *args])
+    assert result.exit_code == code
+    assert message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_json_view_renames_the_chunk_id() -> None:
+    state = {"answer": "a", "rag_citations": [{"n": 1, "id": "abc", "source": "s", "kb": "k"}]}
+    assert json_view(state)["rag_citations"][0]["chunkId"] == "abc"
+
+
+def test_trace_lines_cover_unknown_nodes_and_fallbacks() -> None:
+    state = {
+        "rag_retrieval_debug": {
+            "steps": [{"node": "custom", "attempt": 0, "path": "llm", "ms": 1.0, "data": {"x": 1}}],
+            "fallbacks": [{"node": "custom", "stage": "json", "error": "bad json"}],
+        },
+        "answer_mode": "fallback",
+        "answer_error": "TimeoutError: slow",
+    }
+    lines = _trace.trace_lines(state)
+    assert lines[0] == '1. custom [attempt 0, llm, 1 ms] {"x": 1}'
+    assert "bad json" in lines[1]
+    assert lines[2] == "2. answer [fallback] chat model failed: TimeoutError: slow"

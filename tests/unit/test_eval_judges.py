@@ -1,0 +1,217 @@
+"""Judges: the offline judge on fake embeddings, the LLM judge on a scripted chat model,
+the overlap baseline, and judge specs."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import AIMessage
+
+from evals.judges import (
+    JudgeError,
+    LLMJudge,
+    OfflineJudge,
+    OverlapJudge,
+    content_overlap,
+    extract_json,
+    resolve_judge,
+)
+from graphs.testing import ScriptedChatModel
+from retrieval.embeddings import FakeEmbeddings
+
+CONTEXT = (
+    "Harbor retries calls to downstream providers. `max_attempts` counts the first call, so "
+    "the default of 5 means one call and up to four retries.\r\n"
+    "Other 4xx responses are never retried, because repeating the same request cannot "
+    "succeed. Les messages d'erreur de l'API restent en anglais."
+)
+
+
+@pytest.fixture(scope="module")
+def judge() -> OfflineJudge:
+    return OfflineJudge(FakeEmbeddings())
+
+
+@pytest.mark.parametrize(
+    ("claim", "verdict"),
+    [
+        ("The default of 5 means one call and up to four retries.", "supported"),
+        ("Les messages d'erreur de l'API restent en anglais.", "supported"),
+        ("The default of 7 means one call and up to six retries.", "contradicted"),
+        (
+            "Other 4xx responses are retried, because repeating the request can succeed.",
+            "contradicted",
+        ),
+        ("Harbor stores orders in MongoDB clusters on Kubernetes.", "not_supported"),
+    ],
+)
+def test_offline_verdicts(judge: OfflineJudge, claim: str, verdict: str) -> None:
+    (judged,) = judge.judge_claims([claim], CONTEXT)
+    assert judged.verdict == verdict, judged.reason
+    assert 0.0 <= judged.score <= 1.0
+
+
+def test_offline_scores_rank_supported_above_unsupported(judge: OfflineJudge) -> None:
+    good, partial, bad = judge.judge_claims(
+        [
+            "The default of 5 means one call and up to four retries.",
+            "The default of 5 means one call and a pager alert for operators.",
+            "Harbor stores orders in MongoDB clusters on Kubernetes.",
+        ],
+        CONTEXT,
+    )
+    assert good.score > partial.score > bad.score
+
+
+def test_offline_fragment_answers_use_the_question(judge: OfflineJudge) -> None:
+    (judged,) = judge.judge_claims(["5"], CONTEXT, question="What is the default of max_attempts?")
+    assert judged.verdict == "supported"
+
+
+def test_offline_empty_context(judge: OfflineJudge) -> None:
+    assert judge.judge_claims(["Anything at all."], "  ")[0].verdict == "not_supported"
+    assert judge.judge_claims([], CONTEXT) == []
+
+
+def test_offline_passage_relevance(judge: OfflineJudge) -> None:
+    passages = ["The default of 5 means one call and up to four retries.", "Orders have items."]
+    with_reference = judge.judge_passages(
+        "How many attempts?",
+        passages,
+        reference="The default of 5 means one call and four retries.",
+    )
+    assert [r.relevant for r in with_reference] == [True, False]
+    by_question = judge.judge_passages("What does the default of max_attempts mean?", passages)
+    assert by_question[0].score > by_question[1].score
+
+
+def test_offline_answer_relevance_prefers_on_topic_answers(judge: OfflineJudge) -> None:
+    question = "How many retries does Harbor make by default?"
+    on_topic = judge.judge_answer(question, "Harbor makes up to four retries by default.")
+    off_topic = judge.judge_answer(question, "Orders are listed newest first.")
+    assert on_topic.score > off_topic.score
+    assert judge.usage.calls == 0
+
+
+def test_offline_prefetch_fills_the_cache_in_batches() -> None:
+    calls: list[int] = []
+
+    class Counting(FakeEmbeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            calls.append(len(texts))
+            return super().embed_documents(texts)
+
+    judge = OfflineJudge(Counting())
+    judge.prefetch(claims=[(["The default is 5."], CONTEXT, None)], texts=["a question"])
+    before = len(calls)
+    judge.judge_claims(["The default is 5."], CONTEXT)
+    assert len(calls) == before == 1
+
+
+def _verdicts(*items: tuple[int, str]) -> dict[str, object]:
+    return {"verdicts": [{"claim": n, "verdict": v, "reason": "because"} for n, v in items]}
+
+
+def test_llm_judge_structured_output_and_token_usage() -> None:
+    reply = AIMessage(
+        content='{"verdicts": [{"claim": 1, "verdict": "supported", "reason": "stated"}, '
+        '{"claim": 2, "verdict": "contradicted", "reason": "says 5"}]}',
+        usage_metadata={"input_tokens": 120, "output_tokens": 30, "total_tokens": 150},
+    )
+    model = ScriptedChatModel(responses=[reply])
+    judge = LLMJudge(model)
+    judged = judge.judge_claims(["Five attempts.", "Seven attempts."], CONTEXT, question="q")
+    assert [j.verdict for j in judged] == ["supported", "contradicted"]
+    assert [j.score for j in judged] == [1.0, 0.0]
+    assert judge.usage.to_dict() == {
+        "input_tokens": 120,
+        "output_tokens": 30,
+        "total_tokens": 150,
+        "calls": 1,
+    }
+    (call,) = model.calls
+    assert call.structured == "ClaimVerdictsOut"
+    assert "1. Five attempts." in call.messages[-1].text and CONTEXT in call.messages[-1].text
+
+
+def test_llm_judge_falls_back_to_json_and_fills_missing_verdicts() -> None:
+    model = ScriptedChatModel(
+        responses=[
+            "Sure! Here you go.",
+            "```json\n" + str(_verdicts((1, "supported"))).replace("'", '"') + "\n```",
+        ]
+    )
+    judge = LLMJudge(model)
+    judged = judge.judge_claims(["a", "b"], CONTEXT)
+    assert [j.verdict for j in judged] == ["supported", "not_supported"]
+    assert judged[1].reason == "the judge gave no verdict"
+    assert model.calls[1].structured is None
+    assert "Reply with one JSON object" in model.calls[1].messages[-1].text
+
+
+def test_llm_judge_retries_then_explains(monkeypatch: pytest.MonkeyPatch) -> None:
+    slept: list[float] = []
+    model = ScriptedChatModel(responses=[TimeoutError, TimeoutError, _verdicts((1, "supported"))])
+    judge = LLMJudge(model, max_retries=2, sleep=slept.append)
+    # structured fails (timeout), JSON fails (timeout), then the retry's structured call works.
+    assert judge.judge_claims(["a"], CONTEXT)[0].verdict == "supported"
+    assert slept == [1.0]
+    broken = LLMJudge(
+        ScriptedChatModel(default="not json at all"), max_retries=1, sleep=slept.append
+    )
+    with pytest.raises(JudgeError, match="gave no valid ClaimVerdictsOut after 2 attempts"):
+        broken.judge_claims(["a"], CONTEXT)
+
+
+def test_llm_judge_passages_and_answers() -> None:
+    model = ScriptedChatModel(
+        responses=[
+            {"passages": [{"passage": 2, "relevant": True, "reason": "has it"}]},
+            {"addresses": "partly", "reason": "half of it"},
+        ]
+    )
+    judge = LLMJudge(model)
+    relevance = judge.judge_passages("q", ["p1", "p2"], reference="r")
+    assert [r.relevant for r in relevance] == [False, True]
+    answer = judge.judge_answer("q", "a")
+    assert (answer.score, answer.relevant) == (0.5, True)
+    assert answer.reason == "partly: half of it"
+
+
+def test_llm_judge_forces_temperature_zero() -> None:
+    from langchain_openai import ChatOpenAI
+
+    model = ChatOpenAI(model="gpt-4o-mini", temperature=0.7, api_key="sk-test")  # type: ignore[arg-type]
+    judge = LLMJudge(model)
+    assert judge._model.temperature == 0  # type: ignore[attr-defined]
+    assert judge.name == "llm:gpt-4o-mini"
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ('{"a": 1}', {"a": 1}),
+        ('Here: {"a": [1, 2]} done', {"a": [1, 2]}),
+        ('```json\n{"a": "é"}\n```', {"a": "é"}),
+    ],
+)
+def test_extract_json(text: str, value: object) -> None:
+    assert extract_json(text) == value
+
+
+def test_extract_json_without_object() -> None:
+    with pytest.raises(ValueError, match="no JSON object"):
+        extract_json("nothing here")
+
+
+def test_overlap_baseline() -> None:
+    assert content_overlap("Harbor retries calls", CONTEXT) == 1.0
+    assert content_overlap("the of and", CONTEXT) == 0.0
+    assert OverlapJudge().judge_claims(["MongoDB clusters"], CONTEXT)[0].verdict == "not_supported"
+
+
+def test_resolve_judge_specs() -> None:
+    assert isinstance(resolve_judge("offline", embeddings=FakeEmbeddings()), OfflineJudge)
+    assert isinstance(resolve_judge("overlap"), OverlapJudge)
+    assert resolve_judge("fake").name.startswith("llm:")
+    with pytest.raises(JudgeError, match="names no chat model"):
+        resolve_judge("none")

@@ -1,0 +1,104 @@
+"""The meta-evaluation on a tiny labelled data folder (same layout as ../shared/data/evals)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from evals._benchmarks import Labelled, begin, halueval, sample
+from evals.cli import eval_group
+from evals.judges import OfflineJudge, OverlapJudge
+from evals.meta import BASELINE, faithfulness_score, format_table, run_meta
+from retrieval.embeddings import FakeEmbeddings
+
+KNOWLEDGE = [
+    ("Harbor listens on port 8080 and serves metrics on port 9102.", "What port does Harbor use?",
+     "Harbor listens on port 8080.", "Harbor listens on port 443 behind nginx."),
+    ("Access tokens expire after 15 minutes and cannot be refreshed.", "How long do tokens last?",
+     "Tokens expire after 15 minutes.", "Tokens last one week and refresh automatically."),
+    ("L'API renvoie toujours des messages d'erreur en anglais.", "Quelle langue ?",
+     "Les messages d'erreur sont en anglais.", "Les messages sont traduits en japonais."),
+]
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    (tmp_path / "wikieval").mkdir()
+    (tmp_path / "halueval").mkdir()
+    (tmp_path / "begin").mkdir()
+    wiki = [{"question": q, "context_v1": k, "answer": good, "ungrounded_answer": bad,
+             "poor_answer": "Yes."} for k, q, good, bad in KNOWLEDGE]
+    (tmp_path / "wikieval" / "wikieval.jsonl").write_text(
+        "\n".join(json.dumps(r, ensure_ascii=False) for r in wiki), encoding="utf-8")
+    halu = [{"knowledge": k, "question": q, "right_answer": good, "hallucinated_answer": bad}
+            for k, q, good, bad in KNOWLEDGE]
+    for split in ("qa_one_turn", "qa_multi_turn"):
+        (tmp_path / "halueval" / f"{split}.jsonl").write_text(
+            "\n".join(json.dumps(r, ensure_ascii=False) for r in halu), encoding="utf-8")
+    header = "model_name\tdata_source\tknowledge\tmessage\tresponse\tbegin_label"
+    lines = [header]
+    for k, _q, good, bad in KNOWLEDGE:
+        lines += [f"t5\twow\t{k}\thi\t{good}\tFully attributable",
+                  f"t5\twow\t{k}\thi\t{bad}\tNot fully attributable",
+                  f"t5\twow\t{k}\thi\tthat's cool\tGeneric"]
+    for name in ("wow_begin_test_wow.tsv", "cmu-dog_begin_dev_cmu.tsv",
+                 "topicalchat_begin_dev_tc.tsv", "wow_begin_dev_wow.tsv"):
+        (tmp_path / "begin" / name).write_text("\r\n".join(lines) + "\r\n", encoding="utf-8")
+    return tmp_path
+
+
+def test_readers_skip_generic_and_pair_answers(data_dir: Path) -> None:
+    items = begin(data_dir, ["wow_begin_test_wow.tsv"])
+    assert [i.grounded for i in items] == [True, False] * 3
+    assert [i.grounded for i in halueval(data_dir, "qa_one_turn")] == [True, False] * 3
+
+
+def test_sample_keeps_both_labels() -> None:
+    items = [Labelled(None, "k", str(i), i % 10 == 0) for i in range(100)]
+    picked = sample(items, 20)
+    assert len(picked) == 20
+    assert sum(i.grounded for i in picked) == 2
+
+
+def test_run_meta_reports_every_benchmark_with_the_baseline(data_dir: Path) -> None:
+    results = run_meta([OfflineJudge(FakeEmbeddings()), OverlapJudge()], data_dir=data_dir)
+    assert [(r.benchmark, r.measure) for r in results] == [
+        ("WikiEval", "pairwise accuracy"),
+        ("HaluEval QA", "AUROC"),
+        ("HaluEval QA", "AUROC"),
+        ("BEGIN", "AUROC"),
+        ("BEGIN", "AUROC"),
+        ("WikiEval", "pairwise accuracy"),
+    ]
+    for r in results:
+        assert set(r.scores) == {"offline", "overlap-baseline", BASELINE}
+        assert all(0.0 <= v <= 1.0 for v in r.scores.values())
+    # These toy answers are separable by their words: every judge gets them right.
+    assert results[1].scores["offline"] == 1.0
+    table = format_table(results)
+    assert table.splitlines()[0] == (
+        "| benchmark | split | measure | n | offline | overlap-baseline | overlap baseline |"
+    )
+    assert "| BEGIN | wow test (held out) | AUROC | 6 |" in table
+
+
+def test_faithfulness_score_without_claims_is_zero() -> None:
+    assert faithfulness_score(OverlapJudge(), "q", "context", "I don't know.") == 0.0
+
+
+def test_meta_command(data_dir: Path) -> None:
+    result = CliRunner().invoke(
+        eval_group, ["meta", "--data", str(data_dir), "--embedding", "fake", "--quiet", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)
+    assert rows[0]["benchmark"] == "WikiEval" and "offline" in rows[0]["scores"]
+
+
+def test_meta_command_explains_missing_data(tmp_path: Path) -> None:
+    result = CliRunner().invoke(eval_group, ["meta", "--data", str(tmp_path), "--quiet"])
+    assert result.exit_code == 2
+    assert "is missing" in result.output

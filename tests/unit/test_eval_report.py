@@ -1,0 +1,179 @@
+"""Reports, summary.json, the baseline gate and the `kbgraph eval` command group."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from evals.baseline import REGRESSION_EXIT_CODE, compare_summaries, load_summary
+from evals.cli import eval_group
+from evals.datasets import DatasetError
+from evals.records import METRIC_NAMES, MetricResult, RowResult
+from evals.report import summarize, write_report
+
+
+def row(row_id: str, faith: float | None, status: str = "ok") -> RowResult:
+    if status == "failed":
+        metrics = {n: MetricResult(n, "failed", None, "boom") for n in METRIC_NAMES}  # type: ignore[arg-type]
+        return RowResult(row_id, "q", "failed", error="boom", metrics=metrics)
+    metrics = {
+        "faithfulness": (
+            MetricResult.scored("faithfulness", faith)
+            if faith is not None
+            else MetricResult.undetermined("faithfulness", "the answer makes no claims")
+        ),
+        "context_recall": MetricResult.scored("context_recall", 1.0, source_recall=0.5),
+    }
+    return RowResult(row_id, "q", "ok", answer="a", metrics=metrics)
+
+
+def test_summary_has_the_four_metrics_with_counts() -> None:
+    summary = summarize([row("a", 1.0), row("b", 0.5), row("c", None), row("d", 0, "failed")])
+    assert summary["faithfulness"] == {
+        "mean": 0.75,
+        "n_scored": 2,
+        "n_undetermined": 1,
+        "n_failed": 1,
+    }
+    assert summary["context_recall"] == {
+        "mean": 1.0,
+        "n_scored": 3,
+        "n_undetermined": 0,
+        "n_failed": 1,
+    }
+    assert (
+        summary["context_precision"]["n_scored"] == 0
+        and summary["context_precision"]["mean"] is None
+    )
+    assert summary["gold_source_recall"] == {"mean": 0.5, "n_scored": 3}
+    assert summary["rows"] == {"total": 4, "ok": 3, "failed": 1}
+    assert summary["per_row"][0] == {
+        "id": "a",
+        "status": "ok",
+        "faithfulness": 1.0,
+        "context_recall": 1.0,
+        "context_precision": None,
+        "answer_relevance": None,
+        "gold_source_recall": 0.5,
+    }
+
+
+def test_write_report_writes_the_four_files(tmp_path: Path) -> None:
+    results = [row("a", 1.0), row("b", None), row("c", 0, "failed")]
+    files = write_report(tmp_path / "out", results, summarize(results, judge="scripted"))
+    lines = files.results.read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["id"] for line in lines] == ["a", "b", "c"]
+    assert json.loads(files.summary.read_text(encoding="utf-8"))["faithfulness"]["n_scored"] == 1
+    markdown = files.markdown.read_text(encoding="utf-8")
+    assert "| faithfulness | 1.000 | 1 | 1 | 1 |" in markdown
+    assert "## Failed rows" in markdown and "- c: boom" in markdown
+    assert files.chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize(
+    ("current", "ok"),
+    [(0.80, True), (0.79, True), (0.77, False)],
+)
+def test_baseline_tolerance(current: float, ok: bool) -> None:
+    before = {"faithfulness": {"mean": 0.80}, "rows": {"failed": 0}}
+    now = {"faithfulness": {"mean": current}, "rows": {"failed": 0}}
+    assert compare_summaries(now, before, tolerance=0.02).ok is ok
+
+
+def test_more_failed_rows_is_a_regression() -> None:
+    result = compare_summaries({"rows": {"failed": 2}}, {"rows": {"failed": 1}})
+    assert result.regressions == ["failed rows: 2 now, 1 before"]
+
+
+def test_load_summary_explains_bad_files(tmp_path: Path) -> None:
+    (tmp_path / "x.json").write_text("[1, 2]", encoding="utf-8")
+    with pytest.raises(DatasetError, match="not a kbgraph summary.json"):
+        load_summary(tmp_path / "x.json")
+    with pytest.raises(DatasetError, match="does not exist"):
+        load_summary(tmp_path / "missing.json")
+
+
+def _precomputed(tmp_path: Path) -> Path:
+    rows = [
+        {
+            "id": "r1",
+            "question": "How many attempts does Harbor make?",
+            "answer": "Harbor makes 5 attempts by default [1].",
+            "contexts": [
+                {
+                    "text": "retry.max_attempts defaults to 5 attempts.",
+                    "source": "docs/configuration.md",
+                    "lineStart": 54,
+                    "lineEnd": 54,
+                }
+            ],
+            "reference": "Harbor makes 5 attempts by default.",
+            "gold_sources": [{"path": "docs/configuration.md", "lineStart": 54, "lineEnd": 54}],
+        },
+        {
+            "id": "r2",
+            "question": "Quelle est la limite ?",
+            "answer": "Je ne sais pas. I don't know.",
+            "contexts": ["Chaque clé peut faire 600 requêtes par minute."],
+        },
+    ]
+    path = tmp_path / "rows.jsonl"
+    path.write_text(
+        "\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8"
+    )
+    return path
+
+
+def test_cli_runs_a_dataset_and_gates_on_a_baseline(tmp_path: Path) -> None:
+    data = _precomputed(tmp_path)
+    runner = CliRunner()
+    args = [str(data), "--embedding", "fake", "--quiet", "--out", str(tmp_path / "run1")]
+    first = runner.invoke(eval_group, args)
+    assert first.exit_code == 0, first.output
+    summary_file = tmp_path / "run1" / "summary.json"
+    for name in ("results.jsonl", "summary.json", "report.md", "scores.png"):
+        assert (tmp_path / "run1" / name).is_file()
+    summary = json.loads(summary_file.read_text(encoding="utf-8"))
+    assert summary["faithfulness"]["n_undetermined"] == 1
+    assert "r1" in first.output and "faithfulness" in first.output
+
+    same = runner.invoke(eval_group, ["run", *args, "--baseline", str(summary_file)])
+    assert same.exit_code == 0, same.output
+    assert "no regression" in same.output
+
+    better = dict(summary, faithfulness={**summary["faithfulness"], "mean": 1.5})
+    (tmp_path / "better.json").write_text(json.dumps(better), encoding="utf-8")
+    gated = runner.invoke(
+        eval_group, [*args, "--baseline", str(tmp_path / "better.json"), "--json"]
+    )
+    assert gated.exit_code == REGRESSION_EXIT_CODE
+    assert json.loads(gated.output)["baseline"]["ok"] is False
+
+
+def test_cli_reports_bad_input_with_exit_code_2(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "ok"}\n{not json}\n', encoding="utf-8")
+    result = CliRunner().invoke(eval_group, [str(bad), "--embedding", "fake", "--quiet"])
+    assert result.exit_code == 2
+    assert "bad.jsonl:2: not valid JSON" in result.output
+
+
+def test_group_routes_subcommands_and_lazy_commands() -> None:
+    runner = CliRunner()
+    assert "meta" in runner.invoke(eval_group, ["--help"]).output
+    assert "--judge" in runner.invoke(eval_group, ["meta", "--help"]).output
+
+    @click.command("retrieval")
+    @click.argument("beir_dir")
+    def retrieval(beir_dir: str) -> None:
+        click.echo(f"retrieval on {beir_dir}")
+
+    eval_group.add_command(retrieval)
+    try:
+        assert runner.invoke(eval_group, ["retrieval", "x"]).output == "retrieval on x\n"
+    finally:
+        eval_group.commands.pop("retrieval")

@@ -1,0 +1,210 @@
+"""GroundingCheck: term coverage and a similarity floor (or the chat model's verdict),
+reasons and guidance, and the bounded decision to retry with a wider scope."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from graphs.nodes.grounding_check import (
+    STEPS_PER_ATTEMPT,
+    best_vector_score,
+    grounding_check,
+    heuristic_verdict,
+    route_after_grounding,
+)
+from graphs.settings import RagSettings
+from graphs.state import RagScope, RagState
+from graphs.testing import ScriptedChatModel
+
+from ._rag_fakes import candidate, debug_of, deps_for, runtime_for, state_of
+
+CONTEXT = (
+    "Set max_attempts in harbor.yaml to configure the retry policy. "
+    "Policies apply to every provider."
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "vector", "grounded"),
+    [
+        ("How do I configure the retry policy?", 0.6, True),
+        ("How do I configure the retry policies?", None, True),  # stems: policies ~ policy
+        ("How do I configure the retry policy?", 0.1, False),  # below the similarity floor
+        ("What is the capital of France?", 0.9, False),  # no coverage
+        ("How do I configure the Paris metro?", None, False),  # 1 of 3 terms
+    ],
+)
+def test_heuristic_verdict(question: str, vector: float | None, grounded: bool) -> None:
+    verdict, reasons, missing = heuristic_verdict(question, CONTEXT, vector, RagSettings())
+    assert verdict is grounded
+    assert "question terms occur in the sources" in reasons[0]
+    assert ("best vector similarity" in reasons[-1]) is (vector is not None)
+    if "France" in question:
+        assert missing == ["capital", "france"]
+
+
+def test_floor_can_be_switched_off() -> None:
+    settings = RagSettings(grounding_min_vector_score=None)
+    assert heuristic_verdict("configure retry policy", CONTEXT, 0.0, settings)[0]
+
+
+def test_best_vector_score_only_counts_context_chunks() -> None:
+    cands = [
+        candidate("a", scores={"q0:vector": 0.4, "q1:vector": 0.7, "q0:bm25": 12.0}),
+        candidate("b", scores={"q0:vector": 0.9}),
+        candidate("c", scores={"q0:bm25": 3.0}),
+    ]
+    assert best_vector_score(cands, {"a", "c"}) == 0.7
+    assert best_vector_score(cands, {"c"}) is None
+
+
+def _state(question: str, context: str = CONTEXT, **keys: Any) -> Any:
+    cands = keys.pop("candidates", [candidate("a", scores={"q0:vector": 0.6})])
+    citations = keys.pop("citations", [{"n": 1, "id": "a", "text": context}] if context else [])
+    return {
+        **state_of(question),
+        "rag_context": context,
+        "rag_citations": citations,
+        "rag_candidates": cands,
+        "rag_attempt": 0,
+        **keys,
+    }
+
+
+def _settings(tmp_path: Path, **overrides: Any) -> RagSettings:
+    return RagSettings(knowledge_bases=[{"name": "docs", "folder": str(tmp_path)}], **overrides)
+
+
+def _run(state: Any, settings: RagSettings, model: Any = None) -> dict[str, Any]:
+    return grounding_check(state, runtime_for(settings), deps_for(model=model))
+
+
+def test_grounded_ends(tmp_path: Path) -> None:
+    out = _run(_state("How do I configure the retry policy?"), _settings(tmp_path))
+    assert out["rag_grounded"] is True and out["rag_grounding"]["guidance"] == []
+    assert out["rag_next"] == "end" and route_after_grounding(cast(RagState, out)) == "__end__"
+    assert "rag_attempt" not in out
+
+
+def test_not_grounded_retries_with_wider_scope(tmp_path: Path) -> None:
+    narrowed: RagScope = {
+        "knowledge_bases": ["docs"],
+        "paths": ["src/**"],
+        "kinds": [],
+        "widened": False,
+        "reason": "",
+    }
+    out = _run(_state("What is the capital of France?", rag_scope=narrowed), _settings(tmp_path))
+    assert out["rag_grounded"] is False
+    guidance = out["rag_grounding"]["guidance"]
+    assert guidance[0].startswith("wider scope")
+    assert guidance[1].startswith("other words") and "capital, france" in guidance[1]
+    assert guidance[2].startswith("add documents") and str(tmp_path) in guidance[2]
+    assert (
+        out["rag_next"] == "retry" and route_after_grounding(cast(RagState, out)) == "rewrite_query"
+    )
+    assert out["rag_attempt"] == 1
+    assert out["rag_scope"]["widened"] is True and out["rag_scope"]["paths"] == []
+    assert debug_of(out)["steps"][0]["data"]["retry"] is True
+
+
+@pytest.mark.parametrize(
+    ("attempt", "max_rewrites", "remaining", "retry"),
+    [
+        (0, 1, None, True),
+        (1, 1, None, False),
+        (0, 0, None, False),
+        (2, 3, 100, True),
+        (0, 1, STEPS_PER_ATTEMPT + 1, False),  # not enough steps left for a whole attempt
+        (0, 1, STEPS_PER_ATTEMPT + 2, True),
+    ],
+)
+def test_retry_is_bounded(
+    tmp_path: Path, attempt: int, max_rewrites: int, remaining: int | None, retry: bool
+) -> None:
+    state = _state("capital of France", rag_attempt=attempt)
+    if remaining is not None:
+        state["remaining_steps"] = remaining
+    out = _run(state, _settings(tmp_path, max_rewrites=max_rewrites))
+    assert out["rag_grounded"] is False
+    assert (out["rag_next"] == "retry") is retry
+    assert out.get("rag_attempt", attempt) == attempt + int(retry)
+
+
+def test_no_sources(tmp_path: Path) -> None:
+    model = ScriptedChatModel()  # must not be asked: nothing to judge
+    out = _run(
+        _state("How do I configure the retry policy?", context="", candidates=[]),
+        _settings(tmp_path),
+        model,
+    )
+    assert out["rag_grounded"] is False
+    assert out["rag_grounding"]["reasons"] == ["no sources were found for the question"]
+    assert model.calls == []
+
+
+def test_no_knowledge_base_gives_add_documents_and_no_retry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("KBGRAPH_FOLDER", raising=False)
+    out = _run(_state("anything at all", context="", candidates=[]), RagSettings())
+    assert out["rag_next"] == "end"
+    assert out["rag_grounding"]["guidance"][0].startswith(
+        "add documents: configure knowledge_bases"
+    )
+
+
+def test_failed_searches_do_not_retry(tmp_path: Path) -> None:
+    debug = {
+        "steps": [{"node": "retrieve", "data": {"errors": {"docs": ["IndexNotFoundError: none"]}}}],
+        "fallbacks": [],
+    }
+    state = _state("retry policy", context="", candidates=[], rag_retrieval_debug=debug)
+    out = _run(state, _settings(tmp_path))
+    assert out["rag_next"] == "end"
+    assert out["rag_grounding"]["guidance"][0].startswith("fix the knowledge base errors first")
+
+
+def test_llm_verdict_counts(tmp_path: Path) -> None:
+    model = ScriptedChatModel(
+        responses=[
+            {
+                "grounded": False,
+                "reason": "mentions retries, not their limit",
+                "missing": "the retry limit",
+            }
+        ]
+    )
+    out = _run(_state("How do I configure the retry policy?"), _settings(tmp_path), model)
+    assert out["rag_grounded"] is False
+    assert out["rag_grounding"]["reasons"][0] == "mentions retries, not their limit"
+    assert "the retry limit" in out["rag_grounding"]["guidance"][0]
+    assert "Sources:\n" + CONTEXT in model.calls[0].messages[-1].content
+    assert debug_of(out)["steps"][0]["path"] == "llm"
+
+
+@pytest.mark.parametrize(
+    "responses", [["?", "?"], [TimeoutError("judge too slow")], [ValueError("refused")] * 2]
+)
+def test_llm_failure_falls_back(tmp_path: Path, responses: list[Any]) -> None:
+    model = ScriptedChatModel(responses=responses)
+    out = _run(_state("How do I configure the retry policy?"), _settings(tmp_path), model)
+    assert out["rag_grounded"] is True  # the heuristic's verdict
+    debug = debug_of(out)
+    assert debug["steps"][0]["path"] == "fallback"
+    assert {f["node"] for f in debug["fallbacks"]} == {"grounding_check"}
+
+
+def test_coverage_ignores_the_context_headers(tmp_path: Path) -> None:
+    context = "[1] Source: docs/authentication.md, lines 1-3, score: 0.90\nKeys rotate monthly."
+    state = _state(
+        "What does authentication.md say about the capital of France?",
+        context=context,
+        citations=[{"n": 1, "id": "a", "text": "Keys rotate monthly."}],
+    )
+    out = _run(state, _settings(tmp_path))
+    assert out["rag_grounded"] is False
+    assert out["rag_grounding"]["reasons"][0].startswith("0 of 4 question terms")

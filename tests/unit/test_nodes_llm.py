@@ -1,0 +1,102 @@
+"""The shared LLM helper: structured output first, a plain-JSON retry, then nothing; every
+failure recorded; timeouts not waited for twice."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage
+from pydantic import BaseModel, Field
+
+from graphs.nodes._llm import (
+    LlmRefusalError,
+    ask_structured,
+    first_json_object,
+    is_timeout,
+    json_instruction,
+    parse_json_reply,
+)
+from graphs.testing import ScriptedChatModel, refusal_message
+
+
+class Choice(BaseModel):
+    retrieve: bool
+    names: list[str] = Field(default_factory=list)
+    reason: str = ""
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('{"a": 1}', {"a": 1}),
+        ('Sure!\n```json\n{"a": "}{"}\n```\nDone.', {"a": "}{"}),
+        ('[1, 2] then {"b": [1, {"c": 2}]}', {"b": [1, {"c": 2}]}),
+        ('{broken {"ok": true}', {"ok": True}),
+        ('{"é": "ünïcode ✓"}', {"é": "ünïcode ✓"}),
+        ("no object here", None),
+        ("", None),
+    ],
+)
+def test_first_json_object(text: str, expected: dict[str, Any] | None) -> None:
+    assert first_json_object(text) == expected
+
+
+def test_parse_json_reply_refusal_and_missing() -> None:
+    with pytest.raises(LlmRefusalError):
+        parse_json_reply(refusal_message())
+    with pytest.raises(ValueError, match="no JSON object"):
+        parse_json_reply(AIMessage(content="just words"))
+
+
+def test_json_instruction_lists_the_fields() -> None:
+    text = json_instruction(Choice)
+    assert '{"retrieve": <boolean>, "names": <list of string>, "reason": <string>}' in text
+    assert "JSON" in text
+
+
+@pytest.mark.parametrize(
+    ("exc", "expected"),
+    [
+        (TimeoutError(), True),
+        (type("APITimeoutError", (Exception,), {})(), True),
+        (type("ReadTimeout", (Exception,), {})(), True),
+        (ValueError("timeout in message only"), False),
+        (ConnectionError(), False),
+    ],
+)
+def test_is_timeout(exc: BaseException, expected: bool) -> None:
+    assert is_timeout(exc) is expected
+
+
+def _ask(model: ScriptedChatModel) -> Any:
+    return ask_structured(
+        model, Choice, "decide_retrieve", node="n", attempt=2, question="q?",
+        conversation="(none)", knowledge_bases="docs",
+    )  # fmt: skip
+
+
+def test_structured_success() -> None:
+    result = _ask(ScriptedChatModel(responses=[{"retrieve": True, "names": ["a"]}]))
+    assert result.value == Choice(retrieve=True, names=["a"]) and result.path == "llm"
+    assert result.fallbacks == []
+
+
+def test_json_retry_success_is_recorded() -> None:
+    model = ScriptedChatModel(responses=["prose", 'ok: {"retrieve": false}'])
+    result = _ask(model)
+    assert result.value == Choice(retrieve=False) and result.path == "llm-json"
+    (fallback,) = result.fallbacks
+    assert (
+        fallback["node"] == "n" and fallback["attempt"] == 2 and fallback["stage"] == "structured"
+    )
+    assert fallback["error"].startswith("StructuredOutputParseError")
+    system, user = model.calls[1].messages
+    assert "Question: q?" in user.text and user.text.rstrip().endswith("}")
+    assert system.content == model.calls[0].messages[0].content
+
+
+def test_errors_are_cut_to_one_line() -> None:
+    result = _ask(ScriptedChatModel(responses=[RuntimeError("line1\nline2 " + "x" * 1000)] * 2))
+    assert result.value is None
+    assert all("\n" not in f["error"] and len(f["error"]) < 340 for f in result.fallbacks)

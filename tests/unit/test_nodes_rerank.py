@@ -1,0 +1,175 @@
+"""Rerank: the heuristic (fused score, section match, adjacency, diversity), the listwise
+LLM path bounded to the top candidates, and a pluggable cross-encoder-style reranker."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from graphs.nodes.rerank import (
+    ADJACENT_WEIGHT,
+    SAME_SOURCE_DECAY,
+    SECTION_WEIGHT,
+    apply_order,
+    heuristic_rerank,
+    heuristic_score,
+    rerank,
+)
+from graphs.settings import RagSettings
+from graphs.state import Candidate
+from graphs.testing import ScriptedChatModel
+
+from ._rag_fakes import candidate, debug_of, deps_for, runtime_for, state_of
+
+
+@pytest.mark.parametrize(
+    ("fused", "section", "adjacent", "expected"),
+    [
+        (1.0, 1.0, True, 1.0),
+        (0.0, 0.0, False, 0.0),
+        (0.5, 0.0, False, 0.5 / 1.25),
+        (0.5, 0.5, False, (0.5 + 0.1) / 1.25),
+        (0.5, 0.0, True, (0.5 + 0.05) / 1.25),
+    ],
+)
+def test_heuristic_score(fused: float, section: float, adjacent: bool, expected: float) -> None:
+    assert SECTION_WEIGHT == 0.2 and ADJACENT_WEIGHT == 0.05
+    assert heuristic_score(fused, section, adjacent) == pytest.approx(expected)
+
+
+def test_section_and_path_match_lift_a_candidate() -> None:
+    plain = candidate("a", "notes/x.md", score=0.5, section="Intro")
+    titled = candidate("b", "notes/y.md", score=0.48, section="Config > Retry policy")
+    pathy = candidate("c", "docs/retry-policy.md", score=0.47)
+    out = heuristic_rerank([plain, titled, pathy], ["retry policy"])
+    assert [c["id"] for c in out] == ["b", "c", "a"]
+    assert out[0]["scores"]["section"] == 1.0 and out[0]["scores"]["fused"] == 0.48
+
+
+def test_diversity_discounts_a_file_already_chosen() -> None:
+    same = [
+        candidate(f"s{i}", "a.md", (10 * i + 1, 10 * i + 3), score=0.8 - i * 0.01) for i in range(3)
+    ]
+    other = candidate("o", "b.md", score=0.7)
+    out = heuristic_rerank([*same, other], ["unrelated words"])
+    assert [c["id"] for c in out] == ["s0", "o", "s1", "s2"]
+    s1 = next(c for c in out if c["id"] == "s1")
+    assert s1["scores"]["diversity"] == pytest.approx(SAME_SOURCE_DECAY)
+    s2 = next(c for c in out if c["id"] == "s2")
+    assert s2["scores"]["diversity"] == pytest.approx(SAME_SOURCE_DECAY**2)
+
+
+def test_neighbours_are_not_discounted_and_get_a_bonus() -> None:
+    first = candidate("n1", "a.md", (1, 3), score=0.8)
+    neighbour = candidate("n2", "a.md", (4, 6), score=0.7)
+    other = candidate("o", "b.md", (1, 3), score=0.72)
+    out = heuristic_rerank([first, other, neighbour], ["zzz"])
+    assert [c["id"] for c in out] == ["n1", "n2", "o"]
+    assert out[1]["scores"]["adjacent"] == 1.0 and out[1]["scores"]["diversity"] == 1.0
+
+
+def _state(candidates: Sequence[Candidate], queries: list[str] | None = None) -> Any:
+    return {**state_of("How do I configure the retry policy?"), "rag_candidates": list(candidates),
+            "rag_queries": queries or ["How do I configure the retry policy?"]}  # fmt: skip
+
+
+def _pool(n: int) -> list[Candidate]:
+    return [candidate(f"c{i}", f"f{i}.md", score=1 - i / (2 * n)) for i in range(n)]
+
+
+def _run(
+    state: Any, settings: RagSettings, model: Any = None, reranker: Any = None
+) -> dict[str, Any]:
+    return rerank(state, runtime_for(settings), deps_for(model=model, reranker=reranker))
+
+
+def test_mode_none_keeps_fused_order() -> None:
+    pool = list(reversed(_pool(4)))
+    out = _run(_state(pool), RagSettings(rerank="none"))
+    assert out["rag_candidates"] == pool
+
+
+def test_llm_listwise_is_bounded_and_validated() -> None:
+    pool = _pool(8)
+    model = ScriptedChatModel(responses=[{"ranking": [3, 99, 1, 3, 0], "reason": "3 is best"}])
+    out = _run(_state(pool), RagSettings(rerank="llm", llm_rerank_max=5), model)
+    order = [c["id"] for c in out["rag_candidates"]]
+    assert order[:2] == ["c2", "c0"]
+    assert order[2:5] == ["c1", "c3", "c4"]  # the rest of the bounded head, heuristic order
+    assert order[5:] == ["c5", "c6", "c7"]  # beyond the bound
+    scores = [c["score"] for c in out["rag_candidates"]]
+    assert scores[0] == 1.0 and scores[1] == 0.75 and max(scores[2:]) < 0.5
+    prompt = model.calls[0].messages[-1].content
+    assert "5 passages" in prompt and "[5] f4.md" in prompt and "f5.md" not in prompt
+    assert debug_of(out)["steps"][0]["path"] == "llm"
+
+
+def test_apply_order_with_empty_ranking_keeps_order_at_half_score() -> None:
+    pool = _pool(3)
+    out = apply_order(pool, [])
+    assert [c["id"] for c in out] == ["c0", "c1", "c2"]
+    assert [c["score"] for c in out] == [c["score"] * 0.5 for c in pool]
+
+
+@pytest.mark.parametrize(
+    "responses", [["nope", "nope"], [TimeoutError()], [{"ranking": "1,2"}] * 2]
+)
+def test_llm_failure_falls_back_to_heuristic(responses: list[Any]) -> None:
+    pool = _pool(4)
+    model = ScriptedChatModel(responses=responses)
+    out = _run(_state(pool), RagSettings(rerank="llm"), model)
+    assert out["rag_candidates"] == heuristic_rerank(pool, ["How do I configure the retry policy?"])
+    debug = debug_of(out)
+    assert debug["steps"][0]["path"] == "fallback" and debug["fallbacks"][0]["node"] == "rerank"
+
+
+def test_llm_mode_without_model_is_heuristic() -> None:
+    pool = _pool(3)
+    out = _run(_state(pool), RagSettings(rerank="llm"))
+    assert debug_of(out)["steps"][0]["path"] == "heuristic"
+
+
+class LengthReranker:
+    """Longer text scores higher; raw logits outside 0..1."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, int]] = []
+
+    def rerank(self, query: str, candidates: Sequence[Candidate]) -> list[float]:
+        self.seen.append((query, len(candidates)))
+        return [len(c["text"]) - 5.0 for c in candidates]
+
+
+def test_cross_encoder_plug_in() -> None:
+    pool = [
+        candidate("short", "a.md", text="ab"),
+        candidate("long", "b.md", text="a" * 20, score=0.1),
+    ]
+    reranker = LengthReranker()
+    out = _run(_state(pool), RagSettings(rerank="cross_encoder"), reranker=reranker)
+    assert [c["id"] for c in out["rag_candidates"]] == ["long", "short"]
+    assert out["rag_candidates"][0]["scores"]["cross_encoder"] == 15.0
+    assert all(0 < c["score"] < 1 for c in out["rag_candidates"])
+    assert reranker.seen == [("How do I configure the retry policy?", 2)]
+
+
+class BrokenReranker:
+    def rerank(self, query: str, candidates: Sequence[Candidate]) -> list[float]:
+        return [1.0]  # wrong length
+
+
+@pytest.mark.parametrize("reranker", [None, BrokenReranker()])
+def test_cross_encoder_problems_fall_back(reranker: Any) -> None:
+    pool = _pool(3)
+    out = _run(_state(pool), RagSettings(rerank="cross_encoder"), reranker=reranker)
+    assert [c["id"] for c in out["rag_candidates"]] == ["c0", "c1", "c2"]
+    debug = debug_of(out)
+    assert debug["steps"][0]["path"] == "fallback"
+    assert debug["fallbacks"][0]["stage"] == "reranker"
+
+
+def test_empty_pool() -> None:
+    out = _run(_state([]), RagSettings(rerank="llm"), ScriptedChatModel())
+    assert out["rag_candidates"] == []

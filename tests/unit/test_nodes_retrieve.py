@@ -1,0 +1,251 @@
+"""Retrieve: every query × ranker of every knowledge base in scope, filters before ranking,
+RRF fusion with deduplication, indexing first, progress events, errors recorded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graphs.nodes.retrieve import candidate_limit, rankers_for, retrieve
+from graphs.searcher import Searcher, SearcherRegistry, open_knowledge_base
+from graphs.settings import RagSettings
+from graphs.state import RagScope
+from retrieval.errors import EmbeddingError, IndexNotFoundError
+from retrieval.filters import SearchFilters
+
+from ._rag_fakes import (
+    FakeSearcher,
+    debug_of,
+    deps_for,
+    fake_kb,
+    registry_with,
+    runtime_for,
+    settings_for,
+    state_of,
+)
+
+QUERIES = ["How do I configure the retry policy?", "configure retry policy"]
+
+
+def _scope(
+    kbs: list[str], paths: list[str] | None = None, kinds: list[str] | None = None
+) -> RagScope:
+    return {
+        "knowledge_bases": kbs,
+        "paths": paths or [],
+        "kinds": kinds or [],
+        "widened": False,
+        "reason": "",
+    }
+
+
+def _run(
+    settings: RagSettings,
+    registry: SearcherRegistry,
+    scope: RagScope | None = None,
+    queries: list[str] = QUERIES,
+) -> tuple[dict[str, Any], list[Any]]:
+    events: list[Any] = []
+    state = {**state_of(queries[0]), "rag_queries": queries}
+    if scope is not None:
+        state["rag_scope"] = scope
+    out = retrieve(state, runtime_for(settings, events), deps_for(registry))  # type: ignore[arg-type]
+    return out, events
+
+
+@pytest.fixture
+def kb(tmp_path: Path) -> tuple[Path, FakeSearcher]:
+    folder = tmp_path / "docs"
+    return folder, fake_kb(folder)
+
+
+def test_every_query_times_every_ranker(kb: tuple[Path, FakeSearcher]) -> None:
+    folder, searcher = kb
+    out, _ = _run(settings_for(folder, top_k=3), registry_with({folder: searcher}))
+    calls = [(q, r, limit) for q, r, limit, _ in searcher.rank_calls]
+    assert calls == [(q, r, 20) for q in QUERIES for r in ("vector", "bm25")]
+    candidates = out["rag_candidates"]
+    ids = [c["id"] for c in candidates]
+    assert len(ids) == len(set(ids))
+    best = candidates[0]
+    assert best["source"] == "docs/configuration.md" and "retry policy" in best["text"].lower()
+    assert set(best["ranks"]) == {"q0:vector", "q0:bm25", "q1:vector", "q1:bm25"}
+    assert set(best["scores"]) == {*best["ranks"], "rrf"}
+    assert 0 < best["score"] <= 1
+    # fused score normalised by the best possible: first in all four lists = 1.0
+    assert best["score"] == pytest.approx(
+        sum(1 / (60 + r) for r in best["ranks"].values()) / (4 / 61)
+    )
+    assert [c["score"] for c in candidates] == sorted(
+        (c["score"] for c in candidates), reverse=True
+    )
+    text = (folder / best["source"]).read_text(encoding="utf-8").split("\n")
+    assert best["text"] == "\n".join(text[best["lineStart"] - 1 : best["lineEnd"]])
+
+
+def test_scope_filters_reach_the_engine(kb: tuple[Path, FakeSearcher]) -> None:
+    folder, searcher = kb
+    scope = _scope([folder.name], ["src/**"], ["code"])
+    out, _ = _run(settings_for(folder), registry_with({folder: searcher}), scope)
+    assert {f for *_, f in searcher.rank_calls} == {
+        SearchFilters(paths=("src/**",), kinds=("code",))
+    }
+    assert {c["source"] for c in out["rag_candidates"]} == {"src/harbor/retry.py"}
+    assert debug_of(out)["steps"][0]["data"]["filters"] == {"paths": ["src/**"], "kinds": ["code"]}
+
+
+@pytest.mark.parametrize(
+    ("overrides", "rankers"),
+    [
+        ({}, ["vector", "bm25"]),
+        ({"search_mode": "bm25"}, ["bm25"]),
+        ({"search_mode": "vector"}, ["vector"]),
+        ({"embedding": "none"}, ["bm25"]),
+    ],
+)
+def test_rankers_follow_search_mode(overrides: dict[str, Any], rankers: list[str]) -> None:
+    assert rankers_for(RagSettings(**overrides)) == rankers
+
+
+def test_lexical_only_knowledge_base(kb: tuple[Path, FakeSearcher]) -> None:
+    folder, searcher = kb
+    registry = registry_with({folder: searcher}, embedding=None)  # type: ignore[arg-type]
+    out, _ = _run(settings_for(folder, embedding="none"), registry)
+    assert {r for _, r, _, _ in searcher.rank_calls} == {"bm25"}
+    best = out["rag_candidates"][0]
+    assert set(best["ranks"]) <= {"q0:bm25", "q1:bm25"}
+    expected = sum(1 / (60 + r) for r in best["ranks"].values()) / (2 / 61)
+    assert best["score"] == pytest.approx(expected)
+
+
+def test_candidate_depth_and_cap(kb: tuple[Path, FakeSearcher]) -> None:
+    folder, searcher = kb
+    assert candidate_limit(RagSettings(top_k=10)) == 40
+    assert candidate_limit(RagSettings(candidates_per_ranker=3)) == 3
+    out, _ = _run(
+        settings_for(folder, candidates_per_ranker=2, top_k=1), registry_with({folder: searcher})
+    )
+    assert {limit for _, _, limit, _ in searcher.rank_calls} == {2}
+    assert len(out["rag_candidates"]) <= 8
+
+
+def test_rrf_weights(kb: tuple[Path, FakeSearcher]) -> None:
+    folder, searcher = kb
+    settings = settings_for(folder, rrf_weights={"vector": 0.0, "bm25": 1.0})
+    out, _ = _run(settings, registry_with({folder: searcher}), queries=["timeout"])
+    bm25_order = [r.chunk.id for r in searcher.rank("timeout", "bm25", limit=20)]
+    assert [c["id"] for c in out["rag_candidates"]][: len(bm25_order)] == bm25_order
+
+
+def test_indexes_first_and_streams_events(kb: tuple[Path, FakeSearcher]) -> None:
+    folder, searcher = kb
+    registry = registry_with({folder: searcher})
+    _, events = _run(settings_for(folder), registry)
+    kinds = [e["event"] for e in events]
+    assert kinds == [
+        "knowledge.search.started",
+        "knowledge.index.progress",
+        "knowledge.index.progress",
+        "knowledge.index.done",
+        "knowledge.search.done",
+    ]
+    assert events[0]["queries"] == QUERIES and events[0]["kbs"] == ["docs"]
+    assert events[1] == {
+        "event": "knowledge.index.progress", "kb": "docs", "stage": "scan", "done": 1,
+        "total": 1, "message": "scanned",
+    }  # fmt: skip
+    assert events[3]["indexed"] is True and events[3]["fileCount"] == 5
+    assert events[4]["candidates"] > 0 and events[4]["errors"] == {}
+    # second run: already fresh, no progress
+    _, events = _run(settings_for(folder), registry)
+    assert [e["event"] for e in events] == [
+        "knowledge.search.started", "knowledge.index.done", "knowledge.search.done",
+    ]  # fmt: skip
+    assert events[1]["indexed"] is False
+
+
+def test_auto_index_off(kb: tuple[Path, FakeSearcher]) -> None:
+    folder, searcher = kb
+    _, events = _run(settings_for(folder, auto_index=False), registry_with({folder: searcher}))
+    assert searcher.index_calls == 0
+    assert "knowledge.index.done" not in [e["event"] for e in events]
+
+
+def test_several_knowledge_bases_and_scope(tmp_path: Path) -> None:
+    a, b = tmp_path / "alpha", tmp_path / "beta"
+    sa = fake_kb(a)
+    sb = fake_kb(b, {"docs/configuration.md": "Retry policy of beta: never retry.\n"})
+    registry = registry_with({a: sa, b: sb})
+    out, _ = _run(settings_for(a, b), registry)
+    assert {c["kb"] for c in out["rag_candidates"]} == {"alpha", "beta"}
+    # the same path in two knowledge bases stays two candidates
+    same = [c for c in out["rag_candidates"] if c["source"] == "docs/configuration.md"]
+    assert {c["kb"] for c in same} == {"alpha", "beta"}
+    out, _ = _run(settings_for(a, b), registry, _scope(["beta"]))
+    assert {c["kb"] for c in out["rag_candidates"]} == {"beta"}
+
+
+def test_errors_are_recorded_and_other_lists_kept(kb: tuple[Path, FakeSearcher]) -> None:
+    folder, searcher = kb
+    searcher.fail_rank = IndexNotFoundError("no index yet; run kbgraph index")
+    out, events = _run(settings_for(folder), registry_with({folder: searcher}))
+    assert out["rag_candidates"] == []
+    errors = debug_of(out)["steps"][0]["data"]["errors"]["docs"]
+    assert len(errors) == 4 and "IndexNotFoundError" in errors[0]
+    assert events[-1]["errors"] == {"docs": errors}
+
+
+def test_open_failure_is_recorded(tmp_path: Path) -> None:
+    def broken(folder: str, embedding: str | None) -> Any:
+        raise OSError(f"cannot read {folder}")
+
+    out, _ = _run(settings_for(tmp_path / "missing"), SearcherRegistry(broken))
+    assert out["rag_candidates"] == []
+    assert "OSError" in debug_of(out)["steps"][0]["data"]["errors"]["missing"][0]
+
+
+def test_no_knowledge_base(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KBGRAPH_FOLDER", raising=False)
+    out, events = _run(RagSettings(), SearcherRegistry())
+    assert out["rag_candidates"] == [] and events[0]["kbs"] == []
+
+
+def test_registry_caches_one_searcher_per_folder_and_embedding(tmp_path: Path) -> None:
+    opened: list[tuple[str, str | None]] = []
+
+    def factory(folder: str, embedding: str | None) -> Searcher:
+        opened.append((folder, embedding))
+        return FakeSearcher([])
+
+    registry = SearcherRegistry(factory)
+    first = registry.open(tmp_path, "fake")
+    assert registry.open(str(tmp_path) + "/", "fake") is first
+    assert registry.open(tmp_path, "local") is not first
+    assert opened == [(str(tmp_path.resolve()), "fake"), (str(tmp_path.resolve()), "local")]
+    assert isinstance(first, Searcher)
+    registry.close_all()
+    assert first.closed  # type: ignore[attr-defined]
+
+
+def test_open_knowledge_base_opens_a_real_index(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("# Title\n\nSome text about retries.\n", encoding="utf-8")
+    kb = open_knowledge_base(tmp_path, "fake")
+    try:
+        assert isinstance(kb, Searcher)
+        assert open_knowledge_base(tmp_path, "fake") is kb
+    finally:
+        from graphs.searcher import default_registry
+
+        default_registry.close_all()
+
+
+def test_index_failure_still_searches_the_old_index(kb: tuple[Path, FakeSearcher]) -> None:
+    folder, searcher = kb
+    searcher.fail_open = EmbeddingError("embedding server unreachable; check its URL")
+    out, events = _run(settings_for(folder), registry_with({folder: searcher}))
+    assert out["rag_candidates"]
+    errors = debug_of(out)["steps"][0]["data"]["errors"]["docs"]
+    assert errors == ["index: EmbeddingError: embedding server unreachable; check its URL"]
+    assert "knowledge.index.done" not in [e["event"] for e in events]

@@ -1,0 +1,387 @@
+"""The folder scanner: include/exclude rules, secrets, symlinks, sizes, stat-only scanning."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from retrieval.config import ScanConfig
+from retrieval.errors import ConfigError
+from retrieval.scan import (
+    ScanResult,
+    compile_globs,
+    file_kind,
+    glob_to_regex,
+    scan_folder,
+)
+
+EVERYTHING = ScanConfig(include=("**/*",))
+
+
+def make_tree(root: Path, files: dict[str, str | bytes]) -> None:
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        path.write_bytes(data)
+
+
+def rels(result: ScanResult) -> list[str]:
+    return [f.rel for f in result.files]
+
+
+def reasons(result: ScanResult) -> dict[str, str]:
+    return {s.path: s.reason for s in result.skipped}
+
+
+needs_symlinks = pytest.mark.skipif(
+    sys.platform == "win32", reason="creating symbolic links needs privileges on Windows"
+)
+
+
+# --- glob semantics ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "matches"),
+    [
+        ("**/*.md", "a.md", True),
+        ("**/*.md", "docs/deep/a.md", True),
+        ("**/*.md", "docs/a.mdx", False),
+        ("*.md", "docs/a.md", True),  # no slash: any depth
+        ("docs/*.md", "docs/a.md", True),
+        ("docs/*.md", "docs/sub/a.md", False),  # * stays inside one folder
+        ("docs/**/*.md", "docs/a.md", True),  # **/ matches zero folders
+        ("docs/**/*.md", "docs/x/y/a.md", True),
+        ("docs/**", "docs/x/y/a.md", True),
+        ("docs/", "docs/x/a.md", True),  # trailing slash: everything below
+        ("docs/", "docsx/a.md", False),
+        ("./docs/*.txt", "docs/a.txt", True),
+        ("**/.git/**", ".git/HEAD", True),
+        ("**/.git/**", "src/.git/objects/ab", True),
+        ("**/.git/**", "src/.github/x.yml", False),
+        ("a?.txt", "ab.txt", True),
+        ("a?.txt", "a/.txt", False),
+        ("file[0-9].txt", "file7.txt", True),
+        ("file[!0-9].txt", "file7.txt", False),
+        ("file[!0-9].txt", "filex.txt", True),
+        ("file[.txt", "file[.txt", True),  # unclosed class is a literal
+        ("file[^a].txt", "file^.txt", True),  # a leading ^ is a literal caret
+        ("file[^a].txt", "fileb.txt", False),
+        ("file[[x].txt", "file[.txt", True),
+        ("a+b (1).md", "a+b (1).md", True),  # regex characters are literal
+        ("**/café/*.md", "x/café/menü.md", True),
+        ("**/*.MD", "a.md", False),  # case-sensitive
+    ],
+)
+def test_glob_semantics(pattern: str, path: str, matches: bool) -> None:
+    assert bool(re.fullmatch(glob_to_regex(pattern), path)) is matches
+
+
+def test_compile_globs_empty_list_matches_nothing() -> None:
+    assert compile_globs([]).fullmatch("a.md") is None
+    assert compile_globs(["", "  "]).fullmatch("a.md") is None
+
+
+@pytest.mark.parametrize(
+    ("rel", "kind"),
+    [
+        ("README.md", "markdown"),
+        ("docs/Guide.MD", "markdown"),
+        ("index.rst", "text"),
+        ("notes.txt", "text"),
+        ("Makefile", "text"),
+        ("src/app.py", "code"),
+        ("web/app.ts", "code"),
+        ("main.rs", "code"),
+        ("main.go", "code"),
+        ("Main.java", "code"),
+        ("lib.js", "code"),
+        ("page.html", "html"),
+        ("page.htm", "html"),
+        ("paper.pdf", "pdf"),
+        ("table.csv", "csv"),
+        ("conf.json", "data"),
+        ("conf.yaml", "data"),
+        ("conf.yml", "data"),
+        ("pyproject.toml", "data"),
+    ],
+)
+def test_file_kind(rel: str, kind: str) -> None:
+    assert file_kind(rel) == kind
+
+
+# --- defaults -----------------------------------------------------------------------------
+
+
+def test_default_scan_lists_included_files_sorted_with_metadata(tmp_path: Path) -> None:
+    make_tree(
+        tmp_path,
+        {
+            "b.md": "# B\n",
+            "a/z.py": "print(1)\n",
+            "a/data.csv": "x,y\n1,2\n",
+            "image.png": b"\x89PNG\r\n",  # not included: neither listed nor reported
+            "notes.txt": "hello",
+        },
+    )
+    result = scan_folder(tmp_path, ScanConfig())
+    assert rels(result) == ["a/data.csv", "a/z.py", "b.md", "notes.txt"]
+    assert result.skipped == []
+    by_rel = {f.rel: f for f in result.files}
+    st = (tmp_path / "notes.txt").stat()
+    assert by_rel["notes.txt"].size == 5 == st.st_size
+    assert by_rel["notes.txt"].mtime_ns == st.st_mtime_ns
+    assert by_rel["a/z.py"].path == (tmp_path / "a" / "z.py").resolve()
+    assert by_rel["a/z.py"].path.is_absolute()
+    assert [by_rel[r].kind for r in rels(result)] == ["csv", "code", "markdown", "text"]
+
+
+@pytest.mark.parametrize(
+    "excluded",
+    [
+        ".git/notes.md",
+        "sub/.git/objects/readme.md",
+        ".venv/lib/site.py",
+        "venv/lib/site.py",
+        "node_modules/pkg/README.md",
+        "web/node_modules/pkg/index.js",
+        "__pycache__/mod.py",
+        ".mypy_cache/x.json",
+    ],
+)
+def test_excluded_folders_are_pruned_silently(tmp_path: Path, excluded: str) -> None:
+    make_tree(tmp_path, {excluded: "x", "keep.md": "x"})
+    result = scan_folder(tmp_path, EVERYTHING.model_copy(update={"exclude": ScanConfig().exclude}))
+    assert rels(result) == ["keep.md"]
+    assert result.skipped == []
+
+
+@pytest.mark.parametrize("marker", ["pyvenv.cfg", "conda-meta/history"])
+def test_environment_detected_by_marker_whatever_its_name(tmp_path: Path, marker: str) -> None:
+    make_tree(tmp_path, {f"tools-env/{marker}": "home = /usr", "tools-env/lib/a.py": "x"})
+    make_tree(tmp_path, {"keep.py": "x"})
+    assert rels(scan_folder(tmp_path, ScanConfig())) == ["keep.py"]
+
+
+def test_pyvenv_cfg_at_the_root_does_not_hide_the_folder(tmp_path: Path) -> None:
+    make_tree(tmp_path, {"pyvenv.cfg": "home = /usr", "notes.md": "x"})
+    assert rels(scan_folder(tmp_path, ScanConfig())) == ["notes.md"]
+
+
+@pytest.mark.parametrize("use_argument", [True, False])
+def test_index_folder_is_always_excluded(tmp_path: Path, use_argument: bool) -> None:
+    index_name = "my-index" if use_argument else ".kbgraph"
+    make_tree(tmp_path, {f"{index_name}/chunks.md": "x", "doc.md": "x"})
+    index_dir = tmp_path / index_name if use_argument else None
+    result = scan_folder(tmp_path, EVERYTHING, index_dir=index_dir)
+    assert rels(result) == ["doc.md"]
+    assert result.skipped == []
+
+
+# --- secrets ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("secret", "reported_as"),
+    [
+        (".env", ".env"),
+        ("app/.env.local", "app/.env.local"),
+        ("tls/server.pem", "tls/server.pem"),
+        ("tls/server.key", "tls/server.key"),
+        ("keys/id_rsa", "keys/id_rsa"),
+        ("keys/id_ed25519.pub", "keys/id_ed25519.pub"),
+        ("KEYS/ID_RSA", "KEYS/ID_RSA"),  # case does not hide a secret
+        ("credentials", "credentials"),
+        ("deploy/credentials.json", "deploy/credentials.json"),
+        ("home/.ssh/config", "home/.ssh/"),  # a secret folder is reported once
+        (".aws/credentials", ".aws/"),
+    ],
+)
+@pytest.mark.parametrize("include_exactly", [False, True])
+def test_secrets_are_denied_even_when_included(
+    tmp_path: Path, secret: str, reported_as: str, include_exactly: bool
+) -> None:
+    make_tree(tmp_path, {secret: "TOKEN=hunter2", "readme.md": "x"})
+    include = (secret,) if include_exactly else ("**/*",)
+    result = scan_folder(tmp_path, ScanConfig(include=include))
+    assert secret not in rels(result)
+    assert reasons(result) == {reported_as: "secret"}
+
+
+# --- size, names, custom patterns -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(("size", "kept"), [(99, True), (100, True), (101, False)])
+def test_max_file_size(tmp_path: Path, size: int, kept: bool) -> None:
+    make_tree(tmp_path, {"big.txt": b"x" * size})
+    result = scan_folder(tmp_path, ScanConfig(max_file_bytes=100))
+    assert rels(result) == (["big.txt"] if kept else [])
+    assert reasons(result) == ({} if kept else {"big.txt": "too-large"})
+    if not kept:
+        assert "101 bytes" in result.skipped[0].detail
+
+
+@pytest.mark.parametrize(
+    "rel",
+    ["café/naïve résumé.md", "日本語/メモ.txt", "emoji 😀 notes.md", "Ελληνικά.py", "a b/c d.md"],
+)
+def test_non_ascii_file_names(tmp_path: Path, rel: str) -> None:
+    make_tree(tmp_path, {rel: "contenu"})
+    result = scan_folder(tmp_path, ScanConfig())
+    assert rels(result) == [rel]
+    assert result.files[0].path.read_text("utf-8") == "contenu"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="Linux allows any bytes in file names")
+def test_file_name_that_is_not_utf8_is_reported(tmp_path: Path) -> None:
+    (tmp_path / os.fsdecode(b"caf\xe9.md")).write_text("x")
+    result = scan_folder(tmp_path, ScanConfig())
+    assert result.files == []
+    assert reasons(result) == {"caf\ufffd.md": "unreadable"}
+
+
+@pytest.mark.parametrize(
+    ("include", "exclude", "expected"),
+    [
+        (("docs/**",), (), ["docs/a.md", "docs/sub/b.txt"]),
+        (("**/*.md",), ("docs/sub/**",), ["docs/a.md", "top.md"]),
+        (("*.md", "*.txt"), ("*.txt",), ["docs/a.md", "top.md"]),
+        (("**/*",), ("docs/",), ["src/main.py", "top.md"]),
+        (("src/*.py", "top.md"), (), ["src/main.py", "top.md"]),
+        ((), (), []),
+    ],
+)
+def test_custom_include_and_exclude(
+    tmp_path: Path, include: tuple[str, ...], exclude: tuple[str, ...], expected: list[str]
+) -> None:
+    make_tree(
+        tmp_path,
+        {"top.md": "x", "docs/a.md": "x", "docs/sub/b.txt": "x", "src/main.py": "x"},
+    )
+    result = scan_folder(tmp_path, ScanConfig(include=include, exclude=exclude))
+    assert rels(result) == expected
+    assert result.skipped == []
+
+
+# --- symbolic links ---------------------------------------------------------------------------
+
+
+@needs_symlinks
+def test_link_to_a_file_outside_is_skipped(tmp_path: Path) -> None:
+    outside, root = tmp_path / "outside", tmp_path / "root"
+    make_tree(outside, {"secret-notes.md": "x"})
+    make_tree(root, {"real.md": "x"})
+    (root / "linked.md").symlink_to(outside / "secret-notes.md")
+    (root / "linked-dir").symlink_to(outside, target_is_directory=True)
+    result = scan_folder(root, ScanConfig())
+    assert rels(result) == ["real.md"]
+    assert reasons(result) == {"linked.md": "symlink-outside", "linked-dir/": "symlink-outside"}
+
+
+@needs_symlinks
+def test_relative_link_escaping_with_dotdot_is_outside(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    make_tree(tmp_path, {"other.md": "x"})
+    make_tree(root, {"a.md": "x"})
+    (root / "up.md").symlink_to(Path("..") / "other.md")
+    assert reasons(scan_folder(root, ScanConfig())) == {"up.md": "symlink-outside"}
+
+
+@needs_symlinks
+def test_link_to_a_file_inside_is_indexed_once_under_its_own_path(tmp_path: Path) -> None:
+    make_tree(tmp_path, {"docs/real.md": "hello"})
+    (tmp_path / "alias.md").symlink_to(Path("docs") / "real.md")
+    result = scan_folder(tmp_path, ScanConfig())
+    assert rels(result) == ["alias.md", "docs/real.md"]
+    alias = result.files[0]
+    assert alias.path == tmp_path.resolve() / "alias.md"
+    assert alias.size == 5
+
+
+@needs_symlinks
+def test_symlinked_folder_loops_terminate_without_duplicates(tmp_path: Path) -> None:
+    make_tree(tmp_path, {"a/b/doc.md": "x"})
+    (tmp_path / "a" / "b" / "loop").symlink_to(tmp_path / "a", target_is_directory=True)
+    (tmp_path / "self").symlink_to(tmp_path, target_is_directory=True)
+    (tmp_path / "a" / "mirror").symlink_to(Path("b"), target_is_directory=True)
+    result = scan_folder(tmp_path, ScanConfig())
+    assert rels(result) == ["a/b/doc.md"]
+    assert result.skipped == []
+
+
+@needs_symlinks
+@pytest.mark.parametrize(("target", "reason"), [(".env", "secret"), ("missing.md", "unreadable")])
+def test_links_to_secrets_and_broken_links(tmp_path: Path, target: str, reason: str) -> None:
+    make_tree(tmp_path, {".env": "TOKEN=x"})
+    (tmp_path / "notes.md").symlink_to(target)
+    result = scan_folder(tmp_path, ScanConfig())
+    assert result.files == []
+    assert reasons(result) == {"notes.md": reason, ".env": "secret"}
+
+
+@needs_symlinks
+def test_scanning_through_a_linked_root_reports_real_paths(tmp_path: Path) -> None:
+    make_tree(tmp_path, {"real/doc.md": "x"})
+    (tmp_path / "alias").symlink_to(tmp_path / "real", target_is_directory=True)
+    result = scan_folder(tmp_path / "alias", ScanConfig())
+    assert rels(result) == ["doc.md"]
+    assert result.files[0].path == (tmp_path / "real" / "doc.md").resolve()
+
+
+# --- other file types and errors ------------------------------------------------------------
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes need POSIX")
+def test_named_pipe_is_reported_not_opened(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.txt")  # opening it for reading would block forever
+    result = scan_folder(tmp_path, ScanConfig())
+    assert result.files == []
+    assert reasons(result) == {"pipe.txt": "unreadable"}
+
+
+@pytest.mark.parametrize("missing", ["does-not-exist", "file.md"])
+def test_root_must_be_a_folder(tmp_path: Path, missing: str) -> None:
+    make_tree(tmp_path, {"file.md": "x"})
+    with pytest.raises(ConfigError, match="not an existing folder"):
+        scan_folder(tmp_path / missing, ScanConfig())
+
+
+_opened: list[str] | None = None
+
+
+def _audit(event: str, args: tuple[object, ...]) -> None:
+    if _opened is not None and event == "open":
+        _opened.append(str(args[0]))
+
+
+@pytest.fixture
+def opened_files() -> Iterator[list[str]]:
+    """Every path ``open``ed while the test runs (audit hooks cannot be removed, so the
+    hook is installed once and only records while a test holds this fixture)."""
+    global _opened
+    if not getattr(sys, "_kbgraph_scan_hook", False):
+        sys.addaudithook(_audit)
+        sys._kbgraph_scan_hook = True  # type: ignore[attr-defined]
+    _opened = []
+    try:
+        yield _opened
+    finally:
+        _opened = None
+
+
+def test_scanning_reads_no_file_contents(tmp_path: Path, opened_files: list[str]) -> None:
+    make_tree(
+        tmp_path,
+        {"a.md": "x", "b/c.py": "x", ".env": "x", "d/pyvenv.cfg": "x", "big.txt": "y" * 50},
+    )
+    opened_files.clear()  # writing the fixture files opened them
+    result = scan_folder(tmp_path, ScanConfig(max_file_bytes=10))
+    assert rels(result) == ["a.md", "b/c.py"]
+    assert reasons(result) == {".env": "secret", "big.txt": "too-large"}
+    assert [p for p in opened_files if p.startswith(str(tmp_path))] == []

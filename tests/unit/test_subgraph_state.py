@@ -1,0 +1,134 @@
+"""State reducers (plain values replace, increments merge) and the context-schema settings
+(defaults, validation, dicts and foreign context objects, the KBGRAPH_FOLDER fallback)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graphs.settings import RagSettings, settings_from_context, settings_from_runtime
+from graphs.state import (
+    debug_update,
+    dedupe_candidates,
+    merge_candidates,
+    reduce_candidates,
+    reduce_debug,
+)
+from retrieval.errors import ConfigError
+
+from ._rag_fakes import candidate, runtime_for
+
+
+def test_candidates_plain_list_replaces_and_dedupes_keeping_best() -> None:
+    old = [candidate("x", score=0.9)]
+    new = [candidate("a", score=0.2), candidate("b", score=0.5), candidate("a", score=0.7)]
+    out = reduce_candidates(old, new)
+    assert [(c["id"], c["score"]) for c in out] == [("a", 0.7), ("b", 0.5)]
+
+
+def test_candidates_merge_update_keeps_the_old_ones() -> None:
+    old = [candidate("a", score=0.9), candidate("b", score=0.1)]
+    out = reduce_candidates(old, merge_candidates([candidate("b", score=0.6), candidate("c")]))
+    assert [(c["id"], c["score"]) for c in out] == [("a", 0.9), ("b", 0.6), ("c", 0.5)]
+
+
+def test_candidates_same_id_in_two_knowledge_bases_are_two() -> None:
+    out = dedupe_candidates([candidate("a", kb="one"), candidate("a", kb="two")])
+    assert [c["kb"] for c in out] == ["one", "two"]
+
+
+def test_candidates_none_clears() -> None:
+    assert reduce_candidates([candidate("a")], None) == []
+
+
+def test_debug_increments_append_and_plain_replaces() -> None:
+    first = reduce_debug(None, {"steps": [{"node": "a"}], "fallbacks": []})
+    second = reduce_debug(
+        first,
+        debug_update([{"node": "b"}], [{"node": "b", "attempt": 0, "stage": "json", "error": "e"}]),
+    )
+    assert [s["node"] for s in second["steps"]] == ["a", "b"]
+    assert len(second["fallbacks"]) == 1
+    assert reduce_debug(second, {"steps": [{"node": "z"}]}) == {
+        "steps": [{"node": "z"}],
+        "fallbacks": [],
+    }
+    assert reduce_debug(second, None) == {"steps": [], "fallbacks": []}
+    json.dumps(second)  # plain JSON, for checkpoints and Studio
+
+
+def test_settings_defaults_are_json() -> None:
+    settings = RagSettings()
+    assert settings.top_k == 5 and settings.rerank == "heuristic" and settings.max_rewrites == 1
+    assert settings.rrf_weights == {"vector": 1.0, "bm25": 1.0}
+    assert json.loads(json.dumps(settings.to_dict())) == settings.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"top_k": 0}, "top_k"),
+        ({"max_rewrites": 6}, "max_rewrites"),
+        ({"rerank": "magic"}, "rerank"),
+        ({"search_mode": "semantic"}, "search_mode"),
+        ({"rrf_weights": {"vector": -1.0}}, "rrf_weights"),
+        ({"llm_timeout_seconds": 0}, "llm_timeout_seconds"),
+        ({"knowledge_bases": [{"name": "x"}]}, "has no folder"),
+        ({"context_budget_tokens": True}, "context_budget_tokens"),
+    ],
+)
+def test_settings_validation(overrides: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        RagSettings(**overrides)
+
+
+def test_settings_from_context_variants() -> None:
+    assert settings_from_context(None) == RagSettings()
+    same = RagSettings(top_k=2)
+    assert settings_from_context(same) is same
+    assert settings_from_context({"top_k": 3, "parent_only_key": 1}).top_k == 3
+
+    @dataclass
+    class ParentContext:
+        top_k: int = 7
+        user_id: str = "u1"
+
+    assert settings_from_context(ParentContext()).top_k == 7
+    assert settings_from_runtime(runtime_for(None)) == RagSettings()
+    assert settings_from_runtime(None) == RagSettings()
+    assert settings_from_runtime({"top_k": 4}).top_k == 4
+    assert settings_from_runtime(runtime_for(RagSettings(top_k=6))).top_k == 6
+    with pytest.raises(ConfigError, match="top_k"):
+        settings_from_context({"top_k": -1})
+
+
+def test_knowledge_base_resolution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    settings = RagSettings(
+        knowledge_bases=[
+            {"folder": "docs"},
+            {"name": "code", "folder": "./src", "description": "d"},
+        ]
+    )
+    kbs = settings.resolved_knowledge_bases()
+    assert [(k.name, k.folder, k.description) for k in kbs] == [
+        ("docs", str(tmp_path / "docs"), ""),
+        ("code", str(tmp_path / "src"), "d"),
+    ]
+    with pytest.raises(ConfigError, match="two knowledge bases are named 'docs'"):
+        RagSettings(
+            knowledge_bases=[{"folder": "docs"}, {"folder": "x/docs"}]
+        ).resolved_knowledge_bases()
+
+
+def test_knowledge_bases_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    monkeypatch.setenv("KBGRAPH_FOLDER", f"{tmp_path / 'a'}{os.pathsep}{tmp_path / 'b'}")
+    assert [k.name for k in RagSettings().resolved_knowledge_bases()] == ["a", "b"]
+    monkeypatch.delenv("KBGRAPH_FOLDER")
+    assert RagSettings().resolved_knowledge_bases() == []
