@@ -67,13 +67,21 @@ def _stem(word: str) -> str:
 
 
 def content_words(text: str) -> list[str]:
-    """Stemmed content words of ``text`` in order (repeats kept); numbers written as words
-    (``five``) become digits so that they match ``5``."""
+    """Stemmed content words of ``text`` in order (repeats kept). An identifier such as
+    ``max_attempts`` also gives its parts (``max``, ``attempts``), so that prose about a
+    setting matches the setting's name. Number words (``five``) are left to
+    :func:`numbers`, which maps them to digits."""
     out: list[str] = []
     for word in words(text.lower()):
-        if word in FUNCTION_WORDS or word in NEGATIONS:
+        if word in FUNCTION_WORDS or word in NEGATIONS or word in _NUMBER_WORDS:
             continue
-        out.append(_NUMBER_WORDS.get(word) or _stem(word))
+        out.append(_stem(word))
+        if "_" in word:
+            out.extend(
+                _stem(part)
+                for part in word.split("_")
+                if len(part) > 1 and part not in FUNCTION_WORDS
+            )
     return out
 
 
@@ -115,26 +123,66 @@ def negated_terms(text: str) -> frozenset[str]:
             opening = token == "no" and previous in ".!?"
             remaining = 0 if opening else NEGATION_SCOPE
         elif remaining and token not in FUNCTION_WORDS and len(token) > 1:
-            out.add(_NUMBER_WORDS.get(token) or _stem(token))
+            out.add(_stem(token))
             remaining -= 1
         previous = token
     return frozenset(out)
 
 
-def split_sentences(text: str) -> list[str]:
-    """Sentences of ``text``: split after ``.!?`` (and CJK ``。！？``) followed by a capital,
-    digit or CJK character, and at line breaks; abbreviations, decimals (``1.6 s``) and
+_BLOCK_START = re.compile(r"^\s*(?:[-*+•]\s|\d+[.)]\s|\||#|```|~~~|>)")
+
+
+def _blocks(text: str) -> list[str]:
+    """Paragraphs with hard line wraps joined; list items, table rows, headings, quotes and
+    every line of a fenced code block stay lines of their own (Markdown's block structure,
+    roughly)."""
+    blocks: list[str] = []
+    current: list[str] = []
+    in_fence = False
+    for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
+        stripped = line.strip()
+        fence = stripped.startswith(("```", "~~~"))
+        if not stripped or fence or in_fence or _BLOCK_START.match(line) or _is_line_block(current):
+            if current:
+                blocks.append(" ".join(current))
+            current = []
+        if fence:
+            in_fence = not in_fence
+        if stripped:
+            current.append(stripped)
+    if current:
+        blocks.append(" ".join(current))
+    return blocks
+
+
+def _is_line_block(current: list[str]) -> bool:
+    """Table rows, headings and quotes end at the end of their line."""
+    return bool(current) and current[0][:1] in "|#>"
+
+
+def split_blocks(text: str) -> list[list[str]]:
+    """The sentences of ``text`` grouped by block (paragraph, list item, table row …): split
+    after ``.!?`` (and CJK ``。！？``) followed by a capital, digit or CJK character;
+    hard-wrapped lines of one paragraph are joined. Abbreviations, decimals (``1.6 s``) and
     dotted names (``harbor.yaml``) do not end a sentence."""
     protected = text
     for i, abbreviation in enumerate(_ABBREVIATIONS):
         protected = protected.replace(abbreviation, f"\x00{i}\x00")
-    out: list[str] = []
-    for line in re.split(r"\n\s*\n|\n(?=\s*(?:[-*+]|\d+[.)])\s)|\r?\n", protected):
-        for piece in _SENTENCE_END.split(line):
+    out: list[list[str]] = []
+    for block in _blocks(protected):
+        sentences = []
+        for piece in _SENTENCE_END.split(block):
             restored = re.sub(r"\x00(\d+)\x00", lambda m: _ABBREVIATIONS[int(m.group(1))], piece)
             if restored.strip():
-                out.append(restored.strip())
+                sentences.append(restored.strip())
+        if sentences:
+            out.append(sentences)
     return out
+
+
+def split_sentences(text: str) -> list[str]:
+    """Every sentence of :func:`split_blocks`, in order."""
+    return [sentence for block in split_blocks(text) for sentence in block]
 
 
 __all__ = [
@@ -144,5 +192,6 @@ __all__ = [
     "has_negation",
     "negated_terms",
     "numbers",
+    "split_blocks",
     "split_sentences",
 ]

@@ -17,16 +17,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ._text import content_words, numbers, split_sentences
+from ._text import content_words, numbers, split_blocks
 from .records import Claim
 
 _PART = r"\d{1,6}(?:\s*[-–—]\s*\d{1,6})?"
 _MARKER = re.compile(rf"\[\s*({_PART}(?:\s*[,;]\s*{_PART})*)\s*\](?!\()")
 _RANGE = re.compile(r"(\d+)\s*[-–—]\s*(\d+)")
 _MAX_RANGE = 50
-_LOCATION = re.compile(r"\(\s*[^()\s]+:\d+(?:\s*[-–]\s*\d+)?\s*\)")
-"""A source location such as ``(docs/faq.txt:13-16)`` that extractive answers print after
-a marker: part of the citation, not of the claim."""
+_LOCATION = re.compile(
+    r"\(\s*(?![^()\s]*://)[^()\s]+(?::\d+(?:\s*[-–]\s*\d+)?|\.[A-Za-z0-9]{1,5})\s*\)"
+)
+"""A source location such as ``(docs/faq.txt:13-16)`` or ``(docs/glossary.html)`` that
+extractive answers print after a marker: part of the citation, not of the claim."""
 _FENCE_LINE = re.compile(r"^\s*(```|~~~).*$", re.MULTILINE)
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+•]|\d+[.)])\s+")
 _HEADING = re.compile(r"^\s*#{1,6}\s")
@@ -139,25 +141,28 @@ def _sentences(answer: str) -> list[_Sentence]:
     text = _FENCE_LINE.sub("", answer.replace("\r\n", "\n"))
     out: list[_Sentence] = []
     intro: _Sentence | None = None
-    for raw in split_sentences(text):
-        if _HEADING.match(raw):
+    for block in split_blocks(text):
+        if _HEADING.match(block[0]):
             intro = None
             continue
-        cited = citation_numbers(raw)
-        is_item = bool(_LIST_ITEM.match(raw))
-        body = _clean(_LIST_ITEM.sub("", raw))
-        if not body:
-            if out and cited:
-                out[-1] = _Sentence(out[-1].text, _merge(out[-1].citations, cited))
-            continue
-        if is_item and intro is not None:
-            body = f"{intro.text} {body}"
-            cited = cited or intro.citations
-        elif not is_item:
-            intro = _Sentence(body, cited) if body.endswith(":") else None
-            if intro is not None:
+        is_item = bool(_LIST_ITEM.match(block[0]))
+        for index, raw in enumerate(block):
+            cited = citation_numbers(raw)
+            body = _clean(_LIST_ITEM.sub("", raw) if index == 0 else raw)
+            if not body:
+                if out and cited:
+                    out[-1] = _Sentence(out[-1].text, _merge(out[-1].citations, cited))
                 continue
-        out.append(_Sentence(body, cited))
+            if is_item and index == 0 and intro is not None:
+                body = f"{intro.text} {body}"
+                cited = cited or intro.citations
+            if not is_item and index == len(block) - 1 and body.endswith(":"):
+                # "Harbor retries these codes:" introduces the list items that follow.
+                intro = _Sentence(body, cited)
+                continue
+            out.append(_Sentence(body, cited))
+        if not is_item:
+            intro = intro if block[-1].rstrip().endswith(":") else None
     return out
 
 

@@ -4,8 +4,9 @@
                  [--baseline FILE] [--out DIR] [--embedding SPEC] [--chat-model SPEC] [--json]
     kbgraph eval meta [--limit N] [--judge offline|<model spec> ...]
 
-``eval`` is a group whose first argument is either a subcommand (``run``, ``meta``, and
-those other layers add) or a data-set path, which runs ``run``.
+``eval`` is a group whose first argument is either a subcommand (``run``, ``meta``,
+``retrieval`` from ``evals.beir``, and any other added with ``eval_group.add_command`` or
+``eval_group.lazy``) or a data-set path, which runs ``run``.
 
 Exit codes: 0 success, 1 failure, 2 usage or configuration error, 6 regression against
 ``--baseline``.
@@ -19,7 +20,7 @@ import sys
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import click
 
@@ -45,7 +46,12 @@ class DefaultCommandGroup(click.Group):
     layers can add subcommands without this module importing them."""
 
     default_command = "run"
-    lazy: ClassVar[dict[str, tuple[str, str]]] = {}
+
+    def __init__(
+        self, *args: Any, lazy: dict[str, tuple[str, str]] | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy: dict[str, tuple[str, str]] = dict(lazy or {})
 
     def _known(self) -> set[str]:
         return {*self.commands, *self.lazy}
@@ -84,6 +90,7 @@ def fail_cleanly(func: F) -> F:
 
 @click.group(
     cls=DefaultCommandGroup,
+    lazy={"retrieval": ("evals.beir.cli", "retrieval_command")},
     invoke_without_command=False,
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},

@@ -21,7 +21,7 @@ from .config import ChunkConfig, ScanConfig
 from .embeddings import BatchEmbedder, EmbeddingCache, check_dims, embed_with_cache
 from .loaders import SkipFile, load_file
 from .progress import ProgressCallback, ProgressEvent
-from .records import Chunk, SkippedFile
+from .records import Chunk, SkippedFile, index_text
 from .scan import ScannedFile, scan_folder
 from .store import (
     EmbeddingMeta,
@@ -213,7 +213,7 @@ def _embed(
                 progress(ProgressEvent("embed", done, total, "embedding"))
 
             outcome = embed_with_cache(
-                embedder, cache, [p.chunks[i].text for i in missing], on_progress
+                embedder, cache, [index_text(p.chunks[i]) for i in missing], on_progress
             )
         finally:
             cache.close()

@@ -85,6 +85,13 @@ class Chunk:
         )
 
 
+def index_text(chunk: Chunk) -> str:
+    """What the rankers see: the chunk text under its heading path. A chunk cut from the
+    middle of "Webhooks > Delivery and retries" rarely repeats those words itself, yet
+    they are what a question about it uses. The chunk's own text stays exact."""
+    return f"{chunk.section}\n\n{chunk.text}" if chunk.section else chunk.text
+
+
 @dataclass(frozen=True, slots=True)
 class SkippedFile:
     path: str

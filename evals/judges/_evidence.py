@@ -150,18 +150,17 @@ def lexical_evidence(claim: str, context: ContextText, similarity: float) -> Evi
     overlap = len(found) / len(words) if words else _share(nums, context.numbers, 0.0)
     pairs = set(itertools.pairwise(words))
     bigrams = len(pairs & context.bigrams) / len(pairs) if pairs else overlap
-    aligned_index = _best_sentence(words, context.sentence_words)
-    aligned = context.sentences[aligned_index] if aligned_index is not None else ""
-    aligned_numbers = numbers(aligned)
+    aligned = _best_sentences(words, context)
+    aligned_numbers = numbers(aligned[0]) if aligned else set()
     return Evidence(
         overlap=overlap,
         missing=len(lacking) + len([n for n in lacking_numbers if n not in lacking]),
         bigrams=bigrams,
         similarity=similarity,
         numbers_match=_share(nums, context.numbers, 1.0),
-        negation_flip=_negation_flip(claim, aligned, words),
+        negation_flip=bool(aligned) and all(_negation_flip(claim, s, words) for s in aligned),
         number_conflict=bool(lacking_numbers) and bool(aligned_numbers - nums),
-        aligned=aligned,
+        aligned=aligned[0] if aligned else "",
         missing_words=(*lacking, *lacking_numbers),
     )
 
@@ -190,10 +189,8 @@ def is_contradiction(evidence: Evidence) -> bool:
 
 
 def _negation_flip(claim: str, aligned: str, words: list[str]) -> bool:
-    """A word the claim shares with its best-matching sentence is negated in one of them
-    and not in the other ("is retried" against "is never retried")."""
-    if not aligned:
-        return False
+    """A word the claim shares with ``aligned`` is negated in one of them and not in the
+    other ("is retried" against "is never retried")."""
     shared = set(words) & set(content_words(aligned))
     return bool((negated_terms(claim) ^ negated_terms(aligned)) & shared)
 
@@ -202,14 +199,18 @@ def _share(part: set[str], whole: frozenset[str], empty: float) -> float:
     return len(part & whole) / len(part) if part else empty
 
 
-def _best_sentence(words: list[str], sentences: list[list[str]]) -> int | None:
-    """The context sentence sharing the most content words with the claim."""
-    if not sentences or not words:
-        return None
+def _best_sentences(words: list[str], context: ContextText) -> list[str]:
+    """The context sentences sharing the most content words with the claim (all of them
+    when several tie): a contradiction must hold against each, not against whichever
+    sentence happens to come first."""
+    if not words:
+        return []
     wanted = set(words)
-    scores = [len(wanted.intersection(s)) for s in sentences]
-    best = max(range(len(scores)), key=scores.__getitem__)
-    return best if scores[best] > 0 else None
+    scores = [len(wanted.intersection(s)) for s in context.sentence_words]
+    best = max(scores, default=0)
+    if best == 0:
+        return []
+    return [s for s, score in zip(context.sentences, scores, strict=True) if score == best]
 
 
 __all__ = [

@@ -4,7 +4,8 @@ model (the packaged all-MiniLM-L6-v2 by default; ``fake`` embeddings in fast tes
 Claims are scored by ``_evidence.support_score``; a claim whose best-matching context
 sentence says the opposite (a negation flip, another number) is contradicted. Passages are
 relevant when they support part of the reference answer, or — without a reference — when
-they cover the question's words and are close to it in embedding space. Answers are
+they cover the question's distinctive words (idf over the retrieved passages) and are
+close to it in embedding space. Answers are
 relevant when they are close to the question and use its key terms.
 
 Vectors are cached per text, so a context judged for several metrics is embedded once.
@@ -12,6 +13,7 @@ Vectors are cached per text, so a context judged for several metrics is embedded
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -92,7 +94,8 @@ class OfflineJudge:
         if reference and reference.strip():
             claims = [c.text for c in split_claims(reference)] or [reference]
             return [self._supports_reference(claims, p, question) for p in passages]
-        return [self._matches_question(question, p) for p in passages]
+        weights = _term_weights(question, passages)
+        return [self._matches_question(question, p, weights) for p in passages]
 
     def judge_answer(self, question: str, answer: str) -> Relevance:
         q_vec, a_vec = self.vectors([question, answer])
@@ -166,13 +169,17 @@ class OfflineJudge:
         reason = f"supports {helped} of {len(claims)} reference claims"
         return Relevance(helped > 0, best, reason)
 
-    def _matches_question(self, question: str, passage: str) -> Relevance:
+    def _matches_question(
+        self, question: str, passage: str, weights: dict[str, float]
+    ) -> Relevance:
         ctx = ContextText(passage)
         if not ctx.windows:
             return Relevance(False, 0.0, "empty passage")
         similarity = _rescale(float(self.similarities([question], ctx)[0]))
-        coverage = _question_coverage(question, passage)
-        score = 0.5 * similarity + 0.5 * coverage
+        total = sum(weights.values())
+        found = sum(w for term, w in weights.items() if term in ctx.words)
+        coverage = found / total if total else 1.0
+        score = 0.4 * similarity + 0.6 * coverage
         reason = f"similarity {similarity:.2f}, question terms covered {coverage:.0%}"
         return Relevance(score >= PASSAGE_RELEVANT_AT, score, reason)
 
@@ -180,6 +187,17 @@ class OfflineJudge:
 def _rescale(cosine: float) -> float:
     span = ANSWER_SIMILARITY_CEILING - ANSWER_SIMILARITY_FLOOR
     return min(1.0, max(0.0, (cosine - ANSWER_SIMILARITY_FLOOR) / span))
+
+
+def _term_weights(question: str, passages: Sequence[str]) -> dict[str, float]:
+    """Weight of each question term: its inverse document frequency among the retrieved
+    passages, ``log(1 + N / (1 + df))`` (a smoothed Robertson–Spärck Jones idf). A term that
+    every passage shares ("Harbor" in Harbor's docs) tells relevant passages from the others
+    less than one that few or none contain (a missing term is what the question is about)."""
+    terms = set(content_words(question)) - _WH_WORDS
+    sets = [set(content_words(p)) for p in passages]
+    n = len(sets)
+    return {t: math.log(1 + n / (1 + sum(t in s for s in sets))) for t in terms}
 
 
 def _question_coverage(question: str, text: str) -> float:

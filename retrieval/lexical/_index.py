@@ -22,6 +22,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from .._fs import fsync_dir
 from ..errors import ConfigError, IndexCorruptError, IndexNotFoundError
 from ..ranking import check_k, check_mask, top_k_indices
 from ._bm25 import DEFAULT_B, DEFAULT_K1, ScoreColumns, avg_doc_len, query_scores, score_columns
@@ -156,7 +157,7 @@ class BM25Index:
         with open(directory / META_FILE, "w", encoding="utf-8") as fh:
             json.dump(meta, fh, ensure_ascii=False)
             _sync(fh)
-        _sync_dir(directory)
+        fsync_dir(directory)
 
     @classmethod
     def load(cls, directory: Path) -> BM25Index:
@@ -181,14 +182,6 @@ class BM25Index:
 def _sync(fh: IO[Any]) -> None:
     fh.flush()
     os.fsync(fh.fileno())
-
-
-def _sync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:

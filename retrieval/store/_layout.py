@@ -22,6 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .._fs import fsync_dir
 from ..errors import IndexCorruptError
 
 DIR_MODE = 0o700
@@ -87,14 +88,6 @@ class IndexLayout:
         for entry in self.root.iterdir():
             if entry.is_dir() and entry.name.startswith("gen-") and entry.name != keep:
                 shutil.rmtree(entry, ignore_errors=True)
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def write_file_atomic(path: Path, data: bytes) -> None:

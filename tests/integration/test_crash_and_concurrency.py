@@ -77,18 +77,23 @@ def _assert_index_sound(folder: Path) -> None:
 
 
 def _kill_when(proc: subprocess.Popen[str], stage: str | None, delay: float) -> str:
-    """Kill at ``delay`` seconds after ``stage`` first appears (or after start)."""
+    """SIGKILL ``delay`` seconds after ``stage`` first shows (or after start); return the
+    last stage the child reported before it died ("finished" when the kill came late)."""
     assert proc.stdout is not None
+    last = "start"
     if stage is None:
         time.sleep(delay)
     else:
         for line in proc.stdout:
-            if line.startswith(stage) or line.startswith("finished"):
-                time.sleep(delay)
+            last = line.split()[0]
+            if last in (stage, "finished"):
                 break
+        time.sleep(delay)
     proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
-    return stage or "random"
+    rest, _ = proc.communicate(timeout=30)
+    for line in rest.splitlines():
+        last = line.split()[0] if line.strip() else last
+    return last
 
 
 def test_kill_at_random_moments_leaves_an_index_that_opens(tmp_path: Path) -> None:
@@ -99,11 +104,16 @@ def test_kill_at_random_moments_leaves_an_index_that_opens(tmp_path: Path) -> No
     assert first.wait(timeout=300) == 0, first.stderr.read() if first.stderr else ""
     rng = random.Random(1234)
     stages: list[str | None] = ["embed", "write", None]
+    died_in: list[str] = []
     for attempt in range(24):
         _write_corpus(folder, attempt + 1, files=rng.randint(30, 45))
         proc = _spawn(folder, rebuild=attempt % 4 == 3)
-        _kill_when(proc, stages[attempt % 3], rng.uniform(0.0, 0.4))
+        delay = rng.uniform(0.0, 0.05) if attempt % 3 == 1 else rng.uniform(0.0, 0.4)
+        died_in.append(_kill_when(proc, stages[attempt % 3], delay))
         _assert_index_sound(folder)
+    # The kills must really interrupt work, in both phases that matter.
+    assert sum(stage != "finished" for stage in died_in) >= 20, died_in
+    assert "embed" in died_in and "write" in died_in, died_in
     final = _spawn(folder)
     out, err = final.communicate(timeout=300)
     assert final.returncode == 0, err

@@ -32,7 +32,8 @@ from evals.records import Claim
             [Claim("Read [the guide](https://x.test) for 1.6 s delays.", ())],
         ),
         (
-            "Les messages d'erreur restent en anglais [2]. 日本語ロケールは 2.4.0 で追加されました [3]。",
+            "Les messages d'erreur restent en anglais [2]. "
+            "日本語ロケールは 2.4.0 で追加されました [3]。",
             [
                 Claim("Les messages d'erreur restent en anglais.", (2,)),
                 Claim("日本語ロケールは 2.4.0 で追加されました。", (3,)),
@@ -125,3 +126,25 @@ def test_citation_numbers(text: str, numbers: tuple[int, ...]) -> None:
 def test_strip_markers_leaves_clean_text() -> None:
     assert strip_markers("Five attempts [1] , then stop [2].") == "Five attempts, then stop."
     assert is_refusal("Unable to determine that from the context.")
+
+
+def test_a_colon_inside_a_list_item_introduces_nothing() -> None:
+    answer = (
+        "- Les messages restent en anglais. Voici la confirmation : [1] (docs/i18n.md:26-27)\n"
+        "- Harbor remembers it for 24 hours. [2] (docs/glossary.html)"
+    )
+    assert split_claims(answer) == [
+        Claim("Les messages restent en anglais.", ()),
+        Claim("Voici la confirmation:", (1,)),
+        Claim("Harbor remembers it for 24 hours.", (2,)),
+    ]
+
+
+def test_hard_wrapped_paragraphs_are_joined() -> None:
+    answer = (
+        "Harbor waits for that long, but never longer\nthan backoff_cap_ms [1].\nSecond one [2]."
+    )
+    assert split_claims(answer) == [
+        Claim("Harbor waits for that long, but never longer than backoff_cap_ms.", (1,)),
+        Claim("Second one.", (2,)),
+    ]

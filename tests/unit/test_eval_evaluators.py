@@ -17,7 +17,7 @@ from evals.evaluators import (
     same_path,
 )
 from evals.judges import ScriptedJudge
-from evals.records import ClaimVerdict, EvalRecord, GoldSource, Passage, Verdict
+from evals.records import ClaimVerdict, EvalRecord, GoldSource, Judgement, Passage, Verdict
 
 RETRY = Passage(1, "retry.max_attempts defaults to 5.", "docs/configuration.md", 52, 60)
 WEBHOOK = Passage(2, "Webhook deliveries are retried 7 times.", "docs/api/webhooks.md", 41, 47)
@@ -267,7 +267,7 @@ def test_langsmith_adapter_reads_documents_and_messages_and_reports_undetermined
 
 def test_langsmith_adapter_turns_a_crash_into_a_failed_comment() -> None:
     class Broken(ScriptedJudge):
-        def judge_claims(self, *args: object, **kwargs: object) -> list:  # type: ignore[override]
+        def judge_claims(self, *args: object, **kwargs: object) -> list[Judgement]:
             raise RuntimeError("judge down")
 
     out = FaithfulnessEvaluator(Broken())(
@@ -303,3 +303,37 @@ def test_gold_source_recall_counts_overlapping_line_ranges() -> None:
     assert lines_overlap(1, 1, 1, 1) and not lines_overlap(1, 4, 5, 9)
     with pytest.raises(ValueError):
         gold_source_recall((), passages)
+
+
+def test_langsmith_runs_the_evaluator_as_its_own() -> None:
+    """LangSmith's own wrapper (no network) accepts the function and reads its result."""
+    import datetime
+    import uuid
+
+    from langsmith.evaluation.evaluator import run_evaluator
+    from langsmith.schemas import Example, Run
+
+    fn = FaithfulnessEvaluator(ScriptedJudge(rules=[fact_rule])).as_langsmith_evaluator()
+    now = datetime.datetime.now(datetime.UTC)
+    run = Run(
+        id=uuid.uuid4(),
+        trace_id=uuid.uuid4(),
+        name="agent",
+        run_type="chain",
+        start_time=now,
+        inputs={"question": "How many attempts?"},
+        outputs={
+            "answer": "Harbor makes 5 attempts by default [2].",
+            "contexts": [RETRY.text, WEBHOOK.text],
+        },
+    )
+    example = Example(
+        id=uuid.uuid4(),
+        dataset_id=uuid.uuid4(),
+        created_at=now,
+        inputs={"question": "How many attempts?"},
+        outputs={"reference": "Five."},
+    )
+    result = run_evaluator(fn).evaluate_run(run, example)
+    assert (result.key, result.score) == ("faithfulness", 0.0)
+    assert result.comment == "0 of 1 claims supported (0 contradicted)"

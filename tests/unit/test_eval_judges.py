@@ -215,3 +215,15 @@ def test_resolve_judge_specs() -> None:
     assert resolve_judge("fake").name.startswith("llm:")
     with pytest.raises(JudgeError, match="names no chat model"):
         resolve_judge("none")
+
+
+def test_offline_passage_relevance_weighs_distinctive_question_words(judge: OfflineJudge) -> None:
+    passages = [
+        "Harbor is an order service. Harbor runs in containers.",
+        "Harbor guarantees 99.9% uptime in its SLA for the hosted service.",
+        "Harbor listens on port 8080.",
+    ]
+    relevance = judge.judge_passages(
+        "What uptime does the hosted Harbor service guarantee?", passages
+    )
+    assert [r.relevant for r in relevance] == [False, True, False]

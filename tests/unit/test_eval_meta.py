@@ -15,12 +15,24 @@ from evals.meta import BASELINE, faithfulness_score, format_table, run_meta
 from retrieval.embeddings import FakeEmbeddings
 
 KNOWLEDGE = [
-    ("Harbor listens on port 8080 and serves metrics on port 9102.", "What port does Harbor use?",
-     "Harbor listens on port 8080.", "Harbor listens on port 443 behind nginx."),
-    ("Access tokens expire after 15 minutes and cannot be refreshed.", "How long do tokens last?",
-     "Tokens expire after 15 minutes.", "Tokens last one week and refresh automatically."),
-    ("L'API renvoie toujours des messages d'erreur en anglais.", "Quelle langue ?",
-     "Les messages d'erreur sont en anglais.", "Les messages sont traduits en japonais."),
+    (
+        "Harbor listens on port 8080 and serves metrics on port 9102.",
+        "What port does Harbor use?",
+        "Harbor listens on port 8080.",
+        "Harbor listens on port 443 behind nginx.",
+    ),
+    (
+        "Access tokens expire after 15 minutes and cannot be refreshed.",
+        "How long do tokens last?",
+        "Tokens expire after 15 minutes.",
+        "Tokens last one week and refresh automatically.",
+    ),
+    (
+        "L'API renvoie toujours des messages d'erreur en anglais.",
+        "Quelle langue ?",
+        "Les messages d'erreur sont en anglais.",
+        "Les messages sont traduits en japonais.",
+    ),
 ]
 
 
@@ -29,23 +41,41 @@ def data_dir(tmp_path: Path) -> Path:
     (tmp_path / "wikieval").mkdir()
     (tmp_path / "halueval").mkdir()
     (tmp_path / "begin").mkdir()
-    wiki = [{"question": q, "context_v1": k, "answer": good, "ungrounded_answer": bad,
-             "poor_answer": "Yes."} for k, q, good, bad in KNOWLEDGE]
+    wiki = [
+        {
+            "question": q,
+            "context_v1": k,
+            "answer": good,
+            "ungrounded_answer": bad,
+            "poor_answer": "Yes.",
+        }
+        for k, q, good, bad in KNOWLEDGE
+    ]
     (tmp_path / "wikieval" / "wikieval.jsonl").write_text(
-        "\n".join(json.dumps(r, ensure_ascii=False) for r in wiki), encoding="utf-8")
-    halu = [{"knowledge": k, "question": q, "right_answer": good, "hallucinated_answer": bad}
-            for k, q, good, bad in KNOWLEDGE]
+        "\n".join(json.dumps(r, ensure_ascii=False) for r in wiki), encoding="utf-8"
+    )
+    halu = [
+        {"knowledge": k, "question": q, "right_answer": good, "hallucinated_answer": bad}
+        for k, q, good, bad in KNOWLEDGE
+    ]
     for split in ("qa_one_turn", "qa_multi_turn"):
         (tmp_path / "halueval" / f"{split}.jsonl").write_text(
-            "\n".join(json.dumps(r, ensure_ascii=False) for r in halu), encoding="utf-8")
+            "\n".join(json.dumps(r, ensure_ascii=False) for r in halu), encoding="utf-8"
+        )
     header = "model_name\tdata_source\tknowledge\tmessage\tresponse\tbegin_label"
     lines = [header]
     for k, _q, good, bad in KNOWLEDGE:
-        lines += [f"t5\twow\t{k}\thi\t{good}\tFully attributable",
-                  f"t5\twow\t{k}\thi\t{bad}\tNot fully attributable",
-                  f"t5\twow\t{k}\thi\tthat's cool\tGeneric"]
-    for name in ("wow_begin_test_wow.tsv", "cmu-dog_begin_dev_cmu.tsv",
-                 "topicalchat_begin_dev_tc.tsv", "wow_begin_dev_wow.tsv"):
+        lines += [
+            f"t5\twow\t{k}\thi\t{good}\tFully attributable",
+            f"t5\twow\t{k}\thi\t{bad}\tNot fully attributable",
+            f"t5\twow\t{k}\thi\tthat's cool\tGeneric",
+        ]
+    for name in (
+        "wow_begin_test_wow.tsv",
+        "cmu-dog_begin_dev_cmu.tsv",
+        "topicalchat_begin_dev_tc.tsv",
+        "wow_begin_dev_wow.tsv",
+    ):
         (tmp_path / "begin" / name).write_text("\r\n".join(lines) + "\r\n", encoding="utf-8")
     return tmp_path
 
@@ -99,6 +129,8 @@ def test_meta_command(data_dir: Path) -> None:
 
 
 def test_meta_command_explains_missing_data(tmp_path: Path) -> None:
-    result = CliRunner().invoke(eval_group, ["meta", "--data", str(tmp_path), "--quiet"])
+    result = CliRunner().invoke(
+        eval_group, ["meta", "--data", str(tmp_path), "--embedding", "fake", "--quiet"]
+    )
     assert result.exit_code == 2
     assert "is missing" in result.output

@@ -10,15 +10,16 @@ import pytest
 from click.testing import CliRunner
 
 from evals.baseline import REGRESSION_EXIT_CODE, compare_summaries, load_summary
-from evals.cli import eval_group
+from evals.cli import DefaultCommandGroup, eval_group
 from evals.datasets import DatasetError
 from evals.records import METRIC_NAMES, MetricResult, RowResult
 from evals.report import summarize, write_report
 
 
 def row(row_id: str, faith: float | None, status: str = "ok") -> RowResult:
+    metrics: dict[str, MetricResult]
     if status == "failed":
-        metrics = {n: MetricResult(n, "failed", None, "boom") for n in METRIC_NAMES}  # type: ignore[arg-type]
+        metrics = {n: MetricResult(n, "failed", None, "boom") for n in METRIC_NAMES}
         return RowResult(row_id, "q", "failed", error="boom", metrics=metrics)
     metrics = {
         "faithfulness": (
@@ -91,7 +92,7 @@ def test_more_failed_rows_is_a_regression() -> None:
 
 def test_load_summary_explains_bad_files(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text("[1, 2]", encoding="utf-8")
-    with pytest.raises(DatasetError, match="not a kbgraph summary.json"):
+    with pytest.raises(DatasetError, match=r"not a kbgraph summary\.json"):
         load_summary(tmp_path / "x.json")
     with pytest.raises(DatasetError, match="does not exist"):
         load_summary(tmp_path / "missing.json")
@@ -164,16 +165,22 @@ def test_cli_reports_bad_input_with_exit_code_2(tmp_path: Path) -> None:
 
 def test_group_routes_subcommands_and_lazy_commands() -> None:
     runner = CliRunner()
-    assert "meta" in runner.invoke(eval_group, ["--help"]).output
+    listing = runner.invoke(eval_group, ["--help"]).output
+    assert "meta" in listing and "retrieval" in listing
     assert "--judge" in runner.invoke(eval_group, ["meta", "--help"]).output
 
-    @click.command("retrieval")
+    @click.command("probe")
     @click.argument("beir_dir")
-    def retrieval(beir_dir: str) -> None:
-        click.echo(f"retrieval on {beir_dir}")
+    def probe(beir_dir: str) -> None:
+        click.echo(f"probe on {beir_dir}")
 
-    eval_group.add_command(retrieval)
+    eval_group.add_command(probe)
+    assert isinstance(eval_group, DefaultCommandGroup)
+    eval_group.lazy["meta-again"] = ("evals.cli", "meta_command")
     try:
-        assert runner.invoke(eval_group, ["retrieval", "x"]).output == "retrieval on x\n"
+        assert runner.invoke(eval_group, ["probe", "x"]).output == "probe on x\n"
+        assert "--judge" in runner.invoke(eval_group, ["meta-again", "--help"]).output
     finally:
-        eval_group.commands.pop("retrieval")
+        eval_group.commands.pop("probe")
+        eval_group.commands.pop("meta-again", None)
+        eval_group.lazy.pop("meta-again")

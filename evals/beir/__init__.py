@@ -1,0 +1,64 @@
+"""Retrieval quality on BEIR-format data sets, measured through the real engine.
+
+    from evals.beir import run_beir
+    run = run_beir("../shared/data/beir/scifact", ["bm25", "hybrid"])
+    print(run.summary()["hybrid"]["ndcg@10"])
+
+``retrieval_command`` is the click command ``kbgraph eval retrieval``.
+"""
+
+from __future__ import annotations
+
+from ._load import BeirData, Document, load_beir
+from ._metrics import (
+    METRICS,
+    dcg,
+    max_pool,
+    mean_metrics,
+    mrr_at_k,
+    ndcg_at_k,
+    percentile,
+    query_metrics,
+    recall_at_k,
+)
+from ._report import markdown, table, write_results
+from ._run import (
+    BEIR_CHUNKING,
+    BEIR_SEARCH,
+    MODES,
+    BeirRun,
+    IndexInfo,
+    Mode,
+    ModeResult,
+    RunSettings,
+    run_beir,
+)
+from .cli import retrieval_command
+
+__all__ = [
+    "BEIR_CHUNKING",
+    "BEIR_SEARCH",
+    "METRICS",
+    "MODES",
+    "BeirData",
+    "BeirRun",
+    "Document",
+    "IndexInfo",
+    "Mode",
+    "ModeResult",
+    "RunSettings",
+    "dcg",
+    "load_beir",
+    "markdown",
+    "max_pool",
+    "mean_metrics",
+    "mrr_at_k",
+    "ndcg_at_k",
+    "percentile",
+    "query_metrics",
+    "recall_at_k",
+    "retrieval_command",
+    "run_beir",
+    "table",
+    "write_results",
+]
