@@ -8,8 +8,8 @@ claims (but "Did you know that X?" claims X).
 An answer whose every sentence is a refusal, or that opens with a refusal and cites
 nothing, has no claims — faithfulness is then undetermined rather than 0 or 1.
 
-The marker grammar is the one of ``graphs.citations``: ``[1]``, ``[1, 2]``, ``[1][3]``,
-``[1-3]``; a bracket followed by ``(`` is a Markdown link, not a citation.
+Markers are found by ``graphs.citations.find_markers`` (one grammar for the agent and the
+evaluators): ``[1]``, ``[1, 2]``, ``[1][3]``, ``[1-3]``; not inside code, not a Markdown link.
 """
 
 from __future__ import annotations
@@ -17,13 +17,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from graphs.citations import find_markers
+
 from ._text import content_words, numbers, split_blocks
 from .records import Claim
 
-_PART = r"\d{1,6}(?:\s*[-–—]\s*\d{1,6})?"
-_MARKER = re.compile(rf"\[\s*({_PART}(?:\s*[,;]\s*{_PART})*)\s*\](?!\()")
-_RANGE = re.compile(r"(\d+)\s*[-–—]\s*(\d+)")
-_MAX_RANGE = 50
 _LOCATION = re.compile(
     r"\(\s*(?![^()\s]*://)[^()\s]+(?::\d+(?:\s*[-–]\s*\d+)?|\.[A-Za-z0-9]{1,5})\s*\)"
 )
@@ -82,24 +80,18 @@ class _Sentence:
 
 def citation_numbers(text: str) -> tuple[int, ...]:
     """Source numbers named by the markers in ``text``, in order, without repeats."""
-    found: list[int] = []
-    for match in _MARKER.finditer(text):
-        for part in re.split(r"\s*[,;]\s*", match.group(1).strip()):
-            ranged = _RANGE.fullmatch(part)
-            if ranged is None:
-                found.append(int(part))
-                continue
-            low, high = int(ranged.group(1)), int(ranged.group(2))
-            if low <= high and high - low < _MAX_RANGE:
-                found.extend(range(low, high + 1))
-    return tuple(dict.fromkeys(found))
+    return tuple(dict.fromkeys(n for m in find_markers(text) for n in m.numbers))
 
 
 def strip_markers(text: str) -> str:
     """``text`` without citation markers (and the source locations printed after them), and
     without the space a marker leaves before punctuation (``"5 attempts [1]."`` →
     ``"5 attempts."``)."""
-    stripped = _LOCATION.sub("", _MARKER.sub("", text))
+    pieces, last = [], 0
+    for marker in find_markers(text):
+        pieces.append(text[last : marker.start])
+        last = marker.end
+    stripped = _LOCATION.sub("", "".join(pieces) + text[last:])
     stripped = re.sub(r"\s+([.,;:!?。、！？])", r"\1", stripped)
     return re.sub(r"\s{2,}", " ", stripped).strip()
 

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
@@ -35,6 +35,9 @@ from .baseline import (
 )
 from .datasets import bundled_dataset_path, load_dataset
 from .records import METRIC_NAMES
+
+if TYPE_CHECKING:
+    from .meta import Benchmark
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -265,6 +268,13 @@ def _num(value: float | None) -> str:
 )
 @click.option("--embedding", default="local", show_default=True, metavar="SPEC")
 @click.option(
+    "--benchmark",
+    "benchmarks",
+    multiple=True,
+    type=click.Choice(["wikieval", "halueval", "begin"]),
+    help="Only these benchmarks (repeatable; default all).",
+)
+@click.option(
     "--workers",
     type=click.IntRange(1, 64),
     default=1,
@@ -279,6 +289,7 @@ def meta_command(
     judges: tuple[str, ...],
     data_dir: Path | None,
     embedding: str,
+    benchmarks: tuple[Benchmark, ...],
     workers: int,
     quiet: bool,
     as_json: bool,
@@ -286,11 +297,16 @@ def meta_command(
     """Agreement of the judges with human labels (WikiEval, HaluEval, BEGIN), next to a
     plain content-word-overlap baseline."""
     from .judges import resolve_judge
-    from .meta import format_table, run_meta
+    from .meta import BENCHMARKS, format_table, run_meta
 
     resolved = [resolve_judge(spec, embeddings=embedding) for spec in judges]
     results = run_meta(
-        resolved, data_dir=data_dir, limit=limit, workers=workers, progress=not quiet
+        resolved,
+        data_dir=data_dir,
+        limit=limit,
+        workers=workers,
+        progress=not quiet,
+        benchmarks=benchmarks or BENCHMARKS,
     )
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in results], ensure_ascii=False, indent=2))

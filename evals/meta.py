@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -70,6 +70,10 @@ def faithfulness_score(judge: Judge, question: str | None, context: str, answer:
     return sum(j.score for j in judged) / len(judged)
 
 
+Benchmark = Literal["wikieval", "halueval", "begin"]
+BENCHMARKS: tuple[Benchmark, ...] = ("wikieval", "halueval", "begin")
+
+
 def run_meta(
     judges: Sequence[Judge],
     *,
@@ -77,43 +81,40 @@ def run_meta(
     limit: int | None = None,
     workers: int = 1,
     progress: bool = False,
+    benchmarks: Collection[Benchmark] = BENCHMARKS,
 ) -> list[MetaResult]:
-    """Every benchmark for every judge and the baseline. ``limit`` caps the items per split
-    (sampled evenly, labels kept); ``workers`` threads call each judge (useful for LLMs)."""
+    """The chosen benchmarks for every judge and the baseline. ``limit`` caps the items per
+    split (sampled evenly, labels kept); ``workers`` threads call each judge (for LLMs)."""
     root = data_dir or bench.default_data_dir()
     runner = _Runner(judges, workers, progress)
-    results = [
-        runner.pairs(
-            "WikiEval",
-            "faithfulness: answer > ungrounded_answer",
-            bench.wikieval_pairs(root, "faithfulness")[:limit],
-            "faithfulness",
-        ),
-        runner.labelled(
-            "HaluEval QA",
-            "qa_one_turn (held out)",
-            bench.sample(bench.halueval(root, "qa_one_turn"), limit),
-        ),
-        runner.labelled(
-            "HaluEval QA",
-            "qa_multi_turn (dev)",
-            bench.sample(bench.halueval(root, "qa_multi_turn"), limit),
-        ),
-        runner.labelled(
-            "BEGIN", "wow test (held out)", bench.sample(bench.begin(root, bench.BEGIN_TEST), limit)
-        ),
-        runner.labelled(
-            "BEGIN",
-            "dev: cmu-dog, topicalchat, wow",
-            bench.sample(bench.begin(root, bench.BEGIN_DEV), limit),
-        ),
-        runner.pairs(
-            "WikiEval",
-            "answer relevance: answer > poor_answer",
-            bench.wikieval_pairs(root, "answer_relevance")[:limit],
-            "answer_relevance",
-        ),
-    ]
+    results: list[MetaResult] = []
+    if "wikieval" in benchmarks:
+        results.append(
+            runner.pairs(
+                "WikiEval",
+                "faithfulness: answer > ungrounded_answer",
+                bench.wikieval_pairs(root, "faithfulness")[:limit],
+                "faithfulness",
+            )
+        )
+    if "halueval" in benchmarks:
+        for split, label in (("qa_one_turn", "held out"), ("qa_multi_turn", "dev")):
+            items = bench.sample(bench.halueval(root, split), limit)
+            results.append(runner.labelled("HaluEval QA", f"{split} ({label})", items))
+    if "begin" in benchmarks:
+        test = bench.sample(bench.begin(root, bench.BEGIN_TEST), limit)
+        results.append(runner.labelled("BEGIN", "wow test (held out)", test))
+        dev = bench.sample(bench.begin(root, bench.BEGIN_DEV), limit)
+        results.append(runner.labelled("BEGIN", "dev: cmu-dog, topicalchat, wow", dev))
+    if "wikieval" in benchmarks:
+        results.append(
+            runner.pairs(
+                "WikiEval",
+                "answer relevance: answer > poor_answer",
+                bench.wikieval_pairs(root, "answer_relevance")[:limit],
+                "answer_relevance",
+            )
+        )
     return results
 
 
@@ -231,4 +232,12 @@ def _cell(value: float | None, baseline: float) -> str:
     return f"{value:.3f} ({value - baseline:+.3f})"
 
 
-__all__ = ["BASELINE", "MetaResult", "faithfulness_score", "format_table", "run_meta"]
+__all__ = [
+    "BASELINE",
+    "BENCHMARKS",
+    "Benchmark",
+    "MetaResult",
+    "faithfulness_score",
+    "format_table",
+    "run_meta",
+]

@@ -53,7 +53,9 @@ def test_offline_judge_beats_the_overlap_baseline_on_held_out_samples() -> None:
     data = default_data_dir()
     if not (data / "halueval").is_dir():
         pytest.skip(f"no meta-evaluation data at {data}")
-    results = run_meta([OfflineJudge("local")], data_dir=data, limit=150)
+    results = run_meta(
+        [OfflineJudge("local")], data_dir=data, limit=150, benchmarks=("halueval", "begin")
+    )
     by_split = {(r.benchmark, r.split): r.scores for r in results}
     for key in [("HaluEval QA", "qa_one_turn (held out)"), ("BEGIN", "wow test (held out)")]:
         scores = by_split[key]

@@ -115,17 +115,36 @@ def test_run_meta_reports_every_benchmark_with_the_baseline(data_dir: Path) -> N
     assert "| BEGIN | wow test (held out) | AUROC | 6 |" in table
 
 
+def test_run_meta_runs_only_the_chosen_benchmarks(data_dir: Path) -> None:
+    results = run_meta([OverlapJudge()], data_dir=data_dir, benchmarks=["begin"])
+    assert [r.benchmark for r in results] == ["BEGIN", "BEGIN"]
+
+
 def test_faithfulness_score_without_claims_is_zero() -> None:
     assert faithfulness_score(OverlapJudge(), "q", "context", "I don't know.") == 0.0
 
 
 def test_meta_command(data_dir: Path) -> None:
     result = CliRunner().invoke(
-        eval_group, ["meta", "--data", str(data_dir), "--embedding", "fake", "--quiet", "--json"]
+        eval_group,
+        [
+            "meta",
+            "--data",
+            str(data_dir),
+            "--embedding",
+            "fake",
+            "--quiet",
+            "--json",
+            "--benchmark",
+            "wikieval",
+            "--benchmark",
+            "halueval",
+        ],
     )
     assert result.exit_code == 0, result.output
     rows = json.loads(result.output)
-    assert rows[0]["benchmark"] == "WikiEval" and "offline" in rows[0]["scores"]
+    assert [r["benchmark"] for r in rows] == ["WikiEval", "HaluEval QA", "HaluEval QA", "WikiEval"]
+    assert "offline" in rows[0]["scores"]
 
 
 def test_meta_command_explains_missing_data(tmp_path: Path) -> None:
