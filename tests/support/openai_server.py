@@ -349,6 +349,7 @@ def _count_words(value: Any) -> int:
 class _Handler(BaseHTTPRequestHandler):
     app: OpenAIServer
     protocol_version = "HTTP/1.1"
+    _record: RecordedRequest | None = None
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silent: tests read ``server.requests`` instead of stderr."""
@@ -369,6 +370,10 @@ class _Handler(BaseHTTPRequestHandler):
         self, status: int, payload: Any, headers: Mapping[str, str] | None = None
     ) -> None:
         data = json.dumps(payload).encode("utf-8")
+        if self._record is not None:
+            # Set before the bytes go out: a client that raises on this response may
+            # read ``requests`` before ``_handle`` returns.
+            self._record.status = status
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -389,6 +394,7 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {k.lower(): v for k, v in self.headers.items()}
         record = RecordedRequest(method, path, headers, body, raw_path=self.path)
         self.app._record(record)
+        self._record = record
         record.status = self._dispatch(method, path, body)
 
     def do_GET(self) -> None:
@@ -518,6 +524,8 @@ class _Handler(BaseHTTPRequestHandler):
         chunks.append({"choices": [_delta({}, finish)]})
         if usage is not None:
             chunks.append({"choices": [], "usage": usage})
+        if self._record is not None:
+            self._record.status = 200
         try:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")

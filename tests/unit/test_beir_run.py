@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from evals.beir import RunSettings, load_beir, retrieval_command, run_beir
+from evals.beir import BeirRun, RunSettings, load_beir, retrieval_command, run_beir
 from evals.beir._folder import file_name, write_corpus
 from retrieval.errors import ConfigError
 
@@ -81,17 +81,17 @@ def beir_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def full_run(beir_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> object:
+def full_run(beir_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> BeirRun:
     work = tmp_path_factory.mktemp("work")
     return run_beir(beir_dir, settings=RunSettings(embedding="fake"), work_dir=work)
 
 
-def test_hand_computed_ndcg_in_every_mode(full_run: object) -> None:
+def test_hand_computed_ndcg_in_every_mode(full_run: BeirRun) -> None:
     run = full_run
-    assert list(run.results) == ["bm25", "vector", "hybrid", "graph"]  # type: ignore[attr-defined]
+    assert list(run.results) == ["bm25", "vector", "hybrid", "graph"]
     assert EXPECTED_NDCG["q1"] == pytest.approx(0.8597186, abs=1e-7)
     assert sum(EXPECTED_NDCG.values()) / 3 == pytest.approx(MEAN_NDCG, abs=1e-7)
-    for mode, result in run.results.items():  # type: ignore[attr-defined]
+    for mode, result in run.results.items():
         for qid, expected in EXPECTED_NDCG.items():
             assert result.per_query[qid]["ndcg@10"] == pytest.approx(expected), (mode, qid)
         assert result.metrics["ndcg@10"] == pytest.approx(MEAN_NDCG, abs=1e-7), mode
@@ -100,8 +100,8 @@ def test_hand_computed_ndcg_in_every_mode(full_run: object) -> None:
         assert len(result.latencies_ms) == 3
 
 
-def test_summary_has_the_documented_keys(full_run: object) -> None:
-    summary = full_run.summary()  # type: ignore[attr-defined]
+def test_summary_has_the_documented_keys(full_run: BeirRun) -> None:
+    summary = full_run.summary()
     assert set(summary) == {"bm25", "vector", "hybrid", "graph"}
     for values in summary.values():
         assert set(values) == SUMMARY_KEYS
@@ -159,8 +159,10 @@ def test_bad_modes(
 
 
 def test_cli_json_and_result_files(beir_dir: Path, tmp_path: Path) -> None:
-    args = [str(beir_dir), "--mode", "bm25", "--mode", "hybrid", "--embedding", "fake", "--json",
-            "--quiet", "--out", str(tmp_path / "out"), "--work-dir", str(tmp_path / "work")]  # fmt: skip
+    out, work = str(tmp_path / "out"), str(tmp_path / "work")
+    modes = ["--mode", "bm25", "--mode", "hybrid"]
+    args = [str(beir_dir), *modes, "--embedding", "fake", "--json", "--quiet"]
+    args += ["--out", out, "--work-dir", work]
     result = CliRunner().invoke(retrieval_command, args)
     assert result.exit_code == 0, result.output
     printed = json.loads(result.stdout)
