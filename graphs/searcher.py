@@ -21,6 +21,7 @@ from retrieval.progress import ProgressCallback
 from retrieval.records import SearchResult
 
 if TYPE_CHECKING:
+    from retrieval.config import SearchConfig
     from retrieval.kb import Ranker
 
 
@@ -38,6 +39,15 @@ class Searcher(Protocol):
         filters: SearchFilters | None = None,
     ) -> list[SearchResult]:
         """One ranker's best ``limit`` results among the chunks ``filters`` allow."""
+
+    def search(
+        self,
+        query: str,
+        *,
+        config: SearchConfig | None = None,
+        filters: SearchFilters | None = None,
+    ) -> list[SearchResult]:
+        """The engine's own search (hybrid fusion included) as ``config`` says."""
 
     def close(self) -> None: ...
 

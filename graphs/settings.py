@@ -23,12 +23,13 @@ from typing import Any, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
-from retrieval.config import SearchMode
+from retrieval.config import FusionMethod, SearchMode
 from retrieval.errors import ConfigError
 
 RerankMode = Literal["heuristic", "llm", "none", "cross_encoder"]
 RERANK_MODES: tuple[RerankMode, ...] = ("heuristic", "llm", "none", "cross_encoder")
 SEARCH_MODES: tuple[SearchMode, ...] = ("hybrid", "vector", "bm25")
+FUSION_METHODS: tuple[FusionMethod, ...] = ("rrf", "convex")
 FOLDER_ENV = "KBGRAPH_FOLDER"
 MAX_REWRITES_LIMIT = 5
 
@@ -64,6 +65,7 @@ class RagSettings:
     chat_model: str | None = None
     top_k: int = 5
     candidates_per_ranker: int | None = None
+    fusion: FusionMethod = "rrf"
     rrf_k: int = 60
     rrf_weights: dict[str, float] = field(default_factory=lambda: {"vector": 1.0, "bm25": 1.0})
     score_threshold: float | None = None
@@ -91,6 +93,11 @@ class RagSettings:
             )
         if self.rerank not in RERANK_MODES:
             raise ConfigError(f"rerank is {self.rerank!r}; allowed: {', '.join(RERANK_MODES)}.")
+        if self.fusion not in FUSION_METHODS:
+            raise ConfigError(
+                f"fusion is {self.fusion!r}; allowed: {', '.join(FUSION_METHODS)} (convex "
+                "combines each query's vector and BM25 scores, weighted by rrf_weights)."
+            )
         if self.search_mode not in SEARCH_MODES:
             raise ConfigError(
                 f"search_mode is {self.search_mode!r}; allowed: {', '.join(SEARCH_MODES)}."

@@ -1,4 +1,5 @@
-"""Search over an open generation: each ranker gives a list, hybrid fuses them by RRF."""
+"""Search over an open generation: each ranker gives a list; hybrid fuses them by RRF (ranks)
+or by a convex combination of normalised scores (``SearchConfig.fusion``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 from .config import SearchConfig, SearchMode
 from .errors import ConfigError, DimensionMismatchError
 from .filters import SearchFilters
-from .ranking import rrf_fuse, top_k_dot
+from .ranking import check_mask, convex_fuse, dot_scores, rrf_fuse, top_k_of
 from .records import SearchResult
 from .store import IndexReader
 
@@ -31,6 +32,42 @@ def resolve_mode(reader: IndexReader, mode: SearchMode | None) -> SearchMode:
     return mode
 
 
+def ranker_scores(
+    reader: IndexReader, query: str, ranker: str, embed_query: QueryEmbedder | None
+) -> np.ndarray | None:
+    """One ranker's score of every chunk row (None: the index has no vectors)."""
+    if ranker == "bm25":
+        return reader.bm25.scores(query)
+    if ranker != "vector":
+        raise ConfigError(f"unknown ranker {ranker!r}; allowed: {', '.join(RANKERS)}")
+    if reader.vectors is None or embed_query is None:
+        return None
+    vector = embed_query(query)
+    dims = int(reader.vectors.shape[1])
+    if vector.shape[-1] != dims:
+        embedding = reader.meta.embedding
+        raise DimensionMismatchError(
+            f"the index was built with {dims}-dim vectors "
+            f"({embedding.provider if embedding else '?'}:"
+            f"{embedding.model if embedding else '?'}) but the query model gives "
+            f"{vector.shape[-1]}; search with the same model or re-index with --rebuild"
+        )
+    return dot_scores(reader.vectors, vector)
+
+
+def select(
+    scores: np.ndarray, ranker: str, limit: int, mask: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``limit`` best allowed rows of one ranker, best first, ties by row. BM25 returns
+    only rows with a score > 0: a chunk sharing no term with the query is not a match."""
+    mask = check_mask(mask, len(scores))
+    allowed = None if mask is None else np.flatnonzero(mask)
+    if ranker == "bm25":
+        positive = np.flatnonzero(scores > 0)
+        allowed = positive if allowed is None else np.intersect1d(allowed, positive)
+    return top_k_of(scores, limit, allowed)
+
+
 def rank_one(
     reader: IndexReader,
     query: str,
@@ -40,25 +77,11 @@ def rank_one(
     embed_query: QueryEmbedder | None,
 ) -> list[tuple[int, float]]:
     """(chunk row, score) of one ranker, best first, over the allowed chunks only."""
-    if ranker == "bm25":
-        idx, scores = reader.bm25.top_k(query, limit, mask=mask)
-    elif ranker == "vector":
-        if reader.vectors is None or embed_query is None:
-            return []
-        vector = embed_query(query)
-        dims = int(reader.vectors.shape[1])
-        if vector.shape[-1] != dims:
-            embedding = reader.meta.embedding
-            raise DimensionMismatchError(
-                f"the index was built with {dims}-dim vectors "
-                f"({embedding.provider if embedding else '?'}:"
-                f"{embedding.model if embedding else '?'}) but the query model gives "
-                f"{vector.shape[-1]}; search with the same model or re-index with --rebuild"
-            )
-        idx, scores = top_k_dot(reader.vectors, vector, limit, mask=mask)
-    else:
-        raise ConfigError(f"unknown ranker {ranker!r}; allowed: {', '.join(RANKERS)}")
-    return [(int(i), float(s)) for i, s in zip(idx, scores, strict=True)]
+    scores = ranker_scores(reader, query, ranker, embed_query)
+    if scores is None:
+        return []
+    idx, best = select(scores, ranker, limit, mask)
+    return [(int(i), float(s)) for i, s in zip(idx, best, strict=True)]
 
 
 def search(
@@ -76,14 +99,16 @@ def search(
             SearchResult(reader.chunks.get(i), s, ranks={mode: r}, scores={mode: s})
             for r, (i, s) in enumerate(hits, 1)
         ]
+    elif config.fusion == "convex":
+        results = _convex(reader, query, config, mask, embed_query)
     else:
-        results = _hybrid(reader, query, config, mask, embed_query)
+        results = _rrf(reader, query, config, mask, embed_query)
     if config.score_threshold is not None:
         results = [r for r in results if r.score >= config.score_threshold]
     return results
 
 
-def _hybrid(
+def _rrf(
     reader: IndexReader,
     query: str,
     config: SearchConfig,
@@ -105,4 +130,35 @@ def _hybrid(
         row = int(item.key)  # type: ignore[call-overload]
         scores = {name: raw[name][row] for name in RANKERS if row in raw[name]}
         results.append(SearchResult(reader.chunks.get(row), item.score, dict(item.ranks), scores))
+    return results
+
+
+def _convex(
+    reader: IndexReader,
+    query: str,
+    config: SearchConfig,
+    mask: np.ndarray | None,
+    embed_query: QueryEmbedder | None,
+) -> list[SearchResult]:
+    """Candidates are the union of each ranker's top ``candidates()``; each candidate is
+    scored by *every* ranker (exact scores, not a default for the ones a list missed), the
+    scores are min-max normalised over the candidates and combined by ``weights``."""
+    full = {name: ranker_scores(reader, query, name, embed_query) for name in RANKERS}
+    lists: dict[str, np.ndarray] = {}
+    for name, all_scores in full.items():
+        if all_scores is not None:
+            lists[name] = select(all_scores, name, config.candidates(), mask)[0]
+    if not lists:
+        return []
+    rows = np.unique(np.concatenate(list(lists.values())))
+    per_ranker = {name: full[name][rows] for name in lists}  # type: ignore[index]
+    fused = convex_fuse(per_ranker, config.weights)
+    order, top = top_k_of(fused, config.top_k)
+    rank_of = {name: {int(r): i for i, r in enumerate(hits, 1)} for name, hits in lists.items()}
+    results = []
+    for pos, score in zip(order, top, strict=True):
+        row = int(rows[pos])
+        ranks = {name: rank_of[name][row] for name in lists if row in rank_of[name]}
+        exact = {name: float(per_ranker[name][pos]) for name in lists}
+        results.append(SearchResult(reader.chunks.get(row), float(score), ranks, exact))
     return results

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 ChunkStrategy = Literal["fixed_size", "sentence", "paragraph", "recursive", "markdown", "code"]
 SearchMode = Literal["vector", "bm25", "hybrid"]
+FusionMethod = Literal["rrf", "convex"]
 
 DEFAULT_INCLUDE: tuple[str, ...] = tuple(
     f"**/*.{ext}"
@@ -107,8 +108,16 @@ class SearchConfig(BaseModel):
     mode: SearchMode | None = None  # None: hybrid when vectors exist, else bm25
     top_k: int = Field(default=5, ge=1, le=1000)
     candidates_per_ranker: int | None = Field(default=None, ge=1)
+    fusion: FusionMethod = Field(
+        default="rrf",
+        description="how hybrid combines its rankers: rrf (ranks; k = rrf_k) or convex "
+        "(weights × min-max normalised scores)",
+    )
     rrf_k: int = Field(default=60, ge=1)
-    weights: dict[str, float] = Field(default_factory=lambda: {"vector": 1.0, "bm25": 1.0})
+    weights: dict[str, float] = Field(
+        default_factory=lambda: {"vector": 1.0, "bm25": 1.0},
+        description="per-ranker weight in either fusion; convex uses them as proportions",
+    )
     score_threshold: float | None = None
 
     def candidates(self) -> int:
@@ -122,6 +131,7 @@ __all__ = [
     "SECRET_DENY",
     "ChunkConfig",
     "ChunkStrategy",
+    "FusionMethod",
     "ScanConfig",
     "SearchConfig",
     "SearchMode",

@@ -1,5 +1,5 @@
 """Ranking primitives as pure functions: top-k selection, vector top-k over a (memory-mapped)
-matrix, and Reciprocal Rank Fusion.
+matrix, Reciprocal Rank Fusion and convex score fusion.
 
 Filters are applied *before* selection everywhere: a masked row can never be returned, and
 top-k is taken over the allowed rows only, so a filter never leaves fewer than ``k`` results
@@ -165,6 +165,48 @@ def rrf_fuse(
     return [item[3] for item in items]
 
 
+def min_max(scores: np.ndarray) -> np.ndarray:
+    """``(s - min) / (max - min)`` in float64; a constant array (no ordering to keep) maps to
+    zeros. The "MM" normalisation of Bruch et al. 2023 (see :func:`convex_fuse`)."""
+    values = np.asarray(scores, dtype=np.float64)
+    if values.size == 0:
+        return values
+    low, high = float(values.min()), float(values.max())
+    if not high > low:
+        return np.zeros_like(values)
+    return (values - low) / (high - low)
+
+
+def convex_fuse(
+    scores: Mapping[str, np.ndarray], weights: Mapping[str, float] | None = None
+) -> np.ndarray:
+    """Convex combination of min-max normalised scores over one candidate set:
+    ``Σ_r w_r · mm(s_r) / Σ_r w_r``, so the result lies in 0..1. ``scores[r][i]`` is ranker
+    ``r``'s exact score of candidate ``i`` (every array aligned on the same candidates).
+
+    Bruch, Gai & Ingber, "An Analysis of Fusion Functions for Hybrid Retrieval", ACM TOIS
+    2023: a convex combination of normalised scores beats RRF in and out of domain and needs
+    only a handful of labelled queries to set its weight; RRF discards the score gaps that
+    make one ranker sure and the other unsure."""
+    if not scores:
+        return np.zeros(0, dtype=np.float64)
+    lengths = {len(values) for values in scores.values()}
+    if len(lengths) != 1:
+        raise ConfigError(
+            f"every ranker must score the same candidates; got lengths {sorted(lengths)}."
+        )
+    resolved = {name: _checked_weight(name, weights) for name in scores}
+    total = math.fsum(resolved.values())
+    if total <= 0:
+        raise ConfigError(
+            f"fusion weights {resolved} sum to 0; give at least one ranker a weight > 0."
+        )
+    fused = np.zeros(lengths.pop(), dtype=np.float64)
+    for name, values in scores.items():
+        fused += resolved[name] * min_max(values)
+    return fused / total
+
+
 def _checked_weight(name: str, weights: Mapping[str, float] | None) -> float:
     weight = ranking_weight(name, weights)
     if not math.isfinite(weight) or weight < 0:
@@ -179,7 +221,9 @@ __all__ = [
     "FusedItem",
     "check_k",
     "check_mask",
+    "convex_fuse",
     "dot_scores",
+    "min_max",
     "ranking_weight",
     "rrf_contribution",
     "rrf_fuse",

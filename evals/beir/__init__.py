@@ -25,6 +25,7 @@ from ._report import markdown, table, write_results
 from ._run import (
     BEIR_CHUNKING,
     BEIR_SEARCH,
+    FUSION_WEIGHTS,
     MODES,
     BeirRun,
     IndexInfo,
@@ -32,12 +33,14 @@ from ._run import (
     ModeResult,
     RunSettings,
     run_beir,
+    search_settings,
 )
 from .cli import retrieval_command
 
 __all__ = [
     "BEIR_CHUNKING",
     "BEIR_SEARCH",
+    "FUSION_WEIGHTS",
     "METRICS",
     "MODES",
     "BeirData",
@@ -59,6 +62,7 @@ __all__ = [
     "recall_at_k",
     "retrieval_command",
     "run_beir",
+    "search_settings",
     "table",
     "write_results",
 ]

@@ -1,5 +1,8 @@
-"""The folder the engine indexes for a BEIR run: one ``<doc_id>.txt`` per document holding
-``title\\n\\ntext``, kept in a work folder that is reused across runs.
+"""The folder the engine indexes for a BEIR run: one Markdown file ``<doc_id>.md`` per document,
+``# title`` then the text, kept in a work folder that is reused across runs. As a Markdown
+heading the title becomes every chunk's ``section``, which the engine indexes with the
+chunk (as it does for a user's docs), so a chunk from the middle of an abstract still
+carries what the paper is about.
 
 Files are written only when their content changed, so their size and modification time
 stay the same from one run to the next and the engine's incremental indexing reuses every
@@ -19,6 +22,7 @@ from ._load import Document
 
 CACHE_ENV = "KBGRAPH_CACHE_DIR"
 DOCS_DIR = "docs"
+SUFFIX = ".md"
 INDEX_DIR = "index"
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 
@@ -38,20 +42,21 @@ def default_work_dir(beir_dir: str | Path) -> Path:
 
 
 def file_name(doc_id: str) -> str:
-    """``<doc_id>.txt``; an id that is not a plain file name (``/``, spaces, a leading dot,
+    """``<doc_id>.md``; an id that is not a plain file name (``/``, spaces, a leading dot,
     non-ASCII) is percent-encoded, so that every id gets its own file."""
     name = doc_id if _SAFE_NAME.fullmatch(doc_id) else quote(doc_id, safe="")
-    return f"{name}.txt"
+    return f"{name}{SUFFIX}"
 
 
 def document_text(doc: Document) -> str:
-    """What the engine indexes for a document: its title, a blank line, its text."""
-    return f"{doc.title}\n\n{doc.text}" if doc.title else doc.text
+    """What the engine indexes for a document: ``# title``, a blank line, its text."""
+    title = " ".join(doc.title.split())
+    return f"# {title}\n\n{doc.text}" if title else doc.text
 
 
 def write_corpus(corpus: Mapping[str, Document], folder: Path) -> dict[str, str]:
-    """Write every document into ``folder``; remove ``.txt`` files of documents no longer in
-    the corpus. Returns ``{file name: doc id}``."""
+    """Write every document into ``folder``; remove the files of documents no longer in the
+    corpus. Returns ``{file name: doc id}``."""
     folder.mkdir(parents=True, exist_ok=True)
     names: dict[str, str] = {}
     for doc_id, doc in corpus.items():
@@ -67,7 +72,7 @@ def write_corpus(corpus: Mapping[str, Document], folder: Path) -> dict[str, str]
         tmp = path.with_name(f".{name}.tmp")
         tmp.write_bytes(data)
         os.replace(tmp, path)
-    for stale in folder.glob("*.txt"):
+    for stale in folder.glob(f"*{SUFFIX}"):
         if stale.name not in names:
             stale.unlink()
     return names

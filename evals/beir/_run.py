@@ -20,7 +20,7 @@ from typing import Any, Literal
 from langchain_core.messages import HumanMessage
 
 from graphs.state import RagInput
-from retrieval.config import ChunkConfig, SearchConfig
+from retrieval.config import ChunkConfig, FusionMethod, SearchConfig
 from retrieval.errors import ConfigError
 from retrieval.kb import KnowledgeBase
 
@@ -33,11 +33,27 @@ MODES: tuple[Mode, ...] = ("bm25", "vector", "hybrid", "graph")
 DOCS_PER_QUERY = 100  # recall@100 needs a hundred documents
 RunProgress = Callable[[str, int, int], None]
 
-BEIR_CHUNKING = ChunkConfig()
-"""Chunking of a BEIR run (a documented run setting, tuned on SciFact train)."""
-BEIR_SEARCH = SearchConfig(top_k=300, candidates_per_ranker=300)
+BEIR_CHUNKING = ChunkConfig(chunk_size=1000, overlap=100)
+"""Chunking of a BEIR run, chosen on SciFact train (``benchmarks/tune_beir.py``): about
+what all-MiniLM-L6-v2 reads (256 word pieces), and larger chunks than the engine's default
+500 characters suit BM25 on abstracts."""
+FUSION_WEIGHTS: dict[FusionMethod, dict[str, float]] = {
+    "convex": {"vector": 0.7, "bm25": 0.3},  # chosen on SciFact train
+    "rrf": {"vector": 1.0, "bm25": 1.0},  # plain equal-weight RRF, the engine's default
+}
+BEIR_SEARCH = SearchConfig(
+    top_k=300, candidates_per_ranker=300, fusion="convex", weights=FUSION_WEIGHTS["convex"]
+)
 """Search settings of a BEIR run: ``top_k`` chunks per query, enough for a hundred
-documents after pooling, and fusion over lists as deep."""
+documents after pooling, fusion over lists as deep; hybrid fuses by convex combination with
+the weights chosen on train (``--fusion rrf`` runs the engine's default fusion)."""
+
+
+def search_settings(fusion: FusionMethod) -> SearchConfig:
+    """:data:`BEIR_SEARCH` with ``fusion`` and its weights."""
+    return BEIR_SEARCH.model_copy(update={"fusion": fusion, "weights": FUSION_WEIGHTS[fusion]})
+
+
 GRAPH_TOP_K = 50
 
 
@@ -228,6 +244,7 @@ def graph_mode(
         top_k=settings.graph_top_k,
         candidates_per_ranker=search.candidates_per_ranker,
         rrf_k=search.rrf_k,
+        fusion=search.fusion,
         rrf_weights=dict(search.weights),
         search_mode="hybrid" if settings.embedding else "bm25",
         auto_index=False,  # indexed above, with the run's chunking
@@ -307,6 +324,7 @@ __all__ = [
     "BEIR_CHUNKING",
     "BEIR_SEARCH",
     "DOCS_PER_QUERY",
+    "FUSION_WEIGHTS",
     "GRAPH_TOP_K",
     "MODES",
     "BeirRun",
@@ -321,4 +339,5 @@ __all__ = [
     "open_knowledge_base",
     "run_beir",
     "search_mode",
+    "search_settings",
 ]

@@ -1,7 +1,7 @@
 """``kbgraph eval retrieval``: retrieval quality on a BEIR-format data set.
 
     kbgraph eval retrieval BEIR_DIR [--mode bm25|vector|hybrid|graph]... [--embedding SPEC]
-                 [--split test|train] [--json] [--out DIR] [--work-dir DIR]
+                 [--split test|train] [--fusion convex|rrf] [--json] [--out DIR] [--work-dir DIR]
                  [--limit-queries N] [--quiet]
 
 Exit codes: 0 success, 1 failure, 2 usage or configuration error.
@@ -19,10 +19,11 @@ from typing import Any
 
 import click
 
+from retrieval.config import FusionMethod
 from retrieval.errors import ConfigError, KbgraphError
 
 from ._report import markdown, write_results
-from ._run import MODES, RunProgress, RunSettings, run_beir
+from ._run import MODES, RunProgress, RunSettings, run_beir, search_settings
 
 
 @contextmanager
@@ -91,6 +92,14 @@ def _command(
     metavar="SPLIT",
     help="The qrels file: qrels/<split>.tsv (test, train, dev).",
 )
+@click.option(
+    "--fusion",
+    type=click.Choice(["convex", "rrf"]),
+    default="convex",
+    show_default=True,
+    help="How hybrid and graph fuse vector and BM25: convex (weights chosen on SciFact "
+    "train) or rrf (plain equal-weight RRF, k = 60: the engine's default).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print {mode: metrics} as JSON.")
 @click.option(
     "--out",
@@ -116,6 +125,7 @@ def retrieval_command(
     modes: tuple[str, ...],
     embedding: str,
     split: str,
+    fusion: FusionMethod,
     as_json: bool,
     out_dir: Path,
     work_dir: Path | None,
@@ -125,7 +135,9 @@ def retrieval_command(
     """Index BEIR_DIR's corpus with the engine and score every query: nDCG@10, recall@10,
     recall@100, MRR@10, indexing time and query latency p50/p95 per mode."""
     spec = None if embedding.strip().lower() == "none" else embedding.strip()
-    settings = RunSettings(embedding=spec, limit_queries=limit_queries)
+    settings = RunSettings(
+        embedding=spec, search=search_settings(fusion), limit_queries=limit_queries
+    )
     command = _command(
         ctx,
         beir_dir,
@@ -133,6 +145,7 @@ def retrieval_command(
         {
             "--embedding": None if embedding == "local" else embedding,
             "--split": None if split == "test" else split,
+            "--fusion": None if fusion == "convex" else fusion,
             "--work-dir": work_dir,
             "--limit-queries": limit_queries,
         },

@@ -1,5 +1,7 @@
 """Retrieve: every query × every ranker of every knowledge base in scope, fused by
-Reciprocal Rank Fusion, deduplicated by chunk id.
+Reciprocal Rank Fusion, deduplicated by chunk id. With ``fusion="convex"`` each query's
+vector and BM25 lists are first combined by the engine (normalised scores), and RRF fuses
+those per-query lists.
 
 The node is synchronous on purpose: disk and model work blocks, and LangGraph runs a sync
 node in a worker thread (``run_in_executor``) when the graph runs async (``ainvoke`` /
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from langgraph.runtime import Runtime
 
+from retrieval.config import SearchConfig
 from retrieval.errors import KbgraphError
 from retrieval.filters import SearchFilters
 from retrieval.progress import ProgressEvent
@@ -41,6 +44,34 @@ def rankers_for(settings: RagSettings) -> list[Ranker]:
     if settings.embedding.strip().lower() == "none" or settings.search_mode == "bm25":
         return ["bm25"]
     return ["vector"] if settings.search_mode == "vector" else ["vector", "bm25"]
+
+
+def lists_for(settings: RagSettings) -> list[str]:
+    """The lists searched per query: one per ranker, or with convex fusion and both rankers
+    the engine's own ``hybrid`` list (convex fusion needs both rankers' exact scores of each
+    candidate, which only the engine has); RRF then fuses across queries and bases."""
+    rankers: list[str] = list(rankers_for(settings))
+    return ["hybrid"] if settings.fusion == "convex" and len(rankers) > 1 else rankers
+
+
+def _one_list(
+    searcher: Searcher,
+    query: str,
+    name: str,
+    settings: RagSettings,
+    filters: SearchFilters | None,
+) -> list[SearchResult]:
+    limit = candidate_limit(settings)
+    if name != "hybrid":
+        return searcher.rank(query, name, limit=limit, filters=filters)  # type: ignore[arg-type]
+    config = SearchConfig(
+        mode="hybrid",
+        fusion="convex",
+        top_k=limit,
+        candidates_per_ranker=limit,
+        weights=dict(settings.rrf_weights),
+    )
+    return searcher.search(query, config=config, filters=filters)
 
 
 def embedding_spec(settings: RagSettings) -> str | None:
@@ -120,12 +151,11 @@ def search_kb(
             if settings.auto_index:
                 _index(searcher, kb.name, run, writer)
             for i, query in enumerate(queries):
-                for ranker in rankers_for(settings):
+                for ranker in lists_for(settings):
                     name = f"q{i}:{ranker}"
                     start = time.perf_counter()
                     try:
-                        limit = candidate_limit(settings)
-                        run.lists[name] = searcher.rank(query, ranker, limit=limit, filters=filters)
+                        run.lists[name] = _one_list(searcher, query, ranker, settings, filters)
                     except KbgraphError as exc:
                         run.errors.append(f"{name}: {type(exc).__name__}: {exc}")
                     run.timings[name] = round((time.perf_counter() - start) * 1000, 3)
@@ -158,7 +188,7 @@ def fuse(runs: dict[str, KbRun], settings: RagSettings) -> list[Candidate]:
         ranks = {name.split("|", 1)[1]: rank for name, rank in item.ranks.items()}
         scores = {"rrf": item.score}
         for name, rank in item.ranks.items():
-            scores[name.split("|", 1)[1]] = float(rankings_result(runs[kb], name, rank).score)
+            scores |= list_scores(name.split("|", 1)[1], rankings_result(runs[kb], name, rank))
         c = first.chunk
         out.append(
             {
@@ -170,6 +200,16 @@ def fuse(runs: dict[str, KbRun], settings: RagSettings) -> list[Candidate]:
             }
         )  # fmt: skip
     return out
+
+
+def list_scores(list_name: str, result: SearchResult) -> dict[str, float]:
+    """A list's score of one result; a convex ``hybrid`` list also gives each ranker's raw
+    score under its own name (``q0:vector``), which GroundingCheck's similarity floor reads."""
+    scores = {list_name: float(result.score)}
+    if list_name.endswith(":hybrid"):
+        prefix = list_name.rsplit(":", 1)[0]
+        scores |= {f"{prefix}:{r}": float(v) for r, v in result.scores.items()}
+    return scores
 
 
 def rankings_result(run: KbRun, list_name: str, rank: int) -> SearchResult:

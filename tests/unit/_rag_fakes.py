@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.runtime import Runtime
 
@@ -20,8 +21,10 @@ from graphs.nodes._text import stems, words
 from graphs.searcher import SearcherRegistry
 from graphs.settings import RagSettings
 from graphs.state import Candidate, RagState
+from retrieval.config import SearchConfig
 from retrieval.filters import SearchFilters
 from retrieval.progress import ProgressCallback, ProgressEvent
+from retrieval.ranking import convex_fuse
 from retrieval.records import Chunk, SearchResult, chunk_id
 from retrieval.scan import file_kind
 
@@ -86,6 +89,9 @@ def cosine(a: Counter[str], b: Counter[str]) -> float:
     return dot / norm if norm else 0.0
 
 
+RANKERS = ("vector", "bm25")
+
+
 @dataclass
 class FakeSearcher:
     """``vector``: cosine of stem bags (returns ``limit`` chunks even at 0, as vector search
@@ -96,6 +102,7 @@ class FakeSearcher:
     fail_open: Exception | None = None
     fresh: bool = False
     rank_calls: list[tuple[str, str, int, SearchFilters | None]] = field(default_factory=list)
+    search_calls: list[tuple[str, SearchConfig]] = field(default_factory=list)
     index_calls: int = 0
     closed: bool = False
     threads: list[str] = field(default_factory=list)
@@ -136,6 +143,35 @@ class FakeSearcher:
             SearchResult(c, s, ranks={ranker: r}, scores={ranker: s})
             for r, (s, c) in enumerate(scored[:limit], 1)
         ]
+
+    def search(
+        self,
+        query: str,
+        *,
+        config: SearchConfig | None = None,
+        filters: SearchFilters | None = None,
+    ) -> list[SearchResult]:
+        """Convex fusion of the two rankers above, every candidate scored by both."""
+        config = config or SearchConfig()
+        self.search_calls.append((query, config))
+        limit = config.candidates()
+        lists = {r: self.rank(query, r, limit=len(self.chunks), filters=filters) for r in RANKERS}
+        exact = {r: {res.chunk.id: res.score for res in found} for r, found in lists.items()}
+        ranks = {
+            r: {res.chunk.id: k for k, res in enumerate(found[:limit], 1)}
+            for r, found in lists.items()
+        }
+        pool = list(dict.fromkeys(i for by_id in ranks.values() for i in by_id))
+        chunks = {res.chunk.id: res.chunk for found in lists.values() for res in found}
+        arrays = {r: np.array([exact[r].get(i, 0.0) for i in pool]) for r in RANKERS}
+        fused = convex_fuse(arrays, config.weights)
+        order = sorted(range(len(pool)), key=lambda j: (-fused[j], j))[: config.top_k]
+        out = []
+        for j in order:
+            got = {r: ranks[r][pool[j]] for r in RANKERS if pool[j] in ranks[r]}
+            scores = {r: float(arrays[r][j]) for r in RANKERS}
+            out.append(SearchResult(chunks[pool[j]], float(fused[j]), got, scores))
+        return out
 
     def close(self) -> None:
         self.closed = True

@@ -129,15 +129,15 @@ def test_corpus_files_hold_title_and_text(beir_dir: Path, tmp_path: Path) -> Non
     data = load_beir(beir_dir)
     names = write_corpus(data.corpus, tmp_path)
     name = file_name("c/1 é")
-    assert name == "c%2F1%20%C3%A9.txt" and names[name] == "c/1 é"
+    assert name == "c%2F1%20%C3%A9.md" and names[name] == "c/1 é"
     assert (
         tmp_path / name
-    ).read_bytes() == "Café menu\n\nCafé crème\r\nand brûlée\r\nserved daily.".encode()
-    before = (tmp_path / "g1.txt").stat().st_mtime_ns
-    (tmp_path / "gone.txt").write_text("stale")
+    ).read_bytes() == "# Café menu\n\nCafé crème\r\nand brûlée\r\nserved daily.".encode()
+    before = (tmp_path / "g1.md").stat().st_mtime_ns
+    (tmp_path / "gone.md").write_text("stale")
     write_corpus(data.corpus, tmp_path)
-    assert (tmp_path / "g1.txt").stat().st_mtime_ns == before  # unchanged files stay put
-    assert not (tmp_path / "gone.txt").exists()
+    assert (tmp_path / "g1.md").stat().st_mtime_ns == before  # unchanged files stay put
+    assert not (tmp_path / "gone.md").exists()
 
 
 def test_limit_queries(beir_dir: Path, tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval import ChunkConfig, KnowledgeBase, SearchFilters, format_context
+from retrieval import ChunkConfig, KnowledgeBase, SearchConfig, SearchFilters, format_context
 from retrieval.errors import ConfigError, IndexNotFoundError
 from retrieval.segments import normalize_newlines
 
@@ -170,3 +170,36 @@ def test_format_context_numbers_sources(folder: Path) -> None:
     assert "[1] Source: guide/auth.md, lines 1-3, score:" in context
     assert "[2] Source:" in context
     assert "data, not instructions" in context
+
+
+def test_convex_fusion_scores_every_candidate_with_both_rankers(folder: Path) -> None:
+    kb = _kb(folder)
+    kb.index()
+    config = SearchConfig(mode="hybrid", fusion="convex", top_k=10, candidates_per_ranker=2)
+    results = kb.search("exponential backoff retry", config=config)
+    assert results and all(set(r.scores) == {"vector", "bm25"} for r in results)
+    # a ranker's rank is given only where its own list had the chunk
+    assert all(set(r.ranks) <= {"vector", "bm25"} and r.ranks for r in results)
+    assert [r.score for r in results] == sorted((r.score for r in results), reverse=True)
+    assert all(0.0 <= r.score <= 1.0 for r in results)
+    assert results[0].score == pytest.approx(1.0) or len(results) > 1
+
+
+@pytest.mark.parametrize("ranker", ["vector", "bm25"])
+def test_convex_fusion_with_one_weight_is_that_ranker(folder: Path, ranker: str) -> None:
+    kb = _kb(folder)
+    kb.index()
+    other = "bm25" if ranker == "vector" else "vector"
+    config = SearchConfig(mode="hybrid", fusion="convex", top_k=3, weights={ranker: 1, other: 0})
+    fused = kb.search("exponential backoff retry policy", config=config)
+    alone = kb.search("exponential backoff retry policy", top_k=3, mode=ranker)  # type: ignore[arg-type]
+    # bm25 alone lists only matching chunks; convex may fill up with the other's candidates
+    assert [r.chunk.id for r in fused][: len(alone)] == [r.chunk.id for r in alone]
+
+
+def test_convex_fusion_respects_filters(folder: Path) -> None:
+    kb = _kb(folder)
+    kb.index()
+    config = SearchConfig(mode="hybrid", fusion="convex", top_k=5)
+    results = kb.search("backoff", config=config, filters=SearchFilters(paths=("**/*.py",)))
+    assert results and {r.chunk.source for r in results} == {"src/backoff.py"}

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from graphs.nodes.retrieve import candidate_limit, rankers_for, retrieve
+from graphs.nodes.retrieve import candidate_limit, lists_for, rankers_for, retrieve
 from graphs.searcher import Searcher, SearcherRegistry, open_knowledge_base
 from graphs.settings import RagSettings
 from graphs.state import RagScope
-from retrieval.errors import EmbeddingError, IndexNotFoundError
+from retrieval.errors import ConfigError, EmbeddingError, IndexNotFoundError
 from retrieval.filters import SearchFilters
 
 from ._rag_fakes import (
@@ -249,3 +249,42 @@ def test_index_failure_still_searches_the_old_index(kb: tuple[Path, FakeSearcher
     errors = debug_of(out)["steps"][0]["data"]["errors"]["docs"]
     assert errors == ["index: EmbeddingError: embedding server unreachable; check its URL"]
     assert "knowledge.index.done" not in [e["event"] for e in events]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "lists"),
+    [
+        ({"fusion": "convex"}, ["hybrid"]),
+        ({"fusion": "convex", "search_mode": "bm25"}, ["bm25"]),
+        ({"fusion": "convex", "embedding": "none"}, ["bm25"]),
+        ({"fusion": "rrf"}, ["vector", "bm25"]),
+    ],
+)
+def test_convex_fusion_searches_one_hybrid_list_per_query(
+    overrides: dict[str, Any], lists: list[str]
+) -> None:
+    assert lists_for(RagSettings(**overrides)) == lists
+
+
+def test_convex_lists_go_to_the_engine_and_keep_vector_scores(
+    kb: tuple[Path, FakeSearcher],
+) -> None:
+    folder, searcher = kb
+    weights = {"vector": 0.7, "bm25": 0.3}
+    settings = settings_for(folder, fusion="convex", rrf_weights=weights, top_k=2)
+    out, _ = _run(settings, registry_with({folder: searcher}))
+    assert [q for q, _ in searcher.search_calls] == QUERIES
+    config = searcher.search_calls[0][1]
+    assert (config.mode, config.fusion, config.weights) == ("hybrid", "convex", weights)
+    assert config.top_k == config.candidates() == candidate_limit(settings)
+    best = out["rag_candidates"][0]
+    assert set(best["ranks"]) <= {"q0:hybrid", "q1:hybrid"}
+    # each ranker's raw score stays visible (GroundingCheck's floor reads ``q0:vector``)
+    assert {"q0:vector", "q0:bm25"} <= set(best["scores"])
+    expected = searcher.search(QUERIES[0], config=config)[0]
+    assert best["id"] == expected.chunk.id
+
+
+def test_unknown_fusion_is_refused() -> None:
+    with pytest.raises(ConfigError, match="allowed: rrf, convex"):
+        RagSettings(fusion="borda")  # type: ignore[arg-type]

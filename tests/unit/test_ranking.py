@@ -187,3 +187,47 @@ def test_rrf_empty_and_bad_inputs() -> None:
         rrf_fuse({"vector": ["a"]}, weights={"vector": -1.0})
     with pytest.raises(ConfigError, match="k must be 0 or more"):
         rrf_fuse({"vector": ["a"]}, k=-1)
+
+
+# -- convex fusion (Bruch et al. 2023) -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("scores", "expected"),
+    [
+        ([2.0, 4.0, 3.0], [0.0, 1.0, 0.5]),
+        ([-1.0, 1.0], [0.0, 1.0]),
+        ([0.7, 0.7, 0.7], [0.0, 0.0, 0.0]),  # no ordering to keep
+        ([5.0], [0.0]),
+        ([], []),
+    ],
+)
+def test_min_max(scores: list[float], expected: list[float]) -> None:
+    assert ranking.min_max(np.array(scores)).tolist() == pytest.approx(expected)
+
+
+def test_convex_fuse_by_hand() -> None:
+    # vector mm: [1, 0, 0.5]; bm25 mm: [0, 1, 0.25]
+    scores = {"vector": np.array([0.9, 0.5, 0.7]), "bm25": np.array([2.0, 10.0, 4.0])}
+    fused = ranking.convex_fuse(scores, {"vector": 0.7, "bm25": 0.3})
+    assert fused.tolist() == pytest.approx([0.7, 0.3, 0.7 * 0.5 + 0.3 * 0.25])
+    # weights are proportions: scaling them changes nothing
+    again = ranking.convex_fuse(scores, {"vector": 7.0, "bm25": 3.0})
+    assert again.tolist() == pytest.approx(fused.tolist())
+    # equal weights by default
+    assert ranking.convex_fuse(scores).tolist() == pytest.approx([0.5, 0.5, 0.375])
+
+
+@pytest.mark.parametrize(
+    ("scores", "weights", "message"),
+    [
+        ({"vector": np.ones(2), "bm25": np.ones(3)}, None, "same candidates"),
+        ({"vector": np.ones(2)}, {"vector": 0.0}, "sum to 0"),
+        ({"vector": np.ones(2)}, {"vector": -1.0}, "finite and >= 0"),
+    ],
+)
+def test_convex_fuse_rejects(
+    scores: dict[str, np.ndarray], weights: dict[str, float] | None, message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        ranking.convex_fuse(scores, weights)
