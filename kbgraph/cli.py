@@ -137,6 +137,22 @@ def main() -> None:
     """Local-first retrieval for LangGraph agents, with line-exact citations."""
 
 
+def parse_weights(pairs: tuple[str, ...]) -> dict[str, float]:
+    """``("vector=0.7", "bm25=0.3")`` → ``{"vector": 0.7, "bm25": 0.3}``."""
+    weights: dict[str, float] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        try:
+            if not sep or name.strip() not in ("vector", "bm25"):
+                raise ValueError
+            weights[name.strip()] = float(value)
+        except ValueError:
+            raise ConfigError(
+                f"--weight {pair!r} is not RANKER=W; rankers: vector, bm25 (e.g. vector=0.7)"
+            ) from None
+    return weights
+
+
 @main.command()
 @folder_arg
 @embedding_opt
@@ -218,7 +234,21 @@ def index(
     type=click.Choice(["text", "markdown", "code", "html", "pdf", "csv", "data"]),
 )
 @click.option("--threshold", type=float, default=None, help="Minimum score.")
+@click.option(
+    "--fusion",
+    type=click.Choice(["rrf", "convex"]),
+    default="rrf",
+    show_default=True,
+    help="How hybrid fuses: rrf (ranks) or convex (normalised scores, weighted).",
+)
 @click.option("--rrf-k", type=int, default=60, show_default=True)
+@click.option(
+    "--weight",
+    "weights",
+    multiple=True,
+    metavar="RANKER=W",
+    help="Ranker weight in fusion, e.g. --weight vector=0.7 --weight bm25=0.3.",
+)
 @embedding_opt
 @index_dir_opt
 @lock_timeout_opt
@@ -232,7 +262,9 @@ def search(
     paths: tuple[str, ...],
     kinds: tuple[str, ...],
     threshold: float | None,
+    fusion: str,
     rrf_k: int,
+    weights: tuple[str, ...],
     embedding: str | None,
     index_dir: Path | None,
     lock_timeout: float,
@@ -240,7 +272,14 @@ def search(
 ) -> None:
     """Search the index of FOLDER for QUERY."""
     kb = _open_kb(folder, embedding, index_dir, lock_timeout)
-    config = SearchConfig(mode=mode, top_k=top_k, rrf_k=rrf_k, score_threshold=threshold)  # type: ignore[arg-type]
+    config = SearchConfig(
+        mode=mode,  # type: ignore[arg-type]
+        top_k=top_k,
+        fusion=fusion,  # type: ignore[arg-type]
+        rrf_k=rrf_k,
+        weights={"vector": 1.0, "bm25": 1.0, **parse_weights(weights)},
+        score_threshold=threshold,
+    )
     filters = SearchFilters(paths=paths, kinds=kinds)  # type: ignore[arg-type]
     results = kb.search(query, filters=filters, config=config)
     if as_json:

@@ -78,6 +78,20 @@ def test_index_then_search_cites_lines_that_contain_the_text(httpx_docs: Path) -
             assert r["text"] in _lines(httpx_docs / r["source"], r["lineStart"], r["lineEnd"])
 
 
+def test_search_with_convex_fusion_and_weights(httpx_docs: Path) -> None:
+    kbgraph("index", str(httpx_docs), "--json")
+    args = ["search", str(httpx_docs), "How do I set a timeout?", "--mode", "hybrid", "--json"]
+    convex = json.loads(
+        kbgraph(
+            *args, "--fusion", "convex", "--weight", "vector=0.7", "--weight", "bm25=0.3"
+        ).stdout
+    )["results"]
+    assert len(convex) == 5 and all(set(r["ranks"]) <= {"vector", "bm25"} for r in convex)
+    assert all(0.0 <= r["score"] <= 1.0 for r in convex)
+    bad = kbgraph(*args, "--weight", "vectors=1", check=False)
+    assert bad.returncode == 2 and "RANKER=W" in bad.stderr
+
+
 def test_second_run_embeds_nothing_and_an_edit_only_its_chunks(httpx_docs: Path) -> None:
     kbgraph("index", str(httpx_docs), "--json")
     again = json.loads(kbgraph("index", str(httpx_docs), "--json").stdout)
