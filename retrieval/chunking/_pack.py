@@ -33,11 +33,14 @@ class Plan:
     """How to pack one text: boundary levels from coarsest to finest; ``barriers``,
     boundaries across which chunks do not overlap (the start of a definition: a chunk that
     opens with the tail of another function would mislead); ``line_overlap``: start an
-    overlap at any line start of the window (code reads by lines, prose by words)."""
+    overlap at any line start of the window (code reads by lines, prose by words);
+    ``min_fill``: the share of the size a chunk must reach before a coarse boundary may end
+    it (see :func:`_choose_end`)."""
 
     levels: tuple[Level, ...]
     barriers: Collection[int] = frozenset()
     line_overlap: bool = False
+    min_fill: float = 0.0
 
 
 def checked_settings(size: int, overlap: int, cap: int) -> tuple[int, int]:
@@ -71,19 +74,26 @@ def _last_safe_in(text: str, positions: Positions, lo: int, hi: int) -> int | No
 
 def _choose_end(text: str, start: int, floor: int, hi: int, plan: Plan, size: int) -> int | None:
     """End of the chunk that starts at ``start``, after ``floor``, at the coarsest boundary
-    level available; None when only an unsafe cut would fit. Boundaries are the starts of
-    what follows, so whitespace before one is free: the final trim removes it, and a
-    sentence followed by a blank line fits a budget that the bare sentence fits."""
+    level that fills at least ``plan.min_fill`` of the size; when none does, at the
+    coarsest level available; None when only an unsafe cut would fit. The fill rule keeps
+    a heading followed by a paragraph longer than the size from becoming a chunk of its
+    own: a title-only chunk is all heading words and crowds out real text in BM25 and
+    vector results alike. Boundaries are the starts of what follows, so whitespace before
+    one is free: the final trim removes it, and a sentence followed by a blank line fits a
+    budget that the bare sentence fits."""
     limit = min(hi, start + size)
     reach = next_content(text, limit, hi)
     if reach >= hi:
         return hi
+    fill = start + int(size * plan.min_fill)
+    coarsest: int | None = None
     for level in plan.levels:
         found = [_last_safe_in(text, positions, floor, reach) for positions in level]
         best = max((pos for pos in found if pos is not None), default=None)
-        if best is not None:
+        if best is not None and best >= fill:
             return best
-    return last_safe_cut(text, floor, limit)
+        coarsest = best if coarsest is None else coarsest
+    return coarsest if coarsest is not None else last_safe_cut(text, floor, limit)
 
 
 def _line_overlap(text: str, start: int, end: int, lo: int, overlap: int, lines: bool) -> int:

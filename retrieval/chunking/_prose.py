@@ -15,6 +15,10 @@ from ._boundaries import line_starts, paragraph_starts, word_starts
 from ._pack import Plan, checked_settings, finalize, pack
 from ._sentences import sentence_starts
 
+PROSE_MIN_FILL = 0.25
+"""Prose chunks end at a paragraph or line boundary only when they reach a quarter of the
+size; a shorter head (a heading, a one-line lead-in) joins the sentences that follow it."""
+
 
 def recursive_plan(text: str) -> Plan:
     return Plan(
@@ -23,7 +27,8 @@ def recursive_plan(text: str) -> Plan:
             (line_starts(text),),
             (sentence_starts(text),),
             (word_starts(text),),
-        )
+        ),
+        min_fill=PROSE_MIN_FILL,
     )
 
 
@@ -49,7 +54,8 @@ def paragraph(text: str, size: int, overlap: int, cap: int) -> list[Span]:
             (paragraph_starts(text),),
             (sentence_starts(text),),
             (word_starts(text),),
-        )
+        ),
+        min_fill=PROSE_MIN_FILL,
     )
     return _run(text, plan, size, overlap, cap)
 

@@ -142,10 +142,28 @@ def test_overlap_never_repeats_most_of_a_short_chunk_nor_starts_mid_word() -> No
     text = "# Title\n\n" + " ".join(["Lorem ipsum dolor sit amet."] * 10)
     spans = CHUNKERS["recursive"](text, 60, 20, 60)
     assert texts(text, spans)[:2] == [
-        "# Title",
-        "Lorem ipsum dolor sit amet. Lorem ipsum dolor sit amet.",
+        "# Title\n\nLorem ipsum dolor sit amet.",
+        "dolor sit amet. Lorem ipsum dolor sit amet.",
     ]
     assert all(text[s.start - 1].isspace() for s in spans[1:])
+
+
+@pytest.mark.parametrize("strategy", ["recursive", "paragraph", "markdown"])
+def test_a_heading_before_a_long_paragraph_joins_its_first_sentences(strategy: str) -> None:
+    body = " ".join(f"Sentence number {i} of the abstract." for i in range(40))
+    text = "# A short title\n\n" + body + "\n\nA second paragraph."
+    spans = CHUNKERS[strategy](text, 300, 30, 2000)
+    first = texts(text, spans)[0]
+    assert first.startswith("# A short title\n\nSentence number 0")
+    assert first.endswith("abstract.") and len(first) > 150
+    assert_invariants(text, spans, 300)
+
+
+def test_paragraphs_that_fill_a_quarter_still_end_chunks_at_paragraph_breaks() -> None:
+    first = "A lead paragraph that is long enough to stand on its own as a chunk here."
+    text = first + "\n\n" + " ".join(["Lorem ipsum dolor sit amet."] * 20)
+    spans = CHUNKERS["recursive"](text, 200, 20, 2000)
+    assert texts(text, spans)[0] == first
 
 
 def test_zero_overlap_gives_disjoint_chunks() -> None:
