@@ -1,12 +1,17 @@
 """Split an answer into self-contained claims, each with the sources it cites.
 
-Offline and deterministic: sentences (and list items) become claims; citation markers are
-stripped from the text and kept as numbers; a list item is prefixed with the sentence that
-introduces it (``"Harbor retries: - 429"`` → ``"Harbor retries: 429"``) so that it stands
-alone; headings, questions, fillers ("Hope this helps.") and refusals ("I don't know") are not
-claims (but "Did you know that X?" claims X).
-An answer whose every sentence is a refusal, or that opens with a refusal and cites
-nothing, has no claims — faithfulness is then undetermined rather than 0 or 1.
+Offline and deterministic — the regex splitter of the offline judge, and the fallback of
+an LLM judge's claim decomposition: sentences (and list items) become claims; citation
+markers are stripped from the text and kept as numbers; a list item is prefixed with the
+sentence that introduces it (``"Harbor retries: - 429"`` → ``"Harbor retries: 429"``) so
+that it stands alone; headings, questions, fillers ("Hope this helps.") and refusals ("I
+don't know") are not claims (but "Did you know that X?" claims X). A hedge or refusal
+clause beside a fact is cut out and the fact kept ("I am not sure, but Harbor makes 5
+attempts." claims "Harbor makes 5 attempts."; see ``evals._hedges``). An answer with
+nothing but refusals has no claims — faithfulness is then undetermined rather than 0 or 1.
+
+Citations: a marker covers the uncited sentences of its paragraph or list item before it
+(back to the previous marker), and ``"X [1], and Y [2]"`` is two claims, one per source.
 
 Markers are found by ``graphs.citations.find_markers`` (one grammar for the agent and the
 evaluators): ``[1]``, ``[1, 2]``, ``[1][3]``, ``[1-3]``; not inside code, not a Markdown link.
@@ -14,11 +19,13 @@ evaluators): ``[1]``, ``[1, 2]``, ``[1][3]``, ``[1-3]``; not inside code, not a 
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
 from graphs.citations import find_markers
 
+from ._hedges import NON_CLAIM_PATTERNS, REFUSAL_PATTERNS, is_non_claim, is_refusal, without_hedges
 from ._text import content_words, numbers, split_blocks
 from .records import Claim
 
@@ -35,41 +42,6 @@ _EMBEDDED_CLAIM = re.compile(
     r"(?!(?:who|what|when|where|why|how|which|if|whether)\b)(?P<claim>.+?)\s*\?$",
     re.IGNORECASE,
 )
-
-REFUSAL_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(p, re.IGNORECASE)
-    for p in (
-        r"\bi (?:do not|don't|dont) know\b",
-        r"\bi (?:could not|couldn't|cannot|can't|was unable to|am unable to) (?:find|answer|tell)",
-        r"\b(?:no|not enough) (?:relevant )?information\b",
-        r"\b(?:sources?|context|documents?|knowledge bases?) (?:do|does) not (?:say|mention|"
-        r"contain|cover|answer|specify|state)",
-        r"\bnot (?:mentioned|covered|specified|stated) in the (?:sources?|context|documents?)",
-        r"\bthere is no mention\b",
-        r"\bi(?:'m| am) not sure\b",
-        r"\bunable to (?:answer|find|determine)\b",
-        r"\bnothing relevant found\b",
-        # The same in the other languages the agent may answer in.
-        r"\bje ne (?:sais|trouve) pas\b",
-        r"\bno (?:lo )?sé\b",
-        r"\b(?:weiß ich nicht|ich weiß (?:es )?nicht)\b",
-        r"(?:わかりません|分かりません|見つかりませんでした)",
-    )
-)
-"""Sentences that decline to answer. They make no claim about the documents."""
-
-NON_CLAIM_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(p, re.IGNORECASE)
-    for p in (
-        r"^(?:sure|certainly|of course|great question)[.!,]?$",
-        r"\bhope (?:this|that) helps\b",
-        r"\blet me know if\b",
-        r"^(?:why|what to try|sources?|references?|answer)\s*:$",
-        r"^extractive answer\b",
-        r"\bquoted from the best-matching sources\b",
-    )
-)
-"""Sentences about the answer itself (fillers, section labels, the extractive header)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,21 +68,12 @@ def strip_markers(text: str) -> str:
     return re.sub(r"\s{2,}", " ", stripped).strip()
 
 
-def is_refusal(sentence: str) -> bool:
-    return any(p.search(sentence) for p in REFUSAL_PATTERNS)
-
-
 def split_claims(answer: str) -> list[Claim]:
     """The claims of ``answer``; empty for a refusal or an answer without content."""
-    sentences = _sentences(answer)
-    if not sentences:
-        return []
-    if is_refusal(sentences[0].text) and not any(s.citations for s in sentences):
-        return []
     claims: list[Claim] = []
-    for sentence in sentences:
+    for sentence in _sentences(answer):
         text = sentence.text
-        if is_refusal(text) or any(p.search(text) for p in NON_CLAIM_PATTERNS):
+        if is_non_claim(text):
             continue
         if text.endswith("?"):
             # A question asserts nothing, except one that wraps a statement.
@@ -118,44 +81,94 @@ def split_claims(answer: str) -> list[Claim]:
             if embedded is None:
                 continue
             text = embedded.group("claim")
-        if not content_words(text) and not numbers(text):
+        kept = without_hedges(text)
+        if kept is None:
+            continue
+        if not content_words(kept) and not numbers(kept):
             # Punctuation, or only function words ("Yes.") — nothing to check.
             if claims and sentence.citations:
                 claims[-1] = _with_citations(claims[-1], sentence.citations)
             continue
-        claims.append(Claim(text=text, citations=sentence.citations))
+        claims.append(Claim(text=kept, citations=sentence.citations))
     return claims
 
 
 def _sentences(answer: str) -> list[_Sentence]:
-    """Sentences with markers stripped and list items made self-contained; a sentence that
-    is only a marker (``"… attempts. [1]"``) gives its numbers to the sentence before."""
+    """Sentences with markers stripped and list items made self-contained, each with the
+    sources it cites (see :func:`_block_sentences`). The list items under a label that is
+    not a claim ("Why:", "What to try:") are about the answer, not the documents: skipped."""
     text = _FENCE_LINE.sub("", answer.replace("\r\n", "\n"))
     out: list[_Sentence] = []
     intro: _Sentence | None = None
+    skip_items = False
     for block in split_blocks(text):
         if _HEADING.match(block[0]):
-            intro = None
+            intro, skip_items = None, False
             continue
         is_item = bool(_LIST_ITEM.match(block[0]))
-        for index, raw in enumerate(block):
-            cited = citation_numbers(raw)
-            body = _clean(_LIST_ITEM.sub("", raw) if index == 0 else raw)
-            if not body:
-                if out and cited:
-                    out[-1] = _Sentence(out[-1].text, _merge(out[-1].citations, cited))
-                continue
-            if is_item and index == 0 and intro is not None:
-                body = f"{intro.text} {body}"
-                cited = cited or intro.citations
-            if not is_item and index == len(block) - 1 and body.endswith(":"):
-                # "Harbor retries these codes:" introduces the list items that follow.
-                intro = _Sentence(body, cited)
-                continue
-            out.append(_Sentence(body, cited))
-        if not is_item:
-            intro = intro if block[-1].rstrip().endswith(":") else None
+        if is_item and skip_items:
+            continue
+        sentences = _block_sentences(block, is_item)
+        if not sentences:
+            continue
+        if not is_item and sentences[-1].text.endswith(":"):
+            # "Harbor retries these codes:" introduces the list items that follow.
+            *sentences, intro = sentences
+            skip_items = is_non_claim(intro.text)
+        elif not is_item:
+            intro, skip_items = None, False
+        if is_item and intro is not None and not skip_items:
+            first = sentences[0]
+            sentences[0] = _Sentence(
+                f"{intro.text} {first.text}", first.citations or intro.citations
+            )
+        out.extend(sentences)
     return out
+
+
+def _block_sentences(block: list[str], is_item: bool) -> list[_Sentence]:
+    """The sentences of one paragraph or list item. A marker covers the uncited sentences
+    before it back to the previous marker, as a reader takes a citation at the end of a
+    paragraph ("- A. B. [2]" cites [2] for A and B); a sentence that is only a marker
+    gives its numbers to the sentence before; a sentence citing one source, then after a
+    clause break another ("X [1], and Y [2]"), is two claims."""
+    pieces: list[_Sentence] = []
+    for index, raw in enumerate(block):
+        for part in _split_at_markers(raw):
+            cited = citation_numbers(part)
+            body = _clean(_LIST_ITEM.sub("", part) if index == 0 and is_item else part)
+            if body:
+                pieces.append(_Sentence(body, cited))
+            elif pieces and cited:
+                pieces[-1] = _Sentence(pieces[-1].text, _merge(pieces[-1].citations, cited))
+    for i in range(len(pieces) - 2, -1, -1):
+        if not pieces[i].citations and pieces[i + 1].citations:
+            pieces[i] = _Sentence(pieces[i].text, pieces[i + 1].citations)
+    return pieces
+
+
+_MARKER_CLAUSE_BREAK = re.compile(
+    r"^\s*(?:[,;]\s*|\s+)(?:and|but|while|whereas|so|or|et|mais|und|aber|y|pero)?\s*",
+    re.IGNORECASE,
+)
+
+
+def _split_at_markers(sentence: str) -> list[str]:
+    """``"X [1], and Y [2]."`` → ``["X [1]", "Y [2]."]``: a split after a marker that a
+    clause break (a comma or semicolon, or a conjunction) follows, when the rest cites a
+    source of its own. Otherwise the sentence stays whole."""
+    markers = find_markers(sentence)
+    for marker, following in itertools.pairwise(markers):
+        rest = sentence[marker.end : following.start]
+        gap = _MARKER_CLAUSE_BREAK.match(rest)
+        if gap is None or gap.end() == 0 or rest[: gap.end()].strip() == "":
+            continue
+        tail = rest[gap.end() :]
+        if len(content_words(tail)) < 2:
+            continue
+        head, tail = sentence[: marker.end], sentence[marker.end + gap.end() :]
+        return [head, *_split_at_markers(tail[0].upper() + tail[1:])]
+    return [sentence]
 
 
 def _clean(text: str) -> str:

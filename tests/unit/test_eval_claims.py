@@ -128,13 +128,13 @@ def test_strip_markers_leaves_clean_text() -> None:
     assert is_refusal("Unable to determine that from the context.")
 
 
-def test_a_colon_inside_a_list_item_introduces_nothing() -> None:
+def test_a_colon_inside_a_list_item_introduces_nothing_and_its_marker_covers_the_item() -> None:
     answer = (
         "- Les messages restent en anglais. Voici la confirmation : [1] (docs/i18n.md:26-27)\n"
         "- Harbor remembers it for 24 hours. [2] (docs/glossary.html)"
     )
     assert split_claims(answer) == [
-        Claim("Les messages restent en anglais.", ()),
+        Claim("Les messages restent en anglais.", (1,)),
         Claim("Voici la confirmation:", (1,)),
         Claim("Harbor remembers it for 24 hours.", (2,)),
     ]
@@ -148,3 +148,107 @@ def test_hard_wrapped_paragraphs_are_joined() -> None:
         Claim("Harbor waits for that long, but never longer than backoff_cap_ms.", (1,)),
         Claim("Second one.", (2,)),
     ]
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("I am not sure, but Harbor makes 5 attempts.", [Claim("Harbor makes 5 attempts.")]),
+        (
+            "Unfortunately the documents do not say. However, Harbor makes 5 attempts by default.",
+            [Claim("Harbor makes 5 attempts by default.")],
+        ),
+        (
+            "The sources do not say how many, but Harbor retries 408, 429 and 503 [1].",
+            [Claim("Harbor retries 408, 429 and 503.", (1,))],
+        ),
+        (
+            "I'm not sure (the context does not mention it) — Harbor probably waits 9 s.",
+            [Claim("Harbor probably waits 9 s.")],
+        ),
+        (
+            "Je ne suis pas sûr, mais Harbor fait 5 tentatives.",
+            [Claim("Harbor fait 5 tentatives.")],
+        ),
+        ("I'm not sure whether Harbor retries 404.", []),
+        ("Unfortunately, the documents do not say.", []),
+        ("I could not find that in the docs. I am sorry.", []),
+    ],
+)
+def test_hedges_are_cut_and_the_fact_beside_them_is_a_claim(
+    answer: str, expected: list[Claim]
+) -> None:
+    assert split_claims(answer) == expected
+
+
+def test_a_refusal_after_a_claim_does_not_hide_it() -> None:
+    answer = "I could not find the exact SLA.\r\nHarbor answers 429 above 600 requests [1]."
+    assert split_claims(answer) == [Claim("Harbor answers 429 above 600 requests.", (1,))]
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        (
+            "- Harbor retries 429. It waits 200 ms first. [2]\n- Webhooks retry 7 times [3].",
+            [
+                Claim("Harbor retries 429.", (2,)),
+                Claim("It waits 200 ms first.", (2,)),
+                Claim("Webhooks retry 7 times.", (3,)),
+            ],
+        ),
+        (
+            "Harbor retries 429 [1]. It waits first. Then it gives up [2]. Nothing else.",
+            [
+                Claim("Harbor retries 429.", (1,)),
+                Claim("It waits first.", (2,)),
+                Claim("Then it gives up.", (2,)),
+                Claim("Nothing else.", ()),
+            ],
+        ),
+        (
+            # A marker never reaches into another paragraph.
+            "Harbor retries 429.\n\nIt waits 200 ms [2].",
+            [Claim("Harbor retries 429.", ()), Claim("It waits 200 ms.", (2,))],
+        ),
+    ],
+)
+def test_a_trailing_marker_covers_its_paragraph_or_item(answer: str, expected: list[Claim]) -> None:
+    assert split_claims(answer) == expected
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        (
+            "Harbor retries 429 responses [1], and webhooks are retried 7 times [2].",
+            [
+                Claim("Harbor retries 429 responses", (1,)),
+                Claim("Webhooks are retried 7 times.", (2,)),
+            ],
+        ),
+        (
+            "Les clés expirent après 15 minutes [1] ; les webhooks sont signés [3].",
+            [
+                Claim("Les clés expirent après 15 minutes", (1,)),
+                Claim("Les webhooks sont signés.", (3,)),
+            ],
+        ),
+        # No clause break, or no source of its own after the marker: one claim.
+        ("Harbor retries 429 [1] and 503 [2].", [Claim("Harbor retries 429 and 503.", (1, 2))]),
+        (
+            "Harbor retries 429 [1], and webhooks are retried 7 times.",
+            [Claim("Harbor retries 429, and webhooks are retried 7 times.", (1,))],
+        ),
+    ],
+)
+def test_a_sentence_is_split_at_a_marker_boundary(answer: str, expected: list[Claim]) -> None:
+    assert split_claims(answer) == expected
+
+
+def test_the_items_under_a_why_label_are_not_claims() -> None:
+    answer = (
+        "I could not find an answer to this in docs.\n\nWhy:\n- the best match scored 0.12\n"
+        "\nWhat to try:\n- ask about retries\n\nHarbor itself retries 429 [1]."
+    )
+    assert split_claims(answer) == [Claim("Harbor itself retries 429.", (1,))]
