@@ -30,6 +30,7 @@ from tqdm import tqdm
 
 from . import _benchmarks as bench
 from .claims import split_claims
+from .decompose import decompose
 from .judges.base import Judge
 from .judges.overlap import content_overlap
 from .stats import auroc, pairwise_accuracy
@@ -63,7 +64,7 @@ class MetaResult:
 def faithfulness_score(judge: Judge, question: str | None, context: str, answer: str) -> float:
     """Mean support score of the answer's claims against the context; 0 without claims
     (nothing in the answer can be attributed)."""
-    claims = [c.text for c in split_claims(answer)]
+    claims = [c.text for c in decompose(judge, answer, question).claims]
     if not claims:
         return 0.0
     judged = judge.judge_claims(claims, context, question=question)

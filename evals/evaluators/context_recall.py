@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..claims import split_claims
+from ..decompose import decompose
 from ..judges.base import Judge
 from ..records import ClaimVerdict, EvalRecord, MetricName, MetricResult
 from ._adapter import LangSmithAdapter
@@ -55,7 +55,8 @@ class ContextRecallEvaluator(LangSmithAdapter):
         return MetricResult.scored("context_recall", claim_recall, "; ".join(parts), **details)
 
     def _reference_verdicts(self, record: EvalRecord, reference: str) -> list[ClaimVerdict]:
-        claims = [c.text for c in split_claims(reference)] or [reference]
+        split = decompose(self.judge, reference, record.question)
+        claims = [c.text for c in split.claims] or [reference]
         if not record.passages:
             return [
                 ClaimVerdict(c, "not_supported", 0.0, reason="no context was retrieved")

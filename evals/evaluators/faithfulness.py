@@ -1,6 +1,7 @@
 """Faithfulness: are the answer's claims supported by the retrieved context?
 
-The answer is split into self-contained claims (``evals.claims``); each is judged
+The answer is split into self-contained claims (``evals.decompose``: the LLM judge's
+decomposition, else the regex splitter of ``evals.claims``); each is judged
 supported / not supported / contradicted; the score is supported ÷ claims (Ragas'
 faithfulness, Es et al. 2023, arXiv:2309.15217).
 
@@ -20,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..claims import split_claims
+from ..decompose import decompose
 from ..judges.base import Judge
 from ..records import Claim, ClaimVerdict, EvalRecord, Judgement, MetricName, MetricResult, Passage
 from ._adapter import LangSmithAdapter
@@ -36,10 +37,13 @@ class FaithfulnessEvaluator(LangSmithAdapter):
     def evaluate(self, record: EvalRecord) -> MetricResult:
         if not record.answer.strip():
             return MetricResult.undetermined("faithfulness", "the answer is empty")
-        claims = split_claims(record.answer)
+        split = decompose(self.judge, record.answer, record.question)
+        claims = split.claims
         if not claims:
             return MetricResult.undetermined(
-                "faithfulness", "the answer makes no claims (a refusal or no content)"
+                "faithfulness",
+                "the answer makes no claims (a refusal or no content)",
+                claim_split=split.describe(),
             )
         verdicts = self.judge_claims(claims, record.passages, record.question)
         counts = Counter(v.verdict for v in verdicts)
@@ -55,6 +59,7 @@ class FaithfulnessEvaluator(LangSmithAdapter):
             claims=list(verdicts),
             counts={v: counts[v] for v in ("supported", "not_supported", "contradicted")},
             wrong_citations=sum("wrong citation" in v.reason for v in verdicts),
+            claim_split=split.describe(),
         )
 
     def judge_claims(

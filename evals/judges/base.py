@@ -7,6 +7,8 @@ Three questions, because the four metrics need three kinds of judgement:
 - ``judge_passages``: is each retrieved passage relevant to the question (and, when
   given, to the reference answer)? (context precision)
 - ``judge_answer``: does an answer address the question? (answer relevance)
+
+A judge may also decompose answers into claims (``ClaimDecomposer``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Protocol, runtime_checkable
 
 from retrieval.errors import KbgraphError
 
-from ..records import Judgement, Relevance, TokenUsage
+from ..records import Claim, Judgement, Relevance, TokenUsage
 
 
 class JudgeError(KbgraphError):
@@ -54,4 +56,14 @@ class Judge(Protocol):
         ...
 
 
-__all__ = ["Judge", "JudgeError"]
+@runtime_checkable
+class ClaimDecomposer(Protocol):
+    """A judge that can also break an answer into self-contained claims itself (the LLM
+    judge); the others use the regex splitter of ``evals.claims``."""
+
+    def decompose_claims(self, answer: str, question: str | None = None) -> list[Claim]:
+        """The claims of ``answer``, each with the source numbers it cites."""
+        ...
+
+
+__all__ = ["ClaimDecomposer", "Judge", "JudgeError"]

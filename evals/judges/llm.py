@@ -23,7 +23,8 @@ from pydantic import BaseModel, Field, ValidationError
 
 from prompts import render_prompt
 
-from ..records import Judgement, Relevance, TokenUsage, Verdict
+from ..claims import citation_numbers, strip_markers
+from ..records import Claim, Judgement, Relevance, TokenUsage, Verdict
 from .base import JudgeError
 
 T = TypeVar("T", bound=BaseModel)
@@ -42,6 +43,19 @@ class ClaimVerdictsOut(BaseModel):
     """Verdicts on numbered claims."""
 
     verdicts: list[ClaimVerdictOut]
+
+
+class ClaimOut(BaseModel):
+    claim: str = Field(description="one self-contained statement, without citation markers")
+    citations: list[int] = Field(
+        default_factory=list, description="source numbers its markers cite; empty if none"
+    )
+
+
+class ClaimsOut(BaseModel):
+    """The self-contained claims of an answer, each with the sources it cites."""
+
+    claims: list[ClaimOut]
 
 
 class PassageOut(BaseModel):
@@ -65,6 +79,7 @@ class AnswerOut(BaseModel):
 
 _SKELETONS: dict[type[BaseModel], str] = {
     ClaimVerdictsOut: '{"verdicts": [{"claim": 1, "verdict": "supported", "reason": "..."}]}',
+    ClaimsOut: '{"claims": [{"claim": "...", "citations": [1]}]}',
     PassagesOut: '{"passages": [{"passage": 1, "relevant": true, "reason": "..."}]}',
     AnswerOut: '{"addresses": "fully", "reason": "..."}',
 }
@@ -118,6 +133,22 @@ class LLMJudge:
                     out.append(Judgement("not_supported", 0.0, "the judge gave no verdict"))
                 else:
                     out.append(Judgement(v.verdict, _SCORE[v.verdict], v.reason))
+        return out
+
+    def decompose_claims(self, answer: str, question: str | None = None) -> list[Claim]:
+        """The answer's self-contained claims (Ragas-style decomposition by the model), each
+        with the citations of the markers that cover it. A citation number the answer does
+        not use is dropped: the model may not invent sources. Raises :class:`JudgeError`
+        when the model gives no valid reply (callers fall back to the regex splitter)."""
+        reply = self.ask("decompose", ClaimsOut, question=question or "(not given)", answer=answer)
+        used = set(citation_numbers(answer))
+        out: list[Claim] = []
+        for item in reply.claims:
+            text = strip_markers(item.claim)
+            if not text:
+                continue
+            cited = (*item.citations, *citation_numbers(item.claim))
+            out.append(Claim(text, tuple(dict.fromkeys(n for n in cited if n in used))))
         return out
 
     def judge_passages(
@@ -234,8 +265,10 @@ def _at_temperature_zero(model: BaseChatModel) -> BaseChatModel:
 
 __all__ = [
     "AnswerOut",
+    "ClaimOut",
     "ClaimVerdictOut",
     "ClaimVerdictsOut",
+    "ClaimsOut",
     "LLMJudge",
     "PassageOut",
     "PassagesOut",
