@@ -15,9 +15,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
+from typing_extensions import TypedDict
 
 from prompts import render_prompt
 

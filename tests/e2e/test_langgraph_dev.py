@@ -53,6 +53,19 @@ def test_the_three_graphs_are_listed(client: SyncLangGraphClient) -> None:
     assert graph_ids == {"rag_subgraph", "chat_agent", "tool_agent"}
 
 
+@pytest.mark.parametrize("graph_id", ["rag_subgraph", "chat_agent", "tool_agent"])
+def test_studio_gets_input_output_and_context_schemas(
+    client: SyncLangGraphClient, graph_id: str
+) -> None:
+    schemas = client.assistants.get_schemas(_assistant(client, graph_id))
+    for key in ("input_schema", "output_schema", "context_schema"):
+        assert schemas.get(key), f"{graph_id} serves no {key}: {schemas.get(key)!r}"
+    assert "messages" in schemas["input_schema"]["properties"]
+    assert "knowledge_bases" in schemas["context_schema"]["properties"]
+    expected = "rag_grounded" if graph_id == "rag_subgraph" else "answer_citations"
+    assert expected in schemas["output_schema"]["properties"]
+
+
 def test_xray_shows_the_seven_nodes(client: SyncLangGraphClient) -> None:
     subgraph = client.assistants.get_graph(_assistant(client, "rag_subgraph"), xray=True)
     assert [n["id"] for n in subgraph["nodes"]] == ["__start__", *NODE_ORDER, "__end__"]

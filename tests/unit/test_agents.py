@@ -170,6 +170,18 @@ def test_exported_graphs_have_no_checkpointer() -> None:
     assert tool_agent.checkpointer is None
 
 
+@pytest.mark.parametrize("graph_name", ["chat_agent", "tool_agent"])
+def test_agents_publish_json_schemas_for_studio(graph_name: str) -> None:
+    # pydantic refuses typing.TypedDict on Python < 3.12; the LangGraph server then serves
+    # no output schema at all, so Studio shows no output panel.
+    import graphs.agents
+
+    graph = getattr(graphs.agents, graph_name)
+    assert "answer_citations" in graph.get_output_jsonschema()["properties"]
+    assert "messages" in graph.get_input_jsonschema()["properties"]
+    assert "knowledge_bases" in graph.get_context_jsonschema()["properties"]
+
+
 # -- chat agent with a scripted chat model (the subgraph stays heuristic) ----------------
 
 
