@@ -9,9 +9,14 @@ The tool's content is the citation-tagged context (what the model reads) or a cl
 model) holds the structured citations. Knowledge bases and settings come from the run's
 context (``ToolRuntime.context``), so one tool instance serves every configuration.
 
-Sources are numbered across the conversation: when earlier ``rag_search`` results are in
-the state's messages, a source shown before keeps its number and a new one continues after
-the highest, so that ``[N]`` in the final answer names one source after several searches.
+Sources are numbered across the conversation, so that ``[N]`` in the final answer names
+one source after several searches: a source shown by an earlier ``rag_search`` result in
+the state's messages keeps its number, and a new one continues after the highest. Calls the
+model makes in parallel (several tool calls in one AI message) run from the same state and
+cannot see each other's results, so each call numbers its new sources in a block of its
+own: the ``i``-th ``rag_search`` call of the message (from 0) starts at
+``highest earlier number + i · top_k + 1``. A call returns at most ``top_k`` sources, so the
+blocks never overlap; a lone call numbers exactly as before, parallel calls leave gaps.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, NotRequired
 
-from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolRuntime
@@ -102,8 +107,14 @@ def run_rag_search(
     except KbgraphError as exc:
         failed = _artifact(query, names, [], False, None, error=str(exc))
         return f"{tool_name} failed: {exc}", failed
-    earlier = previous_citations(_messages(runtime), tool_name)
-    citations = number_after(earlier, out.get("rag_citations") or [])
+    messages = _messages(runtime)
+    position, siblings = call_position(messages, getattr(runtime, "tool_call_id", None), tool_name)
+    earlier = previous_citations(
+        [m for m in messages if getattr(m, "tool_call_id", None) not in siblings], tool_name
+    )
+    citations = number_after(
+        earlier, out.get("rag_citations") or [], position=position, block=settings.top_k
+    )
     grounded = bool(out.get("rag_grounded"))
     artifact = _artifact(query, names, citations, grounded, out.get("rag_grounding"))
     return content_for(query, names, citations, artifact["grounding"], grounded), artifact
@@ -174,20 +185,47 @@ def restrict(settings: RagSettings, names: Sequence[str] | None) -> RagSettings:
     return dataclasses.replace(settings, knowledge_bases=specs)  # type: ignore[arg-type]
 
 
-def number_after(earlier: Sequence[Citation], found: Sequence[Citation]) -> list[Citation]:
+def number_after(
+    earlier: Sequence[Citation],
+    found: Sequence[Citation],
+    *,
+    position: int = 0,
+    block: int | None = None,
+) -> list[Citation]:
     """``found`` numbered for a conversation that already holds ``earlier``: a source that
-    was shown before (same knowledge base, file and lines) keeps its number, a new one
-    gets the next free number, so one ``[N]`` never names two different sources."""
+    was shown before (same knowledge base, file and lines) keeps its number, a new one gets
+    the next number of this call's block (``position``-th block of ``block`` numbers after
+    the highest earlier one), so one ``[N]`` never names two different sources. New sources
+    beyond ``block`` are left out: they would take numbers of the next call's block."""
     known = {_place(c): c["n"] for c in earlier}
-    next_n = max(known.values(), default=0)
+    first = max(known.values(), default=0) + position * (block or 0)
+    next_n = first
     out: list[Citation] = []
     for citation in found:
         n = known.get(_place(citation))
         if n is None:
+            if block is not None and next_n - first >= block:
+                continue
             next_n += 1
             n = known[_place(citation)] = next_n
         out.append({**citation, "n": n})
     return out
+
+
+def call_position(
+    messages: Sequence[Any], tool_call_id: str | None, tool_name: str = TOOL_NAME
+) -> tuple[int, set[str]]:
+    """Where this call stands among the ``tool_name`` calls of the AI message that made it
+    (0 when it is not found, as for a direct call), and the ids of those calls."""
+    if not tool_call_id:
+        return 0, set()
+    for message in reversed(messages):
+        if not isinstance(message, AIMessage):
+            continue
+        ids = [c.get("id") for c in message.tool_calls if c.get("name") == tool_name]
+        if tool_call_id in ids:
+            return ids.index(tool_call_id), {i for i in ids if i}
+    return 0, set()
 
 
 def previous_citations(messages: Sequence[Any], tool_name: str = TOOL_NAME) -> list[Citation]:
@@ -250,6 +288,7 @@ rag_search = make_rag_search()
 __all__ = [
     "TOOL_NAME",
     "RagSearchArtifact",
+    "call_position",
     "content_for",
     "make_rag_search",
     "number_after",

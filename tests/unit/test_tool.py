@@ -6,6 +6,8 @@ words) embedding: fast, offline, and no mock between the tool and the files."""
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import warnings
 from pathlib import Path
 from typing import Any
@@ -64,7 +66,7 @@ def _call(args: dict[str, Any], runtime: ToolRuntime) -> ToolMessage:
     message = rag_search.invoke(
         {
             "type": "tool_call",
-            "id": "call_1",
+            "id": runtime.tool_call_id,
             "name": TOOL_NAME,
             "args": {**args, "runtime": runtime},
         }
@@ -235,3 +237,154 @@ def test_a_tool_built_on_another_graph_uses_it(settings: RagSettings) -> None:
     )
     assert message.name == "docs_search"
     assert message.artifact["citations"][0]["source"] == "tokens.md"
+
+
+# -- parallel calls: several rag_search calls in one AI message ---------------------------
+
+PARALLEL_QUERIES = ("how many retries", "refresh token expiry")
+
+
+def _parallel_calls() -> AIMessage:
+    return AIMessage(
+        content="",
+        tool_calls=[
+            {"name": TOOL_NAME, "args": {"query": q}, "id": f"call_{i}", "type": "tool_call"}
+            for i, q in enumerate(PARALLEL_QUERIES)
+        ],
+    )
+
+
+_SOURCE_HEADER = re.compile(r"^\[(\d+)\] Source: (\S+), lines", re.MULTILINE)
+
+
+def _cite_first_source_of_each_result(messages: list[Any]) -> str:
+    """What a model does with parallel results: it reads each tool message and cites the
+    first source of each by the number printed there."""
+    cited = []
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            n, source = _SOURCE_HEADER.findall(_text(message))[0]
+            cited.append(f"{source} says so [{n}].")
+    return " ".join(cited)
+
+
+def _assert_numbers_unique(tool_messages: list[ToolMessage]) -> dict[int, Citation]:
+    by_n: dict[int, Citation] = {}
+    for message in tool_messages:
+        for c in message.artifact["citations"]:
+            seen = by_n.setdefault(c["n"], c)
+            assert (seen["source"], seen["lineStart"]) == (c["source"], c["lineStart"]), (
+                f"[{c['n']}] names {seen['source']} and {c['source']}"
+            )
+            assert f"[{c['n']}] Source: {c['source']}" in _text(message)
+    return by_n
+
+
+def test_parallel_calls_of_one_message_number_in_separate_blocks(settings: RagSettings) -> None:
+    history = [HumanMessage("retries and tokens?"), _parallel_calls()]
+    results = []
+    for i, query in enumerate(PARALLEL_QUERIES):
+        runtime = ToolRuntime(
+            state={"messages": history}, context=settings, config={},
+            stream_writer=lambda _: None, tool_call_id=f"call_{i}", store=None,
+        )  # fmt: skip
+        results.append(_call({"query": query}, runtime))
+    first, second = ([c["n"] for c in r.artifact["citations"]] for r in results)
+    assert first == list(range(1, len(first) + 1))
+    assert second == list(range(settings.top_k + 1, settings.top_k + 1 + len(second)))
+    _assert_numbers_unique(results)
+
+
+def test_parallel_block_continues_after_earlier_searches(settings: RagSettings) -> None:
+    earlier = _call({"query": "cache Größe"}, _runtime(dataclasses.replace(settings, top_k=1)))
+    top = max(c["n"] for c in earlier.artifact["citations"])
+    earlier.tool_call_id = "call_earlier"
+    history = [HumanMessage("q"), AIMessage(""), earlier, HumanMessage("more"), _parallel_calls()]
+    runtime = ToolRuntime(
+        state={"messages": history}, context=settings, config={},
+        stream_writer=lambda _: None, tool_call_id="call_1", store=None,
+    )  # fmt: skip
+    second = _call({"query": PARALLEL_QUERIES[1]}, runtime)
+    known = {(c["source"], c["lineStart"]): c["n"] for c in earlier.artifact["citations"]}
+    for c in second.artifact["citations"]:
+        expected = known.get((c["source"], c["lineStart"]))
+        if expected is None:
+            assert c["n"] > top + settings.top_k, "a new source takes a number of block 2"
+        else:
+            assert c["n"] == expected, "a source shown before keeps its number"
+    assert len(known) == 1 and len(second.artifact["citations"]) > 1
+
+
+@pytest.mark.parametrize(
+    ("position", "block", "expected"),
+    [(0, None, [1, 2, 3]), (0, 5, [1, 2, 3]), (1, 5, [6, 7, 8]), (2, 2, [5, 6])],
+)
+def test_number_after_blocks(position: int, block: int | None, expected: list[int]) -> None:
+    found = [_cited(1, "a.md"), _cited(2, "b.md"), _cited(3, "c.md")]
+    assert [c["n"] for c in number_after([], found, position=position, block=block)] == expected
+
+
+def _parallel_model() -> ScriptedChatModel:
+    return ScriptedChatModel(responses=[_parallel_calls(), _cite_first_source_of_each_result])
+
+
+def _check_parallel_run(out: dict[str, Any]) -> None:
+    tool_messages = [m for m in out["messages"] if isinstance(m, ToolMessage)]
+    assert len(tool_messages) == 2
+    by_n = _assert_numbers_unique(tool_messages)
+    answer = out["messages"][-1].text
+    cited = [int(n) for n in re.findall(r"\[(\d+)\]", answer)]
+    assert len(cited) == 2 and len(set(cited)) == 2
+    assert [by_n[n]["source"] for n in cited] == ["retry.md", "tokens.md"]
+
+
+def test_parallel_calls_in_the_tool_agent(settings: RagSettings) -> None:
+    from graphs.agents import build_tool_agent
+
+    out = build_tool_agent(chat_model=_parallel_model()).invoke(
+        {"messages": [HumanMessage("How many retries, and when do refresh tokens expire?")]},
+        context=settings,
+    )
+    _check_parallel_run(out)
+    assert [c["source"] for c in out["answer_citations"]] == ["retry.md", "tokens.md"]
+    assert out["answer_unresolved"] == []
+
+
+def test_parallel_calls_in_create_react_agent(settings: RagSettings) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from langgraph.prebuilt import create_react_agent
+
+        agent: Any = create_react_agent(_parallel_model(), [rag_search], context_schema=RagSettings)
+    out = agent.invoke({"messages": [HumanMessage("retries and tokens?")]}, context=settings)
+    _check_parallel_run(out)
+
+
+def test_inside_langchain_create_agent(settings: RagSettings) -> None:
+    agents = pytest.importorskip(
+        "langchain.agents",
+        reason="langchain>=1.0 (create_agent) is not installed; add it to the dev extra",
+    )
+    model = ScriptedChatModel(
+        responses=[
+            tool_call_message(TOOL_NAME, {"query": "how many retries"}),
+            "Set max_attempts in client.toml [1].",
+        ]
+    )
+    agent = agents.create_agent(model, [rag_search], context_schema=RagSettings)
+    out = agent.invoke({"messages": [HumanMessage("How do retries work?")]}, context=settings)
+    tool_message = out["messages"][2]
+    assert isinstance(tool_message, ToolMessage) and tool_message.name == TOOL_NAME
+    assert tool_message.artifact["citations"][0]["source"] == "retry.md"
+    assert "[1] Source: retry.md" in model.calls[1].messages[-1].text
+    assert out["messages"][-1].text == "Set max_attempts in client.toml [1]."
+
+
+def test_parallel_calls_in_langchain_create_agent(settings: RagSettings) -> None:
+    agents = pytest.importorskip(
+        "langchain.agents",
+        reason="langchain>=1.0 (create_agent) is not installed; add it to the dev extra",
+    )
+    agent = agents.create_agent(_parallel_model(), [rag_search], context_schema=RagSettings)
+    out = agent.invoke({"messages": [HumanMessage("retries and tokens?")]}, context=settings)
+    _check_parallel_run(out)
