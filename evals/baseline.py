@@ -72,6 +72,32 @@ def load_summary(path: str | Path) -> dict[str, Any]:
     return data
 
 
+class BaselineMismatchError(DatasetError):
+    """The baseline summary comes from another data set (or another ``--limit``): its means
+    cannot be compared with this run's."""
+
+
+def check_comparable(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> None:
+    """Raise :class:`BaselineMismatchError` unless both summaries scored the same rows:
+    the same row count and, when both record it, the same ``dataset_fingerprint``."""
+    now = (current.get("rows") or {}).get("total")
+    before = (baseline.get("rows") or {}).get("total")
+    if now is not None and before is not None and int(now) != int(before):
+        raise BaselineMismatchError(
+            f"the baseline scored {before} rows of {baseline.get('dataset') or 'its data set'}"
+            f", this run {now} rows of {current.get('dataset') or 'its data set'}; a gate "
+            "needs the same rows: use the same data set and --limit as the baseline run, or "
+            "make a new baseline."
+        )
+    old_print, new_print = baseline.get("dataset_fingerprint"), current.get("dataset_fingerprint")
+    if old_print and new_print and old_print != new_print:
+        raise BaselineMismatchError(
+            f"the baseline's rows (ids and questions, fingerprint {old_print}) differ from this "
+            f"run's ({new_print}): the data set changed since the baseline. Compare runs of "
+            "the same data set, or make a new baseline from this run's summary.json."
+        )
+
+
 def compare_summaries(
     current: Mapping[str, Any],
     baseline: Mapping[str, Any],
@@ -80,7 +106,9 @@ def compare_summaries(
     metrics: Sequence[str] = COMPARED,
 ) -> Comparison:
     """Changes of every metric both summaries score; a drop of more than ``tolerance`` in
-    a mean, or an increase of failed rows, is a regression."""
+    a mean, or an increase of failed rows, is a regression. Summaries of different rows
+    are not compared: :class:`BaselineMismatchError` (see :func:`check_comparable`)."""
+    check_comparable(current, baseline)
     changes: list[Change] = []
     regressions: list[str] = []
     for name in metrics:
@@ -125,8 +153,10 @@ __all__ = [
     "COMPARED",
     "DEFAULT_TOLERANCE",
     "REGRESSION_EXIT_CODE",
+    "BaselineMismatchError",
     "Change",
     "Comparison",
+    "check_comparable",
     "compare_summaries",
     "format_comparison",
     "load_summary",

@@ -8,8 +8,8 @@
 ``retrieval`` from ``evals.beir``, and any other added with ``eval_group.add_command`` or
 ``eval_group.lazy``) or a data-set path, which runs ``run``.
 
-Exit codes: 0 success, 1 failure, 2 usage or configuration error, 6 regression against
-``--baseline``.
+Exit codes: 0 success, 1 failure, 2 usage or configuration error (a bad data set, a
+missing ``--kb``, a baseline of other rows), 6 regression against ``--baseline``.
 """
 
 from __future__ import annotations
@@ -29,12 +29,14 @@ from retrieval.errors import ConfigError, KbgraphError
 from .baseline import (
     DEFAULT_TOLERANCE,
     REGRESSION_EXIT_CODE,
+    check_comparable,
     compare_summaries,
     format_comparison,
     load_summary,
 )
 from .datasets import bundled_dataset_path, load_dataset
 from .records import METRIC_NAMES
+from .report import dataset_fingerprint
 
 if TYPE_CHECKING:
     from .meta import Benchmark
@@ -176,7 +178,22 @@ def run_command(
 
     path = bundled_dataset_path() if dataset == "bundled" else Path(dataset)
     rows = load_dataset(path)[:limit]
+    if folder is None and any(not row.precomputed for row in rows):
+        raise click.UsageError(
+            "some rows have no 'answer', so the chat agent must answer them: pass --kb "
+            "FOLDER (the documents to answer from), or give every row 'answer' and 'contexts'."
+        )
     previous = load_summary(baseline) if baseline else None
+    if previous is not None:
+        # Fail before a long run, not after it.
+        check_comparable(
+            {
+                "rows": {"total": len(rows)},
+                "dataset": str(path),
+                "dataset_fingerprint": dataset_fingerprint((r.id, r.question) for r in rows),
+            },
+            previous,
+        )
     outcome = run_evaluation(
         rows,
         folder=folder,

@@ -10,9 +10,13 @@ A pre-computed row, scored without running anything::
     {"question": "...", "answer": "... [1]", "contexts": ["text", {"text": "...", "source": ...}]}
 
 Only ``question`` is required. ``id`` defaults to the line number. ``gold_sources`` items
-are ``{path, lineStart?, lineEnd?}`` or ``{id}`` objects, or bare strings (ids).
-``contexts`` items are strings or subgraph citations (``rag_citations`` is accepted as
-another name for it).
+are ``{path, lineStart?, lineEnd?}`` or ``{id}`` objects, or bare strings (ids), or
+``{"any_of": [...]}`` groups of such items. Every item is required (source recall is the
+share retrieved); the members of an ``any_of`` group are alternatives, one suffices — for
+a fact the docs state in two places.
+``contexts`` items are strings or subgraph citations (``rag_citations`` and ``citations``
+are accepted as other names for it), so that a run's ``results.jsonl`` reads back as a
+data set of pre-computed rows and can be re-scored with another judge.
 """
 
 from __future__ import annotations
@@ -107,6 +111,14 @@ def _gold(items: Any, where: str) -> tuple[GoldSource, ...]:
     for item in items:
         if isinstance(item, str):
             out.append(GoldSource(doc_id=item))
+        elif isinstance(item, Mapping) and "any_of" in item:
+            members = item["any_of"]
+            if not isinstance(members, list) or not members:
+                raise DatasetError(
+                    f'{where}: "any_of" must be a non-empty list of gold sources, one of '
+                    "which suffices."
+                )
+            out.append(GoldSource(any_of=_gold(members, where)))
         elif isinstance(item, Mapping) and (item.get("path") or item.get("id")):
             gold = GoldSource.from_dict(item)
             if (
@@ -128,7 +140,7 @@ def _gold(items: Any, where: str) -> tuple[GoldSource, ...]:
 
 
 def _contexts(data: Mapping[str, Any], where: str) -> tuple[Passage, ...]:
-    items = data.get("contexts", data.get("rag_citations", []))
+    items = data.get("contexts", data.get("rag_citations", data.get("citations", [])))
     if isinstance(items, str):
         items = [items]
     if not isinstance(items, list):

@@ -7,6 +7,7 @@ rest of kbgraph: ``lineStart``, ``lineEnd``), because results are written as JSO
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -33,15 +34,24 @@ RowStatus = Literal["ok", "failed"]
 @dataclass(frozen=True, slots=True)
 class GoldSource:
     """Where the answer to a question is written: a path with an optional line range
-    (1-based, inclusive), or a document / chunk id."""
+    (1-based, inclusive), or a document / chunk id; or a group of alternatives
+    (``any_of``) of which one suffices.
+
+    A row's gold sources are all required: source recall is the share of them retrieved.
+    Where the docs say the same thing in two places (a settings table and the prose below
+    it), list the places as one ``{"any_of": [...]}`` source, so that finding either
+    counts in full and finding one is not reported as half a recall."""
 
     path: str | None = None
     line_start: int | None = None
     line_end: int | None = None
     doc_id: str | None = None
+    any_of: tuple[GoldSource, ...] = ()
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GoldSource:
+        if "any_of" in data:
+            return cls(any_of=tuple(cls.from_dict(item) for item in data["any_of"]))
         start = data.get("lineStart", data.get("line_start"))
         end = data.get("lineEnd", data.get("line_end"))
         return cls(
@@ -52,6 +62,8 @@ class GoldSource:
         )
 
     def to_dict(self) -> dict[str, Any]:
+        if self.any_of:
+            return {"any_of": [g.to_dict() for g in self.any_of]}
         out: dict[str, Any] = {}
         if self.path is not None:
             out["path"] = self.path
@@ -222,7 +234,14 @@ class MetricResult:
     def scored(
         cls, name: MetricName, score: float, reason: str = "", **details: Any
     ) -> MetricResult:
-        return cls(name, "scored", min(1.0, max(0.0, float(score))), reason, details)
+        value = float(score)
+        if not math.isfinite(value):
+            # A NaN would otherwise be clamped into a plausible 0.0 or 1.0.
+            raise ValueError(
+                f"{name} score is {value}, not a number in [0, 1]; report the row as "
+                "undetermined (MetricResult.undetermined) with the reason instead."
+            )
+        return cls(name, "scored", min(1.0, max(0.0, value)), reason, details)
 
     @classmethod
     def undetermined(cls, name: MetricName, reason: str, **details: Any) -> MetricResult:
@@ -253,17 +272,22 @@ class RowResult:
     metrics: Mapping[str, MetricResult] = field(default_factory=dict)
     error: str | None = None
     seconds: float = 0.0
+    reference: str | None = None
+    gold_sources: tuple[GoldSource, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
+        """One line of ``results.jsonl``; it reads back as a pre-computed data-set row, so
+        a run can be re-scored (with another judge) from its results alone."""
         return {
             "id": self.row_id,
             "question": self.question,
             "status": self.status,
             "error": self.error,
+            "reference": self.reference,
+            "gold_sources": [g.to_dict() for g in self.gold_sources],
             "answer": self.answer,
-            "citations": [
-                {k: v for k, v in p.to_dict().items() if k != "text"} for p in self.passages
-            ],
+            # With the text, a verdict can be reviewed or re-scored from the file alone.
+            "citations": [p.to_dict() for p in self.passages],
             "metrics": {name: m.to_dict() for name, m in self.metrics.items()},
             "seconds": round(self.seconds, 3),
         }

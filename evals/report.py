@@ -5,8 +5,9 @@ each metric's scores)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,9 +29,19 @@ class ReportFiles:
     chart: Path
 
 
+def dataset_fingerprint(rows: Iterable[tuple[str, str]]) -> str:
+    """A short hash of a data set's ``(id, question)`` rows in order: two summaries with
+    the same fingerprint scored the same questions, so their means can be compared."""
+    digest = hashlib.sha256()
+    for row_id, question in rows:
+        digest.update(f"{row_id}\t{question}\n".encode())
+    return digest.hexdigest()[:16]
+
+
 def summarize(results: Sequence[RowResult], **about: Any) -> dict[str, Any]:
     """The ``summary.json`` content; ``about`` (judge, dataset, usage …) is kept as is."""
     summary: dict[str, Any] = {name: _metric_summary(results, name) for name in METRIC_NAMES}
+    summary["dataset_fingerprint"] = dataset_fingerprint((r.row_id, r.question) for r in results)
     summary[SOURCE_RECALL] = _source_recall_summary(results)
     summary["rows"] = {
         "total": len(results),
@@ -190,6 +201,7 @@ def plot_distributions(results: Sequence[RowResult], path: Path) -> None:
 __all__ = [
     "SOURCE_RECALL",
     "ReportFiles",
+    "dataset_fingerprint",
     "plot_distributions",
     "render_markdown",
     "summarize",

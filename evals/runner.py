@@ -17,6 +17,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from tqdm import tqdm
 
+from retrieval.errors import ConfigError
+
 from .evaluators import Evaluator
 from .records import AgentOutput, EvalRecord, EvalRow, MetricResult, RowResult
 
@@ -55,7 +57,7 @@ async def arun_dataset(
     """Results in the order of ``rows``. ``agent`` may be ``None`` when every row is
     pre-computed; ``concurrency`` bounds the rows in flight (agent and scoring)."""
     if agent is None and any(not row.precomputed for row in rows):
-        raise ValueError(
+        raise ConfigError(
             "some rows have no answer and no agent was given; pass an agent (--kb FOLDER) "
             "or give every row an 'answer' and 'contexts'."
         )
@@ -100,6 +102,8 @@ async def _run_row(
             error=message,
             metrics=metrics,
             seconds=time.perf_counter() - started,
+            reference=row.reference,
+            gold_sources=row.gold_sources,
         )
     record = EvalRecord(
         question=row.question,
@@ -117,6 +121,8 @@ async def _run_row(
         output.passages,
         metrics,
         seconds=time.perf_counter() - started,
+        reference=row.reference,
+        gold_sources=row.gold_sources,
     )
 
 

@@ -5,7 +5,8 @@ same file and its line range overlaps the gold range (a gold source without line
 recalled by any passage of the file). A gold ``id`` is recalled by a passage with that
 chunk id or source. Paths match when one is a suffix of the other at a ``/`` boundary, so
 that ``docs/configuration.md`` matches a citation of ``examples/docs/docs/configuration.md``
-and vice versa.
+and vice versa. A group ``{"any_of": [...]}`` is recalled when any of its members is:
+gold sources are all required, the members of a group are alternatives.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ def lines_overlap(a_start: int, a_end: int, b_start: int, b_end: int) -> bool:
 
 
 def is_recalled(gold: GoldSource, passages: Sequence[Passage]) -> bool:
+    if gold.any_of:
+        return any(is_recalled(g, passages) for g in gold.any_of)
     for p in passages:
         if gold.doc_id is not None and gold.doc_id in (p.id, p.source):
             return True

@@ -98,3 +98,31 @@ def test_bundled_dataset_cites_lines_that_hold_the_answer() -> None:
         assert numbers(row.reference) <= numbers(gold_text) | {"1", "2"}, row.id
         words = set(content_words(row.reference))
         assert len(words & set(content_words(gold_text))) >= 0.4 * len(words), row.id
+
+
+def test_any_of_gold_groups(tmp_path: Path) -> None:
+    row = {
+        "question": "q",
+        "gold_sources": [
+            {"any_of": [{"path": "a.md", "lineStart": 3}, {"path": "b.md"}]},
+            {"path": "c.md", "lineStart": 1, "lineEnd": 2},
+        ],
+    }
+    (loaded,) = load_dataset(write(tmp_path, json.dumps(row)))
+    assert loaded.gold_sources == (
+        GoldSource(any_of=(GoldSource("a.md", 3, 3), GoldSource("b.md"))),
+        GoldSource("c.md", 1, 2),
+    )
+
+
+@pytest.mark.parametrize(
+    ("group", "message"),
+    [
+        ({"any_of": []}, "non-empty list"),
+        ({"any_of": [{"path": "a", "lineStart": 4, "lineEnd": 1}]}, "invalid line range"),
+    ],
+)
+def test_bad_any_of_groups(tmp_path: Path, group: object, message: str) -> None:
+    text = json.dumps({"question": "q", "gold_sources": [group]})
+    with pytest.raises(DatasetError, match=message):
+        load_dataset(write(tmp_path, text))

@@ -17,7 +17,16 @@ from evals.evaluators import (
     same_path,
 )
 from evals.judges import ScriptedJudge
-from evals.records import ClaimVerdict, EvalRecord, GoldSource, Judgement, Passage, Verdict
+from evals.records import (
+    ClaimVerdict,
+    EvalRecord,
+    GoldSource,
+    Judgement,
+    MetricResult,
+    Passage,
+    Verdict,
+)
+from evals.runner import score_record
 
 RETRY = Passage(1, "retry.max_attempts defaults to 5.", "docs/configuration.md", 52, 60)
 WEBHOOK = Passage(2, "Webhook deliveries are retried 7 times.", "docs/api/webhooks.md", 41, 47)
@@ -337,3 +346,28 @@ def test_langsmith_runs_the_evaluator_as_its_own() -> None:
     result = run_evaluator(fn).evaluate_run(run, example)
     assert (result.key, result.score) == ("faithfulness", 0.0)
     assert result.comment == "0 of 1 claims supported (0 contradicted)"
+
+
+def test_an_any_of_gold_group_is_recalled_by_either_member() -> None:
+    table = GoldSource("docs/configuration.md", 54, 54)
+    prose = GoldSource("docs/configuration.md", 59, 60)
+    either = GoldSource(any_of=(table, prose))
+    webhook = GoldSource("docs/api/webhooks.md", 43, 47)
+    only_prose = (Passage(1, "t", "examples/docs/docs/configuration.md", 58, 61),)
+    assert gold_source_recall([table, prose], only_prose) == 0.5
+    assert gold_source_recall([either], only_prose) == 1.0
+    assert gold_source_recall([either, webhook], only_prose) == 0.5
+    assert GoldSource.from_dict(either.to_dict()) == either
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_a_non_finite_score_fails_the_metric_instead_of_becoming_zero(bad: float) -> None:
+    with pytest.raises(ValueError, match="not a number in"):
+        MetricResult.scored("answer_relevance", bad)
+    judge = ScriptedJudge(answer_scores={"Harbor makes 5 attempts.": bad})
+    metrics = score_record(
+        EvalRecord("How many attempts?", "Harbor makes 5 attempts."),
+        [AnswerRelevanceEvaluator(judge)],
+    )
+    assert metrics["answer_relevance"].status == "failed"
+    assert metrics["answer_relevance"].score is None

@@ -153,3 +153,29 @@ def test_meta_command_explains_missing_data(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "is missing" in result.output
+
+
+def test_the_clock_runs_through_the_judges_prefetch(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Embedding ahead is the offline judge's main cost: timing that starts after it
+    reported 0.0 s."""
+    events: list[str] = []
+
+    class Clock:
+        @staticmethod
+        def perf_counter() -> float:
+            events.append("clock")
+            return float(len(events))
+
+    class Warming(OfflineJudge):
+        def prefetch(self, *args: object, **kwargs: object) -> None:
+            events.append("prefetch")
+
+    monkeypatch.setattr("evals.meta.time", Clock)
+    results = run_meta([Warming(FakeEmbeddings())], data_dir=data_dir, benchmarks=["begin"])
+    prefetches = [i for i, event in enumerate(events) if event == "prefetch"]
+    assert len(prefetches) == 2
+    # Each split: the clock starts, then the prefetch, then the clock stops after scoring.
+    assert all(i > 0 and events[i - 1] == "clock" for i in prefetches)
+    assert all(r.seconds["offline"] > 0 for r in results)

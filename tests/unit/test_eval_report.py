@@ -9,7 +9,12 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from evals.baseline import REGRESSION_EXIT_CODE, compare_summaries, load_summary
+from evals.baseline import (
+    REGRESSION_EXIT_CODE,
+    BaselineMismatchError,
+    compare_summaries,
+    load_summary,
+)
 from evals.cli import DefaultCommandGroup, eval_group
 from evals.datasets import DatasetError
 from evals.records import METRIC_NAMES, MetricResult, RowResult
@@ -184,3 +189,58 @@ def test_group_routes_subcommands_and_lazy_commands() -> None:
         eval_group.commands.pop("probe")
         eval_group.commands.pop("meta-again", None)
         eval_group.lazy.pop("meta-again")
+
+
+def test_a_baseline_of_other_rows_is_refused_clearly(tmp_path: Path) -> None:
+    summary = summarize([row("a", 1.0), row("b", 0.5)], dataset="one.jsonl")
+    fewer = summarize([row("a", 1.0)], dataset="two.jsonl")
+    with pytest.raises(BaselineMismatchError, match=r"baseline scored 2 rows of one\.jsonl"):
+        compare_summaries(fewer, summary)
+    renamed = summarize([row("a", 1.0), row("c", 0.5)])
+    with pytest.raises(BaselineMismatchError, match="the data set changed"):
+        compare_summaries(renamed, summary)
+    # A summary from before fingerprints still compares on its row count.
+    old = {k: v for k, v in summary.items() if k != "dataset_fingerprint"}
+    assert compare_summaries(renamed, old).ok
+
+
+def test_cli_refuses_a_baseline_of_another_data_set_before_running(tmp_path: Path) -> None:
+    data = _precomputed(tmp_path)
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(json.dumps(summarize([row("zz", 1.0)])), encoding="utf-8")
+    never = str(tmp_path / "never")
+    args = [str(data), "--embedding", "fake", "--quiet", "--baseline", str(baseline)]
+    gated = CliRunner().invoke(eval_group, [*args, "--out", never])
+    assert gated.exit_code == 2
+    assert "baseline scored 1 rows" in gated.output
+    assert not (tmp_path / "never").exists()
+
+
+def test_cli_without_kb_for_rows_to_answer_is_a_usage_error(tmp_path: Path) -> None:
+    data = tmp_path / "questions.jsonl"
+    data.write_text('{"question": "Combien de tentatives ?"}\n', encoding="utf-8")
+    result = CliRunner().invoke(eval_group, [str(data), "--embedding", "fake", "--quiet"])
+    assert result.exit_code == 2
+    assert "pass --kb FOLDER" in result.output
+
+
+def test_results_keep_the_passage_text_and_read_back_as_a_data_set(tmp_path: Path) -> None:
+    data = _precomputed(tmp_path)
+    out = tmp_path / "run"
+    args = ["--embedding", "fake", "--quiet", "--judge", "overlap"]
+    first = CliRunner().invoke(eval_group, [str(data), *args, "--out", str(out)])
+    assert first.exit_code == 0, first.output
+    lines = (out / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    written = [json.loads(line) for line in lines]
+    assert written[0]["citations"][0]["text"] == "retry.max_attempts defaults to 5 attempts."
+    assert written[0]["reference"] == "Harbor makes 5 attempts by default."
+    # The results file is itself a data set: a run can be re-scored from it alone.
+    again = CliRunner().invoke(
+        eval_group, [str(out / "results.jsonl"), *args, "--out", str(tmp_path / "again")]
+    )
+    assert again.exit_code == 0, again.output
+    before = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    after = json.loads((tmp_path / "again" / "summary.json").read_text(encoding="utf-8"))
+    for name in METRIC_NAMES:
+        assert after[name] == before[name], name
+    assert after["dataset_fingerprint"] == before["dataset_fingerprint"]
