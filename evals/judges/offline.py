@@ -5,8 +5,8 @@ Claims are scored by ``_evidence.support_score``; a claim whose best-matching co
 sentence says the opposite (a negation flip, another number) is contradicted. Passages are
 relevant when they support part of the reference answer, or — without a reference — when
 they cover the question's distinctive words (idf over the retrieved passages) and are
-close to it in embedding space. Answers are
-relevant when they are close to the question and use its key terms.
+close to it in embedding space. Answers are relevant when they address each part of the
+question with information of their own and do not evade (``_relevance``).
 
 Vectors are cached per text, so a context judged for several metrics is embedded once.
 """
@@ -21,7 +21,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from .._text import content_words
+from .._hedges import is_refusal
+from .._text import content_words, split_sentences
 from ..claims import split_claims
 from ..records import Judgement, Relevance, TokenUsage
 from ._evidence import (
@@ -33,13 +34,10 @@ from ._evidence import (
     lexical_evidence,
     support_score,
 )
+from ._relevance import answer_evidence, question_parts, rescale
 
 CACHE_SIZE = 50_000
 PASSAGE_RELEVANT_AT = 0.5
-ANSWER_SIMILARITY_FLOOR = 0.1
-ANSWER_SIMILARITY_CEILING = 0.7
-"""Cosine similarities of all-MiniLM-L6-v2 between a question and an unrelated text sit
-near 0.1, between a question and a direct answer near 0.7; rescaled to 0..1 between them."""
 
 _WH_WORDS = frozenset(content_words("what which who whom whose when where why how"))
 
@@ -98,12 +96,26 @@ class OfflineJudge:
         return [self._matches_question(question, p, weights) for p in passages]
 
     def judge_answer(self, question: str, answer: str) -> Relevance:
-        q_vec, a_vec = self.vectors([question, answer])
-        similarity = _rescale(float(q_vec @ a_vec))
-        coverage = _question_coverage(question, answer)
-        score = 0.7 * similarity + 0.3 * coverage
-        reason = f"similarity {similarity:.2f}, question terms covered {coverage:.0%}"
-        return Relevance(score >= 0.5, score, reason)
+        """Whether each part of the question gets an answer with information of its own,
+        without evasion (``_relevance``)."""
+        sentences = [s for s in split_sentences(answer) if s.strip()] or [answer]
+        kept = [s for s in sentences if not is_refusal(s)]
+        evasive = 1.0 - len(kept) / len(sentences)
+        if not kept:
+            return Relevance(False, 0.0, "every sentence declines or hedges")
+        parts = question_parts(question)
+        vectors = self.vectors([question, *parts, *kept])
+        asked, said = vectors[: 1 + len(parts)], vectors[1 + len(parts) :]
+        cosines = asked @ said.T  # (question and parts) x sentences
+        asked_words = set(content_words(question))
+        evidence = answer_evidence(
+            part_best=[float(c) for c in cosines[1:].max(axis=1)],
+            sentence_on_topic=[float(c) for c in cosines.max(axis=0)],
+            sentence_new_words=[frozenset(content_words(s)) - asked_words for s in kept],
+            evasive_share=evasive,
+        )
+        score = evidence.score
+        return Relevance(score >= 0.5, score, evidence.reason())
 
     def prefetch(
         self,
@@ -115,12 +127,16 @@ class OfflineJudge:
         """Embed ahead, in large batches, what judging these ``(claims, context, question)``
         items and ``texts`` (questions, answers, passages) will need: one model call per
         batch instead of one per judgement."""
+        texts = list(texts)
         wanted: list[str] = list(texts)
         for items, context, question in claims:
             wanted.extend(ContextText(context).windows)
             wanted.extend(embedding_text(c, question) for c in items)
-        for text in list(texts):
+        for text in texts:
+            # Windows for passages, sentences for answers, parts for questions.
             wanted.extend(ContextText(text).windows)
+            wanted.extend(split_sentences(text))
+            wanted.extend(question_parts(text))
         unique = list(dict.fromkeys(t for t in wanted if t))
         for start in range(0, len(unique), batch_size):
             self.vectors(unique[start : start + batch_size])
@@ -175,18 +191,13 @@ class OfflineJudge:
         ctx = ContextText(passage)
         if not ctx.windows:
             return Relevance(False, 0.0, "empty passage")
-        similarity = _rescale(float(self.similarities([question], ctx)[0]))
+        similarity = rescale(float(self.similarities([question], ctx)[0]))
         total = sum(weights.values())
         found = sum(w for term, w in weights.items() if term in ctx.words)
         coverage = found / total if total else 1.0
         score = 0.4 * similarity + 0.6 * coverage
         reason = f"similarity {similarity:.2f}, question terms covered {coverage:.0%}"
         return Relevance(score >= PASSAGE_RELEVANT_AT, score, reason)
-
-
-def _rescale(cosine: float) -> float:
-    span = ANSWER_SIMILARITY_CEILING - ANSWER_SIMILARITY_FLOOR
-    return min(1.0, max(0.0, (cosine - ANSWER_SIMILARITY_FLOOR) / span))
 
 
 def _term_weights(question: str, passages: Sequence[str]) -> dict[str, float]:
@@ -198,13 +209,6 @@ def _term_weights(question: str, passages: Sequence[str]) -> dict[str, float]:
     sets = [set(content_words(p)) for p in passages]
     n = len(sets)
     return {t: math.log(1 + n / (1 + sum(t in s for s in sets))) for t in terms}
-
-
-def _question_coverage(question: str, text: str) -> float:
-    wanted = set(content_words(question)) - _WH_WORDS
-    if not wanted:
-        return 1.0
-    return len(wanted & set(content_words(text))) / len(wanted)
 
 
 __all__ = ["OfflineJudge"]

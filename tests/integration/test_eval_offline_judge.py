@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from evals._benchmarks import default_data_dir
-from evals.judges import OfflineJudge
+from evals._benchmarks import default_data_dir, wikieval_pairs
+from evals.judges import OfflineJudge, content_overlap
 from evals.meta import BASELINE, run_meta
+from evals.stats import pairwise_accuracy
 
 pytestmark = pytest.mark.integration
 
@@ -60,3 +61,51 @@ def test_offline_judge_beats_the_overlap_baseline_on_held_out_samples() -> None:
     for key in [("HaluEval QA", "qa_one_turn (held out)"), ("BEGIN", "wow test (held out)")]:
         scores = by_split[key]
         assert scores["offline"] > scores[BASELINE], (key, scores)
+
+
+def test_answer_relevance_prefers_complete_answers_to_partial_evasive_and_off_topic(
+    judge: OfflineJudge,
+) -> None:
+    question = "How many attempts does Harbor make by default, and how can I turn retries off?"
+    complete = (
+        "Harbor makes 5 attempts by default: the first call and up to four retries. "
+        "Set retry.max_attempts to 1 to turn retries off."
+    )
+    partial = "Harbor makes attempts by default."
+    evasive = (
+        "I am not sure how many attempts Harbor makes. The documents do not say how to turn "
+        "retries off."
+    )
+    padded = (
+        "Harbor is an order service written in Python. Its logo is a lighthouse. "
+        "PostgreSQL stores the orders."
+    )
+    scores = {
+        name: judge.judge_answer(question, answer).score
+        for name, answer in [
+            ("complete", complete),
+            ("partial", partial),
+            ("evasive", evasive),
+            ("padded", padded),
+        ]
+    }
+    assert scores["complete"] > max(scores["partial"], scores["evasive"], scores["padded"])
+    assert scores["evasive"] == 0.0, scores
+
+
+def test_answer_relevance_beats_the_baseline_on_wikieval(judge: OfflineJudge) -> None:
+    data = default_data_dir()
+    if not (data / "wikieval").is_dir():
+        pytest.skip(f"no meta-evaluation data at {data}")
+    pairs = wikieval_pairs(data, "answer_relevance")
+    judged = [
+        (
+            judge.judge_answer(p.question, p.better).score,
+            judge.judge_answer(p.question, p.worse).score,
+        )
+        for p in pairs
+    ]
+    baseline = [
+        (content_overlap(p.question, p.better), content_overlap(p.question, p.worse)) for p in pairs
+    ]
+    assert pairwise_accuracy(judged) > pairwise_accuracy(baseline) + 0.2
