@@ -27,9 +27,11 @@ from .state import (
 )
 from .subgraph import NODE_ORDER, build_rag_graph, rag_graph
 from .testing import ScriptedChatModel
+from .turns import TURN_KEY, TurnMarker, mark_answer, marker_of, turn_marker
 
 __all__ = [
     "NODE_ORDER",
+    "TURN_KEY",
     "Candidate",
     "Citation",
     "KnowledgeBaseSpec",
@@ -45,11 +47,15 @@ __all__ = [
     "ScriptedChatModel",
     "Searcher",
     "SearcherRegistry",
+    "TurnMarker",
     "build_rag_graph",
     "default_registry",
+    "mark_answer",
+    "marker_of",
     "open_knowledge_base",
     "rag_graph",
     "resolve_chat_model",
     "settings_from_context",
     "settings_from_runtime",
+    "turn_marker",
 ]

@@ -28,8 +28,10 @@ def _scope(data: Mapping[str, Any]) -> str:
 
 
 def _rewrite(data: Mapping[str, Any]) -> str:
-    follow = " (follow-up made standalone)" if data.get("follow_up") else ""
-    return " | ".join(map(str, data.get("queries") or [])) + follow
+    follow = f" (follow-up: {data.get('completed') or 'made standalone'})"
+    return " | ".join(map(str, data.get("queries") or [])) + (
+        follow if data.get("follow_up") else ""
+    )
 
 
 def _retrieve(data: Mapping[str, Any]) -> str:
@@ -58,8 +60,13 @@ def _build(data: Mapping[str, Any]) -> str:
 
 def _grounding(data: Mapping[str, Any]) -> str:
     verdict = "grounded" if data.get("grounded") else "not grounded"
-    retry = "; retrying with a wider scope" if data.get("retry") else ""
-    return f"{verdict}: {'; '.join(data.get('reasons') or [])}{retry}"
+    if data.get("retry"):
+        then = f"; retrying with a wider scope ({data.get('retry_reason') or 'not grounded'})"
+    elif not data.get("grounded") and data.get("retry_reason"):
+        then = f"; no retry: {data['retry_reason']}"
+    else:
+        then = ""
+    return f"{verdict}: {'; '.join(data.get('reasons') or [])}{then}"
 
 
 SUMMARIES: dict[str, Callable[[Mapping[str, Any]], str]] = {
@@ -121,11 +128,20 @@ def source_lines(citations: Sequence[Mapping[str, Any]]) -> list[str]:
     return out
 
 
+_SKIPPED = "retrieval skipped:"
+
+
 def verdict_lines(state: Mapping[str, Any]) -> list[str]:
     grounding = state.get("rag_grounding") or {}
     reasons = "; ".join(grounding.get("reasons") or [])
     if not state.get("rag_should_retrieve"):
-        return [f"Retrieval skipped: {reasons or 'not needed'}"]
+        # DecideRetrieve's reason already starts "retrieval skipped:" (it must read on its
+        # own in rag_grounding); say it once.
+        parts = [r.strip() for r in grounding.get("reasons") or []]
+        why = "; ".join(
+            r[len(_SKIPPED) :].strip() if r.lower().startswith(_SKIPPED) else r for r in parts
+        )
+        return [f"Retrieval skipped: {why or 'not needed'}"]
     if state.get("rag_grounded"):
         return [f"Grounded: yes ({reasons})" if reasons else "Grounded: yes"]
     lines = [f"Grounded: no ({reasons})" if reasons else "Grounded: no"]

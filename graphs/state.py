@@ -68,13 +68,18 @@ class Citation(TypedDict):
 class RagScope(TypedDict):
     """Where to search. Empty lists mean no restriction (every configured knowledge base,
     every path, every kind). ``paths`` are globs or folder prefixes relative to a knowledge
-    base folder; ``kinds`` are ``retrieval.records.FileKind`` values."""
+    base folder; ``kinds`` are ``retrieval.records.FileKind`` values. ``terms`` are the
+    question's words that name the scope rather than the topic (``configuration`` and
+    ``md`` of "docs/configuration.md", ``csv`` and ``file`` of "in the CSV file"):
+    GroundingCheck does not look for them in the sources' text, and a widened scope keeps
+    them."""
 
     knowledge_bases: list[str]
     paths: list[str]
     kinds: list[str]
     widened: bool
     reason: str
+    terms: NotRequired[list[str]]
 
 
 class RagGrounding(TypedDict):
@@ -98,15 +103,22 @@ class DebugStep(TypedDict, total=False):
     data: dict[str, Any]
 
 
+FallbackStage = Literal["structured", "json", "reranker", "skipped"]
+
+
 class LlmFallback(TypedDict):
-    """A model call that failed; the node then used its heuristic path. ``stage`` says which
-    call failed: ``structured`` (structured output), ``json`` (the plain-JSON retry) or
-    ``reranker`` (a cross-encoder-style reranker)."""
+    """A model call that failed, or was not made; the node then used its heuristic path.
+    ``stage`` says which call: ``structured`` (structured output), ``json`` (the plain-JSON
+    retry), ``reranker`` (a cross-encoder-style reranker), or ``skipped`` (not called
+    because an earlier call of the run found the chat server hung or unreachable).
+    ``outage`` marks such a failure (a timeout or a refused connection): after it, the rest
+    of the run does not call the chat model again."""
 
     node: str
     attempt: int
-    stage: Literal["structured", "json", "reranker"]
+    stage: FallbackStage
     error: str
+    outage: NotRequired[bool]
 
 
 class RetrievalDebug(TypedDict, total=False):
@@ -197,11 +209,14 @@ RagRoute = Literal["retry", "end"]
 
 
 class RagState(RagOutput, total=False):
-    """The subgraph's full state. ``rag_next`` is GroundingCheck's routing decision and
-    ``remaining_steps`` (managed by LangGraph) lets it stop looping before the recursion
-    limit; neither leaves the subgraph."""
+    """The subgraph's full state. ``rag_next`` is GroundingCheck's routing decision,
+    ``rag_standalone`` the question as RewriteQuery understood it in this attempt (a
+    follow-up completed from the previous turn; GroundingCheck checks the sources against
+    it), and ``remaining_steps`` (managed by LangGraph) lets GroundingCheck stop looping
+    before the recursion limit; none of them leaves the subgraph."""
 
     rag_next: RagRoute
+    rag_standalone: str
     remaining_steps: RemainingSteps
 
 
@@ -210,6 +225,7 @@ __all__ = [
     "Candidate",
     "Citation",
     "DebugStep",
+    "FallbackStage",
     "LlmFallback",
     "RagGrounding",
     "RagInput",

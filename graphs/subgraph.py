@@ -19,6 +19,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
+from langgraph.types import Checkpointer
 
 from .nodes import NodeDeps, Reranker
 from .nodes.build_context import build_context
@@ -60,12 +61,14 @@ def build_rag_graph(
     chat_model: BaseChatModel | None = None,
     registry: SearcherRegistry | None = None,
     reranker: Reranker | None = None,
+    checkpointer: Checkpointer = None,
     name: str = "kbgraph_rag",
 ) -> CompiledStateGraph[RagState, RagSettings, RagInput, RagOutput]:
     """The compiled subgraph. ``chat_model`` overrides ``RagSettings.chat_model`` (tests pass
     a :class:`graphs.testing.ScriptedChatModel`); ``registry`` supplies the searchers
     (default: the process-wide cache of ``KnowledgeBase`` objects); ``reranker`` serves
-    ``rerank="cross_encoder"``."""
+    ``rerank="cross_encoder"``; ``checkpointer`` keeps its state between runs of a thread
+    when it runs on its own (attached to a parent, it uses the parent's)."""
     deps = NodeDeps(chat_model=chat_model, registry=registry or default_registry, reranker=reranker)
     graph = StateGraph(
         RagState, context_schema=RagSettings, input_schema=RagInput, output_schema=RagOutput
@@ -81,7 +84,7 @@ def build_rag_graph(
     graph.add_edge("rerank", "build_context")
     graph.add_edge("build_context", "grounding_check")
     graph.add_conditional_edges("grounding_check", route_after_grounding, ["rewrite_query", END])
-    return graph.compile(name=name)
+    return graph.compile(checkpointer=checkpointer, name=name)
 
 
 rag_graph = build_rag_graph()

@@ -3,7 +3,8 @@
     START → rag (the compiled subgraph, as one node) → answer → extract_citations → END
 
 The subgraph's output keys land in this graph's state; ``answer`` writes the reply (also
-appended to ``messages``, so the next turn sees it) and ``extract_citations`` resolves its
+appended to ``messages``, so the next turn sees it, with a turn marker in its
+``response_metadata`` — see ``graphs.turns``) and ``extract_citations`` resolves its
 ``[N]`` markers against ``rag_citations``.
 
 The answer node picks one of:
@@ -15,6 +16,9 @@ The answer node picks one of:
 * grounded, with a chat model: the model's answer, the context in its system prompt;
 * grounded, without a chat model (or when the model fails): an extractive answer quoting
   the best lines of the cited sources, marked as extractive.
+
+When a node of the subgraph found the chat server hung or unreachable in this run, the
+answer does not call the model either (see ``graphs.nodes._base.run_outage``).
 """
 
 from __future__ import annotations
@@ -33,11 +37,13 @@ from prompts import load_prompt, render_prompt
 
 from .. import _extractive
 from ..citations import inject_context
+from ..nodes._base import run_outage
 from ..nodes._text import question_of
-from ..nodes.decide_retrieve import is_small_talk
+from ..nodes.decide_retrieve import is_small_talk, small_talk_kind
 from ..searcher import SearcherRegistry
 from ..settings import RagSettings, settings_from_runtime
 from ..subgraph import build_rag_graph
+from ..turns import mark_answer
 from ._common import citation_update, kb_names, model_for
 from .state import AgentInput, AnswerMode, ChatAgentState
 
@@ -56,12 +62,19 @@ def compose_answer(
     state: ChatAgentState, settings: RagSettings, model: BaseChatModel | None
 ) -> Reply:
     """The reply for a state the subgraph has filled (see the module docstring)."""
+    outage = run_outage(state) if model is not None else None
+    skipped = None
+    if outage is not None:
+        model = None
+        skipped = f"chat model not called: {outage['node']} found it down ({outage['error']})"
     if not state.get("rag_should_retrieve"):
-        return reply_without_retrieval(state, settings, model)
+        reply = reply_without_retrieval(state, settings, model)
+        return Reply(reply.text, reply.mode, reply.error or skipped)
     if not state.get("rag_grounded") or not state.get("rag_citations"):
         return Reply(not_grounded_text(state, settings), "not_grounded")
     if model is None:
-        return Reply(extractive_text(state), "extractive")
+        mode: AnswerMode = "fallback" if skipped else "extractive"
+        return Reply(extractive_text(state), mode, skipped)
     messages = [SystemMessage(load_prompt("agent_system").strip()), *state.get("messages", [])]
     try:
         text = model.invoke(inject_context(messages, state.get("rag_context") or "")).text
@@ -86,14 +99,22 @@ def reply_without_retrieval(
             if text.strip():
                 return Reply(text, mode)
         except Exception as exc:  # same reason as in compose_answer
-            return Reply(_canned(mode, settings), mode, f"{type(exc).__name__}: {exc}")
-    return Reply(_canned(mode, settings), mode)
+            return Reply(_canned(mode, question, settings), mode, f"{type(exc).__name__}: {exc}")
+    return Reply(_canned(mode, question, settings), mode)
 
 
-def _canned(mode: AnswerMode, settings: RagSettings) -> str:
+_SMALL_TALK_PROMPTS = {
+    "greeting": "agent_chitchat_reply",
+    "thanks": "agent_thanks_reply",
+    "goodbye": "agent_goodbye_reply",
+}
+
+
+def _canned(mode: AnswerMode, question: str, settings: RagSettings) -> str:
     if mode == "answered":
         return load_prompt("agent_already_answered").strip()
-    return render_prompt("agent_chitchat_reply", knowledge_bases=kb_names(settings)).strip()
+    prompt = _SMALL_TALK_PROMPTS[small_talk_kind(question)]
+    return render_prompt(prompt, knowledge_bases=kb_names(settings)).strip()
 
 
 def not_grounded_text(state: ChatAgentState, settings: RagSettings) -> str:
@@ -126,7 +147,7 @@ def make_answer_node(chat_model: BaseChatModel | None = None) -> Any:
         settings = settings_from_runtime(runtime)
         reply = compose_answer(state, settings, model_for(chat_model, settings))
         return {
-            "messages": [AIMessage(content=reply.text)],
+            "messages": [mark_answer(AIMessage(content=reply.text), state, reply.mode)],
             "answer": reply.text,
             "answer_mode": reply.mode,
             "answer_error": reply.error,

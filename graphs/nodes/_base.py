@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -50,12 +50,33 @@ class StepRecorder:
 
     def __init__(self, node: str, state: RagState, runtime: Runtime[RagSettings] | None) -> None:
         self.node = node
+        self.state = state
         self.attempt = int(state.get("rag_attempt") or 0)
         self.settings = settings_from_runtime(runtime)
         self.path = "heuristic"
         self.fallbacks: list[LlmFallback] = []
         self.data: dict[str, Any] = {}
         self._start = time.perf_counter()
+
+    def chat_model(self, deps: NodeDeps) -> BaseChatModel | None:
+        """The run's chat model, unless an earlier node of this run found the chat server
+        hung or unreachable: then ``None`` (the heuristic path, without waiting out another
+        timeout), recorded as a ``skipped`` fallback. The first node of a run
+        (DecideRetrieve) must not use this: the state still holds the previous run's
+        debug record then."""
+        model = deps.model_for(self.settings)
+        if model is None:
+            return None
+        outage = run_outage(self.state)
+        if outage is None:
+            return model
+        self.path = "fallback"
+        self.fallbacks.append({
+            "node": self.node, "attempt": self.attempt, "stage": "skipped", "outage": True,
+            "error": f"chat model not called: {outage['node']} found the chat server down "
+            f"({outage['error']})",
+        })  # fmt: skip
+        return None
 
     def step(self) -> DebugStep:
         return {
@@ -75,4 +96,15 @@ class StepRecorder:
         return {"steps": [self.step()], "fallbacks": list(self.fallbacks)}
 
 
-__all__ = ["END", "NodeDeps", "NodeFn", "Reranker", "StepRecorder"]
+def run_outage(state: Mapping[str, Any]) -> LlmFallback | None:
+    """The first model call of this run that timed out or could not connect, if any (the
+    circuit breaker of the run: ``rag_retrieval_debug`` starts afresh with each run)."""
+    debug = state.get("rag_retrieval_debug") or {}
+    for fallback in debug.get("fallbacks") or []:
+        if fallback.get("outage") and fallback.get("stage") != "skipped":
+            found: LlmFallback = fallback
+            return found
+    return None
+
+
+__all__ = ["END", "NodeDeps", "NodeFn", "Reranker", "StepRecorder", "run_outage"]

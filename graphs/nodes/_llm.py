@@ -1,12 +1,14 @@
 """One structured LLM call with two ways out.
 
 1. ``model.with_structured_output(Schema)`` (tool / JSON-schema calling);
-2. when that fails for any reason but a timeout, a plain call whose prompt asks for one JSON
-   object, parsed from the first ``{...}`` of the reply — local models behind
-   OpenAI-compatible servers often cannot do (1) but can do this;
+2. when that fails for any reason but an outage (a timeout or a refused connection), a plain
+   call whose prompt asks for one JSON object, parsed from the first ``{...}`` of the reply
+   — local models behind OpenAI-compatible servers often cannot do (1) but can do this;
 3. when both fail, ``None``: the node takes its heuristic path.
 
-Every failure is returned as an ``LlmFallback`` record for ``rag_retrieval_debug``.
+Every failure is returned as an ``LlmFallback`` record for ``rag_retrieval_debug``; an
+outage is marked as such, and the nodes after it in the same run do not call the model
+(see ``StepRecorder.chat_model``).
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ def ask_structured(
         return result
     except Exception as exc:  # any failure of the model means: fall back
         result.fallbacks.append(_record(node, attempt, "structured", exc))
-        if is_timeout(exc):
+        if is_outage(exc):
             return result
     try:
         reply = model.invoke(
@@ -137,16 +139,27 @@ def is_timeout(exc: BaseException) -> bool:
     return isinstance(exc, TimeoutError) or "timeout" in type(exc).__name__.lower()
 
 
+def is_outage(exc: BaseException) -> bool:
+    """A timeout or a failed connection (``ConnectionError``, ``openai.APIConnectionError``,
+    ``httpx.ConnectError`` ...): the chat server is hung or unreachable, and the next call
+    would most likely wait or fail the same way."""
+    name = type(exc).__name__.lower()
+    return is_timeout(exc) or isinstance(exc, ConnectionError) or "connect" in name
+
+
 def _record(
     node: str, attempt: int, stage: Literal["structured", "json"], exc: BaseException
 ) -> LlmFallback:
     message = " ".join(str(exc).split())[:_ERROR_CHARS]
-    return {
+    record: LlmFallback = {
         "node": node,
         "attempt": attempt,
         "stage": stage,
         "error": f"{type(exc).__name__}: {message}",
     }
+    if is_outage(exc):
+        record["outage"] = True
+    return record
 
 
 __all__ = [
@@ -154,6 +167,7 @@ __all__ = [
     "LlmResult",
     "ask_structured",
     "first_json_object",
+    "is_outage",
     "is_timeout",
     "json_instruction",
     "parse_json_reply",

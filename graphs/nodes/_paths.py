@@ -12,6 +12,8 @@ from pathlib import PurePosixPath
 from retrieval.filters import path_matches
 from retrieval.records import FileKind
 
+from ._text import word_set, words
+
 LISTING_LIMIT = 5000
 _SKIP_DIRS = frozenset(
     {"node_modules", "__pycache__", "venv", "env", "site-packages", "dist", "build", "target"}
@@ -141,6 +143,46 @@ def mentioned_kinds(question: str) -> list[FileKind]:
     return list(kinds)
 
 
+# Nouns that say where to look ("in the CSV file", "under the api folder"), not what about.
+_SCOPE_NOUNS = word_set(
+    """
+    file files folder folders directory directories dir dirs subfolder subfolders document
+    documents doc docs page pages script scripts module modules package packages extension
+    """
+)
+
+
+def scope_terms(question: str, paths: Sequence[str], kinds: Sequence[str]) -> list[str]:
+    """The words of ``question`` that name the scope of ``paths`` and ``kinds`` rather than
+    the topic: the words of a path the question writes out (``docs/configuration.md``,
+    ``retry_policy``, ``*.py``) or of a folder it introduces as one ("in the api folder")
+    when the scope kept that path, the names of the chosen kinds ("CSV"), and the nouns
+    around them ("file", "folder"). A scope the question did not name (a chat model chose
+    ``deploy.md`` for "How do we deploy?") consumes nothing."""
+    path_words = {w for p in paths for w in words(p)}
+    named: set[str] = set()
+    for match in _TOKEN.finditer(question):
+        token = _clean(match.group(0))
+        dotted = match.start() > 0 and question[match.start() - 1] == "."  # ".py files"
+        if dotted or _looks_like_path(token):
+            named |= {w for w in words(token) if w in path_words}
+    for match in _FOLDER_NAMED.finditer(question):
+        named |= {w for w in words(match.group(1) or match.group(2) or "") if w in path_words}
+    kind_words = {w for w, kind in _KIND_NAMES.items() if kind in kinds} | set(kinds)
+    asked = words(question)
+    named |= {w for w in asked if w in kind_words}
+    if not named:
+        return []
+    return list(dict.fromkeys(w for w in asked if w in named or w in _SCOPE_NOUNS))
+
+
+def _looks_like_path(token: str) -> bool:
+    if any(ch in token for ch in "/*_-"):
+        return True
+    head, dot, ext = token.rpartition(".")
+    return bool(dot and head and ext.isalnum() and not token.replace(".", "").isdigit())
+
+
 def existing(patterns: Iterable[str], listing: Listing) -> list[str]:
     """The patterns that match at least one listed file (others would empty the search)."""
     return [p for p in patterns if any(path_matches(f, p) for f in listing.files)]
@@ -153,4 +195,5 @@ __all__ = [
     "list_folder",
     "mentioned_kinds",
     "mentioned_paths",
+    "scope_terms",
 ]

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import re
 import threading
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 import Stemmer
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from prompts import load_prompt
+
+from ..turns import marker_of
 
 
 def word_set(text: str) -> frozenset[str]:
@@ -78,15 +81,6 @@ def term_stems(text: str) -> set[str]:
     return set(stems(content_terms(text)))
 
 
-def key_terms(text: str, limit: int) -> list[str]:
-    """The ``limit`` most frequent topic words of ``text`` (ties: first appearance)."""
-    terms = [w for w in words(text) if w not in STOP_WORDS and len(w) > 2]
-    counts = Counter(terms)
-    order = {term: i for i, term in reversed(list(enumerate(terms)))}
-    ranked = sorted(counts, key=lambda t: (-counts[t], order[t]))
-    return ranked[:limit]
-
-
 def message_text(message: BaseMessage) -> str:
     return message.text
 
@@ -108,6 +102,17 @@ def question_of(state: dict[str, Any]) -> str:
     return message_text(messages[index]).strip() if index is not None else ""
 
 
+def reply_text(message: AIMessage) -> str:
+    """What a reply said, for a transcript: without the extractive answer's fixed header,
+    and a not-found reply as one short line rather than its canned reasons and advice."""
+    marker = marker_of(message)
+    if marker is not None and marker.get("mode") == "not_grounded":
+        return "(no answer: the documents did not cover this)"
+    text = message_text(message).strip()
+    header = load_prompt("agent_extractive_header").strip()
+    return text.removeprefix(header).strip()
+
+
 def previous_turns(messages: Sequence[BaseMessage], limit: int = 6) -> list[tuple[str, str]]:
     """(role, text) of up to ``limit`` human/AI messages before the last human one."""
     index = last_human_index(messages)
@@ -117,7 +122,7 @@ def previous_turns(messages: Sequence[BaseMessage], limit: int = 6) -> list[tupl
         if isinstance(message, HumanMessage):
             turns.append(("user", message_text(message)))
         elif isinstance(message, AIMessage) and message_text(message).strip():
-            turns.append(("assistant", message_text(message)))
+            turns.append(("assistant", reply_text(message)))
     return turns[-limit:]
 
 
@@ -149,11 +154,11 @@ __all__ = [
     "content_terms",
     "coverage",
     "format_turns",
-    "key_terms",
     "last_human_index",
     "message_text",
     "previous_turns",
     "question_of",
+    "reply_text",
     "stems",
     "term_stems",
     "word_set",

@@ -3,9 +3,11 @@
 Heuristic: no for an empty question, small talk (greetings, thanks, goodbyes, "how are
 you" — English plus the commonest French, German, Spanish and Italian forms) and for
 questions the conversation already answers (a request to repeat / rephrase / summarise the
-previous answer, or the same question asked again after it was answered); yes otherwise,
-and always for an explicit ``rag_query``. With a chat model the model decides, and any
-failure falls back to the heuristic.
+previous answer, or the same question asked again after an answer that was grounded — the
+reply's turn marker says so, see ``graphs.turns``; a question that got "I could not find
+an answer", or a reply nobody marked, is searched again); yes otherwise, and always for an
+explicit ``rag_query``. With a chat model the model decides, and any failure falls back to
+the heuristic.
 
 This node starts every run, so it also resets every ``rag_*`` output key: a parent agent
 must not see the previous turn's context after a turn that skipped retrieval.
@@ -23,6 +25,7 @@ from pydantic import BaseModel, Field
 
 from ..settings import RagSettings
 from ..state import RagScope, RagState
+from ..turns import marker_of, reply_after
 from ._base import END, NodeDeps, StepRecorder
 from ._llm import ask_structured
 from ._text import (
@@ -46,7 +49,7 @@ class RetrieveDecision(BaseModel):
 # Words that make a message small talk, and words allowed around them ("thank you so much").
 _SMALL_TALK_CORE = word_set(
     """
-    hi hello hey hiya howdy yo greetings thanks thank thx ty cheers bye goodbye cya welcome
+    hi hello hey hiya howdy yo greetings thanks thank thx ty cheers bye goodbye cya later welcome
     morning afternoon evening night ok okay cool great nice awesome perfect bonjour salut
     merci bonsoir hallo danke tschüss moin hola gracias adiós adios ciao grazie buongiorno
     """
@@ -61,6 +64,9 @@ _SMALL_TALK_FILLER = word_set(
 )
 _HOW_ARE_YOU = re.compile(r"\b(how are you|how's it going|what'?s up|wie geht'?s|ça va|que tal)\b")
 _SMALL_TALK_MAX_WORDS = 8
+_THANKS = word_set("thanks thank thx ty cheers merci danke gracias grazie")
+_GOODBYES = word_set("bye goodbye cya tschüss adiós adios ciao later")
+SmallTalkKind = Literal["greeting", "thanks", "goodbye"]
 
 # Requests about the previous answer itself, which the conversation holds already.
 _ABOUT_LAST_ANSWER = re.compile(
@@ -80,8 +86,18 @@ def is_small_talk(question: str) -> bool:
     return core and all(w in _SMALL_TALK_CORE or w in _SMALL_TALK_FILLER for w in ws)
 
 
+def small_talk_kind(question: str) -> SmallTalkKind:
+    """Which kind of small talk (``is_small_talk`` decides whether it is any): a goodbye
+    ("thanks, bye" included), thanks, or else a greeting."""
+    ws = set(words(question))
+    if ws & _GOODBYES or "see you" in question.casefold():
+        return "goodbye"
+    return "thanks" if ws & _THANKS else "greeting"
+
+
 def answered_already(question: str, messages: Sequence[BaseMessage]) -> str | None:
-    """Why the conversation already answers ``question``, or ``None``."""
+    """Why the conversation already answers ``question``, or ``None``. A repeated question
+    counts as answered only when the reply to it was marked grounded."""
     earlier = list(messages[:-1]) if messages and isinstance(messages[-1], HumanMessage) else []
     answers = [m for m in earlier if isinstance(m, AIMessage) and message_text(m).strip()]
     if not answers:
@@ -92,9 +108,12 @@ def answered_already(question: str, messages: Sequence[BaseMessage]) -> str | No
     if not asked:
         return None
     for i, message in enumerate(earlier):
-        same = isinstance(message, HumanMessage) and term_stems(message_text(message)) == asked
-        if same and any(isinstance(m, AIMessage) and m.text.strip() for m in earlier[i + 1 :]):
-            return "the same question was asked and answered earlier in the conversation"
+        if not isinstance(message, HumanMessage) or term_stems(message_text(message)) != asked:
+            continue
+        reply = reply_after(earlier, i)
+        marker = marker_of(reply) if reply is not None else None
+        if marker is not None and marker.get("grounded"):
+            return "the same question was asked and answered from the sources earlier"
     return None
 
 
@@ -124,6 +143,7 @@ def _reset(should_retrieve: bool, reason: str, scope: RagScope) -> dict[str, Any
         "rag_grounded": False,
         "rag_grounding": {"grounded": False, "reasons": reasons, "guidance": []},
         "rag_next": "end",
+        "rag_standalone": "",
     }
 
 
@@ -175,9 +195,11 @@ def route_after_decide(state: RagState) -> Literal["select_scope", "__end__"]:
 
 __all__ = [
     "RetrieveDecision",
+    "SmallTalkKind",
     "answered_already",
     "decide_retrieve",
     "heuristic_decision",
     "is_small_talk",
     "route_after_decide",
+    "small_talk_kind",
 ]

@@ -1,13 +1,21 @@
 """GroundingCheck: do the sources support an answer? If not, loop once more (bounded).
 
-Heuristic: grounded when the context holds at least ``grounding_min_coverage`` of the
+Heuristic: grounded when the cited text holds at least ``grounding_min_coverage`` of the
 question's topic terms (stemmed) and, when a vector ranker ran, the best cosine
 similarity among the chosen chunks reaches ``grounding_min_vector_score``: term coverage
-alone is fooled by common words, similarity alone by topical neighbours. With a chat model,
-the model's verdict counts. Not grounded comes with reasons and guidance (a wider scope,
-other words, adding documents); while rewrites remain (``rag_attempt < max_rewrites``) and
-the recursion limit allows a whole further attempt, the scope is widened to everything and
-the graph goes back to RewriteQuery.
+alone is fooled by common words, similarity alone by topical neighbours. The terms are
+those of the standalone question (``rag_standalone``: a follow-up completed from the
+previous turn), and the question's own terms must be covered as well, so that neither "its
+timeout" alone nor the previous turn's topic alone passes. Words that named the scope
+(``RagScope.terms``: a file name, an extension, "CSV file") are not looked for in the text.
+With a chat model, the model's verdict counts.
+
+Not grounded comes with reasons and guidance (a wider scope, other words, adding
+documents). Another attempt (back to RewriteQuery, scope widened to everything) runs while
+rewrites remain (``rag_attempt < max_rewrites``), the recursion limit allows a whole
+attempt, and it would search something new: a wider scope, or a query not searched yet
+(:func:`graphs.nodes.rewrite_query.plan_queries`). Otherwise the run ends, and
+``rag_retrieval_debug`` says why.
 """
 
 from __future__ import annotations
@@ -23,7 +31,8 @@ from ..settings import RagSettings, ResolvedKnowledgeBase
 from ..state import Candidate, RagGrounding, RagState, debug_update
 from ._base import END, NodeDeps, StepRecorder
 from ._llm import ask_structured
-from ._text import content_terms, coverage, question_of
+from ._text import content_terms, coverage, question_of, stems
+from .rewrite_query import plan_queries, tried_queries
 from .select_scope import widest_scope
 
 NODE = "grounding_check"
@@ -52,15 +61,38 @@ def best_vector_score(candidates: Sequence[Candidate], ids: set[str]) -> float |
     return max(scores) if scores else None
 
 
+def topic_terms(text: str, scope_words: Sequence[str] = ()) -> list[str]:
+    """The topic words of ``text`` without those that named the scope (compared by stem)."""
+    skip = set(stems(list(scope_words)))
+    terms = content_terms(text)
+    return [t for t, s in zip(terms, stems(terms), strict=True) if s not in skip]
+
+
 def heuristic_verdict(
-    question: str, context: str, vector: float | None, settings: RagSettings
+    question: str,
+    context: str,
+    vector: float | None,
+    settings: RagSettings,
+    *,
+    standalone: str | None = None,
+    scope_words: Sequence[str] = (),
 ) -> tuple[bool, list[str], list[str]]:
-    """(grounded, reasons, missing terms)."""
-    terms = content_terms(question)
+    """(grounded, reasons, missing terms). With a ``standalone`` form of the question both
+    its terms and the question's own must reach the coverage."""
+    terms = topic_terms(question, scope_words)
     share, missing = coverage(terms, context)
     found = len(terms) - len(missing)
     reasons = [f"{found} of {len(terms)} question terms occur in the sources ({share:.0%})"]
     grounded = share >= settings.grounding_min_coverage
+    full = topic_terms(standalone, scope_words) if standalone else terms
+    if full != terms:
+        full_share, missing = coverage(full, context)
+        found = len(full) - len(missing)
+        reasons.append(
+            f"{found} of {len(full)} terms of the standalone question occur in the sources "
+            f"({full_share:.0%})"
+        )
+        grounded = grounded and full_share >= settings.grounding_min_coverage
     floor = settings.grounding_min_vector_score
     if vector is not None and floor is not None:
         reasons.append(f"best vector similarity {vector:.2f} (floor {floor:.2f})")
@@ -122,22 +154,30 @@ def _verdict(state: RagState, rec: StepRecorder, deps: NodeDeps) -> Verdict:
     """The heuristic verdict, replaced by the chat model's when one answers."""
     settings = rec.settings
     question = question_of(dict(state))
+    full = (state.get("rag_standalone") or "").strip() or question
+    scope = state.get("rag_scope")
+    scope_words = scope.get("terms", []) if scope else []
     citations = state.get("rag_citations") or []
     candidates = state.get("rag_candidates") or []
     vector = best_vector_score(candidates, {c["id"] for c in candidates[: settings.top_k]})
     # Coverage is measured on the cited text only: headers and the fence's preamble would
     # lend their words (file names, "source", "data") to any question.
     cited = "\n".join(c["text"] for c in citations)
-    verdict = Verdict(*heuristic_verdict(question, cited, vector, settings), vector)
+    verdict = Verdict(
+        *heuristic_verdict(
+            question, cited, vector, settings, standalone=full, scope_words=scope_words
+        ),
+        vector,
+    )
     if not citations:
         verdict.grounded, verdict.reasons = False, ["no sources were found for the question"]
         return verdict
-    model = deps.model_for(settings)
+    model = rec.chat_model(deps)
     if model is None:
         return verdict
     context = (state.get("rag_context") or "")[:_CONTEXT_CHARS]
     result = ask_structured(
-        model, GroundingVerdict, NODE, node=NODE, attempt=rec.attempt, question=question,
+        model, GroundingVerdict, NODE, node=NODE, attempt=rec.attempt, question=full,
         context=context,
     )  # fmt: skip
     rec.fallbacks += result.fallbacks
@@ -163,11 +203,14 @@ def grounding_check(
         [] if verdict.grounded
         else guidance_for(_scope_narrowed(state), verdict.missing, kbs, errors)
     )  # fmt: skip
-    retry = _should_retry(state, rec.settings, verdict.grounded, kbs, errors)
+    retry, why = retry_decision(state, rec.settings, verdict, kbs, errors)
     grounding: RagGrounding = {
         "grounded": verdict.grounded, "reasons": verdict.reasons, "guidance": guidance,
     }  # fmt: skip
-    rec.data = {**grounding, "vector": verdict.vector, "missing": verdict.missing, "retry": retry}
+    rec.data = {
+        **grounding, "vector": verdict.vector, "missing": verdict.missing, "retry": retry,
+        "retry_reason": why,
+    }  # fmt: skip
     update: dict[str, Any] = {
         "rag_grounded": verdict.grounded,
         "rag_grounding": grounding,
@@ -175,24 +218,49 @@ def grounding_check(
         "rag_retrieval_debug": debug_update([rec.step()], rec.fallbacks),
     }
     if retry:
+        scope = state.get("rag_scope")
         update["rag_attempt"] = rec.attempt + 1
-        update["rag_scope"] = widest_scope(kbs, "retry: the scope is widened to everything")
+        update["rag_scope"] = widest_scope(
+            kbs,
+            "retry: the scope is widened to everything",
+            scope.get("terms", []) if scope else [],
+        )
     return update
 
 
-def _should_retry(
+def retry_decision(
     state: RagState,
     settings: RagSettings,
-    grounded: bool,
+    verdict: Verdict,
     kbs: Sequence[ResolvedKnowledgeBase],
     errors: Sequence[str],
-) -> bool:
-    if grounded or not kbs or int(state.get("rag_attempt") or 0) >= settings.max_rewrites:
-        return False
+) -> tuple[bool, str]:
+    """Whether to run another attempt, and why (or why not)."""
+    attempt = int(state.get("rag_attempt") or 0)
+    if verdict.grounded:
+        return False, "grounded"
+    if not kbs:
+        return False, "no knowledge base is configured"
+    if attempt >= settings.max_rewrites:
+        return False, f"no rewrite left (max_rewrites={settings.max_rewrites})"
     if errors and not state.get("rag_candidates"):
-        return False  # every search failed: another attempt would fail the same way
+        return False, "every search failed: another attempt would fail the same way"
     remaining = state.get("remaining_steps")
-    return remaining is None or remaining > STEPS_PER_ATTEMPT + 1
+    if remaining is not None and remaining <= STEPS_PER_ATTEMPT + 1:
+        return False, "the recursion limit leaves no room for another attempt"
+    if _scope_narrowed(state):
+        return True, "the scope can be widened"
+    scope = state.get("rag_scope")
+    plan = plan_queries(
+        question_of(dict(state)), state.get("messages") or [], attempt + 1,
+        tried_queries(state), verdict.missing, scope.get("terms", []) if scope else [],
+    )  # fmt: skip
+    if len(plan.queries) < 2:
+        return False, (
+            "nothing new to search: the scope is already everything and every query "
+            "RewriteQuery would write was searched already"
+        )
+    return True, f"new queries: {'; '.join(plan.queries[1:])}"
 
 
 def route_after_grounding(state: RagState) -> Literal["rewrite_query", "__end__"]:
@@ -205,5 +273,7 @@ __all__ = [
     "grounding_check",
     "guidance_for",
     "heuristic_verdict",
+    "retry_decision",
     "route_after_grounding",
+    "topic_terms",
 ]

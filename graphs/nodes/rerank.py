@@ -174,7 +174,7 @@ def rerank(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps) -> di
     candidates = list(state.get("rag_candidates") or [])
     queries = list(state.get("rag_queries") or []) or [question_of(dict(state))]
     ordered = candidates if mode == "none" else heuristic_rerank(candidates, queries)
-    model = deps.model_for(rec.settings) if mode == "llm" and ordered else None
+    model = rec.chat_model(deps) if mode == "llm" and ordered else None
     if model is not None:
         ordered = _llm_rerank(model, ordered, queries, rec)
     elif mode == "cross_encoder" and ordered:

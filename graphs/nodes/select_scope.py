@@ -5,8 +5,10 @@ knowledge bases, the one whose description shares the most topic words with the 
 (when it beats every other). Files and folders the question names (checked against the
 real folder listing) become path filters, and a kind of file named as such ("in the PDF
 files") a kind filter. Nothing named means no restriction. The filters reach the engine
-before ranking (``retrieval.filters.SearchFilters``). A retry widens the scope to
-everything (:func:`widest_scope`, applied by GroundingCheck).
+before ranking (``retrieval.filters.SearchFilters``). The words that named the scope
+(``RagScope.terms``) are not topic words, so GroundingCheck does not look for them in the
+sources. A retry widens the scope to everything (:func:`widest_scope`, applied by
+GroundingCheck).
 """
 
 from __future__ import annotations
@@ -22,7 +24,15 @@ from ..settings import RagSettings, ResolvedKnowledgeBase
 from ..state import RagScope, RagState, debug_update
 from ._base import NodeDeps, StepRecorder
 from ._llm import ask_structured
-from ._paths import FILE_KINDS, Listing, existing, list_folder, mentioned_kinds, mentioned_paths
+from ._paths import (
+    FILE_KINDS,
+    Listing,
+    existing,
+    list_folder,
+    mentioned_kinds,
+    mentioned_paths,
+    scope_terms,
+)
 from ._text import question_of, term_stems
 
 NODE = "select_scope"
@@ -36,14 +46,24 @@ class ScopeChoice(BaseModel):
     reason: str = ""
 
 
-def widest_scope(kbs: Sequence[ResolvedKnowledgeBase], reason: str) -> RagScope:
+def widest_scope(
+    kbs: Sequence[ResolvedKnowledgeBase], reason: str, terms: Sequence[str] = ()
+) -> RagScope:
+    """Everything; ``terms`` (the words that named the narrower scope) are kept, because
+    they still name where to look, not what the question is about."""
     return {
         "knowledge_bases": [k.name for k in kbs],
         "paths": [],
         "kinds": [],
         "widened": True,
         "reason": reason,
+        "terms": list(terms),
     }
+
+
+def with_terms(scope: RagScope, question: str) -> RagScope:
+    """``scope`` with the question's words that its paths and kinds consumed."""
+    return {**scope, "terms": scope_terms(question, scope["paths"], scope["kinds"])}
 
 
 def _named_kbs(question: str, kbs: Sequence[ResolvedKnowledgeBase]) -> list[str]:
@@ -142,7 +162,7 @@ def select_scope(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps)
         return {"rag_scope": scope, "rag_retrieval_debug": rec.update()}
     listings = {kb.name: list_folder(kb.folder) for kb in kbs}
     scope = heuristic_scope(question, kbs, listings)
-    model = deps.model_for(rec.settings)
+    model = rec.chat_model(deps)
     if model is not None:
         result = ask_structured(
             model,
@@ -159,6 +179,7 @@ def select_scope(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps)
             rec.path = result.path or "llm"
         else:
             rec.path = "fallback"
+    scope = with_terms(scope, question)
     rec.data = {
         "scope": dict(scope),
         "files_listed": {k: len(v.files) for k, v in listings.items()},
@@ -166,4 +187,11 @@ def select_scope(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps)
     return {"rag_scope": scope, "rag_retrieval_debug": debug_update([rec.step()], rec.fallbacks)}
 
 
-__all__ = ["ScopeChoice", "checked_choice", "heuristic_scope", "select_scope", "widest_scope"]
+__all__ = [
+    "ScopeChoice",
+    "checked_choice",
+    "heuristic_scope",
+    "select_scope",
+    "widest_scope",
+    "with_terms",
+]

@@ -20,6 +20,7 @@ from graphs.settings import RagSettings
 from graphs.subgraph import NODE_ORDER, build_rag_graph
 from graphs.testing import ScriptedChatModel, tool_call_message
 from graphs.tool import TOOL_NAME
+from graphs.turns import marker_of
 from retrieval.errors import ConfigError
 
 DOCS = {
@@ -77,7 +78,15 @@ def test_extractive_answer_quotes_cited_lines_exactly(docs: Path, settings: RagS
     answer = out["answer"]
     assert out["answer_mode"] == "extractive"
     assert answer.startswith("Extractive answer (no chat model configured):")
-    assert out["messages"][-1] == AIMessage(content=answer, id=out["messages"][-1].id)
+    reply = out["messages"][-1]
+    assert isinstance(reply, AIMessage) and reply.text == answer
+    assert marker_of(reply) == {
+        "retrieved": True, "grounded": True, "mode": "extractive",
+        "sources": [
+            {"kb": c["kb"], "source": c["source"], "section": c["section"]}
+            for c in out["rag_citations"][:3]
+        ],
+    }  # fmt: skip
     bullets = [line for line in answer.splitlines() if line.startswith("- ")]
     assert bullets
     for bullet in bullets:
@@ -120,6 +129,54 @@ def test_small_talk_skips_retrieval_and_answers_politely(
     assert out["answer_mode"] == "small_talk"
     assert "docs" in out["answer"]
     assert out["rag_citations"] == out["answer_citations"] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("thanks, that was helpful!", "You are welcome!"),
+        ("bye!", "Goodbye!"),
+        ("thanks, bye", "Goodbye!"),
+        ("hello!", "Hello!"),
+    ],
+)
+def test_small_talk_replies_fit_what_was_said(
+    settings: RagSettings, text: str, expected: str
+) -> None:
+    out = _ask(chat_agent, text, settings)
+    assert out["answer"].startswith(expected)
+    assert "docs" in out["answer"]
+
+
+def test_a_repeated_question_is_searched_again_until_it_was_answered(
+    settings: RagSettings,
+) -> None:
+    graph = build_chat_agent(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "repeat"}}
+    off_topic = "What is the boiling point of tungsten?"
+    assert _ask(graph, off_topic, settings, config=config)["answer_mode"] == "not_grounded"
+    again = _ask(graph, off_topic, settings, config=config)
+    assert again["rag_should_retrieve"] is True, "an unanswered question is searched again"
+    assert _ask(graph, RETRY_QUESTION, settings, config=config)["rag_grounded"] is True
+    repeated = _ask(graph, RETRY_QUESTION, settings, config=config)
+    assert repeated["rag_should_retrieve"] is False and repeated["answer_mode"] == "answered"
+
+
+def test_trace_says_retrieval_skipped_once(settings: RagSettings) -> None:
+    out = _ask(chat_agent, "hello!", settings)
+    assert _trace.verdict_lines(out) == ["Retrieval skipped: small talk needs no documents"]
+
+
+@pytest.mark.parametrize("failure", [TimeoutError("hung"), ConnectionError("refused")])
+def test_after_an_outage_the_answer_does_not_call_the_model_either(
+    settings: RagSettings, failure: Exception
+) -> None:
+    model = ScriptedChatModel(responses=[failure])
+    out = _ask(build_chat_agent(chat_model=model), RETRY_QUESTION, settings)
+    assert len(model.calls) == 1
+    assert out["answer_mode"] == "fallback" and out["answer"].startswith("Extractive answer")
+    assert out["answer_error"].startswith("chat model not called: decide_retrieve found it down")
+    assert out["answer_citations"]
 
 
 def test_off_topic_question_is_not_grounded_and_passes_the_guidance_on(

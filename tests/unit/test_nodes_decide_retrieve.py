@@ -6,16 +6,19 @@ from __future__ import annotations
 from typing import Any, cast
 
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage
 
 from graphs.nodes.decide_retrieve import (
     answered_already,
     decide_retrieve,
     is_small_talk,
     route_after_decide,
+    small_talk_kind,
 )
 from graphs.settings import RagSettings
 from graphs.state import RagState
 from graphs.testing import ScriptedChatModel, refusal_message
+from graphs.turns import mark_answer
 
 from ._rag_fakes import deps_for, runtime_for, state_of
 
@@ -73,9 +76,9 @@ def _run(state: Any, model: Any = None, settings: RagSettings | None = None) -> 
             ("How do I configure retries?", "Set max_attempts [1].", "Summarize your last answer"),
             False,
         ),
-        (
+        (  # an unmarked reply is not known to be grounded: search again
             ("How do I configure retries?", "Set max_attempts [1].", "how do I configure retries"),
-            False,
+            True,
         ),
         (("How do I configure retries?", "Set max_attempts [1].", "And the timeout?"), True),
     ],
@@ -87,6 +90,65 @@ def test_heuristic_decisions(turns: tuple[str, ...], expected: bool) -> None:
     assert step["node"] == "decide_retrieve" and step["path"] == "heuristic"
     assert step["data"]["decision"] == ("retrieve" if expected else "skip")
     assert route_after_decide(cast(RagState, out)) == ("select_scope" if expected else "__end__")
+
+
+def _conversation(grounded: bool | None, repeat: str) -> list[Any]:
+    reply = AIMessage("I could not find an answer to this in docs." if grounded is False else
+                      "Set max_attempts [1].")  # fmt: skip
+    if grounded is not None:
+        reply = mark_answer(
+            reply, {"rag_should_retrieve": True, "rag_grounded": grounded, "rag_citations": []}
+        )
+    return [HumanMessage("How do I configure retries?"), reply, HumanMessage(repeat)]
+
+
+@pytest.mark.parametrize(
+    ("grounded", "repeat", "skips"),
+    [
+        (True, "How do I configure retries?", True),
+        (True, "configure RETRIES, how?", True),  # same words, other order
+        (False, "How do I configure retries?", False),  # never answered: search again
+        (None, "How do I configure retries?", False),  # unmarked: not known to be answered
+        (True, "How do I configure timeouts?", False),
+        (False, "Can you repeat that?", True),  # about the reply itself, whatever it said
+    ],
+)
+def test_repeated_question_skips_only_after_a_grounded_answer(
+    grounded: bool | None, repeat: str, skips: bool
+) -> None:
+    out = _run({"messages": _conversation(grounded, repeat)})
+    assert out["rag_should_retrieve"] is not skips
+
+
+def test_a_tool_call_step_between_question_and_reply_is_skipped() -> None:
+    marked = mark_answer(
+        AIMessage("Set max_attempts [1]."),
+        {"rag_should_retrieve": True, "rag_grounded": True, "rag_citations": []},
+    )
+    messages = [
+        HumanMessage("How do I configure retries?"),
+        AIMessage("", tool_calls=[{"name": "t", "args": {}, "id": "c1"}]),
+        marked,
+        HumanMessage("How do I configure retries?"),
+    ]
+    assert answered_already("How do I configure retries?", messages) is not None
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("thanks, that was helpful!", "thanks"),
+        ("Merci beaucoup", "thanks"),
+        ("bye!", "goodbye"),
+        ("thanks, bye", "goodbye"),
+        ("see you later", "goodbye"),
+        ("hello!", "greeting"),
+        ("good morning", "greeting"),
+    ],
+)
+def test_small_talk_kind(text: str, kind: str) -> None:
+    assert is_small_talk(text)
+    assert small_talk_kind(text) == kind
 
 
 def test_repeat_request_without_previous_answer_is_not_answered() -> None:

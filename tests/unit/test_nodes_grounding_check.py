@@ -208,3 +208,82 @@ def test_coverage_ignores_the_context_headers(tmp_path: Path) -> None:
     out = _run(state, _settings(tmp_path))
     assert out["rag_grounded"] is False
     assert out["rag_grounding"]["reasons"][0].startswith("0 of 4 question terms")
+
+
+RETRY_TIMEOUT = "The retry policy gives every provider call a timeout of 10 seconds."
+WEBHOOK_TIMEOUT = "A webhook endpoint has 10 seconds (timeout) to answer."
+FOLLOW_UP = "What about its timeout?"
+STANDALONE = "What about its timeout? configure retry policy"
+
+
+@pytest.mark.parametrize(
+    ("context", "grounded"),
+    [
+        (RETRY_TIMEOUT + " Configure it in harbor.yaml.", True),
+        (WEBHOOK_TIMEOUT, False),  # the question's own word, but the wrong topic
+        (CONTEXT, False),  # the topic, but not what was asked about it
+    ],
+)
+def test_follow_up_is_checked_against_its_standalone_form(context: str, grounded: bool) -> None:
+    verdict, reasons, _ = heuristic_verdict(
+        FOLLOW_UP, context, None, RagSettings(), standalone=STANDALONE
+    )
+    assert verdict is grounded
+    assert "terms of the standalone question" in reasons[1]
+    # The raw question alone would pass the wrong topic: the defect this guards against.
+    assert heuristic_verdict(FOLLOW_UP, WEBHOOK_TIMEOUT, None, RagSettings())[0] is True
+
+
+def test_node_reads_the_standalone_question(tmp_path: Path) -> None:
+    state = _state(FOLLOW_UP, context=WEBHOOK_TIMEOUT, rag_standalone=STANDALONE)
+    out = _run(state, _settings(tmp_path))
+    assert out["rag_grounded"] is False
+    assert debug_of(out)["steps"][0]["data"]["missing"] == ["configure", "retry", "policy"]
+
+
+@pytest.mark.parametrize(
+    ("question", "terms"),
+    [
+        ("What does docs/configuration.md say about the retry policy?",
+         ["docs", "configuration", "md"]),
+        ("Which retry policy settings are in the YAML file?", ["yaml", "file"]),
+    ],
+)  # fmt: skip
+def test_words_that_named_the_scope_are_not_looked_for(
+    tmp_path: Path, question: str, terms: list[str]
+) -> None:
+    scope: RagScope = {
+        "knowledge_bases": ["docs"], "paths": ["docs/configuration.md"], "kinds": [],
+        "widened": False, "reason": "", "terms": terms,
+    }  # fmt: skip
+    text = "Change max_attempts to tune the retry policy."
+    out = _run(_state(question, text, rag_scope=scope), _settings(tmp_path))
+    assert out["rag_grounded"] is True
+    assert out["rag_next"] == "end", "the named scope is kept, not thrown away by a retry"
+    without = _run(_state(question, text, rag_scope={**scope, "terms": []}), _settings(tmp_path))
+    assert without["rag_grounded"] is False
+
+
+def test_a_widened_retry_keeps_the_scope_words(tmp_path: Path) -> None:
+    scope: RagScope = {
+        "knowledge_bases": ["docs"], "paths": ["docs/configuration.md"], "kinds": [],
+        "widened": False, "reason": "", "terms": ["configuration", "md"],
+    }  # fmt: skip
+    out = _run(
+        _state("configuration.md on the capital of France", rag_scope=scope), _settings(tmp_path)
+    )
+    assert out["rag_next"] == "retry"
+    assert out["rag_scope"]["paths"] == [] and out["rag_scope"]["terms"] == ["configuration", "md"]
+    assert debug_of(out)["steps"][0]["data"]["retry_reason"] == "the scope can be widened"
+
+
+def test_no_retry_when_nothing_new_is_left(tmp_path: Path) -> None:
+    question = "What is the capital of France?"
+    debug = {
+        "steps": [{"node": "rewrite_query", "data": {"queries": [question, "france capital"]}}],
+        "fallbacks": [],
+    }
+    out = _run(_state(question, rag_retrieval_debug=debug), _settings(tmp_path, max_rewrites=3))
+    assert out["rag_next"] == "end" and "rag_attempt" not in out
+    data = debug_of(out)["steps"][0]["data"]
+    assert data["retry"] is False and data["retry_reason"].startswith("nothing new to search")

@@ -13,6 +13,7 @@ from graphs.nodes._llm import (
     LlmRefusalError,
     ask_structured,
     first_json_object,
+    is_outage,
     is_timeout,
     json_instruction,
     parse_json_reply,
@@ -67,6 +68,35 @@ def test_json_instruction_lists_the_fields() -> None:
 )
 def test_is_timeout(exc: BaseException, expected: bool) -> None:
     assert is_timeout(exc) is expected
+
+
+@pytest.mark.parametrize(
+    ("exc", "expected"),
+    [
+        (TimeoutError(), True),
+        (ConnectionError("refused"), True),
+        (ConnectionRefusedError(), True),
+        (type("APIConnectionError", (Exception,), {})(), True),
+        (type("ConnectError", (Exception,), {})(), True),
+        (ValueError("connection in message only"), False),
+        (type("InternalServerError", (Exception,), {})(), False),
+    ],
+)
+def test_is_outage(exc: BaseException, expected: bool) -> None:
+    assert is_outage(exc) is expected
+
+
+@pytest.mark.parametrize("failure", [TimeoutError("hung"), ConnectionError("refused")])
+def test_an_outage_is_marked_and_not_asked_again(failure: Exception) -> None:
+    model = ScriptedChatModel(responses=[failure])
+    result = _ask(model)
+    (fallback,) = result.fallbacks
+    assert fallback["outage"] is True and len(model.calls) == 1
+
+
+def test_other_failures_are_not_outages() -> None:
+    result = _ask(ScriptedChatModel(responses=["prose", "more prose"]))
+    assert [f.get("outage") for f in result.fallbacks] == [None, None]
 
 
 def _ask(model: ScriptedChatModel) -> Any:

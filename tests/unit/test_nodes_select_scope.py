@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from graphs.nodes._paths import list_folder, mentioned_kinds, mentioned_paths
+from graphs.nodes._paths import list_folder, mentioned_kinds, mentioned_paths, scope_terms
 from graphs.nodes.select_scope import select_scope, widest_scope
 from graphs.settings import RagSettings
 from graphs.testing import ScriptedChatModel
@@ -57,6 +57,35 @@ def test_mentioned_paths(docs: Path, question: str, paths: list[str]) -> None:
 )
 def test_mentioned_kinds(question: str, kinds: list[str]) -> None:
     assert mentioned_kinds(question) == kinds
+
+
+@pytest.mark.parametrize(
+    ("question", "paths", "kinds", "terms"),
+    [
+        (
+            "What does docs/configuration.md say about the retry policy?",
+            ["docs/configuration.md"], [], ["docs", "configuration", "md"],
+        ),
+        ("Which error codes are retryable in the CSV file?", [], ["csv"], ["csv", "file"]),
+        ("Quels codes dans le fichier café.md ?", ["notes/café.md"], [], ["café", "md"]),
+        ("anything in the harbor folder about attempts?", ["src/harbor/**"], [],
+         ["harbor", "folder"]),
+        ("Which *.py files define RetryPolicy?", ["**/*.py"], [], ["py", "files"]),
+        ("How do we deploy?", ["deploy.md"], ["markdown"], []),  # named by no one
+        ("How do I configure the retry policy?", [], [], []),
+    ],
+)  # fmt: skip
+def test_scope_terms_are_the_words_that_named_the_scope(
+    question: str, paths: list[str], kinds: list[str], terms: list[str]
+) -> None:
+    assert scope_terms(question, paths, kinds) == terms
+
+
+def test_scope_records_its_terms(docs: Path) -> None:
+    settings = RagSettings(knowledge_bases=[{"name": "docs", "folder": str(docs)}])
+    out = _run(state_of("What does docs/configuration.md say about retries?"), settings)
+    assert out["rag_scope"]["terms"] == ["docs", "configuration", "md"]
+    assert widest_scope([], "retry", ["md"])["terms"] == ["md"]
 
 
 def test_listing_skips_hidden_and_dependency_folders(tmp_path: Path) -> None:
@@ -143,6 +172,7 @@ def test_llm_choice_is_checked(tmp_path: Path) -> None:
         "kinds": ["markdown"],
         "widened": False,
         "reason": "deployment question",
+        "terms": [],  # the question names no file: "deploy" stays a topic word
     }
     prompt = model.calls[0].messages[-1].content
     assert "hr-handbook: vacation, salaries, leave" in prompt and "engineering: deploy.md" in prompt

@@ -11,6 +11,7 @@ from typing import Any, cast
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 
 from graphs import (
@@ -89,36 +90,58 @@ def test_small_talk_skips_retrieval(kb: tuple[Path, FakeSearcher]) -> None:
     assert searcher.rank_calls == [] and searcher.index_calls == 0
 
 
+# Eighteen topic words the documents never use: four retries have new words to search.
+LONG_OFF_TOPIC = (
+    "Which volcanic eruptions, glaciers, tectonic plates, tsunamis, hurricanes and meteorites "
+    "shaped ancient Patagonian geology, and which glaciologists, seismologists and "
+    "cartographers charted its fjords, lagoons, basalt, moraines and archipelagos?"
+)
+
+
 @pytest.mark.parametrize("max_rewrites", [0, 1, 2])
-def test_off_topic_loops_exactly_max_rewrites_times(
+def test_off_topic_loops_at_most_max_rewrites_times(
     kb: tuple[Path, FakeSearcher], max_rewrites: int
 ) -> None:
     folder, searcher = kb
     graph = build_rag_graph(registry=registry_with({folder: searcher}))
     context = settings_for(folder, max_rewrites=max_rewrites)
-    nodes = trajectory(graph, "What is the capital of France?", context)
+    nodes = trajectory(graph, LONG_OFF_TOPIC, context)
     assert nodes == FULL + LOOP * max_rewrites
-    out = graph.invoke(ask("What is the capital of France?"), context=context)
+    out = graph.invoke(ask(LONG_OFF_TOPIC), context=context)
     assert out["rag_grounded"] is False and out["rag_attempt"] == max_rewrites
     assert out["rag_grounding"]["guidance"]
-    attempts = [
-        s["attempt"] for s in out["rag_retrieval_debug"]["steps"] if s["node"] == "retrieve"
-    ]
+    steps = out["rag_retrieval_debug"]["steps"]
+    attempts = [s["attempt"] for s in steps if s["node"] == "retrieve"]
     assert attempts == list(range(max_rewrites + 1))
+    searched = [s["data"]["queries"][1:] for s in steps if s["node"] == "retrieve"]
+    later = [frozenset(q.split()) for queries in searched for q in queries]
+    assert len(later) == len(set(later)), f"a retry repeated a search: {searched}"
+
+
+def test_a_retry_with_nothing_new_to_search_does_not_run(kb: tuple[Path, FakeSearcher]) -> None:
+    # Two topic words, both missing, the scope already everything: another attempt could
+    # only repeat the same search.
+    folder, searcher = kb
+    graph = build_rag_graph(registry=registry_with({folder: searcher}))
+    context = settings_for(folder, max_rewrites=3)
+    assert trajectory(graph, "What is the capital of France?", context) == FULL
+    out = graph.invoke(ask("What is the capital of France?"), context=context)
+    check = out["rag_retrieval_debug"]["steps"][-1]
+    assert check["node"] == "grounding_check" and check["data"]["retry"] is False
+    assert check["data"]["retry_reason"].startswith("nothing new to search")
+    assert out["rag_grounded"] is False and out["rag_attempt"] == 0
 
 
 def test_loop_stops_before_the_recursion_limit(kb: tuple[Path, FakeSearcher]) -> None:
     folder, searcher = kb
     graph = build_rag_graph(registry=registry_with({folder: searcher}))
     context = settings_for(folder, max_rewrites=5)
-    nodes = trajectory(
-        graph, "What is the capital of France?", context, config={"recursion_limit": 14}
-    )
+    nodes = trajectory(graph, LONG_OFF_TOPIC, context, config={"recursion_limit": 14})
     assert nodes == FULL + LOOP  # 12 steps; one more attempt would need 17
-    nodes = trajectory(
-        graph, "What is the capital of France?", context, config={"recursion_limit": 25}
-    )
+    nodes = trajectory(graph, LONG_OFF_TOPIC, context, config={"recursion_limit": 25})
     assert nodes == FULL + LOOP * 3  # 22 steps
+    nodes = trajectory(graph, LONG_OFF_TOPIC, context, config={"recursion_limit": 100})
+    assert nodes == FULL + LOOP * 4, "new words for a fourth retry: the limits above stopped it"
 
 
 def test_retry_widens_the_scope(kb: tuple[Path, FakeSearcher]) -> None:
@@ -300,6 +323,48 @@ def test_llm_failures_everywhere_fall_back_to_the_heuristic_run(
     assert [f["node"] for f in fallbacks] == [
         n for n in NODE_ORDER if n not in ("retrieve", "build_context") for _ in (0, 1)
     ]
+
+
+@pytest.mark.parametrize("failure", [TimeoutError("hung"), ConnectionError("refused")])
+def test_a_chat_server_outage_opens_the_circuit_for_the_rest_of_the_run(
+    kb: tuple[Path, FakeSearcher], failure: Exception
+) -> None:
+    folder, searcher = kb
+    # Only one scripted reply: any second call would raise ScriptExhaustedError.
+    model = ScriptedChatModel(responses=[failure])
+    graph = build_rag_graph(chat_model=model, registry=registry_with({folder: searcher}))
+    heuristic = build_rag_graph(registry=registry_with({folder: searcher}))
+    question = ask("How do I configure the retry policy?")
+    out = graph.invoke(question, context=settings_for(folder, rerank="llm"))
+    assert len(model.calls) == 1, "no node called the model after the outage"
+    expected = heuristic.invoke(question, context=settings_for(folder))
+    for key in ("rag_queries", "rag_citations", "rag_grounded"):
+        assert out[key] == expected[key]
+    fallbacks = out["rag_retrieval_debug"]["fallbacks"]
+    assert [(f["node"], f["stage"]) for f in fallbacks] == [
+        ("decide_retrieve", "structured"), ("select_scope", "skipped"),
+        ("rewrite_query", "skipped"), ("rerank", "skipped"), ("grounding_check", "skipped"),
+    ]  # fmt: skip
+    assert all(f["outage"] for f in fallbacks)
+    assert "decide_retrieve found the chat server down" in fallbacks[1]["error"]
+    paths = {s["node"]: s["path"] for s in out["rag_retrieval_debug"]["steps"]}
+    assert paths["select_scope"] == paths["grounding_check"] == "fallback"
+
+
+def test_the_circuit_closes_with_the_next_run(kb: tuple[Path, FakeSearcher]) -> None:
+    folder, searcher = kb
+    model = ScriptedChatModel(responses=[TimeoutError("hung"), *_llm_script()])
+    graph = build_rag_graph(
+        chat_model=model, registry=registry_with({folder: searcher}), checkpointer=InMemorySaver()
+    )
+    context, thread = settings_for(folder, rerank="llm"), {"configurable": {"thread_id": "t"}}
+    first = graph.invoke(
+        ask("How do I configure the retry policy?"), context=context, config=thread
+    )
+    assert first["rag_retrieval_debug"]["fallbacks"][0]["outage"] is True
+    # Same thread: the second run starts from a state that holds the first run's outage.
+    second = graph.invoke(ask("What about its timeout?"), context=context, config=thread)
+    assert len(model.calls) == 6 and second["rag_retrieval_debug"]["fallbacks"] == []
 
 
 def test_whole_subgraph_on_a_real_folder(tmp_path: Path) -> None:
