@@ -216,14 +216,17 @@ def _prefetch(
 
 
 def format_table(results: Sequence[MetaResult]) -> str:
-    """One Markdown table: a row per benchmark split, a column per judge and the baseline."""
+    """One Markdown table: a row per benchmark split, a column per judge and the baseline,
+    then each judge's seconds for the split (prefetch included)."""
     names = [n for n in dict.fromkeys(k for r in results for k in r.scores) if n != BASELINE]
     head = ["benchmark", "split", "measure", "n", *names, BASELINE]
+    head += [f"{n} seconds" for n in names]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in results:
         cells = [r.benchmark, r.split, r.measure, str(r.n)]
         cells += [_cell(r.scores.get(n), r.scores[BASELINE]) for n in names]
         cells.append(f"{r.scores[BASELINE]:.3f}")
+        cells += [f"{r.seconds[n]:.1f}" if n in r.seconds else "—" for n in names]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -110,7 +110,8 @@ def test_run_meta_reports_every_benchmark_with_the_baseline(data_dir: Path) -> N
     assert results[1].scores["offline"] == 1.0
     table = format_table(results)
     assert table.splitlines()[0] == (
-        "| benchmark | split | measure | n | offline | overlap-baseline | overlap baseline |"
+        "| benchmark | split | measure | n | offline | overlap-baseline | overlap baseline "
+        "| offline seconds | overlap-baseline seconds |"
     )
     assert "| BEGIN | wow test (held out) | AUROC | 6 |" in table
 
