@@ -2,24 +2,33 @@
 
 Prints the answer, the numbered sources with paths and line ranges, and the grounding
 verdict; ``--trace`` adds the node-by-node decisions; ``--json`` prints only JSON on stdout
-(the answer and the ``rag_*`` keys). Indexing progress goes to stderr. A failure exits
-non-zero with a one-line reason (2 for a configuration error, 1 otherwise).
+(the answer, the ``rag_*`` keys and the conversation as ``messages``). ``--history FILE``
+continues a conversation: FILE holds a JSON list of messages (``{"role": "user" |
+"assistant", "content": ...}``) or the ``--json`` output of the previous question, so a
+follow-up can be asked as::
+
+    kbgraph ask docs "What does error HB-601 mean?" --json > turn1.json
+    kbgraph ask docs "Is it retryable?" --history turn1.json
+
+Indexing progress goes to stderr. A failure exits non-zero with a one-line reason (2 for a
+configuration error, 1 otherwise).
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import click
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_messages
 
 from retrieval.errors import ConfigError, KbgraphError
 
 from . import _trace
+from .turns import TURN_KEY
 
 EventSink = Callable[[Mapping[str, Any]], None]
 CITATION_KEYS = ("n", "source", "lineStart", "lineEnd", "chunkId", "score", "text")
@@ -49,10 +58,11 @@ def run_ask(
     embedding: str = "auto",
     chat_model: str | None = None,
     top_k: int = 5,
+    history: Sequence[HumanMessage | AIMessage] = (),
     on_event: EventSink | None = None,
 ) -> dict[str, Any]:
-    """Run the chat agent once on ``folder``; return the final state. Custom stream events
-    (``knowledge.*``) go to ``on_event`` as they happen."""
+    """Run the chat agent once on ``folder``, after the messages of ``history``; return the
+    final state. Custom stream events (``knowledge.*``) go to ``on_event`` as they happen."""
     from .agents import AgentInput, chat_agent
     from .settings import RagSettings
 
@@ -64,7 +74,7 @@ def run_ask(
         top_k=top_k,
     )
     final: dict[str, Any] = {}
-    request: AgentInput = {"messages": [HumanMessage(question)]}
+    request: AgentInput = {"messages": [*history, HumanMessage(question)]}
     for namespace, mode, data in chat_agent.stream(
         request,
         context=settings,
@@ -92,8 +102,8 @@ def raise_on_retrieval_failure(state: Mapping[str, Any]) -> None:
 
 
 def json_view(state: Mapping[str, Any]) -> dict[str, Any]:
-    """The answer, its citations and every ``rag_*`` key; sources as ``{n, source,
-    lineStart, lineEnd, chunkId, score, text}``."""
+    """The answer, its citations, every ``rag_*`` key and the conversation; sources as
+    ``{n, source, lineStart, lineEnd, chunkId, score, text}``."""
     out: dict[str, Any] = {
         key: state.get(key)
         for key in ("answer", "answer_mode", "answer_citations", "answer_unresolved")
@@ -103,7 +113,55 @@ def json_view(state: Mapping[str, Any]) -> dict[str, Any]:
         {key: (c.get("id") if key == "chunkId" else c.get(key)) for key in CITATION_KEYS}
         for c in state.get("rag_citations") or []
     ]
+    out["messages"] = message_dicts(state.get("messages") or [])
     return out
+
+
+def message_dicts(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
+    """The conversation as ``{role, content}`` dicts (what ``--history`` reads back); a
+    reply keeps its turn marker, which tells the next turn whether it was grounded."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, HumanMessage):
+            out.append({"role": "user", "content": message.text})
+        elif isinstance(message, AIMessage) and message.text.strip():
+            item: dict[str, Any] = {"role": "assistant", "content": message.text}
+            marker = message.response_metadata.get(TURN_KEY)
+            if marker is not None:
+                item["response_metadata"] = {TURN_KEY: marker}
+            out.append(item)
+    return out
+
+
+_HISTORY_SHAPE = (
+    'a JSON list of messages ({"role": "user" or "assistant", "content": "..."}) or the '
+    "output of a previous `kbgraph ask --json`"
+)
+
+
+def load_history(text: str, name: str = "--history") -> list[HumanMessage | AIMessage]:
+    """The user and assistant messages of a ``--history`` file (see the module docstring)."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{name} is not JSON ({exc}); give {_HISTORY_SHAPE}.") from exc
+    items = data.get("messages") if isinstance(data, Mapping) else data
+    if not isinstance(items, list):
+        raise ConfigError(f"{name} holds no list of messages; give {_HISTORY_SHAPE}.")
+    try:
+        messages = convert_to_messages(items)
+    except (ValueError, TypeError, NotImplementedError) as exc:
+        why = " ".join(str(exc).split())[:200]
+        raise ConfigError(
+            f"{name} has a message that is not one ({why}); give {_HISTORY_SHAPE}."
+        ) from exc
+    turns = [m for m in messages if isinstance(m, (HumanMessage, AIMessage))]
+    if len(turns) < len(messages):
+        others = sorted({m.type for m in messages} - {"human", "ai"})
+        raise ConfigError(
+            f"{name} may hold only user and assistant messages, not {', '.join(others)}."
+        )
+    return turns
 
 
 class StderrProgress:
@@ -168,6 +226,14 @@ def print_human(state: Mapping[str, Any], *, trace: bool) -> None:
     "Without one the answer is extractive.",
 )
 @click.option("--top-k", type=click.IntRange(1, 100), default=5, show_default=True)
+@click.option(
+    "--history",
+    type=click.File("r", encoding="utf-8"),
+    default=None,
+    metavar="FILE",
+    help="Continue a conversation: a JSON list of {role, content} messages, or the --json "
+    "output of the previous question ('-' reads stdin).",
+)
 def ask(
     folder: Path,
     question: str,
@@ -176,15 +242,18 @@ def ask(
     embedding: str,
     chat_model: str | None,
     top_k: int,
+    history: TextIO | None,
 ) -> None:
     """Answer QUESTION from the documents in FOLDER, with numbered sources."""
     try:
+        earlier = load_history(history.read()) if history is not None else []
         state = run_ask(
             folder,
             question,
             embedding=embedding,
             chat_model=chat_model,
             top_k=top_k,
+            history=earlier,
             on_event=StderrProgress(),
         )
     except KbgraphError as exc:
@@ -199,4 +268,11 @@ def ask(
     print_human(state, trace=trace)
 
 
-__all__ = ["ask", "json_view", "raise_on_retrieval_failure", "run_ask"]
+__all__ = [
+    "ask",
+    "json_view",
+    "load_history",
+    "message_dicts",
+    "raise_on_retrieval_failure",
+    "run_ask",
+]

@@ -119,3 +119,32 @@ def test_done_when_examples_docs_with_the_local_model(example_docs: Path) -> Non
     assert off_topic["rag_grounded"] is False
     assert off_topic["rag_grounding"]["guidance"]
     assert ask_json(example_docs, "thanks!")["rag_should_retrieve"] is False
+
+
+def test_a_named_file_keeps_its_scope_with_the_local_model(example_docs: Path) -> None:
+    data = ask_json(
+        example_docs, "What does docs/configuration.md say about the retry policy?",
+        "--embedding", "local",
+    )  # fmt: skip
+    assert data["rag_grounded"] is True and data["rag_attempt"] == 0
+    assert {c["source"] for c in data["rag_citations"]} == {"docs/configuration.md"}
+    assert_citations_point_at_their_text(example_docs, data)
+
+
+def test_done_when_follow_up_through_history(example_docs: Path, tmp_path: Path) -> None:
+    # Done when (issue 3): a follow-up that only makes sense with the previous turn
+    # retrieves the right file after RewriteQuery.
+    first = kbgraph_ask(example_docs, "What does error HB-601 mean?", "--json",
+                        "--embedding", "local")  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    turn = tmp_path / "turn1.json"
+    turn.write_text(first.stdout, encoding="utf-8")
+    data = ask_json(example_docs, "Is it retryable?", "--history", str(turn),
+                    "--embedding", "local")  # fmt: skip
+    assert data["rag_queries"][0] == "Is it retryable?"
+    assert any("601" in q for q in data["rag_queries"][1:]), data["rag_queries"]
+    top = data["rag_citations"][0]
+    assert top["source"] == "data/error_codes.csv" and "HB-601" in top["text"]
+    assert data["rag_grounded"] is True
+    assert_citations_point_at_their_text(example_docs, data)
+    assert [m["role"] for m in data["messages"]] == ["user", "assistant"] * 2

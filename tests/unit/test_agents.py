@@ -473,6 +473,59 @@ def test_ask_fails_with_one_line(docs: Path, args: list[str], code: int, message
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+def test_ask_continues_a_conversation_from_its_json_output(docs: Path, tmp_path: Path) -> None:
+    first = CliRunner().invoke(
+        ask, [str(docs), "When do access tokens expire?", "--json", "--embedding", "fake"]
+    )
+    assert first.exit_code == 0, first.output
+    turn = tmp_path / "turn1.json"
+    turn.write_text(first.stdout, encoding="utf-8")
+    messages = json.loads(first.stdout)["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert messages[1]["response_metadata"]["kbgraph"]["grounded"] is True
+    args = [str(docs), "And the refresh ones?", "--json", "--embedding", "fake"]
+    alone = json.loads(CliRunner().invoke(ask, args).stdout)
+    follow = CliRunner().invoke(ask, [*args, "--history", str(turn)])
+    assert follow.exit_code == 0, follow.output
+    data = json.loads(follow.stdout)
+    assert not any("tokens" in q for q in alone["rag_queries"])
+    assert any("tokens" in q for q in data["rag_queries"][1:])
+    assert data["rag_citations"][0]["source"] == "tokens.md"
+    assert [m["role"] for m in data["messages"]] == ["user", "assistant"] * 2
+
+
+def test_ask_history_as_a_plain_message_list_from_stdin(docs: Path) -> None:
+    history = [
+        {"role": "user", "content": RETRY_QUESTION},
+        {"role": "assistant", "content": "Set max_attempts in client.toml."},
+    ]
+    result = CliRunner().invoke(
+        ask,
+        [str(docs), "Can you repeat that?", "--json", "--embedding", "fake", "--history", "-"],
+        input=json.dumps(history),
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["rag_should_retrieve"] is False and data["answer_mode"] == "answered"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("not json", "--history is not JSON"),
+        ('{"answer": "x"}', "--history holds no list of messages"),
+        ('[{"role": "tool", "content": "x", "tool_call_id": "c"}]', "not tool"),
+        ('[{"role": "user"}]', "has a message that is not one"),
+    ],
+)
+def test_ask_rejects_a_bad_history(docs: Path, tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "history.json"
+    path.write_text(content, encoding="utf-8")
+    result = CliRunner().invoke(ask, [str(docs), "q", "--history", str(path)])
+    assert result.exit_code == 2
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
 def test_json_view_renames_the_chunk_id() -> None:
     state = {"answer": "a", "rag_citations": [{"n": 1, "id": "abc", "source": "s", "kb": "k"}]}
     assert json_view(state)["rag_citations"][0]["chunkId"] == "abc"
