@@ -20,10 +20,12 @@ from ._metrics import (
     percentile,
     query_metrics,
     recall_at_k,
+    without_query_id,
 )
 from ._report import markdown, table, write_results
 from ._run import (
     BEIR_CHUNKING,
+    BEIR_DOC_FORMAT,
     BEIR_SEARCH,
     FUSION_WEIGHTS,
     MODES,
@@ -33,12 +35,14 @@ from ._run import (
     ModeResult,
     RunSettings,
     run_beir,
+    run_data,
     search_settings,
 )
 from .cli import retrieval_command
 
 __all__ = [
     "BEIR_CHUNKING",
+    "BEIR_DOC_FORMAT",
     "BEIR_SEARCH",
     "FUSION_WEIGHTS",
     "METRICS",
@@ -62,7 +66,9 @@ __all__ = [
     "recall_at_k",
     "retrieval_command",
     "run_beir",
+    "run_data",
     "search_settings",
     "table",
+    "without_query_id",
     "write_results",
 ]

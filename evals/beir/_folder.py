@@ -1,8 +1,12 @@
-"""The folder the engine indexes for a BEIR run: one Markdown file ``<doc_id>.md`` per document,
-``# title`` then the text, kept in a work folder that is reused across runs. As a Markdown
-heading the title becomes every chunk's ``section``, which the engine indexes with the
-chunk (as it does for a user's docs), so a chunk from the middle of an abstract still
-carries what the paper is about.
+"""The folder the engine indexes for a BEIR run: one file per document, kept in a work folder
+that is reused across runs. Two layouts (:data:`DocFormat`):
+
+- ``md``: ``<doc_id>.md`` holding ``# title``, a blank line, the text. As a Markdown
+  heading the title becomes every chunk's ``section``, which the engine indexes with the
+  chunk (as it does for a user's docs), so a chunk from the middle of an abstract still
+  carries what the paper is about (the first chunk holds the heading line too).
+- ``txt``: ``<doc_id>.txt`` holding the title, a blank line, the text: plain prose, the
+  title only in the first chunk.
 
 Files are written only when their content changed, so their size and modification time
 stay the same from one run to the next and the engine's incremental indexing reuses every
@@ -16,14 +20,16 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Literal
 from urllib.parse import quote
 
 from ._load import Document
 
 CACHE_ENV = "KBGRAPH_CACHE_DIR"
 DOCS_DIR = "docs"
-SUFFIX = ".md"
 INDEX_DIR = "index"
+DocFormat = Literal["md", "txt"]
+DOC_FORMATS: tuple[DocFormat, ...] = ("md", "txt")
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
 
 
@@ -41,28 +47,33 @@ def default_work_dir(beir_dir: str | Path) -> Path:
     return cache / "beir" / f"{root.name}-{digest}"
 
 
-def file_name(doc_id: str) -> str:
-    """``<doc_id>.md``; an id that is not a plain file name (``/``, spaces, a leading dot,
-    non-ASCII) is percent-encoded, so that every id gets its own file."""
+def file_name(doc_id: str, doc_format: DocFormat = "md") -> str:
+    """``<doc_id>.md`` (or ``.txt``); an id that is not a plain file name (``/``, spaces, a
+    leading dot, non-ASCII) is percent-encoded, so that every id gets its own file."""
     name = doc_id if _SAFE_NAME.fullmatch(doc_id) else quote(doc_id, safe="")
-    return f"{name}{SUFFIX}"
+    return f"{name}.{doc_format}"
 
 
-def document_text(doc: Document) -> str:
-    """What the engine indexes for a document: ``# title``, a blank line, its text."""
+def document_text(doc: Document, doc_format: DocFormat = "md") -> str:
+    """What the engine indexes for a document: the title (``# title`` for ``md``), a blank
+    line, its text."""
     title = " ".join(doc.title.split())
-    return f"# {title}\n\n{doc.text}" if title else doc.text
+    if not title:
+        return doc.text
+    return f"# {title}\n\n{doc.text}" if doc_format == "md" else f"{title}\n\n{doc.text}"
 
 
-def write_corpus(corpus: Mapping[str, Document], folder: Path) -> dict[str, str]:
+def write_corpus(
+    corpus: Mapping[str, Document], folder: Path, doc_format: DocFormat = "md"
+) -> dict[str, str]:
     """Write every document into ``folder``; remove the files of documents no longer in the
-    corpus. Returns ``{file name: doc id}``."""
+    corpus (and those of the other format). Returns ``{file name: doc id}``."""
     folder.mkdir(parents=True, exist_ok=True)
     names: dict[str, str] = {}
     for doc_id, doc in corpus.items():
-        name = file_name(doc_id)
+        name = file_name(doc_id, doc_format)
         names[name] = doc_id
-        data = document_text(doc).encode("utf-8", "surrogatepass")
+        data = document_text(doc, doc_format).encode("utf-8", "surrogatepass")
         path = folder / name
         try:
             if path.stat().st_size == len(data) and path.read_bytes() == data:
@@ -72,16 +83,19 @@ def write_corpus(corpus: Mapping[str, Document], folder: Path) -> dict[str, str]
         tmp = path.with_name(f".{name}.tmp")
         tmp.write_bytes(data)
         os.replace(tmp, path)
-    for stale in folder.glob(f"*{SUFFIX}"):
-        if stale.name not in names:
-            stale.unlink()
+    for suffix in DOC_FORMATS:
+        for stale in folder.glob(f"*.{suffix}"):
+            if stale.name not in names:
+                stale.unlink()
     return names
 
 
 __all__ = [
     "CACHE_ENV",
     "DOCS_DIR",
+    "DOC_FORMATS",
     "INDEX_DIR",
+    "DocFormat",
     "default_work_dir",
     "document_text",
     "file_name",

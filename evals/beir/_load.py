@@ -6,15 +6,20 @@ for Zero-shot Evaluation of Information Retrieval Models", NeurIPS 2021 Datasets
     <dir>/qrels/<split>.tsv   query-id <TAB> corpus-id <TAB> score, with a header line
 
 Some copies keep only the test queries in ``queries.jsonl`` and every query (train + test)
-in ``queries_all.jsonl``; both files are read when present, and the split's qrels decide
-which queries are run.
+in ``queries_all.jsonl``; both files are read when present (``query_files`` narrows that:
+tuning reads ``queries_all.jsonl`` only, so no test file is opened), and the split's qrels
+decide which queries are run.
+
+A query of the qrels with no text cannot be run; it stays in ``qrels`` and scores 0, as
+trec_eval ``-c`` and BEIR count every judged query, so a data set with missing query text
+is not scored as if those queries were easy.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,9 +38,10 @@ class Document:
 
 @dataclass(frozen=True, slots=True)
 class BeirData:
-    """One split of a BEIR data set. ``qrels[qid][doc_id]`` is the graded relevance;
-    ``queries`` holds exactly the queries of the split that have text (in qrels order);
-    ``missing_queries`` counts the split's query ids with no text in any query file."""
+    """One split of a BEIR data set. ``qrels[qid][doc_id]`` is the graded relevance of every
+    query of the split; ``queries`` holds those of them that have text (in qrels order);
+    ``missing_queries`` counts the split's query ids with no text in any query file (they
+    are scored 0, see the module docstring)."""
 
     name: str
     split: str
@@ -100,10 +106,10 @@ def load_qrels(path: Path) -> dict[str, dict[str, int]]:
     return qrels
 
 
-def load_queries(folder: Path) -> dict[str, str]:
-    """Every query of ``queries.jsonl`` and ``queries_all.jsonl`` (the first file wins)."""
+def load_queries(folder: Path, files: Sequence[str] = QUERY_FILES) -> dict[str, str]:
+    """Every query of ``files`` that exist in ``folder`` (the first file wins)."""
     queries: dict[str, str] = {}
-    for name in QUERY_FILES:
+    for name in files:
         path = folder / name
         if path.is_file():
             for row in _jsonl(path):
@@ -111,9 +117,12 @@ def load_queries(folder: Path) -> dict[str, str]:
     return queries
 
 
-def load_beir(folder: str | Path, split: str = "test") -> BeirData:
-    """The corpus, the queries and the qrels of ``split``. Raises ``ConfigError`` naming
-    the missing file when the folder is not in the BEIR layout."""
+def load_beir(
+    folder: str | Path, split: str = "test", *, query_files: Sequence[str] = QUERY_FILES
+) -> BeirData:
+    """The corpus, the queries and the qrels of ``split``; query texts come from
+    ``query_files``. Raises ``ConfigError`` naming the missing file when the folder is not
+    in the BEIR layout."""
     root = Path(folder).expanduser()
     corpus_path, qrels_path = root / "corpus.jsonl", root / "qrels" / f"{split}.tsv"
     for path in (corpus_path, qrels_path):
@@ -123,25 +132,41 @@ def load_beir(folder: str | Path, split: str = "test") -> BeirData:
                 f"{path} not found; a BEIR folder holds corpus.jsonl, queries.jsonl and "
                 f"qrels/<split>.tsv (splits here: {', '.join(splits) or 'none'})"
             )
-    if not any((root / name).is_file() for name in QUERY_FILES):
-        raise ConfigError(f"{root} has no queries.jsonl; a BEIR folder needs one")
-    qrels_all = load_qrels(qrels_path)
-    texts = load_queries(root)
-    queries = {qid: texts[qid] for qid in qrels_all if texts.get(qid, "").strip()}
+    if not any((root / name).is_file() for name in query_files):
+        raise ConfigError(
+            f"{root} has none of {', '.join(query_files)}; a BEIR folder needs its queries"
+        )
+    qrels = load_qrels(qrels_path)
+    texts = load_queries(root, query_files)
+    queries = {qid: texts[qid] for qid in qrels if texts.get(qid, "").strip()}
     if not queries:
         raise ConfigError(
-            f"none of the {len(qrels_all)} queries of {qrels_path} has text in "
-            f"{' or '.join(QUERY_FILES)}; check that the split matches the query file"
+            f"none of the {len(qrels)} queries of {qrels_path} has text in "
+            f"{' or '.join(query_files)}; check that the split matches the query file"
         )
     return BeirData(
         name=root.resolve().name,
         split=split,
         corpus=load_corpus(corpus_path),
         queries=queries,
-        qrels={qid: qrels_all[qid] for qid in queries},
-        missing_queries=len(qrels_all) - len(queries),
-        files={"corpus": str(corpus_path), "qrels": str(qrels_path)},
+        qrels=qrels,
+        missing_queries=len(qrels) - len(queries),
+        files={
+            "corpus": str(corpus_path),
+            "qrels": str(qrels_path),
+            "queries": ",".join(
+                str(root / name) for name in query_files if (root / name).is_file()
+            ),
+        },
     )
 
 
-__all__ = ["QUERY_FILES", "BeirData", "Document", "load_beir", "load_corpus", "load_qrels"]
+__all__ = [
+    "QUERY_FILES",
+    "BeirData",
+    "Document",
+    "load_beir",
+    "load_corpus",
+    "load_qrels",
+    "load_queries",
+]

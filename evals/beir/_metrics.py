@@ -94,6 +94,14 @@ def max_pool(hits: Sequence[tuple[str, float]]) -> list[str]:
     return sorted(best, key=lambda doc: (-best[doc][0], best[doc][1]))
 
 
+def without_query_id(ranking: Sequence[str], query_id: str) -> list[str]:
+    """``ranking`` without the document whose id is the query's own id. In data sets built
+    from documents (ArguAna, Quora, CQADupStack) a query is itself a document of the corpus
+    and would trivially retrieve itself; BEIR drops it by default
+    (``EvaluateRetrieval.evaluate(..., ignore_identical_ids=True)``)."""
+    return [doc for doc in ranking if doc != query_id]
+
+
 def percentile(values: Sequence[float], q: float) -> float:
     """The ``q``-th percentile (0..100) with linear interpolation between closest ranks
     (Hyndman & Fan 1996, definition 7; numpy's default). 0 for no values."""
@@ -117,4 +125,5 @@ __all__ = [
     "query_metrics",
     "recall_at_k",
     "relevant",
+    "without_query_id",
 ]

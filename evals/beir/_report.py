@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +39,24 @@ def machine() -> str:
     return f"{platform.system()} {platform.machine()}, {cpus}, Python {platform.python_version()}"
 
 
-def table(rows: dict[str, dict[str, float]], label: str = "mode") -> str:
-    """A Markdown table, one row per key of ``rows``; absent cells show ``—``."""
+def _cell(values: Mapping[str, Any], key: str, fmt: str) -> str:
+    if values.get(key) is None:
+        return "—"
+    text = fmt.format(values[key])
+    kind = values.get("index_kind")
+    if key == "index_s" and kind and kind != "full":
+        text += f" ({kind})"  # an update or a cached figure is not an index from scratch
+    return text
+
+
+def table(rows: Mapping[str, Mapping[str, Any]], label: str = "mode") -> str:
+    """A Markdown table, one row per key of ``rows``; absent cells show ``—``; an
+    ``index_s`` whose ``index_kind`` is not ``full`` is labelled with that kind."""
     head = f"| {label} | " + " | ".join(title for _, title, _ in COLUMNS) + " |"
     rule = "|---|" + "---:|" * len(COLUMNS)
     lines = [head, rule]
     for name, values in rows.items():
-        cells = [fmt.format(values[key]) if key in values else "—" for key, _, fmt in COLUMNS]
+        cells = [_cell(values, key, fmt) for key, _, fmt in COLUMNS]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -53,24 +65,40 @@ def markdown(run: BeirRun, command: str = "") -> str:
     index = run.index
     search = run.settings.search
     chunking = run.settings.chunking
+    settings = run.settings
+    kind = (
+        "from scratch"
+        if index.kind == "full"
+        else "an incremental update of the work folder's index, not indexing from scratch "
+        "(run with --fresh for that)"
+    )
     lines = [
         f"## Retrieval on BEIR {run.data} ({run.split} split)",
         "",
         table(run.summary()),
         "",
         f"- {run.queries} queries, {index.documents:,} documents in {index.chunks:,} chunks; "
-        f"embedding `{run.settings.embedding}`",
-        f"- indexing {index.index_s:.1f} s ({index.embedded:,} chunks embedded, "
-        f"{index.reused:,} reused); work folder `{index.work_dir}`",
-        f"- chunking: {chunking.strategy}, {chunking.chunk_size} characters, overlap "
-        f"{chunking.overlap}; search: top {search.top_k} chunks, "
-        f"{search.candidates()} candidates per ranker, RRF k={search.rrf_k}, weights "
-        f"{json.dumps(search.weights, sort_keys=True)}; documents scored by their best chunk",
+        f"embedding `{settings.embedding}`",
+        f"- indexing {index.index_s:.1f} s, {kind} ({index.embedded:,} chunks embedded, "
+        f"{index.reused:,} reused; model loaded before timing); work folder `{index.work_dir}`",
+        f"- documents as `{settings.doc_format}` files; chunking: {chunking.strategy}, "
+        f"{chunking.chunk_size} characters, overlap {chunking.overlap}; search: top "
+        f"{search.top_k} chunks, {search.candidates()} candidates per ranker, fusion "
+        f"{search.fusion} (RRF k={search.rrf_k}), weights "
+        f"{json.dumps(search.weights, sort_keys=True)}; documents scored by their best chunk"
+        + (
+            "; a document with the query's id is not counted"
+            if settings.ignore_identical_ids
+            else ""
+        ),
         "- latency per query, query embedding included; `index s` is the one index all modes share",
         f"- {run.started_at}, {machine()}",
     ]
     if run.missing_queries:
-        lines.append(f"- {run.missing_queries} queries of the qrels have no text and were skipped")
+        lines.append(
+            f"- {run.missing_queries} of the {run.queries} judged queries have no text: not "
+            "run, scored 0 (trec_eval -c)"
+        )
     if command:
         lines.append(f"- command: `{command}`")
     return "\n".join(lines) + "\n"

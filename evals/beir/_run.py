@@ -3,9 +3,8 @@
 index), run every query per mode and score the document rankings.
 
 Modes: ``bm25``, ``vector`` and ``hybrid`` call ``KnowledgeBase.search``; ``graph`` invokes
-the whole retrieval subgraph (``build_rag_graph``) in its heuristic mode (no chat model), so
-that what RewriteQuery and Rerank do to the ranking is measured. Chunk scores become document
-scores by the best chunk of each document (:func:`._metrics.max_pool`).
+the whole retrieval subgraph in its heuristic mode (:mod:`._graph`). Chunk scores become
+document scores by the best chunk of each document (:func:`._metrics.max_pool`).
 """
 
 from __future__ import annotations
@@ -17,28 +16,28 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from langchain_core.messages import HumanMessage
-
-from graphs.state import RagInput
 from retrieval.config import ChunkConfig, FusionMethod, SearchConfig
 from retrieval.errors import ConfigError
 from retrieval.kb import KnowledgeBase
 
-from ._folder import DOCS_DIR, INDEX_DIR, default_work_dir, write_corpus
+from ._folder import DOCS_DIR, INDEX_DIR, DocFormat, default_work_dir, write_corpus
+from ._graph import graph_rankings
 from ._load import BeirData, load_beir
-from ._metrics import max_pool, mean_metrics, percentile, query_metrics
+from ._metrics import max_pool, mean_metrics, percentile, query_metrics, without_query_id
 
 Mode = Literal["bm25", "vector", "hybrid", "graph"]
 MODES: tuple[Mode, ...] = ("bm25", "vector", "hybrid", "graph")
+LEXICAL_MODES: tuple[Mode, ...] = ("bm25", "graph")
+IndexKind = Literal["full", "incremental"]
 DOCS_PER_QUERY = 100  # recall@100 needs a hundred documents
 RunProgress = Callable[[str, int, int], None]
 
+BEIR_DOC_FORMAT: DocFormat = "md"
 BEIR_CHUNKING = ChunkConfig(chunk_size=1000, overlap=100)
-"""Chunking of a BEIR run, chosen on SciFact train (``benchmarks/tune_beir.py``): about
-what all-MiniLM-L6-v2 reads (256 word pieces), and larger chunks than the engine's default
-500 characters suit BM25 on abstracts."""
+"""Chunking of a BEIR run; see ``benchmarks/README.md`` for the train-split grid it was
+chosen from (``benchmarks/tune_beir.py``)."""
 FUSION_WEIGHTS: dict[FusionMethod, dict[str, float]] = {
-    "convex": {"vector": 0.7, "bm25": 0.3},  # chosen on SciFact train
+    "convex": {"vector": 0.7, "bm25": 0.3},
     "rrf": {"vector": 1.0, "bm25": 1.0},  # plain equal-weight RRF, the engine's default
 }
 BEIR_SEARCH = SearchConfig(
@@ -64,28 +63,36 @@ def _ignore(stage: str, done: int, total: int) -> None:
 @dataclass(frozen=True, slots=True)
 class RunSettings:
     """What a BEIR run is configured with. ``embedding`` ``None`` builds a lexical-only
-    index (``bm25`` only); ``graph_top_k`` is the subgraph's ``top_k`` (its candidate pool
-    is four times that)."""
+    index (``bm25`` and ``graph`` only); ``graph_top_k`` is the subgraph's ``top_k`` (its
+    candidate pool is four times that); ``ignore_identical_ids`` drops a retrieved document
+    whose id is the query's id, as BEIR does by default."""
 
     embedding: str | None = "local"
+    doc_format: DocFormat = BEIR_DOC_FORMAT
     chunking: ChunkConfig = BEIR_CHUNKING
     search: SearchConfig = BEIR_SEARCH
     graph_top_k: int = GRAPH_TOP_K
     limit_queries: int | None = None
+    ignore_identical_ids: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "embedding": self.embedding,
+            "doc_format": self.doc_format,
             "chunking": self.chunking.model_dump(mode="json"),
             "search": self.search.model_dump(mode="json", exclude={"mode"}),
             "graph_top_k": self.graph_top_k,
             "limit_queries": self.limit_queries,
+            "ignore_identical_ids": self.ignore_identical_ids,
         }
 
 
 @dataclass(frozen=True, slots=True)
 class IndexInfo:
-    """One indexing run: wall time, what it embedded and what it reused."""
+    """One indexing run: wall time (the model loaded and warmed before it), what it embedded
+    and what it reused. ``kind`` is ``full`` when the run built the index from nothing (no
+    earlier index of these settings, no cached vector), else ``incremental``: then
+    ``index_s`` is the time of an update, not of indexing the corpus."""
 
     index_s: float
     embedded: int
@@ -94,10 +101,12 @@ class IndexInfo:
     chunks: int
     rebuilt: bool
     work_dir: str
+    kind: IndexKind = "full"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "index_s": round(self.index_s, 3),
+            "kind": self.kind,
             "embedded": self.embedded,
             "reused": self.reused,
             "documents": self.documents,
@@ -117,10 +126,11 @@ class ModeResult:
     latencies_ms: list[float]
     per_query: dict[str, dict[str, float]] = field(default_factory=dict)
 
-    def summary(self, index_s: float) -> dict[str, float]:
+    def summary(self, index: IndexInfo) -> dict[str, float | str]:
         return {
             **{name: round(value, 4) for name, value in self.metrics.items()},
-            "index_s": round(index_s, 3),
+            "index_s": round(index.index_s, 3),
+            "index_kind": index.kind,
             "p50_ms": round(percentile(self.latencies_ms, 50), 2),
             "p95_ms": round(percentile(self.latencies_ms, 95), 2),
         }
@@ -128,6 +138,9 @@ class ModeResult:
 
 @dataclass
 class BeirRun:
+    """``queries`` counts every judged query of the split that was scored, the
+    ``missing_queries`` among them (no text: nothing to run, scored 0) included."""
+
     data: str
     split: str
     queries: int
@@ -137,9 +150,10 @@ class BeirRun:
     results: dict[str, ModeResult]
     started_at: str
 
-    def summary(self) -> dict[str, dict[str, float]]:
-        """``{mode: {ndcg@10, recall@10, recall@100, mrr@10, index_s, p50_ms, p95_ms}}``."""
-        return {mode: r.summary(self.index.index_s) for mode, r in self.results.items()}
+    def summary(self) -> dict[str, dict[str, float | str]]:
+        """``{mode: {ndcg@10, recall@10, recall@100, mrr@10, index_s, index_kind, p50_ms,
+        p95_ms}}``."""
+        return {mode: r.summary(self.index) for mode, r in self.results.items()}
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -165,15 +179,28 @@ def open_knowledge_base(work_dir: Path, settings: RunSettings) -> KnowledgeBase:
 
 
 def index_corpus(
-    data: BeirData, work_dir: Path, settings: RunSettings, progress: RunProgress = _ignore
+    data: BeirData,
+    work_dir: Path,
+    settings: RunSettings,
+    progress: RunProgress = _ignore,
+    *,
+    fresh: bool = False,
 ) -> tuple[KnowledgeBase, dict[str, str], IndexInfo]:
-    """Write the documents and bring the index up to date; the time covers indexing only
-    (scanning, chunking, embedding what the cache lacks, BM25, writing the generation)."""
-    names = write_corpus(data.corpus, work_dir / DOCS_DIR)
+    """Write the documents and bring the index up to date (``fresh``: delete the index and
+    its embedding cache first). The time covers indexing only (scanning, chunking, embedding
+    what the cache lacks, BM25, writing the generation): the model is loaded and warmed
+    before it, as ``benchmarks/bench_engine.py`` does for both sides of its ratio."""
+    names = write_corpus(data.corpus, work_dir / DOCS_DIR, settings.doc_format)
     kb = open_knowledge_base(work_dir, settings)
+    if fresh and kb.layout.root.exists():
+        kb.delete()
+    previous = kb.layout.current_name() is not None
+    if settings.embedding is not None:
+        kb.embedder().embed_query("warm up")
     start = time.perf_counter()
     report = kb.index(progress=lambda e: progress(f"index:{e.stage}", e.done, e.total))
     elapsed = time.perf_counter() - start
+    full = report.reused == 0 and (report.rebuilt or not previous)
     info = IndexInfo(
         index_s=elapsed,
         embedded=report.embedded,
@@ -182,13 +209,21 @@ def index_corpus(
         chunks=report.stats.chunk_count,
         rebuilt=report.rebuilt,
         work_dir=str(work_dir),
+        kind="full" if full else "incremental",
     )
     return kb, names, info
 
 
-def _doc_ranking(hits: Sequence[tuple[str, float]], names: Mapping[str, str]) -> list[str]:
-    docs = [(names[source], score) for source, score in hits if source in names]
-    return max_pool(docs)[:DOCS_PER_QUERY]
+def doc_ranking(
+    hits: Sequence[tuple[str, float]], names: Mapping[str, str], query_id: str | None = None
+) -> list[str]:
+    """The first :data:`DOCS_PER_QUERY` documents of chunk ``hits`` (file, score), each
+    document scored by its best chunk; with ``query_id``, the document of that id is left
+    out (BEIR's ``ignore_identical_ids``)."""
+    docs = max_pool([(names[source], score) for source, score in hits if source in names])
+    if query_id is not None:
+        docs = without_query_id(docs, query_id)
+    return docs[:DOCS_PER_QUERY]
 
 
 def search_mode(
@@ -198,6 +233,8 @@ def search_mode(
     mode: Literal["bm25", "vector", "hybrid"],
     config: SearchConfig,
     progress: RunProgress = _ignore,
+    *,
+    ignore_identical_ids: bool = True,
 ) -> tuple[dict[str, list[str]], list[float]]:
     """Document rankings and per-query latencies (ms) of one engine mode. One search runs
     before the timed ones, so loading the model and the index is not counted."""
@@ -208,15 +245,11 @@ def search_mode(
     for done, (qid, query) in enumerate(queries.items(), 1):
         start = time.perf_counter()
         results = kb.search(query, config=cfg)
-        rankings[qid] = _doc_ranking([(r.chunk.source, r.score) for r in results], names)
+        hits = [(r.chunk.source, r.score) for r in results]
+        rankings[qid] = doc_ranking(hits, names, qid if ignore_identical_ids else None)
         latencies.append((time.perf_counter() - start) * 1000)
         progress(mode, done, len(queries))
     return rankings, latencies
-
-
-def _question(text: str) -> RagInput:
-    """The subgraph's input: the query as the user's message (``("user", text)``)."""
-    return {"messages": [HumanMessage(text)]}
 
 
 def graph_mode(
@@ -227,44 +260,27 @@ def graph_mode(
     settings: RunSettings,
     progress: RunProgress = _ignore,
 ) -> tuple[dict[str, list[str]], list[float]]:
-    """The whole subgraph, heuristic mode, one invocation per query. The subgraph searches
-    ``kb`` itself (registered for its folder), not a default-configured copy of it."""
-    from graphs.searcher import SearcherRegistry
-    from graphs.settings import RagSettings
-    from graphs.subgraph import build_rag_graph
+    """The whole subgraph, heuristic mode, one invocation per query (:mod:`._graph`)."""
 
-    spec = settings.embedding or "none"
-    registry = SearcherRegistry()
-    registry.register(kb.folder, None if spec == "none" else spec, kb)
-    search = settings.search
-    context = RagSettings(
-        knowledge_bases=[{"folder": str(kb.folder), "name": data_name}],
-        embedding=spec,
-        chat_model=None,
+    def rank(qid: str, hits: Sequence[tuple[str, float]]) -> list[str]:
+        return doc_ranking(hits, names, qid if settings.ignore_identical_ids else None)
+
+    return graph_rankings(
+        kb,
+        data_name,
+        queries,
+        embedding=settings.embedding,
+        search=settings.search,
         top_k=settings.graph_top_k,
-        candidates_per_ranker=search.candidates_per_ranker,
-        rrf_k=search.rrf_k,
-        fusion=search.fusion,
-        rrf_weights=dict(search.weights),
-        search_mode="hybrid" if settings.embedding else "bm25",
-        auto_index=False,  # indexed above, with the run's chunking
+        rank=rank,
+        progress=progress,
     )
-    graph = build_rag_graph(registry=registry)
-    graph.invoke(_question("warm up"), context=context)
-    rankings: dict[str, list[str]] = {}
-    latencies: list[float] = []
-    for done, (qid, query) in enumerate(queries.items(), 1):
-        start = time.perf_counter()
-        out = graph.invoke(_question(query), context=context)
-        hits = [(c["source"], float(c["score"])) for c in out.get("rag_candidates") or []]
-        rankings[qid] = _doc_ranking(hits, names)
-        latencies.append((time.perf_counter() - start) * 1000)
-        progress("graph", done, len(queries))
-    return rankings, latencies
 
 
 def check_modes(modes: Sequence[str], embedding: str | None) -> list[Mode]:
-    chosen = list(dict.fromkeys(modes)) or list(MODES)
+    """The modes to run, in :data:`MODES` order. None given: all four, or the lexical ones
+    (``bm25``, ``graph``) when there is no embedding model."""
+    chosen = list(dict.fromkeys(modes)) or list(MODES if embedding else LEXICAL_MODES)
     unknown = [m for m in chosen if m not in MODES]
     if unknown:
         raise ConfigError(f"unknown mode {unknown[0]!r}; allowed: {', '.join(MODES)}")
@@ -278,23 +294,40 @@ def check_modes(modes: Sequence[str], embedding: str | None) -> list[Mode]:
 
 def run_beir(
     beir_dir: str | Path,
-    modes: Sequence[str] = MODES,
+    modes: Sequence[str] = (),
     *,
     split: str = "test",
     settings: RunSettings | None = None,
     work_dir: str | Path | None = None,
+    fresh: bool = False,
     progress: RunProgress = _ignore,
 ) -> BeirRun:
     """Index the corpus of ``beir_dir`` (reusing ``work_dir``, default under the cache
-    folder) and score every query of ``split`` in each of ``modes``."""
+    folder; ``fresh`` starts from an empty index) and score every judged query of ``split``
+    in each of ``modes`` (default: every mode the embedding allows)."""
+    data = load_beir(beir_dir, split)
+    work = Path(work_dir).expanduser() if work_dir else default_work_dir(beir_dir)
+    return run_data(data, modes, settings=settings, work_dir=work, fresh=fresh, progress=progress)
+
+
+def run_data(
+    data: BeirData,
+    modes: Sequence[str] = (),
+    *,
+    settings: RunSettings | None = None,
+    work_dir: Path,
+    fresh: bool = False,
+    progress: RunProgress = _ignore,
+) -> BeirRun:
+    """:func:`run_beir` over data already loaded. Every judged query is scored; one with no
+    text has no ranking and scores 0."""
     settings = settings or RunSettings()
     chosen = check_modes(modes, settings.embedding)
-    data = load_beir(beir_dir, split)
-    queries = dict(list(data.queries.items())[: settings.limit_queries])
-    qrels = {qid: data.qrels[qid] for qid in queries}
-    work = Path(work_dir).expanduser() if work_dir else default_work_dir(beir_dir)
+    qids = list(data.qrels)[: settings.limit_queries]
+    qrels = {qid: data.qrels[qid] for qid in qids}
+    queries = {qid: data.queries[qid] for qid in qids if qid in data.queries}
     started = datetime.now(UTC).isoformat(timespec="seconds")
-    kb, names, info = index_corpus(data, work, settings, progress)
+    kb, names, info = index_corpus(data, work_dir, settings, progress, fresh=fresh)
     results: dict[str, ModeResult] = {}
     try:
         for mode in chosen:
@@ -302,7 +335,13 @@ def run_beir(
                 rankings, latencies = graph_mode(kb, data.name, queries, names, settings, progress)
             else:
                 rankings, latencies = search_mode(
-                    kb, queries, names, mode, settings.search, progress
+                    kb,
+                    queries,
+                    names,
+                    mode,
+                    settings.search,
+                    progress,
+                    ignore_identical_ids=settings.ignore_identical_ids,
                 )
             per_query = {qid: query_metrics(rankings.get(qid, []), qrels[qid]) for qid in qrels}
             results[mode] = ModeResult(mode, mean_metrics(rankings, qrels), latencies, per_query)
@@ -310,9 +349,9 @@ def run_beir(
         kb.close()
     return BeirRun(
         data=data.name,
-        split=split,
-        queries=len(queries),
-        missing_queries=data.missing_queries,
+        split=data.split,
+        queries=len(qrels),
+        missing_queries=len(qrels) - len(queries),
         settings=settings,
         index=info,
         results=results,
@@ -322,22 +361,27 @@ def run_beir(
 
 __all__ = [
     "BEIR_CHUNKING",
+    "BEIR_DOC_FORMAT",
     "BEIR_SEARCH",
     "DOCS_PER_QUERY",
     "FUSION_WEIGHTS",
     "GRAPH_TOP_K",
+    "LEXICAL_MODES",
     "MODES",
     "BeirRun",
     "IndexInfo",
+    "IndexKind",
     "Mode",
     "ModeResult",
     "RunProgress",
     "RunSettings",
     "check_modes",
+    "doc_ranking",
     "graph_mode",
     "index_corpus",
     "open_knowledge_base",
     "run_beir",
+    "run_data",
     "search_mode",
     "search_settings",
 ]

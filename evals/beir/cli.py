@@ -2,7 +2,11 @@
 
     kbgraph eval retrieval BEIR_DIR [--mode bm25|vector|hybrid|graph]... [--embedding SPEC]
                  [--split test|train] [--fusion convex|rrf] [--json] [--out DIR] [--work-dir DIR]
-                 [--limit-queries N] [--quiet]
+                 [--fresh] [--keep-identical-ids] [--limit-queries N] [--quiet]
+
+The index in the work folder is reused, so a repeat run only updates it; its ``index_s``
+is then labelled ``incremental``. ``--fresh`` deletes the index (and its embedding cache)
+first, so that ``index_s`` is the time of indexing the whole corpus.
 
 Exit codes: 0 success, 1 failure, 2 usage or configuration error.
 """
@@ -75,8 +79,8 @@ def _command(
     "modes",
     type=click.Choice(MODES),
     multiple=True,
-    help="Repeat to run several (default: all four). graph runs the whole subgraph, "
-    "heuristic mode.",
+    help="Repeat to run several (default: all four; bm25 and graph with --embedding none). "
+    "graph runs the whole subgraph, heuristic mode.",
 )
 @click.option(
     "--embedding",
@@ -110,6 +114,17 @@ def _command(
     help="Where the JSON and Markdown results go.",
 )
 @click.option(
+    "--fresh",
+    is_flag=True,
+    help="Delete the work folder's index and embedding cache first: index_s then times "
+    "indexing the whole corpus, not an incremental update.",
+)
+@click.option(
+    "--keep-identical-ids",
+    is_flag=True,
+    help="Keep a retrieved document whose id is the query's id (BEIR drops it by default).",
+)
+@click.option(
     "--work-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
@@ -129,6 +144,8 @@ def retrieval_command(
     as_json: bool,
     out_dir: Path,
     work_dir: Path | None,
+    fresh: bool,
+    keep_identical_ids: bool,
     limit_queries: int | None,
     quiet: bool,
 ) -> None:
@@ -136,7 +153,10 @@ def retrieval_command(
     recall@100, MRR@10, indexing time and query latency p50/p95 per mode."""
     spec = None if embedding.strip().lower() == "none" else embedding.strip()
     settings = RunSettings(
-        embedding=spec, search=search_settings(fusion), limit_queries=limit_queries
+        embedding=spec,
+        search=search_settings(fusion),
+        limit_queries=limit_queries,
+        ignore_identical_ids=not keep_identical_ids,
     )
     command = _command(
         ctx,
@@ -147,6 +167,8 @@ def retrieval_command(
             "--split": None if split == "test" else split,
             "--fusion": None if fusion == "convex" else fusion,
             "--work-dir": work_dir,
+            "--fresh": fresh,
+            "--keep-identical-ids": keep_identical_ids,
             "--limit-queries": limit_queries,
         },
     )
@@ -154,7 +176,7 @@ def retrieval_command(
         with _progress_bar(not quiet) as progress:
             run = run_beir(
                 beir_dir, modes, split=split, settings=settings, work_dir=work_dir,
-                progress=progress,
+                fresh=fresh, progress=progress,
             )  # fmt: skip
         json_path, md_path = write_results(run, out_dir, command)
     except ConfigError as exc:

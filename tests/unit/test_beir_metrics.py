@@ -17,6 +17,7 @@ from evals.beir import (
     percentile,
     query_metrics,
     recall_at_k,
+    without_query_id,
 )
 
 LOG2_3 = math.log2(3)  # 1.5849625
@@ -120,3 +121,15 @@ def test_percentile_matches_numpy_linear(values: list[float], q: float) -> None:
 
 def test_percentile_of_nothing_is_zero() -> None:
     assert percentile([], 50) == 0.0
+
+
+def test_without_query_id_drops_only_the_query_own_document() -> None:
+    # BEIR ignore_identical_ids: "q7" is both a query id and a document id.
+    assert without_query_id(["d1", "q7", "d2"], "q7") == ["d1", "d2"]
+    assert without_query_id(["d1", "d2"], "q7") == ["d1", "d2"]
+    # nDCG@10 of the ranking with and without it, qrels {d2: 1}:
+    # kept: d2 at rank 3 → 1/log2(4) = 0.5; dropped: rank 2 → 1/log2(3) = 0.6309298
+    assert ndcg_at_k(["d1", "q7", "d2"], {"d2": 1}) == pytest.approx(0.5)
+    assert ndcg_at_k(without_query_id(["d1", "q7", "d2"], "q7"), {"d2": 1}) == pytest.approx(
+        1 / LOG2_3
+    )
