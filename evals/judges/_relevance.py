@@ -13,9 +13,10 @@ three measurable proxies of the same idea:
   ``ON_TOPIC_AT``) that the question does not contain, saturating as
   ``1 - exp(-n / INFORMATION_SCALE)``. "The director is Shen Tong." restates the question
   and adds two words; off-topic padding ("Sofia is a beautiful capital.") adds none;
-- ``evasive`` — the share of the answer's sentences that are refusals or hedges ("I do not
-  have the exact duration", "as an AI language model …"); they count for nothing, and the
-  score is scaled by the share that is left.
+- ``evasive`` — the share of the answer's sentences that are refusals ("I do not have the
+  exact duration", "as an AI language model …"), a sentence that hedges beside a fact
+  ("It lasted months, but I do not know exactly") counting ``HEDGED_SENTENCE_EVASION``
+  (its fact is kept); the score is scaled by the share that is left.
 
 ``score = (ADDRESSED_WEIGHT · addressed + (1 − ADDRESSED_WEIGHT) · informative) · (1 − evasive)``
 
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 ON_TOPIC_AT = 0.3
 INFORMATION_SCALE = 20.0
 ADDRESSED_WEIGHT = 0.25
+HEDGED_SENTENCE_EVASION = 0.5
 SIMILARITY_FLOOR = 0.1
 SIMILARITY_CEILING = 0.7
 """Cosine similarities of all-MiniLM-L6-v2 between a question and an unrelated text sit
@@ -98,6 +100,7 @@ def answer_evidence(
 
 __all__ = [
     "ADDRESSED_WEIGHT",
+    "HEDGED_SENTENCE_EVASION",
     "INFORMATION_SCALE",
     "ON_TOPIC_AT",
     "AnswerEvidence",

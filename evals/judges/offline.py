@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from .._hedges import is_refusal
+from .._hedges import without_hedges
 from .._text import content_words, split_sentences
 from ..claims import split_claims
 from ..records import Judgement, Relevance, TokenUsage
@@ -34,7 +34,7 @@ from ._evidence import (
     lexical_evidence,
     support_score,
 )
-from ._relevance import answer_evidence, question_parts, rescale
+from ._relevance import HEDGED_SENTENCE_EVASION, answer_evidence, question_parts, rescale
 
 CACHE_SIZE = 50_000
 PASSAGE_RELEVANT_AT = 0.5
@@ -99,8 +99,12 @@ class OfflineJudge:
         """Whether each part of the question gets an answer with information of its own,
         without evasion (``_relevance``)."""
         sentences = [s for s in split_sentences(answer) if s.strip()] or [answer]
-        kept = [s for s in sentences if not is_refusal(s)]
-        evasive = 1.0 - len(kept) / len(sentences)
+        stripped = [without_hedges(s) for s in sentences]
+        kept = [s for s in stripped if s is not None]
+        evasive = sum(
+            1.0 if cut is None else HEDGED_SENTENCE_EVASION if cut != whole else 0.0
+            for whole, cut in zip(sentences, stripped, strict=True)
+        ) / len(sentences)
         if not kept:
             return Relevance(False, 0.0, "every sentence declines or hedges")
         parts = question_parts(question)

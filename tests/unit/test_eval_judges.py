@@ -227,3 +227,13 @@ def test_offline_passage_relevance_weighs_distinctive_question_words(judge: Offl
         "What uptime does the hosted Harbor service guarantee?", passages
     )
     assert [r.relevant for r in relevance] == [False, True, False]
+
+
+def test_offline_answer_relevance_keeps_the_fact_beside_a_hedge(judge: OfflineJudge) -> None:
+    question = "How many attempts does Harbor make?"
+    hedged = judge.judge_answer(question, "I am not sure, but Harbor makes 5 attempts in total.")
+    refusal = judge.judge_answer(question, "I am not sure. The documents do not say.")
+    plain = judge.judge_answer(question, "Harbor makes 5 attempts in total.")
+    assert refusal.score == 0.0 and "declines" in refusal.reason
+    assert 0.0 < hedged.score < plain.score
+    assert "evasive 50%" in hedged.reason
