@@ -19,7 +19,12 @@ REFUSAL_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         r"\bi (?:do not|don't|dont) know\b",
         r"\bi (?:could not|couldn't|cannot|can't|was unable to|am unable to) (?:find|answer|tell|"
         r"provide|say|confirm|determine)",
-        r"\b(?:no|not enough) (?:relevant |specific |further )?(?:information|details)\b",
+        # "No information about the card is stored." is a fact, not a refusal: only the
+        # speaker's own lack of information counts.
+        r"\b(?:there is|there's|i have|i found|i could find|i can find|we have) (?:no|not enough)"
+        r" (?:relevant |specific |further )?(?:information|details)\b",
+        r"^\W*(?:no|not enough) (?:relevant |specific )?(?:information|details) "
+        r"(?:found|available|given|provided)\b",
         r"\b(?:sources?|context|documents?|docs|knowledge bases?|texts?|passages?) "
         r"(?:do|does|did) not (?:say|mention|contain|cover|answer|specify|state|include|provide)",
         r"\b(?:sources?|context|documents?|docs|knowledge bases?|texts?|passages?) "

@@ -173,6 +173,16 @@ def test_hard_wrapped_paragraphs_are_joined() -> None:
         ("I'm not sure whether Harbor retries 404.", []),
         ("Unfortunately, the documents do not say.", []),
         ("I could not find that in the docs. I am sorry.", []),
+        ("There is no information about an SLA.", []),
+        # A fact about the documents' subject that merely contains "no information".
+        (
+            "No information about the card is stored [2].",
+            [Claim("No information about the card is stored.", (2,))],
+        ),
+        (
+            "The documents do not specify it, and the key is not retried.",
+            [Claim("The key is not retried.")],
+        ),
     ],
 )
 def test_hedges_are_cut_and_the_fact_beside_them_is_a_claim(
