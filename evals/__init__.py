@@ -14,6 +14,7 @@ from __future__ import annotations
 from .baseline import Comparison, compare_summaries, load_summary
 from .claims import split_claims
 from .datasets import DatasetError, bundled_dataset_path, load_dataset
+from .decompose import Decomposition, decompose
 from .evaluators import (
     AnswerRelevanceEvaluator,
     ContextPrecisionEvaluator,
@@ -24,6 +25,7 @@ from .evaluators import (
     passages_from,
 )
 from .judges import (
+    ClaimDecomposer,
     Judge,
     JudgeError,
     LLMJudge,
@@ -58,11 +60,13 @@ __all__ = [
     "AgentOutput",
     "AnswerRelevanceEvaluator",
     "Claim",
+    "ClaimDecomposer",
     "ClaimVerdict",
     "Comparison",
     "ContextPrecisionEvaluator",
     "ContextRecallEvaluator",
     "DatasetError",
+    "Decomposition",
     "EvalRecord",
     "EvalRow",
     "Evaluator",
@@ -87,6 +91,7 @@ __all__ = [
     "average_precision",
     "bundled_dataset_path",
     "compare_summaries",
+    "decompose",
     "default_evaluators",
     "load_dataset",
     "load_summary",

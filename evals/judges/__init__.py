@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from langchain_core.embeddings import Embeddings
 
-from .base import Judge, JudgeError
+from .base import ClaimDecomposer, Judge, JudgeError
 from .llm import LLMJudge, extract_json
 from .offline import OfflineJudge
 from .overlap import OverlapJudge, content_overlap
@@ -27,6 +27,7 @@ def resolve_judge(spec: str | Judge, *, embeddings: Embeddings | str = "local") 
 
 
 __all__ = [
+    "ClaimDecomposer",
     "ClaimRule",
     "Judge",
     "JudgeError",
