@@ -32,14 +32,14 @@ DEFAULT_INCLUDE: tuple[str, ...] = tuple(
         "pdf",
     )
 )
-# Folders never worth indexing: VCS data, virtualenvs, dependency trees, caches.
+# Folders never worth indexing: VCS data, dependency trees, caches. Virtualenvs and conda
+# envs are found by their marker file (pyvenv.cfg, conda-meta/) whatever their name, so a
+# documentation folder called `env/` is indexed; `.venv` is a name reserved for them.
 DEFAULT_EXCLUDE: tuple[str, ...] = (
     "**/.git/**",
     "**/.hg/**",
     "**/.svn/**",
     "**/.venv/**",
-    "**/venv/**",
-    "**/env/**",
     "**/.tox/**",
     "**/.nox/**",
     "**/node_modules/**",
@@ -50,8 +50,8 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
 )
 # Secrets are refused even when an include pattern matches them.
 SECRET_DENY: tuple[str, ...] = (
-    "**/.env",
-    "**/.env.*",
+    "**/.env*",  # .env, .env.local, .envrc (direnv), .envs/
+    "**/*.env",
     "**/*.pem",
     "**/*.key",
     "**/id_rsa*",
@@ -68,6 +68,13 @@ SECRET_DENY: tuple[str, ...] = (
     "**/*.p12",
     "**/*.pfx",
     "**/.aws/**",
+    "**/.kube/config",
+    "**/.docker/config.json",
+    "**/.git-credentials",
+    "**/.htpasswd",
+    "**/*.jks",
+    "**/*.keystore",
+    "**/*.tfvars",
     "**/secrets.*",
 )
 

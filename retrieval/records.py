@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 SkipReason = Literal[
     "excluded",
+    "excluded-dir",
     "not-included",
     "secret",
     "too-large",
@@ -23,7 +24,10 @@ SkipReason = Literal[
     "empty",
     "extract-failed",
 ]
-"""Why a file was left out (``decode-fallback`` is reported but the file is still indexed)."""
+"""Why a file was left out: ``excluded`` (an exclude pattern), ``excluded-dir`` (a folder not
+entered: an exclude pattern, a virtualenv; one entry for the whole folder), ``not-included``
+(no include pattern), ``secret`` ... ``decode-fallback`` and a PDF page's ``extract-failed``
+are reported as warnings of files that are still indexed."""
 
 FileKind = Literal["text", "markdown", "code", "html", "pdf", "csv", "data"]
 

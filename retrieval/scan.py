@@ -6,15 +6,17 @@ happen when a file is loaded (:mod:`retrieval.loaders`).
 
 Rules, in the order they apply:
 
-1. Pruned folders, never entered and not reported (they would flood the report): the
-   index folder (``index_dir`` and ``<root>/.kbgraph``), folders matching an exclude
-   pattern (``.git``, virtualenvs, ``node_modules`` ... by default) and any folder holding a
-   ``pyvenv.cfg`` or ``conda-meta`` (a virtualenv or conda env, whatever its name).
-2. Files matching an exclude pattern: left out silently.
+1. Pruned folders, never entered: folders matching an exclude pattern (``.git``,
+   ``node_modules`` ... by default) and any folder holding a ``pyvenv.cfg`` or
+   ``conda-meta`` (a virtualenv or conda env, whatever its name) are reported once each as
+   ``excluded-dir`` (``path/``), never file by file, so that the report stays short on a
+   big repository. The index folder (``index_dir`` and ``<root>/.kbgraph``) is kbgraph's
+   own and is not reported.
+2. Files matching an exclude pattern: ``excluded``.
 3. Secrets (:data:`~retrieval.config.SECRET_DENY`, matched ignoring case): reported as
    ``secret`` even when an include pattern matches them; a secret folder (``.ssh/``) is
    reported once and not entered.
-4. Files matching no include pattern: left out silently.
+4. Files matching no include pattern: ``not-included``.
 5. Symbolic links are never followed out of the folder (``symlink-outside``). A link to a
    file inside the folder is indexed once, under the link's own path; a link to a folder
    is not entered (its target is scanned under its real path), so link loops cannot occur.
@@ -41,7 +43,10 @@ from .records import FileKind, SkippedFile, SkipReason
 
 DEFAULT_INDEX_DIRNAME = ".kbgraph"
 # Files whose presence marks a folder as a Python environment, whatever the folder's name.
-_ENV_MARKERS = frozenset({"pyvenv.cfg", "conda-meta"})
+_ENV_MARKERS = {
+    "pyvenv.cfg": "a Python virtual environment",
+    "conda-meta": "a conda environment",
+}
 
 _KIND_BY_SUFFIX: dict[str, FileKind] = {
     **dict.fromkeys(("md", "markdown", "mdx"), "markdown"),
@@ -185,8 +190,10 @@ class _Scanner:
         except OSError as exc:
             self._skip(rel_dir + "/", "unreadable", f"cannot list the folder: {exc.strerror}")
             return []
-        if rel_dir and any(e.name in _ENV_MARKERS for e in entries):
-            return []  # a virtualenv or conda env
+        marker = next((e.name for e in entries if e.name in _ENV_MARKERS), None)
+        if rel_dir and marker is not None:
+            self._skip(rel_dir + "/", "excluded-dir", f"{_ENV_MARKERS[marker]} ({marker})")
+            return []
         subdirs: list[tuple[str, str]] = []
         for entry in entries:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
@@ -210,7 +217,10 @@ class _Scanner:
 
     def _enter_dir(self, abs_path: str, rel: str) -> bool:
         rules = self.rules
-        if abs_path in self.pruned_dirs or rules.dir_matches(rules.exclude, rel):
+        if abs_path in self.pruned_dirs:
+            return False  # the index itself
+        if rules.dir_matches(rules.exclude, rel):
+            self._skip(rel + "/", "excluded-dir", "the folder matches an exclude pattern")
             return False
         if rules.dir_matches(rules.secret, rel):
             self._skip(rel + "/", "secret", "the folder matches a secret pattern; not entered")
@@ -218,13 +228,17 @@ class _Scanner:
         return True
 
     def _wanted(self, rel: str) -> bool:
-        """Exclude and secret rules, then include; reports secrets."""
+        """Exclude and secret rules, then include; reports every file it turns away."""
         if self.rules.exclude.fullmatch(rel):
+            self._skip(rel, "excluded", "the name matches an exclude pattern")
             return False
         if self.rules.secret.fullmatch(rel):
             self._skip(rel, "secret", "the name matches a secret pattern")
             return False
-        return bool(self.rules.include.fullmatch(rel))
+        if not self.rules.include.fullmatch(rel):
+            self._skip(rel, "not-included", "the name matches no include pattern")
+            return False
+        return True
 
     def _file(self, entry: os.DirEntry[str], rel: str) -> None:
         if not self._wanted(rel):
@@ -239,6 +253,7 @@ class _Scanner:
     def _link(self, abs_path: str, rel: str) -> None:
         rules = self.rules
         if rules.exclude.fullmatch(rel) or rules.dir_matches(rules.exclude, rel):
+            self._skip(rel, "excluded", "the link's name matches an exclude pattern")
             return
         target = Path(os.path.realpath(abs_path))
         inside = target.is_relative_to(self.root)
@@ -249,8 +264,8 @@ class _Scanner:
                 self._skip(rel, "unreadable", "broken symbolic link")
             return
         if stat.S_ISDIR(st.st_mode):
-            # Never entered: a folder inside is scanned under its real path, and not
-            # following links is what keeps link loops harmless.
+            # Never entered, and not reported when inside: that folder is scanned under its
+            # real path, and not following links is what keeps link loops harmless.
             if not inside:
                 self._skip(rel + "/", "symlink-outside", "the link points outside the folder")
             return
@@ -262,7 +277,9 @@ class _Scanner:
         target_rel = target.relative_to(self.root).as_posix()
         if rules.secret.fullmatch(target_rel):
             self._skip(rel, "secret", f"the link points at {target_rel}, a secret")
-        elif not any(target.is_relative_to(d) for d in self.pruned_dirs):
+        elif any(target.is_relative_to(d) for d in self.pruned_dirs):
+            self._skip(rel, "excluded", "the link points into the index folder")
+        else:
             self._add(Path(abs_path), rel, st)
 
     def _add(self, path: Path, rel: str, st: os.stat_result) -> None:

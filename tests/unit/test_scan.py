@@ -126,13 +126,13 @@ def test_default_scan_lists_included_files_sorted_with_metadata(tmp_path: Path) 
             "b.md": "# B\n",
             "a/z.py": "print(1)\n",
             "a/data.csv": "x,y\n1,2\n",
-            "image.png": b"\x89PNG\r\n",  # not included: neither listed nor reported
+            "image.png": b"\x89PNG\r\n",  # not included: reported, not listed
             "notes.txt": "hello",
         },
     )
     result = scan_folder(tmp_path, ScanConfig())
     assert rels(result) == ["a/data.csv", "a/z.py", "b.md", "notes.txt"]
-    assert result.skipped == []
+    assert reasons(result) == {"image.png": "not-included"}
     by_rel = {f.rel: f for f in result.files}
     st = (tmp_path / "notes.txt").stat()
     assert by_rel["notes.txt"].size == 5 == st.st_size
@@ -143,30 +143,56 @@ def test_default_scan_lists_included_files_sorted_with_metadata(tmp_path: Path) 
 
 
 @pytest.mark.parametrize(
-    "excluded",
+    ("excluded", "folder"),
     [
-        ".git/notes.md",
-        "sub/.git/objects/readme.md",
-        ".venv/lib/site.py",
-        "venv/lib/site.py",
-        "node_modules/pkg/README.md",
-        "web/node_modules/pkg/index.js",
-        "__pycache__/mod.py",
-        ".mypy_cache/x.json",
+        (".git/notes.md", ".git/"),
+        ("sub/.git/objects/readme.md", "sub/.git/"),
+        (".venv/lib/site.py", ".venv/"),
+        ("node_modules/pkg/README.md", "node_modules/"),
+        ("web/node_modules/pkg/index.js", "web/node_modules/"),
+        ("__pycache__/mod.py", "__pycache__/"),
+        (".mypy_cache/x.json", ".mypy_cache/"),
     ],
 )
-def test_excluded_folders_are_pruned_silently(tmp_path: Path, excluded: str) -> None:
-    make_tree(tmp_path, {excluded: "x", "keep.md": "x"})
+def test_excluded_folders_are_pruned_and_reported_once(
+    tmp_path: Path, excluded: str, folder: str
+) -> None:
+    # Many files inside: the report names the folder once, never the files in it, so that
+    # `kbgraph index --json` stays short on a big repository.
+    inside = {f"{folder}more/f{i}.md": "x" for i in range(50)}
+    make_tree(tmp_path, {excluded: "x", "keep.md": "x", **inside})
     result = scan_folder(tmp_path, EVERYTHING.model_copy(update={"exclude": ScanConfig().exclude}))
     assert rels(result) == ["keep.md"]
-    assert result.skipped == []
+    assert reasons(result) == {folder: "excluded-dir"}
 
 
 @pytest.mark.parametrize("marker", ["pyvenv.cfg", "conda-meta/history"])
 def test_environment_detected_by_marker_whatever_its_name(tmp_path: Path, marker: str) -> None:
     make_tree(tmp_path, {f"tools-env/{marker}": "home = /usr", "tools-env/lib/a.py": "x"})
     make_tree(tmp_path, {"keep.py": "x"})
-    assert rels(scan_folder(tmp_path, ScanConfig())) == ["keep.py"]
+    result = scan_folder(tmp_path, ScanConfig())
+    assert rels(result) == ["keep.py"]
+    assert reasons(result) == {"tools-env/": "excluded-dir"}
+    assert marker.split("/")[0] in result.skipped[0].detail
+
+
+@pytest.mark.parametrize("name", ["env", "venv", "environments/env"])
+def test_a_folder_named_like_an_env_without_its_marker_is_indexed(
+    tmp_path: Path, name: str
+) -> None:
+    make_tree(tmp_path, {f"{name}/setup.md": "# Configuring the environment"})
+    assert rels(scan_folder(tmp_path, ScanConfig())) == [f"{name}/setup.md"]
+
+
+def test_files_excluded_by_pattern_or_not_included_are_reported(tmp_path: Path) -> None:
+    make_tree(tmp_path, {"a.md": "x", "b.md": "x", "logo.png": b"\x89PNG", "build/out.md": "x"})
+    result = scan_folder(tmp_path, ScanConfig(exclude=("b.md", "build/")))
+    assert rels(result) == ["a.md"]
+    assert reasons(result) == {
+        "b.md": "excluded",
+        "build/": "excluded-dir",
+        "logo.png": "not-included",
+    }
 
 
 def test_pyvenv_cfg_at_the_root_does_not_hide_the_folder(tmp_path: Path) -> None:
@@ -201,6 +227,11 @@ def test_index_folder_is_always_excluded(tmp_path: Path, use_argument: bool) -> 
         ("deploy/credentials.json", "deploy/credentials.json"),
         ("home/.ssh/config", "home/.ssh/"),  # a secret folder is reported once
         (".aws/credentials", ".aws/"),
+        (".envrc", ".envrc"),  # direnv
+        ("deploy/prod.env", "deploy/prod.env"),
+        (".envs/.production/.django", ".envs/"),
+        ("infra/prod.tfvars", "infra/prod.tfvars"),
+        (".git-credentials", ".git-credentials"),
     ],
 )
 @pytest.mark.parametrize("include_exactly", [False, True])
@@ -211,7 +242,10 @@ def test_secrets_are_denied_even_when_included(
     include = (secret,) if include_exactly else ("**/*",)
     result = scan_folder(tmp_path, ScanConfig(include=include))
     assert secret not in rels(result)
-    assert reasons(result) == {reported_as: "secret"}
+    expected = {reported_as: "secret"}
+    if include_exactly:
+        expected["readme.md"] = "not-included"
+    assert reasons(result) == expected
 
 
 # --- size, names, custom patterns -----------------------------------------------------------
@@ -260,13 +294,15 @@ def test_file_name_that_is_not_utf8_is_reported(tmp_path: Path) -> None:
 def test_custom_include_and_exclude(
     tmp_path: Path, include: tuple[str, ...], exclude: tuple[str, ...], expected: list[str]
 ) -> None:
-    make_tree(
-        tmp_path,
-        {"top.md": "x", "docs/a.md": "x", "docs/sub/b.txt": "x", "src/main.py": "x"},
-    )
+    tree = ["top.md", "docs/a.md", "docs/sub/b.txt", "src/main.py"]
+    make_tree(tmp_path, dict.fromkeys(tree, "x"))
     result = scan_folder(tmp_path, ScanConfig(include=include, exclude=exclude))
     assert rels(result) == expected
-    assert result.skipped == []
+    # Every other file is accounted for, by itself or by its excluded folder.
+    left_out = reasons(result)
+    assert set(left_out.values()) <= {"excluded", "excluded-dir", "not-included"}
+    for rel in set(tree) - set(expected):
+        assert any(rel == p or (p.endswith("/") and rel.startswith(p)) for p in left_out), rel
 
 
 # --- symbolic links ---------------------------------------------------------------------------
@@ -383,5 +419,5 @@ def test_scanning_reads_no_file_contents(tmp_path: Path, opened_files: list[str]
     opened_files.clear()  # writing the fixture files opened them
     result = scan_folder(tmp_path, ScanConfig(max_file_bytes=10))
     assert rels(result) == ["a.md", "b/c.py"]
-    assert reasons(result) == {".env": "secret", "big.txt": "too-large"}
+    assert reasons(result) == {".env": "secret", "big.txt": "too-large", "d/": "excluded-dir"}
     assert [p for p in opened_files if p.startswith(str(tmp_path))] == []
