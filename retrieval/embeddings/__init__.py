@@ -7,7 +7,15 @@ embedding cache.
         outcome = embed_with_cache(embedder, cache, texts)
 """
 
-from ._batching import BatchEmbedder, EmbeddedBatch, EmbedOutcome, check_dims, l2_normalise
+from ._batching import (
+    BatchEmbedder,
+    EmbeddedBatch,
+    EmbedOutcome,
+    InputLimited,
+    check_dims,
+    l2_normalise,
+    length_order,
+)
 from ._cache import CachedEmbedOutcome, EmbeddingCache, embed_with_cache
 from ._fake import FakeEmbeddings
 from ._local import LocalEmbeddings, packaged_model_dir
@@ -34,6 +42,7 @@ __all__ = [
     "EmbeddingSpec",
     "ErrorVerdict",
     "FakeEmbeddings",
+    "InputLimited",
     "LocalEmbeddings",
     "backoff_delay",
     "check_dims",
@@ -41,6 +50,7 @@ __all__ = [
     "describe_embeddings",
     "embed_with_cache",
     "l2_normalise",
+    "length_order",
     "packaged_model_dir",
     "parse_retry_after",
     "parse_spec",

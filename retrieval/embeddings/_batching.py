@@ -8,6 +8,7 @@ import random
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -36,12 +37,26 @@ class EmbedOutcome:
 
 @dataclass(frozen=True, slots=True)
 class EmbeddedBatch:
-    """One batch of ``BatchEmbedder.iter_batches``: texts ``[start, start + len(vectors))``;
-    ``failed`` holds absolute indices."""
+    """One batch of ``BatchEmbedder.iter_batches``: row ``k`` of ``vectors`` is the vector
+    of text ``indices[k]`` (positions in the caller's list); ``failed`` holds positions."""
 
-    start: int
+    indices: list[int]
     vectors: np.ndarray
     failed: list[int]
+
+
+@runtime_checkable
+class InputLimited(Protocol):
+    """An ``Embeddings`` that knows its own input limit (a token count), so that the
+    truncation warning is about what the model really cuts, not a character guess."""
+
+    def over_input_limit(self, texts: Sequence[str]) -> list[bool]:
+        """For each text: would the model truncate it?"""
+        ...
+
+    def input_limit(self) -> str:
+        """The limit in words for a warning, e.g. ``"256 tokens"``."""
+        ...
 
 
 def l2_normalise(matrix: np.ndarray) -> np.ndarray:
@@ -77,8 +92,11 @@ class BatchEmbedder:
     ``max_retries`` times with exponential backoff and jitter, honouring Retry-After; then
     ``EmbeddingError``. A batch the provider rejects (400, 413, 422) is bisected until the
     refused inputs are found; they are reported in ``failed`` and get zero rows. Texts longer
-    than ``max_chars`` are cut (sentence-transformers models truncate to their own token
-    limit on top of this). ``sleep`` and ``rng`` are injectable for tests."""
+    than ``max_chars`` are cut; models that know their token limit (:class:`InputLimited`,
+    the local sentence-transformers model) truncate further, and one warning per call
+    counts the texts cut either way. Texts are embedded longest first, so that each batch
+    holds texts of similar length and pads little; results come back in the caller's order.
+    ``sleep`` and ``rng`` are injectable for tests."""
 
     def __init__(
         self,
@@ -115,37 +133,41 @@ class BatchEmbedder:
         """Embed ``texts`` in order. ``on_batch`` is called after each batch with the number
         of texts done so far."""
         batches: list[EmbeddedBatch] = []
+        done = 0
         for batch in self.iter_batches(texts):
             batches.append(batch)
+            done += len(batch.indices)
             if on_batch is not None:
-                on_batch(batch.start + len(batch.vectors))
+                on_batch(done)
         # Batches embedded before the vector size was known (all refused) have width 0.
         vectors = np.zeros((len(texts), self.dims or 0), dtype=np.float32)
         failed: list[int] = []
         for batch in batches:
             if batch.vectors.shape[1]:
-                vectors[batch.start : batch.start + len(batch.vectors)] = batch.vectors
+                vectors[batch.indices] = batch.vectors
             failed += batch.failed
-        return EmbedOutcome(vectors, failed, self.count_truncated(texts))
+        return EmbedOutcome(vectors, sorted(failed), self.count_truncated(texts))
 
     def iter_batches(self, texts: Sequence[str]) -> Iterator[EmbeddedBatch]:
-        """Embed batch by batch, yielding each as soon as it is done (so that callers can
-        persist progress). Raises ``EmbeddingError`` when the provider refused every one of
-        several inputs: that is a setting (model name, server) gone wrong, not bad data."""
+        """Embed batch by batch, longest texts first, yielding each batch as soon as it is
+        done (so that callers can persist progress). Raises ``EmbeddingError`` when the
+        provider refused every one of several inputs: that is a setting (model name,
+        server) gone wrong, not bad data."""
         self._warn_truncation(texts)
         prepared = [text[: self.max_chars] for text in texts]
+        order = length_order(prepared)
         embedded_any = False
-        for start in range(0, len(prepared), self.batch_size):
-            chunk = prepared[start : start + self.batch_size]
-            rows = self._embed_span(chunk, start)
-            failed = [start + i for i, row in enumerate(rows) if row is None]
+        for start in range(0, len(order), self.batch_size):
+            indices = order[start : start + self.batch_size]
+            rows = self._embed_span([prepared[i] for i in indices], indices)
+            failed = [indices[k] for k, row in enumerate(rows) if row is None]
             embedded_any = embedded_any or len(failed) < len(rows)
-            if not embedded_any and len(prepared) > 1 and start + len(chunk) == len(prepared):
+            if not embedded_any and len(order) > 1 and start + len(indices) == len(order):
                 raise EmbeddingError(
-                    f"{self.info.key} refused every one of the {len(prepared)} inputs; "
+                    f"{self.info.key} refused every one of the {len(order)} inputs; "
                     "check the model name and the server's logs"
                 )
-            yield EmbeddedBatch(start, self._stack(rows), failed)
+            yield EmbeddedBatch(indices, self._stack(rows), sorted(failed))
 
     def embed_query(self, text: str) -> np.ndarray:
         """One normalised query vector (``EmbeddingError`` when the provider refuses it)."""
@@ -172,20 +194,36 @@ class BatchEmbedder:
         return self.dims
 
     def count_truncated(self, texts: Sequence[str]) -> int:
-        return sum(1 for text in texts if len(text) > self.max_chars)
+        """Texts cut before embedding: longer than ``max_chars``, or over the model's own
+        input limit when it knows one."""
+        return sum(self._truncated(texts))
 
     # -- internals --------------------------------------------------------------------
 
+    def _truncated(self, texts: Sequence[str]) -> list[bool]:
+        cut = [len(text) > self.max_chars for text in texts]
+        if isinstance(self.embeddings, InputLimited) and texts:
+            over = self.embeddings.over_input_limit([t[: self.max_chars] for t in texts])
+            cut = [a or b for a, b in zip(cut, over, strict=True)]
+        return cut
+
     def _warn_truncation(self, texts: Sequence[str]) -> None:
+        """One warning per call, with a count: a line per text would drown the log."""
         count = self.count_truncated(texts)
-        if count:
-            logger.warning(
-                "%d of %d texts are longer than %d characters and were truncated before "
-                "embedding; smaller chunks avoid this",
-                count,
-                len(texts),
-                self.max_chars,
-            )
+        if not count:
+            return
+        if isinstance(self.embeddings, InputLimited):
+            limit = f"{self.embeddings.input_limit()} ({self.max_chars} characters at most)"
+        else:
+            limit = f"{self.max_chars} characters"
+        logger.warning(
+            "%d of %d texts are longer than %s's input limit of %s; only their beginning "
+            "was embedded (smaller chunks avoid this: --chunk-size)",
+            count,
+            len(texts),
+            self.info.key,
+            limit,
+        )
 
     def _stack(self, rows: list[np.ndarray | None]) -> np.ndarray:
         width = self.dims or 0
@@ -195,23 +233,24 @@ class BatchEmbedder:
                 out[i] = row
         return out
 
-    def _embed_span(self, texts: list[str], offset: int) -> list[np.ndarray | None]:
-        """Rows for ``texts``; ``None`` for the inputs the provider refused (bisection)."""
+    def _embed_span(self, texts: list[str], positions: list[int]) -> list[np.ndarray | None]:
+        """Rows for ``texts`` (at ``positions`` of the caller's list); ``None`` for the
+        inputs the provider refused, found by bisection."""
         try:
             raw = self._with_retries(lambda: self.embeddings.embed_documents(texts), len(texts))
         except _Rejected as rejected:
             if len(texts) == 1:
                 logger.warning(
                     "input %d was refused by %s (HTTP %s) and is left out: %s",
-                    offset,
+                    positions[0],
                     self.info.key,
                     rejected.verdict.status,
                     rejected.__cause__,
                 )
                 return [None]
             half = len(texts) // 2
-            return self._embed_span(texts[:half], offset) + self._embed_span(
-                texts[half:], offset + half
+            return self._embed_span(texts[:half], positions[:half]) + self._embed_span(
+                texts[half:], positions[half:]
             )
         matrix = self._validate(raw, len(texts))
         # A NaN/inf or all-zero vector cannot be normalised or ranked: count it as failed.
@@ -283,6 +322,14 @@ class BatchEmbedder:
         return EmbeddingError(f"{self.info.key} failed: {_describe(verdict, exc)}; {hint}")
 
 
+def length_order(texts: Sequence[str]) -> list[int]:
+    """Positions of ``texts``, longest first (ties in their order). A transformer pads
+    every text of a batch to the batch's longest; sentence-transformers sorts by length
+    only within one call, so batches cut from the caller's order would each pay for their
+    own longest text. Sorting the whole run first makes batches of similar lengths."""
+    return sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+
+
 class _Rejected(Exception):
     """The provider refused the request's content (internal signal for bisection)."""
 
@@ -296,4 +343,12 @@ def _describe(verdict: ErrorVerdict, exc: BaseException) -> str:
     return f"{status}{type(exc).__name__}: {exc}"
 
 
-__all__ = ["BatchEmbedder", "EmbedOutcome", "EmbeddedBatch", "check_dims", "l2_normalise"]
+__all__ = [
+    "BatchEmbedder",
+    "EmbedOutcome",
+    "EmbeddedBatch",
+    "InputLimited",
+    "check_dims",
+    "l2_normalise",
+    "length_order",
+]

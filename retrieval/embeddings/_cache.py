@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import EmbeddingError
 from ..records import text_hash
-from ._batching import BatchEmbedder
+from ._batching import BatchEmbedder, check_dims
 
 logger = logging.getLogger("retrieval.embeddings")
 
@@ -167,10 +167,15 @@ def embed_with_cache(
     cache: EmbeddingCache,
     texts: Sequence[str],
     on_progress: Callable[[int, int], None] | None = None,
+    *,
+    expected_dims: int | None = None,
+    index_model: str | None = None,
 ) -> CachedEmbedOutcome:
     """Vectors for ``texts``, embedding only texts whose hash is not cached, each distinct
     text once. Each batch is committed to the cache as soon as it is embedded.
-    ``on_progress(done, total)`` counts positions of ``texts``, starting with the cached."""
+    ``on_progress(done, total)`` counts positions of ``texts``, starting with the cached.
+    ``expected_dims`` (the index's vector size) refuses vectors of another size with
+    ``DimensionMismatchError`` before they reach the cache, which keeps them out of it."""
     hashes = [text_hash(text) for text in texts]
     positions: dict[str, list[int]] = {}
     for i, digest in enumerate(hashes):
@@ -183,7 +188,10 @@ def embed_with_cache(
     failed_hashes: set[str] = set()
     embedded = 0
     for batch in embedder.iter_batches([texts[positions[d][0]] for d in missing]):
-        batch_hashes = missing[batch.start : batch.start + len(batch.vectors)]
+        width = int(batch.vectors.shape[1])
+        if expected_dims and width:
+            check_dims(expected_dims, width, index_model=index_model, current_model=cache.model)
+        batch_hashes = [missing[i] for i in batch.indices]
         failed_here = {missing[i] for i in batch.failed}
         fresh = {d: batch.vectors[k] for k, d in enumerate(batch_hashes) if d not in failed_here}
         cache.put_many(fresh)

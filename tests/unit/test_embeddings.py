@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from pathlib import Path
@@ -32,6 +33,7 @@ from retrieval.embeddings import (
     classify_error,
     describe_embeddings,
     l2_normalise,
+    length_order,
     packaged_model_dir,
     parse_retry_after,
     parse_spec,
@@ -312,12 +314,36 @@ def test_batches_keep_order_and_report_progress() -> None:
     texts = _texts(150)
     outcome = BatchEmbedder(provider, batch_size=64).embed(texts, on_batch=done.append)
     assert [len(c) for c in provider.calls] == [64, 64, 22]
+    assert sorted(t for call in provider.calls for t in call) == sorted(texts)
     assert done == [64, 128, 150]
     assert outcome.vectors.dtype == np.float32
     assert outcome.vectors.shape == (150, 16)
     expected = l2_normalise(np.array(FakeEmbeddings(16).embed_documents(texts)))
     assert np.allclose(outcome.vectors, expected, atol=1e-6)
     assert (outcome.failed, outcome.truncated) == ([], 0)
+
+
+def test_batches_hold_texts_of_similar_length_and_results_come_back_in_order() -> None:
+    """Longest first across the whole run: a batch pads to its longest text, so mixing a
+    long text into every batch (caller order) would pay for it batch after batch."""
+    lengths = [5, 400, 12, 390, 7, 380, 9, 10]
+    texts = [f"t{i} " + "w" * (n - 3) for i, n in enumerate(lengths)]
+    provider = _Recording()
+    outcome = BatchEmbedder(provider, batch_size=3).embed(texts)
+    batch_lengths = [[len(t) for t in call] for call in provider.calls]
+    assert batch_lengths == [[400, 390, 380], [12, 10, 9], [7, 5]]
+    expected = l2_normalise(np.array(provider.fake.embed_documents(texts)))
+    assert np.allclose(outcome.vectors, expected, atol=1e-6)  # the caller's order
+    assert length_order(["bb", "a", "cc", "ddd"]) == [3, 0, 2, 1]  # ties keep their order
+
+
+def test_iter_batches_names_the_positions_of_each_row() -> None:
+    texts = ["a", "ccc", "bb", "POISON dddd"]
+    batches = list(BatchEmbedder(_Poisoned(), batch_size=2).iter_batches(texts))
+    assert [b.indices for b in batches] == [[3, 1], [2, 0]]
+    assert [b.failed for b in batches] == [[3], []]
+    fake = FakeEmbeddings(16)
+    assert np.allclose(batches[0].vectors[1], l2_normalise(np.array([fake.embed_query("ccc")]))[0])
 
 
 def test_empty_input_embeds_nothing() -> None:
@@ -559,9 +585,42 @@ def test_over_long_inputs_are_truncated_counted_and_logged(
     with caplog.at_level(logging.WARNING, logger="retrieval.embeddings"):
         outcome = BatchEmbedder(provider, max_chars=20).embed(texts)
     assert outcome.truncated == 2
-    assert provider.calls == [["é" * 20, "short", ("x\r\n" * 10)[:20]]]
-    assert "2 of 3 texts are longer than 20 characters" in caplog.text
+    assert provider.calls == [["é" * 20, ("x\r\n" * 10)[:20], "short"]]  # longest first
+    assert "2 of 3 texts are longer than" in caplog.text
+    assert "input limit of 20 characters" in caplog.text
     assert capsys.readouterr() == ("", "")
+
+
+class _TokenLimited(_Recording):
+    """Knows its input limit in "tokens" (words here), as the local model knows its
+    tokenizer's: the warning must count what the model cuts, not characters."""
+
+    def over_input_limit(self, texts: Sequence[str]) -> list[bool]:
+        return [len(t.split()) > 4 for t in texts]
+
+    def input_limit(self) -> str:
+        return "4 tokens"
+
+
+def test_truncation_warning_uses_the_models_own_limit_once_per_run(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    texts = ["one two three", "a b c d e f", "short", "w " * 10, "x" * 30]
+    with caplog.at_level(logging.WARNING, logger="retrieval.embeddings"):
+        outcome = BatchEmbedder(_TokenLimited(), batch_size=2, max_chars=25).embed(texts)
+    # "a b c d e f" and "w w ..." exceed 4 tokens; "x" * 30 exceeds 25 characters.
+    assert outcome.truncated == 3
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1, caplog.text  # three batches, one warning with a count
+    assert "3 of 5 texts" in warnings[0].getMessage()
+    assert "4 tokens" in warnings[0].getMessage()
+
+
+def test_no_truncation_warning_when_every_text_fits(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="retrieval.embeddings"):
+        outcome = BatchEmbedder(_TokenLimited()).embed(["one two", "three four five"])
+    assert outcome.truncated == 0
+    assert caplog.text == ""
 
 
 def test_embed_query_is_normalised_and_retried() -> None:
