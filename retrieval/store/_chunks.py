@@ -50,6 +50,29 @@ class ChunkReader:
     def __len__(self) -> int:
         return len(self._offsets)
 
+    def check_offsets(self) -> str | None:
+        """What is wrong with offsets.bin, or None: one offset per line of chunks.jsonl,
+        the first 0, each just after a newline, and the file ends with one."""
+        offsets = self._offsets.astype(np.int64)
+        if not len(offsets):
+            return None if self._size == 0 else "no offsets for a non-empty chunks.jsonl"
+        if offsets[0] != 0:
+            return f"the first offset is {int(offsets[0])}, not 0"
+        if np.any(np.diff(offsets) <= 0):
+            return "offsets do not strictly increase"
+        assert self._map is not None  # a non-empty file with offsets is mapped
+        data = np.frombuffer(self._map, dtype=np.uint8)
+        before = data[offsets[1:] - 1]
+        if np.any(before != ord("\n")):
+            bad = int(offsets[1:][np.flatnonzero(before != ord("\n"))[0]])
+            return f"offset {bad} is not at the start of a line"
+        if data[-1] != ord("\n"):
+            return "chunks.jsonl does not end with a newline (truncated?)"
+        lines = int(np.count_nonzero(data == ord("\n")))  # JSON escapes newlines in strings
+        if lines != len(offsets):
+            return f"chunks.jsonl has {lines} lines but offsets.bin {len(offsets)} offsets"
+        return None
+
     def get(self, index: int) -> Chunk:
         if self._map is None or not 0 <= index < len(self._offsets):
             raise IndexError(index)

@@ -62,7 +62,7 @@ class IndexReader:
             self.chunk_file[record.chunk_start : record.chunk_end] = i
 
     def _check_counts(self) -> None:
-        counts = {"chunks.jsonl": len(self.chunks), "bm25": len(self.bm25)}
+        counts = {"chunks.jsonl/offsets.bin": len(self.chunks), "bm25": len(self.bm25)}
         if self.vectors is not None:
             counts["vectors.bin"] = int(self.vectors.shape[0])
         bad = {k: v for k, v in counts.items() if v != self.meta.chunk_count}
@@ -83,15 +83,39 @@ class IndexReader:
         return allowed[self.chunk_file]
 
     def validate(self) -> None:
-        """Full check: every chunk parses and lies inside its file's chunk span."""
+        """Full check: counts agree (meta, chunks, offsets, vectors, BM25), offsets.bin
+        points at line starts, every chunk parses and lies inside its file's chunk span,
+        and every vector has unit length (zero only for a chunk whose embedding failed)."""
+        self._check_counts()
+        problem = self.chunks.check_offsets()
+        if problem is not None:
+            raise IndexCorruptError(f"{self.path}/offsets.bin: {problem}; re-index")
+        spans = sum(r.chunk_end - r.chunk_start for r in self.meta.files.values())
+        if spans != self.meta.chunk_count:
+            raise IndexCorruptError(
+                f"{self.path}: file spans cover {spans} chunks, meta.json says "
+                f"{self.meta.chunk_count}; re-index"
+            )
         for i, chunk in enumerate(self.chunks):
             record = self.meta.files.get(chunk.source)
             if record is None or not record.chunk_start <= i < record.chunk_end:
                 raise IndexCorruptError(f"{self.path}: chunk {i} ({chunk.source}) is misplaced")
-        if self.vectors is not None and len(self.vectors):
-            norms = np.linalg.norm(np.asarray(self.vectors[-1]))
-            if not (abs(norms - 1.0) < 1e-3 or norms == 0.0):
-                raise IndexCorruptError(f"{self.path}: vectors are not normalised")
+        if self.vectors is not None:
+            self._check_norms(self.vectors)
+
+    def _check_norms(self, vectors: np.ndarray) -> None:
+        failed = set(self.meta.failed_embeddings)
+        for start in range(0, len(vectors), _NORM_BLOCK):  # bounded memory on big indexes
+            norms = np.linalg.norm(np.asarray(vectors[start : start + _NORM_BLOCK]), axis=1)
+            zero = norms == 0.0
+            bad = ~zero & (np.abs(norms - 1.0) > _NORM_TOLERANCE)
+            bad |= zero & ~np.isin(np.arange(start, start + len(norms)), list(failed))
+            if bad.any():
+                row = start + int(np.flatnonzero(bad)[0])
+                raise IndexCorruptError(
+                    f"{self.path}: vector {row} has length {norms[row - start]:.4f}, not 1 "
+                    f"({int(bad.sum())} such in rows {start}-{start + len(norms) - 1}); re-index"
+                )
 
     def size_bytes(self) -> int:
         return sum(
@@ -100,6 +124,10 @@ class IndexReader:
 
     def close(self) -> None:
         self.chunks.close()
+
+
+_NORM_BLOCK = 65536
+_NORM_TOLERANCE = 1e-3  # float32 rounding of a unit vector is far below this
 
 
 def _read_meta(path: Path) -> IndexMeta:

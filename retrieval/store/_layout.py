@@ -16,6 +16,7 @@ both naming complete generations. Unpublished folders are removed by the next wr
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import time
@@ -23,11 +24,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._fs import fsync_dir
-from ..errors import IndexCorruptError
+from ..errors import ConfigError, IndexCorruptError, IndexNotFoundError
+from ._lock import file_lock
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 INDEX_DIR_NAME = ".kbgraph"
+GITIGNORE = b"*\n"
+# Every name an index folder may hold: what a writer, a reader and SQLite (the cache's
+# -wal/-shm/-journal) create, and the temporary files of atomic writes.
+_INDEX_ENTRY = re.compile(
+    r"^(?:\.gitignore|\.lock|\.write\.lock|CURRENT|cache\.sqlite(?:-wal|-shm|-journal)?"
+    r"|gen-[0-9a-f]+-[0-9a-f]+|\.[^/]+\.\d+\.tmp)$"
+)
+_GENERATION_ENTRY = re.compile(
+    r"^(?:meta\.json|chunks\.jsonl|offsets\.bin|vectors\.bin|bm25|\.[^/]+\.\d+\.tmp)$"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,11 +66,87 @@ class IndexLayout:
         return self.root / name
 
     def ensure(self) -> None:
+        """Create the index folder, or adopt an existing one that is an index or empty.
+        Only a folder created here or already an index is made private (0700): an
+        ``--index-dir`` pointing at some other folder must not change its mode."""
+        created = not self.root.exists()
         self.root.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-        os.chmod(self.root, DIR_MODE)
+        if not created:
+            foreign = self.foreign_entries()
+            if foreign and not self.root.joinpath(".gitignore").is_file():
+                raise ConfigError(
+                    f"{self.root} is not a kbgraph index (it holds {_preview(foreign)}); "
+                    "choose a new or empty folder for the index (--index-dir)"
+                )
+            if foreign:
+                raise ConfigError(
+                    f"{self.root} holds files a kbgraph index never has "
+                    f"({_preview(foreign)}); move them away or choose another --index-dir"
+                )
+        if created or self.is_index():
+            os.chmod(self.root, DIR_MODE)
         gitignore = self.root / ".gitignore"
         if not gitignore.exists():
-            write_file_atomic(gitignore, b"*\n")
+            write_file_atomic(gitignore, GITIGNORE)
+
+    def foreign_entries(self) -> list[str]:
+        """Names in the index folder (and its generations) that no index writes."""
+        foreign = []
+        for entry in sorted(self.root.iterdir(), key=lambda e: e.name):
+            if not _INDEX_ENTRY.match(entry.name):
+                foreign.append(entry.name)
+            elif entry.name.startswith("gen-"):
+                if not entry.is_dir() or entry.is_symlink():
+                    foreign.append(entry.name)
+                    continue
+                foreign += [
+                    f"{entry.name}/{inner.name}"
+                    for inner in sorted(entry.iterdir(), key=lambda e: e.name)
+                    if not _GENERATION_ENTRY.match(inner.name)
+                ]
+        return foreign
+
+    def is_index(self) -> bool:
+        """True when the folder is recognisably a kbgraph index: our ``.gitignore``, at
+        least one other index entry, and nothing an index never holds."""
+        root = self.root
+        if root.is_symlink() or not root.is_dir():
+            return False
+        try:
+            if (root / ".gitignore").read_bytes() != GITIGNORE:
+                return False
+            names = {entry.name for entry in root.iterdir()}
+            return len(names) > 1 and not self.foreign_entries()
+        except OSError:
+            return False
+
+    def delete(self, *, documents: Path, lock_timeout: float) -> None:
+        """Remove the whole index folder, cache included. Refuses a folder that is (or
+        holds) the ``documents`` folder or is not recognisably an index, and takes the
+        writer's lock first, so that a running ``kbgraph index`` finishes before."""
+        if not self.root.exists():
+            raise IndexNotFoundError(f"{documents} has no index to delete ({self.root})")
+        if documents == self.root or documents.is_relative_to(self.root):
+            raise ConfigError(
+                f"refusing to delete {self.root}: it is or holds the documents folder "
+                f"{documents}; point --index-dir at the index folder itself"
+            )
+        self._check_deletable()  # before the locks: they would create files in it
+        with (
+            file_lock(self.write_lock, "exclusive", lock_timeout, "delete index"),
+            file_lock(self.lock, "exclusive", lock_timeout, "delete index"),
+        ):
+            self._check_deletable()  # as it is now that no writer runs
+            shutil.rmtree(self.root)
+
+    def _check_deletable(self) -> None:
+        if not self.is_index():
+            foreign = self.foreign_entries() if self.root.is_dir() else []
+            why = f" (it holds {_preview(foreign)})" if foreign else ""
+            raise ConfigError(
+                f"refusing to delete {self.root}: it is not a kbgraph index{why}; "
+                "delete only an index folder (with CURRENT, gen-* and a `*` .gitignore)"
+            )
 
     def current_name(self) -> str | None:
         try:
@@ -88,6 +176,11 @@ class IndexLayout:
         for entry in self.root.iterdir():
             if entry.is_dir() and entry.name.startswith("gen-") and entry.name != keep:
                 shutil.rmtree(entry, ignore_errors=True)
+
+
+def _preview(names: list[str], limit: int = 5) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 def write_file_atomic(path: Path, data: bytes) -> None:

@@ -14,7 +14,7 @@ from typing import IO, Literal
 
 import portalocker
 
-from ..errors import IndexLockedError
+from ..errors import IndexLockedError, IndexNotFoundError
 
 LockMode = Literal["shared", "exclusive"]
 _POLL_S = 0.05
@@ -22,27 +22,62 @@ _POLL_S = 0.05
 
 @contextmanager
 def file_lock(path: Path, mode: LockMode, timeout: float, purpose: str) -> Iterator[None]:
-    """Hold ``path`` locked in ``mode``; raise IndexLockedError after ``timeout`` seconds."""
-    flags = portalocker.LOCK_SH if mode == "shared" else portalocker.LOCK_EX
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    handle: IO[bytes] = os.fdopen(fd, "r+b")
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                portalocker.lock(handle, flags | portalocker.LOCK_NB)
-                break
-            except portalocker.exceptions.LockException:
-                if time.monotonic() >= deadline:
-                    raise IndexLockedError(
-                        f"{purpose}: {path.parent} is locked by another kbgraph process and "
-                        f"stayed locked for {timeout:g}s; wait for it to finish or raise "
-                        "the lock timeout (--lock-timeout)"
-                    ) from None
-                time.sleep(_POLL_S)
+    """Hold ``path`` locked in ``mode``; raise IndexLockedError after ``timeout`` seconds.
+    A lock won on a file that was meanwhile unlinked (``kbgraph delete`` removed the index
+    while this process waited) locks nothing: the file is opened afresh and locked again,
+    and when its folder is gone, ``IndexNotFoundError`` says so."""
+    deadline = time.monotonic() + timeout
+    while True:
+        handle = _open_lock_file(path, purpose)
         try:
-            yield
-        finally:
+            _acquire(handle, mode, deadline, timeout, path, purpose)
+            if _same_file(handle, path):
+                break
             portalocker.unlock(handle)
-    finally:
+        except BaseException:
+            handle.close()
+            raise
         handle.close()
+    try:
+        yield
+    finally:
+        portalocker.unlock(handle)
+        handle.close()
+
+
+def _open_lock_file(path: Path, purpose: str) -> IO[bytes]:
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except FileNotFoundError:
+        raise IndexNotFoundError(
+            f"{purpose}: the index folder {path.parent} no longer exists (deleted by another "
+            "process); run the command again"
+        ) from None
+    return os.fdopen(fd, "r+b")
+
+
+def _acquire(
+    handle: IO[bytes], mode: LockMode, deadline: float, timeout: float, path: Path, purpose: str
+) -> None:
+    flags = portalocker.LOCK_SH if mode == "shared" else portalocker.LOCK_EX
+    while True:
+        try:
+            portalocker.lock(handle, flags | portalocker.LOCK_NB)
+            return
+        except portalocker.exceptions.LockException:
+            if time.monotonic() >= deadline:
+                raise IndexLockedError(
+                    f"{purpose}: {path.parent} is locked by another kbgraph process and "
+                    f"stayed locked for {timeout:g}s; "
+                    "wait for it to finish or raise the lock timeout (--lock-timeout)"
+                ) from None
+            time.sleep(_POLL_S)
+
+
+def _same_file(handle: IO[bytes], path: Path) -> bool:
+    try:
+        now = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(handle.fileno())
+    return (held.st_dev, held.st_ino) == (now.st_dev, now.st_ino)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import stat
 import struct
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from retrieval import KnowledgeBase
 from retrieval.errors import IndexCorruptError, IndexLockedError
 from retrieval.records import Chunk
 from retrieval.store import (
@@ -117,3 +120,77 @@ def test_exclusive_lock_times_out_with_a_clear_message(tmp_path: Path) -> None:
         file_lock(lock, "exclusive", 0.2, "index"),
     ):
         pass
+
+
+# -- IndexReader.validate ---------------------------------------------------------------
+
+
+def _built(tmp_path: Path) -> tuple[KnowledgeBase, Path]:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for i in range(6):
+        (docs / f"d{i}.md").write_text(f"# Doc {i}\n\nretry backoff token {i} 東京\n" * 3)
+    kb = KnowledgeBase(docs, embedding="fake")
+    kb.index()
+    kb.validate()
+    generation = kb.layout.generation(kb.layout.current_name() or "")
+    kb.close()
+    return kb, generation
+
+
+def _rewrite_vectors(generation: Path, change: Callable[[np.ndarray], None]) -> None:
+    vectors = np.array(open_vectors(generation / "vectors.bin"))
+    change(vectors)
+    write_vectors(generation / "vectors.bin", vectors)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda v: v.__setitem__(2, v[2] * 1.5), r"vector 2 has length 1\.5"),
+        (lambda v: v.__setitem__(0, 0.0), "vector 0 has length 0"),  # zero, yet not failed
+    ],
+)
+def test_validate_checks_every_vector_norm(
+    tmp_path: Path, change: Callable[[np.ndarray], None], message: str
+) -> None:
+    kb, generation = _built(tmp_path)
+    _rewrite_vectors(generation, change)
+    with pytest.raises(IndexCorruptError, match=message):
+        kb.validate()
+
+
+def test_validate_accepts_a_zero_vector_of_a_failed_embedding(tmp_path: Path) -> None:
+    kb, generation = _built(tmp_path)
+    _rewrite_vectors(generation, lambda v: v.__setitem__(3, 0.0))
+    meta = json.loads((generation / "meta.json").read_text())
+    meta["failed_embeddings"] = [3]
+    (generation / "meta.json").write_text(json.dumps(meta))
+    kb.validate()
+
+
+def test_validate_checks_offsets_point_at_line_starts(tmp_path: Path) -> None:
+    kb, generation = _built(tmp_path)
+    offsets = np.frombuffer((generation / "offsets.bin").read_bytes(), dtype="<u8").copy()
+    offsets[2] += 1
+    (generation / "offsets.bin").write_bytes(offsets.tobytes())
+    with pytest.raises(IndexCorruptError, match="not at the start of a line"):
+        kb.validate()
+
+
+def test_validate_checks_lines_and_offsets_agree(tmp_path: Path) -> None:
+    kb, generation = _built(tmp_path)
+    with open(generation / "chunks.jsonl", "ab") as fh:
+        fh.write(b'{"stray": "line"}\n')
+    with pytest.raises(IndexCorruptError, match=r"lines but offsets\.bin"):
+        kb.validate()
+
+
+def test_validate_checks_counts_of_meta_and_file_spans(tmp_path: Path) -> None:
+    kb, generation = _built(tmp_path)
+    meta = json.loads((generation / "meta.json").read_text())
+    first = sorted(meta["files"])[0]
+    meta["files"][first]["chunk_end"] -= 1
+    (generation / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(IndexCorruptError, match="file spans cover"):
+        kb.validate()
