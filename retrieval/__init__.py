@@ -19,6 +19,7 @@ from .errors import (
     IndexLockedError,
     IndexNotFoundError,
     KbgraphError,
+    ModelMismatchError,
 )
 from .filters import SearchFilters
 
@@ -54,6 +55,7 @@ __all__ = [
     "IndexStats",
     "KbgraphError",
     "KnowledgeBase",
+    "ModelMismatchError",
     "ProgressCallback",
     "ProgressEvent",
     "Ranker",

@@ -18,7 +18,13 @@ import numpy as np
 from . import __version__
 from .chunking import chunk_file
 from .config import ChunkConfig, ScanConfig
-from .embeddings import BatchEmbedder, EmbeddingCache, check_dims, embed_with_cache
+from .embeddings import (
+    BatchEmbedder,
+    CachedEmbedOutcome,
+    EmbeddingCache,
+    check_dims,
+    embed_with_cache,
+)
 from .loaders import SkipFile, load_file
 from .progress import ProgressCallback, ProgressEvent
 from .records import Chunk, SkippedFile, index_text
@@ -54,8 +60,9 @@ class RunResult:
     meta: IndexMeta
     embedded: int = 0
     reused: int = 0
-    skipped: list[SkippedFile] = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list)  # not indexed
     rebuilt: bool = False
+    warnings: list[SkippedFile] = field(default_factory=list)  # indexed, with a caveat
 
 
 @dataclass
@@ -64,7 +71,8 @@ class _Pending:
     vectors: list[np.ndarray | None] = field(default_factory=list)  # None: embed later
     files: dict[str, FileRecord] = field(default_factory=dict)
     skipped: dict[str, SkipRecord] = field(default_factory=dict)
-    notes: list[SkippedFile] = field(default_factory=list)
+    skips: list[SkippedFile] = field(default_factory=list)
+    warnings: list[SkippedFile] = field(default_factory=list)
     reused_vectors: int = 0
 
 
@@ -127,12 +135,13 @@ def _build(plan: IndexPlan, old: IndexReader | None, progress: ProgressCallback)
         plan.layout.publish(target)
         plan.layout.remove_stale(keep=target.name)
     progress(ProgressEvent("write", 1, 1, target.name))
-    skipped = list(scanned.skipped) + pending.notes
+    skipped = list(scanned.skipped) + pending.skips
     return RunResult(
         meta=meta,
         embedded=embedded,
         reused=pending.reused_vectors,
         skipped=sorted(skipped, key=lambda s: s.path),
+        warnings=sorted(pending.warnings, key=lambda s: s.path),
     )
 
 
@@ -140,7 +149,7 @@ def _add_file(plan: IndexPlan, old: IndexReader | None, file: ScannedFile, p: _P
     prev_skip = old.meta.skipped.get(file.rel) if old else None
     if prev_skip and (prev_skip.size, prev_skip.mtime_ns) == (file.size, file.mtime_ns):
         p.skipped[file.rel] = prev_skip
-        p.notes.append(SkippedFile(file.rel, prev_skip.reason, prev_skip.detail))
+        p.skips.append(SkippedFile(file.rel, prev_skip.reason, prev_skip.detail))
         return
     record = old.meta.files.get(file.rel) if old else None
     if old and record and (record.size, record.mtime_ns) == (file.size, file.mtime_ns):
@@ -153,14 +162,14 @@ def _add_file(plan: IndexPlan, old: IndexReader | None, file: ScannedFile, p: _P
         p.skipped[file.rel] = SkipRecord(
             size=file.size, mtime_ns=file.mtime_ns, reason=skip.reason, detail=skip.detail
         )
-        p.notes.append(skip)
+        p.skips.append(skip)
         return
     if old and record and record.sha256 == loaded.sha256:
         _reuse(old, record, file, loaded.sha256, p)
         return
     chunks = chunk_file(loaded.segments, plan.chunking, loaded.kind, file.rel)
     notes = [n.to_dict() for n in loaded.notes]
-    p.notes.extend(loaded.notes)
+    p.warnings.extend(loaded.notes)
     start = len(p.chunks)
     p.chunks.extend(chunks)
     p.vectors.extend([None] * len(chunks))
@@ -183,7 +192,7 @@ def _reuse(old: IndexReader, rec: FileRecord, file: ScannedFile, sha: str, p: _P
         usable = old.vectors is not None and i not in failed
         p.vectors.append(np.array(old.vectors[i]) if usable and old.vectors is not None else None)
         p.reused_vectors += usable
-    p.notes.extend(SkippedFile(n["path"], n["reason"], n.get("detail", "")) for n in rec.notes)  # type: ignore[arg-type]
+    p.warnings.extend(SkippedFile(n["path"], n["reason"], n.get("detail", "")) for n in rec.notes)  # type: ignore[arg-type]
     p.files[file.rel] = rec.model_copy(
         update={
             "size": file.size,
@@ -206,27 +215,21 @@ def _embed(
     new_rows: np.ndarray | None = None
     if missing:
         embedder = plan.embedder()
-        cache = EmbeddingCache(plan.layout.cache, embedder.info.key)
-        try:
-
-            def on_progress(done: int, total: int) -> None:
-                progress(ProgressEvent("embed", done, total, "embedding"))
-
-            outcome = embed_with_cache(
-                embedder, cache, [index_text(p.chunks[i]) for i in missing], on_progress
-            )
-        finally:
-            cache.close()
-        new_rows, embedded, failed_local = outcome.vectors, outcome.embedded, outcome.failed
+        texts = [index_text(p.chunks[i]) for i in missing]
+        index_model = _model_name(old.meta.embedding if old else None)
+        outcome = _embed_missing(plan, embedder, texts, progress, dims, index_model)
+        embedded, failed_local = outcome.embedded, outcome.failed
         p.reused_vectors += outcome.reused
-        if dims:
-            check_dims(
-                dims,
-                int(new_rows.shape[1]),
-                index_model=_model_name(old.meta.embedding if old else None),
-                current_model=embedder.info.key,
-            )
-        dims = int(new_rows.shape[1])
+        new_rows = outcome.vectors
+        width = int(new_rows.shape[1])
+        if width == 0:
+            # Nothing got a vector (the provider refused every new text): the rows are
+            # zeros of the index's width, or of the model's when there is no index yet.
+            width = dims or embedder.dimensions()
+            new_rows = np.zeros((len(missing), width), dtype=np.float32)
+        if dims:  # vectors from the cache were not checked on the way
+            check_dims(dims, width, index_model=index_model, current_model=embedder.info.key)
+        dims = width
     if not dims:
         dims = plan.embedding.dims
     matrix = np.zeros((len(p.chunks), dims), dtype=np.float32)
@@ -237,6 +240,23 @@ def _embed(
         matrix[missing] = new_rows
     plan.embedding = plan.embedding.model_copy(update={"dims": dims})
     return matrix, embedded, sorted(missing[j] for j in failed_local)
+
+
+def _embed_missing(
+    plan: IndexPlan,
+    embedder: BatchEmbedder,
+    texts: list[str],
+    progress: ProgressCallback,
+    dims: int,
+    index_model: str | None,
+) -> CachedEmbedOutcome:
+    def on_progress(done: int, total: int) -> None:
+        progress(ProgressEvent("embed", done, total, "embedding"))
+
+    with EmbeddingCache(plan.layout.cache, embedder.info.key) as cache:
+        return embed_with_cache(
+            embedder, cache, texts, on_progress, expected_dims=dims or None, index_model=index_model
+        )
 
 
 def _model_name(embedding: EmbeddingMeta | None) -> str | None:

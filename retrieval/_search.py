@@ -8,11 +8,11 @@ from collections.abc import Callable
 import numpy as np
 
 from .config import SearchConfig, SearchMode
-from .errors import ConfigError, DimensionMismatchError
+from .errors import ConfigError, DimensionMismatchError, ModelMismatchError
 from .filters import SearchFilters
 from .ranking import check_mask, convex_fuse, dot_scores, rrf_fuse, top_k_of
 from .records import SearchResult
-from .store import IndexReader
+from .store import EmbeddingMeta, IndexReader
 
 QueryEmbedder = Callable[[str], np.ndarray]
 RANKERS = ("vector", "bm25")
@@ -30,6 +30,24 @@ def resolve_mode(reader: IndexReader, mode: SearchMode | None) -> SearchMode:
     if mode not in ("vector", "bm25", "hybrid"):
         raise ConfigError(f"unknown search mode {mode!r}; allowed: vector, bm25, hybrid")
     return mode
+
+
+def check_query_model(index: EmbeddingMeta | None, query: EmbeddingMeta | None) -> None:
+    """Refuse to rank the index's vectors with another model's query vector. Vectors of
+    two models are not comparable even when their sizes agree (both 384, say): the scores
+    would be noise, so the dimension check alone is not enough."""
+    if index is None or query is None:
+        return
+    if (index.provider, index.model) == (query.provider, query.model):
+        return
+    built = f"{index.provider}:{index.model}"
+    again = index.spec or built
+    raise ModelMismatchError(
+        f"the index was built with the embedding model {built} but this search embeds "
+        f"queries with {query.provider}:{query.model}; search with --embedding {again} "
+        "(or leave --embedding out to use the index's model), or re-index with the new "
+        "model (`kbgraph index FOLDER --embedding SPEC`)"
+    )
 
 
 def ranker_scores(

@@ -24,7 +24,12 @@ class IndexLockedError(KbgraphError, TimeoutError):
     """Another process held the index lock for longer than the timeout."""
 
 
-class DimensionMismatchError(KbgraphError):
+class ModelMismatchError(KbgraphError):
+    """The embedding model in use is not the one the index was built with (another
+    provider or model name, or vectors of another size)."""
+
+
+class DimensionMismatchError(ModelMismatchError):
     """The embedding model gives vectors of another size than the existing index."""
 
 
@@ -40,4 +45,5 @@ __all__ = [
     "IndexLockedError",
     "IndexNotFoundError",
     "KbgraphError",
+    "ModelMismatchError",
 ]

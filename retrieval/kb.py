@@ -8,17 +8,17 @@ print(format_context(results))   # citation-tagged context for a chat model
 
 from __future__ import annotations
 
-import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
+from pydantic import ValidationError
 
 from ._indexer import IndexPlan, run_index, settings_match
-from ._search import rank_one, resolve_mode
+from ._search import QueryEmbedder, check_query_model, rank_one, resolve_mode
 from ._search import search as _search
 from .config import ChunkConfig, ScanConfig, SearchConfig, SearchMode
 from .embeddings import BatchEmbedder, describe_embeddings, resolve_embeddings
@@ -30,6 +30,7 @@ from .scan import scan_folder
 from .store import INDEX_DIR_NAME, EmbeddingMeta, FileRecord, IndexLayout, IndexMeta, IndexReader
 
 Ranker = Literal["vector", "bm25"]
+_Settings = TypeVar("_Settings", ChunkConfig, ScanConfig)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +57,9 @@ class IndexStats:
 
 @dataclass(frozen=True, slots=True)
 class IndexReport:
-    """What one indexing run did, plus the stats after it."""
+    """What one indexing run did, plus the stats after it. ``skipped``: files left out of
+    the index, with the reason; ``warnings``: files indexed with a caveat (decoded with a
+    fallback encoding, a PDF page that could not be extracted)."""
 
     stats: IndexStats
     embedded: int
@@ -64,6 +67,7 @@ class IndexReport:
     skipped: list[SkippedFile]
     failed_embeddings: int = 0
     rebuilt: bool = False  # model or chunking parameters changed
+    warnings: list[SkippedFile] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         out = self.stats.to_dict()
@@ -71,10 +75,26 @@ class IndexReport:
             embedded=self.embedded,
             reused=self.reused,
             skipped=[s.to_dict() for s in self.skipped],
+            warnings=[w.to_dict() for w in self.warnings],
             failedEmbeddings=self.failed_embeddings,
             rebuilt=self.rebuilt,
         )
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class _ObjectOnly:
+    """The index was built from an ``Embeddings`` object: no spec to load it again."""
+
+    meta: EmbeddingMeta
+
+    def error(self) -> ConfigError:
+        return ConfigError(
+            f"the index was built with an Embeddings object ({self.meta.provider}:"
+            f"{self.meta.model}), which kbgraph cannot load from a spec; pass the same "
+            "Embeddings object (KnowledgeBase(folder, embedding=...)) or the spec of that "
+            "model, or re-index with a spec such as `local`"
+        )
 
 
 class KnowledgeBase:
@@ -82,7 +102,10 @@ class KnowledgeBase:
     ``openai:<model>``, ``azure_openai:<deployment>``, ``openai_compatible:<model>@<url>``,
     ``fake``) or any LangChain ``Embeddings``; ``None`` gives a lexical-only index (BM25);
     ``auto`` (the default) reuses the model the existing index was built with, else
-    ``local``.
+    ``local`` (an index built from an ``Embeddings`` object records no spec: then pass that
+    object again). ``chunking`` and ``scan`` work alike: ``None`` reuses what the existing
+    index was built with, else the defaults; passing them explicitly and differently from
+    the index means a rebuild on the next ``index()``.
     Thread-safe for concurrent searches; one process may index while others search."""
 
     def __init__(
@@ -100,38 +123,52 @@ class KnowledgeBase:
             raise ConfigError(f"{folder} is not a folder; pass the folder to index")
         root = Path(index_dir).expanduser().resolve() if index_dir else self.folder / INDEX_DIR_NAME
         self.layout = IndexLayout(root)
-        self.scan_config = scan or ScanConfig()
-        self.chunk_config = chunking or ChunkConfig()
         self.lock_timeout = lock_timeout
+        recorded = self._recorded_meta()
+        self.scan_config = scan or _recorded(ScanConfig, recorded.scan if recorded else None)
+        self.chunk_config = chunking or _recorded(
+            ChunkConfig, recorded.chunking if recorded else None
+        )
+        spec: str | Embeddings | _ObjectOnly | None = embedding
         if embedding == "auto":
-            embedding = self._recorded_spec()
-        self._embedding_spec = embedding
-        self._embedding_meta = self._describe(embedding)
+            spec = self._recorded_spec(recorded)
+        self._embedding_spec = spec
+        self._embedding_meta = self._describe(spec)
         self._embedder: BatchEmbedder | None = None
         self._reader: IndexReader | None = None
         self._reader_key: str | None = None
         self._lock = threading.RLock()
 
-    def _recorded_spec(self) -> str | None:
-        """``auto``: the model the existing index was built with, else the local model."""
+    def _recorded_meta(self) -> IndexMeta | None:
+        """The live generation's meta.json, or None (no index, or an unreadable one: then
+        index() rebuilds it and search reports it)."""
         try:
             name = self.layout.current_name()
-            if name is not None:
-                meta = IndexMeta.model_validate_json(
-                    (self.layout.generation(name) / "meta.json").read_bytes()
-                )
-                if meta.embedding is None:
-                    return None
-                if meta.embedding.spec:
-                    return meta.embedding.spec
+            if name is None:
+                return None
+            return IndexMeta.model_validate_json(
+                (self.layout.generation(name) / "meta.json").read_bytes()
+            )
         except (OSError, ValueError):
-            pass  # an unreadable index is rebuilt by index(); search reports it
-        return "local"
+            return None
 
     @staticmethod
-    def _describe(embedding: str | Embeddings | None) -> EmbeddingMeta | None:
+    def _recorded_spec(meta: IndexMeta | None) -> str | _ObjectOnly | None:
+        """``auto``: the model the existing index was built with, else the local model."""
+        if meta is None:
+            return "local"
+        if meta.embedding is None:
+            return None
+        if meta.embedding.spec:
+            return meta.embedding.spec
+        return _ObjectOnly(meta.embedding)
+
+    @staticmethod
+    def _describe(embedding: str | Embeddings | _ObjectOnly | None) -> EmbeddingMeta | None:
         if embedding is None:
             return None
+        if isinstance(embedding, _ObjectOnly):
+            return embedding.meta.model_copy(update={"dims": 0})
         info = describe_embeddings(embedding)
         spec = embedding if isinstance(embedding, str) else None
         return EmbeddingMeta(provider=info.provider, model=info.model, dims=0, spec=spec)
@@ -143,6 +180,8 @@ class KnowledgeBase:
                 spec = self._embedding_spec
                 if spec is None:
                     raise ConfigError("this knowledge base has no embedding model (lexical only)")
+                if isinstance(spec, _ObjectOnly):
+                    raise spec.error()
                 model = resolve_embeddings(spec) if isinstance(spec, str) else spec
                 self._embedder = BatchEmbedder(model)
             return self._embedder
@@ -163,7 +202,10 @@ class KnowledgeBase:
             rebuild=rebuild,
         )
         result = run_index(plan, progress or ignore_progress)
-        stats = self._stats_from(result.meta, self._generation_size(), stale=0)
+        # Files that changed while the run read the folder: the generation holds what was
+        # read, so they are stale already (a rescan reads metadata only).
+        stale = self.stale_files()
+        stats = self._stats_from(result.meta, self._generation_size(), stale=stale or 0)
         return IndexReport(
             stats=stats,
             embedded=result.embedded,
@@ -171,11 +213,13 @@ class KnowledgeBase:
             skipped=result.skipped,
             failed_embeddings=len(result.meta.failed_embeddings),
             rebuilt=result.rebuilt,
+            warnings=result.warnings,
         )
 
     def stale_files(self) -> int | None:
         """New + modified + deleted files, from file metadata only; None without an index
-        or when the settings changed (everything is stale)."""
+        or when the settings changed (everything is stale). Scan-level skips (secrets,
+        excluded ...) are not files of the index and never count."""
         try:
             reader = self._open()
         except IndexNotFoundError:
@@ -236,6 +280,19 @@ class KnowledgeBase:
     def _embed_query(self, query: str) -> np.ndarray:
         return self.embedder().embed_query(query)
 
+    def _query_embedder(self, reader: IndexReader) -> QueryEmbedder | None:
+        """Embeds queries for the vector ranker, after checking that this knowledge base's
+        model is the one the index was built with (checked only when a query is embedded,
+        so BM25 searches work whatever the model)."""
+        if reader.vectors is None:
+            return None
+
+        def embed(query: str) -> np.ndarray:
+            check_query_model(reader.meta.embedding, self._embedding_meta)
+            return self._embed_query(query)
+
+        return embed
+
     def search(
         self,
         query: str,
@@ -251,8 +308,7 @@ class KnowledgeBase:
             update={"top_k": top_k if config is None else cfg.top_k, "mode": mode or cfg.mode}
         )
         reader = self._open()
-        embed = self._embed_query if reader.vectors is not None else None
-        return _search(reader, query, cfg, filters, embed)
+        return _search(reader, query, cfg, filters, self._query_embedder(reader))
 
     def rank(
         self,
@@ -266,7 +322,7 @@ class KnowledgeBase:
         reader = self._open()
         if ranker == "vector":
             resolve_mode(reader, "vector")
-        embed = self._embed_query if reader.vectors is not None else None
+        embed = self._query_embedder(reader)
         hits = rank_one(reader, query, ranker, limit, reader.mask(filters), embed)
         return [
             SearchResult(reader.chunks.get(i), s, ranks={ranker: r}, scores={ranker: s})
@@ -310,11 +366,10 @@ class KnowledgeBase:
         )
 
     def delete(self) -> None:
-        """Remove the index folder (the embedding cache goes with it)."""
+        """Remove the index folder (the embedding cache goes with it). Refuses any folder
+        that is not recognisably a kbgraph index, and waits for a running writer."""
         self.close()
-        if not self.layout.root.exists():
-            raise IndexNotFoundError(f"{self.folder} has no index to delete")
-        shutil.rmtree(self.layout.root)
+        self.layout.delete(documents=self.folder, lock_timeout=self.lock_timeout)
 
     def close(self) -> None:
         with self._lock:
@@ -327,3 +382,14 @@ class KnowledgeBase:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _recorded(cls: type[_Settings], recorded: dict[str, Any] | None) -> _Settings:
+    """The settings an index recorded, or the defaults when there are none (or they no
+    longer validate, after an upgrade: then the index is rebuilt with the defaults)."""
+    if recorded is not None:
+        try:
+            return cls.model_validate(recorded)
+        except ValidationError:
+            pass
+    return cls()

@@ -24,12 +24,14 @@ from langchain_core.messages.ai import add_ai_message_chunks
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, SecretStr
 
+from retrieval import KnowledgeBase
 from retrieval.embeddings import (
     BatchEmbedder,
     EmbeddingCache,
     FakeEmbeddings,
     describe_embeddings,
     l2_normalise,
+    length_order,
     resolve_embeddings,
 )
 from retrieval.errors import EmbeddingError
@@ -80,7 +82,9 @@ def test_batches_over_http_match_the_model(server: OpenAIServer, form: str) -> N
     texts = _texts(150)
     outcome = BatchEmbedder(resolve_embeddings(spec), batch_size=64).embed(texts)
     assert [len(batch) for batch in server.embedding_inputs()] == [64, 64, 22]
-    assert [t for batch in server.embedding_inputs() for t in batch] == texts
+    sent = [t for batch in server.embedding_inputs() for t in batch]
+    assert sorted(sent) == sorted(texts)
+    assert [len(t) for t in sent] == sorted(map(len, texts), reverse=True)  # longest first
     assert np.allclose(outcome.vectors, _expected(texts), atol=1e-6)
     body = server.requests_to(EMBEDDINGS_PATH)[0].body
     assert body["model"] == MODEL
@@ -167,7 +171,8 @@ def test_persistent_503_gives_up_with_a_clear_error(server: OpenAIServer) -> Non
 def test_a_poisoned_input_is_isolated(server: OpenAIServer) -> None:
     server.reject_inputs_containing("POISON")
     texts = _texts(20)
-    texts[13] = "POISON pill — ☠"
+    # As long as its neighbours, so that it stays in the first batch of 8 (longest first).
+    texts[13] = "POISON pill — ☠".ljust(len(texts[13]), "!")
     delays: list[float] = []
     outcome = _embedder(server, delays, batch_size=8).embed(texts)
     assert outcome.failed == [13]
@@ -176,6 +181,31 @@ def test_a_poisoned_input_is_isolated(server: OpenAIServer) -> None:
     assert np.allclose(outcome.vectors[good], _expected([texts[i] for i in good]), atol=1e-6)
     assert not outcome.vectors[13].any()
     assert [1 for r in server.requests if r.status == 400] == [1] * 4  # 8 → 4 → 2 → 1
+
+
+def test_one_refused_new_chunk_does_not_fail_an_incremental_index(
+    server: OpenAIServer, tmp_path: Path
+) -> None:
+    """With an index in place, the only new chunk of a run is refused (HTTP 400): the run
+    keeps the index's vector size, records the chunk as failed, and a later run retries it."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "retry.md").write_text("# Retry\n\nExponential backoff with jitter.\n")
+    spec = f"openai_compatible:{MODEL}@{server.base_url}"
+    assert KnowledgeBase(folder, embedding=spec).index().stats.embedding["dims"] == 384
+    server.reject_inputs_containing("POISON")
+    (folder / "bad.md").write_text("POISON pill\n")
+    kb = KnowledgeBase(folder, embedding=spec)  # a new run: the vector size is not known yet
+    report = kb.index()
+    assert (report.failed_embeddings, report.embedded, report.rebuilt) == (1, 0, False)
+    assert report.stats.embedding["dims"] == 384 and report.stats.file_count == 2
+    assert [r.status for r in server.requests_to(EMBEDDINGS_PATH)][-1] == 400
+    kb.validate()
+    hits = kb.search("exponential backoff", top_k=2, mode="vector")
+    assert hits[0].chunk.source == "retry.md"
+    server.clear_faults()
+    retried = kb.index()
+    assert (retried.failed_embeddings, retried.embedded) == (0, 1)
 
 
 def test_a_timeout_is_retried(server: OpenAIServer) -> None:
@@ -250,13 +280,14 @@ def test_a_killed_run_keeps_the_batches_it_committed(server: OpenAIServer, tmp_p
             child.kill()
         child.communicate()
     texts = _texts(40)
+    committed = [texts[i] for i in length_order(texts)[:12]]  # the first three batches
     key = describe_embeddings(spec).key
     with EmbeddingCache(cache_path, key) as cache:
         assert len(cache) == 12
         got = cache.get_many([text_hash(t) for t in texts])
-    assert set(got) == {text_hash(t) for t in texts[:12]}
-    stored = np.array([got[text_hash(t)] for t in texts[:12]])
-    assert np.allclose(stored, _expected(texts[:12]), atol=1e-6)
+    assert set(got) == {text_hash(t) for t in committed}
+    stored = np.array([got[text_hash(t)] for t in committed])
+    assert np.allclose(stored, _expected(committed), atol=1e-6)
 
 
 def test_two_processes_share_one_cache(server: OpenAIServer, tmp_path: Path) -> None:

@@ -106,7 +106,7 @@ def test_chunking_change_forces_rebuild_but_cache_avoids_reembedding(folder: Pat
     assert not changed.is_fresh()
     report = changed.index()
     assert report.rebuilt
-    back = _kb(folder).index()
+    back = _kb(folder, chunking=ChunkConfig()).index()
     assert back.rebuilt and back.embedded == 0  # texts seen before come from the cache
 
 
