@@ -22,7 +22,7 @@ from ._search import QueryEmbedder, check_query_model, rank_one, resolve_mode
 from ._search import search as _search
 from .config import ChunkConfig, ScanConfig, SearchConfig, SearchMode
 from .embeddings import BatchEmbedder, describe_embeddings, resolve_embeddings
-from .errors import ConfigError, IndexNotFoundError
+from .errors import ConfigError, IndexCorruptError, IndexNotFoundError
 from .filters import SearchFilters
 from .progress import ProgressCallback, ignore_progress
 from .records import SearchResult, SkippedFile
@@ -149,8 +149,8 @@ class KnowledgeBase:
             return IndexMeta.model_validate_json(
                 (self.layout.generation(name) / "meta.json").read_bytes()
             )
-        except (OSError, ValueError):
-            return None
+        except (OSError, ValueError, IndexCorruptError):
+            return None  # still deletable; search and stats report the corruption
 
     @staticmethod
     def _recorded_spec(meta: IndexMeta | None) -> str | _ObjectOnly | None:

@@ -245,3 +245,11 @@ def test_recorded_scan_settings_are_reused(folder: Path) -> None:
     assert kb.scan_config == only_md
     assert kb.stats().stale_files == 0
     assert kb.stats().file_count == 2
+
+
+def test_a_corrupt_index_can_still_be_opened_for_deletion(folder: Path) -> None:
+    KnowledgeBase(folder, embedding="fake", chunking=ChunkConfig(chunk_size=1000)).index()
+    (folder / ".kbgraph" / "CURRENT").write_text("gen-missing\n")
+    kb = KnowledgeBase(folder, embedding=None)
+    kb.delete()
+    assert not (folder / ".kbgraph").exists()
