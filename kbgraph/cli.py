@@ -1,7 +1,8 @@
 """``kbgraph``: one command group per layer. Thin: parse, call the library, print.
 
-Exit codes: 0 success, 1 failure, 2 usage or configuration error, 3 no index,
-4 index locked by another process, 5 index corrupt.
+Exit codes: 0 success, 1 failure, 2 usage or configuration error (a bad option value
+included), 3 no index, 4 index locked by another process, 5 index corrupt, 6 the embedding
+model is not the one the index was built with.
 """
 
 from __future__ import annotations
@@ -9,12 +10,14 @@ from __future__ import annotations
 import importlib
 import json
 import sys
+from collections import Counter
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar, cast
 
 import click
+from pydantic import BaseModel, ValidationError
 
 from retrieval import __version__
 from retrieval.config import ChunkConfig, ScanConfig, SearchConfig
@@ -24,18 +27,53 @@ from retrieval.errors import (
     IndexLockedError,
     IndexNotFoundError,
     KbgraphError,
+    ModelMismatchError,
 )
 from retrieval.filters import SearchFilters
 
 from ._progress import TqdmProgress
 
+EXIT_USAGE = 2
 EXIT_CODES: dict[type[Exception], int] = {
-    ConfigError: 2,
+    ConfigError: EXIT_USAGE,
     IndexNotFoundError: 3,
     IndexLockedError: 4,
     IndexCorruptError: 5,
+    ModelMismatchError: 6,
 }
 F = TypeVar("F", bound=Callable[..., Any])
+# The settings models the options fill in, and the option of each field whose name is not
+# simply the field's with dashes.
+_SETTINGS: dict[str, type[BaseModel]] = {
+    m.__name__: m for m in (ChunkConfig, ScanConfig, SearchConfig)
+}
+_OPTION_OF = {
+    "max_file_bytes": "--max-file-size",
+    "score_threshold": "--threshold",
+    "weights": "--weight",
+    "include": "--include",
+    "exclude": "--exclude",
+}
+_BOUNDS = {"ge": "at least {}", "gt": "more than {}", "le": "at most {}", "lt": "less than {}"}
+
+
+def describe_invalid(exc: ValidationError) -> str:
+    """One line for the first invalid value: the option, what it got, what is allowed and
+    what to pass instead (pydantic's own report spans several lines per error)."""
+    error = exc.errors()[0]
+    field = str(error["loc"][0]) if error["loc"] else ""
+    option = _OPTION_OF.get(field, "--" + field.replace("_", "-"))
+    ctx = error.get("ctx") or {}
+    allowed = [text.format(ctx[key]) for key, text in _BOUNDS.items() if key in ctx]
+    if "expected" in ctx:
+        allowed.append(str(ctx["expected"]))
+    rule = " and ".join(allowed) or str(error["msg"])
+    model = _SETTINGS.get(exc.title)
+    fields = model.model_fields if model else {}
+    default = fields[field].default if field in fields else None
+    example = f", e.g. {option} {default} (the default)" if isinstance(default, int) else ""
+    value = error.get("input")
+    return f"{option} {value} is not allowed ({rule}); pass an allowed value{example}"
 
 
 def fail_cleanly(func: F) -> F:
@@ -49,6 +87,9 @@ def fail_cleanly(func: F) -> F:
             code = next((c for t, c in EXIT_CODES.items() if isinstance(exc, t)), 1)
             click.echo(f"kbgraph: {exc}", err=True)
             sys.exit(code)
+        except ValidationError as exc:  # a bad option value, caught by the settings models
+            click.echo(f"kbgraph: {describe_invalid(exc)}", err=True)
+            sys.exit(EXIT_USAGE)
         except (OSError, ValueError) as exc:
             click.echo(f"kbgraph: {type(exc).__name__}: {exc}", err=True)
             sys.exit(1)
@@ -163,14 +204,29 @@ def parse_weights(pairs: tuple[str, ...]) -> dict[str, float]:
 @click.option(
     "--strategy",
     type=click.Choice(["fixed_size", "sentence", "paragraph", "recursive", "markdown", "code"]),
-    default="recursive",
-    show_default=True,
+    default=None,
+    help="Chunking strategy. Default: what the index was built with, else recursive.",
 )
-@click.option("--chunk-size", type=int, default=500, show_default=True)
-@click.option("--overlap", type=int, default=50, show_default=True)
+@click.option(
+    "--chunk-size",
+    type=int,
+    default=None,
+    help="Target characters per chunk (>= 16). Default: the index's, else 500.",
+)
+@click.option(
+    "--overlap",
+    type=int,
+    default=None,
+    help="Characters shared by neighbouring chunks. Default: the index's, else 50.",
+)
 @click.option("--include", multiple=True, metavar="GLOB", help="Replace the include list.")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Add to the exclude list.")
-@click.option("--max-file-size", type=int, default=10 * 1024 * 1024, show_default=True)
+@click.option(
+    "--max-file-size",
+    type=int,
+    default=None,
+    help="Skip files larger than this many bytes. Default: the index's, else 10 MiB.",
+)
 @fail_cleanly
 def index(
     folder: Path,
@@ -179,21 +235,29 @@ def index(
     lock_timeout: float,
     as_json: bool,
     rebuild: bool,
-    strategy: str,
-    chunk_size: int,
-    overlap: int,
+    strategy: str | None,
+    chunk_size: int | None,
+    overlap: int | None,
     include: tuple[str, ...],
     exclude: tuple[str, ...],
-    max_file_size: int,
+    max_file_size: int | None,
 ) -> None:
-    """Index FOLDER (incrementally: only new or changed text is embedded)."""
-    chunking = ChunkConfig(strategy=strategy, chunk_size=chunk_size, overlap=overlap)  # type: ignore[arg-type]
-    base = ScanConfig()
-    scan = ScanConfig(
-        include=include or base.include,
-        exclude=base.exclude + exclude,
-        max_file_bytes=max_file_size,
-    )
+    """Index FOLDER (incrementally: only new or changed text is embedded).
+
+    Without chunking or file options the index keeps the settings it was built with; any
+    of --strategy, --chunk-size, --overlap (the others at their defaults) or of --include,
+    --exclude, --max-file-size changes them, and a chunking change rebuilds the index."""
+    chunk_opts = {"strategy": strategy, "chunk_size": chunk_size, "overlap": overlap}
+    chunk_given = {k: v for k, v in chunk_opts.items() if v is not None}
+    chunking = ChunkConfig.model_validate(chunk_given) if chunk_given else None
+    scan = None
+    if include or exclude or max_file_size is not None:
+        base = ScanConfig()
+        scan = ScanConfig(
+            include=include or base.include,
+            exclude=base.exclude + exclude,
+            max_file_bytes=base.max_file_bytes if max_file_size is None else max_file_size,
+        )
     kb = _open_kb(folder, embedding, index_dir, lock_timeout, chunking, scan)
     with TqdmProgress() as progress:
         report = kb.index(progress=progress, rebuild=rebuild)
@@ -206,8 +270,25 @@ def index(
         f"({data['embedded']} embedded, {data['reused']} reused) into "
         f"{kb.layout.root} [{data['indexSize'] / 1e6:.1f} MB]"
     )
-    for skipped in data["skipped"]:
-        click.echo(f"  skipped {skipped['path']}: {skipped['reason']}")
+    _echo_skipped(data["skipped"])
+    for warning in data["warnings"]:
+        click.echo(f"  warning {warning['path']}: {warning['reason']} ({warning['detail']})")
+
+
+# Left out by the user's patterns or by design: counted, not listed (they can be many);
+# `--json` lists every one.
+_ROUTINE = ("not-included", "excluded", "excluded-dir")
+
+
+def _echo_skipped(skipped: list[dict[str, str]]) -> None:
+    counts = Counter(s["reason"] for s in skipped if s["reason"] in _ROUTINE)
+    if counts:
+        parts = ", ".join(f"{n} {reason}" for reason, n in sorted(counts.items()))
+        click.echo(f"  left out by the include/exclude patterns: {parts} (--json lists them)")
+    for s in skipped:
+        if s["reason"] not in _ROUTINE:
+            detail = f" ({s['detail']})" if s.get("detail") else ""
+            click.echo(f"  skipped {s['path']}: {s['reason']}{detail}")
 
 
 @main.command()
@@ -326,11 +407,13 @@ def stats(
 @main.command()
 @folder_arg
 @index_dir_opt
+@lock_timeout_opt
 @json_opt
 @fail_cleanly
-def delete(folder: Path, index_dir: Path | None, as_json: bool) -> None:
-    """Delete the index of FOLDER (the documents are not touched)."""
-    kb = _open_kb(folder, "none", index_dir, 60.0)
+def delete(folder: Path, index_dir: Path | None, lock_timeout: float, as_json: bool) -> None:
+    """Delete the index of FOLDER (the documents are not touched). Refuses a folder that
+    is not recognisably a kbgraph index, and waits for a running `kbgraph index`."""
+    kb = _open_kb(folder, "none", index_dir, lock_timeout)
     root = kb.layout.root
     kb.delete()
     if as_json:

@@ -119,3 +119,80 @@ def test_stats_delete_and_exit_codes(httpx_docs: Path, tmp_path: Path) -> None:
     assert corrupt.returncode == 5
     deleted = json.loads(kbgraph("delete", str(httpx_docs), "--json").stdout)
     assert not Path(deleted["deleted"]).exists()
+
+
+@pytest.fixture
+def small_docs(tmp_path: Path) -> Path:
+    docs = tmp_path / "docs"
+    (docs / "guide").mkdir(parents=True)
+    (docs / "guide" / "retry.md").write_text(
+        "# Retry\n\nThe retry policy uses exponential backoff with jitter.\n" * 20
+    )
+    (docs / "notes.txt").write_bytes(b"caf\xe9 au lait, cr\xe8me br\xfbl\xe9e\n")
+    (docs / "node_modules" / "pkg").mkdir(parents=True)
+    for i in range(30):
+        (docs / "node_modules" / "pkg" / f"f{i}.md").write_text("vendored")
+    return docs
+
+
+def test_delete_refuses_the_documents_folder(small_docs: Path) -> None:
+    kbgraph("index", str(small_docs), "--embedding", "none")
+    refused = kbgraph("delete", str(small_docs), "--index-dir", str(small_docs), check=False)
+    assert refused.returncode == 2 and "refusing to delete" in refused.stderr
+    assert len(refused.stderr.splitlines()) == 1
+    assert (small_docs / "guide" / "retry.md").exists()
+    deleted = json.loads(kbgraph("delete", str(small_docs), "--json").stdout)
+    assert deleted["deleted"].endswith(".kbgraph") and (small_docs / "guide").is_dir()
+
+
+@pytest.mark.parametrize(
+    ("args", "option", "allowed"),
+    [
+        (["index", "{docs}", "--chunk-size", "5"], "--chunk-size 5", "at least 16"),
+        (["index", "{docs}", "--max-file-size", "0"], "--max-file-size 0", "more than 0"),
+        (["search", "{docs}", "retry", "--rrf-k", "0"], "--rrf-k 0", "at least 1"),
+    ],
+)
+def test_bad_option_values_are_one_line_and_exit_2(
+    small_docs: Path, args: list[str], option: str, allowed: str
+) -> None:
+    kbgraph("index", str(small_docs), "--embedding", "fake")
+    proc = kbgraph(*[a.format(docs=small_docs) for a in args], check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert option in proc.stderr and allowed in proc.stderr
+    assert "validation error" not in proc.stderr.lower()
+
+
+def test_recorded_chunking_is_kept_by_later_commands(small_docs: Path) -> None:
+    first = json.loads(
+        kbgraph(
+            "index", str(small_docs), "--embedding", "fake", "--chunk-size", "1000", "--json"
+        ).stdout
+    )
+    stats = json.loads(kbgraph("stats", str(small_docs), "--json").stdout)
+    assert stats["staleFiles"] == 0 and stats["chunkCount"] == first["chunkCount"]
+    again = json.loads(kbgraph("index", str(small_docs), "--json").stdout)
+    assert not again["rebuilt"] and again["embedded"] == 0
+    assert again["chunkCount"] == first["chunkCount"]
+
+
+def test_index_json_reports_skips_once_per_folder_and_warnings_apart(small_docs: Path) -> None:
+    data = json.loads(kbgraph("index", str(small_docs), "--embedding", "fake", "--json").stdout)
+    assert {(s["path"], s["reason"]) for s in data["skipped"]} == {
+        ("node_modules/", "excluded-dir")
+    }
+    assert [(w["path"], w["reason"]) for w in data["warnings"]] == [
+        ("notes.txt", "decode-fallback")
+    ]
+    assert data["fileCount"] == 2
+
+
+def test_searching_with_another_model_exits_6(small_docs: Path) -> None:
+    kbgraph("index", str(small_docs), "--embedding", "fake")
+    # local and fake both give 384-dim vectors: only the model identity tells them apart
+    proc = kbgraph("search", str(small_docs), "retry", "--embedding", "local", check=False)
+    assert proc.returncode == 6, proc.stderr
+    assert "fake:bow-384" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    bm25 = kbgraph("search", str(small_docs), "retry", "--embedding", "local", "--mode", "bm25")
+    assert "guide/retry.md" in bm25.stdout
