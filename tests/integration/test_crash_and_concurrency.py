@@ -1,9 +1,11 @@
 """Real processes: an indexer killed with SIGKILL at random moments never leaves an index
-that fails to open, and writers and readers running together never see a torn index."""
+that fails to open, and the next `kbgraph index` completes; writers indexing different
+versions of a folder while readers read never let a reader see a torn index."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import random
 import signal
@@ -17,45 +19,42 @@ import pytest
 from retrieval import KnowledgeBase
 from retrieval.embeddings import FakeEmbeddings
 from retrieval.segments import normalize_newlines
+from tests.integration._corpus import write_corpus
 
 pytestmark = pytest.mark.integration
-CHILD = Path(__file__).with_name("_index_child.py")
+HERE = Path(__file__).parent
+CHILD = HERE / "_index_child.py"
+READER = HERE / "_reader_child.py"
 ROOT = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
-def _write_corpus(folder: Path, generation: int, files: int = 40) -> None:
-    rng = random.Random(generation)
-    words = [
-        "retry",
-        "backoff",
-        "token",
-        "cache",
-        "index",
-        "shard",
-        "replica",
-        "latency",
-        "東京",
-        "café",
-        "naïve",
-    ]
-    for i in range(files):
-        lines = [
-            " ".join(rng.choice(words) for _ in range(12)) + f" file{i} gen{generation}"
-            for _ in range(30)
-        ]
-        sep = "\r\n" if i % 3 == 0 else "\n"
-        (folder / f"doc_{i:03d}.md").write_bytes(sep.join(lines).encode("utf-8"))
-
-
-def _spawn(folder: Path, rebuild: bool = False) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def _spawn(
+    folder: Path, rebuild: bool = False, versions: tuple[int, ...] = ()
+) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, str(CHILD), str(folder), "rebuild" if rebuild else "update"],
+        [sys.executable, str(CHILD), str(folder), "rebuild" if rebuild else "update"]
+        + [str(v) for v in versions],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=env,
+        env=ENV,
     )
+
+
+def _cli_index(folder: Path) -> dict[str, object]:
+    """`kbgraph index` as a user runs it, to completion. ``fake`` is the spec of the
+    child's SlowFake (both are ``fake:bow-384``), so this run updates the index in place."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "kbgraph", "index", str(folder), "--embedding", "fake", "--json"],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    data: dict[str, object] = json.loads(proc.stdout)
+    return data
 
 
 def _assert_index_sound(folder: Path) -> None:
@@ -67,9 +66,10 @@ def _assert_index_sound(folder: Path) -> None:
         assert results
         files = kb.indexed_files()
         for r in results:
-            raw = (folder / r.chunk.source).read_bytes()
+            path = folder / r.chunk.source
+            raw = path.read_bytes() if path.exists() else b""
             if hashlib.sha256(raw).hexdigest() != files[r.chunk.source].sha256:
-                continue  # rewritten after this generation was built
+                continue  # rewritten or deleted after this generation was built
             span = normalize_newlines(raw[r.chunk.byte_start : r.chunk.byte_end].decode())
             assert span == r.chunk.text
     finally:
@@ -110,7 +110,7 @@ _MID_RUN = {"scan", "load", "embed", "write"}
 def test_kill_at_random_moments_leaves_an_index_that_opens(tmp_path: Path) -> None:
     folder = tmp_path / "corpus"
     folder.mkdir()
-    _write_corpus(folder, 0)
+    write_corpus(folder, 0)
     first = _spawn(folder)
     assert first.wait(timeout=300) == 0, first.stderr.read() if first.stderr else ""
     rng = random.Random(1234)
@@ -127,10 +127,15 @@ def test_kill_at_random_moments_leaves_an_index_that_opens(tmp_path: Path) -> No
             and interrupted.count("write") >= 4
         ):
             break
-        _write_corpus(folder, attempt + 1, files=rng.randint(30, 45))
+        write_corpus(folder, attempt + 1, files=rng.randint(30, 45))
         proc = _spawn(folder, rebuild=attempt % 4 == 3)
         stage = stages[attempt % 3]
         died_in.append(_kill_when(proc, stage, rng.uniform(*_AIMS[stage])))
+        _assert_index_sound(folder)
+        # The next `kbgraph index` completes, brings the index up to date, and keeps it
+        # (the kill must not have left anything that forces a rebuild).
+        report = _cli_index(folder)
+        assert report["rebuilt"] is False and report["staleFiles"] == 0, report
         _assert_index_sound(folder)
     interrupted = [stage for stage in died_in if stage in _MID_RUN]
     assert len(interrupted) >= 20, died_in
@@ -144,45 +149,40 @@ def test_kill_at_random_moments_leaves_an_index_that_opens(tmp_path: Path) -> No
     assert len(leftovers) == 1, leftovers
 
 
-def _reader_loop(folder: Path, seconds: float) -> subprocess.Popen[str]:
-    code = f"""
-import time, sys
-from retrieval import KnowledgeBase
-from retrieval.embeddings import FakeEmbeddings
-from retrieval.segments import normalize_newlines
-from pathlib import Path
-folder = Path({str(folder)!r})
-kb = KnowledgeBase(folder, embedding=FakeEmbeddings())
-end = time.monotonic() + {seconds}
-n = 0
-while time.monotonic() < end:
-    for r in kb.search("retry backoff latency", top_k=5):
-        raw = (folder / r.chunk.source).read_bytes()
-        span = normalize_newlines(raw[r.chunk.byte_start:r.chunk.byte_end].decode())
-        assert span == r.chunk.text, (r.chunk.source, r.chunk.byte_start)
-    n += 1
-print("searches", n)
-"""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(
-        [sys.executable, "-c", code],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-
-
 def test_two_writers_and_readers_at_once(tmp_path: Path) -> None:
+    """Two writers index different versions of the corpus (each rewrites the folder before
+    each run) while readers open generation after generation and check that what they read
+    is one generation: chunk texts from the file versions meta.json names, vectors that are
+    the embedding of those texts, counts that agree (``_reader_child.py``)."""
     folder = tmp_path / "corpus"
     folder.mkdir()
-    _write_corpus(folder, 0)
+    write_corpus(folder, 0)
     assert _spawn(folder).wait(timeout=300) == 0
-    readers = [_reader_loop(folder, 8.0) for _ in range(3)]
-    writers = [_spawn(folder, rebuild=True) for _ in range(2)]
-    for proc in writers + readers:
-        out, err = proc.communicate(timeout=300)
+    stop = tmp_path / "stop"
+    rounds = 4
+    max_version = 2 * rounds
+    readers = [
+        subprocess.Popen(
+            [sys.executable, str(READER), str(folder), str(stop), str(max_version)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=ENV,
+        )
+        for _ in range(3)
+    ]
+    odd = tuple(range(1, max_version + 1, 2))
+    even = tuple(range(2, max_version + 1, 2))
+    writers = [_spawn(folder, versions=odd), _spawn(folder, rebuild=True, versions=even)]
+    for proc in writers:
+        out, err = proc.communicate(timeout=600)
         assert proc.returncode == 0, err
-        if proc in readers:
-            assert int(out.split()[-1]) > 0, out
+        assert out.count("finished") == rounds, out
+    stop.touch()
+    for proc in readers:
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+        generations, checked = int(out.split()[1]), int(out.split()[3])
+        # Each reader saw writers publish while it read (else it proved nothing).
+        assert generations >= 2 and checked >= generations, out
     _assert_index_sound(folder)
