@@ -35,7 +35,9 @@ from retrieval.lexical import BM25Index
 from retrieval.ranking import top_k_dot
 from retrieval.store import open_vectors, write_vectors
 
-DEFAULT_DATA = Path("/work/shared/data/beir/scifact")
+# ../shared beside the repository, wherever the checkout lives.
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "beir" / "scifact"
 DIMS = 384
 TOP_K = 10
 
