@@ -131,9 +131,24 @@ def _index(searcher: Searcher, kb: str, run: KbRun, writer: Writer) -> None:
     run.index = {
         "indexed": report is not None,
         "ms": round((time.perf_counter() - start) * 1000, 3),
-        **(report.to_dict() if report is not None else {}),
+        **(_index_summary(report.to_dict()) if report is not None else {}),
     }
     writer({"event": "knowledge.index.done", "kb": kb, **run.index})
+
+
+LISTED_FILES = 20
+
+
+def _index_summary(report: dict[str, Any]) -> dict[str, Any]:
+    """The index report with its file lists cut to :data:`LISTED_FILES` entries and their
+    lengths beside them: a repository full of images lists thousands of not-included
+    files, and this record travels in the state, the debug trace and every stream event."""
+    summary = dict(report)
+    for key in ("skipped", "warnings"):
+        entries = report.get(key) or []
+        summary[key] = entries[:LISTED_FILES]
+        summary[f"{key}Count"] = len(entries)
+    return summary
 
 
 def search_kb(

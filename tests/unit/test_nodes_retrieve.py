@@ -288,3 +288,20 @@ def test_convex_lists_go_to_the_engine_and_keep_vector_scores(
 def test_unknown_fusion_is_refused() -> None:
     with pytest.raises(ConfigError, match="allowed: rrf, convex"):
         RagSettings(fusion="borda")  # type: ignore[arg-type]
+
+
+def test_index_event_lists_at_most_twenty_skipped_files_and_counts_them(tmp_path: Path) -> None:
+    folder = tmp_path / "repo"
+    (folder / "img").mkdir(parents=True)
+    (folder / "guide.md").write_text("# Retries\n\nThe retry policy backs off.\n", "utf-8")
+    for i in range(45):
+        (folder / "img" / f"shot_{i:02d}.png").write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(64))
+    registry = SearcherRegistry()  # the real factory: a real index of the folder
+    try:
+        out, events = _run(settings_for(folder), registry)
+    finally:
+        registry.close_all()
+    done = next(e for e in events if e["event"] == "knowledge.index.done")
+    assert done["skippedCount"] >= 45 and len(done["skipped"]) == 20
+    recorded = debug_of(out)["steps"][0]["data"]["index"]["repo"]
+    assert recorded["skippedCount"] == done["skippedCount"] and len(recorded["skipped"]) == 20
