@@ -1,8 +1,9 @@
 """``kbgraph``: one command group per layer. Thin: parse, call the library, print.
 
 Exit codes: 0 success, 1 failure, 2 usage or configuration error (a bad option value
-included), 3 no index, 4 index locked by another process, 5 index corrupt, 6 the embedding
-model is not the one the index was built with.
+included), 3 no index, 4 index locked by another process, 5 index corrupt, 6 a regression
+against the baseline (``kbgraph eval --baseline``), 7 the embedding model is not the one the
+index was built with.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ EXIT_CODES: dict[type[Exception], int] = {
     IndexNotFoundError: 3,
     IndexLockedError: 4,
     IndexCorruptError: 5,
-    ModelMismatchError: 6,
+    ModelMismatchError: 7,  # 6 is `kbgraph eval`'s regression gate
 }
 F = TypeVar("F", bound=Callable[..., Any])
 # The settings models the options fill in, and the option of each field whose name is not

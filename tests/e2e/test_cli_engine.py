@@ -188,11 +188,11 @@ def test_index_json_reports_skips_once_per_folder_and_warnings_apart(small_docs:
     assert data["fileCount"] == 2
 
 
-def test_searching_with_another_model_exits_6(small_docs: Path) -> None:
+def test_searching_with_another_model_exits_7(small_docs: Path) -> None:
     kbgraph("index", str(small_docs), "--embedding", "fake")
     # local and fake both give 384-dim vectors: only the model identity tells them apart
     proc = kbgraph("search", str(small_docs), "retry", "--embedding", "local", check=False)
-    assert proc.returncode == 6, proc.stderr
+    assert proc.returncode == 7, proc.stderr
     assert "fake:bow-384" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     bm25 = kbgraph("search", str(small_docs), "retry", "--embedding", "local", "--mode", "bm25")
     assert "guide/retry.md" in bm25.stdout
