@@ -84,7 +84,7 @@ def markdown(run: BeirRun, command: str = "") -> str:
         f"- documents as `{settings.doc_format}` files; chunking: {chunking.strategy}, "
         f"{chunking.chunk_size} characters, overlap {chunking.overlap}; search: top "
         f"{search.top_k} chunks, {search.candidates()} candidates per ranker, fusion "
-        f"{search.fusion} (RRF k={search.rrf_k}), weights "
+        f"{search.fusion}{f' (k={search.rrf_k})' if search.fusion == 'rrf' else ''}, weights "
         f"{json.dumps(search.weights, sort_keys=True)}; documents scored by their best chunk"
         + (
             "; a document with the query's id is not counted"
