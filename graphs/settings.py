@@ -55,7 +55,9 @@ class ResolvedKnowledgeBase:
 class RagSettings:
     """The subgraph's context schema. ``chat_model`` is a spec for
     :func:`graphs.models.resolve_chat_model` (``None``: every node uses its heuristic path).
-    ``score_threshold`` drops candidates whose final 0..1 score is lower. The grounding
+    ``score_threshold`` drops candidates whose final 0..1 score is lower. ``rerank_diversity``
+    (0 to below 1, default 0 = off) is the heuristic rerank's discount of each further chunk
+    of a file already chosen, for a context that spans more files. The grounding
     heuristic needs ``grounding_min_coverage`` of the question's terms in the context and,
     when a vector ranker ran, a best cosine similarity of ``grounding_min_vector_score``
     (``None`` switches that floor off)."""
@@ -70,6 +72,7 @@ class RagSettings:
     rrf_weights: dict[str, float] = field(default_factory=lambda: {"vector": 1.0, "bm25": 1.0})
     score_threshold: float | None = None
     rerank: RerankMode = "heuristic"
+    rerank_diversity: float = 0.0
     context_budget_tokens: int = 2000
     max_rewrites: int = 1
     search_mode: SearchMode = "hybrid"
@@ -86,6 +89,11 @@ class RagSettings:
         _check_positive("rrf_k", self.rrf_k)
         _check_positive("context_budget_tokens", self.context_budget_tokens)
         _check_positive("llm_rerank_max", self.llm_rerank_max)
+        if not 0.0 <= self.rerank_diversity < 1.0:
+            raise ConfigError(
+                f"rerank_diversity is {self.rerank_diversity}; allowed: 0 (off, the default) "
+                "up to below 1 (each further chunk of a file already chosen loses that share)."
+            )
         if not 0 <= self.max_rewrites <= MAX_REWRITES_LIMIT:
             raise ConfigError(
                 f"max_rewrites is {self.max_rewrites}; allowed: 0 to {MAX_REWRITES_LIMIT} "

@@ -9,9 +9,7 @@ from typing import Any
 import pytest
 
 from graphs.nodes.rerank import (
-    ADJACENT_WEIGHT,
-    SAME_SOURCE_DECAY,
-    SECTION_WEIGHT,
+    PATH_WEIGHT,
     apply_order,
     heuristic_rerank,
     heuristic_score,
@@ -20,32 +18,41 @@ from graphs.nodes.rerank import (
 from graphs.settings import RagSettings
 from graphs.state import Candidate
 from graphs.testing import ScriptedChatModel
+from retrieval.errors import ConfigError
 
 from ._rag_fakes import candidate, debug_of, deps_for, runtime_for, state_of
 
 
 @pytest.mark.parametrize(
-    ("fused", "section", "adjacent", "expected"),
+    ("fused", "path", "expected"),
     [
-        (1.0, 1.0, True, 1.0),
-        (0.0, 0.0, False, 0.0),
-        (0.5, 0.0, False, 0.5 / 1.25),
-        (0.5, 0.5, False, (0.5 + 0.1) / 1.25),
-        (0.5, 0.0, True, (0.5 + 0.05) / 1.25),
+        (1.0, 1.0, 1.0),
+        (0.0, 0.0, 0.0),
+        (0.5, 0.0, 0.5 / 1.05),
+        (0.5, 0.5, (0.5 + 0.025) / 1.05),
     ],
 )
-def test_heuristic_score(fused: float, section: float, adjacent: bool, expected: float) -> None:
-    assert SECTION_WEIGHT == 0.2 and ADJACENT_WEIGHT == 0.05
-    assert heuristic_score(fused, section, adjacent) == pytest.approx(expected)
+def test_heuristic_score(fused: float, path: float, expected: float) -> None:
+    assert PATH_WEIGHT == 0.05
+    assert heuristic_score(fused, path) == pytest.approx(expected)
 
 
-def test_section_and_path_match_lift_a_candidate() -> None:
+def test_a_file_named_like_the_query_is_lifted_but_a_heading_is_not_counted_twice() -> None:
     plain = candidate("a", "notes/x.md", score=0.5, section="Intro")
     titled = candidate("b", "notes/y.md", score=0.48, section="Config > Retry policy")
-    pathy = candidate("c", "docs/retry-policy.md", score=0.47)
+    pathy = candidate("c", "docs/retry-policy.md", score=0.48)
     out = heuristic_rerank([plain, titled, pathy], ["retry policy"])
-    assert [c["id"] for c in out] == ["b", "c", "a"]
-    assert out[0]["scores"]["section"] == 1.0 and out[0]["scores"]["fused"] == 0.48
+    # The heading is indexed with the text, so the rankers saw it; the path they did not.
+    assert [c["id"] for c in out] == ["c", "a", "b"]
+    assert out[0]["scores"]["path"] == 1.0 and out[0]["scores"]["fused"] == 0.48
+    assert out[2]["scores"]["path"] == 0.0
+
+
+def test_without_a_path_match_the_fused_order_is_kept() -> None:
+    pool = [candidate(f"s{i}", "a.md", (10 * i + 1, 10 * i + 3), score=0.8) for i in range(3)]
+    pool.append(candidate("o", "b.md", score=0.8))
+    out = heuristic_rerank(pool, ["unrelated words"])
+    assert [c["id"] for c in out] == ["s0", "s1", "s2", "o"]
 
 
 def test_diversity_discounts_a_file_already_chosen() -> None:
@@ -53,21 +60,34 @@ def test_diversity_discounts_a_file_already_chosen() -> None:
         candidate(f"s{i}", "a.md", (10 * i + 1, 10 * i + 3), score=0.8 - i * 0.01) for i in range(3)
     ]
     other = candidate("o", "b.md", score=0.7)
-    out = heuristic_rerank([*same, other], ["unrelated words"])
+    out = heuristic_rerank([*same, other], ["unrelated words"], diversity=0.15)
     assert [c["id"] for c in out] == ["s0", "o", "s1", "s2"]
     s1 = next(c for c in out if c["id"] == "s1")
-    assert s1["scores"]["diversity"] == pytest.approx(SAME_SOURCE_DECAY)
+    assert s1["scores"]["diversity"] == pytest.approx(0.85)
     s2 = next(c for c in out if c["id"] == "s2")
-    assert s2["scores"]["diversity"] == pytest.approx(SAME_SOURCE_DECAY**2)
+    assert s2["scores"]["diversity"] == pytest.approx(0.85**2)
 
 
-def test_neighbours_are_not_discounted_and_get_a_bonus() -> None:
+def test_neighbours_are_not_discounted() -> None:
     first = candidate("n1", "a.md", (1, 3), score=0.8)
     neighbour = candidate("n2", "a.md", (4, 6), score=0.7)
-    other = candidate("o", "b.md", (1, 3), score=0.72)
-    out = heuristic_rerank([first, other, neighbour], ["zzz"])
+    other = candidate("o", "b.md", (1, 3), score=0.69)
+    out = heuristic_rerank([first, other, neighbour], ["zzz"], diversity=0.5)
     assert [c["id"] for c in out] == ["n1", "n2", "o"]
-    assert out[1]["scores"]["adjacent"] == 1.0 and out[1]["scores"]["diversity"] == 1.0
+    assert out[1]["scores"]["diversity"] == 1.0
+
+
+def test_diversity_comes_from_the_settings_and_is_validated() -> None:
+    pool = [
+        candidate(f"s{i}", "a.md", (10 * i + 1, 10 * i + 3), score=0.8 - i * 0.01) for i in range(2)
+    ]
+    pool.append(candidate("o", "b.md", score=0.75))
+    plain = _run(_state(pool), RagSettings())
+    spread = _run(_state(pool), RagSettings(rerank_diversity=0.2))
+    assert [c["id"] for c in plain["rag_candidates"]] == ["s0", "s1", "o"]
+    assert [c["id"] for c in spread["rag_candidates"]] == ["s0", "o", "s1"]
+    with pytest.raises(ConfigError, match="rerank_diversity"):
+        RagSettings(rerank_diversity=1.0)
 
 
 def _state(candidates: Sequence[Candidate], queries: list[str] | None = None) -> Any:
