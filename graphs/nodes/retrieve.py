@@ -1,7 +1,8 @@
 """Retrieve: every query × every ranker of every knowledge base in scope, fused by
 Reciprocal Rank Fusion, deduplicated by chunk id. With ``fusion="convex"`` each query's
 vector and BM25 lists are first combined by the engine (normalised scores), and RRF fuses
-those per-query lists.
+those per-query lists. When RewriteQuery completed a follow-up ("Is it retryable?") into a
+standalone question, the raw question's lists count half (:data:`UNDERSPECIFIED_WEIGHT`).
 
 The node is synchronous on purpose: disk and model work blocks, and LangGraph runs a sync
 node in a worker thread (``run_in_executor``) when the graph runs async (``ainvoke`` /
@@ -14,7 +15,7 @@ date first (``auto_index``), and progress goes out as custom stream events:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,7 @@ from ..settings import RagSettings, ResolvedKnowledgeBase
 from ..state import Candidate, RagScope, RagState, debug_update
 from ._base import NodeDeps, StepRecorder
 from ._paths import FILE_KINDS
+from .rewrite_query import query_key
 
 if TYPE_CHECKING:
     from retrieval.kb import Ranker
@@ -179,9 +181,38 @@ def search_kb(
     return run
 
 
-def fuse(runs: dict[str, KbRun], settings: RagSettings) -> list[Candidate]:
-    """RRF over every list of every knowledge base. ``score`` is the fused score divided by
-    the best one possible (first in every list of its knowledge base), so it lies in 0..1."""
+UNDERSPECIFIED_WEIGHT = 0.5
+"""The share of its ranker's weight a list of the raw question keeps when RewriteQuery
+completed it into another standalone question ("Is it retryable?" names nothing; its lists
+rank whatever is retryable as high as the completed question's lists rank the error the
+conversation was about). Not 0: a question taken for a follow-up by mistake still counts."""
+
+
+def list_weights(
+    settings: RagSettings, queries: Sequence[str], standalone: str
+) -> dict[str, float]:
+    """The ranker weights, plus a weight per list of query 0 (``q0:bm25``…) at
+    :data:`UNDERSPECIFIED_WEIGHT` of its ranker's when query 0 is a follow-up that RewriteQuery
+    completed (``standalone`` differs from it and is searched too)."""
+    weights = dict(settings.rrf_weights)
+    if not queries or not standalone.strip():
+        return weights
+    if query_key(standalone) == query_key(queries[0]) or all(
+        query_key(q) != query_key(standalone) for q in queries[1:]
+    ):
+        return weights
+    for ranker in lists_for(settings):
+        weights[f"q0:{ranker}"] = UNDERSPECIFIED_WEIGHT * ranking_weight(ranker, weights)
+    return weights
+
+
+def fuse(
+    runs: dict[str, KbRun], settings: RagSettings, weights: Mapping[str, float] | None = None
+) -> list[Candidate]:
+    """Weighted RRF over every list of every knowledge base (``weights`` by list or ranker
+    name, default the settings' ranker weights). ``score`` is the fused score divided by the
+    best one possible (first in every list of its knowledge base), so it lies in 0..1."""
+    weights = dict(settings.rrf_weights) if weights is None else dict(weights)
     rankings: dict[str, list[str]] = {}
     by_key: dict[str, tuple[str, SearchResult]] = {}
     for kb, run in runs.items():
@@ -192,9 +223,9 @@ def fuse(runs: dict[str, KbRun], settings: RagSettings) -> list[Candidate]:
                 by_key.setdefault(key, (kb, result))
                 keys.append(key)
             rankings[f"{kb}|{name}"] = keys
-    fused = rrf_fuse(rankings, k=settings.rrf_k, weights=settings.rrf_weights)
+    fused = rrf_fuse(rankings, k=settings.rrf_k, weights=_by_list(rankings, weights))
     best = {
-        kb: sum(ranking_weight(n, settings.rrf_weights) for n in run.lists) / (settings.rrf_k + 1)
+        kb: sum(ranking_weight(n, weights) for n in run.lists) / (settings.rrf_k + 1)
         for kb, run in runs.items()
     }
     out: list[Candidate] = []
@@ -215,6 +246,11 @@ def fuse(runs: dict[str, KbRun], settings: RagSettings) -> list[Candidate]:
             }
         )  # fmt: skip
     return out
+
+
+def _by_list(rankings: Mapping[str, object], weights: Mapping[str, float]) -> dict[str, float]:
+    """Weights keyed by the fused rankings' names (``kb|q0:bm25``)."""
+    return {name: ranking_weight(name.split("|", 1)[1], weights) for name in rankings}
 
 
 def list_scores(list_name: str, result: SearchResult) -> dict[str, float]:
@@ -247,10 +283,12 @@ def retrieve(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps) -> 
         "filters": filters.model_dump(mode="json") if filters else None,
     })  # fmt: skip
     runs = {kb.name: search_kb(kb, queries, settings, filters, deps, writer) for kb in kbs}
-    candidates = fuse(runs, settings)[: max(candidate_limit(settings), 4 * settings.top_k)]
+    weights = list_weights(settings, queries, state.get("rag_standalone") or "")
+    candidates = fuse(runs, settings, weights)[: max(candidate_limit(settings), 4 * settings.top_k)]
     rec.data = {
         "kbs": [k.name for k in kbs],
         "queries": queries,
+        "weights": weights,
         "filters": filters.model_dump(mode="json") if filters else None,
         "lists": {f"{kb}|{n}": len(r) for kb, run in runs.items() for n, r in run.lists.items()},
         "list_ms": {f"{kb}|{n}": ms for kb, run in runs.items() for n, ms in run.timings.items()},
@@ -267,4 +305,13 @@ def retrieve(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps) -> 
     return {"rag_candidates": candidates, "rag_retrieval_debug": debug_update([rec.step()])}
 
 
-__all__ = ["candidate_limit", "fuse", "rankers_for", "retrieve", "scope_filters", "search_kb"]
+__all__ = [
+    "UNDERSPECIFIED_WEIGHT",
+    "candidate_limit",
+    "fuse",
+    "list_weights",
+    "rankers_for",
+    "retrieve",
+    "scope_filters",
+    "search_kb",
+]

