@@ -57,7 +57,8 @@ class RagSettings:
     :func:`graphs.models.resolve_chat_model` (``None``: every node uses its heuristic path).
     ``score_threshold`` drops candidates whose final 0..1 score is lower. ``rerank_diversity``
     (0 to below 1, default 0 = off) is the heuristic rerank's discount of each further chunk
-    of a file already chosen, for a context that spans more files. The grounding
+    of a file already chosen, for a context that spans more files; ``rerank_section_weight``
+    (0 to 1, default 0 = off) is its bonus for query terms in a chunk's heading path. The grounding
     heuristic needs ``grounding_min_coverage`` of the question's terms in the context and,
     when a vector ranker ran, a best cosine similarity of ``grounding_min_vector_score``
     (``None`` switches that floor off)."""
@@ -73,6 +74,7 @@ class RagSettings:
     score_threshold: float | None = None
     rerank: RerankMode = "heuristic"
     rerank_diversity: float = 0.0
+    rerank_section_weight: float = 0.0
     context_budget_tokens: int = 2000
     max_rewrites: int = 1
     search_mode: SearchMode = "hybrid"
@@ -93,6 +95,11 @@ class RagSettings:
             raise ConfigError(
                 f"rerank_diversity is {self.rerank_diversity}; allowed: 0 (off, the default) "
                 "up to below 1 (each further chunk of a file already chosen loses that share)."
+            )
+        if not 0.0 <= self.rerank_section_weight <= 1.0:
+            raise ConfigError(
+                f"rerank_section_weight is {self.rerank_section_weight}; allowed: 0 (off, the "
+                "default) to 1 (the heading-match bonus, added to the fused score)."
             )
         if not 0 <= self.max_rewrites <= MAX_REWRITES_LIMIT:
             raise ConfigError(

@@ -1,7 +1,8 @@
 """Rerank: order the fused candidates for the context.
 
 ``heuristic`` (default): the fused score plus a small bonus when the query's terms appear in
-the chunk's file path, then, with ``rerank_diversity`` above 0, a greedy diversity pass in
+the chunk's file path (and, with ``rerank_section_weight`` above 0, in its section heading),
+then, with ``rerank_diversity`` above 0, a greedy diversity pass in
 the spirit of Maximal Marginal Relevance (Carbonell & Goldstein, SIGIR 1998) that discounts
 further chunks of a file already chosen, unless they are its neighbours. ``llm``: the chat
 model orders the best ``llm_rerank_max`` candidates (listwise), the rest keep the heuristic
@@ -16,7 +17,8 @@ query terms in the section heading counts them twice, as the heading is indexed 
 chunk's text: 0.2 of it cost 0.040 nDCG@10. A bonus for a neighbouring candidate favours
 long files (0.05 cost 0.034), and BuildContext merges neighbours anyway. The same-file
 discount cannot move document rankings but pushed gold chunks out of the docs folder's top
-five (recall@5 0.902 to 0.859 at 0.15), so it is opt-in (``rerank_diversity``). File paths
+five (recall@5 0.902 to 0.859 at 0.15), so both are opt-in (``rerank_section_weight``,
+``rerank_diversity``) for folders whose headings are not in the indexed text. File paths
 are the one signal the rankers never see, and 0.05 of it costs nothing on SciFact.
 """
 
@@ -47,9 +49,13 @@ class RerankOrder(BaseModel):
     reason: str = ""
 
 
-def heuristic_score(fused: float, path_match: float) -> float:
-    """``(fused + 0.05·path_match) / 1.05``, in 0..1 when its inputs are."""
-    return (fused + PATH_WEIGHT * path_match) / (1 + PATH_WEIGHT)
+def heuristic_score(
+    fused: float, path_match: float, section_match: float = 0.0, section_weight: float = 0.0
+) -> float:
+    """``(fused + 0.05·path_match + w·section_match) / (1.05 + w)``, in 0..1 when its
+    inputs are."""
+    bonus = PATH_WEIGHT * path_match + section_weight * section_match
+    return (fused + bonus) / (1 + PATH_WEIGHT + section_weight)
 
 
 def adjacent(a: Candidate, b: Candidate) -> bool:
@@ -68,6 +74,14 @@ def path_match(query_stems: set[str], candidate: Candidate) -> float:
         return 0.0
     label = re.sub(r"[/_.\-]+", " ", candidate["source"])
     return len(query_stems & set(stems(words(label)))) / len(query_stems)
+
+
+def section_match(query_stems: set[str], candidate: Candidate) -> float:
+    """Share of the query's topic stems found in the chunk's heading path."""
+    section = candidate.get("section")
+    if not query_stems or not section:
+        return 0.0
+    return len(query_stems & set(stems(words(section)))) / len(query_stems)
 
 
 def diversify(
@@ -99,11 +113,18 @@ def diversify(
 
 
 def heuristic_rerank(
-    candidates: Sequence[Candidate], queries: Sequence[str], diversity: float = 0.0
+    candidates: Sequence[Candidate],
+    queries: Sequence[str],
+    diversity: float = 0.0,
+    section_weight: float = 0.0,
 ) -> list[Candidate]:
     query_stems: set[str] = set().union(*(term_stems(q) for q in queries)) if queries else set()
     matches = [path_match(query_stems, c) for c in candidates]
-    base = [heuristic_score(c["score"], m) for c, m in zip(candidates, matches, strict=True)]
+    sections = [section_match(query_stems, c) if section_weight else 0.0 for c in candidates]
+    base = [
+        heuristic_score(c["score"], m, s, section_weight)
+        for c, m, s in zip(candidates, matches, sections, strict=True)
+    ]
     if diversity > 0:
         order = diversify(candidates, base, diversity)
     else:  # a stable sort keeps the fused order among equal scores
@@ -114,6 +135,7 @@ def heuristic_rerank(
             score,
             fused=candidates[i]["score"],
             path=matches[i],
+            section=sections[i],
             diversity=score / base[i] if base[i] else 1.0,
         )
         for i, score in order
@@ -191,7 +213,12 @@ def rerank(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps) -> di
     ordered = (
         candidates
         if mode == "none"
-        else heuristic_rerank(candidates, queries, rec.settings.rerank_diversity)
+        else heuristic_rerank(
+            candidates,
+            queries,
+            rec.settings.rerank_diversity,
+            rec.settings.rerank_section_weight,
+        )
     )
     model = rec.chat_model(deps) if mode == "llm" and ordered else None
     if model is not None:
@@ -244,4 +271,5 @@ __all__ = [
     "heuristic_score",
     "path_match",
     "rerank",
+    "section_match",
 ]

@@ -55,6 +55,30 @@ def test_without_a_path_match_the_fused_order_is_kept() -> None:
     assert [c["id"] for c in out] == ["s0", "s1", "s2", "o"]
 
 
+@pytest.mark.parametrize(
+    ("weight", "expected"),
+    [(0.0, ["a", "b"]), (0.2, ["b", "a"])],
+)
+def test_the_section_bonus_is_opt_in(weight: float, expected: list[str]) -> None:
+    plain = candidate("a", "notes/x.md", score=0.5, section="Intro")
+    titled = candidate("b", "notes/y.md", score=0.48, section="Config > Retry politik (Überblick)")
+    out = heuristic_rerank([plain, titled], ["retry politik"], section_weight=weight)
+    assert [c["id"] for c in out] == expected
+    titled_out = next(c for c in out if c["id"] == "b")
+    assert titled_out["scores"]["section"] == (1.0 if weight else 0.0)
+    assert titled_out["score"] == pytest.approx(heuristic_score(0.48, 0.0, 1.0, weight))
+
+
+def test_the_section_weight_comes_from_the_settings_and_is_validated() -> None:
+    pool = [candidate("a", "x.md", score=0.5, section="Intro"),
+            candidate("b", "y.md", score=0.49, section="Retry policy")]  # fmt: skip
+    lifted = _run(_state(pool), RagSettings(rerank_section_weight=0.1))
+    assert [c["id"] for c in lifted["rag_candidates"]] == ["b", "a"]
+    for bad in (-0.1, 1.5):
+        with pytest.raises(ConfigError, match="rerank_section_weight"):
+            RagSettings(rerank_section_weight=bad)
+
+
 def test_diversity_discounts_a_file_already_chosen() -> None:
     same = [
         candidate(f"s{i}", "a.md", (10 * i + 1, 10 * i + 3), score=0.8 - i * 0.01) for i in range(3)
