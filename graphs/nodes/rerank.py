@@ -68,20 +68,21 @@ def adjacent(a: Candidate, b: Candidate) -> bool:
     )
 
 
+def stem_share(query_stems: set[str], label: str | None) -> float:
+    """Share of ``query_stems`` found among the stems of ``label``."""
+    if not query_stems or not label:
+        return 0.0
+    return len(query_stems & set(stems(words(label)))) / len(query_stems)
+
+
 def path_match(query_stems: set[str], candidate: Candidate) -> float:
     """Share of the query's topic stems found in the chunk's file path."""
-    if not query_stems:
-        return 0.0
-    label = re.sub(r"[/_.\-]+", " ", candidate["source"])
-    return len(query_stems & set(stems(words(label)))) / len(query_stems)
+    return stem_share(query_stems, re.sub(r"[/_.\-]+", " ", candidate["source"]))
 
 
 def section_match(query_stems: set[str], candidate: Candidate) -> float:
     """Share of the query's topic stems found in the chunk's heading path."""
-    section = candidate.get("section")
-    if not query_stems or not section:
-        return 0.0
-    return len(query_stems & set(stems(words(section)))) / len(query_stems)
+    return stem_share(query_stems, candidate.get("section"))
 
 
 def diversify(

@@ -213,7 +213,8 @@ class BatchEmbedder:
         if not count:
             return
         if isinstance(self.embeddings, InputLimited):
-            limit = f"{self.embeddings.input_limit()} ({self.max_chars} characters at most)"
+            # Both cuts apply: the model's own limit, and ours on characters before it.
+            limit = f"{self.embeddings.input_limit()}, or {self.max_chars} characters"
         else:
             limit = f"{self.max_chars} characters"
         logger.warning(
