@@ -239,6 +239,7 @@ class LanceHybrid:
     ) -> None:
         import lancedb
         import pyarrow as pa
+        from lancedb.index import FTS
         from lancedb.rerankers import RRFReranker
 
         start = time.perf_counter()
@@ -253,7 +254,9 @@ class LanceHybrid:
             }
         )
         self.table = db.create_table("beir", data=data, mode="overwrite")
-        self.table.create_fts_index("text", replace=True)  # stemming and stop words: defaults
+        # Native FTS with its defaults (English stemming, stop words), as the deprecated
+        # create_fts_index("text") built it.
+        self.table.create_index("text", config=FTS(with_position=False), replace=True)
         self.index_s = time.perf_counter() - start
         self.model, self.limit, self.reranker = model, limit, RRFReranker()
 

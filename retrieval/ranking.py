@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._blas import single_blas_thread
 from .errors import ConfigError, DimensionMismatchError
 
 # Rows per BLAS call. One call is fastest; blocks only keep each call far below the 2**31
@@ -80,7 +81,8 @@ def top_k_of(
 
 def dot_scores(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
     """``matrix @ query`` in the matrix's dtype, without copying ``matrix`` (an ``np.memmap``
-    stays a view: the query is cast to the matrix's dtype, never the other way round)."""
+    stays a view: the query is cast to the matrix's dtype, never the other way round), on
+    one BLAS thread."""
     if matrix.ndim != 2:
         raise ConfigError(f"matrix must be 2-D (rows, dims), got shape {matrix.shape}.")
     n, dims = matrix.shape
@@ -91,12 +93,11 @@ def dot_scores(matrix: np.ndarray, query: np.ndarray) -> np.ndarray:
             "vectors; embed the query with the model the index was built with."
         )
     rows = np.asarray(matrix)  # base-class view: memmap's Python-level wrappers stay out
-    if n <= _DOT_BLOCK_ROWS:
-        return np.asarray(rows @ query)
     out = np.empty(n, dtype=matrix.dtype)
-    for start in range(0, n, _DOT_BLOCK_ROWS):
-        stop = min(start + _DOT_BLOCK_ROWS, n)
-        np.matmul(rows[start:stop], query, out=out[start:stop])
+    with single_blas_thread():  # see retrieval/_blas.py: spinning BLAS threads slow the model
+        for start in range(0, n, _DOT_BLOCK_ROWS):
+            stop = min(start + _DOT_BLOCK_ROWS, n)
+            np.matmul(rows[start:stop], query, out=out[start:stop])
     return out
 
 
