@@ -16,7 +16,9 @@ The evidence (all cheap, no LLM):
 - ``negation_flip`` — a word the claim shares with its best-matching context sentence is
   negated in one and not in the other ("is retried" / "is never retried");
   ``number_conflict`` — that sentence holds other numbers than the claim. Either, on a
-  claim that otherwise matches the sentence, makes the verdict "contradicted".
+  claim that otherwise matches the sentence, makes the verdict "contradicted" — unless the
+  claim is a whole line or sentence of the context, quoted (``quoted``): the sentence
+  splitter joins lines of code and tables, and a quoted line cannot contradict its source.
 
 The support score is ``σ(b + w·x) / σ(b + Σw⁺)``: a logistic model over the features,
 scaled so that a claim with perfect evidence scores 1; a contradicted claim keeps half of
@@ -92,6 +94,12 @@ class ContextText:
         return frozenset(numbers(self.text))
 
     @cached_property
+    def quotable(self) -> frozenset[str]:
+        """Every line and sentence, normalised as :func:`quote_key` does."""
+        units = [*self.text.splitlines(), *self.sentences]
+        return frozenset(key for key in map(quote_key, units) if key)
+
+    @cached_property
     def windows(self) -> list[str]:
         """Consecutive sentences packed up to ``WINDOW_WORDS`` words."""
         out: list[str] = []
@@ -131,6 +139,13 @@ class Evidence:
         }
 
 
+def quote_key(text: str) -> str:
+    """Case, spacing, code quotes and final punctuation left out: the claim splitter
+    capitalises a claim's first letter, drops ``inline code`` quotes and ends it with a full
+    stop."""
+    return " ".join(text.replace("`", "").split()).lower().rstrip(".:;,")
+
+
 def embedding_text(claim: str, question: str | None) -> str:
     """What to embed for a claim: a fragment answer is not self-contained without its
     question."""
@@ -152,14 +167,17 @@ def lexical_evidence(claim: str, context: ContextText, similarity: float) -> Evi
     bigrams = len(pairs & context.bigrams) / len(pairs) if pairs else overlap
     aligned = _best_sentences(words, context)
     aligned_numbers = numbers(aligned[0]) if aligned else set()
+    quoted = quote_key(claim) in context.quotable
     return Evidence(
         overlap=overlap,
         missing=len(lacking) + len([n for n in lacking_numbers if n not in lacking]),
         bigrams=bigrams,
         similarity=similarity,
         numbers_match=_share(nums, context.numbers, 1.0),
-        negation_flip=bool(aligned) and all(_negation_flip(claim, s, words) for s in aligned),
-        number_conflict=bool(lacking_numbers) and bool(aligned_numbers - nums),
+        negation_flip=not quoted
+        and bool(aligned)
+        and all(_negation_flip(claim, s, words) for s in aligned),
+        number_conflict=not quoted and bool(lacking_numbers) and bool(aligned_numbers - nums),
         aligned=aligned[0] if aligned else "",
         missing_words=(*lacking, *lacking_numbers),
     )
@@ -222,5 +240,6 @@ __all__ = [
     "embedding_text",
     "is_contradiction",
     "lexical_evidence",
+    "quote_key",
     "support_score",
 ]

@@ -50,6 +50,35 @@ def test_offline_verdicts(judge: OfflineJudge, claim: str, verdict: str) -> None
     assert 0.0 <= judged.score <= 1.0
 
 
+CODE_CONTEXT = (
+    "A ``Retry-After`` value sent by the provider replaces the computed delay but is never\n"
+    "allowed to exceed ``backoff_cap_ms``.\n"
+    '"""\n'
+    "for attempt in range(1, policy.max_attempts + 1):\n"
+    "    if attempt == policy.max_attempts or not policy.should_retry(err.status):\n"
+    "        raise\n"
+    "    delay = policy.delay_ms(attempt)\n"
+    "    Le délai n'est jamais négatif.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("claim", "verdict"),
+    [
+        # Quoted lines: the splitter capitalises, drops code quotes, adds a full stop.
+        ("Delay = policy.delay_ms(attempt)", "supported"),
+        ("Le délai n'est jamais négatif.", "supported"),
+        # Not a quote: the negation of the source is dropped, so it still contradicts.
+        ("A Retry-After value is allowed to exceed backoff_cap_ms.", "contradicted"),
+    ],
+)
+def test_offline_a_quoted_line_is_not_contradicted_by_its_neighbours(
+    judge: OfflineJudge, claim: str, verdict: str
+) -> None:
+    (judged,) = judge.judge_claims([claim], CODE_CONTEXT)
+    assert judged.verdict == verdict, judged.reason
+
+
 def test_offline_scores_rank_supported_above_unsupported(judge: OfflineJudge) -> None:
     good, partial, bad = judge.judge_claims(
         [
