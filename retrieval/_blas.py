@@ -23,7 +23,8 @@ _LOCK = threading.Lock()
 
 @cache
 def _controller() -> Any:
-    # Imported and built once: the controller scans the loaded shared libraries.
+    # Built once, at the first search: it knows the BLAS numpy loaded (the one its products
+    # use); a BLAS another package loads later is left alone.
     from threadpoolctl import ThreadpoolController
 
     return ThreadpoolController()

@@ -9,12 +9,14 @@ import numpy as np
 import pytest
 from threadpoolctl import ThreadpoolController
 
-from retrieval._blas import single_blas_thread
+from retrieval._blas import _controller, single_blas_thread
 from retrieval.ranking import dot_scores
 
 
 def _blas_threads() -> list[int]:
-    blas = ThreadpoolController().select(user_api="blas")
+    """Threads of the BLAS libraries numpy had loaded when the first search ran (the ones
+    its products use; a BLAS that another package loads later is not numpy's)."""
+    blas = _controller().select(user_api="blas")
     return [lib.num_threads for lib in blas.lib_controllers]
 
 
