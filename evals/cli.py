@@ -17,14 +17,12 @@ from __future__ import annotations
 import importlib
 import json
 import sys
-from collections.abc import Callable
-from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from retrieval.errors import ConfigError, KbgraphError
+from kbgraph._errors import failing_as
 
 from .baseline import (
     DEFAULT_TOLERANCE,
@@ -40,8 +38,6 @@ from .report import dataset_fingerprint
 
 if TYPE_CHECKING:
     from .meta import Benchmark
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 class DefaultCommandGroup(click.Group):
@@ -76,21 +72,7 @@ class DefaultCommandGroup(click.Group):
         return super().get_command(ctx, cmd_name)
 
 
-def fail_cleanly(func: F) -> F:
-    """Library errors become a one-line reason on stderr and an exit code."""
-
-    @wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except ConfigError as exc:
-            click.echo(f"kbgraph eval: {exc}", err=True)
-            sys.exit(2)
-        except (KbgraphError, OSError, ValueError) as exc:
-            click.echo(f"kbgraph eval: {type(exc).__name__}: {exc}", err=True)
-            sys.exit(1)
-
-    return cast(F, wrapper)
+fail_cleanly = failing_as("kbgraph eval")
 
 
 @click.group(

@@ -65,29 +65,44 @@ def describe_invalid(exc: ValidationError) -> str:
     return f"{option} {value} is not allowed ({rule}); pass an allowed value{example}"
 
 
-def fail_cleanly(func: F) -> F:
-    """Turn library errors into a one-line reason on stderr and a meaningful exit code."""
+def failing_as(prefix: str) -> Callable[[F], F]:
+    """A decorator that turns library errors into ``<prefix>: <reason>`` on stderr and a
+    meaningful exit code (one per command group, so each names itself)."""
 
-    @wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except KbgraphError as exc:
-            code = next((c for t, c in EXIT_CODES.items() if isinstance(exc, t)), 1)
-            click.echo(f"kbgraph: {exc}", err=True)
-            sys.exit(code)
-        except ValidationError as exc:  # a bad option value, caught by the settings models
-            click.echo(f"kbgraph: {describe_invalid(exc)}", err=True)
-            sys.exit(EXIT_USAGE)
-        except (OSError, ValueError) as exc:
-            click.echo(f"kbgraph: {type(exc).__name__}: {exc}", err=True)
-            sys.exit(1)
+    def decorate(func: F) -> F:
+        @wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return func(*args, **kwargs)
+            except KbgraphError as exc:
+                code = next((c for t, c in EXIT_CODES.items() if isinstance(exc, t)), 1)
+                click.echo(f"{prefix}: {exc}", err=True)
+                sys.exit(code)
+            except ValidationError as exc:  # a bad option value, caught by settings models
+                click.echo(f"{prefix}: {describe_invalid(exc)}", err=True)
+                sys.exit(EXIT_USAGE)
+            except (OSError, ValueError) as exc:
+                click.echo(f"{prefix}: {type(exc).__name__}: {exc}", err=True)
+                sys.exit(1)
 
-    return cast(F, wrapper)
+        return cast(F, wrapper)
+
+    return decorate
+
+
+fail_cleanly = failing_as("kbgraph")
+"""The engine commands' error handling."""
 
 
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2))
 
 
-__all__ = ["EXIT_CODES", "EXIT_USAGE", "describe_invalid", "emit_json", "fail_cleanly"]
+__all__ = [
+    "EXIT_CODES",
+    "EXIT_USAGE",
+    "describe_invalid",
+    "emit_json",
+    "fail_cleanly",
+    "failing_as",
+]

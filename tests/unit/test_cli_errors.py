@@ -1,0 +1,53 @@
+"""Every command group fails the same way: ``<prefix>: <reason>`` on stderr, one exit code
+per kind of error."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from kbgraph._errors import failing_as
+from retrieval.config import ChunkConfig
+from retrieval.errors import (
+    ConfigError,
+    IndexCorruptError,
+    IndexLockedError,
+    IndexNotFoundError,
+    KbgraphError,
+    ModelMismatchError,
+)
+
+
+def _invalid_chunking() -> ValidationError:
+    try:
+        ChunkConfig.model_validate({"chunk_size": 5})
+    except ValidationError as exc:
+        return exc
+    raise AssertionError("a chunk size of 5 must be refused")
+
+
+@pytest.mark.parametrize(
+    ("error", "code", "says"),
+    [
+        (ConfigError("fusion is 'x'; allowed: rrf, convex"), 2, "fusion is 'x'"),
+        (IndexNotFoundError("no index in café/"), 3, "no index in café/"),
+        (IndexLockedError("locked"), 4, "locked"),
+        (IndexCorruptError("corrupt"), 5, "corrupt"),
+        (ModelMismatchError("another model"), 7, "another model"),
+        (KbgraphError("anything else"), 1, "anything else"),
+        (OSError("disk full"), 1, "OSError: disk full"),
+        (_invalid_chunking(), 2, "--chunk-size 5 is not allowed (at least 16)"),
+    ],
+)
+def test_errors_become_a_line_and_an_exit_code(
+    error: Exception, code: int, says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    @failing_as("kbgraph eval")
+    def command() -> None:
+        raise error
+
+    with pytest.raises(SystemExit) as exit_info:
+        command()
+    assert exit_info.value.code == code
+    err = capsys.readouterr().err
+    assert err.startswith("kbgraph eval: ") and says in err and err.count("\n") == 1
