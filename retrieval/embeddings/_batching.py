@@ -132,9 +132,10 @@ class BatchEmbedder:
     ) -> EmbedOutcome:
         """Embed ``texts`` in order. ``on_batch`` is called after each batch with the number
         of texts done so far."""
+        truncated = self._warn_truncation(texts)
         batches: list[EmbeddedBatch] = []
         done = 0
-        for batch in self.iter_batches(texts):
+        for batch in self._batches(texts):
             batches.append(batch)
             done += len(batch.indices)
             if on_batch is not None:
@@ -146,7 +147,7 @@ class BatchEmbedder:
             if batch.vectors.shape[1]:
                 vectors[batch.indices] = batch.vectors
             failed += batch.failed
-        return EmbedOutcome(vectors, sorted(failed), self.count_truncated(texts))
+        return EmbedOutcome(vectors, sorted(failed), truncated)
 
     def iter_batches(self, texts: Sequence[str]) -> Iterator[EmbeddedBatch]:
         """Embed batch by batch, longest texts first, yielding each batch as soon as it is
@@ -154,6 +155,10 @@ class BatchEmbedder:
         provider refused every one of several inputs: that is a setting (model name,
         server) gone wrong, not bad data."""
         self._warn_truncation(texts)
+        yield from self._batches(texts)
+
+    def _batches(self, texts: Sequence[str]) -> Iterator[EmbeddedBatch]:
+        """``iter_batches`` without the truncation warning (the caller gave it)."""
         prepared = [text[: self.max_chars] for text in texts]
         order = length_order(prepared)
         embedded_any = False
@@ -207,11 +212,12 @@ class BatchEmbedder:
             cut = [a or b for a, b in zip(cut, over, strict=True)]
         return cut
 
-    def _warn_truncation(self, texts: Sequence[str]) -> None:
-        """One warning per call, with a count: a line per text would drown the log."""
+    def _warn_truncation(self, texts: Sequence[str]) -> int:
+        """One warning per call, with a count (a line per text would drown the log); the
+        count is returned, as the local model counts by tokenizing every text."""
         count = self.count_truncated(texts)
         if not count:
-            return
+            return 0
         if isinstance(self.embeddings, InputLimited):
             # Both cuts apply: the model's own limit, and ours on characters before it.
             limit = f"{self.embeddings.input_limit()}, or {self.max_chars} characters"
@@ -225,6 +231,7 @@ class BatchEmbedder:
             self.info.key,
             limit,
         )
+        return count
 
     def _stack(self, rows: list[np.ndarray | None]) -> np.ndarray:
         width = self.dims or 0
