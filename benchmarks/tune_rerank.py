@@ -16,7 +16,8 @@ score, measured on two kinds of data; prints Markdown tables, not a test.
 Variants: a bonus for query terms in the section heading (``section``) or in the file path
 (``path``), a bonus for a neighbouring chunk of the same file among the candidates
 (``adjacent``), and the same-file discount of the diversity pass (``diversity``), each
-added as ``(fused + w·signal) / (1 + w)`` the way ``graphs.nodes.rerank`` does.
+added as ``(fused + w·signal) / (1 + w)`` the way ``graphs.nodes.rerank`` does, with its
+own ``path_match`` / ``section_match``.
 
 The rule that chose the default: no signal may cost nDCG@10 on SciFact train (809 labelled
 queries); among those left, the best on the docs guard. The table and the choice are in
@@ -26,7 +27,6 @@ queries); among those left, the best on the docs guard. The table and the choice
 from __future__ import annotations
 
 import argparse
-import re
 import shutil
 import sys
 import tempfile
@@ -42,8 +42,8 @@ from evals.beir._run import doc_ranking, index_corpus
 from evals.datasets import load_dataset
 from evals.evaluators.sources import gold_source_recall, is_recalled
 from evals.records import Passage
-from graphs.nodes._text import stems, term_stems, words
-from graphs.nodes.rerank import adjacent, diversify
+from graphs.nodes._text import term_stems
+from graphs.nodes.rerank import adjacent, diversify, path_match, section_match
 from graphs.searcher import SearcherRegistry
 from graphs.settings import RagSettings
 from graphs.state import Candidate
@@ -68,11 +68,6 @@ VARIANTS: list[Variant] = [
 Pool = list[tuple[list[str], list[Candidate]]]  # (queries, fused candidates) per question
 
 
-def _match(query_stems: set[str], label: str) -> float:
-    found = set(stems(words(re.sub(r"[/_.\-]+", " ", label))))
-    return len(query_stems & found) / len(query_stems) if query_stems else 0.0
-
-
 def reorder(
     cands: Sequence[Candidate], queries: Sequence[str], w: dict[str, float]
 ) -> list[Candidate]:
@@ -80,14 +75,14 @@ def reorder(
     base = []
     for c in cands:
         signals = {
-            "section": _match(q, c.get("section") or ""),
-            "path": _match(q, c["source"]),
+            "section": section_match(q, c),
+            "path": path_match(q, c),
             "adjacent": float(any(adjacent(c, o) for o in cands if o is not c)),
         }
         raw = c["score"] + sum(w.get(k, 0.0) * v for k, v in signals.items())
         base.append(raw / (1 + sum(w.get(k, 0.0) for k in signals)))
     order = diversify(cands, base, w.get("diversity", 0.0))
-    return [{**cands[i], "score": score} for i, score in order]  # type: ignore[typeddict-item]
+    return [{**cands[i], "score": score} for i, score in order]
 
 
 def collect(graph: Any, context: RagSettings, questions: Sequence[str]) -> Pool:
