@@ -17,7 +17,7 @@ The evidence (all cheap, no LLM):
   negated in one and not in the other ("is retried" / "is never retried");
   ``number_conflict`` — that sentence holds other numbers than the claim. Either, on a
   claim that otherwise matches the sentence, makes the verdict "contradicted" — unless the
-  claim is a whole line or sentence of the context, quoted (``quoted``): the sentence
+  claim is a whole line or sentence of the context (``quoted``): the sentence
   splitter joins lines of code and tables, and a quoted line cannot contradict its source.
 
 The support score is ``σ(b + w·x) / σ(b + Σw⁺)``: a logistic model over the features,
@@ -128,6 +128,7 @@ class Evidence:
     number_conflict: bool
     aligned: str
     missing_words: tuple[str, ...] = ()
+    quoted: bool = False  # the claim is a whole line or sentence of the context
 
     def vector(self) -> dict[str, float]:
         return {
@@ -167,19 +168,17 @@ def lexical_evidence(claim: str, context: ContextText, similarity: float) -> Evi
     bigrams = len(pairs & context.bigrams) / len(pairs) if pairs else overlap
     aligned = _best_sentences(words, context)
     aligned_numbers = numbers(aligned[0]) if aligned else set()
-    quoted = quote_key(claim) in context.quotable
     return Evidence(
         overlap=overlap,
         missing=len(lacking) + len([n for n in lacking_numbers if n not in lacking]),
         bigrams=bigrams,
         similarity=similarity,
         numbers_match=_share(nums, context.numbers, 1.0),
-        negation_flip=not quoted
-        and bool(aligned)
-        and all(_negation_flip(claim, s, words) for s in aligned),
-        number_conflict=not quoted and bool(lacking_numbers) and bool(aligned_numbers - nums),
+        negation_flip=bool(aligned) and all(_negation_flip(claim, s, words) for s in aligned),
+        number_conflict=bool(lacking_numbers) and bool(aligned_numbers - nums),
         aligned=aligned[0] if aligned else "",
         missing_words=(*lacking, *lacking_numbers),
+        quoted=quote_key(claim) in context.quotable,
     )
 
 
@@ -201,7 +200,7 @@ def _sigmoid(z: float) -> float:
 
 
 def is_contradiction(evidence: Evidence) -> bool:
-    if evidence.overlap < CONTRADICTED_MIN_OVERLAP:
+    if evidence.quoted or evidence.overlap < CONTRADICTED_MIN_OVERLAP:
         return False
     return evidence.negation_flip or evidence.number_conflict
 
