@@ -8,7 +8,7 @@ pick instead, in the same run, with the same embedding model. Prints figures; no
 Rows (document rankings of 100, scored as ``kbgraph eval retrieval`` scores them, BEIR's
 ``ignore_identical_ids`` applied to every row):
 
-- kbgraph bm25 / vector / hybrid (/ graph): ``evals.beir.run_data`` through the real engine,
+- kbgraph bm25 / vector / hybrid (/ graph): ``kbgraph.evals.beir.run_data`` through the real engine,
   with the run settings of ``kbgraph eval retrieval`` (hybrid: convex fusion); "kbgraph
   hybrid (RRF)" is the same index searched with the engine's default fusion.
 - bm25s: ``bm25s.tokenize(stopwords="en", stemmer=Snowball English)`` + ``bm25s.BM25()``
@@ -55,8 +55,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from evals.beir import (
+from kbgraph.evals.beir import (
     IndexInfo,
     RunSettings,
     load_beir,
@@ -66,13 +65,13 @@ from evals.beir import (
     search_settings,
     without_query_id,
 )
-from evals.beir._folder import file_name
-from evals.beir._metrics import max_pool
-from evals.beir._report import machine, table
-from evals.beir._run import index_corpus, open_knowledge_base, search_mode
-from retrieval.embeddings import describe_embeddings
-from retrieval.ranking import rrf_fuse
-from retrieval.records import index_text
+from kbgraph.evals.beir._folder import file_name
+from kbgraph.evals.beir._metrics import max_pool
+from kbgraph.evals.beir._report import machine, table
+from kbgraph.evals.beir._run import index_corpus, open_knowledge_base, search_mode
+from kbgraph.retrieval.embeddings import describe_embeddings
+from kbgraph.retrieval.ranking import rrf_fuse
+from kbgraph.retrieval.records import index_text
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir" / "scifact"
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
@@ -95,9 +94,8 @@ class Model:
     loaded and warmed on construction."""
 
     def __init__(self) -> None:
+        from kbgraph.retrieval.embeddings import packaged_model_dir
         from sentence_transformers import SentenceTransformer
-
-        from retrieval.embeddings import packaged_model_dir
 
         self.st = SentenceTransformer(str(packaged_model_dir()), local_files_only=True)
         self.st.encode(["warm up"] * 4)

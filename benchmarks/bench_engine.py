@@ -30,10 +30,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from retrieval.lexical import BM25Index
-from retrieval.ranking import top_k_dot
-from retrieval.store import open_vectors, write_vectors
+from kbgraph.retrieval.lexical import BM25Index
+from kbgraph.retrieval.ranking import top_k_dot
+from kbgraph.retrieval.store import open_vectors, write_vectors
 
 # ../shared beside the repository, wherever the checkout lives.
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -252,7 +251,7 @@ def bench_build(folder: Path, limit: int | None = None) -> list[Row]:
 
     hf_logging.disable_progress_bar()  # keep the output a clean table
 
-    from retrieval.kb import KnowledgeBase
+    from kbgraph.retrieval.kb import KnowledgeBase
 
     data = load_beir(folder)
     doc_ids, texts = data.doc_ids[:limit], data.texts[:limit]

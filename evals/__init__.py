@@ -2,7 +2,7 @@
 relevance over LLM or offline judges, batch runs with reports and a baseline gate, and a
 meta-evaluation of the judges against human labels.
 
-    from evals import FaithfulnessEvaluator, OfflineJudge, EvalRecord
+    from kbgraph.evals import FaithfulnessEvaluator, OfflineJudge, EvalRecord
     judge = OfflineJudge("local")
     result = FaithfulnessEvaluator(judge).evaluate(
         EvalRecord(question="...", answer="... [1]", passages=passages_from(citations))

@@ -1,7 +1,7 @@
 """Text helpers shared by claims, the offline judge and the baseline: sentences, content
 words (stemmed), numbers and negations.
 
-Content words are ``retrieval.lexical``'s tokens (lowercase ``\\w\\w+`` words, Snowball
+Content words are ``kbgraph.retrieval.lexical``'s tokens (lowercase ``\\w\\w+`` words, Snowball
 stems) minus a wider stop list than BM25 uses: BM25's idf discounts common words, plain
 overlap has no idf, so function words must go explicitly.
 """
@@ -12,9 +12,8 @@ import re
 from functools import lru_cache
 
 import Stemmer
-
-from retrieval.lexical import STOPWORDS_EN
-from retrieval.lexical._tokenize import words
+from kbgraph.retrieval.lexical import STOPWORDS_EN
+from kbgraph.retrieval.lexical._tokenize import words
 
 # Function words: pronouns, auxiliaries, determiners, prepositions, conjunctions,
 # discourse words. Negations are *not* here: they are tracked separately.

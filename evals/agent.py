@@ -1,6 +1,6 @@
-"""The chat agent as an evaluation :class:`~evals.runner.Agent`.
+"""The chat agent as an evaluation :class:`~kbgraph.evals.runner.Agent`.
 
-Runs ``graphs.agents.build_chat_agent()`` on one question over one folder and reads its
+Runs ``kbgraph.graphs.agents.build_chat_agent()`` on one question over one folder and reads its
 final state: ``answer``, ``rag_citations`` (``{n, id, source, kb, lineStart, lineEnd,
 score, text, section, page}``), ``rag_context`` and ``rag_grounded``.
 """
@@ -17,7 +17,7 @@ from .records import AgentOutput
 
 class ChatAgent:
     """The ready chat agent over ``folder`` (knowledge base ``name``). ``settings`` are
-    further ``graphs.settings.RagSettings`` fields (``top_k``, ``rerank`` …)."""
+    further ``kbgraph.graphs.settings.RagSettings`` fields (``top_k``, ``rerank`` …)."""
 
     def __init__(
         self,
@@ -30,8 +30,8 @@ class ChatAgent:
         graph: Any = None,
         **settings: Any,
     ) -> None:
-        from graphs.agents import build_chat_agent
-        from graphs.settings import RagSettings
+        from kbgraph.graphs.agents import build_chat_agent
+        from kbgraph.graphs.settings import RagSettings
 
         self.folder = Path(folder).expanduser().resolve()
         self.settings = RagSettings(
@@ -47,7 +47,7 @@ class ChatAgent:
     def prepare(self) -> None:
         """Open and (re)index the folder once, before rows run in parallel, so that a bad
         folder or model fails the run at once instead of failing every row."""
-        from graphs.searcher import default_registry
+        from kbgraph.graphs.searcher import default_registry
 
         with default_registry.lock(str(self.folder), self.settings.embedding) as searcher:
             searcher.ensure_fresh()

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .datasets import DatasetError
+from kbgraph.errors import BaselineMismatchError, DatasetError
+
 from .records import METRIC_NAMES
 from .report import SOURCE_RECALL
 
@@ -70,11 +71,6 @@ def load_summary(path: str | Path) -> dict[str, Any]:
             f"{', '.join(METRIC_NAMES)})."
         )
     return data
-
-
-class BaselineMismatchError(DatasetError):
-    """The baseline summary comes from another data set (or another ``--limit``): its means
-    cannot be compared with this run's."""
 
 
 def check_comparable(current: Mapping[str, Any], baseline: Mapping[str, Any]) -> None:

@@ -7,13 +7,13 @@ sentence that introduces it (``"Harbor retries: - 429"`` → ``"Harbor retries: 
 that it stands alone; headings, questions, fillers ("Hope this helps.") and refusals ("I
 don't know") are not claims (but "Did you know that X?" claims X). A hedge or refusal
 clause beside a fact is cut out and the fact kept ("I am not sure, but Harbor makes 5
-attempts." claims "Harbor makes 5 attempts."; see ``evals._hedges``). An answer with
+attempts." claims "Harbor makes 5 attempts."; see ``kbgraph.evals._hedges``). An answer with
 nothing but refusals has no claims — faithfulness is then undetermined rather than 0 or 1.
 
 Citations: a marker covers the uncited sentences of its paragraph or list item before it
 (back to the previous marker), and ``"X [1], and Y [2]"`` is two claims, one per source.
 
-Markers are found by ``graphs.citations.find_markers`` (one grammar for the agent and the
+Markers are found by ``kbgraph.graphs.citations.find_markers`` (one grammar for the agent and the
 evaluators): ``[1]``, ``[1, 2]``, ``[1][3]``, ``[1-3]``; not inside code, not a Markdown link.
 """
 
@@ -23,7 +23,7 @@ import itertools
 import re
 from dataclasses import dataclass
 
-from graphs.citations import find_markers
+from kbgraph.graphs.citations import find_markers
 
 from ._hedges import NON_CLAIM_PATTERNS, REFUSAL_PATTERNS, is_non_claim, is_refusal, without_hedges
 from ._text import content_words, numbers, split_blocks

@@ -5,7 +5,7 @@
     kbgraph eval meta [--limit N] [--judge offline|<model spec> ...]
 
 ``eval`` is a group whose first argument is either a subcommand (``run``, ``meta``,
-``retrieval`` from ``evals.beir``, and any other added with ``eval_group.add_command`` or
+``retrieval`` from ``kbgraph.evals.beir``, and any other added with ``eval_group.add_command`` or
 ``eval_group.lazy``) or a data-set path, which runs ``run``.
 
 Exit codes: 0 success, 1 failure, 2 usage or configuration error (a bad data set, a
@@ -77,7 +77,7 @@ fail_cleanly = failing_as("kbgraph eval")
 
 @click.group(
     cls=DefaultCommandGroup,
-    lazy={"retrieval": ("evals.beir.cli", "retrieval_command")},
+    lazy={"retrieval": ("kbgraph.evals.beir.cli", "retrieval_command")},
     invoke_without_command=False,
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},

@@ -27,7 +27,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from retrieval.errors import ConfigError
+from kbgraph.errors import DatasetError
 
 from .records import EvalRow, GoldSource, Passage
 
@@ -35,13 +35,9 @@ BUNDLED = "examples_docs.jsonl"
 _ROW_SHAPE = '{"question": "...", "reference": "...", "gold_sources": [...]}'
 
 
-class DatasetError(ConfigError):
-    """A data-set file is missing or one of its lines is not a valid row."""
-
-
 def bundled_dataset_path(name: str = BUNDLED) -> Path:
     """Path of a data set shipped in ``evals/datasets/``."""
-    return Path(str(resources.files(__package__ or "evals").joinpath("datasets", name)))
+    return Path(str(resources.files("kbgraph.evals").joinpath("datasets", name)))
 
 
 def load_dataset(path: str | Path) -> list[EvalRow]:

@@ -2,7 +2,7 @@
 
 A judge that decomposes claims itself (``ClaimDecomposer``: the LLM judge, with a
 Ragas-style prompt) is asked first; when it has no such step, or its call fails, the
-regex splitter of ``evals.claims`` gives the claims, and ``method`` says which was used
+regex splitter of ``kbgraph.evals.claims`` gives the claims, and ``method`` says which was used
 (and why the decomposition failed), so that a report can be read with that in mind.
 """
 
@@ -30,7 +30,7 @@ class Decomposition:
 
 def decompose(judge: Judge, text: str, question: str | None = None) -> Decomposition:
     """``text``'s claims: the judge's decomposition if it offers one, else (or when it
-    fails) :func:`evals.claims.split_claims`."""
+    fails) :func:`kbgraph.evals.claims.split_claims`."""
     if isinstance(judge, ClaimDecomposer):
         try:
             return Decomposition(judge.decompose_claims(text, question), "llm")

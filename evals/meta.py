@@ -1,6 +1,6 @@
 """Meta-evaluation: how well do the judges agree with people?
 
-On the human-labelled sets in ``../shared/data/evals`` (see ``evals._benchmarks``):
+On the human-labelled sets in ``../shared/data/evals`` (see ``kbgraph.evals._benchmarks``):
 
 - WikiEval — pairwise accuracy: does the judge score ``answer`` above
   ``ungrounded_answer`` (faithfulness)? Also ``answer`` above ``poor_answer`` (answer

@@ -17,7 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from tqdm import tqdm
 
-from retrieval.errors import ConfigError
+from kbgraph.errors import ConfigError
 
 from .evaluators import Evaluator
 from .records import AgentOutput, EvalRecord, EvalRow, MetricResult, RowResult

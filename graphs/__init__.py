@@ -1,6 +1,6 @@
 """kbgraph's LangGraph layer: the agentic retrieval subgraph, its state and settings.
 
-from graphs import build_rag_graph, RagSettings
+from kbgraph.graphs import build_rag_graph, RagSettings
 graph = build_rag_graph()
 out = graph.invoke(
     {"messages": [("user", "How do I configure retries?")]},
@@ -27,6 +27,7 @@ from .state import (
 )
 from .subgraph import NODE_ORDER, build_rag_graph, rag_graph
 from .testing import ScriptedChatModel
+from .tool import make_rag_search, rag_search
 from .turns import TURN_KEY, TurnMarker, mark_answer, marker_of, turn_marker
 
 __all__ = [
@@ -50,10 +51,12 @@ __all__ = [
     "TurnMarker",
     "build_rag_graph",
     "default_registry",
+    "make_rag_search",
     "mark_answer",
     "marker_of",
     "open_knowledge_base",
     "rag_graph",
+    "rag_search",
     "resolve_chat_model",
     "settings_from_context",
     "settings_from_runtime",

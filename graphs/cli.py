@@ -25,7 +25,7 @@ from typing import Any, TextIO
 import click
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_messages
 
-from retrieval.errors import ConfigError, KbgraphError
+from kbgraph.errors import ConfigError, KbgraphError
 
 from . import _trace
 from .turns import TURN_KEY
@@ -36,7 +36,7 @@ CITATION_KEYS = ("n", "source", "lineStart", "lineEnd", "chunkId", "score", "tex
 
 def check_specs(embedding: str, chat_model: str | None) -> None:
     """Fail before any work on a spec that cannot work."""
-    from retrieval.embeddings import parse_spec
+    from kbgraph.retrieval.embeddings import parse_spec
 
     from .models import resolve_chat_model
 

@@ -10,7 +10,7 @@ spec                                   model
 ``openai_compatible:<model>@<url>``    ``ChatOpenAI`` against any OpenAI-compatible server
                                        (Ollama, vLLM, LM Studio); the key is
                                        ``OPENAI_API_KEY`` or a placeholder
-``fake`` / ``fake:<reply>``            :class:`graphs.testing.ScriptedChatModel` that
+``fake`` / ``fake:<reply>``            :class:`kbgraph.graphs.testing.ScriptedChatModel` that
                                        answers every call with ``<reply>``
 =====================================  ==================================================
 """
@@ -22,7 +22,7 @@ from functools import lru_cache
 
 from langchain_core.language_models import BaseChatModel
 
-from retrieval.errors import ConfigError
+from kbgraph.errors import ConfigError
 
 from .testing import ScriptedChatModel
 

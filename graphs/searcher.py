@@ -1,6 +1,6 @@
 """What the Retrieve node needs from a knowledge base, and a cache of open ones.
 
-:class:`Searcher` is the slice of ``retrieval.kb.KnowledgeBase`` the subgraph uses, so any
+:class:`Searcher` is the slice of ``kbgraph.retrieval.kb.KnowledgeBase`` the subgraph uses, so any
 object with these methods (a test fake, an adapter over a LangChain ``VectorStore``) can
 stand in for it. :func:`open_knowledge_base` keeps one open ``KnowledgeBase`` per
 (folder, embedding spec) for the life of the process, so repeated runs neither reload the
@@ -16,13 +16,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from retrieval.filters import SearchFilters
-from retrieval.progress import ProgressCallback
-from retrieval.records import SearchResult
+from kbgraph.retrieval.filters import SearchFilters
+from kbgraph.retrieval.progress import ProgressCallback
+from kbgraph.retrieval.records import SearchResult
 
 if TYPE_CHECKING:
-    from retrieval.config import SearchConfig
-    from retrieval.kb import Ranker
+    from kbgraph.retrieval.config import SearchConfig
+    from kbgraph.retrieval.kb import Ranker
 
 
 @runtime_checkable
@@ -56,7 +56,7 @@ SearcherFactory = Callable[[str, str | None], Searcher]
 
 
 def _open_real(folder: str, embedding: str | None) -> Searcher:
-    from retrieval.kb import KnowledgeBase
+    from kbgraph.retrieval.kb import KnowledgeBase
 
     return KnowledgeBase(folder, embedding=embedding)
 

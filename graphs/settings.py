@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NotRequired
 
+from kbgraph.retrieval.config import FusionMethod, SearchMode
 from typing_extensions import TypedDict
 
-from retrieval.config import FusionMethod, SearchMode
-from retrieval.errors import ConfigError
+from kbgraph.errors import ConfigError
 
 RerankMode = Literal["heuristic", "llm", "none", "cross_encoder"]
 RERANK_MODES: tuple[RerankMode, ...] = ("heuristic", "llm", "none", "cross_encoder")
@@ -54,7 +54,7 @@ class ResolvedKnowledgeBase:
 @dataclass
 class RagSettings:
     """The subgraph's context schema. ``chat_model`` is a spec for
-    :func:`graphs.models.resolve_chat_model` (``None``: every node uses its heuristic path).
+    :func:`kbgraph.graphs.models.resolve_chat_model` (``None``: every node uses its heuristic path).
     ``score_threshold`` drops candidates whose final 0..1 score is lower. ``rerank_diversity``
     (0 to below 1, default 0 = off) is the heuristic rerank's discount of each further chunk
     of a file already chosen, for a context that spans more files; ``rerank_section_weight``

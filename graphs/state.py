@@ -68,7 +68,7 @@ class Citation(TypedDict):
 class RagScope(TypedDict):
     """Where to search. Empty lists mean no restriction (every configured knowledge base,
     every path, every kind). ``paths`` are globs or folder prefixes relative to a knowledge
-    base folder; ``kinds`` are ``retrieval.records.FileKind`` values. ``terms`` are the
+    base folder; ``kinds`` are ``kbgraph.retrieval.records.FileKind`` values. ``terms`` are the
     question's words that name the scope rather than the topic (``configuration`` and
     ``md`` of "docs/configuration.md", ``csv`` and ``file`` of "in the CSV file"):
     GroundingCheck does not look for them in the sources' text, and a widened scope keeps

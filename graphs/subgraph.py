@@ -65,7 +65,7 @@ def build_rag_graph(
     name: str = "kbgraph_rag",
 ) -> CompiledStateGraph[RagState, RagSettings, RagInput, RagOutput]:
     """The compiled subgraph. ``chat_model`` overrides ``RagSettings.chat_model`` (tests pass
-    a :class:`graphs.testing.ScriptedChatModel`); ``registry`` supplies the searchers
+    a :class:`kbgraph.graphs.testing.ScriptedChatModel`); ``registry`` supplies the searchers
     (default: the process-wide cache of ``KnowledgeBase`` objects); ``reranker`` serves
     ``rerank="cross_encoder"``; ``checkpointer`` keeps its state between runs of a thread
     when it runs on its own (attached to a parent, it uses the parent's)."""

@@ -1,6 +1,6 @@
 """``rag_search``: the retrieval subgraph as a LangChain tool for tool-calling agents.
 
-    from graphs.tool import rag_search
+    from kbgraph.graphs.tool import rag_search
     agent = create_react_agent(model, [rag_search], context_schema=RagSettings)
     agent.invoke({"messages": [...]}, context=RagSettings(knowledge_bases=[...]))
 
@@ -26,6 +26,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, NotRequired
 
+from kbgraph.prompts import load_prompt, render_prompt
+from kbgraph.retrieval.context import FENCE, PREAMBLE, ContextEntry, source_header
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.graph.state import CompiledStateGraph
@@ -33,9 +35,7 @@ from langgraph.prebuilt import ToolRuntime
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from prompts import load_prompt, render_prompt
-from retrieval.context import FENCE, PREAMBLE, ContextEntry, source_header
-from retrieval.errors import ConfigError, KbgraphError
+from kbgraph.errors import ConfigError, KbgraphError
 
 from .settings import RagSettings, settings_from_context
 from .state import Citation, RagGrounding
@@ -146,7 +146,7 @@ def content_for(
 
 
 def render_sources(citations: Sequence[Citation]) -> str:
-    """The context format of ``retrieval.context.render_context``, numbered by each
+    """The context format of ``kbgraph.retrieval.context.render_context``, numbered by each
     citation's ``n`` rather than from 1, with a fence no backtick run inside can close."""
     if not citations:
         return ""

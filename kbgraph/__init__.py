@@ -1,7 +1,55 @@
-"""kbgraph: local-first retrieval for LangGraph agents. The layers are the top-level
-packages ``retrieval``, ``graphs``, ``prompts`` and ``evals``; this package holds the
-``kbgraph`` command line that puts them together."""
+"""kbgraph: local-first retrieval for LangGraph agents, with line-exact citations.
 
-from retrieval import __version__
+One import name, four layers (the folders of the same names at the repository top):
 
-__all__ = ["__version__"]
+- ``kbgraph.retrieval`` — the folder-index engine (no LangGraph);
+- ``kbgraph.graphs`` — the LangGraph subgraph, the ``rag_search`` tool, ready agents;
+- ``kbgraph.prompts`` — every prompt as a text file;
+- ``kbgraph.evals`` — evaluators, judges, batch and retrieval-quality runs;
+
+plus ``kbgraph.errors`` (the exception tree), ``kbgraph.testing`` (fakes for users' tests)
+and the ``kbgraph`` command line. The most used names are importable from here; each is
+loaded on first use, so ``import kbgraph.errors`` stays light.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from kbgraph.errors import ConfigError, KbgraphError
+    from kbgraph.graphs import RagSettings, build_rag_graph, rag_search
+    from kbgraph.retrieval import KnowledgeBase, SearchFilters, format_context
+
+_LAZY = {
+    "KnowledgeBase": "kbgraph.retrieval",
+    "SearchFilters": "kbgraph.retrieval",
+    "format_context": "kbgraph.retrieval",
+    "RagSettings": "kbgraph.graphs",
+    "build_rag_graph": "kbgraph.graphs",
+    "rag_search": "kbgraph.graphs",
+    "KbgraphError": "kbgraph.errors",
+    "ConfigError": "kbgraph.errors",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "ConfigError",
+    "KbgraphError",
+    "KnowledgeBase",
+    "RagSettings",
+    "SearchFilters",
+    "__version__",
+    "build_rag_graph",
+    "format_context",
+    "rag_search",
+]

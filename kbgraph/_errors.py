@@ -12,8 +12,7 @@ from typing import Any, TypeVar, cast
 import click
 from pydantic import BaseModel, ValidationError
 
-from retrieval.config import ChunkConfig, ScanConfig, SearchConfig
-from retrieval.errors import (
+from kbgraph.errors import (
     ConfigError,
     IndexCorruptError,
     IndexLockedError,
@@ -21,6 +20,7 @@ from retrieval.errors import (
     KbgraphError,
     ModelMismatchError,
 )
+from kbgraph.retrieval.config import ChunkConfig, ScanConfig, SearchConfig
 
 EXIT_USAGE = 2
 EXIT_CODES: dict[type[Exception], int] = {

@@ -7,7 +7,7 @@ from types import TracebackType
 
 from tqdm import tqdm
 
-from retrieval.progress import ProgressEvent
+from kbgraph.retrieval.progress import ProgressEvent
 
 
 class TqdmProgress:

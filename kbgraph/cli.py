@@ -15,12 +15,12 @@ from typing import Any, ClassVar
 
 import click
 
-from retrieval import __version__
-from retrieval.config import ChunkConfig, ScanConfig, SearchConfig
-from retrieval.errors import (
+from kbgraph import __version__
+from kbgraph.errors import (
     ConfigError,
 )
-from retrieval.filters import SearchFilters
+from kbgraph.retrieval.config import ChunkConfig, ScanConfig, SearchConfig
+from kbgraph.retrieval.filters import SearchFilters
 
 from ._errors import emit_json, fail_cleanly
 from ._progress import TqdmProgress
@@ -34,7 +34,7 @@ def _open_kb(
     chunking: ChunkConfig | None = None,
     scan: ScanConfig | None = None,
 ) -> Any:
-    from retrieval.kb import KnowledgeBase
+    from kbgraph.retrieval.kb import KnowledgeBase
 
     spec: str | None = embedding
     if embedding == "none":
@@ -79,8 +79,8 @@ class LayeredGroup(click.Group):
     engine commands start without importing LangGraph."""
 
     lazy: ClassVar[dict[str, tuple[str, str]]] = {
-        "ask": ("graphs.cli", "ask"),
-        "eval": ("evals.cli", "eval_group"),
+        "ask": ("kbgraph.graphs.cli", "ask"),
+        "eval": ("kbgraph.evals.cli", "eval_group"),
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

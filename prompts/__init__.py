@@ -13,7 +13,7 @@ import re
 from functools import cache
 from importlib import resources
 
-from retrieval.errors import ConfigError
+from kbgraph.errors import ConfigError
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")

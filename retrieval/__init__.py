@@ -7,11 +7,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-
-from .config import ChunkConfig, ChunkStrategy, ScanConfig, SearchConfig, SearchMode
-from .context import ContextEntry, format_context, render_context
-from .errors import (
+from kbgraph import __version__
+from kbgraph.errors import (
     ConfigError,
     DimensionMismatchError,
     EmbeddingError,
@@ -21,13 +18,16 @@ from .errors import (
     KbgraphError,
     ModelMismatchError,
 )
+
+from .config import ChunkConfig, ChunkStrategy, ScanConfig, SearchConfig, SearchMode
+from .context import ContextEntry, format_context, render_context
 from .filters import SearchFilters
 
 if TYPE_CHECKING:
     from .kb import IndexReport, IndexStats, KnowledgeBase, Ranker
 
 # The facade pulls in embeddings, loaders and LangChain; load it on first use so that
-# importing a light module (``retrieval.segments``) stays light.
+# importing a light module (``kbgraph.retrieval.segments``) stays light.
 _LAZY = {"IndexReport": ".kb", "IndexStats": ".kb", "KnowledgeBase": ".kb", "Ranker": ".kb"}
 
 

@@ -7,8 +7,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from kbgraph.errors import ConfigError, DimensionMismatchError, ModelMismatchError
+
 from .config import SearchConfig, SearchMode
-from .errors import ConfigError, DimensionMismatchError, ModelMismatchError
 from .filters import SearchFilters
 from .ranking import check_mask, convex_fuse, dot_scores, rrf_fuse, top_k_of
 from .records import SearchResult

@@ -17,12 +17,13 @@ import numpy as np
 from langchain_core.embeddings import Embeddings
 from pydantic import ValidationError
 
+from kbgraph.errors import ConfigError, IndexCorruptError, IndexNotFoundError
+
 from ._indexer import IndexPlan, run_index, settings_match
 from ._search import QueryEmbedder, check_query_model, rank_one, resolve_mode
 from ._search import search as _search
 from .config import ChunkConfig, ScanConfig, SearchConfig, SearchMode
 from .embeddings import BatchEmbedder, describe_embeddings, resolve_embeddings
-from .errors import ConfigError, IndexCorruptError, IndexNotFoundError
 from .filters import SearchFilters
 from .progress import ProgressCallback, ignore_progress
 from .records import SearchResult, SkippedFile

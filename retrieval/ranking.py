@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from kbgraph.errors import ConfigError, DimensionMismatchError
+
 from ._blas import single_blas_thread
-from .errors import ConfigError, DimensionMismatchError
 
 # Rows per BLAS call. One call is fastest; blocks only keep each call far below the 2**31
 # rows that BLAS builds with 32-bit integers accept (numpy falls back to a slow loop beyond).

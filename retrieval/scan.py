@@ -2,7 +2,7 @@
 
 The scan never opens a file: it lists folders and calls ``stat``, so that checking an
 unchanged folder for freshness costs no reads. Content checks (binary, empty, encoding)
-happen when a file is loaded (:mod:`retrieval.loaders`).
+happen when a file is loaded (:mod:`kbgraph.retrieval.loaders`).
 
 Rules, in the order they apply:
 
@@ -13,7 +13,7 @@ Rules, in the order they apply:
    big repository. The index folder (``index_dir`` and ``<root>/.kbgraph``) is kbgraph's
    own and is not reported.
 2. Files matching an exclude pattern: ``excluded``.
-3. Secrets (:data:`~retrieval.config.SECRET_DENY`, matched ignoring case): reported as
+3. Secrets (:data:`~kbgraph.retrieval.config.SECRET_DENY`, matched ignoring case): reported as
    ``secret`` even when an include pattern matches them; a secret folder (``.ssh/``) is
    reported once and not entered.
 4. Files matching no include pattern: ``not-included``.
@@ -37,8 +37,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from kbgraph.errors import ConfigError
+
 from .config import SECRET_DENY, ScanConfig
-from .errors import ConfigError
 from .records import FileKind, SkippedFile, SkipReason
 
 DEFAULT_INDEX_DIRNAME = ".kbgraph"

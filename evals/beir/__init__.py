@@ -1,6 +1,6 @@
 """Retrieval quality on BEIR-format data sets, measured through the real engine.
 
-    from evals.beir import run_beir
+    from kbgraph.evals.beir import run_beir
     run = run_beir("../shared/data/beir/scifact", ["bm25", "hybrid"])
     print(run.summary()["hybrid"]["ndcg@10"])
 

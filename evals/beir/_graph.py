@@ -7,11 +7,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from kbgraph.graphs.state import RagInput
+from kbgraph.retrieval.config import SearchConfig
+from kbgraph.retrieval.kb import KnowledgeBase
 from langchain_core.messages import HumanMessage
-
-from graphs.state import RagInput
-from retrieval.config import SearchConfig
-from retrieval.kb import KnowledgeBase
 
 Rank = Callable[[str, Sequence[tuple[str, float]]], list[str]]
 """``(query id, (source, score) hits best first) -> document ranking``."""
@@ -36,9 +35,9 @@ def graph_rankings(
     """Document rankings and per-query latencies (ms). The subgraph searches ``kb`` itself
     (registered for its folder), not a default-configured copy of it; one invocation runs
     before the timed ones, so loading the model is not counted."""
-    from graphs.searcher import SearcherRegistry
-    from graphs.settings import RagSettings
-    from graphs.subgraph import build_rag_graph
+    from kbgraph.graphs.searcher import SearcherRegistry
+    from kbgraph.graphs.settings import RagSettings
+    from kbgraph.graphs.subgraph import build_rag_graph
 
     spec = embedding or "none"
     registry = SearcherRegistry()

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from retrieval.errors import ConfigError
+from kbgraph.errors import ConfigError
 
 QUERY_FILES = ("queries.jsonl", "queries_all.jsonl")
 

@@ -2,7 +2,7 @@
 
 Each retrieved passage is judged relevant or not to the question (and to the reference
 answer when the row has one); the score is the average precision of that ranked list
-(``evals.stats.average_precision``: Ragas' context precision), so one relevant passage at
+(``kbgraph.evals.stats.average_precision``: Ragas' context precision), so one relevant passage at
 rank 1 scores 1.0 and the same passage at rank 5 scores 0.2.
 """
 

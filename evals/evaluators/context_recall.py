@@ -3,7 +3,7 @@
 Two figures. The claim recall is the share of the reference answer's claims that the
 retrieved context supports (Ragas' context recall, Es et al. 2023). The source recall is
 deterministic: the share of the row's gold sources found among the retrieved citations
-(``evals.evaluators.sources``). The metric's score is the claim recall when the row has a
+(``kbgraph.evals.evaluators.sources``). The metric's score is the claim recall when the row has a
 reference answer, else the source recall; both are in ``details``.
 """
 

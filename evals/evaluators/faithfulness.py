@@ -1,7 +1,7 @@
 """Faithfulness: are the answer's claims supported by the retrieved context?
 
-The answer is split into self-contained claims (``evals.decompose``: the LLM judge's
-decomposition, else the regex splitter of ``evals.claims``); each is judged
+The answer is split into self-contained claims (``kbgraph.evals.decompose``: the LLM judge's
+decomposition, else the regex splitter of ``kbgraph.evals.claims``); each is judged
 supported / not supported / contradicted; the score is supported ÷ claims (Ragas'
 faithfulness, Es et al. 2023, arXiv:2309.15217).
 

@@ -16,13 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from retrieval.errors import KbgraphError
+from kbgraph.errors import JudgeError
 
 from ..records import Claim, Judgement, Relevance, TokenUsage
-
-
-class JudgeError(KbgraphError):
-    """A judge could not give a verdict (an LLM that keeps failing or replying nonsense)."""
 
 
 @runtime_checkable
@@ -59,7 +55,7 @@ class Judge(Protocol):
 @runtime_checkable
 class ClaimDecomposer(Protocol):
     """A judge that can also break an answer into self-contained claims itself (the LLM
-    judge); the others use the regex splitter of ``evals.claims``."""
+    judge); the others use the regex splitter of ``kbgraph.evals.claims``."""
 
     def decompose_claims(self, answer: str, question: str | None = None) -> list[Claim]:
         """The claims of ``answer``, each with the source numbers it cites."""

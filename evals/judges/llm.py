@@ -5,7 +5,7 @@ The reply is read through the model's structured output (tool calling / JSON sch
 when the model or server cannot do that (many local models), through a plain-JSON
 fallback prompt whose reply is parsed and validated against the same schema. Calls are
 retried with exponential backoff; every call's token usage is counted. Temperature is 0:
-specs resolve through ``graphs.models.resolve_chat_model`` (temperature 0), and a model
+specs resolve through ``kbgraph.graphs.models.resolve_chat_model`` (temperature 0), and a model
 instance with a ``temperature`` field is copied with it set to 0.
 """
 
@@ -17,11 +17,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar
 
+from kbgraph.prompts import render_prompt
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, ValidationError
-
-from prompts import render_prompt
 
 from ..claims import citation_numbers, strip_markers
 from ..records import Claim, Judgement, Relevance, TokenUsage, Verdict
@@ -245,7 +244,7 @@ def _numbered(items: Sequence[str]) -> str:
 def _resolve(model: BaseChatModel | str) -> BaseChatModel:
     if isinstance(model, BaseChatModel):
         return model
-    from graphs.models import resolve_chat_model
+    from kbgraph.graphs.models import resolve_chat_model
 
     resolved = resolve_chat_model(model)
     if resolved is None:

@@ -44,7 +44,7 @@ _WH_WORDS = frozenset(content_words("what which who whom whose when where why ho
 
 class OfflineJudge:
     """The offline judge. ``embeddings`` is a LangChain ``Embeddings`` or a spec for
-    ``retrieval.embeddings.resolve_embeddings`` (``local``, ``fake`` …)."""
+    ``kbgraph.retrieval.embeddings.resolve_embeddings`` (``local``, ``fake`` …)."""
 
     def __init__(
         self,
@@ -53,7 +53,7 @@ class OfflineJudge:
         weights: dict[str, float] | None = None,
     ) -> None:
         if isinstance(embeddings, str):
-            from retrieval.embeddings import resolve_embeddings
+            from kbgraph.retrieval.embeddings import resolve_embeddings
 
             embeddings = resolve_embeddings(embeddings)
         self._embeddings = embeddings

@@ -8,7 +8,7 @@
 Both are compiled without a checkpointer (``langgraph.json`` exports them; the server, or
 your code, brings one) and take ``RagSettings`` as their context::
 
-    from graphs.agents import chat_agent
+    from kbgraph.graphs.agents import chat_agent
     out = chat_agent.invoke(
         {"messages": [("user", "How do I configure retries?")]},
         context={"knowledge_bases": [{"folder": "examples/docs"}]},

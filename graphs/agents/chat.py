@@ -4,7 +4,7 @@
 
 The subgraph's output keys land in this graph's state; ``answer`` writes the reply (also
 appended to ``messages``, so the next turn sees it, with a turn marker in its
-``response_metadata`` — see ``graphs.turns``) and ``extract_citations`` resolves its
+``response_metadata`` — see ``kbgraph.graphs.turns``) and ``extract_citations`` resolves its
 ``[N]`` markers against ``rag_citations``.
 
 The answer node picks one of:
@@ -18,7 +18,7 @@ The answer node picks one of:
   the best lines of the cited sources, marked as extractive.
 
 When a node of the subgraph found the chat server hung or unreachable in this run, the
-answer does not call the model either (see ``graphs.nodes._base.run_outage``).
+answer does not call the model either (see ``kbgraph.graphs.nodes._base.run_outage``).
 """
 
 from __future__ import annotations
@@ -26,14 +26,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kbgraph.prompts import load_prompt, render_prompt
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, SystemMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer
-
-from prompts import load_prompt, render_prompt
 
 from .. import _extractive
 from ..citations import inject_context

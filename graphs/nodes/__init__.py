@@ -3,10 +3,10 @@
 ``grounding_check``), each defining a node function of the same name.
 
 Every node takes ``(state, runtime, deps)`` (BuildContext needs no ``deps``);
-``graphs.subgraph`` binds ``deps`` when it builds the graph. Each has a deterministic
+``kbgraph.graphs.subgraph`` binds ``deps`` when it builds the graph. Each has a deterministic
 heuristic path and, when a chat model is configured, an LLM path that falls back to the
 heuristic on any failure. The node functions are not re-exported here, so that
-``graphs.nodes.retrieve`` stays the module rather than the function of that name.
+``kbgraph.graphs.nodes.retrieve`` stays the module rather than the function of that name.
 """
 
 from __future__ import annotations

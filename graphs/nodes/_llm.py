@@ -17,11 +17,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
+from kbgraph.prompts import render_prompt
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
 
-from prompts import render_prompt
+from kbgraph.errors import LlmRefusalError
 
 from ..state import LlmFallback
 
@@ -29,10 +30,6 @@ T = TypeVar("T", bound=BaseModel)
 LlmPath = Literal["llm", "llm-json"]
 
 _ERROR_CHARS = 300
-
-
-class LlmRefusalError(ValueError):
-    """The model refused to answer."""
 
 
 @dataclass

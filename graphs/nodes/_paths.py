@@ -9,8 +9,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from retrieval.filters import path_matches
-from retrieval.records import FileKind
+from kbgraph.retrieval.filters import path_matches
+from kbgraph.retrieval.records import FileKind
 
 from ._text import word_set, words
 

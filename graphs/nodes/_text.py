@@ -1,7 +1,7 @@
 """Word-level helpers the heuristic paths share: words, stop words, light stems, the
 question of a state, and the turns before it.
 
-The stop list is larger than the BM25 one (``retrieval.lexical``) on purpose: here it
+The stop list is larger than the BM25 one (``kbgraph.retrieval.lexical``) on purpose: here it
 separates what a question is *about* from how it is asked ("how do I", "can you explain"),
 which BM25's idf does for the index but a term-coverage test cannot.
 """
@@ -14,9 +14,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import Stemmer
+from kbgraph.prompts import load_prompt
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-
-from prompts import load_prompt
 
 from ..turns import marker_of
 

@@ -4,7 +4,7 @@ Heuristic: no for an empty question, small talk (greetings, thanks, goodbyes, "h
 you" — English plus the commonest French, German, Spanish and Italian forms) and for
 questions the conversation already answers (a request to repeat / rephrase / summarise the
 previous answer, or the same question asked again after an answer that was grounded — the
-reply's turn marker says so, see ``graphs.turns``; a question that got "I could not find
+reply's turn marker says so, see ``kbgraph.graphs.turns``; a question that got "I could not find
 an answer", or a reply nobody marked, is searched again); yes otherwise, and always for an
 explicit ``rag_query``. With a chat model the model decides, and any failure falls back to
 the heuristic.

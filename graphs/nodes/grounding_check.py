@@ -14,7 +14,7 @@ Not grounded comes with reasons and guidance (a wider scope, other words, adding
 documents). Another attempt (back to RewriteQuery, scope widened to everything) runs while
 rewrites remain (``rag_attempt < max_rewrites``), the recursion limit allows a whole
 attempt, and it would search something new: a wider scope, or a query not searched yet
-(:func:`graphs.nodes.rewrite_query.plan_queries`). Otherwise the run ends, and
+(:func:`kbgraph.graphs.nodes.rewrite_query.plan_queries`). Otherwise the run ends, and
 ``rag_retrieval_debug`` says why.
 """
 

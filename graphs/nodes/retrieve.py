@@ -19,14 +19,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kbgraph.retrieval.config import SearchConfig
+from kbgraph.retrieval.filters import SearchFilters
+from kbgraph.retrieval.progress import ProgressEvent
+from kbgraph.retrieval.ranking import ranking_weight, rrf_fuse
+from kbgraph.retrieval.records import SearchResult
 from langgraph.runtime import Runtime
 
-from retrieval.config import SearchConfig
-from retrieval.errors import KbgraphError
-from retrieval.filters import SearchFilters
-from retrieval.progress import ProgressEvent
-from retrieval.ranking import ranking_weight, rrf_fuse
-from retrieval.records import SearchResult
+from kbgraph.errors import KbgraphError
 
 from ..searcher import Searcher
 from ..settings import RagSettings, ResolvedKnowledgeBase
@@ -36,7 +36,7 @@ from ._paths import FILE_KINDS
 from .rewrite_query import query_key
 
 if TYPE_CHECKING:
-    from retrieval.kb import Ranker
+    from kbgraph.retrieval.kb import Ranker
 
 NODE = "retrieve"
 Writer = Callable[[Any], None]
@@ -83,7 +83,7 @@ def embedding_spec(settings: RagSettings) -> str | None:
 
 def candidate_limit(settings: RagSettings) -> int:
     """Depth of each ranker's list: fusion needs lists deeper than top-k (as in
-    ``retrieval.config.SearchConfig.candidates``: 4·top_k, at least 20)."""
+    ``kbgraph.retrieval.config.SearchConfig.candidates``: 4·top_k, at least 20)."""
     return settings.candidates_per_ranker or max(20, 4 * settings.top_k)
 
 

@@ -2,7 +2,7 @@
 
 Heuristic. A follow-up is completed into a standalone question: the question plus the topic
 words of the previous human question and of the section (else the file) the previous
-answer's best source came from (the answer's turn marker, ``graphs.turns``) — never the
+answer's best source came from (the answer's turn marker, ``kbgraph.graphs.turns``) — never the
 answer's own words, which may be an extractive header or a canned reply. A question is a
 follow-up when it refers back (a pronoun such as "it", "them", "those", a standalone
 "that", or an ellipsis such as "what about ...", "and ...?"), or, on a retry, when the

@@ -5,7 +5,7 @@ knowledge bases, the one whose description shares the most topic words with the 
 (when it beats every other). Files and folders the question names (checked against the
 real folder listing) become path filters, and a kind of file named as such ("in the PDF
 files") a kind filter. Nothing named means no restriction. The filters reach the engine
-before ranking (``retrieval.filters.SearchFilters``). The words that named the scope
+before ranking (``kbgraph.retrieval.filters.SearchFilters``). The words that named the scope
 (``RagScope.terms``) are not topic words, so GroundingCheck does not look for them in the
 sources. A retry widens the scope to everything (:func:`widest_scope`, applied by
 GroundingCheck).

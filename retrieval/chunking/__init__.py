@@ -1,7 +1,7 @@
 """Chunking strategies: where a file is cut into the pieces that get indexed.
 
-Every strategy works on a :class:`~retrieval.segments.Segment`'s normalised text and
-returns :class:`~retrieval.segments.Span` positions in it: sorted, trimmed of whitespace,
+Every strategy works on a :class:`~kbgraph.retrieval.segments.Segment`'s normalised text and
+returns :class:`~kbgraph.retrieval.segments.Span` positions in it: sorted, trimmed of whitespace,
 never longer than the cap, covering every non-whitespace character, and never cutting a
 grapheme cluster apart unless a single cluster is longer than the size.
 

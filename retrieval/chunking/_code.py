@@ -16,7 +16,7 @@ import re
 from array import array
 from typing import Literal
 
-from retrieval.segments import Span
+from kbgraph.retrieval.segments import Span
 
 from ._boundaries import Positions, line_starts, paragraph_starts, word_starts
 from ._pack import Plan, checked_settings, finalize, pack

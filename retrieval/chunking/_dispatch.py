@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Protocol
 
-from retrieval.config import ChunkConfig, ChunkStrategy
-from retrieval.records import Chunk, FileKind
-from retrieval.segments import Segment, Span, spans_to_chunks
+from kbgraph.retrieval.config import ChunkConfig, ChunkStrategy
+from kbgraph.retrieval.records import Chunk, FileKind
+from kbgraph.retrieval.segments import Segment, Span, spans_to_chunks
 
 from ._code import code
 from ._markdown import markdown

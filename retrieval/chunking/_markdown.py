@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from retrieval.segments import Span
+from kbgraph.retrieval.segments import Span
 
 from ._pack import checked_settings, finalize, pack
 from ._prose import recursive_plan

@@ -16,8 +16,9 @@ from bisect import bisect_right
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
-from retrieval.errors import ConfigError
-from retrieval.segments import Span
+from kbgraph.retrieval.segments import Span
+
+from kbgraph.errors import ConfigError
 
 from ._boundaries import Positions, next_content, word_starts_in
 from ._graphemes import first_safe_cut, is_safe_cut, last_safe_cut

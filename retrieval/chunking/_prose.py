@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from retrieval.segments import Span
+from kbgraph.retrieval.segments import Span
 
 from ._boundaries import line_starts, paragraph_starts, word_starts
 from ._pack import Plan, checked_settings, finalize, pack

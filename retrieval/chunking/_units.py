@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from retrieval.segments import Span
+from kbgraph.retrieval.segments import Span
 
 from ._pack import Plan, checked_settings, finalize, pack
 from ._prose import recursive_plan

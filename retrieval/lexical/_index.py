@@ -22,8 +22,9 @@ from typing import IO, Any
 
 import numpy as np
 
+from kbgraph.errors import ConfigError, IndexCorruptError, IndexNotFoundError
+
 from .._fs import fsync_dir
-from ..errors import ConfigError, IndexCorruptError, IndexNotFoundError
 from ..ranking import check_k, check_mask, top_k_indices
 from ._bm25 import DEFAULT_B, DEFAULT_K1, ScoreColumns, avg_doc_len, query_scores, score_columns
 from ._tokenize import TOKENIZER_ID, tokenize, tokenize_corpus

@@ -1,5 +1,5 @@
 """File loaders: the bytes of a scanned file become text segments that remember where
-every character came from (see :mod:`retrieval.segments`).
+every character came from (see :mod:`kbgraph.retrieval.segments`).
 
 ``load_file`` raises :class:`SkipFile` for files that cannot be indexed (binary,
 unreadable, empty, extraction failed); its ``skipped`` record goes into the index report.

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import KbgraphError
+from kbgraph.errors import KbgraphError
+
 from ..records import FileKind, SkippedFile, SkipReason
 from ..segments import Segment
 

@@ -4,7 +4,7 @@ The text is what a browser's "select all, copy" roughly gives: no ``script``, ``
 ``noscript`` or ``template`` contents, whitespace collapsed outside ``pre``, a line break
 at block elements (a blank line between paragraph-like blocks) and entities decoded.
 
-Offsets (see :class:`~retrieval.segments.Segment`): a character copied from the file
+Offsets (see :class:`~kbgraph.retrieval.segments.Segment`): a character copied from the file
 points at its own bytes, a character decoded from an entity points at the ``&`` that
 starts the entity, and an inserted line break or space points at the tag that caused it;
 ``offsets[len(text)]`` is the end of the last text taken from the file. The segment's

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import IndexCorruptError
+from kbgraph.errors import IndexCorruptError
+
 from ..records import Chunk
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import IndexCorruptError, IndexNotFoundError
+from kbgraph.errors import IndexCorruptError, IndexNotFoundError
+
 from ..filters import SearchFilters
 from ..lexical import BM25Index
 from ..records import Chunk, index_text

@@ -23,8 +23,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from kbgraph.errors import ConfigError, IndexCorruptError, IndexNotFoundError
+
 from .._fs import fsync_dir
-from ..errors import ConfigError, IndexCorruptError, IndexNotFoundError
 from ._lock import file_lock
 
 DIR_MODE = 0o700

@@ -14,7 +14,7 @@ from typing import IO, Literal
 
 import portalocker
 
-from ..errors import IndexLockedError, IndexNotFoundError
+from kbgraph.errors import IndexLockedError, IndexNotFoundError
 
 LockMode = Literal["shared", "exclusive"]
 _POLL_S = 0.05

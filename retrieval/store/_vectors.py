@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import IndexCorruptError
+from kbgraph.errors import IndexCorruptError
 
 MAGIC = 0x52414756  # "RAGV"
 VERSION = 1

@@ -12,9 +12,10 @@ import sys
 import time
 from pathlib import Path
 
-from retrieval import KnowledgeBase
-from retrieval.embeddings import FakeEmbeddings
-from retrieval.progress import ProgressEvent
+from kbgraph.retrieval import KnowledgeBase
+from kbgraph.retrieval.embeddings import FakeEmbeddings
+from kbgraph.retrieval.progress import ProgressEvent
+
 from tests.integration._corpus import write_corpus
 
 

@@ -19,13 +19,8 @@ from typing import cast
 import httpx
 import numpy as np
 import pytest
-from langchain_core.messages import AIMessageChunk
-from langchain_core.messages.ai import add_ai_message_chunks
-from langchain_openai import ChatOpenAI
-from pydantic import BaseModel, SecretStr
-
-from retrieval import KnowledgeBase
-from retrieval.embeddings import (
+from kbgraph.retrieval import KnowledgeBase
+from kbgraph.retrieval.embeddings import (
     BatchEmbedder,
     EmbeddingCache,
     FakeEmbeddings,
@@ -34,8 +29,13 @@ from retrieval.embeddings import (
     length_order,
     resolve_embeddings,
 )
-from retrieval.errors import EmbeddingError
-from retrieval.records import text_hash
+from kbgraph.retrieval.records import text_hash
+from langchain_core.messages import AIMessageChunk
+from langchain_core.messages.ai import add_ai_message_chunks
+from langchain_openai import ChatOpenAI
+from pydantic import BaseModel, SecretStr
+
+from kbgraph.errors import EmbeddingError
 from tests.support import CHAT_PATH, EMBEDDINGS_PATH, ChatReply, OpenAIServer
 
 pytestmark = pytest.mark.integration
@@ -226,7 +226,7 @@ _CHILD = textwrap.dedent(
     import sys
     from pathlib import Path
 
-    from retrieval.embeddings import (
+    from kbgraph.retrieval.embeddings import (
         BatchEmbedder, EmbeddingCache, embed_with_cache, resolve_embeddings,
     )
 

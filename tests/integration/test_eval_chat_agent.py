@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
-from evals.agent import ChatAgent
-from evals.cli import eval_group
-from evals.datasets import bundled_dataset_path
+from kbgraph.evals.agent import ChatAgent
+from kbgraph.evals.cli import eval_group
+from kbgraph.evals.datasets import bundled_dataset_path
 
 pytestmark = pytest.mark.integration
 

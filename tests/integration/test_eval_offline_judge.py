@@ -6,11 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from evals._benchmarks import default_data_dir, wikieval_pairs
-from evals.judges import OfflineJudge, content_overlap
-from evals.meta import BASELINE, run_meta
-from evals.stats import pairwise_accuracy
+from kbgraph.evals._benchmarks import default_data_dir, wikieval_pairs
+from kbgraph.evals.judges import OfflineJudge, content_overlap
+from kbgraph.evals.meta import BASELINE, run_meta
+from kbgraph.evals.stats import pairwise_accuracy
 
 pytestmark = pytest.mark.integration
 

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from kbgraph.graphs import RagSettings, build_rag_graph
+from kbgraph.graphs.searcher import SearcherRegistry
 from langchain_core.messages import HumanMessage
 
-from graphs import RagSettings, build_rag_graph
-from graphs.searcher import SearcherRegistry
 from tests.support.openai_server import CHAT_PATH, EMBEDDINGS_PATH, ChatReply, OpenAIServer
 
 pytestmark = pytest.mark.integration
@@ -24,7 +24,7 @@ QUESTION = "How do I configure the retry policy?"
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[OpenAIServer]:
-    from retrieval.embeddings import LocalEmbeddings
+    from kbgraph.retrieval.embeddings import LocalEmbeddings
 
     with OpenAIServer(embeddings=LocalEmbeddings()) as running:
         yield running

@@ -1,5 +1,5 @@
 """Fakes for the retrieval subgraph's unit tests: a searcher that follows
-``graphs.searcher.Searcher`` over files written to a real temporary folder (so that
+``kbgraph.graphs.searcher.Searcher`` over files written to a real temporary folder (so that
 SelectScope's listing and the citations' line numbers are real), and small builders."""
 
 from __future__ import annotations
@@ -13,20 +13,19 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from kbgraph.graphs.nodes import NodeDeps
+from kbgraph.graphs.nodes._text import stems, words
+from kbgraph.graphs.searcher import SearcherRegistry
+from kbgraph.graphs.settings import RagSettings
+from kbgraph.graphs.state import Candidate, RagState
+from kbgraph.retrieval.config import SearchConfig
+from kbgraph.retrieval.filters import SearchFilters
+from kbgraph.retrieval.progress import ProgressCallback, ProgressEvent
+from kbgraph.retrieval.ranking import convex_fuse
+from kbgraph.retrieval.records import Chunk, SearchResult, chunk_id
+from kbgraph.retrieval.scan import file_kind
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.runtime import Runtime
-
-from graphs.nodes import NodeDeps
-from graphs.nodes._text import stems, words
-from graphs.searcher import SearcherRegistry
-from graphs.settings import RagSettings
-from graphs.state import Candidate, RagState
-from retrieval.config import SearchConfig
-from retrieval.filters import SearchFilters
-from retrieval.progress import ProgressCallback, ProgressEvent
-from retrieval.ranking import convex_fuse
-from retrieval.records import Chunk, SearchResult, chunk_id
-from retrieval.scan import file_kind
 
 DOCS: dict[str, str] = {
     "docs/configuration.md": (
@@ -268,6 +267,6 @@ def ask(text: str, **keys: Any) -> Any:
 
 def debug_of(update: Mapping[str, Any]) -> Any:
     """The ``rag_retrieval_debug`` a node update leaves in an empty state."""
-    from graphs.state import reduce_debug
+    from kbgraph.graphs.state import reduce_debug
 
     return reduce_debug(None, update["rag_retrieval_debug"])

@@ -10,18 +10,18 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from kbgraph.graphs import _extractive, _trace
+from kbgraph.graphs.agents import build_chat_agent, build_tool_agent, chat_agent
+from kbgraph.graphs.cli import ask, json_view
+from kbgraph.graphs.settings import RagSettings
+from kbgraph.graphs.subgraph import NODE_ORDER, build_rag_graph
+from kbgraph.graphs.testing import ScriptedChatModel, tool_call_message
+from kbgraph.graphs.tool import TOOL_NAME
+from kbgraph.graphs.turns import marker_of
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from graphs import _extractive, _trace
-from graphs.agents import build_chat_agent, build_tool_agent, chat_agent
-from graphs.cli import ask, json_view
-from graphs.settings import RagSettings
-from graphs.subgraph import NODE_ORDER, build_rag_graph
-from graphs.testing import ScriptedChatModel, tool_call_message
-from graphs.tool import TOOL_NAME
-from graphs.turns import marker_of
-from retrieval.errors import ConfigError
+from kbgraph.errors import ConfigError
 
 DOCS = {
     "retry.md": "# Retry policy\n\nThe client retries failed requests with exponential backoff.\n"
@@ -221,7 +221,7 @@ def test_follow_up_question_is_made_standalone_and_finds_the_file(
 
 
 def test_exported_graphs_have_no_checkpointer() -> None:
-    from graphs.agents import tool_agent
+    from kbgraph.graphs.agents import tool_agent
 
     assert chat_agent.checkpointer is None
     assert tool_agent.checkpointer is None
@@ -231,9 +231,9 @@ def test_exported_graphs_have_no_checkpointer() -> None:
 def test_agents_publish_json_schemas_for_studio(graph_name: str) -> None:
     # pydantic refuses typing.TypedDict on Python < 3.12; the LangGraph server then serves
     # no output schema at all, so Studio shows no output panel.
-    import graphs.agents
+    import kbgraph.graphs.agents
 
-    graph = getattr(graphs.agents, graph_name)
+    graph = getattr(kbgraph.graphs.agents, graph_name)
     assert "answer_citations" in graph.get_output_jsonschema()["properties"]
     assert "messages" in graph.get_input_jsonschema()["properties"]
     assert "knowledge_bases" in graph.get_context_jsonschema()["properties"]
@@ -346,7 +346,7 @@ def test_tool_agent_bounds_the_number_of_searches(settings: RagSettings) -> None
 def test_tool_agent_without_a_chat_model_says_how_to_configure_one(
     settings: RagSettings,
 ) -> None:
-    from graphs.agents import tool_agent
+    from kbgraph.graphs.agents import tool_agent
 
     with pytest.raises(ConfigError, match="needs a chat model"):
         _ask(tool_agent, "retries?", settings)
@@ -412,7 +412,7 @@ def test_sources_without_a_matching_line_are_skipped_when_others_match() -> None
 
 
 def test_brackets_inside_quoted_text_are_not_read_as_citations() -> None:
-    from graphs.citations import extract_citations
+    from kbgraph.graphs.citations import extract_citations
 
     citation = _citation(1, "See footnote [2] about retries.")
     answer = _extractive.render("H", _extractive.best_quotes("retries", [citation]))

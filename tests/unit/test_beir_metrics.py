@@ -7,8 +7,7 @@ import math
 
 import numpy as np
 import pytest
-
-from evals.beir import (
+from kbgraph.evals.beir import (
     dcg,
     max_pool,
     mean_metrics,

@@ -7,10 +7,9 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from kbgraph.retrieval._blas import _controller, single_blas_thread
+from kbgraph.retrieval.ranking import dot_scores
 from threadpoolctl import ThreadpoolController
-
-from retrieval._blas import _controller, single_blas_thread
-from retrieval.ranking import dot_scores
 
 
 def _blas_threads() -> list[int]:

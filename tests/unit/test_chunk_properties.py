@@ -12,10 +12,9 @@ import unicodedata
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from retrieval.chunking import CHUNKERS, chunk_segment
-from retrieval.config import ChunkConfig, ChunkStrategy
-from retrieval.segments import Segment, decode_bytes, normalize_newlines, spans_to_chunks
+from kbgraph.retrieval.chunking import CHUNKERS, chunk_segment
+from kbgraph.retrieval.config import ChunkConfig, ChunkStrategy
+from kbgraph.retrieval.segments import Segment, decode_bytes, normalize_newlines, spans_to_chunks
 
 EMOJI = [
     "\U0001f600",

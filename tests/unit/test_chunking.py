@@ -8,12 +8,18 @@ import dataclasses
 from itertools import pairwise
 
 import pytest
+from kbgraph.retrieval.chunking import CHUNKERS, choose, chunk_file, chunk_segment
+from kbgraph.retrieval.chunking._pack import finalize
+from kbgraph.retrieval.config import ChunkConfig, ChunkStrategy
+from kbgraph.retrieval.segments import (
+    Segment,
+    Span,
+    decode_bytes,
+    normalize_newlines,
+    segment_from_text,
+)
 
-from retrieval.chunking import CHUNKERS, choose, chunk_file, chunk_segment
-from retrieval.chunking._pack import finalize
-from retrieval.config import ChunkConfig, ChunkStrategy
-from retrieval.errors import ConfigError
-from retrieval.segments import Segment, Span, decode_bytes, normalize_newlines, segment_from_text
+from kbgraph.errors import ConfigError
 
 STRATEGIES: tuple[ChunkStrategy, ...] = tuple(CHUNKERS)
 

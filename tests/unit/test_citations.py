@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from kbgraph.graphs.citations import extract_citations, inject_context
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
-
-from graphs.citations import extract_citations, inject_context
 
 
 def _citation(n: int, source: str, start: int, end: int, kb: str = "docs") -> dict[str, Any]:
@@ -207,7 +206,7 @@ def test_empty_context_says_no_sources() -> None:
 
 
 def _rendered(text: str) -> str:
-    from retrieval.context import ContextEntry, render_context
+    from kbgraph.retrieval.context import ContextEntry, render_context
 
     return render_context([ContextEntry("docs/retry.md", 1, 3, 0.9, text)])
 

@@ -4,11 +4,11 @@ per kind of error."""
 from __future__ import annotations
 
 import pytest
+from kbgraph.retrieval.config import ChunkConfig
 from pydantic import ValidationError
 
 from kbgraph._errors import failing_as
-from retrieval.config import ChunkConfig
-from retrieval.errors import (
+from kbgraph.errors import (
     ConfigError,
     IndexCorruptError,
     IndexLockedError,

@@ -10,17 +10,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from langchain_core.embeddings import Embeddings
-
-from retrieval.embeddings import (
+from kbgraph.retrieval.embeddings import (
     BatchEmbedder,
     EmbeddingCache,
     FakeEmbeddings,
     embed_with_cache,
     l2_normalise,
 )
-from retrieval.errors import EmbeddingError
-from retrieval.records import text_hash
+from kbgraph.retrieval.records import text_hash
+from langchain_core.embeddings import Embeddings
+
+from kbgraph.errors import EmbeddingError
 
 TEXTS = ["naïve café", "東京の天気", "line one\r\nline two", "", "plain ascii", "emoji 🚀 text"]
 

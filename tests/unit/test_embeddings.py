@@ -17,10 +17,7 @@ import httpx2
 import numpy as np
 import openai
 import pytest
-from langchain_core.embeddings import Embeddings
-from langchain_openai import AzureOpenAIEmbeddings, OpenAIEmbeddings
-
-from retrieval.embeddings import (
+from kbgraph.retrieval.embeddings import (
     ALLOWED_FORMS,
     PACKAGED_MODEL,
     BatchEmbedder,
@@ -39,7 +36,10 @@ from retrieval.embeddings import (
     parse_spec,
     resolve_embeddings,
 )
-from retrieval.errors import ConfigError, DimensionMismatchError, EmbeddingError
+from langchain_core.embeddings import Embeddings
+from langchain_openai import AzureOpenAIEmbeddings, OpenAIEmbeddings
+
+from kbgraph.errors import ConfigError, DimensionMismatchError, EmbeddingError
 
 URL = "http://127.0.0.1:9/v1/embeddings"
 
@@ -582,7 +582,7 @@ def test_over_long_inputs_are_truncated_counted_and_logged(
 ) -> None:
     provider = _Recording()
     texts = ["é" * 25, "short", "x\r\n" * 10]
-    with caplog.at_level(logging.WARNING, logger="retrieval.embeddings"):
+    with caplog.at_level(logging.WARNING, logger="kbgraph.retrieval.embeddings"):
         outcome = BatchEmbedder(provider, max_chars=20).embed(texts)
     assert outcome.truncated == 2
     assert provider.calls == [["é" * 20, ("x\r\n" * 10)[:20], "short"]]  # longest first
@@ -606,7 +606,7 @@ def test_truncation_warning_uses_the_models_own_limit_once_per_run(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     texts = ["one two three", "a b c d e f", "short", "w " * 10, "x" * 30]
-    with caplog.at_level(logging.WARNING, logger="retrieval.embeddings"):
+    with caplog.at_level(logging.WARNING, logger="kbgraph.retrieval.embeddings"):
         outcome = BatchEmbedder(_TokenLimited(), batch_size=2, max_chars=25).embed(texts)
     # "a b c d e f" and "w w ..." exceed 4 tokens; "x" * 30 exceeds 25 characters.
     assert outcome.truncated == 3
@@ -617,7 +617,7 @@ def test_truncation_warning_uses_the_models_own_limit_once_per_run(
 
 
 def test_no_truncation_warning_when_every_text_fits(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="retrieval.embeddings"):
+    with caplog.at_level(logging.WARNING, logger="kbgraph.retrieval.embeddings"):
         outcome = BatchEmbedder(_TokenLimited()).embed(["one two", "three four five"])
     assert outcome.truncated == 0
     assert caplog.text == ""

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from evals.claims import citation_numbers, is_refusal, split_claims, strip_markers
-from evals.records import Claim
+from kbgraph.evals.claims import citation_numbers, is_refusal, split_claims, strip_markers
+from kbgraph.evals.records import Claim
 
 
 @pytest.mark.parametrize(

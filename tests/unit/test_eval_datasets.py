@@ -7,10 +7,9 @@ import re
 from pathlib import Path
 
 import pytest
-
-from evals._text import content_words, numbers
-from evals.datasets import DatasetError, bundled_dataset_path, load_dataset
-from evals.records import EvalRow, GoldSource, Passage
+from kbgraph.evals._text import content_words, numbers
+from kbgraph.evals.datasets import DatasetError, bundled_dataset_path, load_dataset
+from kbgraph.evals.records import EvalRow, GoldSource, Passage
 
 DOCS = Path(__file__).resolve().parents[2] / "examples" / "docs"
 

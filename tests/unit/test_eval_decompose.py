@@ -4,13 +4,12 @@ regex fallback on failure) and how faithfulness and context recall use its claim
 from __future__ import annotations
 
 import pytest
-
-from evals.decompose import decompose
-from evals.evaluators import ContextRecallEvaluator, FaithfulnessEvaluator
-from evals.judges import LLMJudge, OfflineJudge, ScriptedJudge
-from evals.records import Claim, EvalRecord, Passage
-from graphs.testing import ScriptedChatModel
-from retrieval.embeddings import FakeEmbeddings
+from kbgraph.evals.decompose import decompose
+from kbgraph.evals.evaluators import ContextRecallEvaluator, FaithfulnessEvaluator
+from kbgraph.evals.judges import LLMJudge, OfflineJudge, ScriptedJudge
+from kbgraph.evals.records import Claim, EvalRecord, Passage
+from kbgraph.graphs.testing import ScriptedChatModel
+from kbgraph.retrieval.embeddings import FakeEmbeddings
 
 RETRY = Passage(1, "retry.max_attempts defaults to 5.", "docs/configuration.md", 52, 60)
 WEBHOOK = Passage(2, "Webhook deliveries are retried 7 times.", "docs/api/webhooks.md", 41, 47)

@@ -5,9 +5,7 @@ from __future__ import annotations
 import inspect
 
 import pytest
-from langchain_core.documents import Document
-
-from evals.evaluators import (
+from kbgraph.evals.evaluators import (
     AnswerRelevanceEvaluator,
     ContextPrecisionEvaluator,
     ContextRecallEvaluator,
@@ -16,8 +14,8 @@ from evals.evaluators import (
     lines_overlap,
     same_path,
 )
-from evals.judges import ScriptedJudge
-from evals.records import (
+from kbgraph.evals.judges import ScriptedJudge
+from kbgraph.evals.records import (
     ClaimVerdict,
     EvalRecord,
     GoldSource,
@@ -26,7 +24,8 @@ from evals.records import (
     Passage,
     Verdict,
 )
-from evals.runner import score_record
+from kbgraph.evals.runner import score_record
+from langchain_core.documents import Document
 
 RETRY = Passage(1, "retry.max_attempts defaults to 5.", "docs/configuration.md", 52, 60)
 WEBHOOK = Passage(2, "Webhook deliveries are retried 7 times.", "docs/api/webhooks.md", 41, 47)

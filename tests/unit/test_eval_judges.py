@@ -4,9 +4,7 @@ the overlap baseline, and judge specs."""
 from __future__ import annotations
 
 import pytest
-from langchain_core.messages import AIMessage
-
-from evals.judges import (
+from kbgraph.evals.judges import (
     JudgeError,
     LLMJudge,
     OfflineJudge,
@@ -15,8 +13,9 @@ from evals.judges import (
     extract_json,
     resolve_judge,
 )
-from graphs.testing import ScriptedChatModel
-from retrieval.embeddings import FakeEmbeddings
+from kbgraph.graphs.testing import ScriptedChatModel
+from kbgraph.retrieval.embeddings import FakeEmbeddings
+from langchain_core.messages import AIMessage
 
 CONTEXT = (
     "Harbor retries calls to downstream providers. `max_attempts` counts the first call, so "

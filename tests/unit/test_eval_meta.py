@@ -7,12 +7,11 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
-from evals._benchmarks import Labelled, begin, halueval, sample
-from evals.cli import eval_group
-from evals.judges import OfflineJudge, OverlapJudge
-from evals.meta import BASELINE, faithfulness_score, format_table, run_meta
-from retrieval.embeddings import FakeEmbeddings
+from kbgraph.evals._benchmarks import Labelled, begin, halueval, sample
+from kbgraph.evals.cli import eval_group
+from kbgraph.evals.judges import OfflineJudge, OverlapJudge
+from kbgraph.evals.meta import BASELINE, faithfulness_score, format_table, run_meta
+from kbgraph.retrieval.embeddings import FakeEmbeddings
 
 KNOWLEDGE = [
     (
@@ -173,7 +172,7 @@ def test_the_clock_runs_through_the_judges_prefetch(
         def prefetch(self, *args: object, **kwargs: object) -> None:
             events.append("prefetch")
 
-    monkeypatch.setattr("evals.meta.time", Clock)
+    monkeypatch.setattr("kbgraph.evals.meta.time", Clock)
     results = run_meta([Warming(FakeEmbeddings())], data_dir=data_dir, benchmarks=["begin"])
     prefetches = [i for i, event in enumerate(events) if event == "prefetch"]
     assert len(prefetches) == 2

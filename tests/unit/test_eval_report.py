@@ -8,17 +8,16 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
-
-from evals.baseline import (
+from kbgraph.evals.baseline import (
     REGRESSION_EXIT_CODE,
     BaselineMismatchError,
     compare_summaries,
     load_summary,
 )
-from evals.cli import DefaultCommandGroup, eval_group
-from evals.datasets import DatasetError
-from evals.records import METRIC_NAMES, MetricResult, RowResult
-from evals.report import summarize, write_report
+from kbgraph.evals.cli import DefaultCommandGroup, eval_group
+from kbgraph.evals.datasets import DatasetError
+from kbgraph.evals.records import METRIC_NAMES, MetricResult, RowResult
+from kbgraph.evals.report import summarize, write_report
 
 
 def row(row_id: str, faith: float | None, status: str = "ok") -> RowResult:
@@ -181,7 +180,7 @@ def test_group_routes_subcommands_and_lazy_commands() -> None:
 
     eval_group.add_command(probe)
     assert isinstance(eval_group, DefaultCommandGroup)
-    eval_group.lazy["meta-again"] = ("evals.cli", "meta_command")
+    eval_group.lazy["meta-again"] = ("kbgraph.evals.cli", "meta_command")
     try:
         assert runner.invoke(eval_group, ["probe", "x"]).output == "probe on x\n"
         assert "--judge" in runner.invoke(eval_group, ["meta-again", "--help"]).output

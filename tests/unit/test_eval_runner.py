@@ -5,11 +5,17 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
-from evals.evaluators import FaithfulnessEvaluator, default_evaluators
-from evals.judges import ScriptedJudge
-from evals.records import METRIC_NAMES, AgentOutput, EvalRecord, EvalRow, MetricResult, Passage
-from evals.runner import FunctionAgent, arun_dataset, run_dataset, score_record
+from kbgraph.evals.evaluators import FaithfulnessEvaluator, default_evaluators
+from kbgraph.evals.judges import ScriptedJudge
+from kbgraph.evals.records import (
+    METRIC_NAMES,
+    AgentOutput,
+    EvalRecord,
+    EvalRow,
+    MetricResult,
+    Passage,
+)
+from kbgraph.evals.runner import FunctionAgent, arun_dataset, run_dataset, score_record
 
 SOURCE = Passage(1, "Harbor makes 5 attempts by default.", "docs/configuration.md", 52, 60)
 

@@ -7,8 +7,7 @@ import itertools
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from evals.stats import auroc, average_precision, pairwise_accuracy
+from kbgraph.evals.stats import auroc, average_precision, pairwise_accuracy
 
 
 def _brute_force_auroc(pos: list[float], neg: list[float]) -> float:

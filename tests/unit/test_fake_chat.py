@@ -7,13 +7,9 @@ import asyncio
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
-from langchain_core.tools import tool
-from pydantic import BaseModel
-
-from graphs import ScriptedChatModel as ExportedScriptedChatModel
-from graphs.models import FAKE_REPLY, resolve_chat_model
-from graphs.testing import (
+from kbgraph.graphs import ScriptedChatModel as ExportedScriptedChatModel
+from kbgraph.graphs.models import FAKE_REPLY, resolve_chat_model
+from kbgraph.graphs.testing import (
     ScriptedChatModel,
     ScriptedRefusalError,
     ScriptExhaustedError,
@@ -21,7 +17,11 @@ from graphs.testing import (
     refusal_message,
     tool_call_message,
 )
-from retrieval.errors import ConfigError
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import tool
+from pydantic import BaseModel
+
+from kbgraph.errors import ConfigError
 
 
 class Verdict(BaseModel):

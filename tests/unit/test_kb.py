@@ -7,10 +7,16 @@ import stat
 from pathlib import Path
 
 import pytest
+from kbgraph.retrieval import (
+    ChunkConfig,
+    KnowledgeBase,
+    SearchConfig,
+    SearchFilters,
+    format_context,
+)
+from kbgraph.retrieval.segments import normalize_newlines
 
-from retrieval import ChunkConfig, KnowledgeBase, SearchConfig, SearchFilters, format_context
-from retrieval.errors import ConfigError, IndexNotFoundError
-from retrieval.segments import normalize_newlines
+from kbgraph.errors import ConfigError, IndexNotFoundError
 
 DOCS = {
     "guide/retry.md": "# Retry\n\n## Policy\n\nThe retry policy uses exponential backoff "

@@ -12,19 +12,19 @@ import time
 from pathlib import Path
 
 import pytest
+from kbgraph.graphs.searcher import SearcherRegistry
+from kbgraph.retrieval import ChunkConfig, KnowledgeBase, ScanConfig
+from kbgraph.retrieval.embeddings import FakeEmbeddings
+from kbgraph.retrieval.store import file_lock
 from langchain_core.embeddings import Embeddings
 
-from graphs.searcher import SearcherRegistry
-from retrieval import ChunkConfig, KnowledgeBase, ScanConfig
-from retrieval.embeddings import FakeEmbeddings
-from retrieval.errors import (
+from kbgraph.errors import (
     ConfigError,
     IndexLockedError,
     IndexNotFoundError,
     KbgraphError,
     ModelMismatchError,
 )
-from retrieval.store import file_lock
 
 
 def _docs(root: Path) -> Path:

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from kbgraph.retrieval.config import ScanConfig
+from kbgraph.retrieval.loaders import LoadedFile, SkipFile, load_bytes, load_file
+from kbgraph.retrieval.records import FileKind
+from kbgraph.retrieval.scan import scan_folder
+from kbgraph.retrieval.segments import LineIndex, Segment, Span, normalize_newlines, spans_to_chunks
 
-from retrieval.config import ScanConfig
-from retrieval.errors import KbgraphError
-from retrieval.loaders import LoadedFile, SkipFile, load_bytes, load_file
-from retrieval.records import FileKind
-from retrieval.scan import scan_folder
-from retrieval.segments import LineIndex, Segment, Span, normalize_newlines, spans_to_chunks
+from kbgraph.errors import KbgraphError
 
 
 def only_segment(loaded: LoadedFile) -> Segment:

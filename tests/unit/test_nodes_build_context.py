@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from graphs.nodes.build_context import (
+from kbgraph.graphs.nodes.build_context import (
     Block,
     _render,
     block_of,
@@ -21,10 +20,10 @@ from graphs.nodes.build_context import (
     overlap_length,
     truncate,
 )
-from graphs.settings import RagSettings
-from graphs.state import Candidate
-from retrieval.context import FENCE
-from retrieval.records import chunk_id
+from kbgraph.graphs.settings import RagSettings
+from kbgraph.graphs.state import Candidate
+from kbgraph.retrieval.context import FENCE
+from kbgraph.retrieval.records import chunk_id
 
 from ._rag_fakes import candidate, debug_of, runtime_for
 

@@ -6,19 +6,18 @@ from __future__ import annotations
 from typing import Any, cast
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
-
-from graphs.nodes.decide_retrieve import (
+from kbgraph.graphs.nodes.decide_retrieve import (
     answered_already,
     decide_retrieve,
     is_small_talk,
     route_after_decide,
     small_talk_kind,
 )
-from graphs.settings import RagSettings
-from graphs.state import RagState
-from graphs.testing import ScriptedChatModel, refusal_message
-from graphs.turns import mark_answer
+from kbgraph.graphs.settings import RagSettings
+from kbgraph.graphs.state import RagState
+from kbgraph.graphs.testing import ScriptedChatModel, refusal_message
+from kbgraph.graphs.turns import mark_answer
+from langchain_core.messages import AIMessage, HumanMessage
 
 from ._rag_fakes import deps_for, runtime_for, state_of
 

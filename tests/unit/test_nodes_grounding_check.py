@@ -7,17 +7,16 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-
-from graphs.nodes.grounding_check import (
+from kbgraph.graphs.nodes.grounding_check import (
     STEPS_PER_ATTEMPT,
     best_vector_score,
     grounding_check,
     heuristic_verdict,
     route_after_grounding,
 )
-from graphs.settings import RagSettings
-from graphs.state import RagScope, RagState
-from graphs.testing import ScriptedChatModel
+from kbgraph.graphs.settings import RagSettings
+from kbgraph.graphs.state import RagScope, RagState
+from kbgraph.graphs.testing import ScriptedChatModel
 
 from ._rag_fakes import candidate, debug_of, deps_for, runtime_for, state_of
 

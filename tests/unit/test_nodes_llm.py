@@ -6,10 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage
-from pydantic import BaseModel, Field
-
-from graphs.nodes._llm import (
+from kbgraph.graphs.nodes._llm import (
     LlmRefusalError,
     ask_structured,
     first_json_object,
@@ -18,7 +15,9 @@ from graphs.nodes._llm import (
     json_instruction,
     parse_json_reply,
 )
-from graphs.testing import ScriptedChatModel, refusal_message
+from kbgraph.graphs.testing import ScriptedChatModel, refusal_message
+from langchain_core.messages import AIMessage
+from pydantic import BaseModel, Field
 
 
 class Choice(BaseModel):

@@ -7,18 +7,18 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-
-from graphs.nodes.rerank import (
+from kbgraph.graphs.nodes.rerank import (
     PATH_WEIGHT,
     apply_order,
     heuristic_rerank,
     heuristic_score,
     rerank,
 )
-from graphs.settings import RagSettings
-from graphs.state import Candidate
-from graphs.testing import ScriptedChatModel
-from retrieval.errors import ConfigError
+from kbgraph.graphs.settings import RagSettings
+from kbgraph.graphs.state import Candidate
+from kbgraph.graphs.testing import ScriptedChatModel
+
+from kbgraph.errors import ConfigError
 
 from ._rag_fakes import candidate, debug_of, deps_for, runtime_for, state_of
 

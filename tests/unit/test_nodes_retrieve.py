@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from graphs.nodes.retrieve import (
+from kbgraph.graphs.nodes.retrieve import (
     UNDERSPECIFIED_WEIGHT,
     candidate_limit,
     list_weights,
@@ -16,11 +15,12 @@ from graphs.nodes.retrieve import (
     rankers_for,
     retrieve,
 )
-from graphs.searcher import Searcher, SearcherRegistry, open_knowledge_base
-from graphs.settings import RagSettings
-from graphs.state import RagScope
-from retrieval.errors import ConfigError, EmbeddingError, IndexNotFoundError
-from retrieval.filters import SearchFilters
+from kbgraph.graphs.searcher import Searcher, SearcherRegistry, open_knowledge_base
+from kbgraph.graphs.settings import RagSettings
+from kbgraph.graphs.state import RagScope
+from kbgraph.retrieval.filters import SearchFilters
+
+from kbgraph.errors import ConfigError, EmbeddingError, IndexNotFoundError
 
 from ._rag_fakes import (
     FakeSearcher,
@@ -243,7 +243,7 @@ def test_open_knowledge_base_opens_a_real_index(tmp_path: Path) -> None:
         assert isinstance(kb, Searcher)
         assert open_knowledge_base(tmp_path, "fake") is kb
     finally:
-        from graphs.searcher import default_registry
+        from kbgraph.graphs.searcher import default_registry
 
         default_registry.close_all()
 

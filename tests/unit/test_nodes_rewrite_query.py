@@ -6,9 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
-
-from graphs.nodes.rewrite_query import (
+from kbgraph.graphs.nodes.rewrite_query import (
     MAX_QUERIES,
     heuristic_queries,
     is_follow_up,
@@ -17,9 +15,10 @@ from graphs.nodes.rewrite_query import (
     standalone,
     unique_queries,
 )
-from graphs.testing import ScriptedChatModel
-from graphs.turns import mark_answer
-from prompts import load_prompt, render_prompt
+from kbgraph.graphs.testing import ScriptedChatModel
+from kbgraph.graphs.turns import mark_answer
+from kbgraph.prompts import load_prompt, render_prompt
+from langchain_core.messages import AIMessage, HumanMessage
 
 from ._rag_fakes import debug_of, deps_for, runtime_for, state_of
 

@@ -9,16 +9,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from retrieval.config import ScanConfig
-from retrieval.errors import ConfigError
-from retrieval.scan import (
+from kbgraph.retrieval.config import ScanConfig
+from kbgraph.retrieval.scan import (
     ScanResult,
     compile_globs,
     file_kind,
     glob_to_regex,
     scan_folder,
 )
+
+from kbgraph.errors import ConfigError
 
 EVERYTHING = ScanConfig(include=("**/*",))
 

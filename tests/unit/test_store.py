@@ -10,11 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from retrieval import KnowledgeBase
-from retrieval.errors import IndexCorruptError, IndexLockedError
-from retrieval.records import Chunk
-from retrieval.store import (
+from kbgraph.retrieval import KnowledgeBase
+from kbgraph.retrieval.records import Chunk
+from kbgraph.retrieval.store import (
     ChunkReader,
     IndexLayout,
     file_lock,
@@ -22,6 +20,8 @@ from retrieval.store import (
     write_chunks,
     write_vectors,
 )
+
+from kbgraph.errors import IndexCorruptError, IndexLockedError
 
 
 def _vectors(n: int, d: int) -> np.ndarray:

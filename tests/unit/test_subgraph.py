@@ -10,11 +10,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import START, StateGraph
-
-from graphs import (
+from kbgraph.graphs import (
     NODE_ORDER,
     RagOutput,
     RagSettings,
@@ -22,7 +18,10 @@ from graphs import (
     build_rag_graph,
     rag_graph,
 )
-from graphs.searcher import SearcherRegistry
+from kbgraph.graphs.searcher import SearcherRegistry
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, StateGraph
 
 from ._rag_fakes import FakeSearcher, ask, fake_kb, registry_with, settings_for
 

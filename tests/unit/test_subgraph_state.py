@@ -9,16 +9,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from graphs.settings import RagSettings, settings_from_context, settings_from_runtime
-from graphs.state import (
+from kbgraph.graphs.settings import RagSettings, settings_from_context, settings_from_runtime
+from kbgraph.graphs.state import (
     debug_update,
     dedupe_candidates,
     merge_candidates,
     reduce_candidates,
     reduce_debug,
 )
-from retrieval.errors import ConfigError
+
+from kbgraph.errors import ConfigError
 
 from ._rag_fakes import candidate, runtime_for
 

@@ -13,13 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langgraph.prebuilt import ToolRuntime
-
-from graphs.settings import RagSettings
-from graphs.state import Citation
-from graphs.testing import ScriptedChatModel, tool_call_message
-from graphs.tool import (
+from kbgraph.graphs.settings import RagSettings
+from kbgraph.graphs.state import Citation
+from kbgraph.graphs.testing import ScriptedChatModel, tool_call_message
+from kbgraph.graphs.tool import (
     TOOL_NAME,
     make_rag_search,
     number_after,
@@ -27,6 +24,8 @@ from graphs.tool import (
     rag_search,
     render_sources,
 )
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.prebuilt import ToolRuntime
 
 DOCS = {
     "retry.md": "# Retry policy\n\nThe client retries failed requests with exponential backoff.\n"
@@ -224,7 +223,7 @@ def test_inside_create_react_agent_loop(settings: RagSettings) -> None:
 
 
 def test_a_tool_built_on_another_graph_uses_it(settings: RagSettings) -> None:
-    from graphs.subgraph import build_rag_graph
+    from kbgraph.graphs.subgraph import build_rag_graph
 
     tool = make_rag_search(build_rag_graph(), name="docs_search")
     message = tool.invoke(
@@ -339,7 +338,7 @@ def _check_parallel_run(out: dict[str, Any]) -> None:
 
 
 def test_parallel_calls_in_the_tool_agent(settings: RagSettings) -> None:
-    from graphs.agents import build_tool_agent
+    from kbgraph.graphs.agents import build_tool_agent
 
     out = build_tool_agent(chat_model=_parallel_model()).invoke(
         {"messages": [HumanMessage("How many retries, and when do refresh tokens expire?")]},

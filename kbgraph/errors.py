@@ -1,0 +1,101 @@
+"""Every error kbgraph raises on purpose, in one tree under :class:`KbgraphError`.
+
+Messages say what was wrong, what is allowed and what to do next, because the CLI prints
+them as the one-line reason of a failure (``kbgraph: <message>``) and maps the class to an
+exit code (``kbgraph._errors.EXIT_CODES``). This module imports nothing of kbgraph's, so
+every layer may import it.
+
+    KbgraphError
+    ├── ConfigError (ValueError)           a setting, spec, argument or context is not valid
+    │   └── DatasetError                   an evaluation data set or baseline cannot be read
+    │       └── BaselineMismatchError      a baseline from another data set
+    ├── IndexNotFoundError                 the folder has no index yet
+    ├── IndexLockedError (TimeoutError)    another process held the index too long
+    ├── IndexCorruptError                  an index file failed validation
+    ├── ModelMismatchError                 another embedding model than the index's
+    │   └── DimensionMismatchError         vectors of another size
+    ├── EmbeddingError                     the embedding provider kept failing
+    ├── ChatModelError                     the chat model gave no usable reply
+    │   └── LlmRefusalError                it refused
+    └── EvaluationError                    an evaluation could not be run
+        └── JudgeError                     a judge gave no verdict
+"""
+
+from __future__ import annotations
+
+
+class KbgraphError(Exception):
+    """Base of every error kbgraph raises on purpose."""
+
+
+class ConfigError(KbgraphError, ValueError):
+    """A setting or spec is not valid (bad embedding spec, chunk size, mode, context key,
+    knowledge base shape ...)."""
+
+
+class DatasetError(ConfigError):
+    """A data-set file is missing or one of its lines is not a valid row."""
+
+
+class BaselineMismatchError(DatasetError):
+    """The baseline summary comes from another data set (or another ``--limit``): its means
+    cannot be compared with this run's."""
+
+
+class IndexNotFoundError(KbgraphError):
+    """The folder has no index yet."""
+
+
+class IndexLockedError(KbgraphError, TimeoutError):
+    """Another process held the index lock for longer than the timeout."""
+
+
+class IndexCorruptError(KbgraphError):
+    """An index file failed validation (bad magic, version, length or content)."""
+
+
+class ModelMismatchError(KbgraphError):
+    """The embedding model in use is not the one the index was built with (another
+    provider or model name, or vectors of another size)."""
+
+
+class DimensionMismatchError(ModelMismatchError):
+    """The embedding model gives vectors of another size than the existing index."""
+
+
+class EmbeddingError(KbgraphError):
+    """The embedding provider failed after retries."""
+
+
+class ChatModelError(KbgraphError):
+    """A chat model gave no usable reply (after its structured-output and JSON paths)."""
+
+
+class LlmRefusalError(ChatModelError, ValueError):
+    """The model refused to answer."""
+
+
+class EvaluationError(KbgraphError):
+    """An evaluation could not be run."""
+
+
+class JudgeError(EvaluationError):
+    """A judge could not give a verdict (an LLM that keeps failing or replying nonsense)."""
+
+
+__all__ = [
+    "BaselineMismatchError",
+    "ChatModelError",
+    "ConfigError",
+    "DatasetError",
+    "DimensionMismatchError",
+    "EmbeddingError",
+    "EvaluationError",
+    "IndexCorruptError",
+    "IndexLockedError",
+    "IndexNotFoundError",
+    "JudgeError",
+    "KbgraphError",
+    "LlmRefusalError",
+    "ModelMismatchError",
+]
