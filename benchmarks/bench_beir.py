@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from kbgraph.evals.beir import (
     IndexInfo,
     RunSettings,
@@ -94,8 +95,9 @@ class Model:
     loaded and warmed on construction."""
 
     def __init__(self) -> None:
-        from kbgraph.retrieval.embeddings import packaged_model_dir
         from sentence_transformers import SentenceTransformer
+
+        from kbgraph.retrieval.embeddings import packaged_model_dir
 
         self.st = SentenceTransformer(str(packaged_model_dir()), local_files_only=True)
         self.st.encode(["warm up"] * 4)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from kbgraph.retrieval.lexical import BM25Index
 from kbgraph.retrieval.ranking import top_k_dot
 from kbgraph.retrieval.store import open_vectors, write_vectors

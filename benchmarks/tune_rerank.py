@@ -34,6 +34,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from langchain_core.messages import HumanMessage
+from tune_beir import DEFAULT_DATA, TRAIN_QUERY_FILES, cached_queries, guard_test_files, log
+
 from kbgraph.evals.beir import RunSettings, load_beir, mean_metrics
 from kbgraph.evals.beir._run import doc_ranking, index_corpus
 from kbgraph.evals.datasets import load_dataset
@@ -45,8 +48,6 @@ from kbgraph.graphs.searcher import SearcherRegistry
 from kbgraph.graphs.settings import RagSettings
 from kbgraph.graphs.state import Candidate
 from kbgraph.graphs.subgraph import build_rag_graph
-from langchain_core.messages import HumanMessage
-from tune_beir import DEFAULT_DATA, TRAIN_QUERY_FILES, cached_queries, guard_test_files, log
 
 ROOT = Path(__file__).resolve().parents[1]
 Variant = tuple[str, dict[str, float]]

@@ -12,6 +12,7 @@ import re
 from functools import lru_cache
 
 import Stemmer
+
 from kbgraph.retrieval.lexical import STOPWORDS_EN
 from kbgraph.retrieval.lexical._tokenize import words
 

@@ -17,9 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbgraph.prompts import render_prompt
 from langchain_core.messages import BaseMessage, SystemMessage
 from typing_extensions import TypedDict
+
+from kbgraph.prompts import render_prompt
 
 from ._markers import Marker, escape_markers, find_markers
 

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NotRequired
 
-from kbgraph.retrieval.config import FusionMethod, SearchMode
 from typing_extensions import TypedDict
 
 from kbgraph.errors import ConfigError
+from kbgraph.retrieval.config import FusionMethod, SearchMode
 
 RerankMode = Literal["heuristic", "llm", "none", "cross_encoder"]
 RERANK_MODES: tuple[RerankMode, ...] = ("heuristic", "llm", "none", "cross_encoder")

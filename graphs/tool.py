@@ -26,8 +26,6 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, NotRequired
 
-from kbgraph.prompts import load_prompt, render_prompt
-from kbgraph.retrieval.context import FENCE, PREAMBLE, ContextEntry, source_header
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.graph.state import CompiledStateGraph
@@ -36,6 +34,8 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from kbgraph.errors import ConfigError, KbgraphError
+from kbgraph.prompts import load_prompt, render_prompt
+from kbgraph.retrieval.context import FENCE, PREAMBLE, ContextEntry, source_header
 
 from .settings import RagSettings, settings_from_context
 from .state import Citation, RagGrounding

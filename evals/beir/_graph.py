@@ -7,10 +7,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 
+from langchain_core.messages import HumanMessage
+
 from kbgraph.graphs.state import RagInput
 from kbgraph.retrieval.config import SearchConfig
 from kbgraph.retrieval.kb import KnowledgeBase
-from langchain_core.messages import HumanMessage
 
 Rank = Callable[[str, Sequence[tuple[str, float]]], list[str]]
 """``(query id, (source, score) hits best first) -> document ranking``."""

@@ -16,10 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from kbgraph.errors import ConfigError
 from kbgraph.retrieval.config import ChunkConfig, FusionMethod, SearchConfig
 from kbgraph.retrieval.kb import KnowledgeBase
-
-from kbgraph.errors import ConfigError
 
 from ._folder import DOCS_DIR, INDEX_DIR, DocFormat, default_work_dir, write_corpus
 from ._graph import graph_rankings

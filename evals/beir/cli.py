@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import click
-from kbgraph.retrieval.config import FusionMethod
 
 from kbgraph.errors import ConfigError, KbgraphError
+from kbgraph.retrieval.config import FusionMethod
 
 from ._report import markdown, write_results
 from ._run import MODES, RunProgress, RunSettings, run_beir, search_settings

@@ -17,10 +17,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar
 
-from kbgraph.prompts import render_prompt
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, ValidationError
+
+from kbgraph.prompts import render_prompt
 
 from ..claims import citation_numbers, strip_markers
 from ..records import Claim, Judgement, Relevance, TokenUsage, Verdict

@@ -26,13 +26,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kbgraph.prompts import load_prompt, render_prompt
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, SystemMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer
+
+from kbgraph.prompts import load_prompt, render_prompt
 
 from .. import _extractive
 from ..citations import inject_context

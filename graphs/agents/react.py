@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from kbgraph.prompts import load_prompt, render_prompt
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import BaseTool
@@ -25,6 +24,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer
 
 from kbgraph.errors import ConfigError
+from kbgraph.prompts import load_prompt, render_prompt
 
 from ..settings import RagSettings, settings_from_runtime
 from ..tool import previous_citations, rag_search

@@ -17,12 +17,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
-from kbgraph.prompts import render_prompt
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
 
 from kbgraph.errors import LlmRefusalError
+from kbgraph.prompts import render_prompt
 
 from ..state import LlmFallback
 

@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import Stemmer
-from kbgraph.prompts import load_prompt
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from kbgraph.prompts import load_prompt
 
 from ..turns import marker_of
 

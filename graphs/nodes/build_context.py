@@ -18,8 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from kbgraph.retrieval.context import ContextEntry, render_context
 from langgraph.runtime import Runtime
+
+from kbgraph.retrieval.context import ContextEntry, render_context
 
 from ..settings import RagSettings
 from ..state import Candidate, Citation, RagState, debug_update

@@ -19,14 +19,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from langgraph.runtime import Runtime
+
+from kbgraph.errors import KbgraphError
 from kbgraph.retrieval.config import SearchConfig
 from kbgraph.retrieval.filters import SearchFilters
 from kbgraph.retrieval.progress import ProgressEvent
 from kbgraph.retrieval.ranking import ranking_weight, rrf_fuse
 from kbgraph.retrieval.records import SearchResult
-from langgraph.runtime import Runtime
-
-from kbgraph.errors import KbgraphError
 
 from ..searcher import Searcher
 from ..settings import RagSettings, ResolvedKnowledgeBase

@@ -16,9 +16,8 @@ from bisect import bisect_right
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
-from kbgraph.retrieval.segments import Span
-
 from kbgraph.errors import ConfigError
+from kbgraph.retrieval.segments import Span
 
 from ._boundaries import Positions, next_content, word_starts_in
 from ._graphemes import first_safe_cut, is_safe_cut, last_safe_cut

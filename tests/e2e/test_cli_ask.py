@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from kbgraph.retrieval.segments import normalize_newlines
 
 from .conftest import REPO, offline_env, venv_binary

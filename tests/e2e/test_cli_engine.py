@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from kbgraph.retrieval.segments import normalize_newlines
 
 pytestmark = pytest.mark.e2e

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kbgraph.graphs.subgraph import NODE_ORDER
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
+from kbgraph.graphs.subgraph import NODE_ORDER
 from tests.support.openai_server import ChatReply, OpenAIServer, ToolCall
 
 from .conftest import DevServer, make_docs

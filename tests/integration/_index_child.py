@@ -15,7 +15,6 @@ from pathlib import Path
 from kbgraph.retrieval import KnowledgeBase
 from kbgraph.retrieval.embeddings import FakeEmbeddings
 from kbgraph.retrieval.progress import ProgressEvent
-
 from tests.integration._corpus import write_corpus
 
 

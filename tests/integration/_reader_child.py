@@ -12,13 +12,13 @@ import time
 from pathlib import Path
 
 import numpy as np
+
 from kbgraph.retrieval._search import search
 from kbgraph.retrieval.config import SearchConfig
 from kbgraph.retrieval.embeddings import FakeEmbeddings, l2_normalise
 from kbgraph.retrieval.records import index_text
 from kbgraph.retrieval.segments import normalize_newlines
 from kbgraph.retrieval.store import IndexLayout, IndexReader
-
 from tests.integration._corpus import corpus_file, version_of
 
 FAKE = FakeEmbeddings()

@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 
 import pytest
+
 from kbgraph.retrieval import KnowledgeBase
 from kbgraph.retrieval.embeddings import FakeEmbeddings
 from kbgraph.retrieval.segments import normalize_newlines
-
 from tests.integration._corpus import write_corpus
 
 pytestmark = pytest.mark.integration

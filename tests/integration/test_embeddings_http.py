@@ -19,6 +19,12 @@ from typing import cast
 import httpx
 import numpy as np
 import pytest
+from langchain_core.messages import AIMessageChunk
+from langchain_core.messages.ai import add_ai_message_chunks
+from langchain_openai import ChatOpenAI
+from pydantic import BaseModel, SecretStr
+
+from kbgraph.errors import EmbeddingError
 from kbgraph.retrieval import KnowledgeBase
 from kbgraph.retrieval.embeddings import (
     BatchEmbedder,
@@ -30,12 +36,6 @@ from kbgraph.retrieval.embeddings import (
     resolve_embeddings,
 )
 from kbgraph.retrieval.records import text_hash
-from langchain_core.messages import AIMessageChunk
-from langchain_core.messages.ai import add_ai_message_chunks
-from langchain_openai import ChatOpenAI
-from pydantic import BaseModel, SecretStr
-
-from kbgraph.errors import EmbeddingError
 from tests.support import CHAT_PATH, EMBEDDINGS_PATH, ChatReply, OpenAIServer
 
 pytestmark = pytest.mark.integration

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+
 from kbgraph.evals.agent import ChatAgent
 from kbgraph.evals.cli import eval_group
 from kbgraph.evals.datasets import bundled_dataset_path

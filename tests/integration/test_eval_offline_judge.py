@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from kbgraph.evals._benchmarks import default_data_dir, wikieval_pairs
 from kbgraph.evals.judges import OfflineJudge, content_overlap
 from kbgraph.evals.meta import BASELINE, run_meta

@@ -8,6 +8,8 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from langchain_core.embeddings import Embeddings
+
 from kbgraph.retrieval.embeddings import (
     PACKAGED_MODEL,
     BatchEmbedder,
@@ -17,8 +19,6 @@ from kbgraph.retrieval.embeddings import (
     packaged_model_dir,
     resolve_embeddings,
 )
-from langchain_core.embeddings import Embeddings
-
 from tests.support import OpenAIServer
 
 pytestmark = pytest.mark.integration

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from kbgraph.graphs import RagSettings, build_rag_graph
-from kbgraph.graphs.searcher import SearcherRegistry
 from langchain_core.messages import HumanMessage
 
+from kbgraph.graphs import RagSettings, build_rag_graph
+from kbgraph.graphs.searcher import SearcherRegistry
 from tests.support.openai_server import CHAT_PATH, EMBEDDINGS_PATH, ChatReply, OpenAIServer
 
 pytestmark = pytest.mark.integration

@@ -33,8 +33,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any, Literal
 
-from kbgraph.retrieval.embeddings import FakeEmbeddings
 from langchain_core.embeddings import Embeddings
+
+from kbgraph.retrieval.embeddings import FakeEmbeddings
 
 EmbedFn = Callable[[list[str]], list[list[float]]]
 EMBEDDINGS_PATH = "/v1/embeddings"

@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.runtime import Runtime
+
 from kbgraph.graphs.nodes import NodeDeps
 from kbgraph.graphs.nodes._text import stems, words
 from kbgraph.graphs.searcher import SearcherRegistry
@@ -24,8 +27,6 @@ from kbgraph.retrieval.progress import ProgressCallback, ProgressEvent
 from kbgraph.retrieval.ranking import convex_fuse
 from kbgraph.retrieval.records import Chunk, SearchResult, chunk_id
 from kbgraph.retrieval.scan import file_kind
-from langchain_core.messages import AIMessage, HumanMessage
-from langgraph.runtime import Runtime
 
 DOCS: dict[str, str] = {
     "docs/configuration.md": (

@@ -10,6 +10,10 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from kbgraph.errors import ConfigError
 from kbgraph.graphs import _extractive, _trace
 from kbgraph.graphs.agents import build_chat_agent, build_tool_agent, chat_agent
 from kbgraph.graphs.cli import ask, json_view
@@ -18,10 +22,6 @@ from kbgraph.graphs.subgraph import NODE_ORDER, build_rag_graph
 from kbgraph.graphs.testing import ScriptedChatModel, tool_call_message
 from kbgraph.graphs.tool import TOOL_NAME
 from kbgraph.graphs.turns import marker_of
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
-from langgraph.checkpoint.memory import InMemorySaver
-
-from kbgraph.errors import ConfigError
 
 DOCS = {
     "retry.md": "# Retry policy\n\nThe client retries failed requests with exponential backoff.\n"

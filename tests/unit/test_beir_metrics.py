@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+
 from kbgraph.evals.beir import (
     dcg,
     max_pool,

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from kbgraph.evals.beir import BeirRun, RunSettings, load_beir, retrieval_command, run_beir
-from kbgraph.evals.beir._folder import file_name, write_corpus
 
 from kbgraph.errors import ConfigError
+from kbgraph.evals.beir import BeirRun, RunSettings, load_beir, retrieval_command, run_beir
+from kbgraph.evals.beir._folder import file_name, write_corpus
 
 LOG2_3 = math.log2(3)
 

@@ -7,9 +7,10 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from threadpoolctl import ThreadpoolController
+
 from kbgraph.retrieval._blas import _controller, single_blas_thread
 from kbgraph.retrieval.ranking import dot_scores
-from threadpoolctl import ThreadpoolController
 
 
 def _blas_threads() -> list[int]:

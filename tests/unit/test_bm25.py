@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kbgraph.retrieval.lexical import BM25_FILES, STOPWORDS_EN, BM25Index, tokenize, tokenize_corpus
-from kbgraph.retrieval.lexical._tokenize import TOKEN_PATTERN, words
 
 from kbgraph.errors import ConfigError, IndexCorruptError, IndexNotFoundError
+from kbgraph.retrieval.lexical import BM25_FILES, STOPWORDS_EN, BM25Index, tokenize, tokenize_corpus
+from kbgraph.retrieval.lexical._tokenize import TOKEN_PATTERN, words
 
 # ---------------------------------------------------------------- tokenizer
 

@@ -8,6 +8,8 @@ import dataclasses
 from itertools import pairwise
 
 import pytest
+
+from kbgraph.errors import ConfigError
 from kbgraph.retrieval.chunking import CHUNKERS, choose, chunk_file, chunk_segment
 from kbgraph.retrieval.chunking._pack import finalize
 from kbgraph.retrieval.config import ChunkConfig, ChunkStrategy
@@ -18,8 +20,6 @@ from kbgraph.retrieval.segments import (
     normalize_newlines,
     segment_from_text,
 )
-
-from kbgraph.errors import ConfigError
 
 STRATEGIES: tuple[ChunkStrategy, ...] = tuple(CHUNKERS)
 

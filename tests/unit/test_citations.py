@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from kbgraph.graphs.citations import extract_citations, inject_context
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+from kbgraph.graphs.citations import extract_citations, inject_context
 
 
 def _citation(n: int, source: str, start: int, end: int, kb: str = "docs") -> dict[str, Any]:

@@ -4,7 +4,6 @@ per kind of error."""
 from __future__ import annotations
 
 import pytest
-from kbgraph.retrieval.config import ChunkConfig
 from pydantic import ValidationError
 
 from kbgraph._errors import failing_as
@@ -16,6 +15,7 @@ from kbgraph.errors import (
     KbgraphError,
     ModelMismatchError,
 )
+from kbgraph.retrieval.config import ChunkConfig
 
 
 def _invalid_chunking() -> ValidationError:

@@ -10,6 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from langchain_core.embeddings import Embeddings
+
+from kbgraph.errors import EmbeddingError
 from kbgraph.retrieval.embeddings import (
     BatchEmbedder,
     EmbeddingCache,
@@ -18,9 +21,6 @@ from kbgraph.retrieval.embeddings import (
     l2_normalise,
 )
 from kbgraph.retrieval.records import text_hash
-from langchain_core.embeddings import Embeddings
-
-from kbgraph.errors import EmbeddingError
 
 TEXTS = ["naïve café", "東京の天気", "line one\r\nline two", "", "plain ascii", "emoji 🚀 text"]
 

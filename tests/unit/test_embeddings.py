@@ -17,6 +17,10 @@ import httpx2
 import numpy as np
 import openai
 import pytest
+from langchain_core.embeddings import Embeddings
+from langchain_openai import AzureOpenAIEmbeddings, OpenAIEmbeddings
+
+from kbgraph.errors import ConfigError, DimensionMismatchError, EmbeddingError
 from kbgraph.retrieval.embeddings import (
     ALLOWED_FORMS,
     PACKAGED_MODEL,
@@ -36,10 +40,6 @@ from kbgraph.retrieval.embeddings import (
     parse_spec,
     resolve_embeddings,
 )
-from langchain_core.embeddings import Embeddings
-from langchain_openai import AzureOpenAIEmbeddings, OpenAIEmbeddings
-
-from kbgraph.errors import ConfigError, DimensionMismatchError, EmbeddingError
 
 URL = "http://127.0.0.1:9/v1/embeddings"
 

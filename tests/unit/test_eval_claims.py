@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from kbgraph.evals.claims import citation_numbers, is_refusal, split_claims, strip_markers
 from kbgraph.evals.records import Claim
 

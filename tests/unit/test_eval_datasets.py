@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from kbgraph.evals._text import content_words, numbers
 from kbgraph.evals.datasets import DatasetError, bundled_dataset_path, load_dataset
 from kbgraph.evals.records import EvalRow, GoldSource, Passage

@@ -4,6 +4,7 @@ regex fallback on failure) and how faithfulness and context recall use its claim
 from __future__ import annotations
 
 import pytest
+
 from kbgraph.evals.decompose import decompose
 from kbgraph.evals.evaluators import ContextRecallEvaluator, FaithfulnessEvaluator
 from kbgraph.evals.judges import LLMJudge, OfflineJudge, ScriptedJudge

@@ -5,6 +5,8 @@ from __future__ import annotations
 import inspect
 
 import pytest
+from langchain_core.documents import Document
+
 from kbgraph.evals.evaluators import (
     AnswerRelevanceEvaluator,
     ContextPrecisionEvaluator,
@@ -25,7 +27,6 @@ from kbgraph.evals.records import (
     Verdict,
 )
 from kbgraph.evals.runner import score_record
-from langchain_core.documents import Document
 
 RETRY = Passage(1, "retry.max_attempts defaults to 5.", "docs/configuration.md", 52, 60)
 WEBHOOK = Passage(2, "Webhook deliveries are retried 7 times.", "docs/api/webhooks.md", 41, 47)

@@ -4,6 +4,8 @@ the overlap baseline, and judge specs."""
 from __future__ import annotations
 
 import pytest
+from langchain_core.messages import AIMessage
+
 from kbgraph.evals.judges import (
     JudgeError,
     LLMJudge,
@@ -15,7 +17,6 @@ from kbgraph.evals.judges import (
 )
 from kbgraph.graphs.testing import ScriptedChatModel
 from kbgraph.retrieval.embeddings import FakeEmbeddings
-from langchain_core.messages import AIMessage
 
 CONTEXT = (
     "Harbor retries calls to downstream providers. `max_attempts` counts the first call, so "

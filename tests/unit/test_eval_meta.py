@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+
 from kbgraph.evals._benchmarks import Labelled, begin, halueval, sample
 from kbgraph.evals.cli import eval_group
 from kbgraph.evals.judges import OfflineJudge, OverlapJudge

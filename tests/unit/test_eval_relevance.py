@@ -4,6 +4,7 @@ off-topic padding move the score (pure functions, no model)."""
 from __future__ import annotations
 
 import pytest
+
 from kbgraph.evals.judges._relevance import answer_evidence, question_parts
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
+
 from kbgraph.evals.baseline import (
     REGRESSION_EXIT_CODE,
     BaselineMismatchError,

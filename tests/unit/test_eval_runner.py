@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+
 from kbgraph.evals.evaluators import FaithfulnessEvaluator, default_evaluators
 from kbgraph.evals.judges import ScriptedJudge
 from kbgraph.evals.records import (

@@ -7,6 +7,7 @@ import itertools
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from kbgraph.evals.stats import auroc, average_precision, pairwise_accuracy
 
 

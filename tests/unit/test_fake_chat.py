@@ -7,6 +7,11 @@ import asyncio
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import tool
+from pydantic import BaseModel
+
+from kbgraph.errors import ConfigError
 from kbgraph.graphs import ScriptedChatModel as ExportedScriptedChatModel
 from kbgraph.graphs.models import FAKE_REPLY, resolve_chat_model
 from kbgraph.graphs.testing import (
@@ -17,11 +22,6 @@ from kbgraph.graphs.testing import (
     refusal_message,
     tool_call_message,
 )
-from langchain_core.messages import AIMessage, HumanMessage
-from langchain_core.tools import tool
-from pydantic import BaseModel
-
-from kbgraph.errors import ConfigError
 
 
 class Verdict(BaseModel):

@@ -7,6 +7,8 @@ import stat
 from pathlib import Path
 
 import pytest
+
+from kbgraph.errors import ConfigError, IndexNotFoundError
 from kbgraph.retrieval import (
     ChunkConfig,
     KnowledgeBase,
@@ -15,8 +17,6 @@ from kbgraph.retrieval import (
     format_context,
 )
 from kbgraph.retrieval.segments import normalize_newlines
-
-from kbgraph.errors import ConfigError, IndexNotFoundError
 
 DOCS = {
     "guide/retry.md": "# Retry\n\n## Policy\n\nThe retry policy uses exponential backoff "

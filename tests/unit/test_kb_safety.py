@@ -12,10 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-from kbgraph.graphs.searcher import SearcherRegistry
-from kbgraph.retrieval import ChunkConfig, KnowledgeBase, ScanConfig
-from kbgraph.retrieval.embeddings import FakeEmbeddings
-from kbgraph.retrieval.store import file_lock
 from langchain_core.embeddings import Embeddings
 
 from kbgraph.errors import (
@@ -25,6 +21,10 @@ from kbgraph.errors import (
     KbgraphError,
     ModelMismatchError,
 )
+from kbgraph.graphs.searcher import SearcherRegistry
+from kbgraph.retrieval import ChunkConfig, KnowledgeBase, ScanConfig
+from kbgraph.retrieval.embeddings import FakeEmbeddings
+from kbgraph.retrieval.store import file_lock
 
 
 def _docs(root: Path) -> Path:

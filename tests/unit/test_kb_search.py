@@ -10,15 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import kbgraph.retrieval._search as search_module
 import numpy as np
 import pytest
+from langchain_core.embeddings import Embeddings
+
+import kbgraph.retrieval._search as search_module
+from kbgraph.errors import DimensionMismatchError
 from kbgraph.retrieval import KnowledgeBase, SearchConfig, SearchFilters
 from kbgraph.retrieval.embeddings import FakeEmbeddings
 from kbgraph.retrieval.progress import ProgressEvent
-from langchain_core.embeddings import Embeddings
-
-from kbgraph.errors import DimensionMismatchError
 
 QUERY = "exponential backoff retry policy"
 

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from kbgraph.errors import KbgraphError
 from kbgraph.retrieval.config import ScanConfig
 from kbgraph.retrieval.loaders import LoadedFile, SkipFile, load_bytes, load_file
 from kbgraph.retrieval.records import FileKind
 from kbgraph.retrieval.scan import scan_folder
 from kbgraph.retrieval.segments import LineIndex, Segment, Span, normalize_newlines, spans_to_chunks
-
-from kbgraph.errors import KbgraphError
 
 
 def only_segment(loaded: LoadedFile) -> Segment:

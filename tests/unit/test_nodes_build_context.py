@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from kbgraph.graphs.nodes.build_context import (
     Block,
     _render,

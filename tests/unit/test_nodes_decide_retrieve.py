@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any, cast
 
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+
 from kbgraph.graphs.nodes.decide_retrieve import (
     answered_already,
     decide_retrieve,
@@ -17,7 +19,6 @@ from kbgraph.graphs.settings import RagSettings
 from kbgraph.graphs.state import RagState
 from kbgraph.graphs.testing import ScriptedChatModel, refusal_message
 from kbgraph.graphs.turns import mark_answer
-from langchain_core.messages import AIMessage, HumanMessage
 
 from ._rag_fakes import deps_for, runtime_for, state_of
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+
 from kbgraph.graphs.nodes.grounding_check import (
     STEPS_PER_ATTEMPT,
     best_vector_score,

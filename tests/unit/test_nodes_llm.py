@@ -6,6 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage
+from pydantic import BaseModel, Field
+
 from kbgraph.graphs.nodes._llm import (
     LlmRefusalError,
     ask_structured,
@@ -16,8 +19,6 @@ from kbgraph.graphs.nodes._llm import (
     parse_json_reply,
 )
 from kbgraph.graphs.testing import ScriptedChatModel, refusal_message
-from langchain_core.messages import AIMessage
-from pydantic import BaseModel, Field
 
 
 class Choice(BaseModel):

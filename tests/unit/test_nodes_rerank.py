@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+
+from kbgraph.errors import ConfigError
 from kbgraph.graphs.nodes.rerank import (
     PATH_WEIGHT,
     apply_order,
@@ -17,8 +19,6 @@ from kbgraph.graphs.nodes.rerank import (
 from kbgraph.graphs.settings import RagSettings
 from kbgraph.graphs.state import Candidate
 from kbgraph.graphs.testing import ScriptedChatModel
-
-from kbgraph.errors import ConfigError
 
 from ._rag_fakes import candidate, debug_of, deps_for, runtime_for, state_of
 

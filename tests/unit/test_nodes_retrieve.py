@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from kbgraph.errors import ConfigError, EmbeddingError, IndexNotFoundError
 from kbgraph.graphs.nodes.retrieve import (
     UNDERSPECIFIED_WEIGHT,
     candidate_limit,
@@ -19,8 +21,6 @@ from kbgraph.graphs.searcher import Searcher, SearcherRegistry, open_knowledge_b
 from kbgraph.graphs.settings import RagSettings
 from kbgraph.graphs.state import RagScope
 from kbgraph.retrieval.filters import SearchFilters
-
-from kbgraph.errors import ConfigError, EmbeddingError, IndexNotFoundError
 
 from ._rag_fakes import (
     FakeSearcher,

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+
 from kbgraph.graphs.nodes.rewrite_query import (
     MAX_QUERIES,
     heuristic_queries,
@@ -18,7 +20,6 @@ from kbgraph.graphs.nodes.rewrite_query import (
 from kbgraph.graphs.testing import ScriptedChatModel
 from kbgraph.graphs.turns import mark_answer
 from kbgraph.prompts import load_prompt, render_prompt
-from langchain_core.messages import AIMessage, HumanMessage
 
 from ._rag_fakes import debug_of, deps_for, runtime_for, state_of
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from kbgraph.graphs.nodes._paths import list_folder, mentioned_kinds, mentioned_paths, scope_terms
 from kbgraph.graphs.nodes.select_scope import select_scope, widest_scope
 from kbgraph.graphs.settings import RagSettings

@@ -4,9 +4,9 @@ subgraph's nodes use renders with the values they pass."""
 from __future__ import annotations
 
 import pytest
-from kbgraph.prompts import load_prompt, placeholders, render_prompt
 
 from kbgraph.errors import ConfigError
+from kbgraph.prompts import load_prompt, placeholders, render_prompt
 
 NODE_PROMPTS = {
     "decide_retrieve": {"question", "conversation", "knowledge_bases"},

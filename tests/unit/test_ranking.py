@@ -9,10 +9,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from kbgraph.retrieval import ranking
-from kbgraph.retrieval.ranking import FusedItem, rrf_fuse, top_k_dot, top_k_indices
 
 from kbgraph.errors import ConfigError, DimensionMismatchError
+from kbgraph.retrieval import ranking
+from kbgraph.retrieval.ranking import FusedItem, rrf_fuse, top_k_dot, top_k_indices
 
 DIMS = 16
 

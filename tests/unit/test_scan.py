@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from kbgraph.errors import ConfigError
 from kbgraph.retrieval.config import ScanConfig
 from kbgraph.retrieval.scan import (
     ScanResult,
@@ -17,8 +19,6 @@ from kbgraph.retrieval.scan import (
     glob_to_regex,
     scan_folder,
 )
-
-from kbgraph.errors import ConfigError
 
 EVERYTHING = ScanConfig(include=("**/*",))
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from kbgraph.errors import IndexCorruptError, IndexLockedError
 from kbgraph.retrieval import KnowledgeBase
 from kbgraph.retrieval.records import Chunk
 from kbgraph.retrieval.store import (
@@ -20,8 +22,6 @@ from kbgraph.retrieval.store import (
     write_chunks,
     write_vectors,
 )
-
-from kbgraph.errors import IndexCorruptError, IndexLockedError
 
 
 def _vectors(n: int, d: int) -> np.ndarray:

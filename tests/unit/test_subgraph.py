@@ -10,6 +10,10 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, StateGraph
+
 from kbgraph.graphs import (
     NODE_ORDER,
     RagOutput,
@@ -19,9 +23,6 @@ from kbgraph.graphs import (
     rag_graph,
 )
 from kbgraph.graphs.searcher import SearcherRegistry
-from langchain_core.messages import AIMessage, HumanMessage
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import START, StateGraph
 
 from ._rag_fakes import FakeSearcher, ask, fake_kb, registry_with, settings_for
 

@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
 from kbgraph.graphs import NODE_ORDER, RagSettings, build_rag_graph
 from kbgraph.graphs.agents import build_chat_agent
 from kbgraph.graphs.nodes.retrieve import UNDERSPECIFIED_WEIGHT
 from kbgraph.graphs.searcher import SearcherRegistry
-from langchain_core.messages import HumanMessage
-from langgraph.checkpoint.memory import InMemorySaver
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
 

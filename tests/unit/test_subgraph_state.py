@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from kbgraph.errors import ConfigError
 from kbgraph.graphs.settings import RagSettings, settings_from_context, settings_from_runtime
 from kbgraph.graphs.state import (
     debug_update,
@@ -17,8 +19,6 @@ from kbgraph.graphs.state import (
     reduce_candidates,
     reduce_debug,
 )
-
-from kbgraph.errors import ConfigError
 
 from ._rag_fakes import candidate, runtime_for
 

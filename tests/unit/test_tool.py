@@ -13,6 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.prebuilt import ToolRuntime
+
 from kbgraph.graphs.settings import RagSettings
 from kbgraph.graphs.state import Citation
 from kbgraph.graphs.testing import ScriptedChatModel, tool_call_message
@@ -24,8 +27,6 @@ from kbgraph.graphs.tool import (
     rag_search,
     render_sources,
 )
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langgraph.prebuilt import ToolRuntime
 
 DOCS = {
     "retry.md": "# Retry policy\n\nThe client retries failed requests with exponential backoff.\n"
