@@ -21,6 +21,7 @@ from kbgraph.errors import (
 )
 from kbgraph.retrieval.config import ChunkConfig, ScanConfig, SearchConfig
 from kbgraph.retrieval.filters import SearchFilters
+from kbgraph.retrieval.records import FILE_KINDS
 
 from ._errors import emit_json, fail_cleanly
 from ._progress import TqdmProgress
@@ -237,7 +238,7 @@ def _echo_skipped(skipped: list[dict[str, str]]) -> None:
     "--kind",
     "kinds",
     multiple=True,
-    type=click.Choice(["text", "markdown", "code", "html", "pdf", "csv", "data"]),
+    type=click.Choice(FILE_KINDS),
 )
 @click.option("--threshold", type=float, default=None, help="Minimum score.")
 @click.option(

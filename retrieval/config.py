@@ -30,6 +30,7 @@ DEFAULT_INCLUDE: tuple[str, ...] = tuple(
         "csv",
         "html",
         "pdf",
+        "docx",
     )
 )
 # Folders never worth indexing: VCS data, dependency trees, caches. Virtualenvs and conda

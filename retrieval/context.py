@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .records import SearchResult
+from .scan import file_kind
 
 FENCE = "`" * 8
 PREAMBLE = (
@@ -34,8 +35,14 @@ class ContextEntry:
     page: int | None = None
 
 
+def lines_word(source: str) -> str:
+    """What a chunk's line numbers count: in a Word document, paragraphs (its extracted
+    text has one line per paragraph or table row); elsewhere, lines."""
+    return "paragraphs" if file_kind(source) == "docx" else "lines"
+
+
 def source_header(n: int, entry: ContextEntry) -> str:
-    where = f"page {entry.page}, lines" if entry.page is not None else "lines"
+    where = f"page {entry.page}, lines" if entry.page is not None else lines_word(entry.source)
     return (
         f"[{n}] Source: {entry.source}, {where} {entry.line_start}-{entry.line_end}, "
         f"score: {entry.score:.2f}"
@@ -81,6 +88,7 @@ __all__ = [
     "ContextEntry",
     "fence_for",
     "format_context",
+    "lines_word",
     "render_context",
     "source_header",
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 SkipReason = Literal[
     "excluded",
@@ -29,7 +29,8 @@ entered: an exclude pattern, a virtualenv; one entry for the whole folder), ``no
 (no include pattern), ``secret`` ... ``decode-fallback`` and a PDF page's ``extract-failed``
 are reported as warnings of files that are still indexed."""
 
-FileKind = Literal["text", "markdown", "code", "html", "pdf", "csv", "data"]
+FileKind = Literal["text", "markdown", "code", "html", "pdf", "docx", "csv", "data"]
+FILE_KINDS: tuple[FileKind, ...] = get_args(FileKind)
 
 
 def chunk_id(source: str, byte_start: int, byte_end: int, text: str) -> str:

@@ -58,6 +58,7 @@ _KIND_BY_SUFFIX: dict[str, FileKind] = {
     ),
     **dict.fromkeys(("html", "htm", "xhtml"), "html"),
     "pdf": "pdf",
+    "docx": "docx",
     **dict.fromkeys(("csv", "tsv"), "csv"),
     **dict.fromkeys(("json", "jsonl", "yaml", "yml", "toml"), "data"),
 }  # fmt: skip

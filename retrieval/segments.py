@@ -27,6 +27,16 @@ def normalize_newlines(text: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class OutlineEntry:
+    """A heading known from a document's structure (a DOCX heading style): the heading's
+    line starts at text position ``pos``."""
+
+    pos: int
+    level: int
+    title: str
+
+
+@dataclass(frozen=True, slots=True)
 class Segment:
     """A normalised text with ``offsets[i]`` = byte offset of ``text[i]`` in the file and
     ``offsets[len(text)]`` = the end offset. ``line_base`` is the 1-based line of
@@ -43,6 +53,8 @@ class Segment:
     byte_line_starts: np.ndarray | None = None
     # Spans a chunker must keep whole (CSV rows), sorted, in text positions.
     units: tuple[tuple[int, int], ...] | None = None
+    # Headings from the document's structure (DOCX), in order; None: find them in the text.
+    outline: tuple[OutlineEntry, ...] | None = None
 
     def newline_positions(self) -> list[int]:
         return [i for i, ch in enumerate(self.text) if ch == "\n"]
@@ -174,6 +186,7 @@ def spans_to_chunks(segment: Segment, spans: list[Span], source: str) -> list[Ch
 __all__ = [
     "FALLBACK_ENCODINGS",
     "LineIndex",
+    "OutlineEntry",
     "Segment",
     "Span",
     "decode_bytes",

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from kbgraph.retrieval.filters import path_matches
-from kbgraph.retrieval.records import FileKind
+from kbgraph.retrieval.records import FILE_KINDS, FileKind
 
 from ._text import word_set, words
 
@@ -18,7 +18,6 @@ LISTING_LIMIT = 5000
 _SKIP_DIRS = frozenset(
     {"node_modules", "__pycache__", "venv", "env", "site-packages", "dist", "build", "target"}
 )
-FILE_KINDS: tuple[FileKind, ...] = ("text", "markdown", "code", "html", "pdf", "csv", "data")
 
 _TOKEN = re.compile(r"[\w*][\w.*/\\-]*", re.UNICODE)
 _FOLDER_NAMED = re.compile(
@@ -29,7 +28,8 @@ _FOLDER_NAMED = re.compile(
 )
 _DOC_KINDS: dict[str, FileKind] = {
     "markdown": "markdown", "md": "markdown", "pdf": "pdf", "pdfs": "pdf", "csv": "csv",
-    "html": "html", "json": "data", "yaml": "data", "toml": "data", "txt": "text",
+    "html": "html", "docx": "docx", "word": "docx", "json": "data", "yaml": "data",
+    "toml": "data", "txt": "text",
 }  # fmt: skip
 _LANGUAGES = ("python", "javascript", "typescript", "rust", "java", "golang")
 _KIND_NAMES: dict[str, FileKind] = {**_DOC_KINDS, **dict.fromkeys(_LANGUAGES, "code")}

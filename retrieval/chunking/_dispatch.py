@@ -12,7 +12,7 @@ from kbgraph.retrieval.records import Chunk, FileKind
 from kbgraph.retrieval.segments import Segment, Span, spans_to_chunks
 
 from ._code import code
-from ._markdown import markdown
+from ._markdown import markdown, outlined
 from ._prose import fixed_size, paragraph, recursive, sentence
 from ._units import chunk_units
 
@@ -54,9 +54,10 @@ class Choice:
 
 def choose(config: ChunkConfig, kind: FileKind) -> Choice:
     """``config.strategy`` for every kind, unless ``by_kind``: then Markdown files use
-    ``markdown``, code files ``code`` and data files ``recursive`` at half the size."""
+    ``markdown``, code files ``code`` and data files ``recursive`` at half the size. Word
+    documents (``docx``) are sectioned by their heading styles like Markdown files."""
     cap = config.max_chunk_chars
-    if config.by_kind and kind == "markdown":
+    if config.by_kind and kind in ("markdown", "docx"):
         return Choice("markdown", config.chunk_size, config.overlap, cap)
     if config.by_kind and kind == "code":
         return Choice("code", config.chunk_size, config.overlap, cap)
@@ -68,10 +69,13 @@ def choose(config: ChunkConfig, kind: FileKind) -> Choice:
 
 
 def chunk_segment(segment: Segment, config: ChunkConfig, kind: FileKind) -> list[Span]:
-    """Spans of ``segment.text``; records (``segment.units``) are always kept whole."""
+    """Spans of ``segment.text``; records (``segment.units``) are always kept whole, and
+    the ``markdown`` strategy takes a structured document's headings from its outline."""
     choice = choose(config, kind)
     if segment.units is not None:
         return chunk_units(segment.text, segment.units, choice.size, 0, choice.cap)
+    if segment.outline is not None and choice.strategy == "markdown":
+        return outlined(segment.text, segment.outline, choice.size, choice.overlap, choice.cap)
     chunker = CHUNKERS[choice.strategy]
     return chunker(segment.text, choice.size, choice.overlap, choice.cap)
 

@@ -5,6 +5,10 @@ blocks (§4.5), so that the ``# comment`` of a shell example is not a heading. A
 longer than the size is split with the recursive strategy and every piece keeps the
 section's path ("Install > From source"). A heading directly followed by a deeper heading
 has no text of its own; it joins the child section, whose path names it anyway.
+
+A document whose headings are known from its structure rather than from ``#`` marks (a
+DOCX heading style) gives them as the segment's ``outline``; :func:`outlined` sections it
+the same way.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from kbgraph.retrieval.segments import Span
+from kbgraph.retrieval.segments import OutlineEntry, Span
 
 from ._pack import checked_settings, finalize, pack
 from ._prose import recursive_plan
@@ -59,10 +63,9 @@ def headings(text: str) -> list[Heading]:
     return found
 
 
-def _sections(text: str) -> list[tuple[int, int, str | None]]:
+def _sections(text: str, marks: list[Heading]) -> list[tuple[int, int, str | None]]:
     """``(start, end, path)`` of every section, the text before the first heading
     included (path None)."""
-    marks = headings(text)
     if not marks:
         return [(0, len(text), None)]
     bounds = [h.pos for h in marks[1:]] + [len(text)]
@@ -88,10 +91,27 @@ def _sections(text: str) -> list[tuple[int, int, str | None]]:
 
 
 def markdown(text: str, size: int, overlap: int, cap: int) -> list[Span]:
+    return _by_section(text, headings(text), size, overlap, cap)
+
+
+def outlined(
+    text: str, outline: tuple[OutlineEntry, ...], size: int, overlap: int, cap: int
+) -> list[Span]:
+    """The ``markdown`` strategy over headings given by the document's structure: each
+    entry is a heading line of ``text`` (its start, level and title)."""
+    marks = []
+    for entry in outline:
+        end = text.find("\n", entry.pos)
+        body = len(text) if end < 0 else end + 1
+        marks.append(Heading(entry.pos, body, entry.level, entry.title))
+    return _by_section(text, marks, size, overlap, cap)
+
+
+def _by_section(text: str, marks: list[Heading], size: int, overlap: int, cap: int) -> list[Span]:
     size, overlap = checked_settings(size, overlap, cap)
     plan = recursive_plan(text)
     spans: list[Span] = []
-    for start, end, path in _sections(text):
+    for start, end, path in _sections(text, marks):
         spans.extend(
             Span(piece.start, piece.end, path)
             for piece in pack(text, start, end, plan, size, overlap)

@@ -9,6 +9,7 @@ from ..scan import ScannedFile
 from ..segments import Segment
 from ._base import LoadedFile, skip
 from ._csv import with_record_units
+from ._docx import load_docx
 from ._html import extract_html
 from ._pdf import load_pdf
 from ._text import decode_text_file
@@ -21,6 +22,8 @@ def load_bytes(data: bytes, rel: str, kind: FileKind) -> LoadedFile:
     notes: list[SkippedFile]
     if kind == "pdf":
         segments, notes = load_pdf(data, rel)
+    elif kind == "docx":
+        segments, notes = load_docx(data, rel)
     else:
         segment, notes = decode_text_file(data, rel)
         if kind == "html":
