@@ -48,6 +48,7 @@ from kbgraph.graphs.searcher import SearcherRegistry
 from kbgraph.graphs.settings import RagSettings
 from kbgraph.graphs.state import Candidate
 from kbgraph.graphs.subgraph import build_rag_graph
+from kbgraph.retrieval.config import SearchConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 Variant = tuple[str, dict[str, float]]
@@ -106,9 +107,8 @@ def scifact(data_dir: Path, work: Path) -> Callable[[dict[str, float]], str]:
     registry.register(kb.folder, "local", kb)
     context = RagSettings(
         knowledge_bases=[{"folder": str(kb.folder), "name": data.name}],
-        chat_model=None, top_k=settings.graph_top_k, auto_index=False, rerank="none",
-        max_rewrites=0, candidates_per_ranker=settings.search.candidates_per_ranker,
-        fusion=settings.search.fusion, rrf_weights=dict(settings.search.weights),
+        chat_model=None, auto_index=False, rerank="none", max_rewrites=0,
+        search=settings.search.model_copy(update={"top_k": settings.graph_top_k}),
     )  # fmt: skip
     pool = collect(build_rag_graph(registry=registry), context, list(data.queries.values()))
     kb.close()
@@ -138,7 +138,7 @@ def bundled(fusion: str) -> Callable[[dict[str, float]], str]:
         weights = {"vector": 0.5, "bm25": 0.5} if fusion == "convex" else {"vector": 1, "bm25": 1}
         context = RagSettings(
             knowledge_bases=[{"folder": str(docs), "name": "docs"}], rerank="none",
-            max_rewrites=0, fusion=fusion, rrf_weights=weights,  # type: ignore[arg-type]
+            max_rewrites=0, search=SearchConfig(fusion=fusion, weights=weights),  # type: ignore[arg-type]
         )  # fmt: skip
         graph = build_rag_graph(registry=SearcherRegistry())
         pool = collect(graph, context, [r.question for r in rows])

@@ -63,6 +63,8 @@ def run_ask(
 ) -> dict[str, Any]:
     """Run the chat agent once on ``folder``, after the messages of ``history``; return the
     final state. Custom stream events (``knowledge.*``) go to ``on_event`` as they happen."""
+    from kbgraph.retrieval.config import SearchConfig
+
     from .agents import AgentInput, chat_agent
     from .settings import RagSettings
 
@@ -71,7 +73,7 @@ def run_ask(
         knowledge_bases=[{"folder": str(folder)}],
         embedding=embedding,
         chat_model=chat_model,
-        top_k=top_k,
+        search=SearchConfig(top_k=top_k),
     )
     final: dict[str, Any] = {}
     request: AgentInput = {"messages": [*history, HumanMessage(question)]}

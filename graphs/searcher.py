@@ -11,7 +11,7 @@ graph runs may share it from several threads.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -21,7 +21,7 @@ from kbgraph.retrieval.progress import ProgressCallback
 from kbgraph.retrieval.records import SearchResult
 
 if TYPE_CHECKING:
-    from kbgraph.retrieval.config import SearchConfig
+    from kbgraph.retrieval.config import ChunkConfig, SearchConfig
     from kbgraph.retrieval.kb import Ranker
 
 
@@ -52,13 +52,20 @@ class Searcher(Protocol):
     def close(self) -> None: ...
 
 
-SearcherFactory = Callable[[str, str | None], Searcher]
+class SearcherFactory(Protocol):
+    """Opens the searcher of a folder with an embedding spec; ``chunking`` is passed only
+    when the settings give one (else the index's own chunking applies)."""
+
+    def __call__(self, folder: str, embedding: str | None, /, **options: Any) -> Searcher: ...
 
 
-def _open_real(folder: str, embedding: str | None) -> Searcher:
+def _open_real(folder: str, embedding: str | None, /, **options: Any) -> Searcher:
     from kbgraph.retrieval.kb import KnowledgeBase
 
-    return KnowledgeBase(folder, embedding=embedding)
+    return KnowledgeBase(folder, embedding=embedding, chunking=options.get("chunking"))
+
+
+Key = tuple[str, str | None, str | None]
 
 
 class SearcherRegistry:
@@ -67,31 +74,37 @@ class SearcherRegistry:
 
     def __init__(self, factory: SearcherFactory | None = None) -> None:
         self._factory = factory or _open_real
-        self._open: dict[tuple[str, str | None], Searcher] = {}
-        self._locks: dict[tuple[str, str | None], threading.RLock] = {}
+        self._open: dict[Key, Searcher] = {}
+        self._locks: dict[Key, threading.RLock] = {}
         self._guard = threading.Lock()
 
     @staticmethod
-    def key(folder: str | Path, embedding: str | None) -> tuple[str, str | None]:
-        return (str(Path(folder).expanduser().resolve()), embedding)
+    def key(folder: str | Path, embedding: str | None, chunking: ChunkConfig | None = None) -> Key:
+        chunks = chunking.model_dump_json() if chunking is not None else None
+        return (str(Path(folder).expanduser().resolve()), embedding, chunks)
 
-    def open(self, folder: str | Path, embedding: str | None) -> Searcher:
-        key = self.key(folder, embedding)
+    def open(
+        self, folder: str | Path, embedding: str | None, chunking: ChunkConfig | None = None
+    ) -> Searcher:
+        key = self.key(folder, embedding, chunking)
         with self._guard:
             lock = self._locks.setdefault(key, threading.RLock())
         # Opening loads the embedding model: hold only this key's lock meanwhile.
         with lock:
             searcher = self._open.get(key)
             if searcher is None:
-                searcher = self._factory(*key)
+                options = {} if chunking is None else {"chunking": chunking}
+                searcher = self._factory(key[0], key[1], **options)
                 self._open[key] = searcher
             return searcher
 
     @contextmanager
-    def lock(self, folder: str | Path, embedding: str | None) -> Iterator[Searcher]:
+    def lock(
+        self, folder: str | Path, embedding: str | None, chunking: ChunkConfig | None = None
+    ) -> Iterator[Searcher]:
         """The searcher, held exclusively for the ``with`` block."""
-        searcher = self.open(folder, embedding)
-        with self._locks[self.key(folder, embedding)]:
+        searcher = self.open(folder, embedding, chunking)
+        with self._locks[self.key(folder, embedding, chunking)]:
             yield searcher
 
     def register(self, folder: str | Path, embedding: str | None, searcher: Searcher) -> None:

@@ -21,7 +21,6 @@ blocks never overlap; a lone call numbers exactly as before, parallel calls leav
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, NotRequired
@@ -113,7 +112,7 @@ def run_rag_search(
         [m for m in messages if getattr(m, "tool_call_id", None) not in siblings], tool_name
     )
     citations = number_after(
-        earlier, out.get("rag_citations") or [], position=position, block=settings.top_k
+        earlier, out.get("rag_citations") or [], position=position, block=settings.search.top_k
     )
     grounded = bool(out.get("rag_grounded"))
     artifact = _artifact(query, names, citations, grounded, out.get("rag_grounding"))
@@ -182,7 +181,7 @@ def restrict(settings: RagSettings, names: Sequence[str] | None) -> RagSettings:
         {"name": n, "folder": available[n].folder, "description": available[n].description}
         for n in dict.fromkeys(names)
     ]
-    return dataclasses.replace(settings, knowledge_bases=specs)  # type: ignore[arg-type]
+    return settings.model_copy(update={"knowledge_bases": specs})
 
 
 def number_after(

@@ -10,17 +10,16 @@ from functools import wraps
 from typing import Any, TypeVar, cast
 
 import click
-from pydantic import BaseModel, ValidationError
 
 from kbgraph.errors import (
     ConfigError,
     IndexCorruptError,
     IndexLockedError,
     IndexNotFoundError,
+    InvalidSettingError,
     KbgraphError,
     ModelMismatchError,
 )
-from kbgraph.retrieval.config import ChunkConfig, ScanConfig, SearchConfig
 
 EXIT_USAGE = 2
 EXIT_CODES: dict[type[Exception], int] = {
@@ -31,38 +30,21 @@ EXIT_CODES: dict[type[Exception], int] = {
     ModelMismatchError: 7,  # 6 is `kbgraph eval`'s regression gate
 }
 F = TypeVar("F", bound=Callable[..., Any])
-# The settings models the options fill in, and the option of each field whose name is not
-# simply the field's with dashes.
-_SETTINGS: dict[str, type[BaseModel]] = {
-    m.__name__: m for m in (ChunkConfig, ScanConfig, SearchConfig)
-}
+# The option of each settings field whose name is not simply the field's with dashes.
 _OPTION_OF = {
     "max_file_bytes": "--max-file-size",
     "score_threshold": "--threshold",
     "weights": "--weight",
-    "include": "--include",
-    "exclude": "--exclude",
 }
-_BOUNDS = {"ge": "at least {}", "gt": "more than {}", "le": "at most {}", "lt": "less than {}"}
 
 
-def describe_invalid(exc: ValidationError) -> str:
-    """One line for the first invalid value: the option, what it got, what is allowed and
-    what to pass instead (pydantic's own report spans several lines per error)."""
-    error = exc.errors()[0]
-    field = str(error["loc"][0]) if error["loc"] else ""
+def describe_invalid(exc: InvalidSettingError) -> str:
+    """The settings model's one-line refusal, naming the command-line option that set the
+    value rather than the settings field."""
+    field = exc.setting.rsplit(".", 1)[-1]
     option = _OPTION_OF.get(field, "--" + field.replace("_", "-"))
-    ctx = error.get("ctx") or {}
-    allowed = [text.format(ctx[key]) for key, text in _BOUNDS.items() if key in ctx]
-    if "expected" in ctx:
-        allowed.append(str(ctx["expected"]))
-    rule = " and ".join(allowed) or str(error["msg"])
-    model = _SETTINGS.get(exc.title)
-    fields = model.model_fields if model else {}
-    default = fields[field].default if field in fields else None
-    example = f", e.g. {option} {default} (the default)" if isinstance(default, int) else ""
-    value = error.get("input")
-    return f"{option} {value} is not allowed ({rule}); pass an allowed value{example}"
+    example = f", e.g. {option} {exc.default} (the default)" if isinstance(exc.default, int) else ""
+    return f"{option} {exc.value} is not allowed ({exc.rule}); pass an allowed value{example}"
 
 
 def failing_as(prefix: str) -> Callable[[F], F]:
@@ -74,13 +56,13 @@ def failing_as(prefix: str) -> Callable[[F], F]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             try:
                 return func(*args, **kwargs)
+            except InvalidSettingError as exc:  # a bad option value
+                click.echo(f"{prefix}: {describe_invalid(exc)}", err=True)
+                sys.exit(EXIT_USAGE)
             except KbgraphError as exc:
                 code = next((c for t, c in EXIT_CODES.items() if isinstance(exc, t)), 1)
                 click.echo(f"{prefix}: {exc}", err=True)
                 sys.exit(code)
-            except ValidationError as exc:  # a bad option value, caught by settings models
-                click.echo(f"{prefix}: {describe_invalid(exc)}", err=True)
-                sys.exit(EXIT_USAGE)
             except (OSError, ValueError) as exc:
                 click.echo(f"{prefix}: {type(exc).__name__}: {exc}", err=True)
                 sys.exit(1)

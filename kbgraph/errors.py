@@ -7,6 +7,7 @@ every layer may import it.
 
     KbgraphError
     ├── ConfigError (ValueError)           a setting, spec, argument or context is not valid
+    │   ├── InvalidSettingError            one field of a settings model (which, value, rule)
     │   └── DatasetError                   an evaluation data set or baseline cannot be read
     │       └── BaselineMismatchError      a baseline from another data set
     ├── IndexNotFoundError                 the folder has no index yet
@@ -31,6 +32,21 @@ class KbgraphError(Exception):
 class ConfigError(KbgraphError, ValueError):
     """A setting or spec is not valid (bad embedding spec, chunk size, mode, context key,
     knowledge base shape ...)."""
+
+
+class InvalidSettingError(ConfigError):
+    """One value of a settings model is not allowed. ``setting`` is its dotted path
+    (``search.top_k``), ``value`` what was given, ``rule`` what is allowed and ``default``
+    the field's default (or ``None``), so that the CLI can name its own option instead."""
+
+    def __init__(
+        self, message: str, *, setting: str, value: object, rule: str, default: object = None
+    ) -> None:
+        super().__init__(message)
+        self.setting = setting
+        self.value = value
+        self.rule = rule
+        self.default = default
 
 
 class DatasetError(ConfigError):
@@ -94,6 +110,7 @@ __all__ = [
     "IndexCorruptError",
     "IndexLockedError",
     "IndexNotFoundError",
+    "InvalidSettingError",
     "JudgeError",
     "KbgraphError",
     "LlmRefusalError",

@@ -3,9 +3,12 @@ that they can live in ``meta.json`` and in LangGraph's ``context_schema``."""
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, field_validator, model_validator
+
+from ._settings import Settings
 
 ChunkStrategy = Literal["fixed_size", "sentence", "paragraph", "recursive", "markdown", "code"]
 SearchMode = Literal["vector", "bm25", "hybrid"]
@@ -80,19 +83,15 @@ SECRET_DENY: tuple[str, ...] = (
 )
 
 
-class ScanConfig(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class ScanConfig(Settings):
     include: tuple[str, ...] = DEFAULT_INCLUDE
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     max_file_bytes: int = Field(default=10 * 1024 * 1024, gt=0)
 
 
-class ChunkConfig(BaseModel):
+class ChunkConfig(Settings):
     """``strategy`` ``recursive`` is the default; Markdown files use ``markdown`` and code
     files ``code`` when ``by_kind`` is on, so that sections and definitions are kept whole."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     strategy: ChunkStrategy = "recursive"
     chunk_size: int = Field(default=500, ge=16, description="target characters per chunk")
@@ -110,8 +109,9 @@ class ChunkConfig(BaseModel):
         return self
 
 
-class SearchConfig(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class SearchConfig(Settings):
+    """How one search ranks. ``mode`` ``None`` means hybrid when the index has vectors, else
+    bm25. ``score_threshold`` drops results scored lower (in the subgraph: its 0..1 score)."""
 
     mode: SearchMode | None = None  # None: hybrid when vectors exist, else bm25
     top_k: int = Field(default=5, ge=1, le=1000)
@@ -126,7 +126,17 @@ class SearchConfig(BaseModel):
         default_factory=lambda: {"vector": 1.0, "bm25": 1.0},
         description="per-ranker weight in either fusion; convex uses them as proportions",
     )
-    score_threshold: float | None = None
+    score_threshold: float | None = Field(default=None, allow_inf_nan=False)
+
+    @field_validator("weights")
+    @classmethod
+    def _known_finite_weights(cls, weights: dict[str, float]) -> dict[str, float]:
+        for name, weight in weights.items():
+            if name not in ("vector", "bm25"):
+                raise ValueError(f"rankers are vector and bm25, got weight for {name!r}")
+            if not (math.isfinite(weight) and weight >= 0):
+                raise ValueError(f"weight of {name} must be finite and >= 0, got {weight}")
+        return weights
 
     def candidates(self) -> int:
         """Cormack et al. fuse deep lists; 4·top_k with a floor of 20 keeps fusion stable."""

@@ -6,17 +6,14 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from pydantic import BaseModel, ConfigDict
-
+from ._settings import Settings
 from .records import FileKind
 from .scan import compile_globs
 
 
-class SearchFilters(BaseModel):
+class SearchFilters(Settings):
     """``paths``: globs (``docs/**/*.md``) or folder prefixes (``docs/api``), any of which
     may match; ``kinds``: file kinds; empty means no restriction."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     paths: tuple[str, ...] = ()
     kinds: tuple[FileKind, ...] = ()

@@ -15,7 +15,6 @@ from typing import Any, Literal, TypeVar
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
-from pydantic import ValidationError
 
 from kbgraph.errors import ConfigError, IndexCorruptError, IndexNotFoundError
 
@@ -391,6 +390,6 @@ def _recorded(cls: type[_Settings], recorded: dict[str, Any] | None) -> _Setting
     if recorded is not None:
         try:
             return cls.model_validate(recorded)
-        except ValidationError:
+        except ConfigError:
             pass
     return cls()

@@ -47,12 +47,9 @@ def graph_rankings(
         knowledge_bases=[{"folder": str(kb.folder), "name": data_name}],
         embedding=spec,
         chat_model=None,
-        top_k=top_k,
-        candidates_per_ranker=search.candidates_per_ranker,
-        rrf_k=search.rrf_k,
-        fusion=search.fusion,
-        rrf_weights=dict(search.weights),
-        search_mode="hybrid" if embedding else "bm25",
+        search=search.model_copy(
+            update={"top_k": top_k, "mode": "hybrid" if embedding else "bm25"}
+        ),
         auto_index=False,  # indexed by the run, with its chunking
     )
     graph = build_rag_graph(registry=registry)

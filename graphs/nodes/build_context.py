@@ -221,9 +221,9 @@ def build_context(state: RagState, runtime: Runtime[RagSettings]) -> dict[str, A
     rec = StepRecorder(NODE, state, runtime)
     settings = rec.settings
     candidates = list(state.get("rag_candidates") or [])
-    threshold = settings.score_threshold
+    threshold = settings.search.score_threshold
     passing = [c for c in candidates if threshold is None or c["score"] >= threshold]
-    chosen = passing[: settings.top_k]
+    chosen = passing[: settings.search.top_k]
     blocks, dropped = fit_budget(merge_candidates(chosen), settings.context_budget_tokens)
     context = _render(blocks)
     rec.data = {

@@ -159,7 +159,7 @@ def _verdict(state: RagState, rec: StepRecorder, deps: NodeDeps) -> Verdict:
     scope_words = scope.get("terms", []) if scope else []
     citations = state.get("rag_citations") or []
     candidates = state.get("rag_candidates") or []
-    vector = best_vector_score(candidates, {c["id"] for c in candidates[: settings.top_k]})
+    vector = best_vector_score(candidates, {c["id"] for c in candidates[: settings.search.top_k]})
     # Coverage is measured on the cited text only: headers and the fence's preamble would
     # lend their words (file names, "source", "data") to any question.
     cited = "\n".join(c["text"] for c in citations)

@@ -43,9 +43,9 @@ Writer = Callable[[Any], None]
 
 
 def rankers_for(settings: RagSettings) -> list[Ranker]:
-    if settings.embedding.strip().lower() == "none" or settings.search_mode == "bm25":
+    if settings.embedding.strip().lower() == "none" or settings.search.mode == "bm25":
         return ["bm25"]
-    return ["vector"] if settings.search_mode == "vector" else ["vector", "bm25"]
+    return ["vector"] if settings.search.mode == "vector" else ["vector", "bm25"]
 
 
 def lists_for(settings: RagSettings) -> list[str]:
@@ -53,7 +53,7 @@ def lists_for(settings: RagSettings) -> list[str]:
     the engine's own ``hybrid`` list (convex fusion needs both rankers' exact scores of each
     candidate, which only the engine has); RRF then fuses across queries and bases."""
     rankers: list[str] = list(rankers_for(settings))
-    return ["hybrid"] if settings.fusion == "convex" and len(rankers) > 1 else rankers
+    return ["hybrid"] if settings.search.fusion == "convex" and len(rankers) > 1 else rankers
 
 
 def _one_list(
@@ -71,7 +71,7 @@ def _one_list(
         fusion="convex",
         top_k=limit,
         candidates_per_ranker=limit,
-        weights=dict(settings.rrf_weights),
+        weights=dict(settings.search.weights),
     )
     return searcher.search(query, config=config, filters=filters)
 
@@ -82,9 +82,9 @@ def embedding_spec(settings: RagSettings) -> str | None:
 
 
 def candidate_limit(settings: RagSettings) -> int:
-    """Depth of each ranker's list: fusion needs lists deeper than top-k (as in
-    ``kbgraph.retrieval.config.SearchConfig.candidates``: 4·top_k, at least 20)."""
-    return settings.candidates_per_ranker or max(20, 4 * settings.top_k)
+    """Depth of each ranker's list: fusion needs lists deeper than top-k
+    (``SearchConfig.candidates``: 4·top_k, at least 20)."""
+    return settings.search.candidates()
 
 
 def scope_filters(scope: RagScope | None) -> SearchFilters | None:
@@ -164,7 +164,7 @@ def search_kb(
     """Every query × ranker on one knowledge base, each list timed; failures recorded."""
     run = KbRun()
     try:
-        with deps.registry.lock(kb.folder, embedding_spec(settings)) as searcher:
+        with deps.registry.lock(kb.folder, embedding_spec(settings), settings.chunking) as searcher:
             if settings.auto_index:
                 _index(searcher, kb.name, run, writer)
             for i, query in enumerate(queries):
@@ -194,7 +194,7 @@ def list_weights(
     """The ranker weights, plus a weight per list of query 0 (``q0:bm25``…) at
     :data:`UNDERSPECIFIED_WEIGHT` of its ranker's when query 0 is a follow-up that RewriteQuery
     completed (``standalone`` differs from it and is searched too)."""
-    weights = dict(settings.rrf_weights)
+    weights = dict(settings.search.weights)
     if not queries or not standalone.strip():
         return weights
     if query_key(standalone) == query_key(queries[0]) or all(
@@ -212,7 +212,7 @@ def fuse(
     """Weighted RRF over every list of every knowledge base (``weights`` by list or ranker
     name, default the settings' ranker weights). ``score`` is the fused score divided by the
     best one possible (first in every list of its knowledge base), so it lies in 0..1."""
-    weights = dict(settings.rrf_weights) if weights is None else dict(weights)
+    weights = dict(settings.search.weights) if weights is None else dict(weights)
     rankings: dict[str, list[str]] = {}
     by_key: dict[str, tuple[str, SearchResult]] = {}
     for kb, run in runs.items():
@@ -223,9 +223,9 @@ def fuse(
                 by_key.setdefault(key, (kb, result))
                 keys.append(key)
             rankings[f"{kb}|{name}"] = keys
-    fused = rrf_fuse(rankings, k=settings.rrf_k, weights=_by_list(rankings, weights))
+    fused = rrf_fuse(rankings, k=settings.search.rrf_k, weights=_by_list(rankings, weights))
     best = {
-        kb: sum(ranking_weight(n, weights) for n in run.lists) / (settings.rrf_k + 1)
+        kb: sum(ranking_weight(n, weights) for n in run.lists) / (settings.search.rrf_k + 1)
         for kb, run in runs.items()
     }
     out: list[Candidate] = []
@@ -284,7 +284,9 @@ def retrieve(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps) -> 
     })  # fmt: skip
     runs = {kb.name: search_kb(kb, queries, settings, filters, deps, writer) for kb in kbs}
     weights = list_weights(settings, queries, state.get("rag_standalone") or "")
-    candidates = fuse(runs, settings, weights)[: max(candidate_limit(settings), 4 * settings.top_k)]
+    candidates = fuse(runs, settings, weights)[
+        : max(candidate_limit(settings), 4 * settings.search.top_k)
+    ]
     rec.data = {
         "kbs": [k.name for k in kbs],
         "queries": queries,

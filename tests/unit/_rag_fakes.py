@@ -208,10 +208,18 @@ def _no_factory(folder: str, embedding: str | None) -> Any:
     raise AssertionError(f"unexpected real knowledge base for {folder} ({embedding})")
 
 
-def settings_for(*folders: Path, **overrides: Any) -> RagSettings:
+def settings_for(
+    *folders: Path, search: dict[str, Any] | None = None, **overrides: Any
+) -> RagSettings:
+    """Settings over ``folders`` with the fake embedding; ``search`` holds SearchConfig
+    fields."""
     kbs = [{"name": f.name, "folder": str(f)} for f in folders]
     values: dict[str, Any] = {"embedding": "fake", **overrides}
-    return RagSettings(knowledge_bases=kbs, **values)  # type: ignore[arg-type]
+    return RagSettings(
+        knowledge_bases=kbs,  # type: ignore[arg-type]
+        search=SearchConfig(**(search or {})),
+        **values,
+    )
 
 
 def runtime_for(

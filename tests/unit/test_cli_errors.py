@@ -4,7 +4,6 @@ per kind of error."""
 from __future__ import annotations
 
 import pytest
-from pydantic import ValidationError
 
 from kbgraph._errors import failing_as
 from kbgraph.errors import (
@@ -12,16 +11,17 @@ from kbgraph.errors import (
     IndexCorruptError,
     IndexLockedError,
     IndexNotFoundError,
+    InvalidSettingError,
     KbgraphError,
     ModelMismatchError,
 )
 from kbgraph.retrieval.config import ChunkConfig
 
 
-def _invalid_chunking() -> ValidationError:
+def _invalid_chunking() -> InvalidSettingError:
     try:
         ChunkConfig.model_validate({"chunk_size": 5})
-    except ValidationError as exc:
+    except InvalidSettingError as exc:
         return exc
     raise AssertionError("a chunk size of 5 must be refused")
 

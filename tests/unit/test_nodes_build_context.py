@@ -23,6 +23,7 @@ from kbgraph.graphs.nodes.build_context import (
 )
 from kbgraph.graphs.settings import RagSettings
 from kbgraph.graphs.state import Candidate
+from kbgraph.retrieval.config import SearchConfig
 from kbgraph.retrieval.context import FENCE
 from kbgraph.retrieval.records import chunk_id
 
@@ -195,7 +196,7 @@ def test_context_and_citations() -> None:
 
 def test_threshold_top_k_and_empty() -> None:
     cands = [candidate(f"c{i}", f"f{i}.md", score=1 - i / 10) for i in range(8)]
-    out = _run(cands, top_k=3, score_threshold=0.85)
+    out = _run(cands, search=SearchConfig(top_k=3, score_threshold=0.85))
     assert [c["id"] for c in out["rag_citations"]] == ["c0", "c1"]
     assert debug_of(out)["steps"][0]["data"]["below_threshold"] == 6
     empty = _run([])

@@ -20,6 +20,7 @@ from kbgraph.graphs.nodes.retrieve import (
 from kbgraph.graphs.searcher import Searcher, SearcherRegistry, open_knowledge_base
 from kbgraph.graphs.settings import RagSettings
 from kbgraph.graphs.state import RagScope
+from kbgraph.retrieval.config import SearchConfig
 from kbgraph.retrieval.filters import SearchFilters
 
 from ._rag_fakes import (
@@ -70,7 +71,7 @@ def kb(tmp_path: Path) -> tuple[Path, FakeSearcher]:
 
 def test_every_query_times_every_ranker(kb: tuple[Path, FakeSearcher]) -> None:
     folder, searcher = kb
-    out, _ = _run(settings_for(folder, top_k=3), registry_with({folder: searcher}))
+    out, _ = _run(settings_for(folder, search={"top_k": 3}), registry_with({folder: searcher}))
     calls = [(q, r, limit) for q, r, limit, _ in searcher.rank_calls]
     assert calls == [(q, r, 20) for q in QUERIES for r in ("vector", "bm25")]
     candidates = out["rag_candidates"]
@@ -107,8 +108,8 @@ def test_scope_filters_reach_the_engine(kb: tuple[Path, FakeSearcher]) -> None:
     ("overrides", "rankers"),
     [
         ({}, ["vector", "bm25"]),
-        ({"search_mode": "bm25"}, ["bm25"]),
-        ({"search_mode": "vector"}, ["vector"]),
+        ({"search": {"mode": "bm25"}}, ["bm25"]),
+        ({"search": {"mode": "vector"}}, ["vector"]),
         ({"embedding": "none"}, ["bm25"]),
     ],
 )
@@ -129,10 +130,11 @@ def test_lexical_only_knowledge_base(kb: tuple[Path, FakeSearcher]) -> None:
 
 def test_candidate_depth_and_cap(kb: tuple[Path, FakeSearcher]) -> None:
     folder, searcher = kb
-    assert candidate_limit(RagSettings(top_k=10)) == 40
-    assert candidate_limit(RagSettings(candidates_per_ranker=3)) == 3
+    assert candidate_limit(RagSettings(search=SearchConfig(top_k=10))) == 40
+    assert candidate_limit(RagSettings(search=SearchConfig(candidates_per_ranker=3))) == 3
     out, _ = _run(
-        settings_for(folder, candidates_per_ranker=2, top_k=1), registry_with({folder: searcher})
+        settings_for(folder, search={"candidates_per_ranker": 2, "top_k": 1}),
+        registry_with({folder: searcher}),
     )
     assert {limit for _, _, limit, _ in searcher.rank_calls} == {2}
     assert len(out["rag_candidates"]) <= 8
@@ -140,7 +142,7 @@ def test_candidate_depth_and_cap(kb: tuple[Path, FakeSearcher]) -> None:
 
 def test_rrf_weights(kb: tuple[Path, FakeSearcher]) -> None:
     folder, searcher = kb
-    settings = settings_for(folder, rrf_weights={"vector": 0.0, "bm25": 1.0})
+    settings = settings_for(folder, search={"weights": {"vector": 0.0, "bm25": 1.0}})
     out, _ = _run(settings, registry_with({folder: searcher}), queries=["timeout"])
     bm25_order = [r.chunk.id for r in searcher.rank("timeout", "bm25", limit=20)]
     assert [c["id"] for c in out["rag_candidates"]][: len(bm25_order)] == bm25_order
@@ -261,10 +263,10 @@ def test_index_failure_still_searches_the_old_index(kb: tuple[Path, FakeSearcher
 @pytest.mark.parametrize(
     ("overrides", "lists"),
     [
-        ({"fusion": "convex"}, ["hybrid"]),
-        ({"fusion": "convex", "search_mode": "bm25"}, ["bm25"]),
-        ({"fusion": "convex", "embedding": "none"}, ["bm25"]),
-        ({"fusion": "rrf"}, ["vector", "bm25"]),
+        ({"search": {"fusion": "convex"}}, ["hybrid"]),
+        ({"search": {"fusion": "convex", "mode": "bm25"}}, ["bm25"]),
+        ({"search": {"fusion": "convex"}, "embedding": "none"}, ["bm25"]),
+        ({"search": {"fusion": "rrf"}}, ["vector", "bm25"]),
     ],
 )
 def test_convex_fusion_searches_one_hybrid_list_per_query(
@@ -278,7 +280,7 @@ def test_convex_lists_go_to_the_engine_and_keep_vector_scores(
 ) -> None:
     folder, searcher = kb
     weights = {"vector": 0.7, "bm25": 0.3}
-    settings = settings_for(folder, fusion="convex", rrf_weights=weights, top_k=2)
+    settings = settings_for(folder, search={"fusion": "convex", "weights": weights, "top_k": 2})
     out, _ = _run(settings, registry_with({folder: searcher}))
     assert [q for q, _ in searcher.search_calls] == QUERIES
     config = searcher.search_calls[0][1]
@@ -293,8 +295,8 @@ def test_convex_lists_go_to_the_engine_and_keep_vector_scores(
 
 
 def test_unknown_fusion_is_refused() -> None:
-    with pytest.raises(ConfigError, match="allowed: rrf, convex"):
-        RagSettings(fusion="borda")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"search\.fusion='borda' is not allowed"):
+        RagSettings(search={"fusion": "borda"})  # type: ignore[arg-type]
 
 
 def test_index_event_lists_at_most_twenty_skipped_files_and_counts_them(tmp_path: Path) -> None:
@@ -341,7 +343,7 @@ FOLLOW_UP = ["Is it retryable?", "Is it retryable? error HB-601", "retryable err
 def test_a_completed_follow_up_counts_its_raw_question_half(
     queries: list[str], standalone: str, fusion: str, expected: dict[str, float]
 ) -> None:
-    settings = RagSettings(fusion=fusion, rrf_weights={"vector": 2.0, "bm25": 1.0})  # type: ignore[arg-type]
+    settings = RagSettings(search=SearchConfig(fusion=fusion, weights={"vector": 2.0, "bm25": 1.0}))  # type: ignore[arg-type]
     assert list_weights(settings, queries, standalone) == expected
     assert UNDERSPECIFIED_WEIGHT == 0.5
 
@@ -349,7 +351,7 @@ def test_a_completed_follow_up_counts_its_raw_question_half(
 def test_the_raw_follow_up_weighs_less_in_the_fused_order(kb: tuple[Path, FakeSearcher]) -> None:
     folder, searcher = kb
     registry = registry_with({folder: searcher})
-    settings = settings_for(folder, rrf_weights={"vector": 0.0, "bm25": 1.0})
+    settings = settings_for(folder, search={"weights": {"vector": 0.0, "bm25": 1.0}})
     raw, completed = "rotate a key", "café menu"  # no chunk holds words of both
     state = {**state_of(raw), "rag_queries": [raw, completed]}
     plain = retrieve(state, runtime_for(settings), deps_for(registry))  # type: ignore[arg-type]

@@ -201,7 +201,7 @@ def test_context_as_dict_and_missing(
     folder, searcher = kb
     registry = registry_with({folder: searcher}, embedding="local")
     graph = build_rag_graph(registry=registry)
-    as_dict = {"knowledge_bases": [{"name": "docs", "folder": str(folder)}], "top_k": 1}
+    as_dict = {"knowledge_bases": [{"name": "docs", "folder": str(folder)}], "search": {"top_k": 1}}
     out = graph.invoke(ask("retry policy"), context=cast(Any, as_dict))
     assert len(out["rag_citations"]) == 1
     monkeypatch.setenv("KBGRAPH_FOLDER", str(folder))

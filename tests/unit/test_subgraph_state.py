@@ -19,6 +19,7 @@ from kbgraph.graphs.state import (
     reduce_candidates,
     reduce_debug,
 )
+from kbgraph.retrieval.config import SearchConfig
 
 from ._rag_fakes import candidate, runtime_for
 
@@ -63,22 +64,27 @@ def test_debug_increments_append_and_plain_replaces() -> None:
 
 def test_settings_defaults_are_json() -> None:
     settings = RagSettings()
-    assert settings.top_k == 5 and settings.rerank == "heuristic" and settings.max_rewrites == 1
-    assert settings.rrf_weights == {"vector": 1.0, "bm25": 1.0}
+    assert (
+        settings.search.top_k == 5 and settings.rerank == "heuristic" and settings.max_rewrites == 1
+    )
+    assert settings.search.weights == {"vector": 1.0, "bm25": 1.0}
     assert json.loads(json.dumps(settings.to_dict())) == settings.to_dict()
 
 
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"top_k": 0}, "top_k"),
+        ({"search": {"top_k": 0}}, "search.top_k=0 is not allowed"),
+        ({"top_k": 3}, "did you mean 'search.top_k'"),
         ({"max_rewrites": 6}, "max_rewrites"),
         ({"rerank": "magic"}, "rerank"),
-        ({"search_mode": "semantic"}, "search_mode"),
-        ({"rrf_weights": {"vector": -1.0}}, "rrf_weights"),
+        ({"search": {"mode": "semantic"}}, "search.mode"),
+        ({"search": {"weights": {"vector": -1.0}}}, "search.weights"),
+        ({"search": {"fusion": "borda"}}, "search.fusion"),
         ({"llm_timeout_seconds": 0}, "llm_timeout_seconds"),
         ({"knowledge_bases": [{"name": "x"}]}, "has no folder"),
-        ({"context_budget_tokens": True}, "context_budget_tokens"),
+        ({"context_budget_tokens": 0}, "context_budget_tokens"),
+        ({"llm_timeout_seconds": float("nan")}, "llm_timeout_seconds"),
     ],
 )
 def test_settings_validation(overrides: dict[str, Any], message: str) -> None:
@@ -88,22 +94,24 @@ def test_settings_validation(overrides: dict[str, Any], message: str) -> None:
 
 def test_settings_from_context_variants() -> None:
     assert settings_from_context(None) == RagSettings()
-    same = RagSettings(top_k=2)
+    same = RagSettings(max_rewrites=2)
     assert settings_from_context(same) is same
-    assert settings_from_context({"top_k": 3, "parent_only_key": 1}).top_k == 3
+    parent = {"search": {"top_k": 3}, "parent_only_key": 1}
+    assert settings_from_context(parent).search.top_k == 3
 
     @dataclass
     class ParentContext:
-        top_k: int = 7
+        max_rewrites: int = 3
         user_id: str = "u1"
 
-    assert settings_from_context(ParentContext()).top_k == 7
+    assert settings_from_context(ParentContext()).max_rewrites == 3
     assert settings_from_runtime(runtime_for(None)) == RagSettings()
     assert settings_from_runtime(None) == RagSettings()
-    assert settings_from_runtime({"top_k": 4}).top_k == 4
-    assert settings_from_runtime(runtime_for(RagSettings(top_k=6))).top_k == 6
-    with pytest.raises(ConfigError, match="top_k"):
-        settings_from_context({"top_k": -1})
+    assert settings_from_runtime({"search": {"top_k": 4}}).search.top_k == 4
+    six = RagSettings(search=SearchConfig(top_k=6))
+    assert settings_from_runtime(runtime_for(six)).search.top_k == 6
+    with pytest.raises(ConfigError, match=r"search\.top_k=-1 is not allowed \(at least 1\)"):
+        settings_from_context({"search": {"top_k": -1}})
 
 
 def test_knowledge_base_resolution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

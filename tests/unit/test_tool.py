@@ -6,7 +6,6 @@ words) embedding: fast, offline, and no mock between the tool and the files."""
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import warnings
 from pathlib import Path
@@ -27,6 +26,7 @@ from kbgraph.graphs.tool import (
     rag_search,
     render_sources,
 )
+from kbgraph.retrieval.config import SearchConfig
 
 DOCS = {
     "retry.md": "# Retry policy\n\nThe client retries failed requests with exponential backoff.\n"
@@ -291,12 +291,15 @@ def test_parallel_calls_of_one_message_number_in_separate_blocks(settings: RagSe
         results.append(_call({"query": query}, runtime))
     first, second = ([c["n"] for c in r.artifact["citations"]] for r in results)
     assert first == list(range(1, len(first) + 1))
-    assert second == list(range(settings.top_k + 1, settings.top_k + 1 + len(second)))
+    assert second == list(range(settings.search.top_k + 1, settings.search.top_k + 1 + len(second)))
     _assert_numbers_unique(results)
 
 
 def test_parallel_block_continues_after_earlier_searches(settings: RagSettings) -> None:
-    earlier = _call({"query": "cache Größe"}, _runtime(dataclasses.replace(settings, top_k=1)))
+    earlier = _call(
+        {"query": "cache Größe"},
+        _runtime(settings.model_copy(update={"search": SearchConfig(top_k=1)})),
+    )
     top = max(c["n"] for c in earlier.artifact["citations"])
     earlier.tool_call_id = "call_earlier"
     history = [HumanMessage("q"), AIMessage(""), earlier, HumanMessage("more"), _parallel_calls()]
@@ -309,7 +312,7 @@ def test_parallel_block_continues_after_earlier_searches(settings: RagSettings) 
     for c in second.artifact["citations"]:
         expected = known.get((c["source"], c["lineStart"]))
         if expected is None:
-            assert c["n"] > top + settings.top_k, "a new source takes a number of block 2"
+            assert c["n"] > top + settings.search.top_k, "a new source takes a number of block 2"
         else:
             assert c["n"] == expected, "a source shown before keeps its number"
     assert len(known) == 1 and len(second.artifact["citations"]) > 1

@@ -1,0 +1,147 @@
+"""The base of every settings model: frozen, unknown keys refused, and an invalid value
+raised as one :class:`~kbgraph.errors.ConfigError` line instead of pydantic's multi-line
+``ValidationError`` (the engine's configs, search filters, the subgraph's ``RagSettings``).
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any, Self, get_args
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import ErrorDetails
+
+from kbgraph.errors import ConfigError, InvalidSettingError
+
+_BOUNDS = {"ge": "at least {}", "gt": "more than {}", "le": "at most {}", "lt": "less than {}"}
+
+
+class Settings(BaseModel):
+    """Frozen, ``extra="forbid"``; building one from bad values raises ``ConfigError``
+    (``InvalidSettingError`` for a bad value, with the field's dotted path)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise invalid_setting(exc, type(self)) from None
+
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> Self:
+        try:
+            return super().model_validate(obj, **kwargs)
+        except ValidationError as exc:
+            raise invalid_setting(exc, cls) from None
+
+    @classmethod
+    def model_validate_json(cls, json_data: str | bytes | bytearray, **kwargs: Any) -> Self:
+        try:
+            return super().model_validate_json(json_data, **kwargs)
+        except ValidationError as exc:
+            raise invalid_setting(exc, cls) from None
+
+
+def invalid_setting(exc: ValidationError, model: type[BaseModel]) -> ConfigError:
+    """One line for the first error: which setting, what it got, what is allowed, and what
+    to pass instead."""
+    error = exc.errors()[0]
+    loc = [str(part) for part in error["loc"] if not isinstance(part, int)]
+    inner = (error.get("ctx") or {}).get("error")
+    if isinstance(inner, ConfigError):
+        # A nested settings model already refused it (pydantic calls its __init__).
+        return _nested(inner, model, loc)
+    setting = ".".join(loc) or model.__name__
+    if error["type"] == "extra_forbidden":
+        return ConfigError(_unknown_key(model, loc))
+    rule = _rule(error)
+    default = _default(model, loc)
+    value = error.get("input")
+    example = f"; pass an allowed value, e.g. {setting}={default!r} (the default)"
+    return InvalidSettingError(
+        f"{model.__name__} {setting}={value!r} is not allowed ({rule})"
+        + (example if default is not None else "; pass an allowed value"),
+        setting=setting,
+        value=value,
+        rule=rule,
+        default=default,
+    )
+
+
+def _nested(inner: ConfigError, model: type[BaseModel], loc: list[str]) -> ConfigError:
+    where = ".".join(loc)
+    if not isinstance(inner, InvalidSettingError):
+        return ConfigError(f"{model.__name__} {where}: {inner}" if where else str(inner))
+    setting = f"{where}.{inner.setting}" if where else inner.setting
+    example = f"; pass an allowed value, e.g. {setting}={inner.default!r} (the default)"
+    return InvalidSettingError(
+        f"{model.__name__} {setting}={inner.value!r} is not allowed ({inner.rule})"
+        + (example if inner.default is not None else "; pass an allowed value"),
+        setting=setting,
+        value=inner.value,
+        rule=inner.rule,
+        default=inner.default,
+    )
+
+
+def _rule(error: ErrorDetails) -> str:
+    ctx = error.get("ctx") or {}
+    allowed = [text.format(ctx[key]) for key, text in _BOUNDS.items() if key in ctx]
+    if "expected" in ctx:
+        allowed.append(str(ctx["expected"]))
+    if not allowed:
+        # A validator's own ValueError carries the whole sentence after pydantic's prefix.
+        allowed.append(str(error["msg"]).removeprefix("Value error, "))
+    return " and ".join(allowed)
+
+
+def _default(model: type[BaseModel], loc: list[str]) -> object:
+    """The default of the field at ``loc`` (nested settings models followed), if plain."""
+    fields = model.model_fields
+    for i, name in enumerate(loc):
+        field = fields.get(name)
+        if field is None:
+            return None
+        if i == len(loc) - 1:
+            default = field.default
+            return default if isinstance(default, int | float | str | bool) else None
+        inner = _model_in(field.annotation)
+        if inner is None:
+            return None
+        fields = inner.model_fields
+    return None
+
+
+def _model_in(annotation: object) -> type[BaseModel] | None:
+    """The settings model an annotation holds (``SearchConfig`` or ``ChunkConfig | None``)."""
+    for candidate in (annotation, *get_args(annotation)):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
+
+
+def _unknown_key(model: type[BaseModel], loc: list[str]) -> str:
+    key = loc[-1] if loc else "?"
+    owner: type[BaseModel] = model
+    for name in loc[:-1]:
+        field = owner.model_fields.get(name)
+        inner = _model_in(field.annotation) if field is not None else None
+        if inner is not None:
+            owner = inner
+    allowed = sorted(owner.model_fields)
+    nested = [
+        f"{name}.{key}"
+        for name, field in owner.model_fields.items()
+        if (inner := _model_in(field.annotation)) is not None and key in inner.model_fields
+    ]
+    close = nested or difflib.get_close_matches(key, allowed, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    where = ".".join(loc[:-1])
+    return (
+        f"{model.__name__} has no setting {where + '.' if where else ''}{key!r}; allowed: "
+        f"{', '.join(allowed)}{hint}"
+    )
+
+
+__all__ = ["Settings", "invalid_setting"]
