@@ -52,6 +52,14 @@ class Searcher(Protocol):
     def close(self) -> None: ...
 
 
+@runtime_checkable
+class Watchable(Protocol):
+    """A searcher that can keep itself fresh with a file watcher (``RagSettings.live``)."""
+
+    def start_watching(self) -> None:
+        """Start (idempotent) indexing changes as they happen."""
+
+
 class SearcherFactory(Protocol):
     """Opens the searcher of a folder with an embedding spec; ``chunking`` is passed only
     when the settings give one (else the index's own chunking applies)."""
@@ -133,6 +141,7 @@ __all__ = [
     "Searcher",
     "SearcherFactory",
     "SearcherRegistry",
+    "Watchable",
     "default_registry",
     "open_knowledge_base",
 ]

@@ -65,7 +65,9 @@ class RagSettings(Settings):
     query terms in a chunk's heading path. The grounding heuristic needs
     ``grounding_min_coverage`` of the question's terms in the context and, when a vector
     ranker ran, a best cosine similarity of ``grounding_min_vector_score`` (``None``
-    switches that floor off)."""
+    switches that floor off). ``live`` keeps each knowledge base fresh with a file watcher
+    in this process (changes are indexed as they happen, and no run walks the folder);
+    without it ``auto_index`` checks the folder at most every few seconds."""
 
     knowledge_bases: list[KnowledgeBaseSpec] = Field(default_factory=list)
     embedding: str = "local"
@@ -78,6 +80,7 @@ class RagSettings(Settings):
     context_budget_tokens: int = Field(default=2000, ge=1)
     max_rewrites: int = Field(default=1, ge=0, le=MAX_REWRITES_LIMIT)
     auto_index: bool = True
+    live: bool = False
     llm_timeout_seconds: float = Field(default=60.0, gt=0, allow_inf_nan=False)
     llm_rerank_max: int = Field(default=20, ge=1)
     grounding_min_coverage: float = Field(default=0.5, ge=0.0, le=1.0)

@@ -82,6 +82,7 @@ class LayeredGroup(click.Group):
     lazy: ClassVar[dict[str, tuple[str, str]]] = {
         "ask": ("kbgraph.graphs.cli", "ask"),
         "eval": ("kbgraph.evals.cli", "eval_group"),
+        "watch": ("kbgraph._watch", "watch"),
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

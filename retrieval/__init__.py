@@ -24,11 +24,17 @@ from .context import ContextEntry, format_context, render_context
 from .filters import SearchFilters
 
 if TYPE_CHECKING:
-    from .kb import IndexReport, IndexStats, KnowledgeBase, Ranker
+    from .kb import KnowledgeBase, Ranker
+    from .reports import IndexReport, IndexStats
 
 # The facade pulls in embeddings, loaders and LangChain; load it on first use so that
 # importing a light module (``kbgraph.retrieval.segments``) stays light.
-_LAZY = {"IndexReport": ".kb", "IndexStats": ".kb", "KnowledgeBase": ".kb", "Ranker": ".kb"}
+_LAZY = {
+    "IndexReport": ".reports",
+    "IndexStats": ".reports",
+    "KnowledgeBase": ".kb",
+    "Ranker": ".kb",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -126,6 +126,14 @@ def _build(plan: IndexPlan, old: IndexReader | None, progress: ProgressCallback)
     for done, file in enumerate(scanned.files, 1):
         _add_file(plan, old, file, pending)
         progress(ProgressEvent("load", done, total, file.rel))
+    skipped = sorted(list(scanned.skipped) + pending.skips, key=lambda s: s.path)
+    warnings = sorted(pending.warnings, key=lambda s: s.path)
+    if old is not None and _unchanged(plan, old, pending):
+        # Nothing to write: a new generation would be a copy that pushes a real earlier
+        # version out of the ones kept (a file watcher runs this on every burst).
+        plan.layout.remove_stale(keep=old.name)  # a crashed writer's unpublished folder
+        progress(ProgressEvent("write", 1, 1, f"{old.name} (unchanged)"))
+        return RunResult(old.meta, 0, pending.reused_vectors, skipped, warnings=warnings)
     vectors, embedded, failed = _embed(plan, old, pending, progress)
     meta = _make_meta(plan, pending, vectors, failed)
     progress(ProgressEvent("write", 0, 1, "writing index"))
@@ -135,14 +143,24 @@ def _build(plan: IndexPlan, old: IndexReader | None, progress: ProgressCallback)
         plan.layout.publish(target)
         plan.layout.remove_stale(keep=target.name)
     progress(ProgressEvent("write", 1, 1, target.name))
-    skipped = list(scanned.skipped) + pending.skips
-    return RunResult(
-        meta=meta,
-        embedded=embedded,
-        reused=pending.reused_vectors,
-        skipped=sorted(skipped, key=lambda s: s.path),
-        warnings=sorted(pending.warnings, key=lambda s: s.path),
-    )
+    return RunResult(meta, embedded, pending.reused_vectors, skipped, warnings=warnings)
+
+
+def _unchanged(plan: IndexPlan, old: IndexReader, p: _Pending) -> bool:
+    """True when the run would write what the live generation already holds: the same
+    files (records included) and skips, the same scan settings and model spec, and every
+    chunk with its vector (a chunk whose embedding failed before is tried again)."""
+    meta = old.meta
+    if p.files != meta.files or p.skipped != meta.skipped:
+        return False
+    if meta.scan != plan.scan.model_dump(mode="json"):
+        return False
+    if plan.embedding is not None:
+        if meta.embedding is None or meta.embedding.spec != plan.embedding.spec:
+            return False
+        if any(v is None for v in p.vectors):
+            return False
+    return True
 
 
 def _add_file(plan: IndexPlan, old: IndexReader | None, file: ScannedFile, p: _Pending) -> None:

@@ -9,7 +9,7 @@ print(format_context(results))   # citation-tagged context for a chat model
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -18,6 +18,7 @@ from langchain_core.embeddings import Embeddings
 
 from kbgraph.errors import ConfigError, IndexCorruptError, IndexNotFoundError
 
+from ._freshness import DEFAULT_TTL_S, Freshness, count_stale
 from ._indexer import IndexPlan, run_index, settings_match
 from ._search import QueryEmbedder, check_query_model, rank_one, resolve_mode
 from ._search import search as _search
@@ -25,61 +26,14 @@ from .config import ChunkConfig, ScanConfig, SearchConfig, SearchMode
 from .embeddings import BatchEmbedder, describe_embeddings, resolve_embeddings
 from .filters import SearchFilters
 from .progress import ProgressCallback, ignore_progress
-from .records import SearchResult, SkippedFile
+from .records import SearchResult
+from .reports import IndexReport, IndexStats
 from .scan import scan_folder
 from .store import INDEX_DIR_NAME, EmbeddingMeta, FileRecord, IndexLayout, IndexMeta, IndexReader
+from .watch import FolderWatcher
 
 Ranker = Literal["vector", "bm25"]
 _Settings = TypeVar("_Settings", ChunkConfig, ScanConfig)
-
-
-@dataclass(frozen=True, slots=True)
-class IndexStats:
-    """The Knowledge Base spec's stats."""
-
-    file_count: int
-    chunk_count: int
-    index_size: int  # bytes on disk of the current generation
-    last_indexed: str | None  # ISO 8601, UTC
-    stale_files: int  # new + modified + deleted files since last_indexed
-    embedding: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "fileCount": self.file_count,
-            "chunkCount": self.chunk_count,
-            "indexSize": self.index_size,
-            "lastIndexed": self.last_indexed,
-            "staleFiles": self.stale_files,
-            "embedding": dict(self.embedding),
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class IndexReport:
-    """What one indexing run did, plus the stats after it. ``skipped``: files left out of
-    the index, with the reason; ``warnings``: files indexed with a caveat (decoded with a
-    fallback encoding, a PDF page that could not be extracted)."""
-
-    stats: IndexStats
-    embedded: int
-    reused: int
-    skipped: list[SkippedFile]
-    failed_embeddings: int = 0
-    rebuilt: bool = False  # model or chunking parameters changed
-    warnings: list[SkippedFile] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        out = self.stats.to_dict()
-        out.update(
-            embedded=self.embedded,
-            reused=self.reused,
-            skipped=[s.to_dict() for s in self.skipped],
-            warnings=[w.to_dict() for w in self.warnings],
-            failedEmbeddings=self.failed_embeddings,
-            rebuilt=self.rebuilt,
-        )
-        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +60,9 @@ class KnowledgeBase:
     object again). ``chunking`` and ``scan`` work alike: ``None`` reuses what the existing
     index was built with, else the defaults; passing them explicitly and differently from
     the index means a rebuild on the next ``index()``.
+    ``ensure_fresh()`` walks the folder at most once per ``freshness_ttl`` seconds; with
+    ``live=True`` a file watcher indexes changes as they happen (on a background thread,
+    see :mod:`kbgraph.retrieval.watch`) and ``ensure_fresh()`` walks nothing.
     Thread-safe for concurrent searches; one process may index while others search."""
 
     def __init__(
@@ -117,6 +74,8 @@ class KnowledgeBase:
         scan: ScanConfig | None = None,
         chunking: ChunkConfig | None = None,
         lock_timeout: float = 60.0,
+        live: bool = False,
+        freshness_ttl: float = DEFAULT_TTL_S,
     ) -> None:
         self.folder = Path(folder).expanduser().resolve()
         if not self.folder.is_dir():
@@ -138,6 +97,16 @@ class KnowledgeBase:
         self._reader: IndexReader | None = None
         self._reader_key: str | None = None
         self._lock = threading.RLock()
+        self._freshness = Freshness(
+            ttl=freshness_ttl,
+            is_fresh=self.is_fresh,
+            index=lambda progress: self.index(progress=progress),
+            has_index=self._has_index,
+            wait_s=lock_timeout,
+        )
+        self._watcher: FolderWatcher | None = None
+        if live:
+            self.start_watching()
 
     def _recorded_meta(self) -> IndexMeta | None:
         """The live generation's meta.json, or None (no index, or an unreadable one: then
@@ -224,19 +193,10 @@ class KnowledgeBase:
             reader = self._open()
         except IndexNotFoundError:
             return None
-        meta = reader.meta
-        if not self._settings_match(meta):
+        if not self._settings_match(reader.meta):
             return None
         scanned = scan_folder(self.folder, self.scan_config, index_dir=self.layout.root)
-        seen: set[str] = set()
-        stale = 0
-        for file in scanned.files:
-            seen.add(file.rel)
-            rec = meta.files.get(file.rel) or meta.skipped.get(file.rel)
-            if rec is None or (rec.size, rec.mtime_ns) != (file.size, file.mtime_ns):
-                stale += 1
-        stale += sum(1 for rel in [*meta.files, *meta.skipped] if rel not in seen)
-        return stale
+        return count_stale(reader.meta, scanned)
 
     def _settings_match(self, meta: IndexMeta) -> bool:
         plan = IndexPlan(
@@ -255,10 +215,43 @@ class KnowledgeBase:
         return self.stale_files() == 0
 
     def ensure_fresh(self, *, progress: ProgressCallback | None = None) -> IndexReport | None:
-        """Index when missing or stale; return the report, or None when already fresh."""
-        if self.is_fresh():
-            return None
-        return self.index(progress=progress)
+        """Index when missing or stale; return the report, or None when already fresh. The
+        folder is walked at most once per ``freshness_ttl`` and by one thread at a time
+        (another caller meanwhile searches the index as it is); in live mode it is never
+        walked here: this waits for the watcher's run of changes it has already seen."""
+        return self._freshness.ensure(progress)
+
+    def _has_index(self) -> bool:
+        try:
+            return self.layout.current_name() is not None
+        except IndexCorruptError:
+            return False
+
+    # -- live mode ----------------------------------------------------------------------
+    def start_watching(self) -> None:
+        """Keep the index fresh with a file watcher on a background thread (idempotent):
+        the first run catches up with the folder, then every burst of changes is one
+        incremental run; a failed run is retried later while the last good index serves."""
+        with self._lock:
+            if self._watcher is None:
+                self._watcher = FolderWatcher(self, ignore=self.layout.root)
+            self._watcher.start()
+            self._freshness.watcher = self._watcher
+
+    def stop_watching(self) -> None:
+        """Stop the watcher (after the run in progress); freshness checks walk again."""
+        with self._lock:
+            watcher, self._watcher = self._watcher, None
+            self._freshness.watcher = None
+            self._freshness.forget()
+        if watcher is not None:
+            watcher.stop()
+
+    @property
+    def live(self) -> bool:
+        """True while a file watcher keeps this knowledge base fresh."""
+        watcher = self._watcher
+        return watcher is not None and watcher.running
 
     # -- search -------------------------------------------------------------------------
     def _open(self) -> IndexReader:
@@ -372,6 +365,7 @@ class KnowledgeBase:
         self.layout.delete(documents=self.folder, lock_timeout=self.lock_timeout)
 
     def close(self) -> None:
+        self.stop_watching()
         with self._lock:
             if self._reader is not None:
                 self._reader.close()

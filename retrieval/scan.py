@@ -295,6 +295,51 @@ class _Scanner:
             self.files.append(ScannedFile(path, rel, st.st_size, st.st_mtime_ns, kind))
 
 
+class PathRules:
+    """The scan's rules applied to one path at a time, for a file watcher: is a changed path
+    one the scan could index (or a folder it would enter)? Metadata only, like the scan."""
+
+    def __init__(self, root: Path, config: ScanConfig, *, index_dir: Path | None = None) -> None:
+        self.root = Path(os.path.realpath(root))
+        self._scanner = _Scanner(self.root, config, index_dir)
+
+    def relative(self, path: str | Path) -> str | None:
+        """``path`` relative to the root (POSIX), or None when it lies outside it."""
+        absolute = Path(os.path.abspath(path))
+        if not absolute.is_relative_to(self.root):
+            return None
+        return absolute.relative_to(self.root).as_posix()
+
+    def could_hold(self, path: str | Path) -> bool:
+        """False when the scan never indexes ``path`` nor anything below it: it lies in a
+        folder the scan does not enter (the index, an excluded or secret folder, a
+        virtualenv), or its name is excluded or secret. A path that no longer exists is
+        judged by its name (it may have been a file or a folder)."""
+        rel = self.relative(path)
+        if rel is None:
+            return False
+        if rel == ".":
+            return True
+        rules, pruned = self._scanner.rules, self._scanner.pruned_dirs
+        parts = rel.split("/")
+        for depth in range(1, len(parts) + 1):
+            folder = "/".join(parts[:depth])
+            absolute = os.path.join(self.root, folder)
+            if absolute in pruned:
+                return False
+            if depth == len(parts) and not os.path.isdir(absolute):
+                return not (rules.exclude.fullmatch(rel) or rules.secret.fullmatch(rel))
+            if rules.dir_matches(rules.exclude, folder) or rules.dir_matches(rules.secret, folder):
+                return False
+            if any(os.path.exists(os.path.join(absolute, m)) for m in _ENV_MARKERS):
+                return False
+        return True
+
+    def includes(self, rel: str) -> bool:
+        """Whether a file of that relative path matches an include pattern."""
+        return bool(self._scanner.rules.include.fullmatch(rel))
+
+
 def _is_utf8(name: str) -> bool:
     try:
         name.encode("utf-8")
@@ -321,6 +366,7 @@ def scan_folder(root: Path, config: ScanConfig, *, index_dir: Path | None = None
 
 __all__ = [
     "DEFAULT_INDEX_DIRNAME",
+    "PathRules",
     "ScanResult",
     "ScannedFile",
     "compile_globs",

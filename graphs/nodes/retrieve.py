@@ -7,7 +7,9 @@ standalone question, the raw question's lists count half (:data:`UNDERSPECIFIED_
 The node is synchronous on purpose: disk and model work blocks, and LangGraph runs a sync
 node in a worker thread (``run_in_executor``) when the graph runs async (``ainvoke`` /
 ``astream``), so the event loop never waits on it. Stale or missing indexes are brought up to
-date first (``auto_index``), and progress goes out as custom stream events:
+date first (``auto_index``; a knowledge base walks its folder for that at most every few
+seconds, or never with ``live``, where a file watcher indexes changes as they happen), and
+progress goes out as custom stream events:
 ``knowledge.index.progress`` / ``knowledge.index.done`` / ``knowledge.search.started`` /
 ``knowledge.search.done``.
 """
@@ -28,7 +30,7 @@ from kbgraph.retrieval.progress import ProgressEvent
 from kbgraph.retrieval.ranking import ranking_weight, rrf_fuse
 from kbgraph.retrieval.records import SearchResult
 
-from ..searcher import Searcher
+from ..searcher import Searcher, Watchable
 from ..settings import RagSettings, ResolvedKnowledgeBase
 from ..state import Candidate, RagScope, RagState, debug_update
 from ._base import NodeDeps, StepRecorder
@@ -163,10 +165,16 @@ def search_kb(
 ) -> KbRun:
     """Every query × ranker on one knowledge base, each list timed; failures recorded."""
     run = KbRun()
+    spec = embedding_spec(settings)
     try:
-        with deps.registry.lock(kb.folder, embedding_spec(settings), settings.chunking) as searcher:
-            if settings.auto_index:
-                _index(searcher, kb.name, run, writer)
+        searcher = deps.registry.open(kb.folder, spec, settings.chunking)
+        if settings.live and isinstance(searcher, Watchable):
+            searcher.start_watching()
+        # Not under the searcher's lock: a freshness check may walk the folder, and other
+        # runs must go on searching the index as it is meanwhile.
+        if settings.auto_index:
+            _index(searcher, kb.name, run, writer)
+        with deps.registry.lock(kb.folder, spec, settings.chunking) as searcher:
             for i, query in enumerate(queries):
                 for ranker in lists_for(settings):
                     name = f"q{i}:{ranker}"

@@ -1,0 +1,60 @@
+"""What the engine reports about an index: its stats, and what one indexing run did."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .records import SkippedFile
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStats:
+    """The Knowledge Base spec's stats."""
+
+    file_count: int
+    chunk_count: int
+    index_size: int  # bytes on disk of the current generation
+    last_indexed: str | None  # ISO 8601, UTC
+    stale_files: int  # new + modified + deleted files since last_indexed
+    embedding: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "fileCount": self.file_count,
+            "chunkCount": self.chunk_count,
+            "indexSize": self.index_size,
+            "lastIndexed": self.last_indexed,
+            "staleFiles": self.stale_files,
+            "embedding": dict(self.embedding),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class IndexReport:
+    """What one indexing run did, plus the stats after it. ``skipped``: files left out of
+    the index, with the reason; ``warnings``: files indexed with a caveat (decoded with a
+    fallback encoding, a PDF page that could not be extracted)."""
+
+    stats: IndexStats
+    embedded: int
+    reused: int
+    skipped: list[SkippedFile]
+    failed_embeddings: int = 0
+    rebuilt: bool = False  # model or chunking parameters changed
+    warnings: list[SkippedFile] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = self.stats.to_dict()
+        out.update(
+            embedded=self.embedded,
+            reused=self.reused,
+            skipped=[s.to_dict() for s in self.skipped],
+            warnings=[w.to_dict() for w in self.warnings],
+            failedEmbeddings=self.failed_embeddings,
+            rebuilt=self.rebuilt,
+        )
+        return out
+
+
+__all__ = ["IndexReport", "IndexStats"]
