@@ -7,7 +7,7 @@ from __future__ import annotations
 from langchain_core.embeddings import Embeddings
 
 from .base import ClaimDecomposer, Judge, JudgeError
-from .llm import LLMJudge, extract_json
+from .llm import LLMJudge
 from .offline import OfflineJudge
 from .overlap import OverlapJudge, content_overlap
 from .scripted import ClaimRule, ScriptedJudge
@@ -36,6 +36,5 @@ __all__ = [
     "OverlapJudge",
     "ScriptedJudge",
     "content_overlap",
-    "extract_json",
     "resolve_judge",
 ]

@@ -1,31 +1,31 @@
 """A judge over any LangChain chat model.
 
 Each question goes out as a system prompt and a user prompt from ``prompts/eval_*.txt``.
-The reply is read through the model's structured output (tool calling / JSON schema) and,
-when the model or server cannot do that (many local models), through a plain-JSON
-fallback prompt whose reply is parsed and validated against the same schema. Calls are
-retried with exponential backoff; every call's token usage is counted. Temperature is 0:
+The reply is read through the shared helper of :mod:`kbgraph.graphs.structured` (the one
+the subgraph's nodes use): the model's structured output (tool calling / JSON schema) and,
+when the model or server cannot do that (many local models), a plain-JSON fallback prompt
+whose reply is parsed and validated against the same schema. Calls are retried with
+exponential backoff; every call's token usage is counted. Temperature is 0:
 specs resolve through ``kbgraph.graphs.models.resolve_chat_model`` (temperature 0), and a model
 instance with a ``temperature`` field is copied with it set to 0.
 """
 
 from __future__ import annotations
 
-import json
-import re
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
+from kbgraph.errors import JudgeError
+from kbgraph.graphs.structured import ask_structured, describe_error
 from kbgraph.prompts import render_prompt
 
 from ..claims import citation_numbers, strip_markers
 from ..records import Claim, Judgement, Relevance, TokenUsage, Verdict
-from .base import JudgeError
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -75,14 +75,6 @@ class AnswerOut(BaseModel):
 
     addresses: Literal["fully", "partly", "not"]
     reason: str = ""
-
-
-_SKELETONS: dict[type[BaseModel], str] = {
-    ClaimVerdictsOut: '{"verdicts": [{"claim": 1, "verdict": "supported", "reason": "..."}]}',
-    ClaimsOut: '{"claims": [{"claim": "...", "citations": [1]}]}',
-    PassagesOut: '{"passages": [{"passage": 1, "relevant": true, "reason": "..."}]}',
-    AnswerOut: '{"addresses": "fully", "reason": "..."}',
-}
 
 
 class LLMJudge:
@@ -177,7 +169,9 @@ class LLMJudge:
         return Relevance(score >= 0.5, score, f"{reply.addresses}: {reply.reason}")
 
     def ask(self, task: str, schema: type[T], **values: object) -> T:
-        """Ask ``prompts/eval_<task>_*.txt`` and return the validated reply."""
+        """Ask ``prompts/eval_<task>_*.txt`` and return the validated reply (structured
+        output, then plain JSON, retried with backoff); :class:`JudgeError` when every
+        attempt failed."""
         messages: list[BaseMessage] = [
             SystemMessage(render_prompt(f"eval_{task}_system")),
             HumanMessage(render_prompt(f"eval_{task}_user", **values)),
@@ -186,56 +180,24 @@ class LLMJudge:
         for attempt in range(self._max_retries + 1):
             if attempt:
                 self._sleep(min(8.0, 0.5 * 2**attempt))
-            if self._structured_ok:
-                try:
-                    return self._structured(messages, schema)
-                except NotImplementedError:
-                    self._structured_ok = False
-                except Exception as exc:  # any provider error: try the JSON path
-                    errors.append(f"structured: {type(exc).__name__}: {exc}")
-            try:
-                return self._json(messages, schema)
-            except Exception as exc:
-                errors.append(f"json: {type(exc).__name__}: {exc}")
+            reply = ask_structured(self._model, schema, messages, structured=self._structured_ok)
+            for message in reply.replies:
+                self._count(message)
+            if reply.value is not None:
+                return reply.value
+            for stage, exc in reply.errors:
+                if stage == "structured" and isinstance(exc, NotImplementedError):
+                    self._structured_ok = False  # this model has no structured output
+                errors.append(f"{stage}: {describe_error(exc)}")
         raise JudgeError(
             f"the LLM judge ({self.name}) gave no valid {schema.__name__} after "
             f"{self._max_retries + 1} attempts; last errors: {'; '.join(errors[-2:])}. "
             "Check the model spec and the server, or use --judge offline."
         )
 
-    def _structured(self, messages: list[BaseMessage], schema: type[T]) -> T:
-        runnable = self._model.with_structured_output(schema, include_raw=True)
-        result: Any = runnable.invoke(messages)
-        self._count(result.get("raw"))
-        parsed = result.get("parsed")
-        if parsed is None:
-            raise result.get("parsing_error") or ValueError("no structured reply")
-        return schema.model_validate(parsed)
-
-    def _json(self, messages: list[BaseMessage], schema: type[T]) -> T:
-        ask = render_prompt("eval_json_fallback", skeleton=_SKELETONS[schema])
-        reply = self._model.invoke([*messages, HumanMessage(ask)])
-        self._count(reply)
-        try:
-            return schema.model_validate(extract_json(reply.text))
-        except ValidationError as exc:
-            raise ValueError(f"reply does not match {schema.__name__}: {exc}") from exc
-
     def _count(self, message: Any) -> None:
         meta = getattr(message, "usage_metadata", None) or {}
         self._usage.add(int(meta.get("input_tokens", 0)), int(meta.get("output_tokens", 0)))
-
-
-def extract_json(text: str) -> Any:
-    """The JSON object in a model reply, tolerating a code fence or prose around it."""
-    cleaned = re.sub(r"^```(?:json)?\s*|\s*```$", "", text.strip(), flags=re.IGNORECASE)
-    try:
-        return json.loads(cleaned)
-    except json.JSONDecodeError:
-        start, end = cleaned.find("{"), cleaned.rfind("}")
-        if start == -1 or end <= start:
-            raise ValueError(f"no JSON object in the reply: {text[:200]!r}") from None
-        return json.loads(cleaned[start : end + 1])
 
 
 def _numbered(items: Sequence[str]) -> str:
@@ -272,5 +234,4 @@ __all__ = [
     "LLMJudge",
     "PassageOut",
     "PassagesOut",
-    "extract_json",
 ]

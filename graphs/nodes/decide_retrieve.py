@@ -27,7 +27,7 @@ from ..settings import RagSettings
 from ..state import RagScope, RagState
 from ..turns import marker_of, reply_after
 from ._base import END, NodeDeps, StepRecorder
-from ._llm import ask_structured
+from ._llm import ask_node
 from ._text import (
     format_turns,
     message_text,
@@ -158,7 +158,7 @@ def decide_retrieve(
     explicit = bool((state.get("rag_query") or "").strip())
     if model is not None and question and not explicit:
         kbs = rec.settings.resolved_knowledge_bases()
-        result = ask_structured(
+        result = ask_node(
             model,
             RetrieveDecision,
             NODE,

@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field
 from ..settings import RagSettings, ResolvedKnowledgeBase
 from ..state import Candidate, RagGrounding, RagState, debug_update
 from ._base import END, NodeDeps, StepRecorder
-from ._llm import ask_structured
+from ._llm import ask_node
 from ._text import content_terms, coverage, question_of, stems
 from .rewrite_query import plan_queries, tried_queries
 from .select_scope import widest_scope
@@ -176,7 +176,7 @@ def _verdict(state: RagState, rec: StepRecorder, deps: NodeDeps) -> Verdict:
     if model is None:
         return verdict
     context = (state.get("rag_context") or "")[:_CONTEXT_CHARS]
-    result = ask_structured(
+    result = ask_node(
         model, GroundingVerdict, NODE, node=NODE, attempt=rec.attempt, question=full,
         context=context,
     )  # fmt: skip

@@ -36,7 +36,7 @@ from pydantic import BaseModel, Field
 from ..settings import RagSettings
 from ..state import Candidate, LlmFallback, RagState, debug_update
 from ._base import NodeDeps, Reranker, StepRecorder
-from ._llm import ask_structured
+from ._llm import ask_node
 from ._text import question_of, stems, term_stems, words
 
 NODE = "rerank"
@@ -194,7 +194,7 @@ def _llm_rerank(
     """The model orders the first ``llm_rerank_max`` candidates; the rest follow."""
     bound = rec.settings.llm_rerank_max
     head, tail = ordered[:bound], ordered[bound:]
-    result = ask_structured(
+    result = ask_node(
         model, RerankOrder, NODE, node=NODE, attempt=rec.attempt, question=queries[0],
         queries="; ".join(queries), count=len(head), passages=_passages(head),
     )  # fmt: skip

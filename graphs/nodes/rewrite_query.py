@@ -34,7 +34,7 @@ from ..settings import RagSettings
 from ..state import RagState, RetrievalDebug, debug_update
 from ..turns import marker_of, reply_after
 from ._base import NodeDeps, StepRecorder
-from ._llm import ask_structured
+from ._llm import ask_node
 from ._text import (
     content_terms,
     format_turns,
@@ -282,7 +282,7 @@ def rewrite_query(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps
     if model is not None:
         grounding = state.get("rag_grounding")
         guidance = grounding["guidance"] if grounding else []
-        result = ask_structured(
+        result = ask_node(
             model,
             RewrittenQueries,
             NODE,

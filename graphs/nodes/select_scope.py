@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from ..settings import RagSettings, ResolvedKnowledgeBase
 from ..state import RagScope, RagState, debug_update
 from ._base import NodeDeps, StepRecorder
-from ._llm import ask_structured
+from ._llm import ask_node
 from ._paths import (
     FILE_KINDS,
     Listing,
@@ -164,7 +164,7 @@ def select_scope(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps)
     scope = heuristic_scope(question, kbs, listings)
     model = rec.chat_model(deps)
     if model is not None:
-        result = ask_structured(
+        result = ask_node(
             model,
             ScopeChoice,
             NODE,

@@ -12,7 +12,6 @@ from kbgraph.evals.judges import (
     OfflineJudge,
     OverlapJudge,
     content_overlap,
-    extract_json,
     resolve_judge,
 )
 from kbgraph.graphs.testing import ScriptedChatModel
@@ -181,9 +180,10 @@ def test_llm_judge_retries_then_explains(monkeypatch: pytest.MonkeyPatch) -> Non
     slept: list[float] = []
     model = ScriptedChatModel(responses=[TimeoutError, TimeoutError, _verdicts((1, "supported"))])
     judge = LLMJudge(model, max_retries=2, sleep=slept.append)
-    # structured fails (timeout), JSON fails (timeout), then the retry's structured call works.
+    # A timeout ends an attempt (the JSON call would wait out another one); the third
+    # attempt's structured call works, after backing off twice.
     assert judge.judge_claims(["a"], CONTEXT)[0].verdict == "supported"
-    assert slept == [1.0]
+    assert slept == [1.0, 2.0] and len(model.calls) == 3
     broken = LLMJudge(
         ScriptedChatModel(default="not json at all"), max_retries=1, sleep=slept.append
     )
@@ -213,23 +213,6 @@ def test_llm_judge_forces_temperature_zero() -> None:
     judge = LLMJudge(model)
     assert judge._model.temperature == 0  # type: ignore[attr-defined]
     assert judge.name == "llm:gpt-4o-mini"
-
-
-@pytest.mark.parametrize(
-    ("text", "value"),
-    [
-        ('{"a": 1}', {"a": 1}),
-        ('Here: {"a": [1, 2]} done', {"a": [1, 2]}),
-        ('```json\n{"a": "é"}\n```', {"a": "é"}),
-    ],
-)
-def test_extract_json(text: str, value: object) -> None:
-    assert extract_json(text) == value
-
-
-def test_extract_json_without_object() -> None:
-    with pytest.raises(ValueError, match="no JSON object"):
-        extract_json("nothing here")
 
 
 def test_overlap_baseline() -> None:

@@ -1,5 +1,6 @@
-"""The shared LLM helper: structured output first, a plain-JSON retry, then nothing; every
-failure recorded; timeouts not waited for twice."""
+"""The shared LLM helper (kbgraph.graphs.structured) and the nodes' use of it: structured
+output first, a plain-JSON retry, then nothing; every failure recorded; timeouts not waited
+for twice; the calls never stream as chat."""
 
 from __future__ import annotations
 
@@ -9,14 +10,16 @@ import pytest
 from langchain_core.messages import AIMessage
 from pydantic import BaseModel, Field
 
-from kbgraph.graphs.nodes._llm import (
-    LlmRefusalError,
-    ask_structured,
+from kbgraph.errors import ChatModelError, LlmRefusalError
+from kbgraph.evals.judges.llm import ClaimVerdictsOut
+from kbgraph.graphs.nodes._llm import ask_node
+from kbgraph.graphs.structured import (
     first_json_object,
     is_outage,
     is_timeout,
     json_instruction,
     parse_json_reply,
+    skeleton,
 )
 from kbgraph.graphs.testing import ScriptedChatModel, refusal_message
 
@@ -35,6 +38,8 @@ class Choice(BaseModel):
         ('[1, 2] then {"b": [1, {"c": 2}]}', {"b": [1, {"c": 2}]}),
         ('{broken {"ok": true}', {"ok": True}),
         ('{"é": "ünïcode ✓"}', {"é": "ünïcode ✓"}),
+        ('```json\n{"a": "é"}\n```', {"a": "é"}),
+        ('Here: {"a": [1, 2]} done', {"a": [1, 2]}),
         ("no object here", None),
         ("", None),
     ],
@@ -46,14 +51,21 @@ def test_first_json_object(text: str, expected: dict[str, Any] | None) -> None:
 def test_parse_json_reply_refusal_and_missing() -> None:
     with pytest.raises(LlmRefusalError):
         parse_json_reply(refusal_message())
-    with pytest.raises(ValueError, match="no JSON object"):
+    with pytest.raises(ChatModelError, match="no JSON object"):
         parse_json_reply(AIMessage(content="just words"))
 
 
 def test_json_instruction_lists_the_fields() -> None:
     text = json_instruction(Choice)
-    assert '{"retrieve": <boolean>, "names": <list of string>, "reason": <string>}' in text
+    assert '{"retrieve": <boolean>, "names": [<string>, ...], "reason": <string>}' in text
     assert "JSON" in text
+
+
+def test_skeleton_shows_nested_objects_and_choices() -> None:
+    assert skeleton(ClaimVerdictsOut) == (
+        '{"verdicts": [{"claim": <integer>, "verdict": <"supported" | "not_supported" | '
+        '"contradicted">, "reason": <string>}, ...]}'
+    )
 
 
 @pytest.mark.parametrize(
@@ -100,7 +112,7 @@ def test_other_failures_are_not_outages() -> None:
 
 
 def _ask(model: ScriptedChatModel) -> Any:
-    return ask_structured(
+    return ask_node(
         model, Choice, "decide_retrieve", node="n", attempt=2, question="q?",
         conversation="(none)", knowledge_bases="docs",
     )  # fmt: skip
@@ -121,8 +133,9 @@ def test_json_retry_success_is_recorded() -> None:
         fallback["node"] == "n" and fallback["attempt"] == 2 and fallback["stage"] == "structured"
     )
     assert fallback["error"].startswith("StructuredOutputParseError")
-    system, user = model.calls[1].messages
-    assert "Question: q?" in user.text and user.text.rstrip().endswith("}")
+    system, user, ask = model.calls[1].messages
+    assert "Question: q?" in user.text and ask.text.rstrip().endswith("}")
+    assert "JSON" in ask.text
     assert system.content == model.calls[0].messages[0].content
 
 

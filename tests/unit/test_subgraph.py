@@ -408,3 +408,40 @@ def test_whole_subgraph_on_a_real_folder(tmp_path: Path) -> None:
         assert (folder / ".kbgraph").is_dir()
     finally:
         registry.close_all()
+
+
+def test_internal_model_calls_do_not_stream_as_chat(kb: tuple[Path, FakeSearcher]) -> None:
+    """With ``stream_mode="messages"`` a client streams the answer; the nodes' structured
+    calls (their raw JSON) are tagged ``nostream`` and stay out of it."""
+    folder, searcher = kb
+    model = ScriptedChatModel(responses=_llm_script())
+    graph = build_rag_graph(chat_model=model, registry=registry_with({folder: searcher}))
+    streamed = list(
+        graph.stream(
+            ask("How do I configure the retry policy?"),
+            context=settings_for(folder, rerank="llm"),
+            stream_mode="messages",
+            subgraphs=True,
+        )
+    )
+    assert len(model.calls) == 5  # every node asked the model ...
+    assert streamed == []  # ... and none of it streamed as chat
+
+
+def test_the_chat_agents_answer_still_streams(kb: tuple[Path, FakeSearcher]) -> None:
+    from kbgraph.graphs.agents import build_chat_agent
+
+    folder, searcher = kb
+    model = ScriptedChatModel(default="The retry policy is set in harbor.yaml [1].")
+    agent = build_chat_agent(chat_model=model, registry=registry_with({folder: searcher}))
+    streamed = [
+        chunk.text
+        for _, (chunk, _meta) in agent.stream(
+            ask("How do I configure the retry policy?"),
+            context=settings_for(folder),
+            stream_mode="messages",
+            subgraphs=True,
+        )
+    ]
+    assert streamed and all("{" not in text for text in streamed)
+    assert any("harbor.yaml" in text for text in streamed)
