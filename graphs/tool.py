@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -57,7 +58,9 @@ class RagSearchArtifact(TypedDict):
 def make_rag_search(graph: CompiledGraph | None = None, *, name: str = TOOL_NAME) -> BaseTool:
     """A ``rag_search`` tool running ``graph`` (default: the package's compiled subgraph;
     pass one built with ``build_rag_graph(registry=..., chat_model=...)`` to change how it
-    searches)."""
+    searches). It has a sync and an async implementation: ``ainvoke`` (async agents,
+    ``langgraph dev``) runs the graph with ``ainvoke``, whose nodes do their disk and model
+    work in worker threads, so the event loop is never blocked."""
 
     def rag_search(
         query: Annotated[str, Field(description=load_prompt("agent_tool_arg_query").strip())],
@@ -69,24 +72,40 @@ def make_rag_search(graph: CompiledGraph | None = None, *, name: str = TOOL_NAME
     ) -> tuple[str, RagSearchArtifact]:
         return run_rag_search(graph, query, runtime, knowledge_bases, tool_name=name)
 
+    async def arag_search(
+        query: str,
+        runtime: ToolRuntime[Any, Any],
+        knowledge_bases: list[str] | None = None,
+    ) -> tuple[str, RagSearchArtifact]:
+        return await arun_rag_search(graph, query, runtime, knowledge_bases, tool_name=name)
+
     return StructuredTool.from_function(
         func=rag_search,
+        coroutine=arag_search,
         name=name,
         description=load_prompt("agent_tool_description").strip(),
         response_format="content_and_artifact",
     )
 
 
-def run_rag_search(
+@dataclass(frozen=True)
+class _Call:
+    """One search, ready to run: the graph, the query and the settings of the run."""
+
+    graph: CompiledGraph
+    query: str
+    names: list[str]
+    settings: RagSettings
+
+
+def _prepare(
     graph: CompiledGraph | None,
     query: str,
     runtime: ToolRuntime | None,
-    knowledge_bases: Sequence[str] | None = None,
-    *,
-    tool_name: str = TOOL_NAME,
-) -> tuple[str, RagSearchArtifact]:
-    """One search: the tool's (content, artifact). Errors become content the model can
-    read (and an ``error`` in the artifact) rather than exceptions that end the run."""
+    knowledge_bases: Sequence[str] | None,
+    tool_name: str,
+) -> _Call | tuple[str, RagSearchArtifact]:
+    """The call to make, or the failure to report (bad settings, an empty query)."""
     if graph is None:
         from .subgraph import rag_graph
 
@@ -100,23 +119,78 @@ def run_rag_search(
         names = [kb.name for kb in settings.resolved_knowledge_bases()]
         if not query:
             raise ConfigError("rag_search needs a non-empty query: say what to look up.")
-        out = graph.invoke(
-            {"messages": [HumanMessage(query)], "rag_query": query}, context=settings
-        )
     except KbgraphError as exc:
-        failed = _artifact(query, names, [], False, None, error=str(exc))
-        return f"{tool_name} failed: {exc}", failed
+        return _failed(tool_name, query, names, exc)
+    return _Call(graph, query, names, settings)
+
+
+def _failed(
+    tool_name: str, query: str, names: list[str], exc: KbgraphError
+) -> tuple[str, RagSearchArtifact]:
+    return f"{tool_name} failed: {exc}", _artifact(query, names, [], False, None, error=str(exc))
+
+
+def run_rag_search(
+    graph: CompiledGraph | None,
+    query: str,
+    runtime: ToolRuntime | None,
+    knowledge_bases: Sequence[str] | None = None,
+    *,
+    tool_name: str = TOOL_NAME,
+) -> tuple[str, RagSearchArtifact]:
+    """One search: the tool's (content, artifact). Errors become content the model can
+    read (and an ``error`` in the artifact) rather than exceptions that end the run."""
+    call = _prepare(graph, query, runtime, knowledge_bases, tool_name)
+    if not isinstance(call, _Call):
+        return call
+    try:
+        out = call.graph.invoke(_graph_input(call.query), context=call.settings)
+    except KbgraphError as exc:
+        return _failed(tool_name, call.query, call.names, exc)
+    return _finish(call, out, runtime, tool_name)
+
+
+async def arun_rag_search(
+    graph: CompiledGraph | None,
+    query: str,
+    runtime: ToolRuntime | None,
+    knowledge_bases: Sequence[str] | None = None,
+    *,
+    tool_name: str = TOOL_NAME,
+) -> tuple[str, RagSearchArtifact]:
+    """:func:`run_rag_search` for async callers: the graph runs with ``ainvoke``."""
+    call = _prepare(graph, query, runtime, knowledge_bases, tool_name)
+    if not isinstance(call, _Call):
+        return call
+    try:
+        out = await call.graph.ainvoke(_graph_input(call.query), context=call.settings)
+    except KbgraphError as exc:
+        return _failed(tool_name, call.query, call.names, exc)
+    return _finish(call, out, runtime, tool_name)
+
+
+def _graph_input(query: str) -> dict[str, Any]:
+    return {"messages": [HumanMessage(query)], "rag_query": query}
+
+
+def _finish(
+    call: _Call,
+    out: Mapping[str, Any],
+    runtime: ToolRuntime | None,
+    tool_name: str,
+) -> tuple[str, RagSearchArtifact]:
+    """Number the sources after those the conversation has shown already."""
     messages = _messages(runtime)
     position, siblings = call_position(messages, getattr(runtime, "tool_call_id", None), tool_name)
     earlier = previous_citations(
         [m for m in messages if getattr(m, "tool_call_id", None) not in siblings], tool_name
     )
     citations = number_after(
-        earlier, out.get("rag_citations") or [], position=position, block=settings.search.top_k
+        earlier, out.get("rag_citations") or [], position=position, block=call.settings.search.top_k
     )
     grounded = bool(out.get("rag_grounded"))
-    artifact = _artifact(query, names, citations, grounded, out.get("rag_grounding"))
-    return content_for(query, names, citations, artifact["grounding"], grounded), artifact
+    artifact = _artifact(call.query, call.names, citations, grounded, out.get("rag_grounding"))
+    return content_for(call.query, call.names, citations, artifact["grounding"], grounded), artifact
 
 
 def content_for(
@@ -287,6 +361,7 @@ rag_search = make_rag_search()
 __all__ = [
     "TOOL_NAME",
     "RagSearchArtifact",
+    "arun_rag_search",
     "call_position",
     "content_for",
     "make_rag_search",

@@ -26,6 +26,7 @@ from .filters import SearchFilters
 if TYPE_CHECKING:
     from .kb import KnowledgeBase, Ranker
     from .reports import IndexReport, IndexStats
+    from .retriever import KnowledgeBaseRetriever
 
 # The facade pulls in embeddings, loaders and LangChain; load it on first use so that
 # importing a light module (``kbgraph.retrieval.segments``) stays light.
@@ -33,6 +34,7 @@ _LAZY = {
     "IndexReport": ".reports",
     "IndexStats": ".reports",
     "KnowledgeBase": ".kb",
+    "KnowledgeBaseRetriever": ".retriever",
     "Ranker": ".kb",
 }
 
@@ -61,6 +63,7 @@ __all__ = [
     "IndexStats",
     "KbgraphError",
     "KnowledgeBase",
+    "KnowledgeBaseRetriever",
     "ModelMismatchError",
     "ProgressCallback",
     "ProgressEvent",

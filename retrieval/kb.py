@@ -8,10 +8,11 @@ print(format_context(results))   # citation-tagged context for a chat model
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -31,6 +32,9 @@ from .reports import IndexReport, IndexStats
 from .scan import scan_folder
 from .store import INDEX_DIR_NAME, EmbeddingMeta, FileRecord, IndexLayout, IndexMeta, IndexReader
 from .watch import FolderWatcher
+
+if TYPE_CHECKING:
+    from .retriever import KnowledgeBaseRetriever
 
 Ranker = Literal["vector", "bm25"]
 _Settings = TypeVar("_Settings", ChunkConfig, ScanConfig)
@@ -185,6 +189,13 @@ class KnowledgeBase:
             warnings=result.warnings,
         )
 
+    async def aindex(
+        self, *, progress: ProgressCallback | None = None, rebuild: bool = False
+    ) -> IndexReport:
+        """:meth:`index` in a worker thread: the event loop keeps running while files are
+        read and embedded (``progress`` is then called from that thread)."""
+        return await asyncio.to_thread(self.index, progress=progress, rebuild=rebuild)
+
     def stale_files(self) -> int | None:
         """New + modified + deleted files, from file metadata only; None without an index
         or when the settings changed (everything is stale). Scan-level skips (secrets,
@@ -302,6 +313,34 @@ class KnowledgeBase:
         )
         reader = self._open()
         return _search(reader, query, cfg, filters, self._query_embedder(reader))
+
+    async def asearch(
+        self,
+        query: str,
+        *,
+        top_k: int = 5,
+        mode: SearchMode | None = None,
+        filters: SearchFilters | None = None,
+        config: SearchConfig | None = None,
+    ) -> list[SearchResult]:
+        """:meth:`search` in a worker thread (the memory-mapped index is read and the
+        query embedded there), so a warm query never stalls the event loop."""
+        return await asyncio.to_thread(
+            self.search, query, top_k=top_k, mode=mode, filters=filters, config=config
+        )
+
+    def as_retriever(
+        self,
+        *,
+        top_k: int = 5,
+        mode: SearchMode | None = None,
+        filters: SearchFilters | None = None,
+    ) -> KnowledgeBaseRetriever:
+        """This knowledge base as a LangChain ``BaseRetriever`` (sync and async); see
+        :mod:`kbgraph.retrieval.retriever` for the documents' metadata."""
+        from .retriever import KnowledgeBaseRetriever
+
+        return KnowledgeBaseRetriever(knowledge_base=self, k=top_k, mode=mode, filters=filters)
 
     def rank(
         self,
