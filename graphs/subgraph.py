@@ -21,7 +21,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer
 
-from .nodes import NodeDeps, Reranker
+from .nodes import NodeDeps
 from .nodes.build_context import build_context
 from .nodes.decide_retrieve import decide_retrieve, route_after_decide
 from .nodes.grounding_check import grounding_check, route_after_grounding
@@ -29,6 +29,7 @@ from .nodes.rerank import rerank
 from .nodes.retrieve import retrieve
 from .nodes.rewrite_query import rewrite_query
 from .nodes.select_scope import select_scope
+from .rerankers import as_reranker
 from .searcher import SearcherRegistry, default_registry
 from .settings import RagSettings
 from .state import RagInput, RagOutput, RagState
@@ -60,16 +61,24 @@ def build_rag_graph(
     *,
     chat_model: BaseChatModel | None = None,
     registry: SearcherRegistry | None = None,
-    reranker: Reranker | None = None,
+    reranker: object = None,
     checkpointer: Checkpointer = None,
     name: str = "kbgraph_rag",
 ) -> CompiledStateGraph[RagState, RagSettings, RagInput, RagOutput]:
     """The compiled subgraph. ``chat_model`` overrides ``RagSettings.chat_model`` (tests pass
     a :class:`kbgraph.graphs.testing.ScriptedChatModel`); ``registry`` supplies the searchers
     (default: the process-wide cache of ``KnowledgeBase`` objects); ``reranker`` serves
-    ``rerank="cross_encoder"``; ``checkpointer`` keeps its state between runs of a thread
-    when it runs on its own (attached to a parent, it uses the parent's)."""
-    deps = NodeDeps(chat_model=chat_model, registry=registry or default_registry, reranker=reranker)
+    ``rerank="cross_encoder"``: a cross-encoder (``.predict(pairs)``), a LangChain
+    ``BaseDocumentCompressor``, a function ``(query, texts) -> scores``, a
+    ``"cross_encoder:<folder>"`` spec or a :class:`Reranker` (see
+    :mod:`kbgraph.graphs.rerankers`; anything else is a ``ConfigError`` here);
+    ``checkpointer`` keeps its state between runs of a thread when it runs on its own
+    (attached to a parent, it uses the parent's)."""
+    deps = NodeDeps(
+        chat_model=chat_model,
+        registry=registry or default_registry,
+        reranker=as_reranker(reranker),
+    )
     graph = StateGraph(
         RagState, context_schema=RagSettings, input_schema=RagInput, output_schema=RagOutput
     )
