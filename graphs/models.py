@@ -12,6 +12,10 @@ spec                                   model
                                        ``OPENAI_API_KEY`` or a placeholder
 ``fake`` / ``fake:<reply>``            :class:`kbgraph.graphs.testing.ScriptedChatModel` that
                                        answers every call with ``<reply>``
+``<provider>:<model>``                 any other provider of LangChain's
+                                       ``init_chat_model`` (``anthropic``, ``ollama``,
+                                       ``mistralai``, ``google_genai`` …) whose
+                                       integration package is installed
 =====================================  ==================================================
 """
 
@@ -23,11 +27,15 @@ from functools import lru_cache
 from langchain_core.language_models import BaseChatModel
 
 from kbgraph.errors import ConfigError
+from kbgraph.retrieval.integrations import init_integration
 
 from .testing import ScriptedChatModel
 
 FAKE_REPLY = "This is a scripted reply from the fake chat model."
-_SPECS = "none, openai:<model>, azure_openai:<deployment>, openai_compatible:<model>@<url>, fake"
+_SPECS = (
+    "none, openai:<model>, azure_openai:<deployment>, openai_compatible:<model>@<url>, fake, "
+    "or <provider>:<model> for any provider of LangChain's init_chat_model"
+)
 
 
 def resolve_chat_model(
@@ -73,7 +81,8 @@ def _provider_model(provider: str, rest: str, timeout: float | None) -> BaseChat
             timeout=timeout,
             max_retries=1,
         )
-    raise ConfigError(f"unknown chat model provider {provider!r}; allowed: {_SPECS}.")
+    built: BaseChatModel = init_integration("chat model", provider, rest, temperature=0)
+    return built
 
 
 __all__ = ["FAKE_REPLY", "resolve_chat_model"]

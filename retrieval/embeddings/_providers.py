@@ -16,6 +16,7 @@ from pydantic import SecretStr
 
 from kbgraph.errors import ConfigError
 
+from ..integrations import init_integration
 from ._fake import FakeEmbeddings
 from ._local import LocalEmbeddings
 from ._spec import DEFAULT_FAKE_DIMS, PACKAGED_MODEL, EmbeddingSpec, parse_spec
@@ -78,6 +79,9 @@ def embeddings_from_spec(spec: EmbeddingSpec, *, timeout: float = DEFAULT_TIMEOU
         return FakeEmbeddings(spec.dims or DEFAULT_FAKE_DIMS)
     if spec.provider == "local":
         return LocalEmbeddings(None if spec.model == PACKAGED_MODEL else spec.model)
+    if spec.provider == "langchain" and spec.integration:
+        built: Embeddings = init_integration("embeddings", spec.integration, spec.model)
+        return built
     builders = {
         "openai": _build_openai,
         "azure_openai": _build_azure,

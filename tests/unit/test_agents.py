@@ -463,7 +463,7 @@ def test_ask_human_output_with_trace(docs: Path) -> None:
     ("args", "code", "message"),
     [
         (["--embedding", "nonsense:x:y"], 2, "kbgraph ask: "),
-        (["--chat-model", "nosuch:model"], 2, "unknown chat model provider"),
+        (["--chat-model", "nosuch:model"], 2, "not one LangChain can build"),
     ],
 )
 def test_ask_fails_with_one_line(docs: Path, args: list[str], code: int, message: str) -> None:

@@ -83,7 +83,7 @@ def test_parse_spec_accepts_every_documented_form(spec: str, expected: Embedding
     [
         ("", "empty"),
         ("   ", "empty"),
-        ("cohere:embed-v3", "unknown provider 'cohere'"),
+        ("cohere", "unknown provider 'cohere'"),
         ("openai", "needs a model"),
         ("openai:", "nothing follows"),
         ("azure_openai", "needs a deployment"),
