@@ -16,6 +16,21 @@ Kind = Literal["chat model", "embeddings"]
 _PIP = re.compile(r"pip install (?:-U |--upgrade )?([A-Za-z0-9_.\-\[\]]+)")
 
 
+def known_providers(kind: Kind) -> frozenset[str] | None:
+    """The providers LangChain's initialiser knows (``None`` when this LangChain version
+    does not say, then every name is tried): a spec naming another is refused when it is
+    parsed, before any run depends on it."""
+    try:
+        if kind == "chat model":
+            from langchain.chat_models import base
+        else:
+            from langchain.embeddings import base  # type: ignore[no-redef]
+    except ImportError:
+        return None
+    providers = getattr(base, "_BUILTIN_PROVIDERS", None)
+    return frozenset(providers) if isinstance(providers, dict) else None
+
+
 def init_integration(kind: Kind, provider: str, model: str, **kwargs: Any) -> Any:
     """The LangChain chat model or embeddings of ``provider:model``, built by LangChain."""
     spec = f"{provider}:{model}"
@@ -44,4 +59,4 @@ def init_integration(kind: Kind, provider: str, model: str, **kwargs: Any) -> An
         ) from exc
 
 
-__all__ = ["Kind", "init_integration"]
+__all__ = ["Kind", "init_integration", "known_providers"]

@@ -39,7 +39,7 @@ from .. import _extractive
 from ..citations import inject_context
 from ..nodes._base import run_outage
 from ..nodes._text import question_of
-from ..nodes.decide_retrieve import is_small_talk, small_talk_kind
+from ..nodes.decide_retrieve import is_small_talk_or_closing, small_talk_kind
 from ..searcher import SearcherRegistry
 from ..settings import RagSettings, settings_from_runtime
 from ..subgraph import build_rag_graph
@@ -91,7 +91,8 @@ def reply_without_retrieval(
     state: ChatAgentState, settings: RagSettings, model: BaseChatModel | None
 ) -> Reply:
     question = question_of(dict(state))
-    mode: AnswerMode = "answered" if question and not is_small_talk(question) else "small_talk"
+    small_talk = not question or is_small_talk_or_closing(question)
+    mode: AnswerMode = "small_talk" if small_talk else "answered"
     if model is not None:
         system = SystemMessage(load_prompt("agent_chitchat_system").strip())
         try:

@@ -14,6 +14,7 @@ from ..models import resolve_chat_model
 from ..searcher import SearcherRegistry, default_registry
 from ..settings import RagSettings, settings_from_runtime
 from ..state import Candidate, DebugStep, LlmFallback, RagState, debug_update
+from ._closings import ClosingDetector
 
 END: Literal["__end__"] = "__end__"
 
@@ -29,12 +30,14 @@ class Reranker(Protocol):
 @dataclass(frozen=True)
 class NodeDeps:
     """Objects a graph is built with rather than configured with (they are not JSON):
-    a chat model that overrides ``RagSettings.chat_model``, the searcher registry and a
-    reranker for ``rerank="cross_encoder"``."""
+    a chat model that overrides ``RagSettings.chat_model``, the searcher registry, a
+    reranker for ``rerank="cross_encoder"`` and DecideRetrieve's closing detector
+    (``None``: the process-wide one, with the local model when installed)."""
 
     chat_model: BaseChatModel | None = None
     registry: SearcherRegistry = field(default=default_registry)
     reranker: Reranker | None = None
+    closings: ClosingDetector | None = None
 
     def model_for(self, settings: RagSettings) -> BaseChatModel | None:
         if self.chat_model is not None:

@@ -1,7 +1,10 @@
 """DecideRetrieve: is a search needed at all?
 
 Heuristic: no for an empty question, small talk (greetings, thanks, goodbyes, "how are
-you" — English plus the commonest French, German, Spanish and Italian forms) and for
+you" — English plus the commonest French, German, Spanish and Italian forms), closings and
+acknowledgements in any common phrasing ("ok got it, cheers", "great, that helps a lot",
+"nevermind"; see :mod:`kbgraph.graphs.nodes._closings`, which asks the local embedding model
+when its word list does not decide) and for
 questions the conversation already answers (a request to repeat / rephrase / summarise the
 previous answer, or the same question asked again after an answer that was grounded — the
 reply's turn marker says so, see ``kbgraph.graphs.turns``; a question that got "I could not find
@@ -27,6 +30,7 @@ from ..settings import RagSettings
 from ..state import RagScope, RagState
 from ..turns import marker_of, reply_after
 from ._base import END, NodeDeps, StepRecorder
+from ._closings import ClosingDetector, default_detector
 from ._llm import ask_node
 from ._text import (
     format_turns,
@@ -66,6 +70,10 @@ _HOW_ARE_YOU = re.compile(r"\b(how are you|how's it going|what'?s up|wie geht'?s
 _SMALL_TALK_MAX_WORDS = 8
 _THANKS = word_set("thanks thank thx ty cheers merci danke gracias grazie")
 _GOODBYES = word_set("bye goodbye cya tschüss adiós adios ciao later")
+_GREETINGS = word_set(
+    "hi hello hey hiya howdy yo greetings morning afternoon evening bonjour salut bonsoir hallo "
+    "moin hola buongiorno buenos buenas"
+)
 SmallTalkKind = Literal["greeting", "thanks", "goodbye"]
 
 # Requests about the previous answer itself, which the conversation holds already.
@@ -86,13 +94,24 @@ def is_small_talk(question: str) -> bool:
     return core and all(w in _SMALL_TALK_CORE or w in _SMALL_TALK_FILLER for w in ws)
 
 
+def is_small_talk_or_closing(question: str, closings: ClosingDetector | None = None) -> bool:
+    """Small talk, or a closing / acknowledgement (``closings``: default the process-wide
+    detector, with the local model when installed)."""
+    return is_small_talk(question) or (closings or default_detector()).is_closing(question)
+
+
 def small_talk_kind(question: str) -> SmallTalkKind:
-    """Which kind of small talk (``is_small_talk`` decides whether it is any): a goodbye
-    ("thanks, bye" included), thanks, or else a greeting."""
+    """Which kind of small talk or closing (``is_small_talk_or_closing`` decides whether it
+    is any): a goodbye ("thanks, bye" included), a greeting, or else thanks (an
+    acknowledgement such as "ok got it" is answered like thanks)."""
     ws = set(words(question))
-    if ws & _GOODBYES or "see you" in question.casefold():
+    folded = question.casefold()
+    if ws & _GOODBYES or "see you" in folded:
         return "goodbye"
-    return "thanks" if ws & _THANKS else "greeting"
+    if ws & _THANKS:
+        return "thanks"
+    greeting = ws & _GREETINGS or _HOW_ARE_YOU.search(folded)
+    return "greeting" if greeting else "thanks"
 
 
 def answered_already(question: str, messages: Sequence[BaseMessage]) -> str | None:
@@ -117,13 +136,18 @@ def answered_already(question: str, messages: Sequence[BaseMessage]) -> str | No
     return None
 
 
-def heuristic_decision(state: RagState, question: str) -> tuple[bool, str]:
+def heuristic_decision(
+    state: RagState, question: str, closings: ClosingDetector | None = None
+) -> tuple[bool, str]:
     if not question:
         return False, "no question: the state has neither rag_query nor a human message"
     if (state.get("rag_query") or "").strip():
         return True, "an explicit rag_query asks for retrieval"
     if is_small_talk(question):
         return False, "small talk needs no documents"
+    closing = (closings or default_detector()).verdict(question)
+    if closing.closing:
+        return False, f"a closing or acknowledgement needs no documents ({closing.reason})"
     answered = answered_already(question, state.get("messages") or [])
     if answered:
         return False, answered
@@ -153,7 +177,7 @@ def decide_retrieve(
     """Decide whether to retrieve; reset the ``rag_*`` keys of the previous turn."""
     rec = StepRecorder(NODE, state, runtime)
     question = question_of(dict(state))
-    should, reason = heuristic_decision(state, question)
+    should, reason = heuristic_decision(state, question, deps.closings)
     model = deps.model_for(rec.settings)
     explicit = bool((state.get("rag_query") or "").strip())
     if model is not None and question and not explicit:
@@ -200,6 +224,7 @@ __all__ = [
     "decide_retrieve",
     "heuristic_decision",
     "is_small_talk",
+    "is_small_talk_or_closing",
     "route_after_decide",
     "small_talk_kind",
 ]

@@ -155,7 +155,11 @@ def parse_spec(spec: str) -> EmbeddingSpec:
         url = _check_url(spec, match["url"])
         return EmbeddingSpec("openai_compatible", match["model"].strip(), base_url=url)
     if arg is not None and re.fullmatch(r"[a-z][a-z0-9_]*", provider):
-        return EmbeddingSpec("langchain", arg, integration=provider)
+        from ..integrations import known_providers
+
+        known = known_providers("embeddings")
+        if known is None or provider in known:
+            return EmbeddingSpec("langchain", arg, integration=provider)
     raise _bad_spec(spec, f"unknown provider {head!r}")
 
 

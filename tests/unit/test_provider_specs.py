@@ -74,6 +74,6 @@ def test_embedding_spec_of_a_missing_integration_names_the_package(
         kb.index()
 
 
-def test_unknown_embedding_provider_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match="not one LangChain can build"):
-        resolve_embeddings("nosuch:model")
+def test_unknown_embedding_provider_is_refused_when_parsed() -> None:
+    with pytest.raises(ConfigError, match="unknown provider 'nosuch'"):
+        parse_spec("nosuch:model")
