@@ -4,11 +4,13 @@ the records they hold, and their reducers.
 Every value is a plain dict / list / str / number, so that checkpoints serialise and
 LangGraph Studio shows them as JSON.
 
-Two keys accumulate through reducers, and both follow one rule: **a plain value replaces**,
-an explicit increment wrapper merges. The subgraph's output (a plain value) therefore
-replaces what a parent agent kept from its previous turn, and a new attempt of the loop
-starts from a clean slate, while nodes that want to add to a key (fan-out retrievers, the
-per-node debug steps) say so with :func:`merge_candidates` / :func:`debug_update`.
+Two keys accumulate through reducers. ``rag_candidates``: **a plain list replaces**, so the
+subgraph's output replaces what a parent agent kept from its previous turn and a new
+attempt of the loop starts from a clean slate, while a fan-out retriever that wants to add
+says so with :func:`merge_candidates`. ``rag_retrieval_debug``: each node's update is a
+plain ``{"steps": [its step], "fallbacks": [...]}`` (what ``stream_mode="updates"`` shows),
+which appends; a record that starts a run (its first step is DecideRetrieve's, as is every
+record the subgraph hands to a parent) replaces, so each turn's trace starts afresh.
 """
 
 from __future__ import annotations
@@ -159,26 +161,36 @@ def reduce_candidates(left: list[Candidate] | None, right: Any) -> list[Candidat
     return dedupe_candidates(right)
 
 
+RUN_START_NODE = "decide_retrieve"
+"""The node every run of the subgraph starts with: a debug record whose first step is its
+starts a new trace."""
+
+
 def debug_update(
     steps: Sequence[DebugStep] = (), fallbacks: Sequence[LlmFallback] = ()
-) -> dict[str, Any]:
-    """An update of ``rag_retrieval_debug`` that appends steps and fallbacks."""
-    return {MERGE_KEY: {"steps": list(steps), "fallbacks": list(fallbacks)}}
+) -> RetrievalDebug:
+    """A node's ``rag_retrieval_debug`` update: its steps and fallbacks (appended by
+    :func:`reduce_debug` unless they start a run)."""
+    return {"steps": list(steps), "fallbacks": list(fallbacks)}
 
 
-def reduce_debug(left: RetrievalDebug | None, right: Any) -> RetrievalDebug:
-    """Reducer of ``rag_retrieval_debug``: a plain dict replaces, a :func:`debug_update`
-    appends to its lists, ``None`` clears."""
+def starts_run(record: RetrievalDebug) -> bool:
+    steps = record.get("steps") or []
+    return bool(steps) and steps[0].get("node") == RUN_START_NODE
+
+
+def reduce_debug(left: RetrievalDebug | None, right: RetrievalDebug | None) -> RetrievalDebug:
+    """Reducer of ``rag_retrieval_debug``: ``None`` clears; a record that starts a run
+    (:func:`starts_run`) replaces; any other appends its steps and fallbacks."""
     if right is None:
         return {"steps": [], "fallbacks": []}
-    if isinstance(right, dict) and MERGE_KEY in right:
-        base = left or {}
-        add = right[MERGE_KEY]
-        return {
-            "steps": [*base.get("steps", []), *add.get("steps", [])],
-            "fallbacks": [*base.get("fallbacks", []), *add.get("fallbacks", [])],
-        }
-    return {"steps": list(right.get("steps", [])), "fallbacks": list(right.get("fallbacks", []))}
+    add = debug_update(right.get("steps", []), right.get("fallbacks", []))
+    if left is None or starts_run(add):
+        return add
+    return {
+        "steps": [*left.get("steps", []), *add["steps"]],
+        "fallbacks": [*left.get("fallbacks", []), *add["fallbacks"]],
+    }
 
 
 class RagInput(TypedDict, total=False):
@@ -222,6 +234,7 @@ class RagState(RagOutput, total=False):
 
 __all__ = [
     "MERGE_KEY",
+    "RUN_START_NODE",
     "Candidate",
     "Citation",
     "DebugStep",
@@ -239,4 +252,5 @@ __all__ = [
     "merge_candidates",
     "reduce_candidates",
     "reduce_debug",
+    "starts_run",
 ]

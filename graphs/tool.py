@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolRuntime
 from pydantic import Field
@@ -64,20 +64,23 @@ def make_rag_search(graph: CompiledGraph | None = None, *, name: str = TOOL_NAME
 
     def rag_search(
         query: Annotated[str, Field(description=load_prompt("agent_tool_arg_query").strip())],
-        runtime: ToolRuntime[Any, Any],
+        # Not `ToolRuntime | None`: LangChain only injects an argument annotated exactly
+        # ToolRuntime; the default lets rag_search.invoke({...}) run outside a tool node.
+        runtime: ToolRuntime[Any, Any] = None,  # type: ignore[assignment]
         knowledge_bases: Annotated[
             list[str] | None,
             Field(description=load_prompt("agent_tool_arg_knowledge_bases").strip()),
         ] = None,
     ) -> tuple[str, RagSearchArtifact]:
-        return run_rag_search(graph, query, runtime, knowledge_bases, tool_name=name)
+        return _or_raise(run_rag_search(graph, query, runtime, knowledge_bases, tool_name=name))
 
     async def arag_search(
         query: str,
-        runtime: ToolRuntime[Any, Any],
+        runtime: ToolRuntime[Any, Any] = None,  # type: ignore[assignment]
         knowledge_bases: list[str] | None = None,
     ) -> tuple[str, RagSearchArtifact]:
-        return await arun_rag_search(graph, query, runtime, knowledge_bases, tool_name=name)
+        found = await arun_rag_search(graph, query, runtime, knowledge_bases, tool_name=name)
+        return _or_raise(found)
 
     return StructuredTool.from_function(
         func=rag_search,
@@ -85,7 +88,29 @@ def make_rag_search(graph: CompiledGraph | None = None, *, name: str = TOOL_NAME
         name=name,
         description=load_prompt("agent_tool_description").strip(),
         response_format="content_and_artifact",
+        # A search that could not run is a ToolMessage with status "error" (the model
+        # reads why), never an empty success a model would answer from memory after.
+        handle_tool_error=True,
     )
+
+
+def _or_raise(found: tuple[str, RagSearchArtifact]) -> tuple[str, RagSearchArtifact]:
+    if "error" in found[1]:
+        raise ToolException(found[0])
+    return found
+
+
+def tool_runtime(
+    context: Any = None, messages: Sequence[Any] = (), *, tool_call_id: str | None = None
+) -> ToolRuntime[Any, Any]:
+    """A ``ToolRuntime`` for calling ``rag_search`` outside an agent, where no tool node
+    injects one: ``rag_search.invoke({"query": ..., "runtime": tool_runtime(settings)})``.
+    ``context`` is a ``RagSettings``, a dict of its fields, or ``None`` (``KBGRAPH_FOLDER``);
+    ``messages`` the conversation, whose earlier ``rag_search`` results keep their numbers."""
+    return ToolRuntime(
+        state={"messages": list(messages)}, context=context, config={},
+        stream_writer=lambda _: None, tool_call_id=tool_call_id, store=None,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -117,6 +142,12 @@ def _prepare(
             settings_from_context(getattr(runtime, "context", None)), knowledge_bases
         )
         names = [kb.name for kb in settings.resolved_knowledge_bases()]
+        if not names:
+            raise ConfigError(
+                "no knowledge base is configured, so nothing can be searched: pass "
+                "knowledge_bases in the run's context (RagSettings(knowledge_bases=...)) or set "
+                "KBGRAPH_FOLDER; do not answer from memory."
+            )
         if not query:
             raise ConfigError("rag_search needs a non-empty query: say what to look up.")
     except KbgraphError as exc:
@@ -371,4 +402,5 @@ __all__ = [
     "render_sources",
     "restrict",
     "run_rag_search",
+    "tool_runtime",
 ]

@@ -13,7 +13,7 @@ from langgraph.runtime import Runtime
 from ..models import resolve_chat_model
 from ..searcher import SearcherRegistry, default_registry
 from ..settings import RagSettings, settings_from_runtime
-from ..state import Candidate, DebugStep, LlmFallback, RagState, debug_update
+from ..state import Candidate, DebugStep, LlmFallback, RagState, RetrievalDebug, debug_update
 from ._closings import ClosingDetector
 
 END: Literal["__end__"] = "__end__"
@@ -90,13 +90,10 @@ class StepRecorder:
             "data": self.data,
         }
 
-    def update(self) -> dict[str, Any]:
-        """The ``rag_retrieval_debug`` increment of this step."""
+    def update(self) -> RetrievalDebug:
+        """The ``rag_retrieval_debug`` update of this step (DecideRetrieve's starts the
+        run's record afresh, see ``kbgraph.graphs.state.reduce_debug``)."""
         return debug_update([self.step()], self.fallbacks)
-
-    def replacement(self) -> dict[str, Any]:
-        """A fresh ``rag_retrieval_debug`` holding only this step (the first node's)."""
-        return {"steps": [self.step()], "fallbacks": list(self.fallbacks)}
 
 
 def run_outage(state: Mapping[str, Any]) -> LlmFallback | None:

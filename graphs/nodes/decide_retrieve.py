@@ -156,7 +156,11 @@ def heuristic_decision(
 
 def _reset(should_retrieve: bool, reason: str, scope: RagScope) -> dict[str, Any]:
     reasons = [] if should_retrieve else [f"retrieval skipped: {reason}"]
+    # A run that ends here clears the explicit query, as GroundingCheck does at the end of
+    # a search: it was for this turn only.
+    cleared = {} if should_retrieve else {"rag_query": None}
     return {
+        **cleared,
         "rag_should_retrieve": should_retrieve,
         "rag_attempt": 0,
         "rag_scope": scope,
@@ -210,7 +214,7 @@ def decide_retrieve(
         "widened": False,
         "reason": "",
     }
-    return {**_reset(should, reason, scope), "rag_retrieval_debug": rec.replacement()}
+    return {**_reset(should, reason, scope), "rag_retrieval_debug": rec.update()}
 
 
 def route_after_decide(state: RagState) -> Literal["select_scope", "__end__"]:

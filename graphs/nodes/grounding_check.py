@@ -217,6 +217,10 @@ def grounding_check(
         "rag_next": "retry" if retry else "end",
         "rag_retrieval_debug": debug_update([rec.step()], rec.fallbacks),
     }
+    if not retry:
+        # The run ends: an explicit query was for this turn only, and a checkpointed parent
+        # that declares rag_query would otherwise search it again next turn.
+        update["rag_query"] = None
     if retry:
         scope = state.get("rag_scope")
         update["rag_attempt"] = rec.attempt + 1

@@ -45,8 +45,11 @@ class ChunkReader:
         self._offsets = np.frombuffer(raw, dtype="<u8")
         if len(self._offsets) and int(self._offsets[-1]) >= self._size:
             raise IndexCorruptError(f"{offsets_path}: points past the end of {chunks_path}")
-        self._fh = open(chunks_path, "rb")  # noqa: SIM115 - kept open for the mmap's lifetime
-        self._map = mmap.mmap(self._fh.fileno(), 0, access=mmap.ACCESS_READ) if self._size else None
+        # The map holds its own handle of the file: closing ours now leaves no file object
+        # for a reader that is never closed (a cached knowledge base at interpreter exit
+        # would otherwise warn "unclosed file chunks.jsonl").
+        with open(chunks_path, "rb") as fh:
+            self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if self._size else None
 
     def __len__(self) -> int:
         return len(self._offsets)
@@ -88,4 +91,3 @@ class ChunkReader:
     def close(self) -> None:
         if self._map is not None:
             self._map.close()
-        self._fh.close()

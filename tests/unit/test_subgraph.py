@@ -77,7 +77,8 @@ def test_grounded_run(kb: tuple[Path, FakeSearcher]) -> None:
     )
     assert out["rag_grounded"] is True and out["rag_attempt"] == 0
     assert out["rag_citations"][0]["source"] == "docs/configuration.md"
-    assert set(out) == set(RagOutput.__annotations__) - {"rag_query"}
+    assert set(out) == set(RagOutput.__annotations__)
+    assert out["rag_query"] is None  # cleared: an explicit query is for its turn only
     steps = out["rag_retrieval_debug"]["steps"]
     assert [s["node"] for s in steps] == FULL
     assert all(s["ms"] >= 0 and s["path"] == "heuristic" for s in steps)

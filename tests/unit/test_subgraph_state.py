@@ -46,16 +46,16 @@ def test_candidates_none_clears() -> None:
     assert reduce_candidates([candidate("a")], None) == []
 
 
-def test_debug_increments_append_and_plain_replaces() -> None:
-    first = reduce_debug(None, {"steps": [{"node": "a"}], "fallbacks": []})
+def test_debug_updates_append_and_a_new_run_replaces() -> None:
+    first = reduce_debug(None, {"steps": [{"node": "decide_retrieve"}], "fallbacks": []})
     second = reduce_debug(
         first,
         debug_update([{"node": "b"}], [{"node": "b", "attempt": 0, "stage": "json", "error": "e"}]),
     )
-    assert [s["node"] for s in second["steps"]] == ["a", "b"]
+    assert [s["node"] for s in second["steps"]] == ["decide_retrieve", "b"]
     assert len(second["fallbacks"]) == 1
-    assert reduce_debug(second, {"steps": [{"node": "z"}]}) == {
-        "steps": [{"node": "z"}],
+    assert reduce_debug(second, {"steps": [{"node": "decide_retrieve", "attempt": 0}]}) == {
+        "steps": [{"node": "decide_retrieve", "attempt": 0}],
         "fallbacks": [],
     }
     assert reduce_debug(second, None) == {"steps": [], "fallbacks": []}

@@ -125,11 +125,14 @@ def test_nothing_found_says_where_it_looked_and_what_to_do(tmp_path: Path) -> No
     assert "add documents" in message.content
 
 
-def test_no_knowledge_base_configured_is_said_plainly(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_knowledge_base_configured_is_an_error_status(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regression: it was an empty success ("nothing found"), and a model answered from
+    memory after it."""
     monkeypatch.delenv("KBGRAPH_FOLDER", raising=False)
     message = _call({"query": "retry policy"}, _runtime(None))
-    assert "(no knowledge base configured)" in message.content
-    assert message.artifact["citations"] == []
+    assert message.status == "error"
+    assert "no knowledge base is configured" in _text(message)
+    assert "KBGRAPH_FOLDER" in _text(message)
 
 
 def test_weak_sources_come_with_a_note(settings: RagSettings) -> None:
@@ -145,7 +148,7 @@ def test_unknown_knowledge_base_is_an_error_the_model_can_read(settings: RagSett
     message = _call({"query": "retries", "knowledge_bases": ["nope"]}, _runtime(settings))
     assert _text(message).startswith("rag_search failed: unknown knowledge base 'nope'")
     assert "available: docs" in message.content
-    assert message.artifact["error"]
+    assert message.status == "error"
 
 
 def test_restricting_to_a_named_knowledge_base(settings: RagSettings, tmp_path: Path) -> None:

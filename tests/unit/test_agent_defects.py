@@ -1,0 +1,104 @@
+"""Regressions of what a real LangGraph agent hit (issue 10): an explicit ``rag_query``
+that outlived its turn in a checkpointed parent, the internal merge key in subgraph
+updates, ``rag_search.invoke`` outside an agent, and a ResourceWarning at exit."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, MessagesState, StateGraph
+
+from kbgraph.graphs import RagSettings, build_rag_graph
+from kbgraph.graphs.tool import rag_search, tool_runtime
+
+from ._rag_fakes import fake_kb, registry_with, settings_for
+
+
+class ParentState(MessagesState, total=False):
+    rag_query: str | None
+    rag_queries: list[str]
+    rag_citations: list[dict[str, Any]]
+
+
+def test_explicit_query_applies_to_its_turn_only(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    rag = build_rag_graph(registry=registry_with({folder: fake_kb(folder)}))
+    builder = StateGraph(ParentState, context_schema=RagSettings)
+    builder.add_node("rag", rag)
+    builder.add_edge(START, "rag")
+    parent = builder.compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "t1"}}
+    context = settings_for(folder)
+    first = parent.invoke(
+        {"messages": [HumanMessage("tell me about config")], "rag_query": "retry policy attempts"},
+        config,
+        context=context,
+    )
+    assert first["rag_queries"][0] == "retry policy attempts"
+    for question in ("How do I rotate an API key?", "When does the café open?"):
+        turn = parent.invoke({"messages": [HumanMessage(question)]}, config, context=context)
+        assert "retry policy attempts" not in turn["rag_queries"]
+        assert turn["rag_queries"][0] == question
+        assert not turn.get("rag_query")
+    sources = {c["source"] for c in turn["rag_citations"]}
+    assert "notes/café.md" in sources
+
+
+def test_subgraph_updates_show_no_internal_key(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    rag = build_rag_graph(registry=registry_with({folder: fake_kb(folder)}))
+    builder = StateGraph(ParentState, context_schema=RagSettings)
+    builder.add_node("rag", rag)
+    builder.add_edge(START, "rag")
+    updates = list(
+        builder.compile().stream(
+            {"messages": [HumanMessage("How do I configure the retry policy?")]},
+            context=settings_for(folder),
+            stream_mode="updates",
+            subgraphs=True,
+        )
+    )
+    text = json.dumps(updates, default=str)
+    assert "__kbgraph_merge__" not in text
+    steps = [u["rag_retrieval_debug"] for ns, update in updates if ns for u in update.values()]
+    assert all(set(step) == {"steps", "fallbacks"} for step in steps)
+
+
+def test_rag_search_invoke_outside_an_agent(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    fake_kb(folder)  # writes the files; the real engine indexes them
+    settings = RagSettings(knowledge_bases=[{"name": "docs", "folder": str(folder)}],
+                           embedding="fake")  # fmt: skip
+    content = rag_search.invoke({"query": "rotate an API key", "runtime": tool_runtime(settings)})
+    assert "docs/authentication.md" in content
+    dict_context = {"knowledge_bases": [{"folder": str(folder)}], "embedding": "fake"}
+    again = rag_search.invoke({"query": "retry policy", "runtime": tool_runtime(dict_context)})
+    assert "docs/configuration.md" in again
+
+
+def test_no_resource_warning_at_exit(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("# Retry\n\nThe retry policy backs off.\n", encoding="utf-8")
+    script = textwrap.dedent(
+        f"""
+        from kbgraph.graphs import RagSettings, build_rag_graph
+        settings = RagSettings(knowledge_bases=[{{"folder": {str(tmp_path)!r}}}],
+                               embedding="fake")
+        out = build_rag_graph().invoke(
+            {{"messages": [("user", "what is the retry policy?")]}}, context=settings
+        )
+        assert out["rag_citations"], out
+        """
+    )
+    run = subprocess.run(
+        [sys.executable, "-W", "always::ResourceWarning", "-c", script],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "ResourceWarning" not in run.stderr, run.stderr
