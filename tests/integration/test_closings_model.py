@@ -1,6 +1,6 @@
 """The closing detector with the packaged local model (all-MiniLM-L6-v2 against prototype
 closings and questions) on the held-out phrasings it was never tuned on: 60/60 when
-written. No held-out question may be taken for a closing."""
+written (margin 0.15, floor 0.30). No held-out question may be taken for a closing."""
 
 from __future__ import annotations
 
@@ -36,3 +36,10 @@ def test_the_model_covers_what_the_word_list_does_not(detector: ClosingDetector)
 def test_issue_examples_with_the_model(detector: ClosingDetector) -> None:
     assert all(detector.is_closing(t) for t in ISSUE_CLOSINGS)
     assert not any(detector.is_closing(t) for t in ISSUE_FOLLOW_UPS)
+
+
+def test_off_topic_keyword_queries_are_not_closings(detector: ClosingDetector) -> None:
+    """Near neither prototype set: the floor keeps them searched (a BEIR claim, a dish)."""
+    for query in ("café crème brûlée", "warm up", "Harbor", "lighthouse keepers",
+                  "0-dimensional biomaterials show inductive properties"):  # fmt: skip
+        assert not detector.is_closing(query), detector.verdict(query)

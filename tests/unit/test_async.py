@@ -119,7 +119,7 @@ def test_rag_search_ainvoke_runs_the_graph_off_the_event_loop(tmp_path: Path) ->
     tool = make_rag_search(build_rag_graph(registry=registry_with({folder: slow})))
     assert tool.coroutine is not None  # a native coroutine, not the sync function in a thread
     runtime = ToolRuntime(
-        state={"messages": []}, context=settings_for(folder, search_mode="vector"), config={},
+        state={"messages": []}, context=settings_for(folder, search={"mode": "vector"}), config={},
         stream_writer=lambda _: None, tool_call_id="call_1", store=None,
     )  # fmt: skip
     call = {
