@@ -27,13 +27,18 @@ class ParentState(MessagesState, total=False):
     rag_citations: list[dict[str, Any]]
 
 
-def test_explicit_query_applies_to_its_turn_only(tmp_path: Path) -> None:
-    folder = tmp_path / "docs"
+def parent_over(folder: Path) -> StateGraph[Any, Any, Any, Any]:
+    """A parent graph whose one node is the subgraph over a fake knowledge base."""
     rag = build_rag_graph(registry=registry_with({folder: fake_kb(folder)}))
     builder = StateGraph(ParentState, context_schema=RagSettings)
     builder.add_node("rag", rag)
     builder.add_edge(START, "rag")
-    parent = builder.compile(checkpointer=InMemorySaver())
+    return builder
+
+
+def test_explicit_query_applies_to_its_turn_only(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    parent = parent_over(folder).compile(checkpointer=InMemorySaver())
     config: Any = {"configurable": {"thread_id": "t1"}}
     context = settings_for(folder)
     first = parent.invoke(
@@ -53,12 +58,10 @@ def test_explicit_query_applies_to_its_turn_only(tmp_path: Path) -> None:
 
 def test_subgraph_updates_show_no_internal_key(tmp_path: Path) -> None:
     folder = tmp_path / "docs"
-    rag = build_rag_graph(registry=registry_with({folder: fake_kb(folder)}))
-    builder = StateGraph(ParentState, context_schema=RagSettings)
-    builder.add_node("rag", rag)
-    builder.add_edge(START, "rag")
     updates = list(
-        builder.compile().stream(
+        parent_over(folder)
+        .compile()
+        .stream(
             {"messages": [HumanMessage("How do I configure the retry policy?")]},
             context=settings_for(folder),
             stream_mode="updates",
