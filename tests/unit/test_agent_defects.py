@@ -12,10 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import HumanMessage
+from langchain_core.tracers.run_collector import RunCollectorCallbackHandler
+from langchain_core.tracers.schemas import Run
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 
-from kbgraph.graphs import RagSettings, build_rag_graph
+from kbgraph.graphs import RagSettings, ScriptedChatModel, build_rag_graph
+from kbgraph.graphs.nodes._llm import INTERNAL_TAG
 from kbgraph.graphs.tool import rag_search, tool_runtime
 
 from ._rag_fakes import fake_kb, registry_with, settings_for
@@ -90,7 +93,8 @@ def test_no_resource_warning_at_exit(tmp_path: Path) -> None:
     (tmp_path / "a.md").write_text("# Retry\n\nThe retry policy backs off.\n", encoding="utf-8")
     script = textwrap.dedent(
         f"""
-        from kbgraph.graphs import RagSettings, build_rag_graph
+        from kbgraph.graphs import RagSettings, ScriptedChatModel, build_rag_graph
+from kbgraph.graphs.nodes._llm import INTERNAL_TAG
         settings = RagSettings(knowledge_bases=[{{"folder": {str(tmp_path)!r}}}],
                                embedding="fake")
         out = build_rag_graph().invoke(
@@ -105,3 +109,41 @@ def test_no_resource_warning_at_exit(tmp_path: Path) -> None:
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
     assert "ResourceWarning" not in run.stderr, run.stderr
+
+
+def test_internal_model_calls_do_not_stream_as_chat(tmp_path: Path) -> None:
+    """stream_mode="messages" with subgraphs=True shows the answer only; the nodes' own
+    model calls (JSON decisions, here replies that fail to parse) stay out of it, and are
+    still traced (tagged, named after their node)."""
+    folder = tmp_path / "docs"
+    internal = ScriptedChatModel(default="INTERNAL-REPLY not json")
+    answerer = ScriptedChatModel(default="Set max_attempts in harbor.yaml. [1]")
+    rag = build_rag_graph(registry=registry_with({folder: fake_kb(folder)}), chat_model=internal)
+
+    def answer(state: ParentState) -> dict[str, Any]:
+        return {"messages": [answerer.invoke(state["messages"])]}
+
+    builder = StateGraph(ParentState, context_schema=RagSettings)
+    builder.add_node("rag", rag)
+    builder.add_node("answer", answer)
+    builder.add_edge(START, "rag")
+    builder.add_edge("rag", "answer")
+    tracer = RunCollectorCallbackHandler()
+    streamed = [
+        message.text
+        for _, (message, _meta) in builder.compile().stream(
+            {"messages": [HumanMessage("How do I configure the retry policy?")]},
+            {"callbacks": [tracer]},
+            context=settings_for(folder),
+            stream_mode="messages",
+            subgraphs=True,
+        )
+    ]
+    assert streamed == ["Set max_attempts in harbor.yaml. [1]"]
+    assert internal.calls  # the nodes did call the model ...
+    traced = {r.name for r in all_runs(tracer.traced_runs) if INTERNAL_TAG in (r.tags or [])}
+    assert {"kbgraph.decide_retrieve", "kbgraph.grounding_check"} <= traced  # ... on the record
+
+
+def all_runs(runs: list[Run]) -> list[Run]:
+    return [r for run in runs for r in (run, *all_runs(run.child_runs))]
