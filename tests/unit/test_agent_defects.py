@@ -93,8 +93,7 @@ def test_no_resource_warning_at_exit(tmp_path: Path) -> None:
     (tmp_path / "a.md").write_text("# Retry\n\nThe retry policy backs off.\n", encoding="utf-8")
     script = textwrap.dedent(
         f"""
-        from kbgraph.graphs import RagSettings, ScriptedChatModel, build_rag_graph
-from kbgraph.graphs.nodes._llm import INTERNAL_TAG
+        from kbgraph.graphs import RagSettings, build_rag_graph
         settings = RagSettings(knowledge_bases=[{{"folder": {str(tmp_path)!r}}}],
                                embedding="fake")
         out = build_rag_graph().invoke(
