@@ -27,8 +27,12 @@ if TYPE_CHECKING:
 
 @runtime_checkable
 class Searcher(Protocol):
-    def ensure_fresh(self, *, progress: ProgressCallback | None = None) -> Any:
-        """Index when missing or stale; return a report (with ``to_dict``) or ``None``."""
+    def ensure_fresh(
+        self, *, progress: ProgressCallback | None = None, allow_model_change: bool = False
+    ) -> Any:
+        """Index when missing or stale; return a report (with ``to_dict``) or ``None``. An
+        index of another embedding model is a ``ModelMismatchError`` unless
+        ``allow_model_change``."""
 
     def rank(
         self,
@@ -132,8 +136,9 @@ class SearcherRegistry:
 default_registry = SearcherRegistry()
 
 
-def open_knowledge_base(folder: str | Path, embedding: str | None = "local") -> Searcher:
-    """The process-wide cached searcher of ``folder`` with ``embedding``."""
+def open_knowledge_base(folder: str | Path, embedding: str | None = "auto") -> Searcher:
+    """The process-wide cached searcher of ``folder`` with ``embedding`` (``auto``: the
+    model the index was built with, the local model for a new index)."""
     return default_registry.open(folder, embedding)
 
 

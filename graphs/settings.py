@@ -2,8 +2,9 @@
 
 Nodes read them with :func:`settings_from_runtime` (``runtime.context``). Every field is
 JSON-serialisable so that LangGraph Studio can show and edit them. A missing context means
-defaults; a dict is validated into :class:`RagSettings` (unknown keys are ignored, so a
-parent agent may pass its own, larger context).
+defaults; a dict is validated into :class:`RagSettings`, and a key it does not know is a
+``ConfigError`` naming the allowed ones (a mistyped key must not be dropped quietly); a
+parent agent's own context object (a dataclass or model) gives the fields it shares.
 
 Knowledge bases: when ``knowledge_bases`` is empty the folders named by the environment
 variable ``KBGRAPH_FOLDER`` (one path, or several separated by ``os.pathsep``) are used;
@@ -67,10 +68,18 @@ class RagSettings(Settings):
     ranker ran, a best cosine similarity of ``grounding_min_vector_score`` (``None``
     switches that floor off). ``live`` keeps each knowledge base fresh with a file watcher
     in this process (changes are indexed as they happen, and no run walks the folder);
-    without it ``auto_index`` checks the folder at most every few seconds."""
+    without it ``auto_index`` checks the folder at most every few seconds.
+
+    ``embedding`` is ``auto`` by default: each index is searched (and updated) with the model
+    it was built with, and a new index gets the local model. A spec naming another model
+    than an index's is refused with ``ModelMismatchError``, unless
+    ``rebuild_on_model_change`` says to rebuild it with that model. ``none`` searches BM25
+    only. ``knowledge_bases`` takes a path, a list of paths, a ``{name: path}`` mapping or a
+    list of ``{"folder", "name", "description"}`` objects."""
 
     knowledge_bases: list[KnowledgeBaseSpec] = Field(default_factory=list)
-    embedding: str = "local"
+    embedding: str = "auto"
+    rebuild_on_model_change: bool = False
     chat_model: str | None = None
     search: SearchConfig = Field(default_factory=SearchConfig)
     chunking: ChunkConfig | None = None
@@ -88,14 +97,8 @@ class RagSettings(Settings):
 
     @field_validator("knowledge_bases", mode="before")
     @classmethod
-    def _folders_given(cls, specs: Any) -> Any:
-        for spec in specs if isinstance(specs, list) else []:
-            if not isinstance(spec, Mapping) or not str(spec.get("folder") or "").strip():
-                raise ValueError(
-                    f"knowledge base {spec!r} has no folder; give each knowledge base "
-                    'as {"name": ..., "folder": "path/to/folder", "description": ...}'
-                )
-        return specs
+    def _knowledge_base_shapes(cls, value: Any) -> Any:
+        return knowledge_base_specs(value)
 
     def resolved_knowledge_bases(self) -> list[ResolvedKnowledgeBase]:
         """The configured knowledge bases (else those of ``KBGRAPH_FOLDER``), with absolute
@@ -122,17 +125,45 @@ class RagSettings(Settings):
         return self.model_dump(mode="json")
 
 
+_SHAPES = (
+    'a folder path ("docs/"), a list of paths (["docs/", "api/"]), a mapping of names to '
+    'paths ({"docs": "docs/"}) or a list of objects ([{"name": "docs", "folder": "docs/", '
+    '"description": "..."}])'
+)
+
+
+def knowledge_base_specs(value: Any) -> list[dict[str, Any]]:
+    """``knowledge_bases`` in any accepted shape (see :data:`_SHAPES`) as a list of
+    ``{"folder", "name"?, "description"?}``; a ``ValueError`` naming the shapes otherwise."""
+    if isinstance(value, str | os.PathLike):
+        value = [value]
+    elif isinstance(value, Mapping) and "folder" not in value:
+        value = [{"name": str(k), "folder": v} for k, v in value.items()]
+    elif isinstance(value, Mapping):
+        value = [value]
+    if not isinstance(value, list | tuple):
+        raise ValueError(f"knowledge_bases must be {_SHAPES}; got a {type(value).__name__}")
+    out: list[dict[str, Any]] = []
+    for item in value:
+        spec = {"folder": item} if isinstance(item, str | os.PathLike) else item
+        folder = spec.get("folder") if isinstance(spec, Mapping) else None
+        if not isinstance(folder, str | os.PathLike) or not str(folder).strip():
+            raise ValueError(f"knowledge base {item!r} is not a folder; use {_SHAPES}")
+        out.append({**spec, "folder": os.fspath(folder)})
+    return out
+
+
 def settings_from_context(context: Any) -> RagSettings:
-    """``None`` → defaults; a ``RagSettings`` → itself; a mapping or any other object (a
-    parent agent's own context dataclass or model) → the fields it shares with
-    ``RagSettings``."""
+    """``None`` → defaults; a ``RagSettings`` → itself; a mapping → validated whole (an
+    unknown key is a ``ConfigError``); any other object (a parent agent's own context
+    dataclass or model) → the fields it shares with ``RagSettings``."""
     if context is None:
         return RagSettings()
     if isinstance(context, RagSettings):
         return context
     fields = RagSettings.model_fields
     if isinstance(context, Mapping):
-        values = {k: v for k, v in context.items() if k in fields}
+        values = dict(context)
     else:
         values = {k: getattr(context, k) for k in fields if hasattr(context, k)}
     return RagSettings(**values)
@@ -153,6 +184,7 @@ __all__ = [
     "RagSettings",
     "RerankMode",
     "ResolvedKnowledgeBase",
+    "knowledge_base_specs",
     "settings_from_context",
     "settings_from_runtime",
 ]

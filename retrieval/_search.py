@@ -4,6 +4,7 @@ or by a convex combination of normalised scores (``SearchConfig.fusion``)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
@@ -37,9 +38,7 @@ def check_query_model(index: EmbeddingMeta | None, query: EmbeddingMeta | None) 
     """Refuse to rank the index's vectors with another model's query vector. Vectors of
     two models are not comparable even when their sizes agree (both 384, say): the scores
     would be noise, so the dimension check alone is not enough."""
-    if index is None or query is None:
-        return
-    if (index.provider, index.model) == (query.provider, query.model):
+    if index is None or query is None or same_model(index, query):
         return
     built = f"{index.provider}:{index.model}"
     again = index.spec or built
@@ -48,6 +47,33 @@ def check_query_model(index: EmbeddingMeta | None, query: EmbeddingMeta | None) 
         f"queries with {query.provider}:{query.model}; search with --embedding {again} "
         "(or leave --embedding out to use the index's model), or re-index with the new "
         "model (`kbgraph index FOLDER --embedding SPEC`)"
+    )
+
+
+def _model_name(meta: EmbeddingMeta | None) -> str:
+    return "no embedding model (BM25 only)" if meta is None else f"{meta.provider}:{meta.model}"
+
+
+def same_model(a: EmbeddingMeta | None, b: EmbeddingMeta | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return (a.provider, a.model) == (b.provider, b.model)
+
+
+def check_index_model(
+    folder: Path, built: EmbeddingMeta | None, wanted: EmbeddingMeta | None
+) -> None:
+    """Refuse to update an index built with another model (or none) than ``wanted``: that
+    would be a rebuild, and only an explicit one may change an index's model."""
+    if same_model(built, wanted):
+        return
+    again = (built.spec or f"{built.provider}:{built.model}") if built else "none"
+    raise ModelMismatchError(
+        f"{folder} is indexed with {_model_name(built)} but this run uses {_model_name(wanted)}; "
+        f"kbgraph does not rebuild an index with another model on its own. Pass embedding "
+        f"'auto' (or {again!r}) to use the index's model, or rebuild it with the new one "
+        "explicitly: `kbgraph index FOLDER --embedding SPEC`, KnowledgeBase.index(), or "
+        "RagSettings(rebuild_on_model_change=True)"
     )
 
 

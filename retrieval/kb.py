@@ -21,7 +21,13 @@ from kbgraph.errors import ConfigError, IndexCorruptError, IndexNotFoundError
 
 from ._freshness import DEFAULT_TTL_S, Freshness, count_stale
 from ._indexer import IndexPlan, run_index, settings_match
-from ._search import QueryEmbedder, check_query_model, rank_one, resolve_mode
+from ._search import (
+    QueryEmbedder,
+    check_index_model,
+    check_query_model,
+    rank_one,
+    resolve_mode,
+)
 from ._search import search as _search
 from .config import ChunkConfig, ScanConfig, SearchConfig, SearchMode
 from .embeddings import BatchEmbedder, describe_embeddings, resolve_embeddings
@@ -225,11 +231,19 @@ class KnowledgeBase:
         """True when the folder matches the index; reads file metadata only."""
         return self.stale_files() == 0
 
-    def ensure_fresh(self, *, progress: ProgressCallback | None = None) -> IndexReport | None:
+    def ensure_fresh(
+        self, *, progress: ProgressCallback | None = None, allow_model_change: bool = False
+    ) -> IndexReport | None:
         """Index when missing or stale; return the report, or None when already fresh. The
         folder is walked at most once per ``freshness_ttl`` and by one thread at a time
         (another caller meanwhile searches the index as it is); in live mode it is never
-        walked here: this waits for the watcher's run of changes it has already seen."""
+        walked here: this waits for the watcher's run of changes it has already seen.
+        An index built with another embedding model than this knowledge base's is never
+        rebuilt here unless ``allow_model_change``: a ``ModelMismatchError`` says which two
+        models and what to pass (only an explicit ``index()`` changes an index's model)."""
+        if not allow_model_change and self._has_index():
+            # The open reader's meta: no file is read again for a warm query.
+            check_index_model(self.folder, self._open().meta.embedding, self._embedding_meta)
         return self._freshness.ensure(progress)
 
     def _has_index(self) -> bool:

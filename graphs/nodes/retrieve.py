@@ -44,17 +44,31 @@ NODE = "retrieve"
 Writer = Callable[[Any], None]
 
 
-def rankers_for(settings: RagSettings) -> list[Ranker]:
-    if settings.embedding.strip().lower() == "none" or settings.search.mode == "bm25":
+def rankers_for(settings: RagSettings, *, vectors: bool = True) -> list[Ranker]:
+    """The rankers of a run; BM25 only with ``embedding="none"``, ``search.mode="bm25"`` or
+    an index without vectors (``vectors=False``: a lexical-only index opened with
+    ``auto``)."""
+    if not vectors or settings.embedding.strip().lower() == "none":
+        return ["bm25"]
+    if settings.search.mode == "bm25":
         return ["bm25"]
     return ["vector"] if settings.search.mode == "vector" else ["vector", "bm25"]
 
 
-def lists_for(settings: RagSettings) -> list[str]:
+def _has_vectors(searcher: Searcher) -> bool:
+    """Whether the searcher's index has vectors (a fake without the property: assume so;
+    an index that cannot be opened: the search reports that itself)."""
+    try:
+        return bool(getattr(searcher, "has_vectors", True))
+    except (KbgraphError, OSError):
+        return True
+
+
+def lists_for(settings: RagSettings, *, vectors: bool = True) -> list[str]:
     """The lists searched per query: one per ranker, or with convex fusion and both rankers
     the engine's own ``hybrid`` list (convex fusion needs both rankers' exact scores of each
     candidate, which only the engine has); RRF then fuses across queries and bases."""
-    rankers: list[str] = list(rankers_for(settings))
+    rankers: list[str] = list(rankers_for(settings, vectors=vectors))
     return ["hybrid"] if settings.search.fusion == "convex" and len(rankers) > 1 else rankers
 
 
@@ -123,12 +137,14 @@ def _progress(kb: str, writer: Writer) -> Callable[[ProgressEvent], None]:
     return report
 
 
-def _index(searcher: Searcher, kb: str, run: KbRun, writer: Writer) -> None:
+def _index(searcher: Searcher, kb: str, run: KbRun, writer: Writer, settings: RagSettings) -> None:
     """Bring the index up to date; a failure is recorded and the old index still searched
     (a stale answer beats none when, say, the embedding server is down)."""
     start = time.perf_counter()
     try:
-        report = searcher.ensure_fresh(progress=_progress(kb, writer))
+        report = searcher.ensure_fresh(
+            progress=_progress(kb, writer), allow_model_change=settings.rebuild_on_model_change
+        )
     except (KbgraphError, OSError) as exc:
         run.errors.append(f"index: {type(exc).__name__}: {exc}")
         return
@@ -173,10 +189,11 @@ def search_kb(
         # Not under the searcher's lock: a freshness check may walk the folder, and other
         # runs must go on searching the index as it is meanwhile.
         if settings.auto_index:
-            _index(searcher, kb.name, run, writer)
+            _index(searcher, kb.name, run, writer, settings)
         with deps.registry.lock(kb.folder, spec, settings.chunking) as searcher:
+            lists = lists_for(settings, vectors=_has_vectors(searcher))
             for i, query in enumerate(queries):
-                for ranker in lists_for(settings):
+                for ranker in lists:
                     name = f"q{i}:{ranker}"
                     start = time.perf_counter()
                     try:

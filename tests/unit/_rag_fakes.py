@@ -107,7 +107,9 @@ class FakeSearcher:
     closed: bool = False
     threads: list[str] = field(default_factory=list)
 
-    def ensure_fresh(self, *, progress: ProgressCallback | None = None) -> FakeReport | None:
+    def ensure_fresh(
+        self, *, progress: ProgressCallback | None = None, allow_model_change: bool = False
+    ) -> FakeReport | None:
         if self.fail_open is not None:
             raise self.fail_open
         self.index_calls += 1

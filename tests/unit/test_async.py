@@ -107,7 +107,7 @@ class SlowSearcher(FakeSearcher):
     def rank(self, query: str, ranker: str, **kwargs: Any) -> list[SearchResult]:
         return slowly(self.busy, super().rank)(query, ranker, **kwargs)  # type: ignore[no-any-return]
 
-    def ensure_fresh(self, *, progress: ProgressCallback | None = None) -> Any:
+    def ensure_fresh(self, *, progress: ProgressCallback | None = None, **_: Any) -> Any:
         return None
 
 

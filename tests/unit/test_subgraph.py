@@ -200,7 +200,7 @@ def test_context_as_dict_and_missing(
     kb: tuple[Path, FakeSearcher], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder, searcher = kb
-    registry = registry_with({folder: searcher}, embedding="local")
+    registry = registry_with({folder: searcher}, embedding="auto")
     graph = build_rag_graph(registry=registry)
     as_dict = {"knowledge_bases": [{"name": "docs", "folder": str(folder)}], "search": {"top_k": 1}}
     out = graph.invoke(ask("retry policy"), context=cast(Any, as_dict))

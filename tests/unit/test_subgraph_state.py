@@ -82,7 +82,8 @@ def test_settings_defaults_are_json() -> None:
         ({"search": {"weights": {"vector": -1.0}}}, "search.weights"),
         ({"search": {"fusion": "borda"}}, "search.fusion"),
         ({"llm_timeout_seconds": 0}, "llm_timeout_seconds"),
-        ({"knowledge_bases": [{"name": "x"}]}, "has no folder"),
+        ({"knowledge_bases": [{"name": "x"}]}, "is not a folder"),
+        ({"knowledge_bases": 42}, "a mapping of names to paths"),
         ({"context_budget_tokens": 0}, "context_budget_tokens"),
         ({"llm_timeout_seconds": float("nan")}, "llm_timeout_seconds"),
     ],
@@ -96,8 +97,10 @@ def test_settings_from_context_variants() -> None:
     assert settings_from_context(None) == RagSettings()
     same = RagSettings(max_rewrites=2)
     assert settings_from_context(same) is same
-    parent = {"search": {"top_k": 3}, "parent_only_key": 1}
-    assert settings_from_context(parent).search.top_k == 3
+    assert settings_from_context({"search": {"top_k": 3}}).search.top_k == 3
+    # A mistyped key of a dict context is an error, not a setting silently dropped.
+    with pytest.raises(ConfigError, match=r"no setting 'top_k'.*did you mean 'search\.top_k'"):
+        settings_from_context({"top_k": 3})
 
     @dataclass
     class ParentContext:

@@ -108,9 +108,17 @@ def test_content_is_tagged_context_and_artifact_the_citations(
 
 
 def test_context_given_as_a_dict_works_like_studio_sends_it(docs: Path) -> None:
-    context = {"knowledge_bases": [{"folder": str(docs)}], "embedding": "fake", "unknown": 1}
+    context = {"knowledge_bases": [{"folder": str(docs)}], "embedding": "fake"}
     message = _call({"query": "When do refresh tokens expire?"}, _runtime(context))
     assert message.artifact["citations"][0]["source"] == "tokens.md"
+
+
+def test_mistyped_context_key_is_an_error_status(docs: Path) -> None:
+    """Regression: an unknown key was dropped and the search ran with defaults."""
+    context = {"knowledge_bases": str(docs), "embedding": "fake", "topk": 1}
+    message = _call({"query": "When do refresh tokens expire?"}, _runtime(context))
+    assert message.status == "error"
+    assert "no setting 'topk'" in _text(message)
 
 
 def test_nothing_found_says_where_it_looked_and_what_to_do(tmp_path: Path) -> None:
