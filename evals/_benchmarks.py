@@ -1,4 +1,5 @@
-"""Readers for the human-labelled sets of the meta-evaluation (``../shared/data/evals``).
+"""Readers for the human-labelled sets of the meta-evaluation (``../shared/data/evals``, and
+public sets a user points at).
 
 Each set becomes a list of :class:`Labelled` items — a question (when the set has one), a
 context, an answer and whether people judged the answer grounded — or, for WikiEval, of
@@ -112,6 +113,40 @@ def begin(root: Path, files: Sequence[str]) -> list[Labelled]:
     return items
 
 
+SUMMEDITS_DOMAINS = (
+    "news", "podcast", "billsum", "samsum", "sales_call", "sales_email", "shakespeare",
+    "scitldr", "qmsumm", "ectsum",
+)  # fmt: skip
+
+
+def summedits(folder: Path) -> dict[str, list[Labelled]]:
+    """SummEdits (Laban et al. 2023; github.com/salesforce/factualNLG, Apache-2.0): LLM
+    summaries, and edits of them that people labelled consistent (1) or inconsistent (0)
+    with the document, in ten domains. ``folder`` holds the release's
+    ``summedits_<domain>.json`` files (its ``data/summedits``); the domains found there are
+    read, in the release's order."""
+    found: dict[str, list[Labelled]] = {}
+    for domain in SUMMEDITS_DOMAINS:
+        path = folder / f"summedits_{domain}.json"
+        if not path.is_file():
+            continue
+        try:
+            rows = json.loads(path.read_text(encoding="utf-8"))
+            found[domain] = [
+                Labelled(None, row["doc"], row["summary"], int(row["label"]) == 1) for row in rows
+            ]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise DatasetError(
+                f"{path} is not a SummEdits file (a JSON list of {{doc, summary, label}}): {exc}"
+            ) from exc
+    if not found:
+        raise DatasetError(
+            f"no summedits_<domain>.json file in {folder}; point --summedits at the data/"
+            "summedits folder of github.com/salesforce/factualNLG"
+        )
+    return found
+
+
 def sample(items: list[Labelled], limit: int | None) -> list[Labelled]:
     """At most ``limit`` items, taken as every k-th item of each label separately, so that
     the label mix is kept (and both labels stay present) whatever the file order."""
@@ -132,11 +167,13 @@ __all__ = [
     "BEGIN_DEV",
     "BEGIN_TEST",
     "DATA_ENV",
+    "SUMMEDITS_DOMAINS",
     "Labelled",
     "Pair",
     "begin",
     "default_data_dir",
     "halueval",
     "sample",
+    "summedits",
     "wikieval_pairs",
 ]

@@ -8,11 +8,13 @@ overlap has no idf, so function words must go explicitly.
 
 from __future__ import annotations
 
+import itertools
 import re
 from functools import lru_cache
 
 import Stemmer
 
+from kbgraph.retrieval.chunking._sentences import sentence_starts
 from kbgraph.retrieval.lexical import STOPWORDS_EN
 from kbgraph.retrieval.lexical._tokenize import words
 
@@ -49,11 +51,6 @@ _NUMBER_WORDS = {
     ))
 }  # fmt: skip
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])|\b\d+(?=[a-zA-Z%])")
-_SENTENCE_END = re.compile(
-    r"(?<=[.!?。！？])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`*\u00C0-\u024F\u3040-\u30ff\u4e00-\u9fff])"
-    r"|(?<=[。！？])"
-)
-_ABBREVIATIONS = ("e.g.", "i.e.", "etc.", "vs.", "cf.", "approx.", "Dr.", "Mr.", "Mrs.", "Ms.")
 
 
 def _stemmer() -> Stemmer.Stemmer:
@@ -105,23 +102,30 @@ NEGATION_SCOPE = 3
 classic NegEx-style scope, Chapman et al. 2001)."""
 
 _CLAUSE_TOKEN = re.compile(r"\w+(?:'t)?|[.,;:!?()\[\]]")
+_SCOPE_ENDS = frozenset({
+    "but", "as", "because", "since", "which", "who", "whom", "whose", "while", "whereas",
+    "although", "though", "however", "except", "when", "after", "before", "until", "if",
+})  # fmt: skip
+"""Words that open another clause and end a negation's scope (NegEx's termination terms):
+"it did not get much better as the Yorkshiremen …" does not negate the Yorkshiremen."""
 
 
-def negated_terms(text: str) -> frozenset[str]:
+def negated_terms(text: str, scope: int = NEGATION_SCOPE) -> frozenset[str]:
     """Stemmed content words that a negation cue (``not``, ``never``, ``doesn't`` …) governs:
-    up to ``NEGATION_SCOPE`` content words after the cue, within its clause. A bare "No" /
-    "No," opening a sentence answers a question and negates nothing."""
+    up to ``scope`` content words after the cue, within its clause (punctuation or a word of
+    ``_SCOPE_ENDS`` ends it). A bare "No" / "No," opening a sentence answers a question and
+    negates nothing."""
     out: set[str] = set()
     remaining = 0
     previous = "."
     for token in _CLAUSE_TOKEN.findall(text.lower()):
-        if not token[0].isalnum():
+        if not token[0].isalnum() or token in _SCOPE_ENDS:
             remaining = 0
             previous = token
             continue
         if token.endswith("'t") or token in NEGATIONS:
             opening = token == "no" and previous in ".!?"
-            remaining = 0 if opening else NEGATION_SCOPE
+            remaining = 0 if opening else scope
         elif remaining and token not in FUNCTION_WORDS and len(token) > 1:
             out.add(_stem(token))
             remaining -= 1
@@ -160,29 +164,36 @@ def _is_line_block(current: list[str]) -> bool:
     return bool(current) and current[0][:1] in "|#>"
 
 
-def split_blocks(text: str) -> list[list[str]]:
-    """The sentences of ``text`` grouped by block (paragraph, list item, table row …): split
-    after ``.!?`` (and CJK ``。！？``) followed by a capital, digit or CJK character;
-    hard-wrapped lines of one paragraph are joined. Abbreviations, decimals (``1.6 s``) and
-    dotted names (``harbor.yaml``) do not end a sentence."""
-    protected = text
-    for i, abbreviation in enumerate(_ABBREVIATIONS):
-        protected = protected.replace(abbreviation, f"\x00{i}\x00")
+_GLUED_END = re.compile(r"(?<=[^\W\d_A-Z]{2}[.!?])(?=[A-Z][^\W\d_A-Z]+\s)")
+"""A full stop after a lower-case word and before a capitalised word, without a space."""
+
+
+def split_blocks(text: str, *, glued: bool = False) -> list[list[str]]:
+    """The sentences of ``text`` grouped by block (paragraph, list item, table row …);
+    hard-wrapped lines of one paragraph are joined. A sentence ends at ``.!?…`` and
+    whitespace, or at CJK ``。！？``, whatever the next letter's case: lower-cased,
+    tokenised text ("the vote was 5-2 . the mayor left .") has sentences too. Abbreviations,
+    initials (``U.S.``, ``e.g.``), decimals (``1.6 s``) and dotted names (``harbor.yaml``)
+    do not end one (the chunker's rules, ``kbgraph.retrieval.chunking``).
+
+    ``glued=True`` also ends a sentence where a full stop joins two without a space
+    ("funds.In the"), as text scraped from web pages often does; only for sources, not
+    answers, where ``pathlib.Path`` is a name."""
     out: list[list[str]] = []
-    for block in _blocks(protected):
-        sentences = []
-        for piece in _SENTENCE_END.split(block):
-            restored = re.sub(r"\x00(\d+)\x00", lambda m: _ABBREVIATIONS[int(m.group(1))], piece)
-            if restored.strip():
-                sentences.append(restored.strip())
+    for block in _blocks(text):
+        cuts = [0, *sentence_starts(block), len(block)]
+        pieces = [block[start:end].strip() for start, end in itertools.pairwise(cuts)]
+        if glued:
+            pieces = [part for piece in pieces for part in _GLUED_END.split(piece)]
+        sentences = [piece for piece in pieces if piece]
         if sentences:
             out.append(sentences)
     return out
 
 
-def split_sentences(text: str) -> list[str]:
+def split_sentences(text: str, *, glued: bool = False) -> list[str]:
     """Every sentence of :func:`split_blocks`, in order."""
-    return [sentence for block in split_blocks(text) for sentence in block]
+    return [sentence for block in split_blocks(text, glued=glued) for sentence in block]
 
 
 __all__ = [

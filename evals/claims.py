@@ -5,7 +5,8 @@ an LLM judge's claim decomposition: sentences (and list items) become claims; ci
 markers are stripped from the text and kept as numbers; a list item is prefixed with the
 sentence that introduces it (``"Harbor retries: - 429"`` → ``"Harbor retries: 429"``) so
 that it stands alone; headings, questions, fillers ("Hope this helps.") and refusals ("I
-don't know") are not claims (but "Did you know that X?" claims X). A hedge or refusal
+don't know") are not claims (but "Did you know that X?" claims X). Meta-framing is cut
+("The article discusses how X." claims X; see ``kbgraph.evals._framing``). A hedge or refusal
 clause beside a fact is cut out and the fact kept ("I am not sure, but Harbor makes 5
 attempts." claims "Harbor makes 5 attempts."; see ``kbgraph.evals._hedges``). An answer with
 nothing but refusals has no claims — faithfulness is then undetermined rather than 0 or 1.
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 
 from kbgraph.graphs.citations import find_markers
 
+from ._framing import is_frame_label, without_framing
 from ._hedges import NON_CLAIM_PATTERNS, REFUSAL_PATTERNS, is_non_claim, is_refusal, without_hedges
 from ._text import content_words, numbers, split_blocks
 from .records import Claim
@@ -84,6 +86,7 @@ def split_claims(answer: str) -> list[Claim]:
         kept = without_hedges(text)
         if kept is None:
             continue
+        kept = without_framing(kept)
         if not content_words(kept) and not numbers(kept):
             # Punctuation, or only function words ("Yes.") — nothing to check.
             if claims and sentence.citations:
@@ -115,6 +118,9 @@ def _sentences(answer: str) -> list[_Sentence]:
             # "Harbor retries these codes:" introduces the list items that follow.
             *sentences, intro = sentences
             skip_items = is_non_claim(intro.text)
+            if is_frame_label(intro.text):
+                # "Here is a summary of the article:" - the items stand on their own.
+                intro = None
         elif not is_item:
             intro, skip_items = None, False
         if is_item and intro is not None and not skip_items:

@@ -265,6 +265,14 @@ def _num(value: float | None) -> str:
     help="Folder with wikieval/, halueval/, begin/ "
     "(default $KBGRAPH_EVAL_DATA or ../shared/data/evals).",
 )
+@click.option(
+    "--summedits",
+    "summedits_dir",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Also SummEdits: the data/summedits folder of github.com/salesforce/factualNLG "
+    "(Apache-2.0; not shipped).",
+)
 @click.option("--embedding", default="local", show_default=True, metavar="SPEC")
 @click.option(
     "--benchmark",
@@ -287,14 +295,15 @@ def meta_command(
     limit: int | None,
     judges: tuple[str, ...],
     data_dir: Path | None,
+    summedits_dir: Path | None,
     embedding: str,
     benchmarks: tuple[Benchmark, ...],
     workers: int,
     quiet: bool,
     as_json: bool,
 ) -> None:
-    """Agreement of the judges with human labels (WikiEval, HaluEval, BEGIN), next to a
-    plain content-word-overlap baseline."""
+    """Agreement of the judges with human labels (WikiEval, HaluEval, BEGIN, and SummEdits
+    with --summedits), next to a plain content-word-overlap baseline."""
     from .judges import resolve_judge
     from .meta import BENCHMARKS, format_table, run_meta
 
@@ -306,6 +315,7 @@ def meta_command(
         workers=workers,
         progress=not quiet,
         benchmarks=benchmarks or BENCHMARKS,
+        summedits=summedits_dir,
     )
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in results], ensure_ascii=False, indent=2))

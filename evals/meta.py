@@ -8,11 +8,13 @@ On the human-labelled sets in ``../shared/data/evals`` (see ``kbgraph.evals._ben
   relevant sentences in a context) measures no metric of ours and is left out.
 - HaluEval QA — AUROC of right against hallucinated answers, the knowledge as context.
 - BEGIN — AUROC of "Fully attributable" against "Not fully attributable" responses.
+- SummEdits, when the user points ``summedits`` at its files (not shipped) — AUROC of
+  consistent against inconsistent summaries per domain, and their macro average.
 
 Every figure is computed in the same run for each judge and for the plain content-word-
 overlap baseline (``judges.overlap.content_overlap``). An answer's faithfulness score is
-the mean support score of its claims (0 when it makes none), the continuous form of the
-faithfulness metric.
+the faithfulness metric's own score (the mean support score of its claims), what a user
+gets; 0 when it makes no claim.
 """
 
 from __future__ import annotations
@@ -30,9 +32,10 @@ from tqdm import tqdm
 
 from . import _benchmarks as bench
 from .claims import split_claims
-from .decompose import decompose
+from .evaluators.faithfulness import FaithfulnessEvaluator
 from .judges.base import Judge
 from .judges.overlap import content_overlap
+from .records import EvalRecord, Passage
 from .stats import auroc, pairwise_accuracy
 
 T = TypeVar("T")
@@ -49,6 +52,9 @@ class MetaResult:
     n: int
     scores: dict[str, float] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    cpu_per_100: dict[str, float] = field(default_factory=dict)
+    """CPU seconds of the process (``time.process_time``, every thread) per 100 judged
+    answers: less sensitive than ``seconds`` to other load on a shared machine."""
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -58,17 +64,16 @@ class MetaResult:
             "n": self.n,
             "scores": {k: round(v, 4) for k, v in self.scores.items()},
             "seconds": {k: round(v, 1) for k, v in self.seconds.items()},
+            "cpu_per_100": {k: round(v, 2) for k, v in self.cpu_per_100.items()},
         }
 
 
 def faithfulness_score(judge: Judge, question: str | None, context: str, answer: str) -> float:
-    """Mean support score of the answer's claims against the context; 0 without claims
-    (nothing in the answer can be attributed)."""
-    claims = [c.text for c in decompose(judge, answer, question).claims]
-    if not claims:
-        return 0.0
-    judged = judge.judge_claims(claims, context, question=question)
-    return sum(j.score for j in judged) / len(judged)
+    """The faithfulness metric's score of the answer against the context as one source; 0
+    without claims (nothing in the answer can be attributed)."""
+    record = EvalRecord(question or "", answer, (Passage(1, context),))
+    result = FaithfulnessEvaluator(judge).evaluate(record)
+    return 0.0 if result.score is None else result.score
 
 
 Benchmark = Literal["wikieval", "halueval", "begin"]
@@ -83,9 +88,11 @@ def run_meta(
     workers: int = 1,
     progress: bool = False,
     benchmarks: Collection[Benchmark] = BENCHMARKS,
+    summedits: Path | None = None,
 ) -> list[MetaResult]:
-    """The chosen benchmarks for every judge and the baseline. ``limit`` caps the items per
-    split (sampled evenly, labels kept); ``workers`` threads call each judge (for LLMs)."""
+    """The chosen benchmarks for every judge and the baseline, and SummEdits from the folder
+    ``summedits`` when given. ``limit`` caps the items per split (sampled evenly, labels
+    kept); ``workers`` threads call each judge (for LLMs)."""
     root = data_dir or bench.default_data_dir()
     runner = _Runner(judges, workers, progress)
     results: list[MetaResult] = []
@@ -107,6 +114,12 @@ def run_meta(
         results.append(runner.labelled("BEGIN", "wow test (held out)", test))
         dev = bench.sample(bench.begin(root, bench.BEGIN_DEV), limit)
         results.append(runner.labelled("BEGIN", "dev: cmu-dog, topicalchat, wow", dev))
+    if summedits is not None:
+        domains = [
+            runner.labelled("SummEdits", domain, bench.sample(items, limit))
+            for domain, items in bench.summedits(summedits).items()
+        ]
+        results += [*domains, macro("SummEdits", f"macro over {len(domains)} domains", domains)]
     if "wikieval" in benchmarks:
         results.append(
             runner.pairs(
@@ -117,6 +130,24 @@ def run_meta(
             )
         )
     return results
+
+
+def macro(benchmark: str, split: str, parts: Sequence[MetaResult]) -> MetaResult:
+    """The unweighted mean of ``parts``' figures (each judge's seconds summed, its CPU per
+    100 answers averaged over all of them)."""
+    names = [n for n in parts[0].scores if all(n in p.scores for p in parts)]
+    return MetaResult(
+        benchmark,
+        split,
+        parts[0].measure,
+        sum(p.n for p in parts),
+        {n: sum(p.scores[n] for p in parts) / len(parts) for n in names},
+        {n: sum(p.seconds.get(n, 0.0) for p in parts) for n in parts[0].seconds},
+        {
+            n: sum(p.cpu_per_100.get(n, 0.0) * p.n for p in parts) / sum(p.n for p in parts)
+            for n in parts[0].cpu_per_100
+        },
+    )
 
 
 class _Runner:
@@ -130,20 +161,22 @@ class _Runner:
         negatives = [i for i, item in enumerate(items) if not item.grounded]
         scores: dict[str, float] = {}
         seconds: dict[str, float] = {}
+        cpu: dict[str, float] = {}
         base = [content_overlap(item.answer, item.context) for item in items]
         scores[BASELINE] = auroc([base[i] for i in positives], [base[i] for i in negatives])
         for judge in self.judges:
             # The clock starts before the prefetch: embedding ahead is part of the work.
-            started = time.perf_counter()
+            started, started_cpu = time.perf_counter(), time.process_time()
             _prefetch(judge, [(item.answer, item.context, item.question) for item in items])
             values = self._map(
                 judge, partial(_labelled_score, judge), items, f"{benchmark} {split}"
             )
             seconds[judge.name] = time.perf_counter() - started
+            cpu[judge.name] = _per_100(time.process_time() - started_cpu, len(items))
             scores[judge.name] = auroc(
                 [values[i] for i in positives], [values[i] for i in negatives]
             )
-        return MetaResult(benchmark, split, "AUROC", len(items), scores, seconds)
+        return MetaResult(benchmark, split, "AUROC", len(items), scores, seconds, cpu)
 
     def pairs(self, benchmark: str, split: str, pairs: list[bench.Pair], kind: Kind) -> MetaResult:
         scores = {
@@ -152,8 +185,9 @@ class _Runner:
             )
         }
         seconds: dict[str, float] = {}
+        cpu: dict[str, float] = {}
         for judge in self.judges:
-            started = time.perf_counter()
+            started, started_cpu = time.perf_counter(), time.process_time()
             jobs = [(p, text) for p in pairs for text in (p.better, p.worse)]
             _prefetch(
                 judge,
@@ -164,10 +198,11 @@ class _Runner:
                 judge, partial(_pair_score, judge, kind), jobs, f"{benchmark} {kind}"
             )
             seconds[judge.name] = time.perf_counter() - started
+            cpu[judge.name] = _per_100(time.process_time() - started_cpu, len(jobs))
             scores[judge.name] = pairwise_accuracy(
                 list(zip(values[::2], values[1::2], strict=True))
             )
-        return MetaResult(benchmark, split, "pairwise accuracy", len(pairs), scores, seconds)
+        return MetaResult(benchmark, split, "pairwise accuracy", len(pairs), scores, seconds, cpu)
 
     def _map(
         self, judge: Judge, fn: Callable[[T], float], items: Sequence[T], label: str
@@ -185,6 +220,10 @@ class _Runner:
                 out.append(value)
                 bar.update(1)
         return out
+
+
+def _per_100(cpu_seconds: float, answers: int) -> float:
+    return 100 * cpu_seconds / answers if answers else 0.0
 
 
 def _labelled_score(judge: Judge, item: bench.Labelled) -> float:
@@ -217,16 +256,19 @@ def _prefetch(
 
 def format_table(results: Sequence[MetaResult]) -> str:
     """One Markdown table: a row per benchmark split, a column per judge and the baseline,
-    then each judge's seconds for the split (prefetch included)."""
+    then each judge's seconds for the split and its CPU seconds per 100 answers (prefetch
+    included)."""
     names = [n for n in dict.fromkeys(k for r in results for k in r.scores) if n != BASELINE]
     head = ["benchmark", "split", "measure", "n", *names, BASELINE]
     head += [f"{n} seconds" for n in names]
+    head += [f"{n} CPU s/100" for n in names]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in results:
         cells = [r.benchmark, r.split, r.measure, str(r.n)]
         cells += [_cell(r.scores.get(n), r.scores[BASELINE]) for n in names]
         cells.append(f"{r.scores[BASELINE]:.3f}")
         cells += [f"{r.seconds[n]:.1f}" if n in r.seconds else "—" for n in names]
+        cells += [f"{r.cpu_per_100[n]:.1f}" if n in r.cpu_per_100 else "—" for n in names]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -244,5 +286,6 @@ __all__ = [
     "MetaResult",
     "faithfulness_score",
     "format_table",
+    "macro",
     "run_meta",
 ]

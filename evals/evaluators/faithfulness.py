@@ -2,8 +2,15 @@
 
 The answer is split into self-contained claims (``kbgraph.evals.decompose``: the LLM judge's
 decomposition, else the regex splitter of ``kbgraph.evals.claims``); each is judged
-supported / not supported / contradicted; the score is supported ÷ claims (Ragas'
-faithfulness, Es et al. 2023, arXiv:2309.15217).
+supported / not supported / contradicted, with a support score in [0, 1].
+
+The score is the mean support score of the claims. With a judge that scores verdicts 1 / 0
+(the LLM judge) it is supported ÷ claims, Ragas' faithfulness (Es et al. 2023,
+arXiv:2309.15217); with the offline judge it is graded, so that it ranks answers: a
+one-claim answer is not just 0 or 1, and a paraphrase just under the supported cut scores
+above a made-up claim. A contradicted claim is penalised by its judge (the offline judge
+scales its support by ``CONTRADICTION_FACTOR``; the LLM judge gives it 0). The verdicts keep
+their meaning: ``counts`` and ``supported_share`` (supported ÷ claims) are in the details.
 
 Citation check: a claim that cites ``[N]`` is judged against source N only (the sources it
 cites, when several), so that a true fact cited to the wrong source is not supported. Such
@@ -47,10 +54,10 @@ class FaithfulnessEvaluator(LangSmithAdapter):
             )
         verdicts = self.judge_claims(claims, record.passages, record.question)
         counts = Counter(v.verdict for v in verdicts)
-        score = counts["supported"] / len(verdicts)
+        score = sum(v.score for v in verdicts) / len(verdicts)
         reason = (
             f"{counts['supported']} of {len(verdicts)} claims supported"
-            f" ({counts['contradicted']} contradicted)"
+            f" ({counts['contradicted']} contradicted); mean claim support {score:.2f}"
         )
         return MetricResult.scored(
             "faithfulness",
@@ -58,6 +65,7 @@ class FaithfulnessEvaluator(LangSmithAdapter):
             reason,
             claims=list(verdicts),
             counts={v: counts[v] for v in ("supported", "not_supported", "contradicted")},
+            supported_share=counts["supported"] / len(verdicts),
             wrong_citations=sum("wrong citation" in v.reason for v in verdicts),
             claim_split=split.describe(),
         )

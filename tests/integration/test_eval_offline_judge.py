@@ -8,8 +8,11 @@ from pathlib import Path
 import pytest
 
 from kbgraph.evals._benchmarks import default_data_dir, wikieval_pairs
+from kbgraph.evals.claims import split_claims
+from kbgraph.evals.evaluators import FaithfulnessEvaluator
 from kbgraph.evals.judges import OfflineJudge, content_overlap
 from kbgraph.evals.meta import BASELINE, run_meta
+from kbgraph.evals.records import EvalRecord, Passage
 from kbgraph.evals.stats import pairwise_accuracy
 
 pytestmark = pytest.mark.integration
@@ -109,3 +112,59 @@ def test_answer_relevance_beats_the_baseline_on_wikieval(judge: OfflineJudge) ->
         (content_overlap(p.question, p.better), content_overlap(p.question, p.worse)) for p in pairs
     ]
     assert pairwise_accuracy(judged) > pairwise_accuracy(baseline) + 0.2
+
+
+# A lower-cased, tokenised news source (as summarisation data sets ship them), CRLF lines.
+NEWS = (
+    "( cnn ) -- the city council of lyon voted on tuesday to approve a budget of 2.5 "
+    "million euros for the public libraries .\r\n"
+    "the mayor , jean dupont , said the money would pay for longer opening hours . "
+    "the plan was not supported by the opposition , which called it wasteful .\r\n"
+    "the libraries will open on sundays from next march , and the museum of fine arts "
+    "will follow in may . le musée des beaux-arts ouvrira aussi le dimanche ."
+)
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        # Paraphrases, fused sentences and meta-framing are supported.
+        "Lyon's city council approved a 2.5 million euro budget for public libraries on Tuesday.",
+        "The mayor, Jean Dupont, said the money would fund longer opening hours.",
+        "The opposition did not support the plan.",
+        "The article says the libraries will open on Sundays from March.",
+        "The council approved the library budget on Tuesday, and the libraries will open on "
+        "Sundays from next March.",
+        "Le musée des beaux-arts ouvrira aussi le dimanche.",
+    ],
+)
+def test_paraphrases_of_a_lower_cased_news_source_are_supported(
+    judge: OfflineJudge, claim: str
+) -> None:
+    (claim_text,) = [c.text for c in split_claims(claim)]
+    (judged,) = judge.judge_claims([claim_text], NEWS)
+    assert judged.verdict == "supported", judged.reason
+
+
+def test_the_faithfulness_score_ranks_summaries_of_a_news_source(judge: OfflineJudge) -> None:
+    """The metric's own score is graded: a faithful summary ranks above corrupted copies of
+    it (a swapped name, another number, a negation), and those above made-up text."""
+    summaries = {
+        "faithful": "Here is a summary of the article: Lyon's council approved 2.5 million "
+        "euros for libraries on Tuesday. The opposition did not support the plan.",
+        "swapped_name": "Here is a summary of the article: Lyon's mayor approved 2.5 million "
+        "euros for museums on Tuesday. The opposition did not support the plan.",
+        "number": "Here is a summary of the article: Lyon's council approved 7.5 million "
+        "euros for libraries on Tuesday. The opposition did not support the plan.",
+        "negation": "Here is a summary of the article: Lyon's council did not approve 2.5 "
+        "million euros for libraries on Tuesday. The opposition supported the plan.",
+        "made_up": "Paris banned cars from its centre after floods closed three bridges.",
+    }
+    evaluator = FaithfulnessEvaluator(judge)
+    scores = {
+        name: evaluator.evaluate(EvalRecord("", text, (Passage(1, NEWS),))).score
+        for name, text in summaries.items()
+    }
+    assert scores["faithful"] > max(scores["swapped_name"], scores["number"], scores["negation"])
+    assert min(scores["swapped_name"], scores["number"], scores["negation"]) > scores["made_up"]
+    assert all(score is not None and 0.0 <= score <= 1.0 for score in scores.values())

@@ -262,3 +262,57 @@ def test_the_items_under_a_why_label_are_not_claims() -> None:
         "\nWhat to try:\n- ask about retries\n\nHarbor itself retries 429 [1]."
     )
     assert split_claims(answer) == [Claim("Harbor itself retries 429.", (1,))]
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        (
+            "Here is a summary of the passage:\r\nThe council rejected the plan on Monday.",
+            [Claim("The council rejected the plan on Monday.")],
+        ),
+        (
+            "Here is a brief summary of the article: the council rejected the plan.",
+            [Claim("The council rejected the plan.")],
+        ),
+        (
+            "The article discusses how the council rejected the plan.",
+            [Claim("The council rejected the plan.")],
+        ),
+        (
+            "According to the text, the council rejected the plan [1].",
+            [Claim("The council rejected the plan.", (1,))],
+        ),
+        (
+            "The council rejected the plan, the report says.",
+            [Claim("The council rejected the plan.")],
+        ),
+        (
+            "In summary, the plan failed. It also notes that the mayor resigned.",
+            [Claim("The plan failed."), Claim("The mayor resigned.")],
+        ),
+        (
+            "L'article explique que le conseil a rejeté le plan.",
+            [Claim("Le conseil a rejeté le plan.")],
+        ),
+        (
+            "Der Artikel beschreibt, dass der Rat den Plan ablehnte.",
+            [Claim("Der Rat den Plan ablehnte.")],
+        ),
+        (
+            "Here is a summary of the article:\r\n- The council met.\r\n- The plan failed.",
+            [Claim("The council met."), Claim("The plan failed.")],
+        ),
+        # Content that only looks like a frame stays whole.
+        (
+            "The report was published on Monday. The minister said that taxes rose.",
+            [
+                Claim("The report was published on Monday."),
+                Claim("The minister said that taxes rose."),
+            ],
+        ),
+        ("Here is a summary of the passage:", []),
+    ],
+)
+def test_meta_framing_is_cut_from_claims(answer: str, expected: list[Claim]) -> None:
+    assert split_claims(answer) == expected

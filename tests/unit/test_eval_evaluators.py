@@ -16,7 +16,7 @@ from kbgraph.evals.evaluators import (
     lines_overlap,
     same_path,
 )
-from kbgraph.evals.judges import ScriptedJudge
+from kbgraph.evals.judges import OfflineJudge, ScriptedJudge
 from kbgraph.evals.records import (
     ClaimVerdict,
     EvalRecord,
@@ -27,6 +27,7 @@ from kbgraph.evals.records import (
     Verdict,
 )
 from kbgraph.evals.runner import score_record
+from kbgraph.retrieval.embeddings import FakeEmbeddings
 
 RETRY = Passage(1, "retry.max_attempts defaults to 5.", "docs/configuration.md", 52, 60)
 WEBHOOK = Passage(2, "Webhook deliveries are retried 7 times.", "docs/api/webhooks.md", 41, 47)
@@ -345,7 +346,7 @@ def test_langsmith_runs_the_evaluator_as_its_own() -> None:
     )
     result = run_evaluator(fn).evaluate_run(run, example)
     assert (result.key, result.score) == ("faithfulness", 0.0)
-    assert result.comment == "0 of 1 claims supported (0 contradicted)"
+    assert result.comment == "0 of 1 claims supported (0 contradicted); mean claim support 0.00"
 
 
 def test_an_any_of_gold_group_is_recalled_by_either_member() -> None:
@@ -371,3 +372,37 @@ def test_a_non_finite_score_fails_the_metric_instead_of_becoming_zero(bad: float
     )
     assert metrics["answer_relevance"].status == "failed"
     assert metrics["answer_relevance"].score is None
+
+
+GRADED_CONTEXT = (
+    "Harbor retries calls to downstream providers.\r\n"
+    "The default of 5 attempts means one call and up to four retries. "
+    "Les nouvelles tentatives utilisent un délai aléatoire complet."
+)
+
+
+def test_faithfulness_is_graded_so_that_one_claim_answers_rank() -> None:
+    """The score is the mean claim support, not supported ÷ claims: a one-claim answer is
+    not just 0 or 1, and a partly supported claim ranks above a made-up one."""
+    evaluator = FaithfulnessEvaluator(OfflineJudge(FakeEmbeddings()))
+    answers = {
+        "exact": "The default of 5 attempts means one call and up to four retries.",
+        "non_ascii": "Les nouvelles tentatives utilisent un délai aléatoire complet.",
+        "partial": "The default of 5 attempts means one call and a pager alert for operators.",
+        "made_up": "Harbor stores orders in MongoDB clusters on Kubernetes.",
+    }
+    results = {
+        name: evaluator.evaluate(
+            EvalRecord("How does Harbor retry?", answer, (Passage(1, GRADED_CONTEXT),))
+        )
+        for name, answer in answers.items()
+    }
+    scores = {name: r.score for name, r in results.items()}
+    assert scores["exact"] == pytest.approx(1.0, abs=0.05)
+    assert scores["non_ascii"] == pytest.approx(1.0, abs=0.05)
+    assert scores["exact"] > scores["partial"] > scores["made_up"] > 0.0, scores
+    (verdict,) = claims_of(dict(results["partial"].details))
+    assert results["partial"].score == pytest.approx(verdict.score)
+    # The verdict counts keep their meaning beside the graded score.
+    assert dict(results["exact"].details)["supported_share"] == 1.0
+    assert dict(results["made_up"].details)["supported_share"] == 0.0

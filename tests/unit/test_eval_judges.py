@@ -14,6 +14,8 @@ from kbgraph.evals.judges import (
     content_overlap,
     resolve_judge,
 )
+from kbgraph.evals.judges._evidence import clauses
+from kbgraph.evals.judges.offline import _torch_threads
 from kbgraph.graphs.testing import ScriptedChatModel
 from kbgraph.retrieval.embeddings import FakeEmbeddings
 
@@ -249,3 +251,102 @@ def test_offline_answer_relevance_keeps_the_fact_beside_a_hedge(judge: OfflineJu
     assert refusal.score == 0.0 and "declines" in refusal.reason
     assert 0.0 < hedged.score < plain.score
     assert "evasive 50%" in hedged.reason
+
+
+# Summaries fuse source sentences and derive numbers; neither is a contradiction.
+FUSION_CASES = [
+    # A lower-cased, tokenised source: one negation must not contradict other sentences.
+    (
+        "( cnn ) -- the council did not approve the budget on friday .\r\n"
+        "the council approved the budget on monday after a long debate .",
+        "the council approved the budget on monday .",
+        "supported",
+    ),
+    (
+        "The council did not approve the plan in May. The mayor approved a revised plan in "
+        "June after the elections.",
+        "The council did not approve the plan in May, but the mayor approved a revised plan "
+        "in June.",
+        "supported",
+    ),
+    (
+        "Rescuers found 8 survivors on Monday and 4 more on Tuesday near the river.",
+        "Rescuers found 12 survivors near the river.",
+        "supported",
+    ),
+    (
+        "Les secouristes ont trouvé 8 survivants lundi et 4 autres mardi près du fleuve.",
+        "Les secouristes ont trouvé 12 survivants près du fleuve.",
+        "supported",
+    ),
+    (
+        "Chelsea scored 4 goals against Arsenal on Saturday. Arsenal scored 1 goal in reply.",
+        "Chelsea beat Arsenal by 3 goals on Saturday.",
+        "not contradicted",
+    ),
+    # A number the source lacks, about something else than the source's numbers.
+    (
+        "The company, founded in 1998, employs 250 people in Lyon.",
+        "The company employs 250 people in Lyon and in 12 other cities.",
+        "not contradicted",
+    ),
+    # Real contradictions stay contradictions.
+    (
+        "The company, founded in 1998, employs 250 people in Lyon.",
+        "The company employs 300 people in Lyon.",
+        "contradicted",
+    ),
+    (
+        "( cnn ) -- the council met on friday .\r\nthe council did not approve the budget .",
+        "the council approved the budget .",
+        "contradicted",
+    ),
+]
+
+
+@pytest.mark.parametrize(("context", "claim", "expected"), FUSION_CASES)
+def test_offline_fused_sentences_and_derived_numbers_are_not_contradicted(
+    judge: OfflineJudge, context: str, claim: str, expected: str
+) -> None:
+    (judged,) = judge.judge_claims([claim], context)
+    if expected == "not contradicted":
+        assert judged.verdict != "contradicted", judged.reason
+    else:
+        assert judged.verdict == expected, judged.reason
+
+
+@pytest.mark.parametrize(
+    ("claim", "expected"),
+    [
+        (
+            "The council approved the budget on Monday, and the mayor resigned on Friday.",
+            ["The council approved the budget on Monday", "the mayor resigned on Friday."],
+        ),
+        ("Harbor retries 408, 429, and 503.", ["Harbor retries 408, 429, and 503."]),
+        (
+            "Le conseil a voté le budget; le maire a démissionné vendredi.",
+            ["Le conseil a voté le budget", "le maire a démissionné vendredi."],
+        ),
+    ],
+)
+def test_compound_claims_are_aligned_clause_by_clause(claim: str, expected: list[str]) -> None:
+    assert clauses(claim) == expected
+
+
+def test_the_judge_runs_the_local_model_on_its_own_threads_and_restores_them() -> None:
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    seen: list[int] = []
+
+    class Recording(FakeEmbeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            seen.append(torch.get_num_threads())
+            return super().embed_documents(texts)
+
+    with _torch_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    # Only a model running on torch in this process has threads to set.
+    judge = OfflineJudge(Recording(), model_threads=1)
+    judge.vectors(["une phrase", "another one"])
+    assert seen == [before]

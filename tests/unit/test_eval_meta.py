@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kbgraph.evals._benchmarks import Labelled, begin, halueval, sample
+from kbgraph.evals._benchmarks import Labelled, begin, halueval, sample, summedits
 from kbgraph.evals.cli import eval_group
+from kbgraph.evals.datasets import DatasetError
 from kbgraph.evals.judges import OfflineJudge, OverlapJudge
 from kbgraph.evals.meta import BASELINE, faithfulness_score, format_table, run_meta
 from kbgraph.retrieval.embeddings import FakeEmbeddings
@@ -111,7 +112,8 @@ def test_run_meta_reports_every_benchmark_with_the_baseline(data_dir: Path) -> N
     table = format_table(results)
     assert table.splitlines()[0] == (
         "| benchmark | split | measure | n | offline | overlap-baseline | overlap baseline "
-        "| offline seconds | overlap-baseline seconds |"
+        "| offline seconds | overlap-baseline seconds | offline CPU s/100 "
+        "| overlap-baseline CPU s/100 |"
     )
     assert "| BEGIN | wow test (held out) | AUROC | 6 |" in table
 
@@ -169,6 +171,10 @@ def test_the_clock_runs_through_the_judges_prefetch(
             events.append("clock")
             return float(len(events))
 
+        @staticmethod
+        def process_time() -> float:
+            return float(len(events))
+
     class Warming(OfflineJudge):
         def prefetch(self, *args: object, **kwargs: object) -> None:
             events.append("prefetch")
@@ -180,3 +186,73 @@ def test_the_clock_runs_through_the_judges_prefetch(
     # Each split: the clock starts, then the prefetch, then the clock stops after scoring.
     assert all(i > 0 and events[i - 1] == "clock" for i in prefetches)
     assert all(r.seconds["offline"] > 0 for r in results)
+
+
+@pytest.fixture
+def summedits_dir(tmp_path: Path) -> Path:
+    """Two SummEdits domains in the release's format (a JSON list per domain)."""
+    folder = tmp_path / "summedits"
+    folder.mkdir()
+    for domain, (doc, good, bad) in {
+        "news": (
+            "The council approved the budget on Monday.\r\nThe mayor resigned on Friday.",
+            "The council approved the budget on Monday.",
+            "The council rejected the budget on Sunday.",
+        ),
+        "podcast": (
+            "Le maire a démissionné vendredi après le vote du budget.",
+            "Le maire a démissionné vendredi.",
+            "Le préfet a été élu dimanche à Lyon.",
+        ),
+    }.items():
+        rows = [
+            {"doc": doc, "summary": good, "label": 1, "split": "test"},
+            {"doc": doc, "summary": bad, "label": 0, "split": "test"},
+        ]
+        (folder / f"summedits_{domain}.json").write_text(
+            json.dumps(rows, ensure_ascii=False), encoding="utf-8"
+        )
+    return folder
+
+
+def test_summedits_reads_every_domain_present(summedits_dir: Path) -> None:
+    found = summedits(summedits_dir)
+    assert list(found) == ["news", "podcast"]
+    assert [i.grounded for i in found["podcast"]] == [True, False]
+    assert found["news"][0].context.startswith("The council approved")
+
+
+def test_summedits_explains_a_wrong_folder(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match=r"no summedits_<domain>\.json"):
+        summedits(tmp_path)
+    (tmp_path / "summedits_news.json").write_text('{"doc": 1}', encoding="utf-8")
+    with pytest.raises(DatasetError, match="is not a SummEdits file"):
+        summedits(tmp_path)
+
+
+def test_meta_command_adds_summedits_per_domain_and_their_macro_average(
+    data_dir: Path, summedits_dir: Path
+) -> None:
+    result = CliRunner().invoke(
+        eval_group,
+        [
+            "meta",
+            "--data",
+            str(data_dir),
+            "--summedits",
+            str(summedits_dir),
+            "--embedding",
+            "fake",
+            "--quiet",
+            "--json",
+            "--benchmark",
+            "begin",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.output)
+    summ = [r for r in rows if r["benchmark"] == "SummEdits"]
+    assert [r["split"] for r in summ] == ["news", "podcast", "macro over 2 domains"]
+    news, podcast, average = (r["scores"]["offline"] for r in summ)
+    assert average == pytest.approx((news + podcast) / 2, abs=1e-3)
+    assert summ[-1]["n"] == 4

@@ -1,0 +1,209 @@
+"""A context prepared once for the many claims judged against it: its sentences, their
+content words and where each word occurs, the claim-to-sentence alignment, and the short
+texts the embedding model compares a claim with.
+
+Sentences come from ``kbgraph.evals._text.split_sentences`` with ``glued=True``: sources
+scraped from web pages join sentences without a space ("funds.In the"), and lower-cased,
+tokenised sources end sentences before lower-case words.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+
+from .._framing import SOURCE_NOUNS
+from .._text import content_words, numbers, split_sentences
+from ._alignment import Alignment, align, sentence_idf
+
+CONTEXT_CACHE = 256
+"""Prepared contexts kept (``context_text``): a row's metrics and the prefetch share one."""
+
+EMBED_SENTENCES = 1
+"""Aligned sentences the embedding model compares a claim with, besides the best pair
+joined (each text costs a model call; a second sentence measured no gain)."""
+
+SPAN_WORDS = 40
+"""Longest part of a sentence embedded for a claim: the model's cost grows with the length
+of what it reads, and a short claim's cosine with a long sentence is diluted anyway."""
+
+WINDOW_WORDS = 60
+"""For passage relevance, context sentences are packed into windows of up to this many
+words: a whole passage would exceed the model's input and dilute a one-sentence match."""
+
+META_WORDS: frozenset[str] = frozenset(
+    content_words(" ".join(SOURCE_NOUNS))
+    + content_words("summary summarise summarize discusses describes mentions highlights")
+    + content_words("says said told states stated adds added notes noted explains reports")
+    + content_words("emphasised emphasized stressed expressed")
+)
+"""Stems of words about the source itself, and of neutral reporting verbs ("says",
+"told", "stressed": summaries rephrase who said what); not counted as missing."""
+
+
+@dataclass(frozen=True)
+class ContextText:
+    """A context prepared once for many claims."""
+
+    text: str
+
+    @cached_property
+    def sentences(self) -> list[str]:
+        return split_sentences(self.text, glued=True) or ([self.text] if self.text.strip() else [])
+
+    @cached_property
+    def sentence_lists(self) -> list[list[str]]:
+        return [with_units(content_words(s)) for s in self.sentences]
+
+    @cached_property
+    def sentence_words(self) -> list[frozenset[str]]:
+        return [frozenset(ws) for ws in self.sentence_lists]
+
+    @cached_property
+    def index(self) -> dict[str, list[int]]:
+        """Content word → the sentences holding it."""
+        out: dict[str, list[int]] = {}
+        for i, words in enumerate(self.sentence_words):
+            for word in words:
+                out.setdefault(word, []).append(i)
+        return out
+
+    @cached_property
+    def idf(self) -> dict[str, float]:
+        return sentence_idf(self.sentence_words)
+
+    @cached_property
+    def words(self) -> frozenset[str]:
+        return frozenset(self.index)
+
+    @cached_property
+    def bigrams(self) -> frozenset[tuple[str, str]]:
+        return frozenset(p for ws in self.sentence_lists for p in itertools.pairwise(ws))
+
+    @cached_property
+    def numbers(self) -> frozenset[str]:
+        return frozenset(numbers(self.text))
+
+    @cached_property
+    def quotable(self) -> frozenset[str]:
+        """Every line and sentence, normalised as :func:`quote_key` does."""
+        units = [*self.text.splitlines(), *self.sentences]
+        return frozenset(key for key in map(quote_key, units) if key)
+
+    @cached_property
+    def _alignments(self) -> dict[tuple[str, ...], Alignment]:
+        return {}
+
+    def align(self, words: Sequence[str]) -> Alignment:
+        """The claim's alignment with the sentences (``_alignment.align``), cached."""
+        key = tuple(sorted(set(words)))
+        found = self._alignments.get(key)
+        if found is None:
+            found = align(key, self.sentence_words, self.index, self.idf)
+            self._alignments[key] = found
+        return found
+
+    def candidates(self, claim: str) -> list[str]:
+        """The texts the embedding model compares ``claim`` with: the part of each of its
+        best ``EMBED_SENTENCES`` aligned sentences that holds the claim's words
+        (:func:`span`), and those of the best pair joined; the first sentence when none
+        shares a word."""
+        words = claim_words(claim, self)
+        alignment = self.align(words)
+        if not alignment.top:
+            return [span(s, frozenset(), SPAN_WORDS) for s in self.sentences[:1]]
+        wanted = frozenset(words)
+        texts = [span(self.sentences[i], wanted, SPAN_WORDS) for i in alignment.top]
+        texts = texts[:EMBED_SENTENCES]
+        pair = alignment.pair_indices
+        if len(pair) > 1:
+            texts.append(" ".join(span(self.sentences[i], wanted, SPAN_WORDS // 2) for i in pair))
+        return texts
+
+    @cached_property
+    def windows(self) -> list[str]:
+        """Consecutive sentences packed up to ``WINDOW_WORDS`` words."""
+        out: list[str] = []
+        current: list[str] = []
+        size = 0
+        for sentence in self.sentences:
+            n = len(sentence.split())
+            if current and size + n > WINDOW_WORDS:
+                out.append(" ".join(current))
+                current, size = [], 0
+            current.append(sentence)
+            size += n
+        if current:
+            out.append(" ".join(current))
+        return out
+
+
+def span(sentence: str, wanted: frozenset[str], limit: int) -> str:
+    """At most ``limit`` words of ``sentence``: the stretch from the first to the last word
+    whose stem is in ``wanted``, widened evenly to ``limit`` words (or cut from its start
+    when longer)."""
+    tokens = sentence.split()
+    if len(tokens) <= limit:
+        return sentence
+    hits = [i for i, t in enumerate(tokens) if wanted.intersection(content_words(t))]
+    first, last = (hits[0], hits[-1]) if hits else (0, 0)
+    if last - first + 1 >= limit:
+        start = first
+    else:
+        start = max(0, min(first - (limit - (last - first + 1)) // 2, len(tokens) - limit))
+    return " ".join(tokens[start : start + limit])
+
+
+@lru_cache(maxsize=CONTEXT_CACHE)
+def context_text(text: str) -> ContextText:
+    """The prepared context for ``text``, shared by every call that judges claims against
+    it: the prefetch, each metric of a row and the citation check split it once."""
+    return ContextText(text)
+
+
+def quote_key(text: str) -> str:
+    """Case, spacing, code quotes and final punctuation left out: the claim splitter
+    capitalises a claim's first letter, drops ``inline code`` quotes and ends it with a full
+    stop."""
+    return " ".join(text.replace("`", "").split()).lower().rstrip(".:;,")
+
+
+def claim_words(claim: str, context: ContextText) -> list[str]:
+    """The claim's distinct content words, without words about the source that the
+    context lacks ("the article"); a number glued to its unit ("3pm") stands for the unit,
+    as the number is checked as a number."""
+    stems = (_unit_of(w) or w for w in content_words(claim))
+    return [w for w in dict.fromkeys(stems) if w not in META_WORDS or w in context.words]
+
+
+_GLUED_UNIT = re.compile(r"^\d+(?:[.,]\d+)?([^\W\d_]{1,4})$")
+
+
+def _unit_of(word: str) -> str | None:
+    match = _GLUED_UNIT.match(word)
+    return match.group(1) if match else None
+
+
+def with_units(words: list[str]) -> list[str]:
+    """``words`` plus the unit of each number glued to one ("3pm" also gives "pm", "10ft"
+    "ft"): the source's "3pm" supports a claim's "3 pm"."""
+    units = [unit for unit in map(_unit_of, words) if unit]
+    return [*words, *units] if units else words
+
+
+__all__ = [
+    "CONTEXT_CACHE",
+    "EMBED_SENTENCES",
+    "META_WORDS",
+    "SPAN_WORDS",
+    "WINDOW_WORDS",
+    "ContextText",
+    "claim_words",
+    "context_text",
+    "quote_key",
+    "span",
+    "with_units",
+]
