@@ -15,7 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
+from kbgraph.errors import IndexCorruptError, IndexNotFoundError
+
 from . import __version__
+from ._reuse import Previous, Reused, reuse_unchanged, same_chunks, vectors_by_id
 from .chunking import chunk_file
 from .config import ChunkConfig, ScanConfig
 from .embeddings import (
@@ -63,6 +66,7 @@ class RunResult:
     skipped: list[SkippedFile] = field(default_factory=list)  # not indexed
     rebuilt: bool = False
     warnings: list[SkippedFile] = field(default_factory=list)  # indexed, with a caveat
+    repaired: list[str] = field(default_factory=list)  # damage found and repaired
 
 
 @dataclass
@@ -74,6 +78,7 @@ class _Pending:
     skips: list[SkippedFile] = field(default_factory=list)
     warnings: list[SkippedFile] = field(default_factory=list)
     reused_vectors: int = 0
+    repaired: list[str] = field(default_factory=list)
 
 
 def settings_match(meta: IndexMeta, plan: IndexPlan) -> bool:
@@ -93,48 +98,68 @@ def settings_match(meta: IndexMeta, plan: IndexPlan) -> bool:
 def run_index(plan: IndexPlan, progress: ProgressCallback) -> RunResult:
     plan.layout.ensure()
     with file_lock(plan.layout.write_lock, "exclusive", plan.lock_timeout, "index"):
-        had_previous = plan.layout.current_name() is not None
-        old = _open_previous(plan)
+        had_previous = plan.layout.has_pointer()
+        old, repaired = _open_previous(plan)
         try:
-            result = _build(plan, old, progress)
+            result = _build(plan, old, progress, repaired)
             result.rebuilt = had_previous and old is None
             return result
         finally:
             if old is not None:
-                old.close()
+                old.reader.close()
 
 
-def _open_previous(plan: IndexPlan) -> IndexReader | None:
-    if plan.rebuild or plan.layout.current_name() is None:
-        return None
+def _open_previous(plan: IndexPlan) -> tuple[Previous | None, list[str]]:
+    """The generation to reuse, and the damage found on the way. A live generation that
+    does not open (a damaged CURRENT, a missing or damaged file) is damage to repair: the
+    newest generation folder that does open is reused instead, else nothing (the
+    documents and the embedding cache rebuild it)."""
+    if plan.rebuild:
+        return None, []
+    repaired: list[str] = []
+    reader: IndexReader | None
     try:
         reader = IndexReader(plan.layout, lock_timeout=plan.lock_timeout)
-    except Exception:
-        return None
-    if not settings_match(reader.meta, plan):
+    except IndexNotFoundError:
+        return None, []
+    except (IndexCorruptError, OSError, ValueError) as exc:  # damage, whatever its form
+        repaired.append(str(exc) if isinstance(exc, IndexCorruptError) else repr(exc))
+        reader = _newest_intact(plan)
+    if reader is not None and not settings_match(reader.meta, plan):
         reader.close()
-        return None
-    return reader
+        reader = None
+    return (Previous.of(reader) if reader else None), repaired
 
 
-def _build(plan: IndexPlan, old: IndexReader | None, progress: ProgressCallback) -> RunResult:
+def _newest_intact(plan: IndexPlan) -> IndexReader | None:
+    for generation in plan.layout.generations():
+        try:
+            return IndexReader(plan.layout, lock_timeout=plan.lock_timeout, name=generation.name)
+        except (IndexCorruptError, OSError, ValueError):
+            continue
+    return None
+
+
+def _build(
+    plan: IndexPlan, old: Previous | None, progress: ProgressCallback, repaired: list[str]
+) -> RunResult:
     progress(ProgressEvent("scan", 0, 1, str(plan.folder)))
     scanned = scan_folder(plan.folder, plan.scan, index_dir=plan.layout.root)
     progress(ProgressEvent("scan", 1, 1, f"{len(scanned.files)} files"))
-    pending = _Pending()
+    pending = _Pending(repaired=list(repaired))
     total = len(scanned.files)
     for done, file in enumerate(scanned.files, 1):
         _add_file(plan, old, file, pending)
         progress(ProgressEvent("load", done, total, file.rel))
     skipped = sorted(list(scanned.skipped) + pending.skips, key=lambda s: s.path)
     warnings = sorted(pending.warnings, key=lambda s: s.path)
-    if old is not None and _unchanged(plan, old, pending):
+    if old is not None and not pending.repaired and _unchanged(plan, old.reader, pending):
         # Nothing to write: a new generation would be a copy that pushes a real earlier
         # version out of the ones kept (a file watcher runs this on every burst).
-        plan.layout.remove_stale(keep=old.name)  # a crashed writer's unpublished folder
+        plan.layout.remove_stale(keep=old.reader.name)  # a crashed writer's unpublished folder
         progress(ProgressEvent("write", 1, 1, f"{old.name} (unchanged)"))
-        return RunResult(old.meta, 0, pending.reused_vectors, skipped, warnings=warnings)
-    vectors, embedded, failed = _embed(plan, old, pending, progress)
+        return RunResult(old.reader.meta, 0, pending.reused_vectors, skipped, warnings=warnings)
+    vectors, embedded, failed = _embed(plan, old.reader if old else None, pending, progress)
     meta = _make_meta(plan, pending, vectors, failed)
     progress(ProgressEvent("write", 0, 1, "writing index"))
     target = plan.layout.new_generation()
@@ -143,7 +168,14 @@ def _build(plan: IndexPlan, old: IndexReader | None, progress: ProgressCallback)
         plan.layout.publish(target)
         plan.layout.remove_stale(keep=target.name)
     progress(ProgressEvent("write", 1, 1, target.name))
-    return RunResult(meta, embedded, pending.reused_vectors, skipped, warnings=warnings)
+    return RunResult(
+        meta,
+        embedded,
+        pending.reused_vectors,
+        skipped,
+        warnings=warnings,
+        repaired=pending.repaired,
+    )
 
 
 def _unchanged(plan: IndexPlan, old: IndexReader, p: _Pending) -> bool:
@@ -163,16 +195,20 @@ def _unchanged(plan: IndexPlan, old: IndexReader, p: _Pending) -> bool:
     return True
 
 
-def _add_file(plan: IndexPlan, old: IndexReader | None, file: ScannedFile, p: _Pending) -> None:
-    prev_skip = old.meta.skipped.get(file.rel) if old else None
+def _add_file(plan: IndexPlan, old: Previous | None, file: ScannedFile, p: _Pending) -> None:
+    meta = old.reader.meta if old else None
+    prev_skip = meta.skipped.get(file.rel) if meta else None
     if prev_skip and (prev_skip.size, prev_skip.mtime_ns) == (file.size, file.mtime_ns):
         p.skipped[file.rel] = prev_skip
         p.skips.append(SkippedFile(file.rel, prev_skip.reason, prev_skip.detail))
         return
-    record = old.meta.files.get(file.rel) if old else None
+    record = meta.files.get(file.rel) if meta else None
     if old and record and (record.size, record.mtime_ns) == (file.size, file.mtime_ns):
-        _reuse(old, record, file, record.sha256, p)
-        return
+        reused = reuse_unchanged(old, record, file.rel)
+        if isinstance(reused, Reused):
+            _take(p, record, file, reused)
+            return
+        p.repaired.append(f"{reused}; {file.rel} read again")
     try:
         loaded = load_file(file)
     except SkipFile as exc:
@@ -182,15 +218,19 @@ def _add_file(plan: IndexPlan, old: IndexReader | None, file: ScannedFile, p: _P
         )
         p.skips.append(skip)
         return
-    if old and record and record.sha256 == loaded.sha256:
-        _reuse(old, record, file, loaded.sha256, p)
-        return
+    # Chunked again even when the bytes hash as before: the records of the previous
+    # generation are not trusted to hold the file's text; only their vectors are reused.
     chunks = chunk_file(loaded.segments, plan.chunking, loaded.kind, file.rel)
-    notes = [n.to_dict() for n in loaded.notes]
+    known = vectors_by_id(old, record)
+    if old and record and record.sha256 == loaded.sha256 and not same_chunks(old, record, chunks):
+        p.repaired.append(
+            f"the previous chunks of {file.rel} did not match its bytes; chunked again"
+        )
     p.warnings.extend(loaded.notes)
     start = len(p.chunks)
     p.chunks.extend(chunks)
-    p.vectors.extend([None] * len(chunks))
+    p.vectors.extend(known.get(c.id) for c in chunks)
+    p.reused_vectors += sum(c.id in known for c in chunks)
     p.files[file.rel] = FileRecord(
         size=file.size,
         mtime_ns=file.mtime_ns,
@@ -198,24 +238,25 @@ def _add_file(plan: IndexPlan, old: IndexReader | None, file: ScannedFile, p: _P
         kind=loaded.kind,
         chunk_start=start,
         chunk_end=len(p.chunks),
-        notes=notes,
+        notes=[n.to_dict() for n in loaded.notes],
     )
 
 
-def _reuse(old: IndexReader, rec: FileRecord, file: ScannedFile, sha: str, p: _Pending) -> None:
+def _take(p: _Pending, rec: FileRecord, file: ScannedFile, reused: Reused) -> None:
     start = len(p.chunks)
-    failed = set(old.meta.failed_embeddings)
-    for i in range(rec.chunk_start, rec.chunk_end):
-        p.chunks.append(old.chunks.get(i))
-        usable = old.vectors is not None and i not in failed
-        p.vectors.append(np.array(old.vectors[i]) if usable and old.vectors is not None else None)
-        p.reused_vectors += usable
+    p.chunks.extend(reused.chunks)
+    p.vectors.extend(reused.vectors)
+    p.reused_vectors += sum(v is not None for v in reused.vectors)
+    if reused.damaged_vectors:
+        p.repaired.append(
+            f"{reused.damaged_vectors} vector(s) of {file.rel} were not finite unit vectors; "
+            "taken from the embedding cache or embedded again"
+        )
     p.warnings.extend(SkippedFile(n["path"], n["reason"], n.get("detail", "")) for n in rec.notes)  # type: ignore[arg-type]
     p.files[file.rel] = rec.model_copy(
         update={
             "size": file.size,
             "mtime_ns": file.mtime_ns,
-            "sha256": sha,
             "chunk_start": start,
             "chunk_end": len(p.chunks),
         }

@@ -7,17 +7,82 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from pydantic import ValidationError
 
-from kbgraph.errors import ConfigError, DimensionMismatchError, ModelMismatchError
+from kbgraph.errors import (
+    ConfigError,
+    DimensionMismatchError,
+    IndexCorruptError,
+    ModelMismatchError,
+)
 
-from .config import SearchConfig, SearchMode
+from .config import SearchConfig, SearchMode, invalid_setting
 from .filters import SearchFilters
 from .ranking import check_mask, convex_fuse, dot_scores, rrf_fuse, top_k_of
 from .records import SearchResult
-from .store import EmbeddingMeta, IndexReader
+from .store import REPAIR, EmbeddingMeta, IndexReader
 
 QueryEmbedder = Callable[[str], np.ndarray]
 RANKERS = ("vector", "bm25")
+MAX_LIMIT = 100_000  # candidates of one ranker: deep fusion lists, not whole indexes
+
+
+def search_config(
+    query: str,
+    *,
+    top_k: int | None,
+    mode: SearchMode | None,
+    filters: SearchFilters | None,
+    config: SearchConfig | None,
+) -> SearchConfig:
+    """The settings of one search, validated the same way whatever the mode: ``top_k`` and
+    ``mode`` come from the arguments or from ``config`` (a value set in both must agree),
+    every value within its bounds, the query not empty (``ConfigError`` says which)."""
+    check_query(query)
+    if config is not None and not isinstance(config, SearchConfig):
+        raise ConfigError(f"config must be a SearchConfig, got {type(config).__name__}")
+    _check_filters(filters)
+    base = config or SearchConfig()
+    values = base.model_dump()
+    for name, given in (("top_k", top_k), ("mode", mode)):
+        if given is None:
+            continue
+        held = getattr(base, name)
+        if config is not None and name in config.model_fields_set and held not in (None, given):
+            raise ConfigError(
+                f"{name}={given!r} conflicts with config.{name}={held!r}; pass {name} either "
+                "as an argument or in config, not both"
+            )
+        if isinstance(given, bool):
+            raise ConfigError(f"{name} must not be a bool (got {given!r})")
+        values[name] = given
+    return SearchConfig.model_validate(values)  # ConfigError naming the bad setting
+
+
+def check_query(query: object) -> None:
+    if not isinstance(query, str):
+        raise ConfigError(f"the query must be a string, got {type(query).__name__}")
+    if not query.strip():
+        raise ConfigError("the query is empty; pass the words or the question to search for")
+
+
+def check_rank_arguments(
+    query: str, ranker: str, limit: int, filters: SearchFilters | None
+) -> None:
+    """``KnowledgeBase.rank``'s arguments, refused as ``search`` refuses its own."""
+    check_query(query)
+    if ranker not in RANKERS:
+        raise ConfigError(f"unknown ranker {ranker!r}; allowed: {', '.join(RANKERS)}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise ConfigError(f"limit must be an integer from 1 to {MAX_LIMIT}, got {limit!r}")
+    _check_filters(filters)
+
+
+def _check_filters(filters: object) -> None:
+    if filters is not None and not isinstance(filters, SearchFilters):
+        raise ConfigError(
+            f"filters must be a SearchFilters (or None), got {type(filters).__name__}"
+        )
 
 
 def resolve_mode(reader: IndexReader, mode: SearchMode | None) -> SearchMode:
@@ -82,7 +147,7 @@ def ranker_scores(
 ) -> np.ndarray | None:
     """One ranker's score of every chunk row (None: the index has no vectors)."""
     if ranker == "bm25":
-        return reader.bm25.scores(query)
+        return _finite(reader.bm25.scores(query), reader, "bm25")
     if ranker != "vector":
         raise ConfigError(f"unknown ranker {ranker!r}; allowed: {', '.join(RANKERS)}")
     if reader.vectors is None or embed_query is None:
@@ -97,7 +162,19 @@ def ranker_scores(
             f"{embedding.model if embedding else '?'}) but the query model gives "
             f"{vector.shape[-1]}; search with the same model or re-index with --rebuild"
         )
-    return dot_scores(reader.vectors, vector)
+    return _finite(dot_scores(reader.vectors, vector), reader, "vectors.bin")
+
+
+def _finite(scores: np.ndarray, reader: IndexReader, name: str) -> np.ndarray:
+    """A NaN or infinite score comes from a damaged row: it would sort anywhere and push
+    real matches out of the list, so it is reported, not ranked."""
+    if not np.isfinite(scores).all():
+        row = int(np.flatnonzero(~np.isfinite(scores))[0])
+        raise IndexCorruptError(
+            f"{reader.path / name}: row {row} gives a score that is not a number "
+            f"(damaged); {REPAIR}"
+        )
+    return scores
 
 
 def select(
@@ -141,7 +218,7 @@ def search(
     if mode != "hybrid":
         hits = rank_one(reader, query, mode, config.top_k, mask, embed_query)
         results = [
-            SearchResult(reader.chunks.get(i), s, ranks={mode: r}, scores={mode: s})
+            SearchResult(reader.chunk(i), s, ranks={mode: r}, scores={mode: s})
             for r, (i, s) in enumerate(hits, 1)
         ]
     elif config.fusion == "convex":
@@ -174,7 +251,7 @@ def _rrf(
     for item in fused[: config.top_k]:
         row = int(item.key)  # type: ignore[call-overload]
         scores = {name: raw[name][row] for name in RANKERS if row in raw[name]}
-        results.append(SearchResult(reader.chunks.get(row), item.score, dict(item.ranks), scores))
+        results.append(SearchResult(reader.chunk(row), item.score, dict(item.ranks), scores))
     return results
 
 
@@ -205,5 +282,5 @@ def _convex(
         row = int(rows[pos])
         ranks = {name: rank_of[name][row] for name in lists if row in rank_of[name]}
         exact = {name: float(per_ranker[name][pos]) for name in lists}
-        results.append(SearchResult(reader.chunks.get(row), float(score), ranks, exact))
+        results.append(SearchResult(reader.chunk(row), float(score), ranks, exact))
     return results

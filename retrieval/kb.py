@@ -19,18 +19,23 @@ from langchain_core.embeddings import Embeddings
 
 from kbgraph.errors import ConfigError, IndexCorruptError, IndexNotFoundError
 
+from . import __version__
 from ._freshness import DEFAULT_TTL_S, Freshness, count_stale
 from ._indexer import IndexPlan, run_index, settings_match
+from ._recorded import ModelLost, ObjectOnly, auto_spec, recorded_settings
+from ._reuse import check_against_documents
 from ._search import (
     QueryEmbedder,
     check_index_model,
     check_query_model,
+    check_rank_arguments,
     rank_one,
     resolve_mode,
+    search_config,
 )
 from ._search import search as _search
 from .config import ChunkConfig, ScanConfig, SearchConfig, SearchMode
-from .embeddings import BatchEmbedder, describe_embeddings, resolve_embeddings
+from .embeddings import DEFAULT_TIMEOUT, BatchEmbedder, describe_embeddings, resolve_embeddings
 from .filters import SearchFilters
 from .progress import ProgressCallback, ignore_progress
 from .records import SearchResult
@@ -47,20 +52,6 @@ _Settings = TypeVar("_Settings", ChunkConfig, ScanConfig)
 
 
 @dataclass(frozen=True, slots=True)
-class _ObjectOnly:
-    """The index was built from an ``Embeddings`` object: no spec to load it again."""
-
-    meta: EmbeddingMeta
-
-    def error(self) -> ConfigError:
-        return ConfigError(
-            f"the index was built with an Embeddings object ({self.meta.provider}:"
-            f"{self.meta.model}), which kbgraph cannot load from a spec; pass the same "
-            "Embeddings object (KnowledgeBase(folder, embedding=...)) or the spec of that "
-            "model, or re-index with a spec such as `local`"
-        )
-
-
 class KnowledgeBase:
     """Index and search one folder. ``embedding`` is a spec (``local``, ``local:<path>``,
     ``openai:<model>``, ``azure_openai:<deployment>``, ``openai_compatible:<model>@<url>``,
@@ -86,6 +77,7 @@ class KnowledgeBase:
         lock_timeout: float = 60.0,
         live: bool = False,
         freshness_ttl: float = DEFAULT_TTL_S,
+        embedding_timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         self.folder = Path(folder).expanduser().resolve()
         if not self.folder.is_dir():
@@ -93,14 +85,13 @@ class KnowledgeBase:
         root = Path(index_dir).expanduser().resolve() if index_dir else self.folder / INDEX_DIR_NAME
         self.layout = IndexLayout(root)
         self.lock_timeout = lock_timeout
-        recorded = self._recorded_meta()
-        self.scan_config = scan or _recorded(ScanConfig, recorded.scan if recorded else None)
-        self.chunk_config = chunking or _recorded(
-            ChunkConfig, recorded.chunking if recorded else None
-        )
-        spec: str | Embeddings | _ObjectOnly | None = embedding
+        recorded = recorded_settings(self.layout)
+        self.scan_config = scan or _recorded(ScanConfig, recorded.scan)
+        self.chunk_config = chunking or _recorded(ChunkConfig, recorded.chunking)
+        spec: str | Embeddings | ObjectOnly | ModelLost | None = embedding
         if embedding == "auto":
-            spec = self._recorded_spec(recorded)
+            spec = auto_spec(recorded)
+        self.embedding_timeout = _positive(embedding_timeout, "embedding_timeout")
         self._embedding_spec = spec
         self._embedding_meta = self._describe(spec)
         self._embedder: BatchEmbedder | None = None
@@ -118,35 +109,13 @@ class KnowledgeBase:
         if live:
             self.start_watching()
 
-    def _recorded_meta(self) -> IndexMeta | None:
-        """The live generation's meta.json, or None (no index, or an unreadable one: then
-        index() rebuilds it and search reports it)."""
-        try:
-            name = self.layout.current_name()
-            if name is None:
-                return None
-            return IndexMeta.model_validate_json(
-                (self.layout.generation(name) / "meta.json").read_bytes()
-            )
-        except (OSError, ValueError, IndexCorruptError):
-            return None  # still deletable; search and stats report the corruption
-
     @staticmethod
-    def _recorded_spec(meta: IndexMeta | None) -> str | _ObjectOnly | None:
-        """``auto``: the model the existing index was built with, else the local model."""
-        if meta is None:
-            return "local"
-        if meta.embedding is None:
+    def _describe(
+        embedding: str | Embeddings | ObjectOnly | ModelLost | None,
+    ) -> EmbeddingMeta | None:
+        if embedding is None or isinstance(embedding, ModelLost):
             return None
-        if meta.embedding.spec:
-            return meta.embedding.spec
-        return _ObjectOnly(meta.embedding)
-
-    @staticmethod
-    def _describe(embedding: str | Embeddings | _ObjectOnly | None) -> EmbeddingMeta | None:
-        if embedding is None:
-            return None
-        if isinstance(embedding, _ObjectOnly):
+        if isinstance(embedding, ObjectOnly):
             return embedding.meta.model_copy(update={"dims": 0})
         info = describe_embeddings(embedding)
         spec = embedding if isinstance(embedding, str) else None
@@ -159,9 +128,13 @@ class KnowledgeBase:
                 spec = self._embedding_spec
                 if spec is None:
                     raise ConfigError("this knowledge base has no embedding model (lexical only)")
-                if isinstance(spec, _ObjectOnly):
+                if isinstance(spec, ObjectOnly | ModelLost):
                     raise spec.error()
-                model = resolve_embeddings(spec) if isinstance(spec, str) else spec
+                model = (
+                    resolve_embeddings(spec, timeout=self.embedding_timeout)
+                    if isinstance(spec, str)
+                    else spec
+                )
                 self._embedder = BatchEmbedder(model)
             return self._embedder
 
@@ -169,7 +142,10 @@ class KnowledgeBase:
     def index(
         self, *, progress: ProgressCallback | None = None, rebuild: bool = False
     ) -> IndexReport:
-        """Bring the index up to date with the folder (incrementally)."""
+        """Bring the index up to date with the folder (incrementally), repairing any
+        damage from the documents (``IndexReport.repaired`` lists what was found)."""
+        if isinstance(self._embedding_spec, ModelLost):
+            raise self._embedding_spec.error()
         plan = IndexPlan(
             folder=self.folder,
             layout=self.layout,
@@ -193,6 +169,7 @@ class KnowledgeBase:
             failed_embeddings=len(result.meta.failed_embeddings),
             rebuilt=result.rebuilt,
             warnings=result.warnings,
+            repaired=result.repaired,
         )
 
     async def aindex(
@@ -283,7 +260,8 @@ class KnowledgeBase:
         """The live generation, reopened when a writer published a new one."""
         with self._lock:
             try:
-                key = self.layout.current.read_text(encoding="utf-8").strip()
+                # A damaged CURRENT is a key no reader has: IndexReader reports it.
+                key = self.layout.current.read_bytes().decode("utf-8", "replace").strip()
             except FileNotFoundError:
                 raise IndexNotFoundError(
                     f"{self.folder} has no index yet; run `kbgraph index {self.folder}`"
@@ -315,16 +293,15 @@ class KnowledgeBase:
         self,
         query: str,
         *,
-        top_k: int = 5,
+        top_k: int | None = None,
         mode: SearchMode | None = None,
         filters: SearchFilters | None = None,
         config: SearchConfig | None = None,
     ) -> list[SearchResult]:
-        """Ranked results; ``mode`` defaults to hybrid when vectors exist, else bm25."""
-        cfg = config or SearchConfig()
-        cfg = cfg.model_copy(
-            update={"top_k": top_k if config is None else cfg.top_k, "mode": mode or cfg.mode}
-        )
+        """Ranked results; ``mode`` defaults to hybrid when vectors exist, else bm25.
+        ``top_k`` (1-1000, default 5) and ``mode`` may be given here or in ``config``, not
+        both with different values; an empty query is refused (``ConfigError``)."""
+        cfg = search_config(query, top_k=top_k, mode=mode, filters=filters, config=config)
         reader = self._open()
         return _search(reader, query, cfg, filters, self._query_embedder(reader))
 
@@ -365,13 +342,14 @@ class KnowledgeBase:
         filters: SearchFilters | None = None,
     ) -> list[SearchResult]:
         """One ranker's list (for callers that fuse several queries themselves)."""
+        check_rank_arguments(query, ranker, limit, filters)
         reader = self._open()
         if ranker == "vector":
             resolve_mode(reader, "vector")
         embed = self._query_embedder(reader)
         hits = rank_one(reader, query, ranker, limit, reader.mask(filters), embed)
         return [
-            SearchResult(reader.chunks.get(i), s, ranks={ranker: r}, scores={ranker: s})
+            SearchResult(reader.chunk(i), s, ranks={ranker: r}, scores={ranker: s})
             for r, (i, s) in enumerate(hits, 1)
         ]
 
@@ -394,8 +372,13 @@ class KnowledgeBase:
         )
 
     def validate(self) -> None:
-        """Open the live generation and check every file of it (raises IndexCorruptError)."""
-        self._open().validate()
+        """Open the live generation and check every file of it, then the chunks of every
+        file still as indexed against the file's bytes (raises IndexCorruptError)."""
+        reader = self._open()
+        reader.validate()
+        if reader.meta.engine_version == __version__:  # another chunker chunks otherwise
+            chunking = _recorded(ChunkConfig, reader.meta.chunking)
+            check_against_documents(reader, self.folder, chunking)
 
     def _generation_size(self) -> int:
         return self._open().size_bytes()
@@ -429,6 +412,12 @@ class KnowledgeBase:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _positive(value: float, name: str) -> float:
+    if not isinstance(value, int | float) or isinstance(value, bool) or not 0 < value < 1e6:
+        raise ConfigError(f"{name} must be a number of seconds above 0 (got {value!r}); e.g. 30")
+    return float(value)
 
 
 def _recorded(cls: type[_Settings], recorded: dict[str, Any] | None) -> _Settings:

@@ -43,6 +43,7 @@ class IndexReport:
     failed_embeddings: int = 0
     rebuilt: bool = False  # model or chunking parameters changed
     warnings: list[SkippedFile] = field(default_factory=list)
+    repaired: list[str] = field(default_factory=list)  # damage found (and repaired)
 
     def to_dict(self) -> dict[str, Any]:
         out = self.stats.to_dict()
@@ -53,6 +54,7 @@ class IndexReport:
             warnings=[w.to_dict() for w in self.warnings],
             failedEmbeddings=self.failed_embeddings,
             rebuilt=self.rebuilt,
+            repaired=list(self.repaired),
         )
         return out
 

@@ -19,7 +19,7 @@ from ._batching import (
 from ._cache import CachedEmbedOutcome, EmbeddingCache, embed_with_cache
 from ._fake import FakeEmbeddings
 from ._local import LocalEmbeddings, packaged_model_dir
-from ._providers import resolve_embeddings
+from ._providers import DEFAULT_TIMEOUT, resolve_embeddings
 from ._retry import ErrorVerdict, backoff_delay, classify_error, parse_retry_after
 from ._spec import (
     ALLOWED_FORMS,
@@ -32,6 +32,7 @@ from ._spec import (
 
 __all__ = [
     "ALLOWED_FORMS",
+    "DEFAULT_TIMEOUT",
     "PACKAGED_MODEL",
     "BatchEmbedder",
     "CachedEmbedOutcome",

@@ -16,6 +16,16 @@ SNIFF_BYTES = 8192
 MAX_CONTROL_RATIO = 0.10
 _CONTROL_BYTES = frozenset(range(0x20)) - {0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x1B} | {0x7F}
 _CONTROL_TABLE = bytes(1 if b in _CONTROL_BYTES else 0 for b in range(256))
+# Bytes that are not UTF-8 decode as *some* characters under cp1252 or latin-1, so the
+# fallback decoding is judged instead: real Western text in those encodings holds almost
+# no control characters, while random data decoded as latin-1 is ~23 % controls (C0 and
+# the C1 range 0x80-0x9F, which cp1252 maps to punctuation and latin-1 does not).
+MAX_FALLBACK_CONTROL_RATIO = 0.05
+_MIN_FALLBACK_CONTROLS = 16  # a stray byte or two in a short legacy file is still text
+_DROP_CONTROLS = dict.fromkeys(
+    [*sorted(_CONTROL_BYTES), *range(0x80, 0xA0)],
+    None,
+)
 
 
 class SkipFile(KbgraphError):
@@ -57,4 +67,19 @@ def binary_reason(data: bytes) -> str | None:
     return None
 
 
-__all__ = ["LoadedFile", "SkipFile", "binary_reason", "skip"]
+def fallback_binary_reason(text: str, encoding: str) -> str | None:
+    """Why a text decoded with a fallback encoding looks like binary data, or None: more
+    than ``MAX_FALLBACK_CONTROL_RATIO`` of its characters are control characters."""
+    if not text:
+        return None
+    controls = len(text) - len(text.translate(_DROP_CONTROLS))
+    if controls >= _MIN_FALLBACK_CONTROLS and controls / len(text) > MAX_FALLBACK_CONTROL_RATIO:
+        share = 100 * controls / len(text)
+        return (
+            f"not UTF-8, and {share:.1f} % of it decoded as {encoding} are control "
+            "characters (binary data, not text)"
+        )
+    return None
+
+
+__all__ = ["LoadedFile", "SkipFile", "binary_reason", "fallback_binary_reason", "skip"]

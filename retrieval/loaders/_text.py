@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..records import SkippedFile
 from ..segments import Segment, decode_bytes
-from ._base import binary_reason, skip
+from ._base import binary_reason, fallback_binary_reason, skip
 
 
 def decode_text_file(data: bytes, rel: str) -> tuple[Segment, list[SkippedFile]]:
@@ -14,6 +14,10 @@ def decode_text_file(data: bytes, rel: str) -> tuple[Segment, list[SkippedFile]]
     if reason is not None:
         raise skip(rel, "binary", reason)
     segment = decode_bytes(data)
+    if segment.fallback:
+        reason = fallback_binary_reason(segment.text, segment.encoding)
+        if reason is not None:
+            raise skip(rel, "binary", reason)
     if not segment.text.strip():
         raise skip(rel, "empty", "the file holds no text (empty or whitespace only)")
     notes: list[SkippedFile] = []

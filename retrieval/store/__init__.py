@@ -1,8 +1,8 @@
 """The on-disk index format of ARCHITECTURE.md: generations, files and locks."""
 
 from ._chunks import ChunkReader, write_chunks
-from ._generation import IndexReader, write_generation
-from ._layout import INDEX_DIR_NAME, IndexLayout, write_file_atomic
+from ._generation import IndexReader, chunk_problem, read_meta, sound_vectors, write_generation
+from ._layout import INDEX_DIR_NAME, REPAIR, IndexLayout, write_file_atomic
 from ._lock import LockMode, file_lock
 from ._meta import FORMAT_VERSION, EmbeddingMeta, FileRecord, IndexMeta, SkipRecord
 from ._vectors import open_vectors, write_vectors
@@ -10,6 +10,7 @@ from ._vectors import open_vectors, write_vectors
 __all__ = [
     "FORMAT_VERSION",
     "INDEX_DIR_NAME",
+    "REPAIR",
     "ChunkReader",
     "EmbeddingMeta",
     "FileRecord",
@@ -18,8 +19,11 @@ __all__ = [
     "IndexReader",
     "LockMode",
     "SkipRecord",
+    "chunk_problem",
     "file_lock",
     "open_vectors",
+    "read_meta",
+    "sound_vectors",
     "write_chunks",
     "write_file_atomic",
     "write_generation",

@@ -14,6 +14,23 @@ import numpy as np
 from kbgraph.errors import IndexCorruptError
 
 from ..records import Chunk
+from ._layout import REPAIR
+
+
+def _size_of(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError as exc:
+        raise IndexCorruptError(f"{path} cannot be read ({exc.strerror}); {REPAIR}") from None
+
+
+def _check_types(chunk: Chunk) -> None:
+    strings = (chunk.id, chunk.text, chunk.source)
+    numbers = (chunk.line_start, chunk.line_end, chunk.byte_start, chunk.byte_end)
+    if not all(isinstance(v, str) for v in strings) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in numbers
+    ):
+        raise TypeError("a field has the wrong type")
 
 
 def write_chunks(chunks_path: Path, offsets_path: Path, chunks: Iterable[Chunk]) -> int:
@@ -38,13 +55,23 @@ class ChunkReader:
     """Random access to the chunks of one generation through a memory map."""
 
     def __init__(self, chunks_path: Path, offsets_path: Path) -> None:
-        self._size = chunks_path.stat().st_size
-        raw = offsets_path.read_bytes()
+        self.path = chunks_path
+        self._size = _size_of(chunks_path)
+        try:
+            raw = offsets_path.read_bytes()
+        except OSError as exc:
+            raise IndexCorruptError(
+                f"{offsets_path} cannot be read ({exc.strerror}); {REPAIR}"
+            ) from None
         if len(raw) % 8:
-            raise IndexCorruptError(f"{offsets_path}: length {len(raw)} is not a multiple of 8")
+            raise IndexCorruptError(
+                f"{offsets_path}: length {len(raw)} is not a multiple of 8; {REPAIR}"
+            )
         self._offsets = np.frombuffer(raw, dtype="<u8")
         if len(self._offsets) and int(self._offsets[-1]) >= self._size:
-            raise IndexCorruptError(f"{offsets_path}: points past the end of {chunks_path}")
+            raise IndexCorruptError(
+                f"{offsets_path}: points past the end of {chunks_path.name}; {REPAIR}"
+            )
         # The map holds its own handle of the file: closing ours now leaves no file object
         # for a reader that is never closed (a cached knowledge base at interpreter exit
         # would otherwise warn "unclosed file chunks.jsonl").
@@ -78,11 +105,20 @@ class ChunkReader:
         return None
 
     def get(self, index: int) -> Chunk:
+        """Chunk ``index``; a line that is not a chunk record is IndexCorruptError."""
         if self._map is None or not 0 <= index < len(self._offsets):
             raise IndexError(index)
         start = int(self._offsets[index])
         end = int(self._offsets[index + 1]) if index + 1 < len(self._offsets) else self._size
-        return Chunk.from_dict(json.loads(self._map[start:end]))
+        try:
+            chunk = Chunk.from_dict(json.loads(self._map[start:end]))
+            _check_types(chunk)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise IndexCorruptError(
+                f"{self.path}: line {index + 1} is not a chunk record "
+                f"({type(exc).__name__}); {REPAIR}"
+            ) from None
+        return chunk
 
     def __iter__(self) -> Iterator[Chunk]:
         for i in range(len(self)):

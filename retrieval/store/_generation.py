@@ -7,16 +7,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from pydantic import ValidationError
 
 from kbgraph.errors import IndexCorruptError, IndexNotFoundError
 
 from ..filters import SearchFilters
 from ..lexical import BM25Index
-from ..records import Chunk, index_text
+from ..records import Chunk, chunk_id, index_text
 from ._chunks import ChunkReader, write_chunks
-from ._layout import IndexLayout, secure_tree
+from ._layout import REPAIR, IndexLayout, secure_tree
 from ._lock import file_lock
-from ._meta import FORMAT_VERSION, IndexMeta
+from ._meta import FORMAT_VERSION, IndexMeta, check_files, first_error
 from ._vectors import open_vectors, write_vectors
 
 
@@ -42,25 +43,54 @@ class IndexReader:
     """An open generation: chunks, vectors (memory-mapped) and the BM25 index. Files stay
     open, so a writer may publish and delete this generation while it is being read."""
 
-    def __init__(self, layout: IndexLayout, *, lock_timeout: float) -> None:
+    def __init__(
+        self, layout: IndexLayout, *, lock_timeout: float, name: str | None = None
+    ) -> None:
+        """The live generation, or the one called ``name`` (to recover from a damaged
+        CURRENT)."""
         with file_lock(layout.lock, "shared", lock_timeout, "open index"):
-            name = layout.current_name()
+            name = name or layout.current_name()
             if name is None:
                 raise IndexNotFoundError(
                     f"no index in {layout.root}; run `kbgraph index {layout.root.parent}` first"
                 )
             self.name = name
             self.path = layout.generation(name)
-            self.meta = _read_meta(self.path / "meta.json")
+            self.meta = read_meta(self.path / "meta.json")
             self.chunks = ChunkReader(self.path / "chunks.jsonl", self.path / "offsets.bin")
-            self.vectors = open_vectors(self.path / "vectors.bin") if self.meta.embedding else None
-            self.bm25 = BM25Index.load(self.path / "bm25")
-        self._check_counts()
-        self.sources = sorted(self.meta.files, key=lambda s: self.meta.files[s].chunk_start)
+            try:
+                self.vectors = (
+                    open_vectors(self.path / "vectors.bin") if self.meta.embedding else None
+                )
+                self.bm25 = _load_bm25(self.path / "bm25")
+            except BaseException:
+                self.chunks.close()
+                raise
+        try:
+            self._check_counts()
+            self.sources = check_files(self.meta, self.path / "meta.json")
+        except BaseException:
+            self.chunks.close()
+            raise
         self.chunk_file = np.zeros(self.meta.chunk_count, dtype=np.int32)
         for i, source in enumerate(self.sources):
             record = self.meta.files[source]
             self.chunk_file[record.chunk_start : record.chunk_end] = i
+
+    def chunk(self, row: int) -> Chunk:
+        """Chunk ``row``, checked: its id must be the checksum of its source, span and
+        text (bit rot), and it must name the file whose span holds it in meta.json (a path
+        outside the folder, say). Anything else is damage (IndexCorruptError)."""
+        chunk = self.chunks.get(row)
+        expected = self.sources[int(self.chunk_file[row])]
+        problem = chunk_problem(chunk)
+        if problem is None and chunk.source != expected:
+            problem = f"names {chunk.source!r}, but meta.json places that row in {expected!r}"
+        if problem is not None:
+            raise IndexCorruptError(
+                f"{self.chunks.path}: line {row + 1} ({expected}) {problem}; {REPAIR}"
+            )
+        return chunk
 
     def _check_counts(self) -> None:
         counts = {"chunks.jsonl/offsets.bin": len(self.chunks), "bm25": len(self.bm25)}
@@ -68,8 +98,10 @@ class IndexReader:
             counts["vectors.bin"] = int(self.vectors.shape[0])
         bad = {k: v for k, v in counts.items() if v != self.meta.chunk_count}
         if bad:
+            files = " and ".join(bad)
             raise IndexCorruptError(
-                f"{self.path}: meta.json says {self.meta.chunk_count} chunks but {bad}; re-index"
+                f"{self.path}: meta.json says {self.meta.chunk_count} chunks but {files} hold "
+                f"{', '.join(str(v) for v in bad.values())}; {REPAIR}"
             )
 
     def mask(self, filters: SearchFilters | None) -> np.ndarray | None:
@@ -85,37 +117,31 @@ class IndexReader:
 
     def validate(self) -> None:
         """Full check: counts agree (meta, chunks, offsets, vectors, BM25), offsets.bin
-        points at line starts, every chunk parses and lies inside its file's chunk span,
-        and every vector has unit length (zero only for a chunk whose embedding failed)."""
+        points at line starts, every chunk parses, carries its own id (a checksum of its
+        source, span and text), names the file whose span holds it, and every vector is
+        finite with unit length (zero only for a chunk whose embedding failed)."""
         self._check_counts()
         problem = self.chunks.check_offsets()
         if problem is not None:
-            raise IndexCorruptError(f"{self.path}/offsets.bin: {problem}; re-index")
-        spans = sum(r.chunk_end - r.chunk_start for r in self.meta.files.values())
-        if spans != self.meta.chunk_count:
-            raise IndexCorruptError(
-                f"{self.path}: file spans cover {spans} chunks, meta.json says "
-                f"{self.meta.chunk_count}; re-index"
-            )
-        for i, chunk in enumerate(self.chunks):
-            record = self.meta.files.get(chunk.source)
-            if record is None or not record.chunk_start <= i < record.chunk_end:
-                raise IndexCorruptError(f"{self.path}: chunk {i} ({chunk.source}) is misplaced")
+            raise IndexCorruptError(f"{self.path}/offsets.bin: {problem}; {REPAIR}")
+        for row in range(len(self.chunks)):
+            self.chunk(row)
         if self.vectors is not None:
             self._check_norms(self.vectors)
 
     def _check_norms(self, vectors: np.ndarray) -> None:
-        failed = set(self.meta.failed_embeddings)
+        failed = np.asarray(self.meta.failed_embeddings, dtype=np.int64)
         for start in range(0, len(vectors), _NORM_BLOCK):  # bounded memory on big indexes
-            norms = np.linalg.norm(np.asarray(vectors[start : start + _NORM_BLOCK]), axis=1)
-            zero = norms == 0.0
-            bad = ~zero & (np.abs(norms - 1.0) > _NORM_TOLERANCE)
-            bad |= zero & ~np.isin(np.arange(start, start + len(norms)), list(failed))
+            rows = np.arange(start, min(start + _NORM_BLOCK, len(vectors)))
+            bad = ~sound_vectors(np.asarray(vectors[start : start + _NORM_BLOCK]))
+            bad &= ~np.isin(rows, failed) | ~zero_rows(vectors[start : start + _NORM_BLOCK])
             if bad.any():
-                row = start + int(np.flatnonzero(bad)[0])
+                row = int(rows[np.flatnonzero(bad)[0]])
+                with np.errstate(invalid="ignore", over="ignore"):
+                    norm = float(np.linalg.norm(np.asarray(vectors[row], dtype=np.float64)))
                 raise IndexCorruptError(
-                    f"{self.path}: vector {row} has length {norms[row - start]:.4f}, not 1 "
-                    f"({int(bad.sum())} such in rows {start}-{start + len(norms) - 1}); re-index"
+                    f"{self.path}/vectors.bin: vector {row} has length {norm:.4f}, not 1 "
+                    f"({int(bad.sum())} such in rows {rows[0]}-{rows[-1]}); {REPAIR}"
                 )
 
     def size_bytes(self) -> int:
@@ -131,13 +157,48 @@ _NORM_BLOCK = 65536
 _NORM_TOLERANCE = 1e-3  # float32 rounding of a unit vector is far below this
 
 
-def _read_meta(path: Path) -> IndexMeta:
+def sound_vectors(rows: np.ndarray) -> np.ndarray:
+    """Per row: finite with unit length (NaN fails every comparison, so test for a match)."""
+    block = np.asarray(rows, dtype=np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        norms = np.linalg.norm(block, axis=1)
+        return np.isfinite(block).all(axis=1) & (np.abs(norms - 1.0) <= _NORM_TOLERANCE)
+
+
+def zero_rows(rows: np.ndarray) -> np.ndarray:
+    return np.logical_not(np.asarray(rows).any(axis=1))
+
+
+def chunk_problem(chunk: Chunk) -> str | None:
+    """What is wrong with one chunk record on its own, or None: its id must be the
+    checksum of its source, span and text (``chunk_id``), its spans ordered."""
+    identity = chunk.source if chunk.page is None else f"{chunk.source}#page={chunk.page}"
+    if chunk.id != chunk_id(identity, chunk.byte_start, chunk.byte_end, chunk.text):
+        return "does not match its checksum (the chunk id)"
+    if not 0 <= chunk.byte_start <= chunk.byte_end or not 1 <= chunk.line_start <= chunk.line_end:
+        return "has an impossible line or byte span"
+    return None
+
+
+def _load_bm25(directory: Path) -> BM25Index:
+    try:
+        return BM25Index.load(directory)
+    except IndexNotFoundError as exc:  # inside a generation, a missing part is damage
+        raise IndexCorruptError(f"{exc} ({REPAIR})") from None
+
+
+def read_meta(path: Path) -> IndexMeta:
+    """meta.json of a generation; every problem is one line naming the file."""
     try:
         meta = IndexMeta.model_validate_json(path.read_bytes())
     except FileNotFoundError:
-        raise IndexCorruptError(f"{path} is missing; re-index the folder") from None
-    except ValueError as exc:
-        raise IndexCorruptError(f"{path} is not valid index metadata ({exc}); re-index") from exc
+        raise IndexCorruptError(f"{path} is missing; {REPAIR}") from None
+    except OSError as exc:
+        raise IndexCorruptError(f"{path} cannot be read ({exc.strerror}); {REPAIR}") from None
+    except ValidationError as exc:
+        raise IndexCorruptError(
+            f"{path} is not valid index metadata ({first_error(exc)}); {REPAIR}"
+        ) from None
     if meta.format_version != FORMAT_VERSION:
         raise IndexCorruptError(
             f"{path}: index format {meta.format_version}, this kbgraph reads {FORMAT_VERSION}; "

@@ -38,6 +38,9 @@ _INDEX_ENTRY = re.compile(
     r"^(?:\.gitignore|\.lock|\.write\.lock|CURRENT|cache\.sqlite(?:-wal|-shm|-journal)?"
     r"|gen-[0-9a-f]+-[0-9a-f]+|\.[^/]+\.\d+\.tmp)$"
 )
+_GENERATION_NAME = re.compile(r"gen-[0-9a-f]+-[0-9a-f]+")
+_TMP_NAME = re.compile(r"\.[^/]+\.(\d+)\.tmp")
+REPAIR = "run `kbgraph index` to repair it from the documents"
 _GENERATION_ENTRY = re.compile(
     r"^(?:meta\.json|chunks\.jsonl|offsets\.bin|vectors\.bin|bm25|\.[^/]+\.\d+\.tmp)$"
 )
@@ -150,15 +153,42 @@ class IndexLayout:
             )
 
     def current_name(self) -> str | None:
+        """The live generation's name; None when there is no index yet. A CURRENT that is
+        not the name of an existing generation folder is damage (IndexCorruptError)."""
         try:
-            name = self.current.read_text(encoding="utf-8").strip()
+            raw = self.current.read_bytes()
         except FileNotFoundError:
             return None
-        if not name.startswith("gen-") or "/" in name or not self.generation(name).is_dir():
+        except OSError as exc:
             raise IndexCorruptError(
-                f"{self.current} names a missing generation {name!r}; re-index the folder"
+                f"{self.current} cannot be read ({exc.strerror}); {REPAIR}"
+            ) from None
+        name = raw.decode("utf-8", "replace").strip()
+        if not _GENERATION_NAME.fullmatch(name):
+            raise IndexCorruptError(
+                f"{self.current} is damaged (it holds {_shown(raw)}, not a generation name); "
+                f"{REPAIR}"
             )
+        if not self.generation(name).is_dir():
+            raise IndexCorruptError(f"{self.current} names a missing generation {name!r}; {REPAIR}")
         return name
+
+    def has_pointer(self) -> bool:
+        """CURRENT exists (an index was published here, whether or not it is intact)."""
+        return self.current.exists()
+
+    def generations(self) -> list[Path]:
+        """The generation folders, newest first (names start with the creation time)."""
+        found = (
+            [
+                entry
+                for entry in self.root.iterdir()
+                if _GENERATION_NAME.fullmatch(entry.name) and entry.is_dir()
+            ]
+            if self.root.is_dir()
+            else []
+        )
+        return sorted(found, key=lambda p: int(p.name.split("-")[1], 16), reverse=True)
 
     def new_generation(self) -> Path:
         name = f"gen-{time.time_ns():x}-{secrets.token_hex(3)}"
@@ -172,11 +202,35 @@ class IndexLayout:
         write_file_atomic(self.current, generation.name.encode("utf-8") + b"\n")
 
     def remove_stale(self, keep: str) -> None:
-        """Delete every generation but ``keep``. Readers that opened an older one keep
-        their open files (POSIX unlink semantics) until they close them."""
+        """Delete every generation but ``keep``, and the temporary files of writers that
+        died mid-write (``.CURRENT.<pid>.tmp`` of a killed process is never renamed).
+        Readers that opened an older generation keep their open files (POSIX unlink
+        semantics) until they close them."""
         for entry in self.root.iterdir():
             if entry.is_dir() and entry.name.startswith("gen-") and entry.name != keep:
                 shutil.rmtree(entry, ignore_errors=True)
+            elif (match := _TMP_NAME.fullmatch(entry.name)) and not _alive(int(match[1])):
+                entry.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    """A process with this id exists (ours included). A pid reused since the writer died
+    keeps its file until that process ends too: harmless, it is only left longer."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it exists, owned by someone else
+    return True
+
+
+def _shown(raw: bytes, limit: int = 24) -> str:
+    if not raw.strip():
+        return "nothing"
+    return repr(raw[:limit]) + ("…" if len(raw) > limit else "")
 
 
 def _preview(names: list[str], limit: int = 5) -> str:

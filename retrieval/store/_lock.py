@@ -5,6 +5,7 @@ writer waits instead of building a competing generation."""
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 from collections.abc import Iterator
@@ -18,6 +19,7 @@ from kbgraph.errors import IndexLockedError, IndexNotFoundError
 
 LockMode = Literal["shared", "exclusive"]
 _POLL_S = 0.05
+_READ_ONLY = {errno.EACCES, errno.EPERM, errno.EROFS}
 
 
 @contextmanager
@@ -25,10 +27,17 @@ def file_lock(path: Path, mode: LockMode, timeout: float, purpose: str) -> Itera
     """Hold ``path`` locked in ``mode``; raise IndexLockedError after ``timeout`` seconds.
     A lock won on a file that was meanwhile unlinked (``kbgraph delete`` removed the index
     while this process waited) locks nothing: the file is opened afresh and locked again,
-    and when its folder is gone, ``IndexNotFoundError`` says so."""
+    and when its folder is gone, ``IndexNotFoundError`` says so.
+
+    A shared lock needs no write access: the file is opened read-only (``flock`` does not
+    care), and in an index folder nobody can write (a read-only mount, a snapshot, another
+    user's shared folder) there is no writer to exclude, so readers go on unlocked."""
     deadline = time.monotonic() + timeout
     while True:
-        handle = _open_lock_file(path, purpose)
+        handle = _open_lock_file(path, mode, purpose)
+        if handle is None:
+            yield
+            return
         try:
             _acquire(handle, mode, deadline, timeout, path, purpose)
             if _same_file(handle, path):
@@ -45,14 +54,25 @@ def file_lock(path: Path, mode: LockMode, timeout: float, purpose: str) -> Itera
         handle.close()
 
 
-def _open_lock_file(path: Path, purpose: str) -> IO[bytes]:
+def _open_lock_file(path: Path, mode: LockMode, purpose: str) -> IO[bytes] | None:
+    """The lock file, opened for locking; None for a reader of a folder it cannot write
+    (no writer can publish there either)."""
     try:
+        if mode == "shared":
+            try:
+                return os.fdopen(os.open(path, os.O_RDONLY), "rb")
+            except FileNotFoundError:
+                pass  # never locked yet: create it below, if the folder lets us
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     except FileNotFoundError:
         raise IndexNotFoundError(
             f"{purpose}: the index folder {path.parent} no longer exists (deleted by another "
             "process); run the command again"
         ) from None
+    except OSError as exc:
+        if mode == "shared" and exc.errno in _READ_ONLY:
+            return None
+        raise
     return os.fdopen(fd, "r+b")
 
 

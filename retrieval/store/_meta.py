@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from kbgraph.errors import IndexCorruptError
 
 from ..records import FileKind, SkipReason
+from ._layout import REPAIR
 
 FORMAT_VERSION = 1
 
@@ -59,3 +63,51 @@ class IndexMeta(BaseModel):
     chunk_count: int
     indexed_at: str
     failed_embeddings: list[int] = Field(default_factory=list)
+
+
+def first_error(exc: ValidationError) -> str:
+    """pydantic's report spans lines per error; a one-line reason names the first."""
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"]) or "the document"
+    more = f" and {exc.error_count() - 1} more" if exc.error_count() > 1 else ""
+    return f"{where}: {error['msg']}{more}"
+
+
+def unsafe_source(rel: str) -> str | None:
+    """Why a recorded file path cannot be a file of the indexed folder, or None. The scan
+    only records POSIX paths relative to the folder, so anything else is damage (or a
+    crafted index trying to cite ``../../etc/passwd``)."""
+    if not rel or "\0" in rel:
+        return "is empty or holds a NUL byte"
+    if rel.startswith("/"):
+        return "is absolute"
+    if any(part in ("", ".", "..") for part in rel.split("/")):
+        return "leaves the folder or is not normalised"
+    return None
+
+
+def check_files(meta: IndexMeta, path: Path) -> list[str]:
+    """The files of ``meta`` in chunk order, after checking that every path stays in the
+    folder and that their chunk spans tile ``[0, chunk_count)`` without gaps or overlaps."""
+    for rel in meta.files:
+        why = unsafe_source(rel)
+        if why is not None:
+            raise IndexCorruptError(f"{path}: the file path {rel!r} {why}; {REPAIR}")
+    sources = sorted(
+        meta.files, key=lambda s: (meta.files[s].chunk_start, meta.files[s].chunk_end, s)
+    )
+    end = 0
+    for rel in sources:
+        record = meta.files[rel]
+        if record.chunk_start != end or record.chunk_end < record.chunk_start:
+            raise IndexCorruptError(
+                f"{path}: the chunk span of {rel!r} [{record.chunk_start}, "
+                f"{record.chunk_end}) does not follow the previous file's (ends at {end}); "
+                f"{REPAIR}"
+            )
+        end = record.chunk_end
+    if end != meta.chunk_count:
+        raise IndexCorruptError(
+            f"{path}: file spans cover {end} chunks, chunk_count says {meta.chunk_count}; {REPAIR}"
+        )
+    return sources

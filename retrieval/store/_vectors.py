@@ -11,6 +11,8 @@ import numpy as np
 
 from kbgraph.errors import IndexCorruptError
 
+from ._layout import REPAIR
+
 MAGIC = 0x52414756  # "RAGV"
 VERSION = 1
 HEADER = struct.Struct("<IIII")
@@ -31,13 +33,16 @@ def write_vectors(path: Path, vectors: np.ndarray) -> None:
 
 def open_vectors(path: Path) -> np.ndarray:
     """Validate the header and exact length, then memory-map the matrix read-only."""
-    size = path.stat().st_size
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise IndexCorruptError(f"{path} cannot be read ({exc.strerror}); {REPAIR}") from None
     if size < HEADER.size:
-        raise IndexCorruptError(f"{path}: {size} bytes is shorter than the header; re-index")
+        raise IndexCorruptError(f"{path}: {size} bytes is shorter than the header; {REPAIR}")
     with open(path, "rb") as fh:
         magic, version, dims, count = HEADER.unpack(fh.read(HEADER.size))
     if magic != MAGIC:
-        raise IndexCorruptError(f"{path}: bad magic {magic:#x} (expected RAGV); re-index")
+        raise IndexCorruptError(f"{path}: bad magic {magic:#x} (expected RAGV); {REPAIR}")
     if version != VERSION:
         raise IndexCorruptError(
             f"{path}: vectors format version {version}, this kbgraph reads {VERSION}; "
@@ -46,7 +51,7 @@ def open_vectors(path: Path) -> np.ndarray:
     expected = HEADER.size + 4 * dims * count
     if size != expected:
         raise IndexCorruptError(
-            f"{path}: {size} bytes, header says {count}×{dims} ({expected} bytes); re-index"
+            f"{path}: {size} bytes, header says {count}×{dims} ({expected} bytes); {REPAIR}"
         )
     if count == 0:
         return np.zeros((0, dims), dtype=np.float32)

@@ -105,7 +105,7 @@ def test_layout_publishes_atomically_and_secures_files(tmp_path: Path) -> None:
 def test_pointer_to_missing_generation_is_reported(tmp_path: Path) -> None:
     layout = IndexLayout(tmp_path / ".kbgraph")
     layout.ensure()
-    layout.current.write_text("gen-gone\n")
+    layout.current.write_text("gen-1a-2b\n")
     with pytest.raises(IndexCorruptError, match="missing generation"):
         layout.current_name()
 
@@ -192,5 +192,5 @@ def test_validate_checks_counts_of_meta_and_file_spans(tmp_path: Path) -> None:
     first = sorted(meta["files"])[0]
     meta["files"][first]["chunk_end"] -= 1
     (generation / "meta.json").write_text(json.dumps(meta))
-    with pytest.raises(IndexCorruptError, match="file spans cover"):
+    with pytest.raises(IndexCorruptError, match="chunk span of"):
         kb.validate()

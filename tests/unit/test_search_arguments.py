@@ -1,0 +1,87 @@
+"""KnowledgeBase.search and rank validate every argument the same way in every mode, and
+refuse conflicting ones, with a ConfigError that names the argument."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from kbgraph.retrieval import KnowledgeBase, SearchConfig, SearchFilters
+from pydantic import ValidationError
+
+from kbgraph.errors import ConfigError
+
+MODES = ["vector", "bm25", "hybrid"]
+
+
+@pytest.fixture(scope="module")
+def kb(tmp_path_factory: pytest.TempPathFactory) -> KnowledgeBase:
+    folder = tmp_path_factory.mktemp("docs")
+    for i in range(30):
+        (folder / f"d{i}.md").write_text(f"# Doc {i}\n\nretry backoff token {i}\n")
+    kb = KnowledgeBase(folder, embedding="fake")
+    kb.index()
+    return kb
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("top_k", [-1, 0, 1001, 10**9, True, 2.5])
+def test_top_k_out_of_bounds_is_refused_in_every_mode(
+    kb: KnowledgeBase, mode: str, top_k: object
+) -> None:
+    with pytest.raises(ConfigError, match="top_k"):
+        kb.search("retry", top_k=top_k, mode=mode)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_top_k_is_obeyed_in_every_mode(kb: KnowledgeBase, mode: str) -> None:
+    assert len(kb.search("retry backoff", top_k=3, mode=mode)) == 3  # type: ignore[arg-type]
+    config = SearchConfig(top_k=4)
+    assert len(kb.search("retry backoff", mode=mode, config=config)) == 4  # type: ignore[arg-type]
+
+
+def test_conflicting_top_k_and_config_are_refused(kb: KnowledgeBase) -> None:
+    with pytest.raises(ConfigError, match=r"conflicts with config\.top_k"):
+        kb.search("retry", top_k=3, config=SearchConfig(top_k=7))
+    with pytest.raises(ConfigError, match=r"conflicts with config\.mode"):
+        kb.search("retry", mode="bm25", config=SearchConfig(mode="vector"))
+    # The same value twice, or a config that leaves the value unset, is no conflict.
+    assert len(kb.search("retry backoff", top_k=7, config=SearchConfig(top_k=7))) == 7
+    assert len(kb.search("retry backoff", top_k=2, config=SearchConfig(mode="bm25"))) == 2
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n\t"])
+@pytest.mark.parametrize("mode", MODES)
+def test_an_empty_query_is_refused(kb: KnowledgeBase, query: str, mode: str) -> None:
+    with pytest.raises(ConfigError, match="query is empty"):
+        kb.search(query, mode=mode)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_a_threshold_that_is_not_a_number_is_refused(kb: KnowledgeBase, value: float) -> None:
+    with pytest.raises(ValidationError, match="finite"):
+        SearchConfig(score_threshold=value)
+    with pytest.raises(ValidationError, match="finite"):
+        SearchConfig(weights={"vector": value, "bm25": 1.0})
+
+
+def test_unknown_mode_and_wrong_argument_types_are_refused(kb: KnowledgeBase) -> None:
+    with pytest.raises(ConfigError, match="mode"):
+        kb.search("retry", mode="semantic")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="filters"):
+        kb.search("retry", filters={"paths": ["x"]})  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="config"):
+        kb.search("retry", config={"top_k": 3})  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="query must be a string"):
+        kb.search(None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("limit", [0, -3, 10**9, True])
+def test_rank_limits_are_refused_like_search(kb: KnowledgeBase, limit: object) -> None:
+    with pytest.raises(ConfigError, match="limit"):
+        kb.rank("retry", "bm25", limit=limit)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="query is empty"):
+        kb.rank(" ", "vector", limit=3)
+    with pytest.raises(ConfigError, match="ranker"):
+        kb.rank("retry", "dense", limit=3)  # type: ignore[arg-type]
+    assert len(kb.rank("retry", "bm25", limit=3, filters=SearchFilters(paths=("d1*",)))) <= 3
