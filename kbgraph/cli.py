@@ -34,7 +34,9 @@ def _open_kb(
     lock_timeout: float,
     chunking: ChunkConfig | None = None,
     scan: ScanConfig | None = None,
+    timeout: float | None = None,
 ) -> Any:
+    from kbgraph.retrieval.embeddings import DEFAULT_TIMEOUT
     from kbgraph.retrieval.kb import KnowledgeBase
 
     spec: str | None = embedding
@@ -47,6 +49,7 @@ def _open_kb(
         lock_timeout=lock_timeout,
         chunking=chunking,
         scan=scan,
+        embedding_timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
     )
 
 
@@ -73,6 +76,14 @@ lock_timeout_opt = click.option(
     help="Seconds to wait for another kbgraph process holding the index.",
 )
 json_opt = click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+timeout_opt = click.option(
+    "--timeout",
+    type=click.FloatRange(0, 1e6, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    help="Seconds each request to a remote embedding provider may take (default 30); a "
+    "request that times out is retried twice, then the command fails.",
+)
 
 
 class LayeredGroup(click.Group):
@@ -126,6 +137,7 @@ def parse_weights(pairs: tuple[str, ...]) -> dict[str, float]:
 @embedding_opt
 @index_dir_opt
 @lock_timeout_opt
+@timeout_opt
 @json_opt
 @click.option("--rebuild", is_flag=True, help="Ignore the previous index (the cache is kept).")
 @click.option(
@@ -160,6 +172,7 @@ def index(
     embedding: str | None,
     index_dir: Path | None,
     lock_timeout: float,
+    timeout: float | None,
     as_json: bool,
     rebuild: bool,
     strategy: str | None,
@@ -185,7 +198,7 @@ def index(
             exclude=base.exclude + exclude,
             max_file_bytes=base.max_file_bytes if max_file_size is None else max_file_size,
         )
-    kb = _open_kb(folder, embedding, index_dir, lock_timeout, chunking, scan)
+    kb = _open_kb(folder, embedding, index_dir, lock_timeout, chunking, scan, timeout)
     with TqdmProgress() as progress:
         report = kb.index(progress=progress, rebuild=rebuild)
     data = report.to_dict()
@@ -260,6 +273,7 @@ def _echo_skipped(skipped: list[dict[str, str]]) -> None:
 @embedding_opt
 @index_dir_opt
 @lock_timeout_opt
+@timeout_opt
 @json_opt
 @fail_cleanly
 def search(
@@ -276,10 +290,11 @@ def search(
     embedding: str | None,
     index_dir: Path | None,
     lock_timeout: float,
+    timeout: float | None,
     as_json: bool,
 ) -> None:
     """Search the index of FOLDER for QUERY."""
-    kb = _open_kb(folder, embedding, index_dir, lock_timeout)
+    kb = _open_kb(folder, embedding, index_dir, lock_timeout, timeout=timeout)
     config = SearchConfig(
         mode=mode,  # type: ignore[arg-type]
         top_k=top_k,

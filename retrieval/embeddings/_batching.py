@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -91,8 +92,11 @@ class BatchEmbedder:
 
     Transient failures (429, 408, 409, 5xx, timeouts, connection errors) are retried up to
     ``max_retries`` times with exponential backoff and jitter, honouring Retry-After; then
-    ``EmbeddingError``. A batch the provider rejects (400, 413, 422) is bisected until the
-    refused inputs are found; they are reported in ``failed`` and get zero rows. Texts longer
+    ``EmbeddingError``. A request that timed out is retried at most
+    ``max_timeout_retries`` times, as each one costs the client's whole timeout. A batch
+    the provider rejects (400, 413, 422) is bisected until the refused inputs are found;
+    they, and vectors of the wrong length or not finite, are reported in ``failed`` and
+    get zero rows, so one bad input never fails the run. Texts longer
     than ``max_chars`` are cut; models that know their token limit (:class:`InputLimited`,
     the local sentence-transformers model) truncate further, and one warning per call
     counts the texts cut either way. Texts are embedded longest first, so that each batch
@@ -109,6 +113,7 @@ class BatchEmbedder:
         max_delay: float = 30.0,
         max_retry_after: float = 120.0,
         max_chars: int = 8000,
+        max_timeout_retries: int = 2,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
     ) -> None:
@@ -121,6 +126,7 @@ class BatchEmbedder:
         self.max_delay = max_delay
         self.max_retry_after = max_retry_after
         self.max_chars = max_chars
+        self.max_timeout_retries = max_timeout_retries
         self._sleep = sleep
         self._rng = rng or random.Random()
         self.info: EmbeddingInfo = describe_embeddings(embeddings)
@@ -187,7 +193,13 @@ class BatchEmbedder:
                 f"{self.info.key} refused the query (HTTP {rejected.verdict.status}: "
                 f"{rejected.__cause__}); try rephrasing it"
             ) from rejected.__cause__
-        matrix = self._validate(vector, 1)
+        row = self._rows(vector, 1)[0]
+        if row is None:
+            raise EmbeddingError(
+                f"{self.info.key} returned a {self._width_of(vector)}-dim query vector, "
+                f"expected {self.dims}; is the server serving another model?"
+            )
+        matrix = row[None, :]
         if not np.isfinite(matrix).all() or not np.abs(matrix).sum() > 0:
             raise EmbeddingError(f"{self.info.key} returned an unusable (NaN or zero) vector")
         return l2_normalise(matrix)[0]
@@ -261,35 +273,62 @@ class BatchEmbedder:
             return self._embed_span(texts[:half], positions[:half]) + self._embed_span(
                 texts[half:], positions[half:]
             )
-        matrix = self._validate(raw, len(texts))
-        # A NaN/inf or all-zero vector cannot be normalised or ranked: count it as failed.
-        usable = np.isfinite(matrix).all(axis=1) & (np.abs(matrix).sum(axis=1) > 0)
-        normalised = l2_normalise(np.where(usable[:, None], matrix, 0.0))
-        return [normalised[i] if usable[i] else None for i in range(len(texts))]
+        rows = self._rows(raw, len(texts))
+        out: list[np.ndarray | None] = []
+        for k, row in enumerate(rows):
+            # A vector of the wrong length, with NaN/inf, or all zeros cannot be ranked:
+            # that one input is left out (reported as failed), like one the provider refused.
+            if row is None or not np.isfinite(row).all() or not np.abs(row).sum() > 0:
+                what = "of the wrong length" if row is None else "not finite or all zeros"
+                logger.warning(
+                    "input %d: %s returned a vector %s; it is left out",
+                    positions[k],
+                    self.info.key,
+                    what,
+                )
+                out.append(None)
+            else:
+                out.append(l2_normalise(row[None, :])[0])
+        return out
 
-    def _validate(self, raw: object, expected: int) -> np.ndarray:
+    def _rows(self, raw: object, expected: int) -> list[np.ndarray | None]:
+        """One float32 row per text; None for a row whose length is not the model's (the
+        first call fixes it: the length most rows have). A whole batch of another length
+        is a model changed under the same name, and fails the run."""
         try:
-            matrix = np.asarray(raw, dtype=np.float32)
+            rows = [np.asarray(r, dtype=np.float32).reshape(-1) for r in raw]  # type: ignore[attr-defined]
         except (TypeError, ValueError) as exc:
             raise EmbeddingError(
-                f"{self.info.key} returned vectors of unequal length: {exc}"
+                f"{self.info.key} returned something that is not a list of vectors ({exc}); "
+                "the provider or server is not behaving as an embeddings API"
             ) from exc
-        if matrix.ndim != 2 or matrix.shape[0] != expected:
+        if len(rows) != expected:
             raise EmbeddingError(
-                f"{self.info.key} returned {matrix.shape[0] if matrix.ndim else 0} vectors "
-                f"for {expected} texts; the provider or server is not behaving as an "
-                "embeddings API"
+                f"{self.info.key} returned {len(rows)} vectors for {expected} texts; the "
+                "provider or server is not behaving as an embeddings API"
             )
+        lengths = Counter(len(r) for r in rows)
         if self.dims is None:
-            self.dims = int(matrix.shape[1])
-        elif matrix.shape[1] != self.dims:
+            # The length most rows have (a tie: the longer, as a cut vector is shorter).
+            self.dims = max(lengths, key=lambda n: (lengths[n], n))
+            if not self.dims:
+                raise EmbeddingError(f"{self.info.key} returned empty vectors")
+        elif len(rows) > 1 and set(lengths) == {lengths.most_common(1)[0][0]} != {self.dims}:
             raise EmbeddingError(
                 f"{self.info.key} changed vector size mid-run ({self.dims} → "
-                f"{matrix.shape[1]}); is the server serving another model?"
+                f"{rows[0].shape[0]}); is the server serving another model?"
             )
-        return matrix
+        return [r if len(r) == self.dims else None for r in rows]
+
+    @staticmethod
+    def _width_of(raw: object) -> int:
+        try:
+            return int(np.asarray(raw, dtype=np.float32).reshape(-1).shape[0])
+        except (TypeError, ValueError):
+            return 0
 
     def _with_retries(self, call: Callable[[], object], size: int) -> object:
+        timeouts = 0
         for attempt in range(self.max_retries + 1):
             try:
                 return call()
@@ -301,6 +340,17 @@ class BatchEmbedder:
                     raise _Rejected(verdict) from exc
                 if verdict.kind == "fatal":
                     raise self._fatal(verdict, exc) from exc
+                timeouts += verdict.timed_out
+                if timeouts > self.max_timeout_retries:
+                    # Each timeout costs the whole request timeout: a server that never
+                    # answers must fail in minutes, not after every retry's timeout.
+                    raise EmbeddingError(
+                        f"{self.info.key} did not answer within the request timeout "
+                        f"{timeouts} times in a row ({_describe(verdict, exc)}); check that "
+                        "the server is up, or allow slow answers a longer timeout "
+                        "(--timeout SECONDS, KnowledgeBase(embedding_timeout=...)) — texts "
+                        "already embedded are kept in the cache"
+                    ) from exc
                 if attempt == self.max_retries:
                     raise EmbeddingError(
                         f"{self.info.key} still failing after {self.max_retries + 1} attempts "

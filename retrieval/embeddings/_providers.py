@@ -21,7 +21,7 @@ from ._fake import FakeEmbeddings
 from ._local import LocalEmbeddings
 from ._spec import DEFAULT_FAKE_DIMS, PACKAGED_MODEL, EmbeddingSpec, parse_spec
 
-DEFAULT_TIMEOUT = 60.0
+DEFAULT_TIMEOUT = 30.0  # seconds per remote request; a timed-out request is retried twice
 # OpenAI-compatible servers (Ollama, vLLM, LM Studio) mostly ignore the key, but the OpenAI
 # client refuses to start without one.
 _DUMMY_KEY = "not-needed"

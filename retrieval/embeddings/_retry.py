@@ -45,6 +45,7 @@ class ErrorVerdict:
     kind: ErrorKind
     status: int | None = None
     retry_after: float | None = None  # seconds the server asked us to wait
+    timed_out: bool = False  # the request got no answer within the client's timeout
 
 
 def status_of(exc: BaseException) -> int | None:
@@ -105,8 +106,21 @@ def classify_error(exc: BaseException, now: datetime | None = None) -> ErrorVerd
             return ErrorVerdict("rejected", status)
         return ErrorVerdict("fatal", status)
     if isinstance(exc, _transient_types()):
-        return ErrorVerdict("transient")
+        return ErrorVerdict("transient", timed_out=_is_timeout(exc))
     return ErrorVerdict("fatal")
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    """A timeout of the socket, httpx (``TimeoutException``) or openai (``APITimeoutError``),
+    also when it is the cause of another error."""
+    seen: BaseException | None = exc
+    for _ in range(4):
+        if seen is None:
+            return False
+        if isinstance(seen, TimeoutError) or "Timeout" in type(seen).__name__:
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def backoff_delay(

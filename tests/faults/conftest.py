@@ -64,8 +64,9 @@ def cli_process(*args: str, timeout: float = 60.0) -> Run:
 
 
 def one_line_reason(run: Run) -> str:
-    """The failure's reason: exactly one line on stderr, ``kbgraph: ...``."""
-    lines = run.stderr.strip("\n").split("\n")
+    """The failure's reason: exactly one line on stderr, ``kbgraph: ...``, after the
+    progress bars (which redraw themselves with carriage returns)."""
+    lines = run.stderr.rsplit("\r", 1)[-1].strip("\n").split("\n")
     assert len(lines) == 1 and lines[0].startswith("kbgraph: "), run.stderr
     return lines[0]
 

@@ -374,6 +374,42 @@ def test_unusable_rows_are_failed_not_kept() -> None:
     assert np.allclose(np.linalg.norm(outcome.vectors[[0, 3]], axis=1), 1.0)
 
 
+def test_one_vector_of_the_wrong_length_is_left_out_like_a_nan_one() -> None:
+    """Issue 12: a single wrong-length vector aborted every run on that folder."""
+
+    class Ragged(_Recording):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            vectors = self.fake.embed_documents(texts)
+            return [v[:-1] if "odd" in t else v for t, v in zip(texts, vectors, strict=True)]
+
+    texts = ["ok", "odd one", "ok 2", "fine", "alpha", "odd"]
+    outcome = BatchEmbedder(Ragged(), batch_size=4).embed(texts)
+    assert outcome.failed == [1, 5]
+    assert outcome.vectors.shape == (6, 16)
+    assert np.all(outcome.vectors[[1, 5]] == 0)
+
+
+def test_a_whole_batch_of_another_length_is_a_changed_model() -> None:
+    class Shrinking(_Recording):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            cut = 16 if len(self.calls) == 0 else 8
+            self.calls.append(list(texts))
+            return [v[:cut] for v in self.fake.embed_documents(texts)]
+
+    with pytest.raises(EmbeddingError, match="changed vector size mid-run"):
+        BatchEmbedder(Shrinking(), batch_size=2).embed(["a", "b", "c", "d"])
+
+
+def test_timeouts_are_retried_twice_then_fail_naming_the_timeout_option() -> None:
+    delays: list[float] = []
+    timeout = openai.APITimeoutError(request=httpx2.Request("POST", URL))
+    provider = _Recording([timeout for _ in range(10)])
+    embedder = BatchEmbedder(provider, sleep=delays.append)
+    with pytest.raises(EmbeddingError, match="did not answer within the request timeout 3 times"):
+        embedder.embed(["a"])
+    assert len(provider.calls) == 3 and len(delays) == 2
+
+
 def test_a_provider_returning_too_few_vectors_is_an_error() -> None:
     class Short(_Recording):
         def embed_documents(self, texts: list[str]) -> list[list[float]]:

@@ -1,0 +1,173 @@
+"""A misbehaving embedding provider, served over real HTTP on loopback (tests/support's
+OpenAI-compatible server) to ``kbgraph index``: transient faults are retried, bad inputs and
+bad vectors are left out (and embedded on the next run), a provider that fails for good
+stops the run with exit 1 and one line, a hung one within a few ``--timeout``s; what a
+failed run embedded is kept, so the next run embeds only the rest."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kbgraph.retrieval.embeddings import FakeEmbeddings
+
+from tests.faults.conftest import cli, one_line_reason, snapshot, write_docs
+from tests.support.openai_server import OpenAIServer
+
+pytestmark = [pytest.mark.faults, pytest.mark.timeout(60)]
+FAKE = FakeEmbeddings()
+
+
+class Provider:
+    """The model behind the server; ``broken`` inputs get a bad vector until ``fix()``."""
+
+    def __init__(self) -> None:
+        self.broken: dict[str, str] = {}  # marker in the text -> "nan" | "short"
+
+    def __call__(self, texts: list[str]) -> list[list[float]]:
+        vectors = FAKE.embed_documents(texts)
+        for i, text in enumerate(texts):
+            for marker, kind in self.broken.items():
+                if marker in text:
+                    vectors[i] = [math.nan] * len(vectors[i]) if kind == "nan" else vectors[i][:-1]
+        return vectors
+
+    def fix(self) -> None:
+        self.broken.clear()
+
+
+@pytest.fixture
+def provider() -> Provider:
+    return Provider()
+
+
+@pytest.fixture
+def server(provider: Provider) -> Iterator[OpenAIServer]:
+    with OpenAIServer(embeddings=provider) as srv:
+        yield srv
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    """150 files of one chunk each: three batches of 64."""
+    docs = {
+        f"notes/n{i:03d}.md": f"# Note {i}\n\nretry backoff token {i} ünïcode\n" for i in range(150)
+    }
+    docs["poison.md"] = "# Poison\n\nPOISON input the provider refuses\n"
+    docs["nan.md"] = "# NaN\n\nNANVEC input the provider embeds as NaN\n"
+    docs["short.md"] = "# Short\n\nSHORTVEC input the provider embeds one number short\n"
+    return write_docs(tmp_path / "docs", docs)  # type: ignore[arg-type]
+
+
+def index(folder: Path, server: OpenAIServer, *extra: str) -> tuple[int, dict, str]:  # type: ignore[type-arg]
+    spec = f"openai_compatible:fake-embedding@{server.base_url}"
+    run = cli("index", str(folder), "--embedding", spec, "--json", *extra)
+    return run.code, (run.json() if run.code == 0 else {}), run.stderr
+
+
+def test_transient_faults_are_retried(folder: Path, server: OpenAIServer) -> None:
+    server.rate_limit_next(2, retry_after=0)
+    server.fail_next(1, status=502, headers={"Retry-After": "0"}, after=1)
+    code, report, stderr = index(folder, server)
+    assert code == 0, stderr
+    assert report["embedded"] == report["chunkCount"] == 153
+
+
+def test_refused_inputs_and_bad_vectors_are_left_out_and_embedded_next_run(
+    folder: Path, server: OpenAIServer, provider: Provider
+) -> None:
+    """One input refused (HTTP 400), one NaN vector, one vector of the wrong length: each
+    is left out alone, the run succeeds, and the next run embeds exactly those three."""
+    before = snapshot(folder)
+    server.reject_inputs_containing("POISON")
+    provider.broken.update({"NANVEC": "nan", "SHORTVEC": "short"})
+    code, report, stderr = index(folder, server)
+    assert code == 0, stderr
+    assert report["failedEmbeddings"] == 3 and report["embedded"] == 150, report
+    server.clear_faults()
+    provider.fix()
+    code, again, stderr = index(folder, server)
+    assert code == 0, stderr
+    assert (again["embedded"], again["failedEmbeddings"]) == (3, 0), again
+    assert snapshot(folder) == before
+
+
+def test_a_provider_that_keeps_failing_stops_the_run_and_keeps_what_it_embedded(
+    folder: Path, server: OpenAIServer
+) -> None:
+    server.fail_next(6, status=503, headers={"Retry-After": "0"}, after=1)
+    code, _, stderr = index(folder, server)
+    assert code == 1
+    assert "still failing after 6 attempts" in one_line_reason_of(stderr)
+    code, report, stderr = index(folder, server)
+    assert code == 0, stderr
+    assert report["embedded"] == 153 - 64, report  # the first batch was kept
+
+
+def test_a_provider_that_hangs_fails_within_a_few_timeouts(
+    folder: Path, server: OpenAIServer
+) -> None:
+    server.hang_next(10, seconds=30)
+    started = time.monotonic()
+    code, _, stderr = index(folder, server, "--timeout", "0.5")
+    elapsed = time.monotonic() - started
+    assert code == 1
+    reason = one_line_reason_of(stderr)
+    assert "did not answer within the request timeout 3 times" in reason
+    assert "--timeout" in reason
+    assert elapsed < 20, elapsed
+    server.clear_faults()
+    code, report, stderr = index(folder, server, "--timeout", "5")
+    assert code == 0 and report["embedded"] == 153, stderr
+
+
+def test_one_slow_answer_is_retried_within_the_timeout(folder: Path, server: OpenAIServer) -> None:
+    server.hang_next(1, seconds=30, after=1)
+    code, report, stderr = index(folder, server, "--timeout", "0.5")
+    assert code == 0, stderr
+    assert report["embedded"] == 153
+
+
+@pytest.mark.parametrize(
+    ("fault", "said"),
+    [
+        ({"status": 401}, "check the API key"),
+        ({"status": 404}, "check the model or deployment name"),
+    ],
+)
+def test_configuration_faults_fail_at_once_with_one_line(
+    folder: Path, server: OpenAIServer, fault: dict[str, int], said: str
+) -> None:
+    server.fail_next(1, **fault)
+    started = time.monotonic()
+    code, _, stderr = index(folder, server)
+    assert code == 1 and said in one_line_reason_of(stderr)
+    assert time.monotonic() - started < 10
+
+
+def test_a_server_that_returns_too_few_vectors_fails_with_one_line(
+    folder: Path, provider: Provider
+) -> None:
+    with OpenAIServer(embeddings=lambda texts: provider(texts)[:-1]) as short:
+        code, _, stderr = index(folder, short)
+    assert code == 1 and "vectors for" in one_line_reason_of(stderr)
+
+
+def test_timeout_is_validated(folder: Path, server: OpenAIServer) -> None:
+    code, _, stderr = index(folder, server, "--timeout", "0")
+    assert code == 2 and "--timeout" in stderr
+
+
+def one_line_reason_of(stderr: str) -> str:
+    from tests.faults.conftest import Run
+
+    return one_line_reason(Run(1, "", stderr))
