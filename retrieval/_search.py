@@ -7,7 +7,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from pydantic import ValidationError
 
 from kbgraph.errors import (
     ConfigError,
@@ -16,7 +15,7 @@ from kbgraph.errors import (
     ModelMismatchError,
 )
 
-from .config import SearchConfig, SearchMode, invalid_setting
+from .config import SearchConfig, SearchMode
 from .filters import SearchFilters
 from .ranking import check_mask, convex_fuse, dot_scores, rrf_fuse, top_k_of
 from .records import SearchResult

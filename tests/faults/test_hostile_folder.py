@@ -11,10 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
+
 from kbgraph.retrieval import KnowledgeBase
 from kbgraph.retrieval.loaders import binary_reason
 from kbgraph.retrieval.progress import ProgressEvent
-
 from tests.faults.conftest import cli, cli_process, snapshot, write_docs
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(60)]

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from kbgraph.retrieval.records import Chunk, chunk_id
 from kbgraph.retrieval.store import write_chunks
-
 from tests.faults.conftest import (
     INDEX,
     cli,
@@ -304,9 +304,8 @@ def _dead_pid() -> int:
 
 def test_search_results_never_carry_a_path_outside_the_folder(indexed: Path) -> None:
     source_escapes_folder(indexed)
-    from kbgraph.retrieval import KnowledgeBase
-
     from kbgraph.errors import IndexCorruptError
+    from kbgraph.retrieval import KnowledgeBase
 
     with KnowledgeBase(indexed) as kb, pytest.raises(IndexCorruptError, match="passwd"):
         kb.search("retry", top_k=50, mode="bm25")

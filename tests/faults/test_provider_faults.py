@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kbgraph.retrieval.embeddings import FakeEmbeddings
 
+from kbgraph.retrieval.embeddings import FakeEmbeddings
 from tests.faults.conftest import cli, one_line_reason, snapshot, write_docs
 from tests.support.openai_server import OpenAIServer
 
