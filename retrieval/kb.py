@@ -9,6 +9,8 @@ print(format_context(results))   # citation-tagged context for a chat model
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
     from .retriever import KnowledgeBaseRetriever
 
 Ranker = Literal["vector", "bm25"]
+logger = logging.getLogger("kbgraph.retrieval")
 _Settings = TypeVar("_Settings", ChunkConfig, ScanConfig)
 
 
@@ -101,7 +104,7 @@ class KnowledgeBase:
         self._freshness = Freshness(
             ttl=freshness_ttl,
             is_fresh=self.is_fresh,
-            index=lambda progress: self.index(progress=progress),
+            index=self._index_unless_read_only,
             has_index=self._has_index,
             wait_s=lock_timeout,
         )
@@ -222,6 +225,15 @@ class KnowledgeBase:
             # The open reader's meta: no file is read again for a warm query.
             check_index_model(self.folder, self._open().meta.embedding, self._embedding_meta)
         return self._freshness.ensure(progress)
+
+    def _index_unless_read_only(self, progress: ProgressCallback | None) -> IndexReport | None:
+        """``ensure_fresh``'s run: an index nobody may write (a read-only mount, a
+        snapshot) is searched as it is, stale or not, with a warning, instead of failing
+        every search of the subgraph."""
+        if self.layout.has_pointer() and not os.access(self.layout.root, os.W_OK):
+            logger.warning("%s is stale but read-only; searching it as it is", self.layout.root)
+            return None
+        return self.index(progress=progress)
 
     def _has_index(self) -> bool:
         try:

@@ -117,15 +117,25 @@ def make_read_only(top: Path) -> None:
 
 def cli_on_read_only_mount(folder: Path, *args: str, timeout: float = 60.0) -> Run:
     """``kbgraph ARGS`` with ``folder`` mounted read-only (a snapshot, a read-only network
-    share). Root ignores file modes, so as root the folder is bind-mounted read-only in a
-    private mount namespace (``unshare``); otherwise its modes are made read-only."""
+    share)."""
+    return python_on_read_only_mount(folder, "-m", "kbgraph", *args, timeout=timeout)
+
+
+def python_on_read_only_mount(folder: Path, *args: str, timeout: float = 60.0) -> Run:
+    """``python ARGS`` with ``folder`` mounted read-only. Root ignores file modes, so as
+    root the folder is bind-mounted read-only in a private mount namespace (``unshare``);
+    otherwise its modes are made read-only."""
     if os.geteuid() != 0:
         make_read_only(folder)
-        return cli(*args)
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        proc = subprocess.run(
+            [sys.executable, *args], capture_output=True, text=True, env=env, timeout=timeout
+        )
+        return Run(proc.returncode, proc.stdout, proc.stderr)
     if shutil.which("unshare") is None:
         pytest.skip("needs unshare(1) to mount a folder read-only as root")
     quoted = shlex.quote(str(folder))
-    command = " ".join(shlex.quote(a) for a in (sys.executable, "-m", "kbgraph", *args))
+    command = " ".join(shlex.quote(a) for a in (sys.executable, *args))
     script = (
         f"mount --bind {quoted} {quoted} && mount -o remount,bind,ro {quoted} "
         f"&& touch {quoted}/.probe 2>/dev/null && exit 99; exec {command}"

@@ -22,6 +22,7 @@ from tests.faults.conftest import (
     cli_on_read_only_mount,
     generation,
     one_line_reason,
+    python_on_read_only_mount,
     snapshot,
 )
 
@@ -327,3 +328,17 @@ def test_a_read_only_index_is_searched_and_validated_without_write_access(docs: 
     run = cli_on_read_only_mount(docs, "stats", str(docs), "--validate")
     assert run.code == 0, run.stderr
     assert not (docs / INDEX / ".lock").exists()
+
+
+def test_a_stale_read_only_index_is_searched_as_it_is(docs: Path) -> None:
+    """What the subgraph does before each search (ensure_fresh) must not fail on a
+    snapshot whose documents changed since it was indexed."""
+    assert cli("index", str(docs), "--embedding", "fake").code == 0
+    (docs / "retry.md").write_text("# Retry\n\nChanged after indexing: retry later.\n")
+    script = (
+        "import sys; from kbgraph.retrieval import KnowledgeBase; kb = KnowledgeBase(sys.argv[1]);"
+        " print(kb.ensure_fresh(), len(kb.search('retry')))"
+    )
+    run = python_on_read_only_mount(docs, "-c", script, str(docs))
+    assert run.code == 0, run.stderr
+    assert run.stdout.split() == ["None", "4"]
