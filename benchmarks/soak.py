@@ -243,6 +243,13 @@ def concurrency(workdir: Path, minutes: float, writers: int, readers: int) -> di
     problem = _check(folder)
     if problem is not None:
         errors.append(f"final check: {problem}")
+    if any(w["runs"] < 2 for w in results["writers"]) or any(  # type: ignore[index]
+        r["generations"] < 2
+        for r in results["readers"]  # type: ignore[index]
+    ):
+        errors.append(
+            "a writer published fewer than 2 generations or a reader saw fewer: run longer"
+        )
     return {
         "minutes": minutes,
         "writer_runs": [w["runs"] for w in results["writers"]],  # type: ignore[index]
