@@ -49,7 +49,7 @@ class Freshness:
         *,
         ttl: float,
         is_fresh: Callable[[], bool],
-        index: Callable[[ProgressCallback | None], IndexReport],
+        index: Callable[[ProgressCallback | None], IndexReport | None],
         has_index: Callable[[], bool],
         wait_s: float,
         clock: Callable[[], float] = time.monotonic,

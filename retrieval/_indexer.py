@@ -157,7 +157,7 @@ def _build(
         # Nothing to write: a new generation would be a copy that pushes a real earlier
         # version out of the ones kept (a file watcher runs this on every burst).
         plan.layout.remove_stale(keep=old.reader.name)  # a crashed writer's unpublished folder
-        progress(ProgressEvent("write", 1, 1, f"{old.name} (unchanged)"))
+        progress(ProgressEvent("write", 1, 1, f"{old.reader.name} (unchanged)"))
         return RunResult(old.reader.meta, 0, pending.reused_vectors, skipped, warnings=warnings)
     vectors, embedded, failed = _embed(plan, old.reader if old else None, pending, progress)
     meta = _make_meta(plan, pending, vectors, failed)

@@ -12,7 +12,6 @@ import asyncio
 import logging
 import os
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -54,7 +53,6 @@ logger = logging.getLogger("kbgraph.retrieval")
 _Settings = TypeVar("_Settings", ChunkConfig, ScanConfig)
 
 
-@dataclass(frozen=True, slots=True)
 class KnowledgeBase:
     """Index and search one folder. ``embedding`` is a spec (``local``, ``local:<path>``,
     ``openai:<model>``, ``azure_openai:<deployment>``, ``openai_compatible:<model>@<url>``,
