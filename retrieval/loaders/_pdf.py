@@ -10,15 +10,21 @@ an ``extract-failed`` note; a PDF that cannot be read at all is skipped.
 from __future__ import annotations
 
 import io
-
-from pypdf import PdfReader
+from typing import TYPE_CHECKING
 
 from ..records import SkippedFile
 from ..segments import Segment, segment_from_text
 from ._base import SkipFile, skip
 
+if TYPE_CHECKING:
+    from pypdf import PdfReader
+
 
 def _open(data: bytes, rel: str) -> PdfReader:
+    # Imported here: pypdf takes a noticeable share of a cold `kbgraph search`, which
+    # loads no PDF.
+    from pypdf import PdfReader
+
     try:
         reader = PdfReader(io.BytesIO(data))
         # Many PDFs are "encrypted" with an empty user password and open without one.

@@ -1,0 +1,327 @@
+"""The local model without torch at query time: an ONNX export of a sentence-transformers
+model, run by onnxruntime, tokenized by the model's own ``tokenizer.json``.
+
+A cold ``kbgraph search`` with the local model used to spend seconds importing torch and
+transformers and loading the weights before it embedded one query. The same network,
+exported once to ONNX, loads in a fraction of that and gives the same vectors (the export
+is checked against the torch model before it is kept: cosine ≥ ``MIN_COSINE`` on probe
+texts), so the model's identity and every existing index stay valid.
+
+Only the pipeline all-MiniLM-L6-v2 and most sentence-transformers models use is
+reproduced: ``Transformer`` → mean ``Pooling`` → optional ``Normalize``, no prompts. Any
+other model keeps the sentence-transformers path. The export is written once, by the first
+process that loads the model with sentence-transformers (``kbgraph index`` usually), into
+``$KBGRAPH_CACHE_DIR`` (default ``$XDG_CACHE_HOME/kbgraph``, else ``~/.cache/kbgraph``)
+under ``onnx/``, atomically, with a manifest naming the weights it came from (paths, sizes
+and modification times: a changed model folder is exported again). ``KBGRAPH_LOCAL_BACKEND``
+= ``torch`` forces the sentence-transformers path, ``onnx`` refuses to fall back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from kbgraph.errors import ConfigError
+
+CACHE_ENV = "KBGRAPH_CACHE_DIR"
+BACKEND_ENV = "KBGRAPH_LOCAL_BACKEND"
+Backend = Literal["auto", "onnx", "torch"]
+MANIFEST = "manifest.json"
+MODEL_FILE = "model.onnx"
+EXPORT_VERSION = 1  # bump when the export itself changes
+MIN_COSINE = 0.9999
+OPSET = 17
+_PROBES = (
+    "How do retries back off?",
+    "Café crème, naïve façade — 東京の天気は晴れです。 😀",
+    "def backoff(attempt):\n    return min(30, 2 ** attempt)\n" * 8,
+    "x",
+)
+_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+_ST = "sentence_transformers.models."
+
+
+def backend_choice() -> Backend:
+    value = os.environ.get(BACKEND_ENV, "auto").strip().lower() or "auto"
+    if value not in ("auto", "onnx", "torch"):
+        raise ConfigError(f"{BACKEND_ENV}={value!r} is not allowed; use auto, onnx or torch")
+    return value  # type: ignore[return-value]
+
+
+def cache_root() -> Path:
+    """Where kbgraph keeps per-user files that can be rebuilt (the ONNX exports)."""
+    explicit = os.environ.get(CACHE_ENV, "").strip()
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "kbgraph"
+
+
+@dataclass(frozen=True, slots=True)
+class Pipeline:
+    """What the ONNX path must reproduce of a sentence-transformers model folder."""
+
+    folder: Path
+    max_seq_length: int
+    normalize: bool
+
+    @property
+    def export_dir(self) -> Path:
+        key = hashlib.sha256(str(self.folder).encode("utf-8", "surrogatepass")).hexdigest()
+        return cache_root() / "onnx" / key[:16]
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The weights and tokenizer files by path, size and mtime: stat only, so checking
+        an export costs no hashing of ~90 MB at query time."""
+        files = {}
+        for path in sorted(self.folder.iterdir()):
+            if path.is_file() and path.suffix in (".safetensors", ".bin", ".json", ".txt"):
+                stat = path.stat()
+                files[path.name] = [stat.st_size, stat.st_mtime_ns]
+        return {
+            "version": EXPORT_VERSION,
+            "folder": str(self.folder),
+            "files": files,
+            "max_seq_length": self.max_seq_length,
+            "normalize": self.normalize,
+        }
+
+
+def _read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def pipeline_of(folder: str | Path) -> Pipeline | None:
+    """The pipeline of a sentence-transformers model folder when the ONNX path can
+    reproduce it (Transformer → mean Pooling → optional Normalize, no prompts, a
+    ``tokenizer.json``); None otherwise."""
+    root = Path(folder)
+    try:
+        modules = _read_json(root / "modules.json")
+        types = [m["type"] for m in modules]
+        if types[:2] != [_ST + "Transformer", _ST + "Pooling"] or types[2:] not in (
+            [],
+            [_ST + "Normalize"],
+        ):
+            return None
+        pooling = _read_json(root / modules[1]["path"] / "config.json")
+        modes = {k: v for k, v in pooling.items() if k.startswith("pooling_mode_")}
+        if {k for k, v in modes.items() if v} != {"pooling_mode_mean_tokens"}:
+            return None
+        config = root / "config_sentence_transformers.json"
+        if config.is_file() and _read_json(config).get("prompts"):
+            return None
+        limit = int(_read_json(root / "sentence_bert_config.json")["max_seq_length"])
+        if not (root / "tokenizer.json").is_file() or limit < 1:
+            return None
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return None
+    return Pipeline(root.resolve(), limit, normalize=len(types) == 3)
+
+
+def export_is_current(pipeline: Pipeline) -> bool:
+    """True when the published export was made from the model folder as it is now."""
+    try:
+        manifest = _read_json(pipeline.export_dir / MANIFEST)
+    except (OSError, ValueError):
+        return False
+    return isinstance(manifest, dict) and manifest.get("fingerprint") == pipeline.fingerprint()
+
+
+class OnnxEncoder:
+    """Tokenize, run the exported network, mean-pool over real tokens, L2-normalise."""
+
+    def __init__(self, pipeline: Pipeline, session: Any, tokenizer: Any) -> None:
+        self.pipeline = pipeline
+        self._session = session
+        self._names = {i.name for i in session.get_inputs()}
+        self._tokenizer = tokenizer
+        self._counter = tokenizer.__class__.from_str(tokenizer.to_str())
+        self._counter.no_truncation()
+        self._counter.no_padding()
+        self._lock = threading.Lock()  # tokenizers' padding state is per object
+
+    @classmethod
+    def load(cls, pipeline: Pipeline, *, folder: Path | None = None) -> OnnxEncoder | None:
+        """The encoder of the pipeline's published export (or of the export in ``folder``,
+        not yet published), or None: no export, a stale one (the model folder changed),
+        a damaged one, or onnxruntime / tokenizers missing."""
+        target = folder or pipeline.export_dir
+        if folder is None and not export_is_current(pipeline):
+            return None
+        try:
+            import onnxruntime
+            from tokenizers import Tokenizer
+        except ImportError:
+            return None
+        options = onnxruntime.SessionOptions()
+        options.log_severity_level = 3  # errors only: library code never prints
+        try:
+            session = onnxruntime.InferenceSession(
+                str(target / MODEL_FILE), options, providers=["CPUExecutionProvider"]
+            )
+            tokenizer = Tokenizer.from_file(str(target / "tokenizer.json"))
+        except Exception:  # damaged: the torch path still works, and exports again
+            return None
+        tokenizer.enable_truncation(max_length=pipeline.max_seq_length)
+        tokenizer.enable_padding(pad_id=_pad_id(tokenizer))
+        return cls(pipeline, session, tokenizer)
+
+    @property
+    def max_seq_length(self) -> int:
+        return self.pipeline.max_seq_length
+
+    def encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
+        rows = [
+            self._batch(list(texts[i : i + batch_size])) for i in range(0, len(texts), batch_size)
+        ]
+        return np.concatenate(rows) if rows else np.zeros((0, 0), dtype=np.float32)
+
+    def _batch(self, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            encodings = self._tokenizer.encode_batch(texts)
+        feeds = {
+            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+        }
+        hidden = self._session.run(None, {k: v for k, v in feeds.items() if k in self._names})[0]
+        return mean_pool(hidden, feeds["attention_mask"], normalize=self.pipeline.normalize)
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """Word pieces per text, special tokens included, without truncation."""
+        with self._lock:
+            return [len(e.ids) for e in self._counter.encode_batch(list(texts))]
+
+
+def mean_pool(hidden: np.ndarray, mask: np.ndarray, *, normalize: bool) -> np.ndarray:
+    """sentence-transformers' mean pooling: the average of the token vectors the attention
+    mask keeps (Reimers & Gurevych 2019), then optionally L2 normalisation."""
+    weights = mask[..., None].astype(np.float32)
+    summed = (hidden.astype(np.float32) * weights).sum(axis=1)
+    pooled = summed / np.clip(weights.sum(axis=1), 1e-9, None)
+    if not normalize:
+        return pooled
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    return pooled / np.clip(norms, 1e-12, None)
+
+
+def _pad_id(tokenizer: Any) -> int:
+    token = tokenizer.token_to_id("[PAD]")
+    return int(token) if token is not None else 0
+
+
+def export(model: Any, pipeline: Pipeline) -> bool:
+    """Export a loaded ``SentenceTransformer`` of ``pipeline`` to ONNX, check it against the
+    model on probe texts, and publish it atomically. False when it cannot (no ``onnx`` or
+    ``onnxruntime`` package, an export or check that fails): the torch path goes on."""
+    try:
+        import onnx  # noqa: F401 - torch.onnx.export needs it
+        import onnxruntime  # noqa: F401 - an export nobody can run is useless
+        import torch
+    except ImportError:
+        return False
+    parent = pipeline.export_dir.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=".export-", dir=parent))
+    except OSError:
+        return False
+    try:
+        _export_network(model, work / MODEL_FILE, torch)
+        shutil.copyfile(pipeline.folder / "tokenizer.json", work / "tokenizer.json")
+        encoder = OnnxEncoder.load(pipeline, folder=work)
+        cosine = agreement(model, encoder) if encoder is not None else 0.0
+        if cosine < MIN_COSINE:
+            return False
+        manifest = {"fingerprint": pipeline.fingerprint(), "min_cosine": cosine}
+        (work / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+        _publish(work, pipeline.export_dir)
+        return True
+    except Exception:  # exporting is an optimisation: any failure leaves the torch path
+        return False
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _export_network(model: Any, path: Path, torch: Any) -> None:
+    """The transformer of a ``SentenceTransformer`` as an ONNX graph with dynamic batch and
+    sequence axes, returning the last hidden state (pooling stays in numpy)."""
+    import inspect
+    import warnings
+
+    network = model[0].auto_model.to("cpu").eval()
+    accepted = inspect.signature(network.forward).parameters
+    names = [n for n in _INPUTS if n in accepted]
+
+    class Hidden(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.network = network
+
+        def forward(self, *inputs: Any) -> Any:
+            return self.network(**dict(zip(names, inputs, strict=True))).last_hidden_state
+
+    sample = model.tokenizer(["a probe", "a longer probe text"], padding=True, return_tensors="pt")
+    axes = {n: {0: "batch", 1: "tokens"} for n in [*names, "last_hidden_state"]}
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(
+            Hidden(),
+            tuple(sample[n] for n in names),
+            str(path),
+            input_names=names,
+            output_names=["last_hidden_state"],
+            dynamic_axes=axes,
+            opset_version=OPSET,
+            dynamo=False,
+        )
+
+
+def agreement(model: Any, encoder: OnnxEncoder) -> float:
+    """The lowest cosine between the torch model's and the encoder's vectors of the probe
+    texts (short, non-ASCII, over the token limit, one character)."""
+    expected = np.asarray(model.encode(list(_PROBES), convert_to_numpy=True), dtype=np.float32)
+    got = encoder.encode(_PROBES, batch_size=len(_PROBES))
+    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    got = got / np.linalg.norm(got, axis=1, keepdims=True)
+    return float((expected * got).sum(axis=1).min())
+
+
+def _publish(work: Path, target: Path) -> None:
+    """Move the finished export into place; a stale one is moved aside first. A process
+    that publishes the same export at the same moment wins, and this one's is dropped."""
+    old = target.with_name(f"{target.name}.old-{os.getpid()}")
+    if target.exists():
+        os.rename(target, old)
+    with contextlib.suppress(OSError):  # another process published first
+        os.rename(work, target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+__all__ = [
+    "BACKEND_ENV",
+    "CACHE_ENV",
+    "MIN_COSINE",
+    "OnnxEncoder",
+    "Pipeline",
+    "agreement",
+    "backend_choice",
+    "cache_root",
+    "export",
+    "export_is_current",
+    "mean_pool",
+    "pipeline_of",
+]
