@@ -29,8 +29,6 @@ import json
 import os
 import platform
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -42,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # tests.support: the langgraph dev launcher the e2e tests use
 EXAMPLES = REPO / "examples" / "docs"
 RESULTS = REPO / "benchmarks" / "results"
 QUERY = "How do I configure the retry policy?"
@@ -137,63 +136,27 @@ def cold_searches(folder: Path, runs: int) -> dict[str, dict[str, float]]:
     return out
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def first_server_query(folder: Path, log: Path) -> float:
     """Seconds from a fresh server's first /ok to the end of its first subgraph run."""
-    import httpx
     from langgraph_sdk import get_sync_client
 
-    port = _free_port()
-    command = [str(BIN / "langgraph"), "dev", "--no-browser", "--no-reload"]
-    command += [
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--config",
-        str(REPO / "langgraph.json"),
-    ]
-    with log.open("ab") as sink:
-        proc = subprocess.Popen(
-            command, cwd=REPO, env=_env(), stdout=sink, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
+    from tests.support.langgraph_dev import start_dev_server, stop_dev_server
+
+    server = start_dev_server(log, timeout=300)
+    ready = time.perf_counter()  # start_dev_server returns as /ok first answers
     try:
-        deadline = time.monotonic() + 300
-        while True:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"langgraph dev did not start; see {log}")
-            try:
-                if httpx.get(f"{url}/ok", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        ready = time.perf_counter()
-        client = get_sync_client(url=url)
-        out = client.runs.wait(
+        out = get_sync_client(url=server.url).runs.wait(
             None,
             "rag_subgraph",
             input={"messages": [{"role": "user", "content": QUERY}]},
             context={"knowledge_bases": [{"name": "docs", "folder": str(folder)}]},
         )
         took = time.perf_counter() - ready
-        if not isinstance(out, dict) or not out.get("rag_citations"):
-            raise SystemExit(f"the first query cited nothing: {out}")
-        return took
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(30)
+        stop_dev_server(server.process)
+    if not isinstance(out, dict) or not out.get("rag_citations"):
+        raise SystemExit(f"the first query cited nothing: {out}")
+    return took
 
 
 def live_edit_to_searchable(folder: Path, runs: int) -> float:
