@@ -21,7 +21,15 @@ import click
 from kbgraph.retrieval.watch import DEBOUNCE_MS, FolderWatcher, WatchRun
 
 from ._errors import fail_cleanly
-from .cli import _open_kb, embedding_opt, folder_arg, index_dir_opt, json_opt, lock_timeout_opt
+from .cli import (
+    _open_kb,
+    embedding_opt,
+    folder_arg,
+    index_dir_opt,
+    json_opt,
+    keep_versions_opt,
+    lock_timeout_opt,
+)
 
 
 def _clock() -> str:
@@ -79,6 +87,7 @@ def _printer(as_json: bool) -> Any:
     metavar="MS",
     help="Longest time a burst of changes is gathered into one index run.",
 )
+@keep_versions_opt
 @fail_cleanly
 def watch(
     folder: Path,
@@ -87,6 +96,7 @@ def watch(
     lock_timeout: float,
     as_json: bool,
     debounce: int,
+    keep_versions: int | None,
 ) -> None:
     """Watch FOLDER and index what changes, until Ctrl-C.
 
@@ -94,7 +104,7 @@ def watch(
     burst of changes (a save, a `git checkout`) is one incremental run with the index's own
     include/exclude rules. When a run fails (the embedding provider is down) the last good
     index stays in place and the run is tried again later."""
-    kb = _open_kb(folder, embedding, index_dir, lock_timeout)
+    kb = _open_kb(folder, embedding, index_dir, lock_timeout, keep_versions=keep_versions)
     watcher = FolderWatcher(
         kb, ignore=kb.layout.root, on_run=_printer(as_json), debounce_ms=debounce
     )

@@ -35,6 +35,7 @@ def _open_kb(
     chunking: ChunkConfig | None = None,
     scan: ScanConfig | None = None,
     timeout: float | None = None,
+    keep_versions: int | None = None,
 ) -> Any:
     from kbgraph.retrieval.embeddings import DEFAULT_TIMEOUT
     from kbgraph.retrieval.kb import KnowledgeBase
@@ -50,7 +51,18 @@ def _open_kb(
         chunking=chunking,
         scan=scan,
         embedding_timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
+        keep_versions=keep_versions,
     )
+
+
+keep_versions_opt = click.option(
+    "--keep-versions",
+    type=click.IntRange(1, 100),
+    default=None,
+    metavar="N",
+    help="Index generations to keep for `kbgraph restore` (remembered). Default: the "
+    "index's, else 3.",
+)
 
 
 folder_arg = click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
@@ -94,6 +106,8 @@ class LayeredGroup(click.Group):
         "ask": ("kbgraph.graphs.cli", "ask"),
         "eval": ("kbgraph.evals.cli", "eval_group"),
         "watch": ("kbgraph._watch", "watch"),
+        "versions": ("kbgraph._versions", "versions"),
+        "restore": ("kbgraph._versions", "restore"),
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
@@ -166,6 +180,7 @@ def parse_weights(pairs: tuple[str, ...]) -> dict[str, float]:
     default=None,
     help="Skip files larger than this many bytes. Default: the index's, else 10 MiB.",
 )
+@keep_versions_opt
 @fail_cleanly
 def index(
     folder: Path,
@@ -181,6 +196,7 @@ def index(
     include: tuple[str, ...],
     exclude: tuple[str, ...],
     max_file_size: int | None,
+    keep_versions: int | None,
 ) -> None:
     """Index FOLDER (incrementally: only new or changed text is embedded).
 
@@ -198,7 +214,9 @@ def index(
             exclude=base.exclude + exclude,
             max_file_bytes=base.max_file_bytes if max_file_size is None else max_file_size,
         )
-    kb = _open_kb(folder, embedding, index_dir, lock_timeout, chunking, scan, timeout)
+    kb = _open_kb(
+        folder, embedding, index_dir, lock_timeout, chunking, scan, timeout, keep_versions
+    )
     with TqdmProgress() as progress:
         report = kb.index(progress=progress, rebuild=rebuild)
     data = report.to_dict()

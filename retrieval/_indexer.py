@@ -33,6 +33,7 @@ from .progress import ProgressCallback, ProgressEvent
 from .records import Chunk, SkippedFile, index_text
 from .scan import ScannedFile, scan_folder
 from .store import (
+    DEFAULT_KEEP_VERSIONS,
     EmbeddingMeta,
     FileRecord,
     IndexLayout,
@@ -56,6 +57,7 @@ class IndexPlan:
     embedder: Callable[[], BatchEmbedder] | None
     lock_timeout: float
     rebuild: bool = False
+    keep_versions: int = DEFAULT_KEEP_VERSIONS
 
 
 @dataclass
@@ -156,7 +158,7 @@ def _build(
     if old is not None and not pending.repaired and _unchanged(plan, old.reader, pending):
         # Nothing to write: a new generation would be a copy that pushes a real earlier
         # version out of the ones kept (a file watcher runs this on every burst).
-        plan.layout.remove_stale(keep=old.reader.name)  # a crashed writer's unpublished folder
+        plan.layout.prune(plan.keep_versions)  # a crashed writer's unpublished folder
         progress(ProgressEvent("write", 1, 1, f"{old.reader.name} (unchanged)"))
         return RunResult(old.reader.meta, 0, pending.reused_vectors, skipped, warnings=warnings)
     vectors, embedded, failed = _embed(plan, old.reader if old else None, pending, progress)
@@ -166,7 +168,7 @@ def _build(
     write_generation(target, meta, pending.chunks, vectors)
     with file_lock(plan.layout.lock, "exclusive", plan.lock_timeout, "publish index"):
         plan.layout.publish(target)
-        plan.layout.remove_stale(keep=target.name)
+    plan.layout.prune(plan.keep_versions)
     progress(ProgressEvent("write", 1, 1, target.name))
     return RunResult(
         meta,
@@ -185,7 +187,7 @@ def _unchanged(plan: IndexPlan, old: IndexReader, p: _Pending) -> bool:
     meta = old.meta
     if p.files != meta.files or p.skipped != meta.skipped:
         return False
-    if meta.scan != plan.scan.model_dump(mode="json"):
+    if meta.scan != plan.scan.model_dump(mode="json") or meta.keep_versions != plan.keep_versions:
         return False
     if plan.embedding is not None:
         if meta.embedding is None or meta.embedding.spec != plan.embedding.spec:
@@ -336,4 +338,5 @@ def _make_meta(
         chunk_count=len(p.chunks),
         indexed_at=datetime.now(UTC).isoformat(timespec="seconds"),
         failed_embeddings=failed,
+        keep_versions=plan.keep_versions,
     )

@@ -31,6 +31,7 @@ class Recorded:
     embedding: EmbeddingMeta | None = None
     chunking: dict[str, Any] | None = None
     scan: dict[str, Any] | None = None
+    keep_versions: int | None = None
     found: bool = False
     lost: str | None = None
 
@@ -98,11 +99,12 @@ def _lenient(path: Path) -> Recorded | None:
         embedding = None if raw is None else EmbeddingMeta.model_validate(raw)
     except ValidationError:
         return None
-    chunking, scan = data.get("chunking"), data.get("scan")
+    chunking, scan, keep = data.get("chunking"), data.get("scan"), data.get("keep_versions")
     return Recorded(
         embedding,
         chunking if isinstance(chunking, dict) else None,
         scan if isinstance(scan, dict) else None,
+        keep if isinstance(keep, int) and not isinstance(keep, bool) and keep >= 1 else None,
         found=True,
     )
 

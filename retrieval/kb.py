@@ -42,7 +42,19 @@ from .progress import ProgressCallback, ignore_progress
 from .records import SearchResult
 from .reports import IndexReport, IndexStats
 from .scan import scan_folder
-from .store import INDEX_DIR_NAME, EmbeddingMeta, FileRecord, IndexLayout, IndexMeta, IndexReader
+from .store import (
+    DEFAULT_KEEP_VERSIONS,
+    INDEX_DIR_NAME,
+    EmbeddingMeta,
+    FileRecord,
+    IndexLayout,
+    IndexMeta,
+    IndexReader,
+    VersionInfo,
+    check_keep,
+    list_versions,
+    restore_version,
+)
 from .watch import FolderWatcher
 
 if TYPE_CHECKING:
@@ -62,6 +74,8 @@ class KnowledgeBase:
     object again). ``chunking`` and ``scan`` work alike: ``None`` reuses what the existing
     index was built with, else the defaults; passing them explicitly and differently from
     the index means a rebuild on the next ``index()``.
+    ``keep_versions`` published generations are kept for ``restore()`` (``None``: as the
+    index recorded, else 3).
     ``ensure_fresh()`` walks the folder at most once per ``freshness_ttl`` seconds; with
     ``live=True`` a file watcher indexes changes as they happen (on a background thread,
     see :mod:`kbgraph.retrieval.watch`) and ``ensure_fresh()`` walks nothing.
@@ -79,6 +93,7 @@ class KnowledgeBase:
         live: bool = False,
         freshness_ttl: float = DEFAULT_TTL_S,
         embedding_timeout: float = DEFAULT_TIMEOUT,
+        keep_versions: int | None = None,
     ) -> None:
         self.folder = Path(folder).expanduser().resolve()
         if not self.folder.is_dir():
@@ -89,6 +104,9 @@ class KnowledgeBase:
         recorded = recorded_settings(self.layout)
         self.scan_config = scan or _recorded(ScanConfig, recorded.scan)
         self.chunk_config = chunking or _recorded(ChunkConfig, recorded.chunking)
+        if keep_versions is None:
+            keep_versions = recorded.keep_versions or DEFAULT_KEEP_VERSIONS
+        self.keep_versions = check_keep(keep_versions)
         spec: str | Embeddings | ObjectOnly | ModelLost | None = embedding
         if embedding == "auto":
             spec = auto_spec(recorded)
@@ -156,6 +174,7 @@ class KnowledgeBase:
             embedder=self.embedder if self._embedding_meta else None,
             lock_timeout=self.lock_timeout,
             rebuild=rebuild,
+            keep_versions=self.keep_versions,
         )
         result = run_index(plan, progress or ignore_progress)
         # Files that changed while the run read the folder: the generation holds what was
@@ -381,6 +400,17 @@ class KnowledgeBase:
             stale=reader.meta.file_count if stale is None else stale,
         )
 
+    def versions(self) -> list[VersionInfo]:
+        """The kept generations, newest first (``kbgraph versions``)."""
+        return list_versions(self.layout)
+
+    def restore(self, version: str) -> VersionInfo:
+        """Make a kept generation current again, atomically: ``version`` is its name, a
+        unique prefix of it, or its row in :meth:`versions` (1 = newest)."""
+        info = restore_version(self.layout, version, lock_timeout=self.lock_timeout)
+        self._freshness.forget()
+        return info
+
     def validate(self) -> None:
         """Open the live generation and check every file of it, then the chunks of every
         file still as indexed against the file's bytes (raises IndexCorruptError)."""
@@ -393,9 +423,10 @@ class KnowledgeBase:
     def _generation_size(self) -> int:
         return self._open().size_bytes()
 
-    @staticmethod
-    def _stats_from(meta: IndexMeta, size: int, *, stale: int) -> IndexStats:
+    def _stats_from(self, meta: IndexMeta, size: int, *, stale: int) -> IndexStats:
         return IndexStats(
+            versions=len(self.layout.published()),
+            keep_versions=meta.keep_versions,
             file_count=meta.file_count,
             chunk_count=meta.chunk_count,
             index_size=size,

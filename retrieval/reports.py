@@ -18,6 +18,8 @@ class IndexStats:
     last_indexed: str | None  # ISO 8601, UTC
     stale_files: int  # new + modified + deleted files since last_indexed
     embedding: dict[str, Any] = field(default_factory=dict)
+    versions: int = 1  # generations kept on disk for restore, the current one included
+    keep_versions: int = 3  # how many a writer keeps
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -27,6 +29,8 @@ class IndexStats:
             "lastIndexed": self.last_indexed,
             "staleFiles": self.stale_files,
             "embedding": dict(self.embedding),
+            "versions": self.versions,
+            "keepVersions": self.keep_versions,
         }
 
 

@@ -6,8 +6,17 @@ from ._layout import INDEX_DIR_NAME, REPAIR, IndexLayout, write_file_atomic
 from ._lock import LockMode, file_lock
 from ._meta import FORMAT_VERSION, EmbeddingMeta, FileRecord, IndexMeta, SkipRecord
 from ._vectors import open_vectors, write_vectors
+from ._versions import (
+    DEFAULT_KEEP_VERSIONS,
+    VersionInfo,
+    check_keep,
+    list_versions,
+    resolve_version,
+    restore_version,
+)
 
 __all__ = [
+    "DEFAULT_KEEP_VERSIONS",
     "FORMAT_VERSION",
     "INDEX_DIR_NAME",
     "REPAIR",
@@ -19,10 +28,15 @@ __all__ = [
     "IndexReader",
     "LockMode",
     "SkipRecord",
+    "VersionInfo",
+    "check_keep",
     "chunk_problem",
     "file_lock",
+    "list_versions",
     "open_vectors",
     "read_meta",
+    "resolve_version",
+    "restore_version",
     "sound_vectors",
     "write_chunks",
     "write_file_atomic",

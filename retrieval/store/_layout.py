@@ -5,12 +5,16 @@
         .lock             readers shared, generation swap exclusive
         .write.lock       one writer at a time
         CURRENT           name of the live generation (replaced atomically)
+        HISTORY           the published generations still kept, oldest first
         cache.sqlite      embedding cache, kept across generations and rebuilds
         gen-<id>/         meta.json, chunks.jsonl, offsets.bin, vectors.bin, bm25/
 
 A writer builds a new ``gen-*`` folder beside the live one and publishes it by replacing
 ``CURRENT``; a process killed at any instant leaves either the old or the new pointer,
-both naming complete generations. Unpublished folders are removed by the next writer.
+both naming complete generations. ``HISTORY`` (replaced atomically before ``CURRENT``)
+lists every published generation still kept; after publishing, a writer keeps the last
+``keep_versions`` of them and removes every other folder (older versions, and unpublished
+folders of writers that died).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ GITIGNORE = b"*\n"
 # Every name an index folder may hold: what a writer, a reader and SQLite (the cache's
 # -wal/-shm/-journal) create, and the temporary files of atomic writes.
 _INDEX_ENTRY = re.compile(
-    r"^(?:\.gitignore|\.lock|\.write\.lock|CURRENT|cache\.sqlite(?:-wal|-shm|-journal)?"
+    r"^(?:\.gitignore|\.lock|\.write\.lock|CURRENT|HISTORY|cache\.sqlite(?:-wal|-shm|-journal)?"
     r"|gen-[0-9a-f]+-[0-9a-f]+|\.[^/]+\.\d+\.tmp)$"
 )
 _GENERATION_NAME = re.compile(r"gen-[0-9a-f]+-[0-9a-f]+")
@@ -61,6 +65,10 @@ class IndexLayout:
     @property
     def current(self) -> Path:
         return self.root / "CURRENT"
+
+    @property
+    def history(self) -> Path:
+        return self.root / "HISTORY"
 
     @property
     def cache(self) -> Path:
@@ -196,21 +204,46 @@ class IndexLayout:
         path.mkdir(mode=DIR_MODE)
         return path
 
+    def published(self) -> list[str]:
+        """The kept published generations, oldest first, the current one last. An index
+        written before ``HISTORY`` existed has its current generation only."""
+        try:
+            names = self.history.read_text(encoding="utf-8").split()
+        except FileNotFoundError:
+            names = []
+        current = self.current_name()
+        kept = [n for n in names if n != current and _GENERATION_NAME.fullmatch(n) and self._exists(n)]
+        return kept + ([current] if current else [])
+
+    def _exists(self, name: str) -> bool:
+        return self.generation(name).is_dir()
+
     def publish(self, generation: Path) -> None:
-        """Point CURRENT at ``generation`` (call with the exclusive ``.lock`` held)."""
+        """Make ``generation`` current: the last entry of HISTORY, then CURRENT (call with
+        the exclusive ``.lock`` held). Publishing a kept generation again restores it."""
         fsync_dir(generation)
+        names = [n for n in self.published() if n != generation.name] + [generation.name]
+        write_file_atomic(self.history, "".join(f"{n}\n" for n in names).encode("utf-8"))
         write_file_atomic(self.current, generation.name.encode("utf-8") + b"\n")
 
-    def remove_stale(self, keep: str) -> None:
-        """Delete every generation but ``keep``, and the temporary files of writers that
-        died mid-write (``.CURRENT.<pid>.tmp`` of a killed process is never renamed).
-        Readers that opened an older generation keep their open files (POSIX unlink
-        semantics) until they close them."""
+    def prune(self, keep_versions: int) -> list[str]:
+        """Keep the last ``keep_versions`` published generations (the current one always),
+        delete every other generation folder and the temporary files of writers that died
+        mid-write (``.CURRENT.<pid>.tmp`` of a killed process is never renamed); return the
+        generations deleted. A reader that opened a deleted generation keeps its open files
+        (POSIX unlink semantics), so it goes on working until it closes them. Call with the
+        writer's lock held."""
+        kept = self.published()[-max(1, keep_versions) :]
+        removed = []
         for entry in self.root.iterdir():
-            if entry.is_dir() and entry.name.startswith("gen-") and entry.name != keep:
+            if entry.is_dir() and entry.name.startswith("gen-") and entry.name not in kept:
                 shutil.rmtree(entry, ignore_errors=True)
+                removed.append(entry.name)
             elif (match := _TMP_NAME.fullmatch(entry.name)) and not _alive(int(match[1])):
                 entry.unlink(missing_ok=True)
+        if len(kept) < len(self.published()):
+            write_file_atomic(self.history, "".join(f"{n}\n" for n in kept).encode("utf-8"))
+        return sorted(removed)
 
 
 def _alive(pid: int) -> bool:

@@ -13,6 +13,7 @@ from ..records import FileKind, SkipReason
 from ._layout import REPAIR
 
 FORMAT_VERSION = 1
+DEFAULT_KEEP_VERSIONS = 3
 
 
 class EmbeddingMeta(BaseModel):
@@ -63,6 +64,8 @@ class IndexMeta(BaseModel):
     chunk_count: int
     indexed_at: str
     failed_embeddings: list[int] = Field(default_factory=list)
+    # Published generations a writer keeps (this one included); remembered like chunking.
+    keep_versions: int = Field(default=DEFAULT_KEEP_VERSIONS, ge=1)
 
 
 def first_error(exc: ValidationError) -> str:

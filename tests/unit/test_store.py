@@ -94,9 +94,10 @@ def test_layout_publishes_atomically_and_secures_files(tmp_path: Path) -> None:
     second = layout.new_generation()
     assert layout.current_name() == first.name  # unpublished generations are invisible
     layout.publish(second)
-    layout.remove_stale(keep=second.name)
+    assert layout.published() == [first.name, second.name]
+    assert layout.prune(1) == [first.name]
     assert layout.current_name() == second.name
-    assert not first.exists()
+    assert not first.exists() and layout.published() == [second.name]
     assert (layout.root / ".gitignore").read_text() == "*\n"
     assert stat.S_IMODE(layout.root.stat().st_mode) == 0o700
     assert stat.S_IMODE(layout.current.stat().st_mode) == 0o600

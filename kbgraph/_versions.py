@@ -1,0 +1,65 @@
+"""``kbgraph versions FOLDER`` and ``kbgraph restore FOLDER GEN``: the generations an index
+keeps, and making one of them current again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ._errors import emit_json, fail_cleanly
+from .cli import _open_kb, folder_arg, index_dir_opt, json_opt, lock_timeout_opt
+
+
+@click.command()
+@folder_arg
+@index_dir_opt
+@lock_timeout_opt
+@json_opt
+@fail_cleanly
+def versions(folder: Path, index_dir: Path | None, lock_timeout: float, as_json: bool) -> None:
+    """List the index generations FOLDER keeps, newest first (the current one is marked).
+    `kbgraph restore FOLDER N` makes row N current again."""
+    kb = _open_kb(folder, "none", index_dir, lock_timeout)
+    rows = kb.versions()
+    if as_json:
+        emit_json({"versions": [v.to_dict() for v in rows], "keepVersions": kb.keep_versions})
+        return
+    if not rows:
+        click.echo(f"{folder} has no index yet; run `kbgraph index {folder}`")
+        return
+    click.echo("  #  generation                 indexed (UTC)              files  chunks  model")
+    for n, v in enumerate(rows, 1):
+        mark = "*" if v.current else " "
+        if v.problem:
+            click.echo(f"{mark}{n:>2}  {v.name:<26} unreadable: {v.problem}")
+            continue
+        click.echo(
+            f"{mark}{n:>2}  {v.name:<26} {v.indexed_at or '?':<25} {v.file_count:>6} "
+            f"{v.chunk_count:>7}  {v.embedding or 'none (BM25 only)'}"
+        )
+    click.echo(f"(* current; the last {kb.keep_versions} are kept)")
+
+
+@click.command()
+@folder_arg
+@click.argument("generation")
+@index_dir_opt
+@lock_timeout_opt
+@json_opt
+@fail_cleanly
+def restore(
+    folder: Path, generation: str, index_dir: Path | None, lock_timeout: float, as_json: bool
+) -> None:
+    """Make a kept index generation of FOLDER current again, atomically. GENERATION is a
+    row number of `kbgraph versions` (1 = newest), a generation name or a unique prefix of
+    one. The next `kbgraph index` updates the folder from there."""
+    kb = _open_kb(folder, "none", index_dir, lock_timeout)
+    info = kb.restore(generation)
+    if as_json:
+        emit_json(info.to_dict())
+        return
+    click.echo(
+        f"Restored {info.name} ({info.indexed_at}, {info.file_count} files, "
+        f"{info.chunk_count} chunks) as the current index of {kb.folder}"
+    )
