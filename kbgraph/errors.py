@@ -17,7 +17,8 @@ every layer may import it.
     │   └── DimensionMismatchError         vectors of another size
     ├── EmbeddingError                     the embedding provider kept failing
     ├── ChatModelError                     the chat model gave no usable reply
-    │   └── LlmRefusalError                it refused
+    │   ├── LlmRefusalError                it refused
+    │   └── ContextLengthError             the prompt does not fit its context window
     └── EvaluationError                    an evaluation could not be run
         └── JudgeError                     a judge gave no verdict
 """
@@ -91,6 +92,16 @@ class LlmRefusalError(ChatModelError, ValueError):
     """The model refused to answer."""
 
 
+class ContextLengthError(ChatModelError):
+    """The prompt is longer than the model's context window holds (``prompt_tokens`` >
+    ``limit``; 0 where the model did not say)."""
+
+    def __init__(self, message: str, *, prompt_tokens: int = 0, limit: int = 0) -> None:
+        super().__init__(message)
+        self.prompt_tokens = prompt_tokens
+        self.limit = limit
+
+
 class EvaluationError(KbgraphError):
     """An evaluation could not be run."""
 
@@ -103,6 +114,7 @@ __all__ = [
     "BaselineMismatchError",
     "ChatModelError",
     "ConfigError",
+    "ContextLengthError",
     "DatasetError",
     "DimensionMismatchError",
     "EmbeddingError",

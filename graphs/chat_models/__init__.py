@@ -1,0 +1,12 @@
+"""Chat models kbgraph runs itself (the hosted ones come from their LangChain packages).
+
+``ChatGGUF`` runs a GGUF file in process through llama.cpp (``pip install 'kbgraph[gguf]'``);
+the spec ``gguf:<path>[?threads=1&n_ctx=4096&max_tokens=512]`` names one.
+"""
+
+from __future__ import annotations
+
+from ._gguf_spec import GGUFOptions, parse_gguf_spec
+from .gguf import ChatGGUF
+
+__all__ = ["ChatGGUF", "GGUFOptions", "parse_gguf_spec"]
