@@ -111,6 +111,8 @@ def trace_lines(state: Mapping[str, Any]) -> list[str]:
     mode = state.get("answer_mode", "?")
     error = state.get("answer_error")
     lines.append(f"{n + 1}. answer [{mode}]" + (f" chat model failed: {error}" if error else ""))
+    if state.get("answer_trimmed"):
+        lines.append(f"   ! {state['answer_trimmed']}")
     resolved = len(state.get("answer_citations") or [])
     unresolved = len(state.get("answer_unresolved") or [])
     lines.append(f"{n + 2}. extract_citations {resolved} markers resolved, {unresolved} unresolved")

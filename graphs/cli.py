@@ -104,11 +104,19 @@ def raise_on_retrieval_failure(state: Mapping[str, Any]) -> None:
 
 
 def json_view(state: Mapping[str, Any]) -> dict[str, Any]:
-    """The answer, its citations, every ``rag_*`` key and the conversation; sources as
+    """The answer (how it was made, why the chat model was not used, what of the sources it
+    was shown), its citations, every ``rag_*`` key and the conversation; sources as
     ``{n, source, lineStart, lineEnd, chunkId, score, text}``."""
     out: dict[str, Any] = {
         key: state.get(key)
-        for key in ("answer", "answer_mode", "answer_citations", "answer_unresolved")
+        for key in (
+            "answer",
+            "answer_mode",
+            "answer_error",
+            "answer_trimmed",
+            "answer_citations",
+            "answer_unresolved",
+        )
     }
     out.update({k: v for k, v in state.items() if k.startswith("rag_")})
     out["rag_citations"] = [
@@ -224,7 +232,8 @@ def print_human(state: Mapping[str, Any], *, trace: bool) -> None:
     default=None,
     envvar="KBGRAPH_CHAT_MODEL",
     metavar="SPEC",
-    help="openai:<model>, azure_openai:<deployment>, openai_compatible:<model>@<base_url>. "
+    help="openai:<model>, azure_openai:<deployment>, openai_compatible:<model>@<base_url>, "
+    "gguf:<path to a .gguf file>[?threads=1&n_ctx=4096&max_tokens=512] (in process, offline). "
     "Without one the answer is extractive.",
 )
 @click.option("--top-k", type=click.IntRange(1, 100), default=5, show_default=True)

@@ -105,7 +105,7 @@ class DebugStep(TypedDict, total=False):
     data: dict[str, Any]
 
 
-FallbackStage = Literal["structured", "json", "reranker", "skipped"]
+FallbackStage = Literal["structured", "json", "reranker", "skipped", "context"]
 
 
 class LlmFallback(TypedDict):

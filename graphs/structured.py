@@ -32,9 +32,16 @@ T = TypeVar("T", bound=BaseModel)
 Stage = Literal["structured", "json"]
 StructuredPath = Literal["llm", "llm-json"]
 
-INTERNAL: RunnableConfig = {"tags": ["nostream", "kbgraph:internal"]}
+INTERNAL_TAG = "kbgraph:internal"
+INTERNAL: RunnableConfig = {"tags": ["nostream", INTERNAL_TAG]}
 """The config of every internal model call (``nostream`` is LangGraph's tag for runs that
 ``stream_mode="messages"`` must not stream)."""
+
+
+def internal_config(name: str | None) -> RunnableConfig:
+    """:data:`INTERNAL`, with the run named ``kbgraph.<name>`` in traces (LangSmith,
+    callbacks) so that each node's call is found by its node."""
+    return INTERNAL if name is None else {**INTERNAL, "run_name": f"kbgraph.{name}"}
 
 
 @dataclass
@@ -59,14 +66,16 @@ def ask_structured(
     messages: Sequence[BaseMessage],
     *,
     structured: bool = True,
+    name: str | None = None,
 ) -> StructuredReply[T]:
     """``schema`` from ``model`` for ``messages``; ``structured=False`` skips way (1) (a
-    model known to lack structured output)."""
+    model known to lack structured output); ``name`` names the traced run."""
     reply: StructuredReply[T] = StructuredReply()
+    config = internal_config(name)
     if structured:
         try:
             runnable = model.with_structured_output(schema, include_raw=True)
-            result: Any = runnable.invoke(list(messages), config=INTERNAL)
+            result: Any = runnable.invoke(list(messages), config=config)
             if isinstance(result, dict) and isinstance(result.get("raw"), BaseMessage):
                 reply.replies.append(result["raw"])
             reply.value = _validated(schema, result)
@@ -78,7 +87,7 @@ def ask_structured(
                 return reply
     try:
         ask = HumanMessage(json_instruction(schema))
-        answer = model.invoke([*messages, ask], config=INTERNAL)
+        answer = model.invoke([*messages, ask], config=config)
         reply.replies.append(answer)
         reply.value = schema.model_validate(parse_json_reply(answer))
         reply.path = "llm-json"
@@ -191,6 +200,7 @@ def describe_error(exc: BaseException, limit: int = 300) -> str:
 
 __all__ = [
     "INTERNAL",
+    "INTERNAL_TAG",
     "Stage",
     "StructuredPath",
     "StructuredReply",

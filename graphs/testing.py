@@ -15,6 +15,9 @@ class (raised), or a callable taking the messages and returning any of these.
 raises on anything else, so that callers' fallback paths can be tested; ``bind_tools``
 returns a binding whose calls record the tools. When the script runs out, ``default`` is
 used, or :class:`ScriptExhaustedError` is raised.
+
+Token counts are words (whitespace-separated), counted offline: give the model a window with
+``profile={"max_input_tokens": N}`` to test what fits (``kbgraph.graphs.context_window``).
 """
 
 from __future__ import annotations
@@ -112,6 +115,14 @@ class ScriptedChatModel(BaseChatModel):
                 )
         message = _to_message(response, messages)
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def get_num_tokens_from_messages(
+        self,
+        messages: list[BaseMessage],
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool] | None = None,
+    ) -> int:
+        """Words, plus one per message (the base class would fetch a GPT-2 tokenizer)."""
+        return sum(len(m.text.split()) + 1 for m in messages)
 
     def bind_tools(
         self,

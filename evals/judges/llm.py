@@ -21,6 +21,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
 from kbgraph.errors import JudgeError
+from kbgraph.graphs.context_window import JSON_RESERVE_TOKENS, first_lines, largest_fitting
 from kbgraph.graphs.structured import ask_structured, describe_error
 from kbgraph.prompts import render_prompt
 
@@ -171,16 +172,15 @@ class LLMJudge:
     def ask(self, task: str, schema: type[T], **values: object) -> T:
         """Ask ``prompts/eval_<task>_*.txt`` and return the validated reply (structured
         output, then plain JSON, retried with backoff); :class:`JudgeError` when every
-        attempt failed."""
-        messages: list[BaseMessage] = [
-            SystemMessage(render_prompt(f"eval_{task}_system")),
-            HumanMessage(render_prompt(f"eval_{task}_user", **values)),
-        ]
+        attempt failed. The prompt's longest value is cut to fit the model's window."""
+        messages = self._fitted(task, values)
         errors: list[str] = []
         for attempt in range(self._max_retries + 1):
             if attempt:
                 self._sleep(min(8.0, 0.5 * 2**attempt))
-            reply = ask_structured(self._model, schema, messages, structured=self._structured_ok)
+            reply = ask_structured(
+                self._model, schema, messages, structured=self._structured_ok, name="judge"
+            )
             for message in reply.replies:
                 self._count(message)
             if reply.value is not None:
@@ -194,6 +194,27 @@ class LLMJudge:
             f"{self._max_retries + 1} attempts; last errors: {'; '.join(errors[-2:])}. "
             "Check the model spec and the server, or use --judge offline."
         )
+
+    def _fitted(self, task: str, values: dict[str, object]) -> list[BaseMessage]:
+        """The prompt, with its longest value (the context, the passages) cut to its first
+        lines when the whole would not fit the model's context window."""
+        longest = max(values, key=lambda k: len(str(values[k])), default=None)
+
+        def build(lines: int) -> list[BaseMessage]:
+            cut = {} if longest is None else {longest: first_lines(str(values[longest]), lines)}
+            return [
+                SystemMessage(render_prompt(f"eval_{task}_system")),
+                HumanMessage(render_prompt(f"eval_{task}_user", **{**values, **cut})),
+            ]
+
+        total = 0 if longest is None else str(values[longest]).count("\n") + 1
+        fit = largest_fitting(self._model, build, total, reserve=JSON_RESERVE_TOKENS)
+        if fit is None:
+            raise JudgeError(
+                f"the {task} prompt does not fit {self.name}'s context window even without "
+                f"its {longest}; use a model with a larger window (gguf: raise n_ctx)."
+            )
+        return fit.messages
 
     def _count(self, message: Any) -> None:
         meta = getattr(message, "usage_metadata", None) or {}

@@ -13,7 +13,9 @@ The answer node picks one of:
   without sources — from the chat model when there is one;
 * not grounded: a not-found message with GroundingCheck's reasons and guidance — never the
   chat model, which would be tempted to answer from memory;
-* grounded, with a chat model: the model's answer, the context in its system prompt;
+* grounded, with a chat model: the model's answer, the context in its system prompt (with
+  fewer sources when they would not all fit the model's context window; see
+  ``kbgraph.graphs.nodes._window``);
 * grounded, without a chat model (or when the model fails): an extractive answer quoting
   the best lines of the cited sources, marked as extractive.
 
@@ -27,18 +29,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer
 
+from kbgraph.errors import ContextLengthError
 from kbgraph.prompts import load_prompt, render_prompt
 
 from .. import _extractive
 from ..citations import inject_context
 from ..nodes._base import run_outage
 from ..nodes._text import question_of
+from ..nodes._window import fit_sources
 from ..nodes.decide_retrieve import is_small_talk_or_closing, small_talk_kind
 from ..searcher import SearcherRegistry
 from ..settings import RagSettings, settings_from_runtime
@@ -56,6 +60,7 @@ class Reply:
     text: str
     mode: AnswerMode
     error: str | None = None
+    trimmed: str | None = None  # how the sources were cut to fit the model's window
 
 
 def compose_answer(
@@ -75,16 +80,40 @@ def compose_answer(
     if model is None:
         mode: AnswerMode = "fallback" if skipped else "extractive"
         return Reply(extractive_text(state), mode, skipped)
-    messages = [SystemMessage(load_prompt("agent_system").strip()), *state.get("messages", [])]
+    trimmed = None
     try:
-        text = model.invoke(inject_context(messages, state.get("rag_context") or "")).text
+        prompt, trimmed = answer_prompt(state, model)
+        text = model.invoke(prompt).text
         if not text.strip():
             raise ValueError("the chat model returned an empty answer")
-    # Any failure of the model (timeout, refusal to connect, bad output) must still give
-    # the user the sources: fall back to the extractive answer and say why.
+    # Any failure of the model (timeout, refusal to connect, bad output, a context window
+    # too small for even one source) must still give the user the sources: fall back to
+    # the extractive answer and say why.
     except Exception as exc:
-        return Reply(extractive_text(state), "fallback", f"{type(exc).__name__}: {exc}")
-    return Reply(text, "llm")
+        error = f"{type(exc).__name__}: {exc}"
+        return Reply(extractive_text(state), "fallback", error, trimmed)
+    return Reply(text, "llm", trimmed=trimmed)
+
+
+def answer_prompt(
+    state: ChatAgentState, model: BaseChatModel
+) -> tuple[list[BaseMessage], str | None]:
+    """The answer's prompt (the sources in the system prompt, then the conversation), with
+    fewer sources when all of them would not fit the model's context window; and what was
+    left out, if anything."""
+    messages = [SystemMessage(load_prompt("agent_system").strip()), *state.get("messages", [])]
+    fit = fit_sources(
+        model,
+        state.get("rag_context") or "",
+        state.get("rag_citations") or [],
+        lambda context: inject_context(messages, context),
+    )
+    if fit is None or fit.empty:
+        raise ContextLengthError(
+            "not even one source fits the chat model's context window with this "
+            "conversation; raise the model's context (gguf: n_ctx) or start a new conversation"
+        )
+    return fit.messages, fit.describe() if fit.trimmed else None
 
 
 def reply_without_retrieval(
@@ -152,6 +181,7 @@ def make_answer_node(chat_model: BaseChatModel | None = None) -> Any:
             "answer": reply.text,
             "answer_mode": reply.mode,
             "answer_error": reply.error,
+            "answer_trimmed": reply.trimmed,
         }
 
     return answer
@@ -198,6 +228,7 @@ __all__ = [
     "NODES",
     "RAG_NODE",
     "Reply",
+    "answer_prompt",
     "build_chat_agent",
     "compose_answer",
     "extract_citations_node",

@@ -26,11 +26,13 @@ class AgentInput(TypedDict, total=False):
 class AnswerKeys(TypedDict, total=False):
     """What the answer and citation-extraction nodes add: the answer text (also appended to
     ``messages``), its resolved ``[N]`` markers, markers that name no source, and the
-    sources it never cites."""
+    sources it never cites. ``answer_trimmed`` says which sources the chat model was shown
+    when they did not all fit its context window (``None``: all of them)."""
 
     answer: str
     answer_mode: AnswerMode
     answer_error: str | None
+    answer_trimmed: str | None
     answer_citations: list[ResolvedCitation]
     answer_unresolved: list[UnresolvedMarker]
     answer_uncited: list[UncitedSource]

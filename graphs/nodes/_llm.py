@@ -39,11 +39,28 @@ def ask_node(
 ) -> LlmResult[T]:
     """Ask ``model`` the prompt pair ``<prompt>_system`` / ``<prompt>_user`` (rendered with
     ``values``) for a ``schema`` object; ``value`` is ``None`` when the model failed."""
-    system = render_prompt(f"{prompt}_system", **values).strip()
-    user = render_prompt(f"{prompt}_user", **values).strip()
-    reply = ask_structured(model, schema, [SystemMessage(system), HumanMessage(user)])
+    reply = ask_structured(model, schema, list(prompt_messages(prompt, **values)), name=node)
     fallbacks = [_record(node, attempt, stage, exc) for stage, exc in reply.errors]
     return LlmResult(reply.value, reply.path, fallbacks)
+
+
+def prompt_messages(prompt: str, **values: object) -> tuple[SystemMessage, HumanMessage]:
+    """The prompt pair ``<prompt>_system`` / ``<prompt>_user`` rendered with ``values``."""
+    system = render_prompt(f"{prompt}_system", **values).strip()
+    user = render_prompt(f"{prompt}_user", **values).strip()
+    return SystemMessage(content=system), HumanMessage(content=user)
+
+
+def context_fallback(node: str, attempt: int) -> LlmFallback:
+    """The record of a call not made: the prompt does not fit the model's context window
+    even with the retrieved text cut down (see ``kbgraph.graphs.context_window``)."""
+    return {
+        "node": node,
+        "attempt": attempt,
+        "stage": "context",
+        "error": "ContextLengthError: the prompt does not fit the chat model's context "
+        "window even with the retrieved text cut down; raise the window (gguf: n_ctx)",
+    }
 
 
 def _record(node: str, attempt: int, stage: Stage, exc: BaseException) -> LlmFallback:
@@ -58,4 +75,4 @@ def _record(node: str, attempt: int, stage: Stage, exc: BaseException) -> LlmFal
     return record
 
 
-__all__ = ["LlmResult", "ask_node"]
+__all__ = ["LlmResult", "ask_node", "context_fallback", "prompt_messages"]

@@ -171,13 +171,25 @@ def _labels(blocks: Sequence[Block]) -> list[str]:
     return [f"{b.kb}:{b.source}" if len(kbs_of[b.source]) > 1 else b.source for b in blocks]
 
 
-def _render(blocks: Sequence[Block]) -> str:
+def render_blocks(blocks: Sequence[Block], *, start: int = 1) -> str:
+    """The context of ``blocks``, numbered from ``start``."""
     return render_context(
         [
             ContextEntry(label, b.line_start, b.line_end, b.score, b.text, b.page)
             for label, b in zip(_labels(blocks), blocks, strict=True)
-        ]
+        ],
+        start=start,
     )
+
+
+def block_of_citation(c: Citation) -> Block:
+    """The block a citation was made from (what ``render_blocks`` shows of it again)."""
+    chunk_id = str(c.get("id") or "")
+    return Block(
+        str(c.get("kb") or ""), c["source"], c["lineStart"], c["lineEnd"], c["text"],
+        float(c.get("score") or 0.0), chunk_id, c.get("section"), c.get("page"),
+        ids=(chunk_id,),
+    )  # fmt: skip
 
 
 def fit_budget(blocks: Sequence[Block], budget: int) -> tuple[list[Block], list[str]]:
@@ -185,7 +197,7 @@ def fit_budget(blocks: Sequence[Block], budget: int) -> tuple[list[Block], list[
     kept: list[Block] = []
     dropped: list[str] = []
     for block in blocks:
-        if estimate_tokens(_render([*kept, block])) <= budget:
+        if estimate_tokens(render_blocks([*kept, block])) <= budget:
             kept.append(block)
             continue
         lines = len(block.text.split("\n"))
@@ -193,7 +205,7 @@ def fit_budget(blocks: Sequence[Block], budget: int) -> tuple[list[Block], list[
         while low <= high:
             mid = (low + high) // 2
             cut = truncate(block, mid)
-            if cut is not None and estimate_tokens(_render([*kept, cut])) <= budget:
+            if cut is not None and estimate_tokens(render_blocks([*kept, cut])) <= budget:
                 best, low = cut, mid + 1
             else:
                 high = mid - 1
@@ -225,7 +237,7 @@ def build_context(state: RagState, runtime: Runtime[RagSettings]) -> dict[str, A
     passing = [c for c in candidates if threshold is None or c["score"] >= threshold]
     chosen = passing[: settings.search.top_k]
     blocks, dropped = fit_budget(merge_candidates(chosen), settings.context_budget_tokens)
-    context = _render(blocks)
+    context = render_blocks(blocks)
     rec.data = {
         "chosen": [c["id"] for c in chosen],
         "below_threshold": len(candidates) - len(passing),
@@ -244,6 +256,7 @@ def build_context(state: RagState, runtime: Runtime[RagSettings]) -> dict[str, A
 __all__ = [
     "CHARS_PER_TOKEN",
     "Block",
+    "block_of_citation",
     "build_context",
     "citations_of",
     "estimate_tokens",
@@ -251,5 +264,6 @@ __all__ = [
     "join",
     "merge_candidates",
     "overlap_length",
+    "render_blocks",
     "truncate",
 ]

@@ -27,11 +27,13 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
+from ..context_window import JSON_RESERVE_TOKENS
 from ..settings import RagSettings, ResolvedKnowledgeBase
 from ..state import Candidate, RagGrounding, RagState, debug_update
 from ._base import END, NodeDeps, StepRecorder
-from ._llm import ask_node
+from ._llm import ask_node, context_fallback, prompt_messages
 from ._text import content_terms, coverage, question_of, stems
+from ._window import fit_sources
 from .rewrite_query import plan_queries, tried_queries
 from .select_scope import widest_scope
 
@@ -148,6 +150,7 @@ class Verdict:
     reasons: list[str]
     missing: list[str]
     vector: float | None
+    trimmed: str | None = None  # how the context was cut to fit the model's window
 
 
 def _verdict(state: RagState, rec: StepRecorder, deps: NodeDeps) -> Verdict:
@@ -176,9 +179,21 @@ def _verdict(state: RagState, rec: StepRecorder, deps: NodeDeps) -> Verdict:
     if model is None:
         return verdict
     context = (state.get("rag_context") or "")[:_CONTEXT_CHARS]
+    fit = fit_sources(
+        model,
+        context,
+        citations,
+        lambda ctx: list(prompt_messages(NODE, question=full, context=ctx)),
+        reserve=JSON_RESERVE_TOKENS,
+    )
+    if fit is None or fit.empty:
+        rec.path = "fallback"
+        rec.fallbacks.append(context_fallback(NODE, rec.attempt))
+        return verdict
+    verdict.trimmed = fit.describe() if fit.trimmed else None
     result = ask_node(
         model, GroundingVerdict, NODE, node=NODE, attempt=rec.attempt, question=full,
-        context=context,
+        context=fit.context,
     )  # fmt: skip
     rec.fallbacks += result.fallbacks
     rec.path = result.path or "fallback"
@@ -211,6 +226,8 @@ def grounding_check(
         **grounding, "vector": verdict.vector, "missing": verdict.missing, "retry": retry,
         "retry_reason": why,
     }  # fmt: skip
+    if verdict.trimmed:
+        rec.data["context_trimmed"] = verdict.trimmed
     update: dict[str, Any] = {
         "rag_grounded": verdict.grounded,
         "rag_grounding": grounding,

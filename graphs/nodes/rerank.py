@@ -30,13 +30,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
+from ..context_window import largest_fitting
 from ..settings import RagSettings
 from ..state import Candidate, LlmFallback, RagState, debug_update
 from ._base import NodeDeps, Reranker, StepRecorder
-from ._llm import ask_node
+from ._llm import ask_node, context_fallback, prompt_messages
 from ._text import question_of, stems, term_stems, words
 
 NODE = "rerank"
@@ -191,12 +193,28 @@ def _passages(candidates: Sequence[Candidate]) -> str:
 def _llm_rerank(
     model: BaseChatModel, ordered: list[Candidate], queries: list[str], rec: StepRecorder
 ) -> list[Candidate]:
-    """The model orders the first ``llm_rerank_max`` candidates; the rest follow."""
-    bound = rec.settings.llm_rerank_max
-    head, tail = ordered[:bound], ordered[bound:]
+    """The model orders the first ``llm_rerank_max`` candidates (fewer when they would not
+    fit its context window); the rest follow."""
+    head = ordered[: rec.settings.llm_rerank_max]
+    values = {"question": queries[0], "queries": "; ".join(queries)}
+
+    def prompt(k: int) -> list[BaseMessage]:
+        return list(prompt_messages(NODE, count=k, passages=_passages(head[:k]), **values))
+
+    fit = largest_fitting(model, prompt, len(head), reserve=JSON_RESERVE_TOKENS)
+    if fit is None or fit.kept == 0:
+        rec.path = "fallback"
+        rec.fallbacks.append(context_fallback(NODE, rec.attempt))
+        return ordered
+    if fit.trimmed:
+        rec.data["context_trimmed"] = (
+            f"{fit.kept} of {len(head)} passages shown to fit the model's window of "
+            f"{fit.limit} tokens"
+        )
+    head, tail = ordered[: fit.kept], ordered[fit.kept :]
     result = ask_node(
-        model, RerankOrder, NODE, node=NODE, attempt=rec.attempt, question=queries[0],
-        queries="; ".join(queries), count=len(head), passages=_passages(head),
+        model, RerankOrder, NODE, node=NODE, attempt=rec.attempt, count=len(head),
+        passages=_passages(head), **values,
     )  # fmt: skip
     rec.fallbacks += result.fallbacks
     rec.path = result.path or "fallback"
@@ -228,10 +246,9 @@ def rerank(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps) -> di
         ordered, rec.path = _with_reranker(
             deps.reranker, queries[0], ordered, rec.fallbacks, rec.attempt
         )
-    rec.data = {
-        "mode": mode,
-        "order": [{"id": c["id"], "score": round(c["score"], 4)} for c in ordered],
-    }
+    rec.data.update(
+        mode=mode, order=[{"id": c["id"], "score": round(c["score"], 4)} for c in ordered]
+    )
     return {
         "rag_candidates": ordered,
         "rag_retrieval_debug": debug_update([rec.step()], rec.fallbacks),

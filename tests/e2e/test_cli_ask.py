@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from kbgraph.retrieval.segments import normalize_newlines
+from tests.support.gguf import smollm2_spec
 
 from .conftest import REPO, offline_env, venv_binary
 
@@ -148,3 +149,19 @@ def test_done_when_follow_up_through_history(example_docs: Path, tmp_path: Path)
     assert data["rag_grounded"] is True
     assert_citations_point_at_their_text(example_docs, data)
     assert [m["role"] for m in data["messages"]] == ["user", "assistant"] * 2
+
+
+def test_ask_with_a_local_gguf_model_generates_the_answer_offline(docs_folder: Path) -> None:
+    """`kbgraph ask ... --chat-model gguf:PATH --json`: SmolLM2-135M run in the CLI's own
+    process, no server, no network (the environment is offline, and only loopback is used)."""
+    spec = smollm2_spec(n_ctx=2048, max_tokens=48)
+    data = ask_json(docs_folder, "How do I change the number of retries?",
+                    "--embedding", "fake", "--chat-model", spec)  # fmt: skip
+    assert data["answer_mode"] not in ("extractive", "fallback"), data.get("answer_error")
+    assert data["answer"].strip() and not data["answer"].startswith("Extractive answer")
+    assert data["answer_error"] is None
+    for marker in data["answer_unresolved"]:
+        assert marker["reason"]
+    steps = data["rag_retrieval_debug"]["steps"]
+    assert steps[0]["node"] == "decide_retrieve"
+    assert steps[0]["path"] in ("llm", "llm-json") or data["rag_retrieval_debug"]["fallbacks"]

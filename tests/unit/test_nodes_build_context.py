@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 
 from kbgraph.graphs.nodes.build_context import (
     Block,
-    _render,
     block_of,
     build_context,
     estimate_tokens,
@@ -19,6 +18,7 @@ from kbgraph.graphs.nodes.build_context import (
     join,
     merge_candidates,
     overlap_length,
+    render_blocks,
     truncate,
 )
 from kbgraph.graphs.settings import RagSettings
@@ -151,10 +151,10 @@ def test_budget_keeps_best_sources_and_cuts_the_first() -> None:
     kept, dropped = fit_budget([big, small], 300)
     assert kept[0].id == "big" and 1 < kept[0].line_end < 200
     assert estimate_tokens("x" * 9) == 3
-    assert estimate_tokens(_render(kept)) <= 300
+    assert estimate_tokens(render_blocks(kept)) <= 300
     # the cut is maximal: one more line of the big source would not fit
     longer = truncate(big, kept[0].line_end + 1)
-    assert longer is not None and estimate_tokens(_render([longer])) > 300
+    assert longer is not None and estimate_tokens(render_blocks([longer])) > 300
     assert {b.id for b in kept} | set(dropped) == {"big", "small"}
 
 
