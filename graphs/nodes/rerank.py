@@ -34,7 +34,7 @@ from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from ..context_window import largest_fitting
+from ..context_window import JSON_RESERVE_TOKENS, largest_fitting
 from ..settings import RagSettings
 from ..state import Candidate, LlmFallback, RagState, debug_update
 from ._base import NodeDeps, Reranker, StepRecorder

@@ -212,7 +212,9 @@ class IndexLayout:
         except FileNotFoundError:
             names = []
         current = self.current_name()
-        kept = [n for n in names if n != current and _GENERATION_NAME.fullmatch(n) and self._exists(n)]
+        kept = [
+            n for n in names if n != current and _GENERATION_NAME.fullmatch(n) and self._exists(n)
+        ]
         return kept + ([current] if current else [])
 
     def _exists(self, name: str) -> bool:
