@@ -211,7 +211,10 @@ class IndexLayout:
             names = self.history.read_text(encoding="utf-8").split()
         except FileNotFoundError:
             names = []
-        current = self.current_name()
+        try:
+            current = self.current_name()
+        except IndexCorruptError:
+            current = None  # a damaged CURRENT is being repaired: the new one replaces it
         kept = [
             n for n in names if n != current and _GENERATION_NAME.fullmatch(n) and self._exists(n)
         ]
