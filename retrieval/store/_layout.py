@@ -238,7 +238,12 @@ class IndexLayout:
         generations deleted. A reader that opened a deleted generation keeps its open files
         (POSIX unlink semantics), so it goes on working until it closes them. Call with the
         writer's lock held."""
-        kept = self.published()[-max(1, keep_versions) :]
+        published = self.published()
+        kept = published[-max(1, keep_versions) :]
+        if len(kept) < len(published):
+            # HISTORY first: a writer killed mid-prune leaves folders no longer listed (the
+            # next prune deletes them), never a listed version whose folder is gone.
+            write_file_atomic(self.history, "".join(f"{n}\n" for n in kept).encode("utf-8"))
         removed = []
         for entry in self.root.iterdir():
             if entry.is_dir() and entry.name.startswith("gen-") and entry.name not in kept:
@@ -246,8 +251,6 @@ class IndexLayout:
                 removed.append(entry.name)
             elif (match := _TMP_NAME.fullmatch(entry.name)) and not _alive(int(match[1])):
                 entry.unlink(missing_ok=True)
-        if len(kept) < len(self.published()):
-            write_file_atomic(self.history, "".join(f"{n}\n" for n in kept).encode("utf-8"))
         return sorted(removed)
 
 
