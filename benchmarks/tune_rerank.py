@@ -126,7 +126,7 @@ def scifact(data_dir: Path, work: Path) -> Callable[[dict[str, float]], str]:
 def _passages(cands: Sequence[Candidate]) -> list[Passage]:
     return [
         Passage(n=i, text=c["text"], source=c["source"], line_start=c["lineStart"],
-                line_end=c["lineEnd"], id=c["id"])
+                line_end=c["lineEnd"], id=c["chunkId"])
         for i, c in enumerate(cands, 1)
     ]  # fmt: skip
 

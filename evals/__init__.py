@@ -31,7 +31,6 @@ from .judges import (
     LLMJudge,
     OfflineJudge,
     OverlapJudge,
-    ScriptedJudge,
     resolve_judge,
 )
 from .records import (
@@ -83,7 +82,6 @@ __all__ = [
     "Passage",
     "Relevance",
     "RowResult",
-    "ScriptedJudge",
     "TokenUsage",
     "Verdict",
     "arun_dataset",

@@ -1,46 +1,19 @@
 """Text helpers shared by claims, the offline judge and the baseline: sentences, content
 words (stemmed), numbers and negations.
 
-Content words are ``kbgraph.retrieval.lexical``'s tokens (lowercase ``\\w\\w+`` words, Snowball
-stems) minus a wider stop list than BM25 uses: BM25's idf discounts common words, plain
-overlap has no idf, so function words must go explicitly.
+Words, stems and stop lists are :mod:`kbgraph.retrieval.text`'s (the ones BM25 and the
+subgraph use): content words are its words of two characters or more, Snowball-stemmed,
+minus ``FUNCTION_WORDS`` (a wider list than BM25's: BM25's idf discounts common words,
+plain overlap has no idf, so function words must go explicitly) and ``NEGATIONS``.
 """
 
 from __future__ import annotations
 
 import itertools
 import re
-from functools import lru_cache
-
-import Stemmer
 
 from kbgraph.retrieval.chunking._sentences import sentence_starts
-from kbgraph.retrieval.lexical import STOPWORDS_EN
-from kbgraph.retrieval.lexical._tokenize import words
-
-# Function words: pronouns, auxiliaries, determiners, prepositions, conjunctions,
-# discourse words. Negations are *not* here: they are tracked separately.
-FUNCTION_WORDS: frozenset[str] = STOPWORDS_EN.difference({"no", "not"}) | {
-    "about", "above", "after", "again", "against", "all", "also", "am", "any", "because",
-    "been", "before", "being", "below", "between", "both", "can", "could", "did", "do",
-    "does", "doing", "down", "during", "each", "few", "from", "further", "had", "has",
-    "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how",
-    "i", "its", "itself", "just", "me", "more", "most", "my", "myself", "once", "only",
-    "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so",
-    "some", "than", "too", "under", "until", "up", "very", "we", "were", "what", "when",
-    "where", "which", "while", "who", "whom", "why", "would", "you", "your", "yours",
-    "yourself", "yourselves", "them", "themselves", "those", "through", "us", "may", "might",
-    "must", "shall", "let", "lets", "get", "gets", "got", "yes", "yeah", "oh", "well",
-    "like", "really", "think", "know", "thing", "things", "one", "ones", "much", "many",
-    "s", "t", "ll", "ve", "re", "d", "m", "don", "doesn", "didn", "isn", "aren", "wasn",
-    "weren", "hasn", "haven", "hadn", "won", "wouldn", "shouldn",
-}  # fmt: skip
-
-NEGATIONS: frozenset[str] = frozenset({
-    "not", "no", "never", "nobody", "nothing", "neither", "nor", "cannot", "without",
-    "n't", "don", "doesn", "didn", "isn", "aren", "wasn", "weren", "hasn", "haven", "hadn",
-    "won", "wouldn", "shouldn", "couldn", "can't", "nowhere",
-})  # fmt: skip
+from kbgraph.retrieval.text import FUNCTION_WORDS, NEGATIONS, stem, words
 
 _NUMBER_WORDS = {
     word: str(value)
@@ -53,29 +26,19 @@ _NUMBER_WORDS = {
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])|\b\d+(?=[a-zA-Z%])")
 
 
-def _stemmer() -> Stemmer.Stemmer:
-    return Stemmer.Stemmer("english")
-
-
-@lru_cache(maxsize=65536)
-def _stem(word: str) -> str:
-    stem: str = _stemmer().stemWord(word)
-    return stem
-
-
 def content_words(text: str) -> list[str]:
     """Stemmed content words of ``text`` in order (repeats kept). An identifier such as
     ``max_attempts`` also gives its parts (``max``, ``attempts``), so that prose about a
     setting matches the setting's name. Number words (``five``) are left to
     :func:`numbers`, which maps them to digits."""
     out: list[str] = []
-    for word in words(text.lower()):
+    for word in words(text, min_len=2):
         if word in FUNCTION_WORDS or word in NEGATIONS or word in _NUMBER_WORDS:
             continue
-        out.append(_stem(word))
+        out.append(stem(word))
         if "_" in word:
             out.extend(
-                _stem(part)
+                stem(part)
                 for part in word.split("_")
                 if len(part) > 1 and part not in FUNCTION_WORDS
             )
@@ -86,15 +49,8 @@ def numbers(text: str) -> set[str]:
     """Numbers in ``text``, normalised: thousands separators dropped (``2,500`` = ``2500``),
     number words mapped to digits."""
     found = {m.group(0).replace(",", "") for m in _NUMBER.finditer(text)}
-    found |= {_NUMBER_WORDS[w] for w in words(text.lower()) if w in _NUMBER_WORDS}
+    found |= {_NUMBER_WORDS[w] for w in words(text, min_len=2) if w in _NUMBER_WORDS}
     return {n.rstrip(".") for n in found if n}
-
-
-def has_negation(text: str) -> bool:
-    lowered = text.lower()
-    if "n't" in lowered:
-        return True
-    return any(w in NEGATIONS for w in words(lowered))
 
 
 NEGATION_SCOPE = 3
@@ -127,7 +83,7 @@ def negated_terms(text: str, scope: int = NEGATION_SCOPE) -> frozenset[str]:
             opening = token == "no" and previous in ".!?"
             remaining = 0 if opening else scope
         elif remaining and token not in FUNCTION_WORDS and len(token) > 1:
-            out.add(_stem(token))
+            out.add(stem(token))
             remaining -= 1
         previous = token
     return frozenset(out)
@@ -197,10 +153,7 @@ def split_sentences(text: str, *, glued: bool = False) -> list[str]:
 
 
 __all__ = [
-    "FUNCTION_WORDS",
-    "NEGATIONS",
     "content_words",
-    "has_negation",
     "negated_terms",
     "numbers",
     "split_blocks",

@@ -34,7 +34,7 @@ def run_evaluation(
     chat_model: str | None = None,
     concurrency: int = 4,
     row_timeout: float | None = None,
-    progress: bool = True,
+    progress: bool = False,
     dataset: str = "",
 ) -> EvaluationOutcome:
     """Answer every row that needs it (``agent``, else the chat agent over ``folder``),

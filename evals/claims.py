@@ -24,7 +24,7 @@ import itertools
 import re
 from dataclasses import dataclass
 
-from kbgraph.graphs.citations import find_markers
+from kbgraph.retrieval.citations import find_markers
 
 from ._framing import is_frame_label, without_framing
 from ._hedges import NON_CLAIM_PATTERNS, REFUSAL_PATTERNS, is_non_claim, is_refusal, without_hedges

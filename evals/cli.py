@@ -200,7 +200,12 @@ def run_command(
         click.echo(format_summary(outcome.summary))
         click.echo(
             f"\nWrote {outcome.files.results}, {outcome.files.summary}, "
-            f"{outcome.files.markdown}, {outcome.files.chart}"
+            f"{outcome.files.markdown}"
+            + (
+                f", {outcome.files.chart}"
+                if outcome.files.chart
+                else " (no chart: pip install 'kbgraph[eval]')"
+            )
         )
         if comparison is not None:
             click.echo(format_comparison(comparison))

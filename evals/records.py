@@ -11,7 +11,11 @@ import math
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from kbgraph.retrieval.camel import camel, to_camel_dict
 
 Verdict = Literal["supported", "not_supported", "contradicted"]
 VERDICTS: tuple[Verdict, ...] = ("supported", "not_supported", "contradicted")
@@ -75,10 +79,11 @@ class GoldSource:
         return out
 
 
+@camel
 @dataclass(frozen=True, slots=True)
 class Passage:
     """One retrieved source as the answer saw it (``n`` numbered as in the context).
-    Built from a subgraph citation ``{n, id, source, kb, lineStart, lineEnd, score, text}``
+    Built from a subgraph citation ``{n, chunkId, source, kb, lineStart, lineEnd, score, text}``
     or from a plain string of a pre-computed row."""
 
     n: int
@@ -86,7 +91,7 @@ class Passage:
     source: str | None = None
     line_start: int | None = None
     line_end: int | None = None
-    id: str | None = None
+    id: Annotated[str | None, Field(alias="chunkId")] = None
     kb: str | None = None
     score: float | None = None
 
@@ -105,7 +110,7 @@ class Passage:
             source=_opt_str(value.get("source", value.get("path"))),
             line_start=int(start) if start is not None else None,
             line_end=int(end) if end is not None else None,
-            id=_opt_str(value.get("id")),
+            id=_opt_str(value.get("chunkId", value.get("id"))),
             kb=_opt_str(value.get("kb")),
             score=float(score) if score is not None else None,
         )
@@ -118,16 +123,7 @@ class Passage:
         return f"[{self.n}] {self.source}{lines}"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "n": self.n,
-            "source": self.source,
-            "lineStart": self.line_start,
-            "lineEnd": self.line_end,
-            "id": self.id,
-            "kb": self.kb,
-            "score": self.score,
-            "text": self.text,
-        }
+        return to_camel_dict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +194,7 @@ class Relevance:
     reason: str = ""
 
 
+@camel
 @dataclass(frozen=True, slots=True)
 class ClaimVerdict:
     """A claim, the sources it was judged against, and the verdict."""
@@ -210,14 +207,7 @@ class ClaimVerdict:
     reason: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "claim": self.claim,
-            "verdict": self.verdict,
-            "score": round(self.score, 4),
-            "citations": list(self.citations),
-            "judgedAgainst": list(self.judged_against),
-            "reason": self.reason,
-        }
+        return {**to_camel_dict(self), "score": round(self.score, 4)}
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,12 +6,15 @@ each metric's scores)."""
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from kbgraph.errors import EvaluationError
 
 from .records import METRIC_NAMES, RowResult
 from .stats import mean
@@ -26,7 +29,7 @@ class ReportFiles:
     results: Path
     summary: Path
     markdown: Path
-    chart: Path
+    chart: Path | None  # None: matplotlib (the ``eval`` extra) is not installed
 
 
 def dataset_fingerprint(rows: Iterable[tuple[str, str]]) -> str:
@@ -92,11 +95,12 @@ def write_report(
 ) -> ReportFiles:
     """Write the four outputs into ``out_dir`` (created if needed)."""
     out_dir.mkdir(parents=True, exist_ok=True)
+    chart = out_dir / "scores.png" if can_plot() else None
     files = ReportFiles(
         results=out_dir / "results.jsonl",
         summary=out_dir / "summary.json",
         markdown=out_dir / "report.md",
-        chart=out_dir / "scores.png",
+        chart=chart,
     )
     with files.results.open("w", encoding="utf-8", newline="\n") as handle:
         for row in results:
@@ -104,9 +108,17 @@ def write_report(
     files.summary.write_text(
         json.dumps(summary, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
     )
-    files.markdown.write_text(render_markdown(summary, results, files.chart.name), encoding="utf-8")
-    plot_distributions(results, files.chart)
+    chart_name = chart.name if chart is not None else None
+    files.markdown.write_text(render_markdown(summary, results, chart_name), encoding="utf-8")
+    if chart is not None:
+        plot_distributions(results, chart)
     return files
+
+
+def can_plot() -> bool:
+    """matplotlib is installed (``pip install 'kbgraph[eval]'``); without it the report has
+    no chart."""
+    return importlib.util.find_spec("matplotlib") is not None
 
 
 def render_markdown(
@@ -127,6 +139,8 @@ def render_markdown(
         )
     if chart:
         lines += ["", f"![score distributions]({chart})"]
+    else:
+        lines += ["", "(No score chart: `pip install 'kbgraph[eval]'` adds matplotlib.)"]
     lines += [
         "",
         "## Per row",
@@ -177,8 +191,10 @@ def plot_distributions(results: Sequence[RowResult], path: Path) -> None:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover - matplotlib is a core dependency
-        raise RuntimeError("the score chart needs matplotlib: pip install matplotlib") from exc
+    except ImportError as exc:
+        raise EvaluationError(
+            "the score chart needs matplotlib; install it with pip install 'kbgraph[eval]'"
+        ) from exc
     fig, axes = plt.subplots(1, len(METRIC_NAMES), figsize=(4 * len(METRIC_NAMES), 3.2))
     for ax, name in zip(axes, METRIC_NAMES, strict=True):
         scores = [
@@ -201,6 +217,7 @@ def plot_distributions(results: Sequence[RowResult], path: Path) -> None:
 __all__ = [
     "SOURCE_RECALL",
     "ReportFiles",
+    "can_plot",
     "dataset_fingerprint",
     "plot_distributions",
     "render_markdown",

@@ -52,7 +52,7 @@ async def arun_dataset(
     *,
     concurrency: int = 4,
     row_timeout: float | None = None,
-    progress: bool = True,
+    progress: bool = False,
 ) -> list[RowResult]:
     """Results in the order of ``rows``. ``agent`` may be ``None`` when every row is
     pre-computed; ``concurrency`` bounds the rows in flight (agent and scoring)."""

@@ -13,8 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._markers import escape_markers
-from .nodes._text import content_terms, stems
+from kbgraph.retrieval.citations import escape_markers
+from kbgraph.retrieval.text import stems
+
+from .nodes._text import content_terms
 
 MAX_QUOTE_CHARS = 400
 # How many lines a passage may grow by to finish its sentence.

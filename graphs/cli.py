@@ -120,8 +120,7 @@ def json_view(state: Mapping[str, Any]) -> dict[str, Any]:
     }
     out.update({k: v for k, v in state.items() if k.startswith("rag_")})
     out["rag_citations"] = [
-        {key: (c.get("id") if key == "chunkId" else c.get(key)) for key in CITATION_KEYS}
-        for c in state.get("rag_citations") or []
+        {key: c.get(key) for key in CITATION_KEYS} for c in state.get("rag_citations") or []
     ]
     out["messages"] = message_dicts(state.get("messages") or [])
     return out

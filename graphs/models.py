@@ -14,7 +14,7 @@ spec                                   model
 ``gguf:<path>[?<options>]``           :class:`kbgraph.graphs.chat_models.ChatGGUF`: the GGUF
                                        file run in process by llama.cpp (``kbgraph[gguf]``);
                                        options ``threads``, ``n_ctx``, ``max_tokens``
-``fake`` / ``fake:<reply>``            :class:`kbgraph.graphs.testing.ScriptedChatModel` that
+``fake`` / ``fake:<reply>``            :class:`kbgraph.testing.ScriptedChatModel` that
                                        answers every call with ``<reply>``
 ``<provider>:<model>``                 any other provider of LangChain's
                                        ``init_chat_model`` (``anthropic``, ``ollama``,
@@ -34,7 +34,6 @@ from kbgraph.errors import ConfigError
 from kbgraph.retrieval.integrations import init_integration
 
 from .chat_models._gguf_spec import GGUFOptions, parse_gguf_spec
-from .testing import ScriptedChatModel
 
 FAKE_REPLY = "This is a scripted reply from the fake chat model."
 _SPECS = (
@@ -56,6 +55,8 @@ def resolve_chat_model(
     provider, sep, rest = spec.partition(":")
     provider = provider.lower()
     if provider == "fake":
+        from kbgraph.testing import ScriptedChatModel
+
         # Not cached: a scripted model records its calls, and runs must not share them.
         return ScriptedChatModel(default=rest if sep and rest else FAKE_REPLY)
     if not rest.strip():

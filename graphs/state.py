@@ -34,7 +34,7 @@ class Candidate(TypedDict):
     ``scores`` holds the raw score of each list plus ``"rrf"`` (raw fused) and, after
     Rerank, ``"fused"`` (the normalised fused score)."""
 
-    id: str
+    chunkId: str
     kb: str
     source: str
     lineStart: int
@@ -52,11 +52,11 @@ class Candidate(TypedDict):
 class Citation(TypedDict):
     """One numbered source of ``rag_context`` (``n`` as printed there, 1-based). ``source``
     is relative to the knowledge base folder; ``text`` is exactly what the context shows,
-    and lines ``lineStart``..``lineEnd`` of the file contain it. ``id`` is the chunk id of
+    and lines ``lineStart``..``lineEnd`` of the file contain it. ``chunkId`` is the chunk id of
     the best-scoring chunk the source was built from."""
 
     n: int
-    id: str
+    chunkId: str
     source: str
     kb: str
     lineStart: int
@@ -129,7 +129,7 @@ class RetrievalDebug(TypedDict, total=False):
 
 
 def _candidate_key(candidate: Candidate) -> tuple[str, str]:
-    return (candidate.get("kb", ""), candidate["id"])
+    return (candidate.get("kb", ""), candidate["chunkId"])
 
 
 def dedupe_candidates(items: Iterable[Candidate]) -> list[Candidate]:

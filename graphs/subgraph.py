@@ -66,7 +66,7 @@ def build_rag_graph(
     name: str = "kbgraph_rag",
 ) -> CompiledStateGraph[RagState, RagSettings, RagInput, RagOutput]:
     """The compiled subgraph. ``chat_model`` overrides ``RagSettings.chat_model`` (tests pass
-    a :class:`kbgraph.graphs.testing.ScriptedChatModel`); ``registry`` supplies the searchers
+    a :class:`kbgraph.testing.ScriptedChatModel`); ``registry`` supplies the searchers
     (default: the process-wide cache of ``KnowledgeBase`` objects); ``reranker`` serves
     ``rerank="cross_encoder"``: a cross-encoder (``.predict(pairs)``), a LangChain
     ``BaseDocumentCompressor``, a function ``(query, texts) -> scores``, a

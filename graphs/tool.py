@@ -21,7 +21,6 @@ blocks never overlap; a lone call numbers exactly as before, parallel calls leav
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired
@@ -35,7 +34,7 @@ from typing_extensions import TypedDict
 
 from kbgraph.errors import ConfigError, KbgraphError
 from kbgraph.prompts import load_prompt, render_prompt
-from kbgraph.retrieval.context import FENCE, PREAMBLE, ContextEntry, source_header
+from kbgraph.retrieval.context import PREAMBLE, ContextEntry, fence_for, source_header
 
 from .settings import RagSettings, settings_from_context
 from .state import Citation, RagGrounding
@@ -265,8 +264,7 @@ def render_sources(citations: Sequence[Citation]) -> str:
         for label, c in zip(labels, citations, strict=True)
     ]
     body = "\n\n".join(blocks)
-    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
-    fence = "`" * max(len(FENCE), longest + 1)
+    fence = fence_for([body])
     return f"{PREAMBLE}\n{fence}sources\n{body}\n{fence}"
 
 

@@ -49,10 +49,16 @@ def source_header(n: int, entry: ContextEntry) -> str:
     )
 
 
-def fence_for(texts: Sequence[str]) -> str:
-    """At least eight backticks, and longer than any run inside the texts."""
-    longest = max((len(run) for t in texts for run in re.findall(r"`+", t)), default=0)
-    return "`" * max(len(FENCE), longest + 1)
+def longest_backtick_run(text: str) -> int:
+    """A fence longer than any backtick run inside a text cannot be closed early by it (the
+    CommonMark rule for fenced code)."""
+    return max((len(run) for run in re.findall(r"`+", text)), default=0)
+
+
+def fence_for(texts: Sequence[str], *, minimum: int = len(FENCE)) -> str:
+    """At least ``minimum`` backticks, and longer than any run inside the texts."""
+    longest = max((longest_backtick_run(t) for t in texts), default=0)
+    return "`" * max(minimum, longest + 1)
 
 
 def render_context(entries: Sequence[ContextEntry], *, start: int = 1) -> str:
@@ -89,6 +95,7 @@ __all__ = [
     "fence_for",
     "format_context",
     "lines_word",
+    "longest_backtick_run",
     "render_context",
     "source_header",
 ]

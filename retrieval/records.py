@@ -2,14 +2,18 @@
 
 Attribute names are snake_case in Python; ``to_dict`` gives the camelCase keys of the
 on-disk format and the CLI's ``--json`` output (``lineStart``, ``byteEnd`` ...), which are
-the contract in ``ARCHITECTURE.md``.
+the contract in ``ARCHITECTURE.md``, by pydantic aliases (:mod:`kbgraph.retrieval.camel`).
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import Field
+
+from .camel import camel, from_camel, to_camel_dict
 
 SkipReason = Literal[
     "excluded",
@@ -47,6 +51,7 @@ def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+@camel
 @dataclass(frozen=True, slots=True)
 class Chunk:
     """A span of one file. ``text`` equals the file's bytes ``[byte_start, byte_end)``
@@ -63,31 +68,11 @@ class Chunk:
     page: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "text": self.text,
-            "source": self.source,
-            "lineStart": self.line_start,
-            "lineEnd": self.line_end,
-            "byteStart": self.byte_start,
-            "byteEnd": self.byte_end,
-            "section": self.section,
-            "page": self.page,
-        }
+        return to_camel_dict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Chunk:
-        return cls(
-            id=data["id"],
-            text=data["text"],
-            source=data["source"],
-            line_start=data["lineStart"],
-            line_end=data["lineEnd"],
-            byte_start=data["byteStart"],
-            byte_end=data["byteEnd"],
-            section=data.get("section"),
-            page=data.get("page"),
-        )
+        return from_camel(cls, data)
 
 
 def index_text(chunk: Chunk) -> str:
@@ -121,15 +106,25 @@ class SearchResult:
     scores: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        """The ``kbgraph search --json`` form (and LangChain ``Document`` metadata)."""
         c = self.chunk
-        return {
-            "text": c.text,
-            "score": self.score,
-            "source": c.source,
-            "lineStart": c.line_start,
-            "lineEnd": c.line_end,
-            "chunkId": c.id,
-            "section": c.section,
-            "page": c.page,
-            "ranks": dict(self.ranks),
-        }
+        hit = SearchHit(c.text, self.score, c.source, c.line_start, c.line_end, c.id,
+                        c.section, c.page, dict(self.ranks))  # fmt: skip
+        return to_camel_dict(hit)
+
+
+@camel
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One search result as printed: the chunk's fields next to its score and ranks (the
+    chunk's id is ``chunkId`` here, as everywhere outside the chunk record itself)."""
+
+    text: str
+    score: float
+    source: str
+    line_start: int
+    line_end: int
+    id: Annotated[str, Field(alias="chunkId")]
+    section: str | None
+    page: int | None
+    ranks: dict[str, int]

@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .camel import camel, to_camel_dict
 from .records import SkippedFile
 
 
+@camel
 @dataclass(frozen=True, slots=True)
 class IndexStats:
     """The Knowledge Base spec's stats."""
@@ -22,18 +24,10 @@ class IndexStats:
     keep_versions: int = 3  # how many a writer keeps
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "fileCount": self.file_count,
-            "chunkCount": self.chunk_count,
-            "indexSize": self.index_size,
-            "lastIndexed": self.last_indexed,
-            "staleFiles": self.stale_files,
-            "embedding": dict(self.embedding),
-            "versions": self.versions,
-            "keepVersions": self.keep_versions,
-        }
+        return to_camel_dict(self)
 
 
+@camel
 @dataclass(frozen=True, slots=True)
 class IndexReport:
     """What one indexing run did, plus the stats after it. ``skipped``: files left out of
@@ -50,17 +44,13 @@ class IndexReport:
     repaired: list[str] = field(default_factory=list)  # damage found (and repaired)
 
     def to_dict(self) -> dict[str, Any]:
-        out = self.stats.to_dict()
-        out.update(
-            embedded=self.embedded,
-            reused=self.reused,
-            skipped=[s.to_dict() for s in self.skipped],
-            warnings=[w.to_dict() for w in self.warnings],
-            failedEmbeddings=self.failed_embeddings,
-            rebuilt=self.rebuilt,
-            repaired=list(self.repaired),
-        )
-        return out
+        """The stats' keys, then what the run did (``kbgraph index --json``)."""
+        run = to_camel_dict(self, exclude={"stats", "skipped", "warnings"})
+        skips = {
+            "skipped": [s.to_dict() for s in self.skipped],
+            "warnings": [w.to_dict() for w in self.warnings],
+        }
+        return {**self.stats.to_dict(), **run, **skips}
 
 
 __all__ = ["IndexReport", "IndexStats"]

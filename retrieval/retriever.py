@@ -40,20 +40,10 @@ _OPTIONS = ("k", "mode", "filters")
 def document_of(result: SearchResult) -> Document:
     """One search result as a LangChain ``Document``: the chunk's exact text, and where it
     came from in the metadata (camelCase keys, as in ``kbgraph search --json``)."""
-    c = result.chunk
     return Document(
-        id=c.id,
-        page_content=c.text,
-        metadata={
-            "source": c.source,
-            "lineStart": c.line_start,
-            "lineEnd": c.line_end,
-            "chunkId": c.id,
-            "score": float(result.score),
-            "section": c.section,
-            "page": c.page,
-            "ranks": dict(result.ranks),
-        },
+        id=result.chunk.id,
+        page_content=result.chunk.text,
+        metadata={k: v for k, v in result.to_dict().items() if k != "text"},
     )
 
 

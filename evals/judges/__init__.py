@@ -10,7 +10,6 @@ from .base import ClaimDecomposer, Judge, JudgeError
 from .llm import LLMJudge
 from .offline import OfflineJudge
 from .overlap import OverlapJudge, content_overlap
-from .scripted import ClaimRule, ScriptedJudge
 
 
 def resolve_judge(spec: str | Judge, *, embeddings: Embeddings | str = "local") -> Judge:
@@ -28,13 +27,11 @@ def resolve_judge(spec: str | Judge, *, embeddings: Embeddings | str = "local") 
 
 __all__ = [
     "ClaimDecomposer",
-    "ClaimRule",
     "Judge",
     "JudgeError",
     "LLMJudge",
     "OfflineJudge",
     "OverlapJudge",
-    "ScriptedJudge",
     "content_overlap",
     "resolve_judge",
 ]

@@ -36,7 +36,7 @@ from typing import Literal
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from ._text import STOP_WORDS, word_set, words
+from kbgraph.retrieval.text import QUESTION_STOP_WORDS, word_set, words
 
 MAX_WORDS = 12
 MARGIN = 0.15
@@ -134,7 +134,7 @@ def question_signal(text: str) -> bool:
 
 
 def _content(ws: list[str]) -> list[str]:
-    return [w for w in ws if w not in _CUES and w not in _FILLERS and w not in STOP_WORDS]
+    return [w for w in ws if w not in _CUES and w not in _FILLERS and w not in QUESTION_STOP_WORDS]
 
 
 class ClosingDetector:

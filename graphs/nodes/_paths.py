@@ -11,8 +11,7 @@ from pathlib import PurePosixPath
 
 from kbgraph.retrieval.filters import path_matches
 from kbgraph.retrieval.records import FILE_KINDS, FileKind
-
-from ._text import word_set, words
+from kbgraph.retrieval.text import word_set, words
 
 LISTING_LIMIT = 5000
 _SKIP_DIRS = frozenset(

@@ -1,70 +1,23 @@
-"""Word-level helpers the heuristic paths share: words, stop words, light stems, the
-question of a state, and the turns before it.
+"""Word-level helpers the heuristic paths share: a question's topic terms and their
+coverage in a text, the question of a state, and the turns before it.
 
-The stop list is larger than the BM25 one (``kbgraph.retrieval.lexical``) on purpose: here it
-separates what a question is *about* from how it is asked ("how do I", "can you explain"),
-which BM25's idf does for the index but a term-coverage test cannot.
+Words, stems and stop words are :mod:`kbgraph.retrieval.text`'s, the ones BM25 and the
+evaluators use. The stop list here is ``QUESTION_STOP_WORDS``, larger than BM25's on
+purpose: it separates what a question is *about* from how it is asked ("how do I", "can you
+explain"), which BM25's idf does for the index but a term-coverage test cannot.
 """
 
 from __future__ import annotations
 
-import re
-import threading
 from collections.abc import Sequence
 from typing import Any
 
-import Stemmer
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from kbgraph.prompts import load_prompt
+from kbgraph.retrieval.text import QUESTION_STOP_WORDS, stems, words
 
 from ..turns import marker_of
-
-
-def word_set(text: str) -> frozenset[str]:
-    """The whitespace-separated words of ``text`` (keeps word lists readable in code)."""
-    return frozenset(text.split())
-
-
-_WORD = re.compile(r"\w+(?:['’]\w+)?", re.UNICODE)
-
-STOP_WORDS: frozenset[str] = word_set(
-    """
-    a about above after again against all also am an and any are as at be because been
-    before being below between both but by can could did do does doing done down during each
-    either else ever few for from further get gets got had has have having he her here hers
-    herself him himself his how i if in into is it its itself just let me might mine more
-    most much must my myself no nor not now of off on once only or other our ours ourselves
-    out over own per please same shall she should so some such than that the their theirs
-    them themselves then there these they this those through to too under until up upon us
-    very was we were what when where which while who whom whose why will with within without
-    would yes yet you your yours yourself yourselves i'm it's what's that's there's don't
-    doesn't can't isn't how's let's tell explain describe show give find know want need says
-    say said mean means meant anything something thing things way ways use using used
-    """
-)
-"""English function words plus request verbs ("tell me", "explain") that carry no topic."""
-
-_local = threading.local()
-
-
-def words(text: str) -> list[str]:
-    """Case-folded words (Unicode letters and digits; ``don't`` stays one word)."""
-    return [w.replace("’", "'") for w in _WORD.findall(text.casefold())]
-
-
-def _stemmer() -> Stemmer.Stemmer:
-    # PyStemmer objects keep a cache and are not safe to share between threads.
-    stemmer = getattr(_local, "stemmer", None)
-    if stemmer is None:
-        stemmer = _local.stemmer = Stemmer.Stemmer("english")
-    return stemmer
-
-
-def stems(terms: Sequence[str]) -> list[str]:
-    """Snowball English stems, so that "policies" matches "policy"."""
-    out: list[str] = _stemmer().stemWords(list(terms))
-    return out
 
 
 def content_terms(text: str) -> list[str]:
@@ -72,7 +25,7 @@ def content_terms(text: str) -> list[str]:
     order of first appearance."""
     seen: dict[str, None] = {}
     for word in words(text):
-        if word not in STOP_WORDS and (len(word) > 1 or word.isdigit()):
+        if word not in QUESTION_STOP_WORDS and (len(word) > 1 or word.isdigit()):
             seen.setdefault(word, None)
     return list(seen)
 
@@ -150,7 +103,6 @@ def coverage(question_terms: Sequence[str], text: str) -> tuple[float, list[str]
 
 
 __all__ = [
-    "STOP_WORDS",
     "content_terms",
     "coverage",
     "format_turns",
@@ -159,8 +111,5 @@ __all__ = [
     "previous_turns",
     "question_of",
     "reply_text",
-    "stems",
     "term_stems",
-    "word_set",
-    "words",
 ]

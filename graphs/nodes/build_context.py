@@ -54,8 +54,8 @@ class Block:
 
 def block_of(c: Candidate) -> Block:
     return Block(
-        c["kb"], c["source"], c["lineStart"], c["lineEnd"], c["text"], c["score"], c["id"],
-        c.get("section"), c.get("page"), c.get("byteStart"), c.get("byteEnd"), (c["id"],),
+        c["kb"], c["source"], c["lineStart"], c["lineEnd"], c["text"], c["score"], c["chunkId"],
+        c.get("section"), c.get("page"), c.get("byteStart"), c.get("byteEnd"), (c["chunkId"],),
     )  # fmt: skip
 
 
@@ -184,7 +184,7 @@ def render_blocks(blocks: Sequence[Block], *, start: int = 1) -> str:
 
 def block_of_citation(c: Citation) -> Block:
     """The block a citation was made from (what ``render_blocks`` shows of it again)."""
-    chunk_id = str(c.get("id") or "")
+    chunk_id = str(c.get("chunkId") or "")
     return Block(
         str(c.get("kb") or ""), c["source"], c["lineStart"], c["lineEnd"], c["text"],
         float(c.get("score") or 0.0), chunk_id, c.get("section"), c.get("page"),
@@ -220,7 +220,7 @@ def fit_budget(blocks: Sequence[Block], budget: int) -> tuple[list[Block], list[
 def citations_of(blocks: Sequence[Block]) -> list[Citation]:
     return [
         {
-            "n": n, "id": b.id, "source": b.source, "kb": b.kb, "lineStart": b.line_start,
+            "n": n, "chunkId": b.id, "source": b.source, "kb": b.kb, "lineStart": b.line_start,
             "lineEnd": b.line_end, "score": round(b.score, 6), "text": b.text.strip("\n"),
             "section": b.section, "page": b.page,
         }
@@ -239,7 +239,7 @@ def build_context(state: RagState, runtime: Runtime[RagSettings]) -> dict[str, A
     blocks, dropped = fit_budget(merge_candidates(chosen), settings.context_budget_tokens)
     context = render_blocks(blocks)
     rec.data = {
-        "chosen": [c["id"] for c in chosen],
+        "chosen": [c["chunkId"] for c in chosen],
         "below_threshold": len(candidates) - len(passing),
         "sources": [list(b.ids) for b in blocks],
         "dropped_for_budget": dropped,

@@ -26,21 +26,15 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
+from kbgraph.retrieval.text import word_set, words
+
 from ..settings import RagSettings
 from ..state import RagScope, RagState
 from ..turns import marker_of, reply_after
 from ._base import END, NodeDeps, StepRecorder
 from ._closings import ClosingDetector, default_detector
 from ._llm import ask_node
-from ._text import (
-    format_turns,
-    message_text,
-    previous_turns,
-    question_of,
-    term_stems,
-    word_set,
-    words,
-)
+from ._text import format_turns, message_text, previous_turns, question_of, term_stems
 
 NODE = "decide_retrieve"
 

@@ -27,12 +27,14 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
+from kbgraph.retrieval.text import stems
+
 from ..context_window import JSON_RESERVE_TOKENS
 from ..settings import RagSettings, ResolvedKnowledgeBase
 from ..state import Candidate, RagGrounding, RagState, debug_update
 from ._base import END, NodeDeps, StepRecorder
 from ._llm import ask_node, context_fallback, prompt_messages
-from ._text import content_terms, coverage, question_of, stems
+from ._text import content_terms, coverage, question_of
 from ._window import fit_sources
 from .rewrite_query import plan_queries, tried_queries
 from .select_scope import widest_scope
@@ -56,7 +58,7 @@ def best_vector_score(candidates: Sequence[Candidate], ids: set[str]) -> float |
     scores = [
         value
         for c in candidates
-        if c["id"] in ids
+        if c["chunkId"] in ids
         for name, value in c.get("scores", {}).items()
         if name.endswith(":vector")
     ]
@@ -162,7 +164,9 @@ def _verdict(state: RagState, rec: StepRecorder, deps: NodeDeps) -> Verdict:
     scope_words = scope.get("terms", []) if scope else []
     citations = state.get("rag_citations") or []
     candidates = state.get("rag_candidates") or []
-    vector = best_vector_score(candidates, {c["id"] for c in candidates[: settings.search.top_k]})
+    vector = best_vector_score(
+        candidates, {c["chunkId"] for c in candidates[: settings.search.top_k]}
+    )
     # Coverage is measured on the cited text only: headers and the fence's preamble would
     # lend their words (file names, "source", "data") to any question.
     cited = "\n".join(c["text"] for c in citations)

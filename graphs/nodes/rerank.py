@@ -34,12 +34,14 @@ from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
+from kbgraph.retrieval.text import stems, words
+
 from ..context_window import JSON_RESERVE_TOKENS, largest_fitting
 from ..settings import RagSettings
 from ..state import Candidate, LlmFallback, RagState, debug_update
 from ._base import NodeDeps, Reranker, StepRecorder
 from ._llm import ask_node, context_fallback, prompt_messages
-from ._text import question_of, stems, term_stems, words
+from ._text import question_of, term_stems
 
 NODE = "rerank"
 PATH_WEIGHT = 0.05
@@ -247,7 +249,7 @@ def rerank(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps) -> di
             deps.reranker, queries[0], ordered, rec.fallbacks, rec.attempt
         )
     rec.data.update(
-        mode=mode, order=[{"id": c["id"], "score": round(c["score"], 4)} for c in ordered]
+        mode=mode, order=[{"chunkId": c["chunkId"], "score": round(c["score"], 4)} for c in ordered]
     )
     return {
         "rag_candidates": ordered,

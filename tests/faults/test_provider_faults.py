@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from kbgraph.retrieval.embeddings import FakeEmbeddings
+from kbgraph.testing import FakeEmbeddings
 from tests.faults.conftest import cli, one_line_reason, snapshot, write_docs
 from tests.support.openai_server import OpenAIServer
 

@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 from kbgraph.retrieval import KnowledgeBase
-from kbgraph.retrieval.embeddings import FakeEmbeddings
 from kbgraph.retrieval.progress import ProgressEvent
+from kbgraph.testing import FakeEmbeddings
 from tests.integration._corpus import write_corpus
 
 

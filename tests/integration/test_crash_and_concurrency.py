@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from kbgraph.retrieval import KnowledgeBase
-from kbgraph.retrieval.embeddings import FakeEmbeddings
 from kbgraph.retrieval.segments import normalize_newlines
+from kbgraph.testing import FakeEmbeddings
 from tests.integration._corpus import write_corpus
 
 pytestmark = pytest.mark.integration

@@ -29,13 +29,13 @@ from kbgraph.retrieval import KnowledgeBase
 from kbgraph.retrieval.embeddings import (
     BatchEmbedder,
     EmbeddingCache,
-    FakeEmbeddings,
     describe_embeddings,
     l2_normalise,
     length_order,
     resolve_embeddings,
 )
 from kbgraph.retrieval.records import text_hash
+from kbgraph.testing import FakeEmbeddings
 from tests.support import CHAT_PATH, EMBEDDINGS_PATH, ChatReply, OpenAIServer
 
 pytestmark = pytest.mark.integration

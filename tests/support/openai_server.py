@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from langchain_core.embeddings import Embeddings
 
-from kbgraph.retrieval.embeddings import FakeEmbeddings
+from kbgraph.testing import FakeEmbeddings
 
 EmbedFn = Callable[[list[str]], list[list[float]]]
 EMBEDDINGS_PATH = "/v1/embeddings"

@@ -17,7 +17,6 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.runtime import Runtime
 
 from kbgraph.graphs.nodes import NodeDeps
-from kbgraph.graphs.nodes._text import stems, words
 from kbgraph.graphs.searcher import SearcherRegistry
 from kbgraph.graphs.settings import RagSettings
 from kbgraph.graphs.state import Candidate, RagState
@@ -27,6 +26,7 @@ from kbgraph.retrieval.progress import ProgressCallback, ProgressEvent
 from kbgraph.retrieval.ranking import convex_fuse
 from kbgraph.retrieval.records import Chunk, SearchResult, chunk_id
 from kbgraph.retrieval.scan import file_kind
+from kbgraph.retrieval.text import stems, words
 
 DOCS: dict[str, str] = {
     "docs/configuration.md": (
@@ -262,7 +262,7 @@ def candidate(
     scores: dict[str, float] | None = None,
 ) -> Candidate:
     c: Candidate = {
-        "id": cid, "kb": kb, "source": source, "lineStart": lines[0], "lineEnd": lines[1],
+        "chunkId": cid, "kb": kb, "source": source, "lineStart": lines[0], "lineEnd": lines[1],
         "text": text, "section": section, "page": page, "score": score,
         "ranks": {"q0:bm25": 1}, "scores": dict(scores or {}),
     }  # fmt: skip

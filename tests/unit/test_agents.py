@@ -19,9 +19,9 @@ from kbgraph.graphs.agents import build_chat_agent, build_tool_agent, chat_agent
 from kbgraph.graphs.cli import ask, json_view
 from kbgraph.graphs.settings import RagSettings
 from kbgraph.graphs.subgraph import NODE_ORDER, build_rag_graph
-from kbgraph.graphs.testing import ScriptedChatModel, tool_call_message
 from kbgraph.graphs.tool import TOOL_NAME
 from kbgraph.graphs.turns import marker_of
+from kbgraph.testing import ScriptedChatModel, tool_call_message
 
 DOCS = {
     "retry.md": "# Retry policy\n\nThe client retries failed requests with exponential backoff.\n"
@@ -106,7 +106,7 @@ def test_extractive_answer_markers_resolve_with_offsets(settings: RagSettings) -
     assert out["answer_unresolved"] == []
     for c in out["answer_citations"]:
         assert out["answer"][c["start"] : c["end"]] == c["marker"]
-        assert c["id"] == out["rag_citations"][c["n"] - 1]["id"]
+        assert c["chunkId"] == out["rag_citations"][c["n"] - 1]["chunkId"]
 
 
 def test_chat_agent_trajectory_runs_the_seven_nodes_then_answers(settings: RagSettings) -> None:
@@ -326,7 +326,7 @@ def test_tool_agent_resolves_markers_against_every_search(settings: RagSettings)
     by_n = {c["n"]: c for c in out["rag_citations"]}
     assert [c["n"] for c in out["answer_citations"]] == [1, 2]
     for c in out["answer_citations"]:
-        assert (c["source"], c["id"]) == (by_n[c["n"]]["source"], by_n[c["n"]]["id"])
+        assert (c["source"], c["chunkId"]) == (by_n[c["n"]]["source"], by_n[c["n"]]["chunkId"])
         assert out["answer"][c["start"] : c["end"]] == c["marker"]
     assert [u["n"] for u in out["answer_unresolved"]] == [7]
     assert model.bound_tools == [TOOL_NAME]
@@ -526,8 +526,8 @@ def test_ask_rejects_a_bad_history(docs: Path, tmp_path: Path, content: str, mes
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
-def test_json_view_renames_the_chunk_id() -> None:
-    state = {"answer": "a", "rag_citations": [{"n": 1, "id": "abc", "source": "s", "kb": "k"}]}
+def test_json_view_keeps_the_chunk_id_key() -> None:
+    state = {"answer": "a", "rag_citations": [{"n": 1, "chunkId": "abc", "source": "s", "kb": "k"}]}
     assert json_view(state)["rag_citations"][0]["chunkId"] == "abc"
 
 

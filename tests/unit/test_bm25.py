@@ -14,8 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kbgraph.errors import ConfigError, IndexCorruptError, IndexNotFoundError
-from kbgraph.retrieval.lexical import BM25_FILES, STOPWORDS_EN, BM25Index, tokenize, tokenize_corpus
-from kbgraph.retrieval.lexical._tokenize import TOKEN_PATTERN, words
+from kbgraph.retrieval.lexical import BM25_FILES, BM25Index, tokenize, tokenize_corpus
+from kbgraph.retrieval.text import BM25_STOP_WORDS as STOPWORDS_EN
+from kbgraph.retrieval.text import words
+
+TOKEN_PATTERN = r"(?u)\b\w\w+\b"  # bm25s' default token pattern
 
 # ---------------------------------------------------------------- tokenizer
 
@@ -62,14 +65,20 @@ _TRICKY = st.text(
 @given(st.one_of(st.text(max_size=60), _TRICKY))
 def test_fast_word_split_equals_the_regex(text: str) -> None:
     lowered = text.lower()
-    assert words(lowered) == re.findall(TOKEN_PATTERN, lowered)
+    assert words(text, min_len=2) == re.findall(TOKEN_PATTERN, lowered)
+    assert words(text) == re.findall(r"\w+", lowered)
 
 
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.one_of(st.text(max_size=40), _TRICKY), max_size=6))
 def test_corpus_fast_path_equals_tokenize(texts: list[str]) -> None:
     corpus = tokenize_corpus(texts)
-    assert [corpus.doc_terms(i) for i in range(len(texts))] == [tokenize(t) for t in texts]
+    ends = corpus.doc_lengths.cumsum()
+    terms = [
+        [corpus.vocab[int(i)] for i in corpus.term_ids[e - n : e]]
+        for e, n in zip(ends, corpus.doc_lengths, strict=True)
+    ]
+    assert terms == [tokenize(t) for t in texts]
 
 
 # ---------------------------------------------------------------- scores by hand

@@ -13,7 +13,7 @@ from kbgraph.graphs.citations import extract_citations, inject_context
 def _citation(n: int, source: str, start: int, end: int, kb: str = "docs") -> dict[str, Any]:
     return {
         "n": n,
-        "id": f"chunk{n:02d}",
+        "chunkId": f"chunk{n:02d}",
         "source": source,
         "kb": kb,
         "lineStart": start,
@@ -52,11 +52,11 @@ def test_marker_forms_resolve_with_exact_offsets(
     for c in report.citations:
         assert answer[c["start"] : c["end"]] == c["marker"]
         source = SOURCES[c["n"] - 1]
-        assert (c["source"], c["lineStart"], c["lineEnd"], c["id"], c["kb"]) == (
+        assert (c["source"], c["lineStart"], c["lineEnd"], c["chunkId"], c["kb"]) == (
             source["source"],
             source["lineStart"],
             source["lineEnd"],
-            source["id"],
+            source["chunkId"],
             source["kb"],
         )
     assert report.unresolved == []

@@ -48,7 +48,9 @@ def decide(text: str, detector: ClosingDetector) -> Any:
 def test_issue_closings_skip_retrieval(text: str) -> None:
     out = decide(text, WORDS_ONLY)
     assert out["rag_should_retrieve"] is False
-    assert "closing" in out["rag_retrieval_debug"]["steps"][0]["data"]["reason"]
+    # Small talk or a closing: the one text module splits "that's" into "that" + "s", so
+    # "thanks, that's all!" is now caught by the small-talk word lists first.
+    assert "needs no documents" in out["rag_retrieval_debug"]["steps"][0]["data"]["reason"]
 
 
 @pytest.mark.parametrize("text", ISSUE_FOLLOW_UPS)

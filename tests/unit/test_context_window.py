@@ -27,7 +27,7 @@ from kbgraph.graphs.nodes.grounding_check import grounding_check
 from kbgraph.graphs.nodes.rerank import rerank
 from kbgraph.graphs.settings import RagSettings
 from kbgraph.graphs.state import Citation
-from kbgraph.graphs.testing import ScriptedChatModel
+from kbgraph.testing import ScriptedChatModel
 
 from ._rag_fakes import candidate, debug_of, deps_for, runtime_for, state_of
 
@@ -43,7 +43,7 @@ def words_prompt(k: int) -> list[BaseMessage]:
 
 def citation(n: int, text: str, source: str = "docs/a.md", start: int = 1) -> Citation:
     return {
-        "n": n, "id": f"c{n}", "source": source, "kb": "docs", "lineStart": start,
+        "n": n, "chunkId": f"c{n}", "source": source, "kb": "docs", "lineStart": start,
         "lineEnd": start + text.count("\n"), "score": 1.0 / n, "text": text,
         "section": None, "page": None,
     }  # fmt: skip
@@ -222,7 +222,7 @@ def test_llm_rerank_shows_the_passages_that_fit(tmp_path: Path) -> None:
     shown = int(step["data"]["context_trimmed"].split(" of ")[0])
     assert 2 <= shown < 8 and step["path"] == "llm"
     assert f"{shown} passages:" in model.calls[0].messages[-1].text
-    assert [c["id"] for c in out["rag_candidates"][:2]] == ["c1", "c0"]
+    assert [c["chunkId"] for c in out["rag_candidates"][:2]] == ["c1", "c0"]
     assert len(out["rag_candidates"]) == 8
 
 

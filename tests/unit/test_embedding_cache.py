@@ -16,11 +16,11 @@ from kbgraph.errors import EmbeddingError
 from kbgraph.retrieval.embeddings import (
     BatchEmbedder,
     EmbeddingCache,
-    FakeEmbeddings,
     embed_with_cache,
     l2_normalise,
 )
 from kbgraph.retrieval.records import text_hash
+from kbgraph.testing import FakeEmbeddings
 
 TEXTS = ["naïve café", "東京の天気", "line one\r\nline two", "", "plain ascii", "emoji 🚀 text"]
 

@@ -27,7 +27,6 @@ from kbgraph.retrieval.embeddings import (
     BatchEmbedder,
     EmbeddingInfo,
     EmbeddingSpec,
-    FakeEmbeddings,
     LocalEmbeddings,
     backoff_delay,
     check_dims,
@@ -40,6 +39,7 @@ from kbgraph.retrieval.embeddings import (
     parse_spec,
     resolve_embeddings,
 )
+from kbgraph.testing import FakeEmbeddings
 
 URL = "http://127.0.0.1:9/v1/embeddings"
 

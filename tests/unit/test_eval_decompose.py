@@ -7,10 +7,9 @@ import pytest
 
 from kbgraph.evals.decompose import decompose
 from kbgraph.evals.evaluators import ContextRecallEvaluator, FaithfulnessEvaluator
-from kbgraph.evals.judges import LLMJudge, OfflineJudge, ScriptedJudge
+from kbgraph.evals.judges import LLMJudge, OfflineJudge
 from kbgraph.evals.records import Claim, EvalRecord, Passage
-from kbgraph.graphs.testing import ScriptedChatModel
-from kbgraph.retrieval.embeddings import FakeEmbeddings
+from kbgraph.testing import FakeEmbeddings, ScriptedChatModel, ScriptedJudge
 
 RETRY = Passage(1, "retry.max_attempts defaults to 5.", "docs/configuration.md", 52, 60)
 WEBHOOK = Passage(2, "Webhook deliveries are retried 7 times.", "docs/api/webhooks.md", 41, 47)

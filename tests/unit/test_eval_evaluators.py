@@ -16,7 +16,7 @@ from kbgraph.evals.evaluators import (
     lines_overlap,
     same_path,
 )
-from kbgraph.evals.judges import OfflineJudge, ScriptedJudge
+from kbgraph.evals.judges import OfflineJudge
 from kbgraph.evals.records import (
     ClaimVerdict,
     EvalRecord,
@@ -27,7 +27,7 @@ from kbgraph.evals.records import (
     Verdict,
 )
 from kbgraph.evals.runner import score_record
-from kbgraph.retrieval.embeddings import FakeEmbeddings
+from kbgraph.testing import FakeEmbeddings, ScriptedJudge
 
 RETRY = Passage(1, "retry.max_attempts defaults to 5.", "docs/configuration.md", 52, 60)
 WEBHOOK = Passage(2, "Webhook deliveries are retried 7 times.", "docs/api/webhooks.md", 41, 47)

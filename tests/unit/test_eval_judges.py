@@ -16,8 +16,7 @@ from kbgraph.evals.judges import (
 )
 from kbgraph.evals.judges._evidence import clauses
 from kbgraph.evals.judges.offline import _torch_threads
-from kbgraph.graphs.testing import ScriptedChatModel
-from kbgraph.retrieval.embeddings import FakeEmbeddings
+from kbgraph.testing import FakeEmbeddings, ScriptedChatModel
 
 CONTEXT = (
     "Harbor retries calls to downstream providers. `max_attempts` counts the first call, so "

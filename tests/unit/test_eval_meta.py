@@ -13,7 +13,7 @@ from kbgraph.evals.cli import eval_group
 from kbgraph.evals.datasets import DatasetError
 from kbgraph.evals.judges import OfflineJudge, OverlapJudge
 from kbgraph.evals.meta import BASELINE, faithfulness_score, format_table, run_meta
-from kbgraph.retrieval.embeddings import FakeEmbeddings
+from kbgraph.testing import FakeEmbeddings
 
 KNOWLEDGE = [
     (

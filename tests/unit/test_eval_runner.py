@@ -7,7 +7,6 @@ import asyncio
 import pytest
 
 from kbgraph.evals.evaluators import FaithfulnessEvaluator, default_evaluators
-from kbgraph.evals.judges import ScriptedJudge
 from kbgraph.evals.records import (
     METRIC_NAMES,
     AgentOutput,
@@ -17,6 +16,7 @@ from kbgraph.evals.records import (
     Passage,
 )
 from kbgraph.evals.runner import FunctionAgent, arun_dataset, run_dataset, score_record
+from kbgraph.testing import ScriptedJudge
 
 SOURCE = Passage(1, "Harbor makes 5 attempts by default.", "docs/configuration.md", 52, 60)
 

@@ -12,9 +12,8 @@ from langchain_core.tools import tool
 from pydantic import BaseModel
 
 from kbgraph.errors import ConfigError
-from kbgraph.graphs import ScriptedChatModel as ExportedScriptedChatModel
 from kbgraph.graphs.models import FAKE_REPLY, resolve_chat_model
-from kbgraph.graphs.testing import (
+from kbgraph.testing import (
     ScriptedChatModel,
     ScriptedRefusalError,
     ScriptExhaustedError,
@@ -22,6 +21,7 @@ from kbgraph.graphs.testing import (
     refusal_message,
     tool_call_message,
 )
+from kbgraph.testing import ScriptedChatModel as ExportedScriptedChatModel
 
 
 class Verdict(BaseModel):
@@ -115,7 +115,7 @@ def test_async_invoke() -> None:
 
 
 def test_unsupported_response_type() -> None:
-    with pytest.raises(TypeError, match="cannot script"):
+    with pytest.raises(ConfigError, match="cannot script"):
         ScriptedChatModel(responses=[42]).invoke("x")
 
 

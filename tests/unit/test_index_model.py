@@ -17,7 +17,7 @@ from kbgraph.graphs import RagSettings, build_rag_graph
 from kbgraph.graphs.cli import ask
 from kbgraph.graphs.searcher import SearcherRegistry
 from kbgraph.retrieval import KnowledgeBase
-from kbgraph.retrieval.embeddings import FakeEmbeddings
+from kbgraph.testing import FakeEmbeddings
 
 QUESTION = "How does the client retry failed requests?"
 

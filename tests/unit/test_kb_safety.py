@@ -23,8 +23,8 @@ from kbgraph.errors import (
 )
 from kbgraph.graphs.searcher import SearcherRegistry
 from kbgraph.retrieval import ChunkConfig, KnowledgeBase, ScanConfig
-from kbgraph.retrieval.embeddings import FakeEmbeddings
 from kbgraph.retrieval.store import file_lock
+from kbgraph.testing import FakeEmbeddings
 
 
 def _docs(root: Path) -> Path:

@@ -17,8 +17,8 @@ from langchain_core.embeddings import Embeddings
 import kbgraph.retrieval._search as search_module
 from kbgraph.errors import DimensionMismatchError
 from kbgraph.retrieval import KnowledgeBase, SearchConfig, SearchFilters
-from kbgraph.retrieval.embeddings import FakeEmbeddings
 from kbgraph.retrieval.progress import ProgressEvent
+from kbgraph.testing import FakeEmbeddings
 
 QUERY = "exponential backoff retry policy"
 

@@ -17,8 +17,8 @@ from kbgraph.graphs.nodes.decide_retrieve import (
 )
 from kbgraph.graphs.settings import RagSettings
 from kbgraph.graphs.state import RagState
-from kbgraph.graphs.testing import ScriptedChatModel, refusal_message
 from kbgraph.graphs.turns import mark_answer
+from kbgraph.testing import ScriptedChatModel, refusal_message
 
 from ._rag_fakes import deps_for, runtime_for, state_of
 

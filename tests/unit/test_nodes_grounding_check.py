@@ -17,7 +17,7 @@ from kbgraph.graphs.nodes.grounding_check import (
 )
 from kbgraph.graphs.settings import RagSettings
 from kbgraph.graphs.state import RagScope, RagState
-from kbgraph.graphs.testing import ScriptedChatModel
+from kbgraph.testing import ScriptedChatModel
 
 from ._rag_fakes import candidate, debug_of, deps_for, runtime_for, state_of
 
@@ -63,7 +63,9 @@ def test_best_vector_score_only_counts_context_chunks() -> None:
 
 def _state(question: str, context: str = CONTEXT, **keys: Any) -> Any:
     cands = keys.pop("candidates", [candidate("a", scores={"q0:vector": 0.6})])
-    citations = keys.pop("citations", [{"n": 1, "id": "a", "text": context}] if context else [])
+    citations = keys.pop(
+        "citations", [{"n": 1, "chunkId": "a", "text": context}] if context else []
+    )
     return {
         **state_of(question),
         "rag_context": context,
@@ -203,7 +205,7 @@ def test_coverage_ignores_the_context_headers(tmp_path: Path) -> None:
     state = _state(
         "What does authentication.md say about the capital of France?",
         context=context,
-        citations=[{"n": 1, "id": "a", "text": "Keys rotate monthly."}],
+        citations=[{"n": 1, "chunkId": "a", "text": "Keys rotate monthly."}],
     )
     out = _run(state, _settings(tmp_path))
     assert out["rag_grounded"] is False

@@ -21,7 +21,7 @@ from kbgraph.graphs.structured import (
     parse_json_reply,
     skeleton,
 )
-from kbgraph.graphs.testing import ScriptedChatModel, refusal_message
+from kbgraph.testing import ScriptedChatModel, refusal_message
 
 
 class Choice(BaseModel):

@@ -75,7 +75,7 @@ def test_every_query_times_every_ranker(kb: tuple[Path, FakeSearcher]) -> None:
     calls = [(q, r, limit) for q, r, limit, _ in searcher.rank_calls]
     assert calls == [(q, r, 20) for q in QUERIES for r in ("vector", "bm25")]
     candidates = out["rag_candidates"]
-    ids = [c["id"] for c in candidates]
+    ids = [c["chunkId"] for c in candidates]
     assert len(ids) == len(set(ids))
     best = candidates[0]
     assert best["source"] == "docs/configuration.md" and "retry policy" in best["text"].lower()
@@ -145,7 +145,7 @@ def test_rrf_weights(kb: tuple[Path, FakeSearcher]) -> None:
     settings = settings_for(folder, search={"weights": {"vector": 0.0, "bm25": 1.0}})
     out, _ = _run(settings, registry_with({folder: searcher}), queries=["timeout"])
     bm25_order = [r.chunk.id for r in searcher.rank("timeout", "bm25", limit=20)]
-    assert [c["id"] for c in out["rag_candidates"]][: len(bm25_order)] == bm25_order
+    assert [c["chunkId"] for c in out["rag_candidates"]][: len(bm25_order)] == bm25_order
 
 
 def test_indexes_first_and_streams_events(kb: tuple[Path, FakeSearcher]) -> None:
@@ -291,7 +291,7 @@ def test_convex_lists_go_to_the_engine_and_keep_vector_scores(
     # each ranker's raw score stays visible (GroundingCheck's floor reads ``q0:vector``)
     assert {"q0:vector", "q0:bm25"} <= set(best["scores"])
     expected = searcher.search(QUERIES[0], config=config)[0]
-    assert best["id"] == expected.chunk.id
+    assert best["chunkId"] == expected.chunk.id
 
 
 def test_unknown_fusion_is_refused() -> None:
@@ -359,7 +359,7 @@ def test_the_raw_follow_up_weighs_less_in_the_fused_order(kb: tuple[Path, FakeSe
     weighted = retrieve(state, runtime_for(settings), deps_for(registry))  # type: ignore[arg-type]
 
     def order(out: dict[str, Any]) -> list[str]:
-        return [str(c["id"]) for c in out["rag_candidates"]]
+        return [str(c["chunkId"]) for c in out["rag_candidates"]]
 
     raw_best = searcher.rank(raw, "bm25", limit=1)[0].chunk.id
     completed_best = searcher.rank(completed, "bm25", limit=1)[0].chunk.id

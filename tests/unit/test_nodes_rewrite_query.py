@@ -17,9 +17,9 @@ from kbgraph.graphs.nodes.rewrite_query import (
     standalone,
     unique_queries,
 )
-from kbgraph.graphs.testing import ScriptedChatModel
 from kbgraph.graphs.turns import mark_answer
 from kbgraph.prompts import load_prompt, render_prompt
+from kbgraph.testing import ScriptedChatModel
 
 from ._rag_fakes import debug_of, deps_for, runtime_for, state_of
 

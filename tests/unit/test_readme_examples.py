@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from langchain_core.messages import ToolMessage
 
-from kbgraph.graphs.testing import ScriptedChatModel, tool_call_message
 from kbgraph.retrieval import KnowledgeBase
+from kbgraph.testing import ScriptedChatModel, tool_call_message
 
 ROOT = Path(__file__).resolve().parents[2]
 ANSWER = "Set max_attempts and backoff_ms in harbor.yaml [1]."

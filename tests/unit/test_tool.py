@@ -17,7 +17,6 @@ from langgraph.prebuilt import ToolRuntime
 
 from kbgraph.graphs.settings import RagSettings
 from kbgraph.graphs.state import Citation
-from kbgraph.graphs.testing import ScriptedChatModel, tool_call_message
 from kbgraph.graphs.tool import (
     TOOL_NAME,
     make_rag_search,
@@ -27,6 +26,7 @@ from kbgraph.graphs.tool import (
     render_sources,
 )
 from kbgraph.retrieval.config import SearchConfig
+from kbgraph.testing import ScriptedChatModel, tool_call_message
 
 DOCS = {
     "retry.md": "# Retry policy\n\nThe client retries failed requests with exponential backoff.\n"
@@ -173,7 +173,7 @@ def test_restricting_to_a_named_knowledge_base(settings: RagSettings, tmp_path: 
 
 def _cited(n: int, source: str, start: int = 1, end: int = 3, kb: str = "docs") -> Citation:
     return {
-        "n": n, "id": f"id-{source}-{start}", "source": source, "kb": kb, "lineStart": start,
+        "n": n, "chunkId": f"id-{source}-{start}", "source": source, "kb": kb, "lineStart": start,
         "lineEnd": end, "score": 0.5, "text": f"text of {source}", "section": None, "page": None,
     }  # fmt: skip
 

@@ -38,16 +38,18 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, Field, PrivateAttr
 
+from kbgraph.errors import ChatModelError, ConfigError, KbgraphError, LlmRefusalError
 
-class ScriptExhaustedError(RuntimeError):
+
+class ScriptExhaustedError(KbgraphError, RuntimeError):
     """The scripted model was called more often than it has responses."""
 
 
-class ScriptedRefusalError(ValueError):
+class ScriptedRefusalError(LlmRefusalError):
     """A structured-output call got a refusal instead of JSON."""
 
 
-class StructuredOutputParseError(ValueError):
+class StructuredOutputParseError(ChatModelError, ValueError):
     """A structured-output call got a reply that is not a JSON object of the schema."""
 
 
@@ -199,7 +201,7 @@ def _to_message(response: Any, messages: list[BaseMessage]) -> AIMessage:
         return AIMessage(content=json.dumps(response, ensure_ascii=False))
     if callable(response):
         return _to_message(response(messages), messages)
-    raise TypeError(
+    raise ConfigError(
         f"cannot script a response of type {type(response).__name__}; use str, dict, "
         "AIMessage, a pydantic model, an exception or a callable."
     )

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..records import Judgement, Relevance, TokenUsage, Verdict
+from kbgraph.evals.records import Judgement, Relevance, TokenUsage, Verdict
 
 _SCORES: dict[Verdict, float] = {"supported": 1.0, "not_supported": 0.0, "contradicted": 0.0}
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import hashlib
 import math
-import re
 
 from langchain_core.embeddings import Embeddings
 
-from ._spec import DEFAULT_FAKE_DIMS
+from kbgraph.errors import ConfigError
+from kbgraph.retrieval.text import words
 
-_WORD = re.compile(r"\w+")
+DEFAULT_FAKE_DIMS = 384
 # Texts without any word still need a unit vector, so that cosine similarity is defined.
 _EMPTY_FEATURE = "\0empty"
 
@@ -28,9 +28,9 @@ def hashed_feature(token: str, dims: int) -> tuple[int, float]:
 
 
 def bag_of_words_vector(text: str, dims: int) -> list[float]:
-    """L2-normalised hashed counts of the case-folded words of ``text``."""
+    """L2-normalised hashed counts of the words of ``text``."""
     vector = [0.0] * dims
-    tokens = _WORD.findall(text.casefold()) or [_EMPTY_FEATURE]
+    tokens = words(text) or [_EMPTY_FEATURE]
     for token in tokens:
         index, sign = hashed_feature(token, dims)
         vector[index] += sign
@@ -48,7 +48,7 @@ class FakeEmbeddings(Embeddings):
 
     def __init__(self, dims: int = DEFAULT_FAKE_DIMS) -> None:
         if dims < 1:
-            raise ValueError(f"dims must be at least 1, got {dims}")
+            raise ConfigError(f"fake embeddings need dims of at least 1, got {dims}")
         self.dims = dims
         self.model = f"bow-{dims}"
 
@@ -62,4 +62,4 @@ class FakeEmbeddings(Embeddings):
         return f"FakeEmbeddings(dims={self.dims})"
 
 
-__all__ = ["FakeEmbeddings", "bag_of_words_vector", "hashed_feature"]
+__all__ = ["DEFAULT_FAKE_DIMS", "FakeEmbeddings", "bag_of_words_vector", "hashed_feature"]

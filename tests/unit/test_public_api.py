@@ -1,0 +1,371 @@
+"""The public API of every package, pinned: a change of any ``__all__`` fails here until
+this file says so too (add the name below, in the same commit). Every exported name
+resolves, and every exception any module exports is part of the one tree under
+``KbgraphError``."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import pytest
+
+from kbgraph.errors import KbgraphError
+
+PUBLIC_API: dict[str, list[str]] = {
+    "kbgraph": [
+        "ConfigError",
+        "KbgraphError",
+        "KnowledgeBase",
+        "RagSettings",
+        "SearchFilters",
+        "__version__",
+        "build_rag_graph",
+        "format_context",
+        "rag_search",
+    ],
+    "kbgraph.errors": [
+        "BaselineMismatchError",
+        "ChatModelError",
+        "ConfigError",
+        "ContextLengthError",
+        "DatasetError",
+        "DimensionMismatchError",
+        "EmbeddingError",
+        "EvaluationError",
+        "IndexCorruptError",
+        "IndexLockedError",
+        "IndexNotFoundError",
+        "InvalidSettingError",
+        "JudgeError",
+        "KbgraphError",
+        "LlmRefusalError",
+        "ModelMismatchError",
+    ],
+    "kbgraph.evals": [
+        "Agent",
+        "AgentOutput",
+        "AnswerRelevanceEvaluator",
+        "Claim",
+        "ClaimDecomposer",
+        "ClaimVerdict",
+        "Comparison",
+        "ContextPrecisionEvaluator",
+        "ContextRecallEvaluator",
+        "DatasetError",
+        "Decomposition",
+        "EvalRecord",
+        "EvalRow",
+        "Evaluator",
+        "FaithfulnessEvaluator",
+        "FunctionAgent",
+        "GoldSource",
+        "Judge",
+        "JudgeError",
+        "Judgement",
+        "LLMJudge",
+        "METRIC_NAMES",
+        "MetricResult",
+        "OfflineJudge",
+        "OverlapJudge",
+        "Passage",
+        "Relevance",
+        "RowResult",
+        "TokenUsage",
+        "Verdict",
+        "arun_dataset",
+        "auroc",
+        "average_precision",
+        "bundled_dataset_path",
+        "compare_summaries",
+        "decompose",
+        "default_evaluators",
+        "load_dataset",
+        "load_summary",
+        "pairwise_accuracy",
+        "passages_from",
+        "resolve_judge",
+        "run_dataset",
+        "split_claims",
+        "summarize",
+        "write_report",
+    ],
+    "kbgraph.evals.beir": [
+        "BEIR_CHUNKING",
+        "BEIR_DOC_FORMAT",
+        "BEIR_SEARCH",
+        "BeirData",
+        "BeirRun",
+        "Document",
+        "FUSION_WEIGHTS",
+        "IndexInfo",
+        "METRICS",
+        "MODES",
+        "Mode",
+        "ModeResult",
+        "RunSettings",
+        "dcg",
+        "load_beir",
+        "markdown",
+        "max_pool",
+        "mean_metrics",
+        "mrr_at_k",
+        "ndcg_at_k",
+        "percentile",
+        "query_metrics",
+        "recall_at_k",
+        "retrieval_command",
+        "run_beir",
+        "run_data",
+        "search_settings",
+        "table",
+        "without_query_id",
+        "write_results",
+    ],
+    "kbgraph.evals.evaluators": [
+        "AnswerRelevanceEvaluator",
+        "ContextPrecisionEvaluator",
+        "ContextRecallEvaluator",
+        "Evaluator",
+        "FaithfulnessEvaluator",
+        "LangSmithAdapter",
+        "default_evaluators",
+        "gold_source_recall",
+        "is_recalled",
+        "lines_overlap",
+        "passages_from",
+        "record_from_langsmith",
+        "same_path",
+        "to_langsmith",
+    ],
+    "kbgraph.evals.judges": [
+        "ClaimDecomposer",
+        "Judge",
+        "JudgeError",
+        "LLMJudge",
+        "OfflineJudge",
+        "OverlapJudge",
+        "content_overlap",
+        "resolve_judge",
+    ],
+    "kbgraph.graphs": [
+        "Candidate",
+        "Citation",
+        "KnowledgeBaseSpec",
+        "NODE_ORDER",
+        "NodeDeps",
+        "RagGrounding",
+        "RagInput",
+        "RagOutput",
+        "RagScope",
+        "RagSettings",
+        "RagState",
+        "Reranker",
+        "RetrievalDebug",
+        "Searcher",
+        "SearcherRegistry",
+        "TURN_KEY",
+        "TurnMarker",
+        "build_rag_graph",
+        "default_registry",
+        "make_rag_search",
+        "mark_answer",
+        "marker_of",
+        "open_knowledge_base",
+        "rag_graph",
+        "rag_search",
+        "resolve_chat_model",
+        "settings_from_context",
+        "settings_from_runtime",
+        "turn_marker",
+    ],
+    "kbgraph.graphs.agents": [
+        "AgentInput",
+        "AnswerKeys",
+        "AnswerMode",
+        "ChatAgentState",
+        "ToolAgentOutput",
+        "ToolAgentState",
+        "build_chat_agent",
+        "build_tool_agent",
+        "chat_agent",
+        "compose_answer",
+        "tool_agent",
+    ],
+    "kbgraph.graphs.chat_models": [
+        "ChatGGUF",
+        "GGUFOptions",
+        "parse_gguf_spec",
+    ],
+    "kbgraph.graphs.nodes": [
+        "END",
+        "NodeDeps",
+        "Reranker",
+        "StepRecorder",
+    ],
+    "kbgraph.prompts": [
+        "load_prompt",
+        "placeholders",
+        "render_prompt",
+    ],
+    "kbgraph.retrieval": [
+        "Chunk",
+        "ChunkConfig",
+        "ChunkStrategy",
+        "ConfigError",
+        "ContextEntry",
+        "DimensionMismatchError",
+        "EmbeddingError",
+        "IndexCorruptError",
+        "IndexLockedError",
+        "IndexNotFoundError",
+        "IndexReport",
+        "IndexStats",
+        "KbgraphError",
+        "KnowledgeBase",
+        "KnowledgeBaseRetriever",
+        "ModelMismatchError",
+        "ProgressCallback",
+        "ProgressEvent",
+        "Ranker",
+        "ScanConfig",
+        "SearchConfig",
+        "SearchFilters",
+        "SearchMode",
+        "SearchResult",
+        "SkippedFile",
+        "__version__",
+        "format_context",
+        "render_context",
+    ],
+    "kbgraph.retrieval.chunking": [
+        "CHUNKERS",
+        "Choice",
+        "Chunker",
+        "choose",
+        "chunk_file",
+        "chunk_segment",
+    ],
+    "kbgraph.retrieval.embeddings": [
+        "ALLOWED_FORMS",
+        "BatchEmbedder",
+        "CachedEmbedOutcome",
+        "DEFAULT_TIMEOUT",
+        "EmbedOutcome",
+        "EmbeddedBatch",
+        "EmbeddingCache",
+        "EmbeddingInfo",
+        "EmbeddingSpec",
+        "ErrorVerdict",
+        "InputLimited",
+        "LocalEmbeddings",
+        "PACKAGED_MODEL",
+        "backoff_delay",
+        "check_dims",
+        "classify_error",
+        "describe_embeddings",
+        "embed_with_cache",
+        "l2_normalise",
+        "length_order",
+        "packaged_model_dir",
+        "parse_retry_after",
+        "parse_spec",
+        "resolve_embeddings",
+    ],
+    "kbgraph.retrieval.lexical": [
+        "BM25Index",
+        "BM25_FILES",
+        "DEFAULT_B",
+        "DEFAULT_K1",
+        "TokenizedCorpus",
+        "idf",
+        "tf_part",
+        "tokenize",
+        "tokenize_corpus",
+    ],
+    "kbgraph.retrieval.loaders": [
+        "LoadedFile",
+        "SkipFile",
+        "binary_reason",
+        "load_bytes",
+        "load_file",
+    ],
+    "kbgraph.retrieval.store": [
+        "ChunkReader",
+        "DEFAULT_KEEP_VERSIONS",
+        "EmbeddingMeta",
+        "FORMAT_VERSION",
+        "FileRecord",
+        "INDEX_DIR_NAME",
+        "IndexLayout",
+        "IndexMeta",
+        "IndexReader",
+        "LockMode",
+        "REPAIR",
+        "SkipRecord",
+        "VersionInfo",
+        "check_keep",
+        "chunk_problem",
+        "file_lock",
+        "list_versions",
+        "open_vectors",
+        "read_meta",
+        "resolve_version",
+        "restore_version",
+        "sound_vectors",
+        "write_chunks",
+        "write_file_atomic",
+        "write_generation",
+        "write_vectors",
+    ],
+    "kbgraph.testing": [
+        "FakeEmbeddings",
+        "ScriptExhaustedError",
+        "ScriptedCall",
+        "ScriptedChatModel",
+        "ScriptedJudge",
+        "ScriptedRefusalError",
+        "StructuredOutputParseError",
+        "refusal_message",
+        "tool_call_message",
+    ],
+}
+
+
+LAYERS = ("kbgraph.retrieval", "kbgraph.graphs", "kbgraph.evals", "kbgraph.prompts")
+
+
+def _modules() -> list[str]:
+    """Every module of the installed package, private ones included. The layers are walked
+    one by one: in an editable install they are not below ``kbgraph.__path__``."""
+    found = ["kbgraph"]
+    for top in ("kbgraph", *LAYERS):
+        package = importlib.import_module(top)
+        found.extend(info.name for info in pkgutil.walk_packages(package.__path__, top + "."))
+    # kbgraph.__main__ runs the CLI when imported.
+    return sorted({*found, *LAYERS} - {"kbgraph.__main__"})
+
+
+@pytest.mark.parametrize("package", sorted(PUBLIC_API))
+def test_all_is_pinned(package: str) -> None:
+    module = importlib.import_module(package)
+    assert sorted(module.__all__) == PUBLIC_API[package]
+    for name in module.__all__:
+        assert hasattr(module, name), f"{package}.__all__ names {name}, which is missing"
+
+
+def test_every_package_is_pinned() -> None:
+    packages = {name for name in _modules() if hasattr(importlib.import_module(name), "__path__")}
+    assert packages | {"kbgraph.errors"} == set(PUBLIC_API)
+
+
+def test_every_exported_exception_is_under_kbgraph_error() -> None:
+    outside = []
+    for name in _modules():
+        module = importlib.import_module(name)
+        for attr in getattr(module, "__all__", []):
+            value = getattr(module, attr)
+            exception = isinstance(value, type) and issubclass(value, BaseException)
+            if exception and not issubclass(value, KbgraphError):
+                outside.append(f"{name}.{attr}")
+    assert outside == []
