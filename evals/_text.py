@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 import re
 
-from kbgraph.retrieval.chunking._sentences import sentence_starts
+from kbgraph.retrieval.chunking import sentence_starts
 from kbgraph.retrieval.text import FUNCTION_WORDS, NEGATIONS, stem, words
 
 _NUMBER_WORDS = {

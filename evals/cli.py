@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kbgraph._errors import failing_as
+from kbgraph.exit_codes import failing_as
 
 from .baseline import (
     DEFAULT_TOLERANCE,

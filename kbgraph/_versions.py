@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from ._errors import emit_json, fail_cleanly
 from .cli import _open_kb, folder_arg, index_dir_opt, json_opt, lock_timeout_opt
+from .exit_codes import emit_json, fail_cleanly
 
 
 @click.command()

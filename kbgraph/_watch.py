@@ -20,7 +20,6 @@ import click
 
 from kbgraph.retrieval.watch import DEBOUNCE_MS, FolderWatcher, WatchRun
 
-from ._errors import fail_cleanly
 from .cli import (
     _open_kb,
     embedding_opt,
@@ -30,6 +29,7 @@ from .cli import (
     keep_versions_opt,
     lock_timeout_opt,
 )
+from .exit_codes import fail_cleanly
 
 
 def _clock() -> str:

@@ -23,8 +23,8 @@ from kbgraph.retrieval.config import ChunkConfig, ScanConfig, SearchConfig
 from kbgraph.retrieval.filters import SearchFilters
 from kbgraph.retrieval.records import FILE_KINDS
 
-from ._errors import emit_json, fail_cleanly
 from ._progress import TqdmProgress
+from .exit_codes import emit_json, fail_cleanly
 
 
 def _open_kb(

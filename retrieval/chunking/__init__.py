@@ -12,5 +12,14 @@ grapheme cluster apart unless a single cluster is longer than the size.
 from __future__ import annotations
 
 from ._dispatch import CHUNKERS, Choice, Chunker, choose, chunk_file, chunk_segment
+from ._sentences import sentence_starts
 
-__all__ = ["CHUNKERS", "Choice", "Chunker", "choose", "chunk_file", "chunk_segment"]
+__all__ = [
+    "CHUNKERS",
+    "Choice",
+    "Chunker",
+    "choose",
+    "chunk_file",
+    "chunk_segment",
+    "sentence_starts",
+]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from kbgraph._errors import failing_as
 from kbgraph.errors import (
     ConfigError,
     IndexCorruptError,
@@ -15,6 +14,7 @@ from kbgraph.errors import (
     KbgraphError,
     ModelMismatchError,
 )
+from kbgraph.exit_codes import failing_as
 from kbgraph.retrieval.config import ChunkConfig
 
 

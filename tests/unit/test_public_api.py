@@ -245,6 +245,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "choose",
         "chunk_file",
         "chunk_segment",
+        "sentence_starts",
     ],
     "kbgraph.retrieval.embeddings": [
         "ALLOWED_FORMS",
