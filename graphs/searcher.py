@@ -3,9 +3,9 @@
 :class:`Searcher` is the slice of ``kbgraph.retrieval.kb.KnowledgeBase`` the subgraph uses, so any
 object with these methods (a test fake, an adapter over a LangChain ``VectorStore``) can
 stand in for it. :func:`open_knowledge_base` keeps one open ``KnowledgeBase`` per
-(folder, embedding spec) for the life of the process, so repeated runs neither reload the
-embedding model nor reopen the index; each cached searcher is guarded by a lock because
-graph runs may share it from several threads.
+(folder, embedding spec, chunking, store) for the life of the process, so repeated runs
+neither reload the embedding model nor reopen the index; each cached searcher is guarded by
+a lock because graph runs may share it from several threads.
 """
 
 from __future__ import annotations
@@ -74,15 +74,21 @@ class SearcherFactory(Protocol):
 def _open_real(folder: str, embedding: str | None, /, **options: Any) -> Searcher:
     from kbgraph.retrieval.kb import KnowledgeBase
 
-    return KnowledgeBase(folder, embedding=embedding, chunking=options.get("chunking"))
+    return KnowledgeBase(
+        folder,
+        embedding=embedding,
+        chunking=options.get("chunking"),
+        store=options.get("store"),
+    )
 
 
-Key = tuple[str, str | None, str | None]
+Key = tuple[str, str | None, str | None, str | None]
 
 
 class SearcherRegistry:
-    """Open searchers by (absolute folder, embedding spec); ``factory`` opens a missing one
-    (default: ``KnowledgeBase``). :meth:`lock` serialises use of one searcher."""
+    """Open searchers by (absolute folder, embedding spec, chunking, store: None for the
+    folder index, else a PostgreSQL URL); ``factory`` opens a missing one (default:
+    ``KnowledgeBase``). :meth:`lock` serialises use of one searcher."""
 
     def __init__(self, factory: SearcherFactory | None = None) -> None:
         self._factory = factory or _open_real
@@ -91,37 +97,57 @@ class SearcherRegistry:
         self._guard = threading.Lock()
 
     @staticmethod
-    def key(folder: str | Path, embedding: str | None, chunking: ChunkConfig | None = None) -> Key:
+    def key(
+        folder: str | Path,
+        embedding: str | None,
+        chunking: ChunkConfig | None = None,
+        store: str | None = None,
+    ) -> Key:
         chunks = chunking.model_dump_json() if chunking is not None else None
-        return (str(Path(folder).expanduser().resolve()), embedding, chunks)
+        return (str(Path(folder).expanduser().resolve()), embedding, chunks, store)
 
     def open(
-        self, folder: str | Path, embedding: str | None, chunking: ChunkConfig | None = None
+        self,
+        folder: str | Path,
+        embedding: str | None,
+        chunking: ChunkConfig | None = None,
+        store: str | None = None,
     ) -> Searcher:
-        key = self.key(folder, embedding, chunking)
+        key = self.key(folder, embedding, chunking, store)
         with self._guard:
             lock = self._locks.setdefault(key, threading.RLock())
         # Opening loads the embedding model: hold only this key's lock meanwhile.
         with lock:
             searcher = self._open.get(key)
             if searcher is None:
-                options = {} if chunking is None else {"chunking": chunking}
+                given = {"chunking": chunking, "store": store}
+                options = {name: value for name, value in given.items() if value is not None}
                 searcher = self._factory(key[0], key[1], **options)
                 self._open[key] = searcher
             return searcher
 
     @contextmanager
     def lock(
-        self, folder: str | Path, embedding: str | None, chunking: ChunkConfig | None = None
+        self,
+        folder: str | Path,
+        embedding: str | None,
+        chunking: ChunkConfig | None = None,
+        store: str | None = None,
     ) -> Iterator[Searcher]:
         """The searcher, held exclusively for the ``with`` block."""
-        searcher = self.open(folder, embedding, chunking)
-        with self._locks[self.key(folder, embedding, chunking)]:
+        searcher = self.open(folder, embedding, chunking, store)
+        with self._locks[self.key(folder, embedding, chunking, store)]:
             yield searcher
 
-    def register(self, folder: str | Path, embedding: str | None, searcher: Searcher) -> None:
-        """Use ``searcher`` for this folder and embedding (tests, custom backends)."""
-        key = self.key(folder, embedding)
+    def register(
+        self,
+        folder: str | Path,
+        embedding: str | None,
+        searcher: Searcher,
+        store: str | None = None,
+    ) -> None:
+        """Use ``searcher`` for this folder, embedding and store (tests, custom backends)."""
+        key = self.key(folder, embedding, store=store)
         with self._guard:
             self._locks.setdefault(key, threading.RLock())
             self._open[key] = searcher
@@ -136,10 +162,12 @@ class SearcherRegistry:
 default_registry = SearcherRegistry()
 
 
-def open_knowledge_base(folder: str | Path, embedding: str | None = "auto") -> Searcher:
+def open_knowledge_base(
+    folder: str | Path, embedding: str | None = "auto", store: str | None = None
+) -> Searcher:
     """The process-wide cached searcher of ``folder`` with ``embedding`` (``auto``: the
-    model the index was built with, the local model for a new index)."""
-    return default_registry.open(folder, embedding)
+    model the index was built with, the local model for a new index) in ``store``."""
+    return default_registry.open(folder, embedding, store=store)
 
 
 __all__ = [

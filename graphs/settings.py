@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NotRequired
 
@@ -34,12 +34,14 @@ MAX_REWRITES_LIMIT = 5
 
 class KnowledgeBaseSpec(TypedDict):
     """One knowledge base: a folder (absolute, or relative to the working directory), the
-    ``name`` sources are attributed to (default: the folder's name) and a ``description``
-    SelectScope matches questions against."""
+    ``name`` sources are attributed to (default: the folder's name), a ``description``
+    SelectScope matches questions against and the ``store`` its index lives in (default:
+    the folder index beside it; ``postgresql://...``: PostgreSQL with pgvector)."""
 
     folder: str
     name: NotRequired[str]
     description: NotRequired[str]
+    store: NotRequired[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,7 @@ class ResolvedKnowledgeBase:
     name: str
     folder: str
     description: str
+    store: str | None = field(default=None, repr=False)  # a DSN may hold a password
 
 
 class RagSettings(Settings):
@@ -117,7 +120,9 @@ class RagSettings(Settings):
                     f"two knowledge bases are named {name!r}; give each a distinct 'name'."
                 )
             used.add(name)
-            out.append(ResolvedKnowledgeBase(name, folder, str(spec.get("description") or "")))
+            store = str(spec.get("store") or "").strip() or None
+            description = str(spec.get("description") or "")
+            out.append(ResolvedKnowledgeBase(name, folder, description, store))
         return out
 
     def to_dict(self) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from .cli import (
     json_opt,
     keep_versions_opt,
     lock_timeout_opt,
+    store_opt,
 )
 from .exit_codes import fail_cleanly
 
@@ -78,6 +79,7 @@ def _printer(as_json: bool) -> Any:
 @embedding_opt
 @index_dir_opt
 @lock_timeout_opt
+@store_opt
 @json_opt
 @click.option(
     "--debounce",
@@ -94,6 +96,7 @@ def watch(
     embedding: str | None,
     index_dir: Path | None,
     lock_timeout: float,
+    store: str | None,
     as_json: bool,
     debounce: int,
     keep_versions: int | None,
@@ -104,9 +107,11 @@ def watch(
     burst of changes (a save, a `git checkout`) is one incremental run with the index's own
     include/exclude rules. When a run fails (the embedding provider is down) the last good
     index stays in place and the run is tried again later."""
-    kb = _open_kb(folder, embedding, index_dir, lock_timeout, keep_versions=keep_versions)
+    kb = _open_kb(
+        folder, embedding, index_dir, lock_timeout, keep_versions=keep_versions, store=store
+    )
     watcher = FolderWatcher(
-        kb, ignore=kb.layout.root, on_run=_printer(as_json), debounce_ms=debounce
+        kb, ignore=kb.store.index_dir, on_run=_printer(as_json), debounce_ms=debounce
     )
 
     def stop(signum: int, _frame: FrameType | None) -> None:

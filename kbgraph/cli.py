@@ -36,6 +36,7 @@ def _open_kb(
     scan: ScanConfig | None = None,
     timeout: float | None = None,
     keep_versions: int | None = None,
+    store: str | None = None,
 ) -> Any:
     from kbgraph.retrieval.embeddings import DEFAULT_TIMEOUT
     from kbgraph.retrieval.kb import KnowledgeBase
@@ -52,6 +53,7 @@ def _open_kb(
         scan=scan,
         embedding_timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
         keep_versions=keep_versions,
+        store=store,
     )
 
 
@@ -95,6 +97,15 @@ timeout_opt = click.option(
     metavar="SECONDS",
     help="Seconds each request to a remote embedding provider may take (default 30); a "
     "request that times out is retried twice, then the command fails.",
+)
+store_opt = click.option(
+    "--store",
+    default=None,
+    metavar="URL",
+    envvar="KBGRAPH_STORE",
+    help="Where the index lives: the folder index (default) or PostgreSQL with pgvector, "
+    "postgresql://user@host:5432/dbname (env KBGRAPH_STORE; keep the password in PGPASSWORD "
+    "or ~/.pgpass).",
 )
 
 
@@ -152,6 +163,7 @@ def parse_weights(pairs: tuple[str, ...]) -> dict[str, float]:
 @index_dir_opt
 @lock_timeout_opt
 @timeout_opt
+@store_opt
 @json_opt
 @click.option("--rebuild", is_flag=True, help="Ignore the previous index (the cache is kept).")
 @click.option(
@@ -188,6 +200,7 @@ def index(
     index_dir: Path | None,
     lock_timeout: float,
     timeout: float | None,
+    store: str | None,
     as_json: bool,
     rebuild: bool,
     strategy: str | None,
@@ -215,7 +228,7 @@ def index(
             max_file_bytes=base.max_file_bytes if max_file_size is None else max_file_size,
         )
     kb = _open_kb(
-        folder, embedding, index_dir, lock_timeout, chunking, scan, timeout, keep_versions
+        folder, embedding, index_dir, lock_timeout, chunking, scan, timeout, keep_versions, store
     )
     with TqdmProgress() as progress:
         report = kb.index(progress=progress, rebuild=rebuild)
@@ -226,7 +239,7 @@ def index(
     click.echo(
         f"Indexed {data['fileCount']} files, {data['chunkCount']} chunks "
         f"({data['embedded']} embedded, {data['reused']} reused) into "
-        f"{kb.layout.root} [{data['indexSize'] / 1e6:.1f} MB]"
+        f"{kb.store.location} [{data['indexSize'] / 1e6:.1f} MB]"
     )
     _echo_skipped(data["skipped"])
     for warning in data["warnings"]:
@@ -292,6 +305,7 @@ def _echo_skipped(skipped: list[dict[str, str]]) -> None:
 @index_dir_opt
 @lock_timeout_opt
 @timeout_opt
+@store_opt
 @json_opt
 @fail_cleanly
 def search(
@@ -309,10 +323,11 @@ def search(
     index_dir: Path | None,
     lock_timeout: float,
     timeout: float | None,
+    store: str | None,
     as_json: bool,
 ) -> None:
     """Search the index of FOLDER for QUERY."""
-    kb = _open_kb(folder, embedding, index_dir, lock_timeout, timeout=timeout)
+    kb = _open_kb(folder, embedding, index_dir, lock_timeout, timeout=timeout, store=store)
     config = SearchConfig(
         mode=mode,  # type: ignore[arg-type]
         top_k=top_k,
@@ -341,6 +356,7 @@ def search(
 @embedding_opt
 @index_dir_opt
 @lock_timeout_opt
+@store_opt
 @json_opt
 @click.option("--validate", is_flag=True, help="Also read and check every index file.")
 @fail_cleanly
@@ -349,11 +365,12 @@ def stats(
     embedding: str | None,
     index_dir: Path | None,
     lock_timeout: float,
+    store: str | None,
     as_json: bool,
     validate: bool,
 ) -> None:
     """Show the index stats of FOLDER."""
-    kb = _open_kb(folder, embedding, index_dir, lock_timeout)
+    kb = _open_kb(folder, embedding, index_dir, lock_timeout, store=store)
     if validate:
         kb.validate()
     data = kb.stats().to_dict()
@@ -368,13 +385,17 @@ def stats(
 @folder_arg
 @index_dir_opt
 @lock_timeout_opt
+@store_opt
 @json_opt
 @fail_cleanly
-def delete(folder: Path, index_dir: Path | None, lock_timeout: float, as_json: bool) -> None:
+def delete(
+    folder: Path, index_dir: Path | None, lock_timeout: float, store: str | None, as_json: bool
+) -> None:
     """Delete the index of FOLDER (the documents are not touched). Refuses a folder that
-    is not recognisably a kbgraph index, and waits for a running `kbgraph index`."""
-    kb = _open_kb(folder, "none", index_dir, lock_timeout)
-    root = kb.layout.root
+    is not recognisably a kbgraph index, and waits for a running `kbgraph index`; with
+    --store, drops the knowledge base's tables from the database."""
+    kb = _open_kb(folder, "none", index_dir, lock_timeout, store=store)
+    root = kb.store.location
     kb.delete()
     if as_json:
         emit_json({"deleted": str(root)})

@@ -10,11 +10,13 @@ every layer may import it.
     │   ├── InvalidSettingError            one field of a settings model (which, value, rule)
     │   └── DatasetError                   an evaluation data set or baseline cannot be read
     │       └── BaselineMismatchError      a baseline from another data set
+    │   └── DatabaseSetupError             the database lacks pgvector or a privilege
     ├── IndexNotFoundError                 the folder has no index yet
     ├── IndexLockedError (TimeoutError)    another process held the index too long
     ├── IndexCorruptError                  an index file failed validation
     ├── ModelMismatchError                 another embedding model than the index's
     │   └── DimensionMismatchError         vectors of another size
+    ├── DatabaseUnavailableError           PostgreSQL did not answer
     ├── EmbeddingError                     the embedding provider kept failing
     ├── ChatModelError                     the chat model gave no usable reply
     │   ├── LlmRefusalError                it refused
@@ -57,6 +59,15 @@ class DatasetError(ConfigError):
 class BaselineMismatchError(DatasetError):
     """The baseline summary comes from another data set (or another ``--limit``): its means
     cannot be compared with this run's."""
+
+
+class DatabaseSetupError(ConfigError):
+    """The database of a PostgreSQL store cannot hold an index as it is: no pgvector, or
+    the user lacks a privilege (to create the extension, the tables, or to read them)."""
+
+
+class DatabaseUnavailableError(KbgraphError):
+    """A PostgreSQL store's server could not be reached (or the connection was lost)."""
 
 
 class IndexNotFoundError(KbgraphError):
@@ -115,6 +126,8 @@ __all__ = [
     "ChatModelError",
     "ConfigError",
     "ContextLengthError",
+    "DatabaseSetupError",
+    "DatabaseUnavailableError",
     "DatasetError",
     "DimensionMismatchError",
     "EmbeddingError",

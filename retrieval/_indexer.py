@@ -1,9 +1,11 @@
 """One incremental indexing run: scan, reuse what did not change, chunk and embed what
-did, write a new generation, publish it.
+did, hand the new version to the store, which publishes it atomically.
 
 Reuse is decided per file: same size and mtime means unchanged without reading it; a
 changed stat but the same sha256 also reuses the old chunks. New chunk texts go through
-the embedding cache, so only text never embedded before reaches the model.
+the embedding cache, so only text never embedded before reaches the model. The store
+(``storage.IndexStore``) sees which files kept their rows, so a database writes only the
+rows of files that changed.
 """
 
 from __future__ import annotations
@@ -15,16 +17,13 @@ from pathlib import Path
 
 import numpy as np
 
-from kbgraph.errors import IndexCorruptError, IndexNotFoundError
-
 from . import __version__
-from ._reuse import Previous, Reused, reuse_unchanged, same_chunks, vectors_by_id
+from ._reuse import Reused, reuse_unchanged, same_chunks, vectors_by_id
 from .chunking import chunk_file
 from .config import ChunkConfig, ScanConfig
 from .embeddings import (
     BatchEmbedder,
     CachedEmbedOutcome,
-    EmbeddingCache,
     check_dims,
     embed_with_cache,
 )
@@ -32,17 +31,8 @@ from .loaders import SkipFile, load_file
 from .progress import ProgressCallback, ProgressEvent
 from .records import Chunk, SkippedFile, index_text
 from .scan import ScannedFile, scan_folder
-from .store import (
-    DEFAULT_KEEP_VERSIONS,
-    EmbeddingMeta,
-    FileRecord,
-    IndexLayout,
-    IndexMeta,
-    IndexReader,
-    SkipRecord,
-    file_lock,
-    write_generation,
-)
+from .storage import FileEntry, IndexStore, IndexUpdate, IndexWriter, Previous
+from .store import DEFAULT_KEEP_VERSIONS, EmbeddingMeta, FileRecord, IndexMeta, SkipRecord
 
 
 @dataclass
@@ -50,7 +40,7 @@ class IndexPlan:
     """Inputs of a run that decide reuse: what the index was built with now."""
 
     folder: Path
-    layout: IndexLayout
+    store: IndexStore
     scan: ScanConfig
     chunking: ChunkConfig
     embedding: EmbeddingMeta | None  # dims may be 0 when not yet known
@@ -81,6 +71,8 @@ class _Pending:
     warnings: list[SkippedFile] = field(default_factory=list)
     reused_vectors: int = 0
     repaired: list[str] = field(default_factory=list)
+    kept: set[str] = field(default_factory=set)  # files whose rows are the previous ones
+    previous: dict[str, FileRecord] = field(default_factory=dict)  # their old records
 
 
 def settings_match(meta: IndexMeta, plan: IndexPlan) -> bool:
@@ -98,55 +90,24 @@ def settings_match(meta: IndexMeta, plan: IndexPlan) -> bool:
 
 
 def run_index(plan: IndexPlan, progress: ProgressCallback) -> RunResult:
-    plan.layout.ensure()
-    with file_lock(plan.layout.write_lock, "exclusive", plan.lock_timeout, "index"):
-        had_previous = plan.layout.has_pointer()
-        old, repaired = _open_previous(plan)
-        try:
-            result = _build(plan, old, progress, repaired)
-            result.rebuilt = had_previous and old is None
-            return result
-        finally:
-            if old is not None:
-                old.reader.close()
-
-
-def _open_previous(plan: IndexPlan) -> tuple[Previous | None, list[str]]:
-    """The generation to reuse, and the damage found on the way. A live generation that
-    does not open (a damaged CURRENT, a missing or damaged file) is damage to repair: the
-    newest generation folder that does open is reused instead, else nothing (the
-    documents and the embedding cache rebuild it)."""
-    if plan.rebuild:
-        return None, []
-    repaired: list[str] = []
-    reader: IndexReader | None
-    try:
-        reader = IndexReader(plan.layout, lock_timeout=plan.lock_timeout)
-    except IndexNotFoundError:
-        return None, []
-    except (IndexCorruptError, OSError, ValueError) as exc:  # damage, whatever its form
-        repaired.append(str(exc) if isinstance(exc, IndexCorruptError) else repr(exc))
-        reader = _newest_intact(plan)
-    if reader is not None and not settings_match(reader.meta, plan):
-        reader.close()
-        reader = None
-    return (Previous.of(reader) if reader else None), repaired
-
-
-def _newest_intact(plan: IndexPlan) -> IndexReader | None:
-    for generation in plan.layout.generations():
-        try:
-            return IndexReader(plan.layout, lock_timeout=plan.lock_timeout, name=generation.name)
-        except (IndexCorruptError, OSError, ValueError):
-            continue
-    return None
+    with plan.store.writing(plan.lock_timeout) as writer:
+        old, repaired = (None, []) if plan.rebuild else writer.open_previous()
+        if old is not None and not settings_match(old.meta, plan):
+            old = None
+        result = _build(plan, writer, old, progress, repaired)
+        result.rebuilt = writer.had_previous and old is None
+        return result
 
 
 def _build(
-    plan: IndexPlan, old: Previous | None, progress: ProgressCallback, repaired: list[str]
+    plan: IndexPlan,
+    writer: IndexWriter,
+    old: Previous | None,
+    progress: ProgressCallback,
+    repaired: list[str],
 ) -> RunResult:
     progress(ProgressEvent("scan", 0, 1, str(plan.folder)))
-    scanned = scan_folder(plan.folder, plan.scan, index_dir=plan.layout.root)
+    scanned = scan_folder(plan.folder, plan.scan, index_dir=plan.store.index_dir)
     progress(ProgressEvent("scan", 1, 1, f"{len(scanned.files)} files"))
     pending = _Pending(repaired=list(repaired))
     total = len(scanned.files)
@@ -155,21 +116,17 @@ def _build(
         progress(ProgressEvent("load", done, total, file.rel))
     skipped = sorted(list(scanned.skipped) + pending.skips, key=lambda s: s.path)
     warnings = sorted(pending.warnings, key=lambda s: s.path)
-    if old is not None and not pending.repaired and _unchanged(plan, old.reader, pending):
-        # Nothing to write: a new generation would be a copy that pushes a real earlier
+    if old is not None and not pending.repaired and _unchanged(plan, old.meta, pending):
+        # Nothing to write: a new version would be a copy that pushes a real earlier
         # version out of the ones kept (a file watcher runs this on every burst).
-        plan.layout.prune(plan.keep_versions)  # a crashed writer's unpublished folder
-        progress(ProgressEvent("write", 1, 1, f"{old.reader.name} (unchanged)"))
-        return RunResult(old.reader.meta, 0, pending.reused_vectors, skipped, warnings=warnings)
-    vectors, embedded, failed = _embed(plan, old.reader if old else None, pending, progress)
+        writer.tidy()
+        progress(ProgressEvent("write", 1, 1, f"{plan.store.location} (unchanged)"))
+        return RunResult(old.meta, 0, pending.reused_vectors, skipped, warnings=warnings)
+    vectors, embedded, failed = _embed(plan, writer, old.meta if old else None, pending, progress)
     meta = _make_meta(plan, pending, vectors, failed)
     progress(ProgressEvent("write", 0, 1, "writing index"))
-    target = plan.layout.new_generation()
-    write_generation(target, meta, pending.chunks, vectors)
-    with file_lock(plan.layout.lock, "exclusive", plan.lock_timeout, "publish index"):
-        plan.layout.publish(target)
-    plan.layout.prune(plan.keep_versions)
-    progress(ProgressEvent("write", 1, 1, target.name))
+    writer.commit(IndexUpdate(meta, _entries(pending, vectors, failed), fresh=old is None))
+    progress(ProgressEvent("write", 1, 1, plan.store.location))
     return RunResult(
         meta,
         embedded,
@@ -180,11 +137,31 @@ def _build(
     )
 
 
-def _unchanged(plan: IndexPlan, old: IndexReader, p: _Pending) -> bool:
-    """True when the run would write what the live generation already holds: the same
+def _entries(p: _Pending, vectors: np.ndarray | None, failed: list[int]) -> list[FileEntry]:
+    """The new version file by file; a file is ``kept`` when its rows are exactly those
+    of the previous version (nothing re-embedded, nothing repaired)."""
+    entries = []
+    for rel, record in p.files.items():
+        span = range(record.chunk_start, record.chunk_end)
+        lost = [row - record.chunk_start for row in failed if row in span]
+        entries.append(
+            FileEntry(
+                rel,
+                record,
+                p.chunks[record.chunk_start : record.chunk_end],
+                None if vectors is None else vectors[record.chunk_start : record.chunk_end],
+                failed=lost,
+                previous=p.previous.get(rel),
+                kept=rel in p.kept,
+            )
+        )
+    return entries
+
+
+def _unchanged(plan: IndexPlan, meta: IndexMeta, p: _Pending) -> bool:
+    """True when the run would write what the live version already holds: the same
     files (records included) and skips, the same scan settings and model spec, and every
     chunk with its vector (a chunk whose embedding failed before is tried again)."""
-    meta = old.meta
     if p.files != meta.files or p.skipped != meta.skipped:
         return False
     if meta.scan != plan.scan.model_dump(mode="json") or meta.keep_versions != plan.keep_versions:
@@ -198,7 +175,7 @@ def _unchanged(plan: IndexPlan, old: IndexReader, p: _Pending) -> bool:
 
 
 def _add_file(plan: IndexPlan, old: Previous | None, file: ScannedFile, p: _Pending) -> None:
-    meta = old.reader.meta if old else None
+    meta = old.meta if old else None
     prev_skip = meta.skipped.get(file.rel) if meta else None
     if prev_skip and (prev_skip.size, prev_skip.mtime_ns) == (file.size, file.mtime_ns):
         p.skipped[file.rel] = prev_skip
@@ -208,7 +185,8 @@ def _add_file(plan: IndexPlan, old: Previous | None, file: ScannedFile, p: _Pend
     if old and record and (record.size, record.mtime_ns) == (file.size, file.mtime_ns):
         reused = reuse_unchanged(old, record, file.rel)
         if isinstance(reused, Reused):
-            _take(p, record, file, reused)
+            _take(plan, p, record, file, reused)
+            p.previous[file.rel] = record
             return
         p.repaired.append(f"{reused}; {file.rel} read again")
     try:
@@ -223,16 +201,23 @@ def _add_file(plan: IndexPlan, old: Previous | None, file: ScannedFile, p: _Pend
     # Chunked again even when the bytes hash as before: the records of the previous
     # generation are not trusted to hold the file's text; only their vectors are reused.
     chunks = chunk_file(loaded.segments, plan.chunking, loaded.kind, file.rel)
-    known = vectors_by_id(old, record)
-    if old and record and record.sha256 == loaded.sha256 and not same_chunks(old, record, chunks):
-        p.repaired.append(
-            f"the previous chunks of {file.rel} did not match its bytes; chunked again"
-        )
+    known = vectors_by_id(old, record, file.rel)
+    if old and record and record.sha256 == loaded.sha256:
+        if not same_chunks(old, record, file.rel, chunks):
+            p.repaired.append(
+                f"the previous chunks of {file.rel} did not match its bytes; chunked again"
+            )
+        elif old.meta.engine_version == __version__ and (
+            plan.embedding is None or all(c.id in known for c in chunks)
+        ):
+            p.kept.add(file.rel)  # touched, not changed: its rows stay as they are
     p.warnings.extend(loaded.notes)
     start = len(p.chunks)
     p.chunks.extend(chunks)
     p.vectors.extend(known.get(c.id) for c in chunks)
     p.reused_vectors += sum(c.id in known for c in chunks)
+    if record is not None:
+        p.previous[file.rel] = record
     p.files[file.rel] = FileRecord(
         size=file.size,
         mtime_ns=file.mtime_ns,
@@ -244,11 +229,13 @@ def _add_file(plan: IndexPlan, old: Previous | None, file: ScannedFile, p: _Pend
     )
 
 
-def _take(p: _Pending, rec: FileRecord, file: ScannedFile, reused: Reused) -> None:
+def _take(plan: IndexPlan, p: _Pending, rec: FileRecord, file: ScannedFile, reused: Reused) -> None:
     start = len(p.chunks)
     p.chunks.extend(reused.chunks)
     p.vectors.extend(reused.vectors)
     p.reused_vectors += sum(v is not None for v in reused.vectors)
+    if plan.embedding is None or all(v is not None for v in reused.vectors):
+        p.kept.add(file.rel)
     if reused.damaged_vectors:
         p.repaired.append(
             f"{reused.damaged_vectors} vector(s) of {file.rel} were not finite unit vectors; "
@@ -266,19 +253,23 @@ def _take(p: _Pending, rec: FileRecord, file: ScannedFile, reused: Reused) -> No
 
 
 def _embed(
-    plan: IndexPlan, old: IndexReader | None, p: _Pending, progress: ProgressCallback
+    plan: IndexPlan,
+    writer: IndexWriter,
+    old: IndexMeta | None,
+    p: _Pending,
+    progress: ProgressCallback,
 ) -> tuple[np.ndarray | None, int, list[int]]:
     if plan.embedder is None or plan.embedding is None:
         return None, 0, []
     missing = [i for i, v in enumerate(p.vectors) if v is None]
-    dims = old.meta.embedding.dims if old and old.meta.embedding else 0
+    dims = old.embedding.dims if old and old.embedding else 0
     embedded, failed_local = 0, []
     new_rows: np.ndarray | None = None
     if missing:
         embedder = plan.embedder()
         texts = [index_text(p.chunks[i]) for i in missing]
-        index_model = _model_name(old.meta.embedding if old else None)
-        outcome = _embed_missing(plan, embedder, texts, progress, dims, index_model)
+        index_model = _model_name(old.embedding if old else None)
+        outcome = _embed_missing(writer, embedder, texts, progress, dims, index_model)
         embedded, failed_local = outcome.embedded, outcome.failed
         p.reused_vectors += outcome.reused
         new_rows = outcome.vectors
@@ -304,7 +295,7 @@ def _embed(
 
 
 def _embed_missing(
-    plan: IndexPlan,
+    writer: IndexWriter,
     embedder: BatchEmbedder,
     texts: list[str],
     progress: ProgressCallback,
@@ -314,7 +305,7 @@ def _embed_missing(
     def on_progress(done: int, total: int) -> None:
         progress(ProgressEvent("embed", done, total, "embedding"))
 
-    with EmbeddingCache(plan.layout.cache, embedder.info.key) as cache:
+    with writer.cache(embedder.info.key) as cache:
         return embed_with_cache(
             embedder, cache, texts, on_progress, expected_dims=dims or None, index_model=index_model
         )

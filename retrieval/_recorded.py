@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from kbgraph.errors import ConfigError, IndexCorruptError
 
-from .store import EmbeddingMeta, IndexLayout
+from .store import EmbeddingMeta, IndexLayout, IndexMeta
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +64,13 @@ class ModelLost:
             "repair it (the embedding cache keeps what was embedded), or another model to "
             "rebuild with it"
         )
+
+
+def recorded_of(meta: IndexMeta | None) -> Recorded:
+    """The settings of a version whose meta read back whole (a database's)."""
+    if meta is None:
+        return Recorded()
+    return Recorded(meta.embedding, meta.chunking, meta.scan, meta.keep_versions, found=True)
 
 
 def recorded_settings(layout: IndexLayout) -> Recorded:
@@ -122,4 +129,11 @@ def auto_spec(recorded: Recorded) -> str | ObjectOnly | ModelLost | None:
     return ObjectOnly(recorded.embedding)
 
 
-__all__ = ["ModelLost", "ObjectOnly", "Recorded", "auto_spec", "recorded_settings"]
+__all__ = [
+    "ModelLost",
+    "ObjectOnly",
+    "Recorded",
+    "auto_spec",
+    "recorded_of",
+    "recorded_settings",
+]

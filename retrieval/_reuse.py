@@ -1,4 +1,4 @@
-"""What an indexing run may take from the previous generation, and what it must not.
+"""What an indexing run may take from the previous version, and what it must not.
 
 The documents are the truth; the previous generation is a cache of work done on them. A
 chunk record is reused only when it carries its own checksum (the chunk id hashes its
@@ -10,8 +10,9 @@ never held), so repairing costs the damaged part, not the index.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,28 +26,43 @@ from .records import Chunk
 from .scan import ScannedFile
 from .store import FileRecord, IndexReader, sound_vectors
 
+if TYPE_CHECKING:
+    from .storage import Previous
+
 
 @dataclass
-class Previous:
-    """The previous generation as a source of chunks and vectors for one run."""
+class FileRows:
+    """A file's rows in the previous version. A chunk is None where its record is damaged
+    (``problem`` says how); a vector is None where its embedding failed or it is damaged
+    (``damaged_vectors`` counts the damaged ones)."""
 
-    reader: IndexReader
-    failed: set[int] = field(default_factory=set)
+    chunks: list[Chunk | None]
+    vectors: list[np.ndarray | None]
+    damaged_vectors: int = 0
+    problem: str | None = None
 
-    @classmethod
-    def of(cls, reader: IndexReader) -> Previous:
-        return cls(reader, set(reader.meta.failed_embeddings))
 
-    def rows(self, record: FileRecord) -> range:
-        return range(record.chunk_start, record.chunk_end)
-
-    def vector(self, row: int) -> np.ndarray | None:
-        """The row's vector when it is sound; None when it failed or is damaged."""
-        vectors = self.reader.vectors
-        if vectors is None or row in self.failed:
-            return None
-        vector = np.array(vectors[row], dtype=np.float32)
-        return vector if sound_vectors(vector[None, :])[0] else None
+def usable_vectors(
+    matrix: np.ndarray | None, count: int, failed: set[int]
+) -> tuple[list[np.ndarray | None], int]:
+    """Per row of a file: its vector when sound (finite, unit length), else None; and the
+    count of rows that were damaged rather than failed. ``failed``: positions in the file
+    whose embedding failed before (zero rows, to try again)."""
+    if matrix is None:
+        return [None] * count, 0
+    block = np.asarray(matrix, dtype=np.float32)
+    sound = sound_vectors(block) if len(block) else np.zeros(0, dtype=bool)
+    vectors: list[np.ndarray | None] = []
+    damaged = 0
+    for pos in range(count):
+        if pos in failed:
+            vectors.append(None)
+        elif sound[pos]:
+            vectors.append(np.array(block[pos]))
+        else:
+            vectors.append(None)
+            damaged += 1
+    return vectors, damaged
 
 
 @dataclass
@@ -59,52 +75,37 @@ class Reused:
 def reuse_unchanged(previous: Previous, record: FileRecord, rel: str) -> Reused | str:
     """The chunks and vectors of a file that did not change (same size and mtime), or why
     they cannot be trusted (then the caller reads the file again)."""
-    chunks: list[Chunk] = []
-    vectors: list[np.ndarray | None] = []
-    damaged = 0
-    for row in previous.rows(record):
-        try:
-            chunk = previous.reader.chunk(row)
-        except IndexCorruptError as exc:
-            return str(exc).rsplit("; ", 1)[0]
-        vector = previous.vector(row)
-        damaged += (
-            vector is None and previous.reader.vectors is not None and (row not in previous.failed)
-        )
-        chunks.append(chunk)
-        vectors.append(vector)
-    return Reused(chunks, vectors, damaged)
+    rows = previous.rows_of(rel, record)
+    if rows.problem is not None or any(c is None for c in rows.chunks):
+        return rows.problem or f"a chunk record of {rel} is damaged"
+    chunks = [c for c in rows.chunks if c is not None]
+    return Reused(chunks, rows.vectors, rows.damaged_vectors)
 
 
-def vectors_by_id(previous: Previous | None, record: FileRecord | None) -> dict[str, np.ndarray]:
+def vectors_by_id(
+    previous: Previous | None, record: FileRecord | None, rel: str
+) -> dict[str, np.ndarray]:
     """Sound vectors of the file's previous chunks, by chunk id: a chunk with the same id
     has the same text at the same place, so its vector still holds after an edit
     elsewhere in the file. Damaged records are simply not offered."""
     if previous is None or record is None:
         return {}
-    found: dict[str, np.ndarray] = {}
-    for row in previous.rows(record):
-        try:
-            chunk = previous.reader.chunk(row)
-        except IndexCorruptError:
-            continue
-        vector = previous.vector(row)
-        if vector is not None:
-            found[chunk.id] = vector
-    return found
+    rows = previous.rows_of(rel, record)
+    return {
+        chunk.id: vector
+        for chunk, vector in zip(rows.chunks, rows.vectors, strict=True)
+        if chunk is not None and vector is not None
+    }
 
 
-def same_chunks(previous: Previous, record: FileRecord, chunks: list[Chunk]) -> bool:
-    """Whether the previous generation held exactly ``chunks`` for a file whose bytes did
+def same_chunks(previous: Previous, record: FileRecord, rel: str, chunks: list[Chunk]) -> bool:
+    """Whether the previous version held exactly ``chunks`` for a file whose bytes did
     not change (a mismatch is damage or planted text). Chunks of another engine version
     may differ legitimately, so they count as the same."""
-    if previous.reader.meta.engine_version != __version__:
+    if previous.meta.engine_version != __version__:
         return True
-    try:
-        held = [previous.reader.chunk(row).id for row in previous.rows(record)]
-    except IndexCorruptError:
-        return False
-    return held == [c.id for c in chunks]
+    held = previous.rows_of(rel, record).chunks
+    return [c.id if c else None for c in held] == [c.id for c in chunks]
 
 
 def check_against_documents(reader: IndexReader, folder: Path, chunking: ChunkConfig) -> None:
@@ -136,10 +137,11 @@ def check_against_documents(reader: IndexReader, folder: Path, chunking: ChunkCo
 
 
 __all__ = [
-    "Previous",
+    "FileRows",
     "Reused",
     "check_against_documents",
     "reuse_unchanged",
     "same_chunks",
+    "usable_vectors",
     "vectors_by_id",
 ]

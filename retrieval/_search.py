@@ -1,9 +1,12 @@
-"""Search over an open generation: each ranker gives a list; hybrid fuses them by RRF (ranks)
-or by a convex combination of normalised scores (``SearchConfig.fusion``)."""
+"""Search over one version of an index, whatever store holds it: each ranker gives a list
+(:class:`~kbgraph.retrieval.storage.QueryRanking`); hybrid fuses them by RRF (ranks) or by a
+convex combination of normalised scores (``SearchConfig.fusion``). The folder index's
+rankers are here too (:class:`FolderRanking`, numpy over memory-mapped files)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -18,11 +21,10 @@ from kbgraph.errors import (
 from .config import SearchConfig, SearchMode
 from .filters import SearchFilters
 from .ranking import check_mask, convex_fuse, dot_scores, rrf_fuse, top_k_of
-from .records import SearchResult
+from .records import Chunk, SearchResult
+from .storage import RANKERS, QueryEmbedder, QueryRanking, RankerName, Snapshot
 from .store import REPAIR, EmbeddingMeta, IndexReader
 
-QueryEmbedder = Callable[[str], np.ndarray]
-RANKERS = ("vector", "bm25")
 MAX_LIMIT = 100_000  # candidates of one ranker: deep fusion lists, not whole indexes
 
 
@@ -84,8 +86,7 @@ def _check_filters(filters: object) -> None:
         )
 
 
-def resolve_mode(reader: IndexReader, mode: SearchMode | None) -> SearchMode:
-    has_vectors = reader.vectors is not None
+def resolve_mode(has_vectors: bool, mode: SearchMode | None) -> SearchMode:
     if mode is None:
         return "hybrid" if has_vectors else "bm25"
     if mode in ("vector", "hybrid") and not has_vectors:
@@ -141,39 +142,29 @@ def check_index_model(
     )
 
 
-def ranker_scores(
-    reader: IndexReader, query: str, ranker: str, embed_query: QueryEmbedder | None
-) -> np.ndarray | None:
-    """One ranker's score of every chunk row (None: the index has no vectors)."""
-    if ranker == "bm25":
-        return _finite(reader.bm25.scores(query), reader, "bm25")
-    if ranker != "vector":
-        raise ConfigError(f"unknown ranker {ranker!r}; allowed: {', '.join(RANKERS)}")
-    if reader.vectors is None or embed_query is None:
-        return None
-    vector = embed_query(query)
-    dims = int(reader.vectors.shape[1])
+def check_query_vector(vector: np.ndarray, dims: int, embedding: EmbeddingMeta | None) -> None:
+    """The query vector must have the index's size (another model would give noise)."""
     if vector.shape[-1] != dims:
-        embedding = reader.meta.embedding
         raise DimensionMismatchError(
             f"the index was built with {dims}-dim vectors "
             f"({embedding.provider if embedding else '?'}:"
             f"{embedding.model if embedding else '?'}) but the query model gives "
             f"{vector.shape[-1]}; search with the same model or re-index with --rebuild"
         )
-    return _finite(dot_scores(reader.vectors, vector), reader, "vectors.bin")
 
 
-def _finite(scores: np.ndarray, reader: IndexReader, name: str) -> np.ndarray:
-    """A NaN or infinite score comes from a damaged row: it would sort anywhere and push
-    real matches out of the list, so it is reported, not ranked."""
-    if not np.isfinite(scores).all():
-        row = int(np.flatnonzero(~np.isfinite(scores))[0])
-        raise IndexCorruptError(
-            f"{reader.path / name}: row {row} gives a score that is not a number "
-            f"(damaged); {REPAIR}"
-        )
-    return scores
+def once(embed_query: QueryEmbedder | None) -> QueryEmbedder | None:
+    """``embed_query`` that embeds a query once however many rankers ask for it."""
+    if embed_query is None:
+        return None
+    memo: dict[str, np.ndarray] = {}
+
+    def embed(query: str) -> np.ndarray:
+        if query not in memo:
+            memo[query] = embed_query(query)
+        return memo[query]
+
+    return embed
 
 
 def select(
@@ -189,97 +180,139 @@ def select(
     return top_k_of(scores, limit, allowed)
 
 
+class FolderRanking:
+    """One query over an open folder generation: every ranker scores every row once (a BLAS
+    product over the memory-mapped vectors, or a sum of BM25 columns); filters become a
+    mask applied before selection."""
+
+    def __init__(self, reader: IndexReader, query: str, embed_query: QueryEmbedder | None):
+        self._reader, self._query, self._embed = reader, query, embed_query
+        self._scores: dict[str, np.ndarray | None] = {}
+
+    def scores(self, ranker: str) -> np.ndarray | None:
+        """The ranker's score of every row (None: the index has no vectors)."""
+        if ranker not in self._scores:
+            self._scores[ranker] = self._score_all(ranker)
+        return self._scores[ranker]
+
+    def _score_all(self, ranker: str) -> np.ndarray | None:
+        reader = self._reader
+        if ranker == "bm25":
+            return _finite(reader.bm25.scores(self._query), reader, "bm25")
+        if ranker != "vector":
+            raise ConfigError(f"unknown ranker {ranker!r}; allowed: {', '.join(RANKERS)}")
+        if reader.vectors is None or self._embed is None:
+            return None
+        vector = self._embed(self._query)
+        check_query_vector(vector, int(reader.vectors.shape[1]), reader.meta.embedding)
+        return _finite(dot_scores(reader.vectors, vector), reader, "vectors.bin")
+
+    def top(
+        self, ranker: RankerName, limit: int, filters: SearchFilters | None
+    ) -> tuple[list[int], list[float]]:
+        scores = self.scores(ranker)
+        if scores is None:
+            return [], []
+        rows, best = select(scores, ranker, limit, self._reader.mask(filters))
+        return [int(i) for i in rows], [float(s) for s in best]
+
+    def exact(self, ranker: RankerName, keys: Sequence[int]) -> np.ndarray:
+        scores = self.scores(ranker)
+        if scores is None:
+            return np.zeros(len(keys), dtype=np.float64)
+        return scores[np.asarray(keys, dtype=np.int64)].astype(np.float64)
+
+    def chunks(self, keys: Sequence[int]) -> list[Chunk]:
+        return [self._reader.chunk(int(i)) for i in keys]
+
+
+def _finite(scores: np.ndarray, reader: IndexReader, name: str) -> np.ndarray:
+    """A NaN or infinite score comes from a damaged row: it would sort anywhere and push
+    real matches out of the list, so it is reported, not ranked."""
+    if not np.isfinite(scores).all():
+        row = int(np.flatnonzero(~np.isfinite(scores))[0])
+        raise IndexCorruptError(
+            f"{reader.path / name}: row {row} gives a score that is not a number "
+            f"(damaged); {REPAIR}"
+        )
+    return scores
+
+
+@contextmanager
+def folder_ranking(
+    reader: IndexReader, query: str, embed_query: QueryEmbedder | None
+) -> Iterator[FolderRanking]:
+    yield FolderRanking(reader, query, embed_query)
+
+
 def rank_one(
-    reader: IndexReader,
-    query: str,
-    ranker: str,
-    limit: int,
-    mask: np.ndarray | None,
-    embed_query: QueryEmbedder | None,
-) -> list[tuple[int, float]]:
-    """(chunk row, score) of one ranker, best first, over the allowed chunks only."""
-    scores = ranker_scores(reader, query, ranker, embed_query)
-    if scores is None:
-        return []
-    idx, best = select(scores, ranker, limit, mask)
-    return [(int(i), float(s)) for i, s in zip(idx, best, strict=True)]
+    ranking: QueryRanking, ranker: RankerName, limit: int, filters: SearchFilters | None
+) -> list[SearchResult]:
+    """One ranker's list as results (score and rank of that ranker only)."""
+    keys, scores = ranking.top(ranker, limit, filters)
+    return [
+        SearchResult(chunk, s, ranks={ranker: r}, scores={ranker: s})
+        for r, (chunk, s) in enumerate(zip(ranking.chunks(keys), scores, strict=True), 1)
+    ]
 
 
 def search(
-    reader: IndexReader,
+    snapshot: Snapshot,
     query: str,
     config: SearchConfig,
     filters: SearchFilters | None,
     embed_query: QueryEmbedder | None,
 ) -> list[SearchResult]:
-    mode = resolve_mode(reader, config.mode)
-    mask = reader.mask(filters)
-    if mode != "hybrid":
-        hits = rank_one(reader, query, mode, config.top_k, mask, embed_query)
-        results = [
-            SearchResult(reader.chunk(i), s, ranks={mode: r}, scores={mode: s})
-            for r, (i, s) in enumerate(hits, 1)
-        ]
-    elif config.fusion == "convex":
-        results = _convex(reader, query, config, mask, embed_query)
-    else:
-        results = _rrf(reader, query, config, mask, embed_query)
+    mode = resolve_mode(snapshot.has_vectors, config.mode)
+    with snapshot.ranking(query, once(embed_query)) as ranking:
+        if mode != "hybrid":
+            results = rank_one(ranking, mode, config.top_k, filters)
+        elif config.fusion == "convex":
+            results = _convex(ranking, config, filters)
+        else:
+            results = _rrf(ranking, config, filters)
     if config.score_threshold is not None:
         results = [r for r in results if r.score >= config.score_threshold]
     return results
 
 
 def _rrf(
-    reader: IndexReader,
-    query: str,
-    config: SearchConfig,
-    mask: np.ndarray | None,
-    embed_query: QueryEmbedder | None,
+    ranking: QueryRanking, config: SearchConfig, filters: SearchFilters | None
 ) -> list[SearchResult]:
-    lists = {
-        name: rank_one(reader, query, name, config.candidates(), mask, embed_query)
-        for name in RANKERS
-    }
-    raw = {name: dict(hits) for name, hits in lists.items()}
+    lists = {name: ranking.top(name, config.candidates(), filters) for name in RANKERS}
+    raw = {name: dict(zip(*hits, strict=True)) for name, hits in lists.items()}
     fused = rrf_fuse(
-        {name: [i for i, _ in hits] for name, hits in lists.items()},
+        {name: keys for name, (keys, _) in lists.items()},
         k=config.rrf_k,
         weights=config.weights,
-    )
+    )[: config.top_k]
+    rows = [int(item.key) for item in fused]  # type: ignore[call-overload]
     results = []
-    for item in fused[: config.top_k]:
-        row = int(item.key)  # type: ignore[call-overload]
-        scores = {name: raw[name][row] for name in RANKERS if row in raw[name]}
-        results.append(SearchResult(reader.chunk(row), item.score, dict(item.ranks), scores))
+    for item, row, chunk in zip(fused, rows, ranking.chunks(rows), strict=True):
+        scores: dict[str, float] = {n: raw[n][row] for n in RANKERS if row in raw[n]}
+        results.append(SearchResult(chunk, item.score, dict(item.ranks), scores))
     return results
 
 
 def _convex(
-    reader: IndexReader,
-    query: str,
-    config: SearchConfig,
-    mask: np.ndarray | None,
-    embed_query: QueryEmbedder | None,
+    ranking: QueryRanking, config: SearchConfig, filters: SearchFilters | None
 ) -> list[SearchResult]:
     """Candidates are the union of each ranker's top ``candidates()``; each candidate is
     scored by *every* ranker (exact scores, not a default for the ones a list missed), the
     scores are min-max normalised over the candidates and combined by ``weights``."""
-    full = {name: ranker_scores(reader, query, name, embed_query) for name in RANKERS}
-    lists: dict[str, np.ndarray] = {}
-    for name, all_scores in full.items():
-        if all_scores is not None:
-            lists[name] = select(all_scores, name, config.candidates(), mask)[0]
-    if not lists:
+    lists = {name: ranking.top(name, config.candidates(), filters)[0] for name in RANKERS}
+    rows = sorted({row for keys in lists.values() for row in keys})
+    if not rows:
         return []
-    rows = np.unique(np.concatenate(list(lists.values())))
-    per_ranker = {name: full[name][rows] for name in lists}  # type: ignore[index]
+    per_ranker: dict[str, np.ndarray] = {name: ranking.exact(name, rows) for name in RANKERS}
     fused = convex_fuse(per_ranker, config.weights)
     order, top = top_k_of(fused, config.top_k)
-    rank_of = {name: {int(r): i for i, r in enumerate(hits, 1)} for name, hits in lists.items()}
+    rank_of = {name: {row: i for i, row in enumerate(keys, 1)} for name, keys in lists.items()}
+    chosen = [rows[int(pos)] for pos in order]
     results = []
-    for pos, score in zip(order, top, strict=True):
-        row = int(rows[pos])
-        ranks = {name: rank_of[name][row] for name in lists if row in rank_of[name]}
-        exact = {name: float(per_ranker[name][pos]) for name in lists}
-        results.append(SearchResult(reader.chunk(row), float(score), ranks, exact))
+    for pos, score, chunk in zip(order, top, ranking.chunks(chosen), strict=True):
+        row = rows[int(pos)]
+        ranks: dict[str, int] = {n: rank_of[n][row] for n in RANKERS if row in rank_of[n]}
+        exact: dict[str, float] = {name: float(per_ranker[name][pos]) for name in RANKERS}
+        results.append(SearchResult(chunk, float(score), ranks, exact))
     return results

@@ -1,6 +1,6 @@
-"""The public face of the engine: one folder, one index beside it.
+"""The public face of the engine: one folder, one index beside it (or in PostgreSQL).
 
-kb = KnowledgeBase("docs/", embedding="local")
+kb = KnowledgeBase("docs/", embedding="local")   # store="postgresql://..." for a database
 kb.index()                       # incremental; embeds only text it never embedded
 results = kb.search("how do I retry?", top_k=5)
 print(format_context(results))   # citation-tagged context for a chat model
@@ -21,15 +21,16 @@ from langchain_core.embeddings import Embeddings
 from kbgraph.errors import ConfigError, IndexCorruptError, IndexNotFoundError
 
 from . import __version__
+from ._folder import FolderSnapshot, FolderStore
 from ._freshness import DEFAULT_TTL_S, Freshness, count_stale
 from ._indexer import IndexPlan, run_index, settings_match
-from ._recorded import ModelLost, ObjectOnly, auto_spec, recorded_settings
+from ._recorded import ModelLost, ObjectOnly, auto_spec
 from ._reuse import check_against_documents
 from ._search import (
-    QueryEmbedder,
     check_index_model,
     check_query_model,
     check_rank_arguments,
+    once,
     rank_one,
     resolve_mode,
     search_config,
@@ -42,14 +43,13 @@ from .progress import ProgressCallback, ignore_progress
 from .records import SearchResult
 from .reports import IndexReport, IndexStats
 from .scan import scan_folder
+from .storage import IndexStore, QueryEmbedder, Snapshot, open_store
 from .store import (
     DEFAULT_KEEP_VERSIONS,
-    INDEX_DIR_NAME,
     EmbeddingMeta,
     FileRecord,
     IndexLayout,
     IndexMeta,
-    IndexReader,
     VersionInfo,
     check_keep,
     list_versions,
@@ -69,6 +69,9 @@ class KnowledgeBase:
     """Index and search one folder. ``embedding`` is a spec (``local``, ``local:<path>``,
     ``openai:<model>``, ``azure_openai:<deployment>``, ``openai_compatible:<model>@<url>``,
     ``fake``) or any LangChain ``Embeddings``; ``None`` gives a lexical-only index (BM25);
+    ``store`` is where the index lives: ``None`` (the folder index, in ``index_dir``,
+    default ``<folder>/.kbgraph``) or a PostgreSQL URL (``postgresql://user@host/db``: the
+    same scan, chunking, embedding cache and results, in tables of that database);
     ``auto`` (the default) reuses the model the existing index was built with, else
     ``local`` (an index built from an ``Embeddings`` object records no spec: then pass that
     object again). ``chunking`` and ``scan`` work alike: ``None`` reuses what the existing
@@ -94,14 +97,15 @@ class KnowledgeBase:
         freshness_ttl: float = DEFAULT_TTL_S,
         embedding_timeout: float = DEFAULT_TIMEOUT,
         keep_versions: int | None = None,
+        store: str | None = None,
     ) -> None:
         self.folder = Path(folder).expanduser().resolve()
         if not self.folder.is_dir():
             raise ConfigError(f"{folder} is not a folder; pass the folder to index")
-        root = Path(index_dir).expanduser().resolve() if index_dir else self.folder / INDEX_DIR_NAME
-        self.layout = IndexLayout(root)
         self.lock_timeout = lock_timeout
-        recorded = recorded_settings(self.layout)
+        index_path = Path(index_dir) if index_dir else None
+        self.store: IndexStore = open_store(self.folder, store, index_path, lock_timeout)
+        recorded = self.store.recorded()
         self.scan_config = scan or _recorded(ScanConfig, recorded.scan)
         self.chunk_config = chunking or _recorded(ChunkConfig, recorded.chunking)
         if keep_versions is None:
@@ -114,7 +118,7 @@ class KnowledgeBase:
         self._embedding_spec = spec
         self._embedding_meta = self._describe(spec)
         self._embedder: BatchEmbedder | None = None
-        self._reader: IndexReader | None = None
+        self._reader: Snapshot | None = None
         self._reader_key: str | None = None
         self._lock = threading.RLock()
         self._freshness = Freshness(
@@ -127,6 +131,15 @@ class KnowledgeBase:
         self._watcher: FolderWatcher | None = None
         if live:
             self.start_watching()
+
+    @property
+    def layout(self) -> IndexLayout:
+        """The folder index's files (a knowledge base in a database has none)."""
+        if not isinstance(self.store, FolderStore):
+            raise ConfigError(
+                f"the index of {self.folder} lives in {self.store.location}, not in a folder"
+            )
+        return self.store.layout
 
     @staticmethod
     def _describe(
@@ -167,7 +180,7 @@ class KnowledgeBase:
             raise self._embedding_spec.error()
         plan = IndexPlan(
             folder=self.folder,
-            layout=self.layout,
+            store=self.store,
             scan=self.scan_config,
             chunking=self.chunk_config,
             embedding=self._embedding_meta,
@@ -180,7 +193,7 @@ class KnowledgeBase:
         # Files that changed while the run read the folder: the generation holds what was
         # read, so they are stale already (a rescan reads metadata only).
         stale = self.stale_files()
-        stats = self._stats_from(result.meta, self._generation_size(), stale=stale or 0)
+        stats = self._stats_from(result.meta, self._open().size_bytes(), stale=stale or 0)
         return IndexReport(
             stats=stats,
             embedded=result.embedded,
@@ -209,13 +222,13 @@ class KnowledgeBase:
             return None
         if not self._settings_match(reader.meta):
             return None
-        scanned = scan_folder(self.folder, self.scan_config, index_dir=self.layout.root)
+        scanned = scan_folder(self.folder, self.scan_config, index_dir=self.store.index_dir)
         return count_stale(reader.meta, scanned)
 
     def _settings_match(self, meta: IndexMeta) -> bool:
         plan = IndexPlan(
             self.folder,
-            self.layout,
+            self.store,
             self.scan_config,
             self.chunk_config,
             self._embedding_meta,
@@ -247,14 +260,16 @@ class KnowledgeBase:
         """``ensure_fresh``'s run: an index nobody may write (a read-only mount, a
         snapshot) is searched as it is, stale or not, with a warning, instead of failing
         every search of the subgraph."""
-        if self.layout.has_pointer() and not os.access(self.layout.root, os.W_OK):
-            logger.warning("%s is stale but read-only; searching it as it is", self.layout.root)
-            return None
+        if isinstance(self.store, FolderStore):
+            root = self.store.layout.root
+            if self.store.layout.has_pointer() and not os.access(root, os.W_OK):
+                logger.warning("%s is stale but read-only; searching it as it is", root)
+                return None
         return self.index(progress=progress)
 
     def _has_index(self) -> bool:
         try:
-            return self.layout.current_name() is not None
+            return self.store.current_key() is not None
         except IndexCorruptError:
             return False
 
@@ -265,7 +280,7 @@ class KnowledgeBase:
         incremental run; a failed run is retried later while the last good index serves."""
         with self._lock:
             if self._watcher is None:
-                self._watcher = FolderWatcher(self, ignore=self.layout.root)
+                self._watcher = FolderWatcher(self, ignore=self.store.index_dir)
             self._watcher.start()
             self._freshness.watcher = self._watcher
 
@@ -285,31 +300,29 @@ class KnowledgeBase:
         return watcher is not None and watcher.running
 
     # -- search -------------------------------------------------------------------------
-    def _open(self) -> IndexReader:
-        """The live generation, reopened when a writer published a new one."""
+    def _open(self) -> Snapshot:
+        """The live version, reopened when a writer published a new one."""
         with self._lock:
-            try:
-                # A damaged CURRENT is a key no reader has: IndexReader reports it.
-                key = self.layout.current.read_bytes().decode("utf-8", "replace").strip()
-            except FileNotFoundError:
+            key = self.store.current_key()
+            if key is None:
                 raise IndexNotFoundError(
                     f"{self.folder} has no index yet; run `kbgraph index {self.folder}`"
-                ) from None
+                )
             if self._reader is None or key != self._reader_key:
-                reader = IndexReader(self.layout, lock_timeout=self.lock_timeout)
+                reader = self.store.open()
                 if self._reader is not None:
                     self._reader.close()
-                self._reader, self._reader_key = reader, reader.name
+                self._reader, self._reader_key = reader, key
             return self._reader
 
     def _embed_query(self, query: str) -> np.ndarray:
         return self.embedder().embed_query(query)
 
-    def _query_embedder(self, reader: IndexReader) -> QueryEmbedder | None:
+    def _query_embedder(self, reader: Snapshot) -> QueryEmbedder | None:
         """Embeds queries for the vector ranker, after checking that this knowledge base's
         model is the one the index was built with (checked only when a query is embedded,
         so BM25 searches work whatever the model)."""
-        if reader.vectors is None:
+        if not reader.has_vectors:
             return None
 
         def embed(query: str) -> np.ndarray:
@@ -374,13 +387,9 @@ class KnowledgeBase:
         check_rank_arguments(query, ranker, limit, filters)
         reader = self._open()
         if ranker == "vector":
-            resolve_mode(reader, "vector")
-        embed = self._query_embedder(reader)
-        hits = rank_one(reader, query, ranker, limit, reader.mask(filters), embed)
-        return [
-            SearchResult(reader.chunk(i), s, ranks={ranker: r}, scores={ranker: s})
-            for r, (i, s) in enumerate(hits, 1)
-        ]
+            resolve_mode(reader.has_vectors, "vector")
+        with reader.ranking(query, once(self._query_embedder(reader))) as ranking:
+            return rank_one(ranking, ranker, limit, filters)
 
     def indexed_files(self) -> dict[str, FileRecord]:
         """The files of the live generation with their size, mtime, sha256 and chunk span."""
@@ -388,7 +397,7 @@ class KnowledgeBase:
 
     @property
     def has_vectors(self) -> bool:
-        return self._open().vectors is not None
+        return self._open().has_vectors
 
     # -- housekeeping -------------------------------------------------------------------
     def stats(self) -> IndexStats:
@@ -416,16 +425,21 @@ class KnowledgeBase:
         file still as indexed against the file's bytes (raises IndexCorruptError)."""
         reader = self._open()
         reader.validate()
-        if reader.meta.engine_version == __version__:  # another chunker chunks otherwise
+        # Another engine version chunks otherwise; a database's rows are checked by it.
+        if isinstance(reader, FolderSnapshot) and reader.meta.engine_version == __version__:
             chunking = _recorded(ChunkConfig, reader.meta.chunking)
             check_against_documents(reader, self.folder, chunking)
 
-    def _generation_size(self) -> int:
-        return self._open().size_bytes()
+    def _version_count(self) -> int:
+        """Versions kept for ``restore``: the folder index keeps generations; a database
+        keeps the live version only."""
+        if isinstance(self.store, FolderStore):
+            return len(self.store.layout.published())
+        return 1
 
     def _stats_from(self, meta: IndexMeta, size: int, *, stale: int) -> IndexStats:
         return IndexStats(
-            versions=len(self.layout.published()),
+            versions=self._version_count(),
             keep_versions=meta.keep_versions,
             file_count=meta.file_count,
             chunk_count=meta.chunk_count,
@@ -439,7 +453,7 @@ class KnowledgeBase:
         """Remove the index folder (the embedding cache goes with it). Refuses any folder
         that is not recognisably a kbgraph index, and waits for a running writer."""
         self.close()
-        self.layout.delete(documents=self.folder, lock_timeout=self.lock_timeout)
+        self.store.delete(self.folder, self.lock_timeout)
 
     def close(self) -> None:
         self.stop_watching()
@@ -447,6 +461,7 @@ class KnowledgeBase:
             if self._reader is not None:
                 self._reader.close()
                 self._reader, self._reader_key = None, None
+            self.store.close()
 
     def __enter__(self) -> KnowledgeBase:
         return self

@@ -1,6 +1,6 @@
 """Keeping an index live: a file watcher turns bursts of changes into incremental runs.
 
-    watcher = FolderWatcher(kb, ignore=kb.layout.root, on_run=report)
+    watcher = FolderWatcher(kb, ignore=kb.store.index_dir, on_run=report)
     watcher.run()      # in the foreground (``kbgraph watch``) until Ctrl-C or stop()
     watcher.start()    # or on a background thread (``KnowledgeBase(live=True)``)
 

@@ -16,7 +16,7 @@ from ._batching import (
     l2_normalise,
     length_order,
 )
-from ._cache import CachedEmbedOutcome, EmbeddingCache, embed_with_cache
+from ._cache import CachedEmbedOutcome, EmbeddingCache, VectorCache, embed_with_cache
 from ._local import LocalEmbeddings, packaged_model_dir
 from ._providers import DEFAULT_TIMEOUT, resolve_embeddings
 from ._retry import ErrorVerdict, backoff_delay, classify_error, parse_retry_after
@@ -43,6 +43,7 @@ __all__ = [
     "ErrorVerdict",
     "InputLimited",
     "LocalEmbeddings",
+    "VectorCache",
     "backoff_delay",
     "check_dims",
     "classify_error",

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Protocol
 
 import numpy as np
 
@@ -47,6 +48,21 @@ def _create_private(path: Path) -> None:
     # The file may predate us or the umask may have widened it. SQLite creates -wal and
     # -shm with the database file's permissions, so they follow.
     os.chmod(path, 0o600)
+
+
+class VectorCache(Protocol):
+    """An embedding cache: vectors by sha256 of the text, for one model identity. The
+    SQLite one below serves the folder index; a database store keeps its own."""
+
+    model: str
+
+    @property
+    def location(self) -> str:
+        """Where the cache lives, for messages."""
+
+    def get_many(self, hashes: Sequence[str]) -> dict[str, np.ndarray]: ...
+
+    def put_many(self, items: Mapping[str, np.ndarray]) -> None: ...
 
 
 class EmbeddingCache:
@@ -84,6 +100,10 @@ class EmbeddingCache:
             conn.close()
             raise
         return conn
+
+    @property
+    def location(self) -> str:
+        return str(self.path)
 
     def get_many(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         """Cached vectors of those ``hashes`` that are present (float32, 1-D)."""
@@ -165,7 +185,7 @@ class CachedEmbedOutcome:
 
 def embed_with_cache(
     embedder: BatchEmbedder,
-    cache: EmbeddingCache,
+    cache: VectorCache,
     texts: Sequence[str],
     on_progress: Callable[[int, int], None] | None = None,
     *,
@@ -208,14 +228,14 @@ def embed_with_cache(
 
 
 def _assemble(
-    known: Mapping[str, np.ndarray], hashes: Sequence[str], dims: int | None, cache: EmbeddingCache
+    known: Mapping[str, np.ndarray], hashes: Sequence[str], dims: int | None, cache: VectorCache
 ) -> np.ndarray:
     widths = {int(v.shape[0]) for v in known.values()}
     if dims is not None:
         widths.add(dims)
     if len(widths) > 1:
         raise EmbeddingError(
-            f"the embedding cache {cache.path} holds vectors of sizes {sorted(widths)} for "
+            f"the embedding cache {cache.location} holds vectors of sizes {sorted(widths)} for "
             f"model {cache.model!r}; the model changed under the same name: delete the cache "
             "file and index again"
         )
@@ -228,4 +248,4 @@ def _assemble(
     return out
 
 
-__all__ = ["CachedEmbedOutcome", "EmbeddingCache", "embed_with_cache"]
+__all__ = ["CachedEmbedOutcome", "EmbeddingCache", "VectorCache", "embed_with_cache"]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from kbgraph.retrieval._folder import FolderSnapshot
 from kbgraph.retrieval._search import search
 from kbgraph.retrieval.config import SearchConfig
 from kbgraph.retrieval.embeddings import l2_normalise
@@ -63,7 +64,7 @@ def main() -> None:
     seen: set[str] = set()
     checked = 0
     while not stop.exists():
-        reader = IndexReader(layout, lock_timeout=60)
+        reader = FolderSnapshot(layout, lock_timeout=60)
         try:
             check(reader, max_version)
             seen.add(reader.name)

@@ -206,6 +206,18 @@ def test_errors_are_recorded_and_other_lists_kept(kb: tuple[Path, FakeSearcher])
     assert events[-1]["errors"] == {"docs": errors}
 
 
+def test_a_knowledge_base_is_searched_in_its_store(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    dsn = "postgresql://kb@127.0.0.1/docs"
+    in_db, in_folder = fake_kb(folder), FakeSearcher([])
+    registry = registry_with({folder: in_folder})
+    registry.register(folder, "fake", in_db, store=dsn)
+    settings = settings_for(folder)
+    settings.knowledge_bases[0]["store"] = dsn
+    out, _ = _run(settings, registry)
+    assert out["rag_candidates"] and in_db.rank_calls and not in_folder.rank_calls
+
+
 def test_open_failure_is_recorded(tmp_path: Path) -> None:
     def broken(folder: str, embedding: str | None) -> Any:
         raise OSError(f"cannot read {folder}")
@@ -221,18 +233,22 @@ def test_no_knowledge_base(monkeypatch: pytest.MonkeyPatch) -> None:
     assert out["rag_candidates"] == [] and events[0]["kbs"] == []
 
 
-def test_registry_caches_one_searcher_per_folder_and_embedding(tmp_path: Path) -> None:
-    opened: list[tuple[str, str | None]] = []
+def test_registry_caches_one_searcher_per_folder_embedding_and_store(tmp_path: Path) -> None:
+    opened: list[tuple[str, str | None, dict[str, Any]]] = []
 
-    def factory(folder: str, embedding: str | None) -> Searcher:
-        opened.append((folder, embedding))
+    def factory(folder: str, embedding: str | None, /, **options: Any) -> Searcher:
+        opened.append((folder, embedding, options))
         return FakeSearcher([])
 
     registry = SearcherRegistry(factory)
     first = registry.open(tmp_path, "fake")
     assert registry.open(str(tmp_path) + "/", "fake") is first
     assert registry.open(tmp_path, "local") is not first
-    assert opened == [(str(tmp_path.resolve()), "fake"), (str(tmp_path.resolve()), "local")]
+    dsn = "postgresql://u@db/kb"
+    in_db = registry.open(tmp_path, "fake", store=dsn)
+    assert in_db is not first and registry.open(tmp_path, "fake", store=dsn) is in_db
+    folder = str(tmp_path.resolve())
+    assert opened == [(folder, "fake", {}), (folder, "local", {}), (folder, "fake", {"store": dsn})]
     assert isinstance(first, Searcher)
     registry.close_all()
     assert first.closed  # type: ignore[attr-defined]

@@ -136,6 +136,18 @@ def test_knowledge_base_resolution(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         ).resolved_knowledge_bases()
 
 
+def test_a_knowledge_base_names_its_store_and_its_repr_hides_it(tmp_path: Path) -> None:
+    dsn = "postgresql://kb:s3cret@127.0.0.1:5432/docs"
+    kbs = RagSettings(
+        knowledge_bases=[
+            {"name": "db", "folder": str(tmp_path), "store": dsn},
+            {"name": "files", "folder": str(tmp_path), "store": " "},
+        ]
+    ).resolved_knowledge_bases()
+    assert [k.store for k in kbs] == [dsn, None]
+    assert "s3cret" not in repr(kbs)
+
+
 def test_knowledge_bases_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 

@@ -1,0 +1,183 @@
+"""The folder index as an :class:`~kbgraph.retrieval.storage.IndexStore`: generations of
+files beside the documents (``store/`` holds the format; this module only adapts it).
+
+A version is a ``gen-*`` folder; a writer holds ``.write.lock`` for its whole run, writes a
+new generation (the rows of unchanged files copied from the previous one) and publishes it
+by replacing ``CURRENT`` under the exclusive ``.lock``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from kbgraph.errors import IndexCorruptError, IndexNotFoundError
+
+from ._recorded import Recorded, recorded_settings
+from ._reuse import FileRows, usable_vectors
+from ._search import FolderRanking, folder_ranking
+from .embeddings import EmbeddingCache, VectorCache
+from .records import Chunk
+from .storage import IndexUpdate, QueryEmbedder
+from .store import (
+    INDEX_DIR_NAME,
+    FileRecord,
+    IndexLayout,
+    IndexMeta,
+    IndexReader,
+    file_lock,
+    write_generation,
+)
+
+
+class FolderSnapshot(IndexReader):
+    """An open generation (an :class:`IndexReader`) with the snapshot interface."""
+
+    @property
+    def has_vectors(self) -> bool:
+        return self.vectors is not None
+
+    def ranking(
+        self, query: str, embed_query: QueryEmbedder | None
+    ) -> AbstractContextManager[FolderRanking]:
+        return folder_ranking(self, query, embed_query)
+
+
+class FolderPrevious:
+    """An open generation as the source of a run's reused chunks and vectors."""
+
+    def __init__(self, reader: IndexReader) -> None:
+        self.reader = reader
+        self._failed = set(reader.meta.failed_embeddings)
+
+    @property
+    def meta(self) -> IndexMeta:
+        return self.reader.meta
+
+    def rows_of(self, rel: str, record: FileRecord) -> FileRows:
+        chunks: list[Chunk | None] = []
+        problem = None
+        for row in range(record.chunk_start, record.chunk_end):
+            try:
+                chunks.append(self.reader.chunk(row))
+            except IndexCorruptError as exc:
+                chunks.append(None)
+                problem = problem or str(exc).rsplit("; ", 1)[0]
+        matrix = None
+        if self.reader.vectors is not None:
+            matrix = np.array(self.reader.vectors[record.chunk_start : record.chunk_end])
+        failed = {row - record.chunk_start for row in self._failed}
+        vectors, damaged = usable_vectors(matrix, len(chunks), failed)
+        return FileRows(chunks, vectors, damaged, problem)
+
+
+class FolderWriter:
+    """One run's view of the folder index, under the writer's lock: it reuses the live
+    generation, or repairs from the newest one that still opens."""
+
+    def __init__(self, layout: IndexLayout, lock_timeout: float) -> None:
+        self.layout = layout
+        self.lock_timeout = lock_timeout
+        self.had_previous = layout.has_pointer()
+        self._old: IndexReader | None = None
+
+    def open_previous(self) -> tuple[FolderPrevious | None, list[str]]:
+        """A live generation that does not open (a damaged CURRENT, a missing or damaged
+        file) is damage to repair: the newest generation folder that does open is reused
+        instead, else nothing (the documents and the embedding cache rebuild it)."""
+        repaired: list[str] = []
+        try:
+            self._old = IndexReader(self.layout, lock_timeout=self.lock_timeout)
+        except IndexNotFoundError:
+            return None, []
+        except (IndexCorruptError, OSError, ValueError) as exc:  # damage, whatever its form
+            repaired.append(str(exc) if isinstance(exc, IndexCorruptError) else repr(exc))
+            self._old = self._newest_intact()
+        return (FolderPrevious(self._old) if self._old else None), repaired
+
+    def _newest_intact(self) -> IndexReader | None:
+        for generation in self.layout.generations():
+            try:
+                return IndexReader(
+                    self.layout, lock_timeout=self.lock_timeout, name=generation.name
+                )
+            except (IndexCorruptError, OSError, ValueError):
+                continue
+        return None
+
+    def cache(self, model: str) -> AbstractContextManager[VectorCache]:
+        return EmbeddingCache(self.layout.cache, model)
+
+    def commit(self, update: IndexUpdate) -> None:
+        chunks = [chunk for entry in update.entries for chunk in entry.chunks]
+        vectors = None
+        if update.meta.embedding is not None:
+            dims = update.meta.embedding.dims
+            parts = [e.vectors for e in update.entries if e.vectors is not None]
+            vectors = np.concatenate(parts) if parts else np.zeros((0, dims), dtype=np.float32)
+        target = self.layout.new_generation()
+        write_generation(target, update.meta, chunks, vectors)
+        with file_lock(self.layout.lock, "exclusive", self.lock_timeout, "publish index"):
+            self.layout.publish(target)
+        self.layout.prune(update.meta.keep_versions)
+
+    def tidy(self) -> None:
+        if self._old is not None:
+            self.layout.prune(self._old.meta.keep_versions)
+
+    def close(self) -> None:
+        if self._old is not None:
+            self._old.close()
+
+
+class FolderStore:
+    """The folder index of ``folder`` (in ``index_dir``, default ``<folder>/.kbgraph``)."""
+
+    def __init__(self, folder: Path, index_dir: Path | None, lock_timeout: float) -> None:
+        root = Path(index_dir).expanduser().resolve() if index_dir else folder / INDEX_DIR_NAME
+        self.layout = IndexLayout(root)
+        self.folder = folder
+        self.lock_timeout = lock_timeout
+
+    @property
+    def location(self) -> str:
+        return str(self.layout.root)
+
+    @property
+    def index_dir(self) -> Path | None:
+        return self.layout.root
+
+    def recorded(self) -> Recorded:
+        return recorded_settings(self.layout)
+
+    def current_key(self) -> str | None:
+        return self.layout.current_name()  # raises IndexCorruptError for a dangling CURRENT
+
+    def open(self) -> FolderSnapshot:
+        if self.current_key() is None:
+            raise IndexNotFoundError(
+                f"{self.folder} has no index yet; run `kbgraph index {self.folder}`"
+            )
+        return FolderSnapshot(self.layout, lock_timeout=self.lock_timeout)
+
+    @contextmanager
+    def writing(self, lock_timeout: float) -> Iterator[FolderWriter]:
+        self.layout.ensure()
+        with file_lock(self.layout.write_lock, "exclusive", lock_timeout, "index"):
+            writer = FolderWriter(self.layout, lock_timeout)
+            try:
+                yield writer
+            finally:
+                writer.close()
+
+    def delete(self, documents: Path, lock_timeout: float) -> None:
+        self.layout.delete(documents=documents, lock_timeout=lock_timeout)
+
+    def close(self) -> None:
+        """Nothing stays open between calls: readers are the knowledge base's."""
+
+
+__all__ = ["FolderPrevious", "FolderSnapshot", "FolderStore", "FolderWriter"]

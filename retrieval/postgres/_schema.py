@@ -1,0 +1,113 @@
+"""Tables of the PostgreSQL store.
+
+Shared by every knowledge base of a database:
+
+- ``kbgraph_kbs``: one row per knowledge base (keyed by its documents folder): the meta of
+  its live version (settings, embedding model, skipped files) and a version number that
+  every commit bumps;
+- ``kbgraph_embedding_cache``: vectors by (model, sha256 of the text), so a text is embedded
+  once for every knowledge base and every machine using the database.
+
+A table set per knowledge base (``kbgraph_kb<id>_files``, ``_chunks``, ``_terms``), so that
+each has its own HNSW and GIN indexes (a filter on the knowledge base would make every
+approximate search a filtered one) and its own vector size.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from psycopg import sql
+
+ADVISORY_CLASS = 0x6B62  # "kb": the first key of kbgraph's advisory locks
+SCHEMA_LOCK = 0  # second key of the lock that serialises creating the shared tables
+
+SHARED_DDL = (
+    """CREATE TABLE IF NOT EXISTS kbgraph_kbs (
+        id bigserial PRIMARY KEY,
+        folder text NOT NULL UNIQUE,
+        meta jsonb,
+        version bigint NOT NULL DEFAULT 0,
+        n_docs bigint NOT NULL DEFAULT 0,
+        total_len bigint NOT NULL DEFAULT 0
+    )""",
+    """CREATE TABLE IF NOT EXISTS kbgraph_embedding_cache (
+        model text NOT NULL,
+        hash text NOT NULL,
+        vector bytea NOT NULL,
+        PRIMARY KEY (model, hash)
+    )""",
+)
+
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 64  # pgvector's defaults
+
+
+@dataclass(frozen=True)
+class Tables:
+    """The table set of knowledge base ``kb_id``."""
+
+    kb_id: int
+
+    def _name(self, part: str) -> sql.Identifier:
+        return sql.Identifier(f"kbgraph_kb{self.kb_id}_{part}")
+
+    @property
+    def files(self) -> sql.Identifier:
+        return self._name("files")
+
+    @property
+    def chunks(self) -> sql.Identifier:
+        return self._name("chunks")
+
+    @property
+    def terms(self) -> sql.Identifier:
+        return self._name("terms")
+
+    def all(self) -> tuple[sql.Identifier, ...]:
+        return (self.files, self.chunks, self.terms)
+
+    def create(self, dims: int | None) -> list[sql.Composed]:
+        """The table set for vectors of ``dims`` (None: lexical only). The HNSW index is
+        created by :meth:`vector_index`, after a bulk load."""
+        embedding = (
+            sql.SQL(", embedding vector({})").format(sql.Literal(dims)) if dims else sql.SQL("")
+        )
+        return [
+            sql.SQL(
+                "CREATE TABLE {} (source text PRIMARY KEY, size bigint NOT NULL, "
+                "mtime_ns bigint NOT NULL, sha256 text NOT NULL, kind text NOT NULL, "
+                "notes jsonb NOT NULL, chunk_count integer NOT NULL, "
+                "failed integer[] NOT NULL DEFAULT '{{}}')"
+            ).format(self.files),
+            sql.SQL(
+                "CREATE TABLE {} (rid bigserial PRIMARY KEY, source text NOT NULL, "
+                "ord integer NOT NULL, kind text NOT NULL, chunk_id text NOT NULL, "
+                "text text NOT NULL, line_start integer NOT NULL, line_end integer NOT NULL, "
+                "byte_start bigint NOT NULL, byte_end bigint NOT NULL, section text, "
+                "page integer, dl integer NOT NULL, lexemes tsvector NOT NULL{})"
+            ).format(self.chunks, embedding),
+            sql.SQL("CREATE INDEX ON {} (source, ord)").format(self.chunks),
+            sql.SQL("CREATE INDEX ON {} USING gin (lexemes)").format(self.chunks),
+            sql.SQL("CREATE TABLE {} (lexeme text PRIMARY KEY, df bigint NOT NULL)").format(
+                self.terms
+            ),
+        ]
+
+    def vector_index(self) -> sql.Composed:
+        """HNSW over inner product: the vectors are L2-normalised, so it ranks by cosine."""
+        return sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw (embedding vector_ip_ops) "
+            "WITH (m = {}, ef_construction = {})"
+        ).format(
+            sql.Identifier(f"kbgraph_kb{self.kb_id}_hnsw"),
+            self.chunks,
+            sql.Literal(HNSW_M),
+            sql.Literal(HNSW_EF_CONSTRUCTION),
+        )
+
+    def drop(self) -> list[sql.Composed]:
+        return [sql.SQL("DROP TABLE IF EXISTS {}").format(t) for t in self.all()]
+
+
+__all__ = ["ADVISORY_CLASS", "SCHEMA_LOCK", "SHARED_DDL", "Tables"]

@@ -1,0 +1,301 @@
+"""Reading the PostgreSQL store: one query's rankers in one snapshot transaction.
+
+A query runs in a ``REPEATABLE READ READ ONLY`` transaction, so its vector list, BM25 list,
+exact scores and chunk texts all come from one committed version even while a writer
+replaces files. Filters become ``source = ANY(allowed)`` (the engine's own glob rules decide
+which files are allowed) inside each ranker's SQL, before ``ORDER BY ... LIMIT``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from kbgraph.errors import ConfigError, IndexCorruptError
+
+from .._search import check_query_vector
+from ..filters import SearchFilters
+from ..lexical import DEFAULT_B, DEFAULT_K1
+from ..records import Chunk
+from ..storage import QueryEmbedder, RankerName
+from ..store import IndexMeta
+from ._connect import Database
+from ._lexical import query_terms, term_weights, tsquery_literal
+from ._schema import Tables
+
+EXACT_BELOW = 20_000
+"""Below this many chunks a vector query scans every row (exact, a few ms); above it the
+HNSW index answers. Measured in ``benchmarks/bench_scale.py``."""
+MAX_EF_SEARCH = 1000  # pgvector's limit of hnsw.ef_search
+EF_SEARCH_MIN = 100
+
+_CHUNK_COLUMNS = sql.SQL(
+    "rid, chunk_id, text, source, line_start, line_end, byte_start, byte_end, section, page"
+)
+
+
+class PgRanking:
+    """The rankers of one query inside one snapshot transaction."""
+
+    def __init__(
+        self,
+        snap: PgSnapshot,
+        conn: psycopg.Connection[Any],
+        query: str,
+        embed_query: QueryEmbedder | None,
+    ) -> None:
+        self._snap, self._conn, self._query, self._embed = snap, conn, query, embed_query
+        self._t = snap.tables
+        self._bm25: tuple[list[str], list[float], float] | None = None
+
+    # -- vector ----------------------------------------------------------------------
+    def _vector(self) -> str | None:
+        if not self._snap.has_vectors or self._embed is None:
+            return None
+        vector = np.asarray(self._embed(self._query), dtype=np.float32)
+        check_query_vector(vector, self._snap.dims, self._snap.meta.embedding)
+        return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+    def _vector_top(self, limit: int, allowed: list[str] | None) -> tuple[list[int], list[float]]:
+        vector = self._vector()
+        if vector is None:
+            return [], []
+        where, params = _allowed_clause(allowed)
+        params.update(q=vector, n=limit)
+        exact = self._snap.n_docs < self._snap.exact_below or limit > MAX_EF_SEARCH
+        if not exact:
+            ef = max(EF_SEARCH_MIN, limit)
+            self._conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(ef)))
+            rows = self._vector_query(where, params, approximate=True)
+            if len(rows) >= limit or allowed is None:
+                return _split(rows)
+            # The index filtered its candidates after the search: fewer than asked may be
+            # allowed among them. The allowed rows are then scanned exactly.
+        return _split(self._vector_query(where, params, approximate=False))
+
+    def _vector_query(
+        self, where: sql.Composable, params: dict[str, Any], *, approximate: bool
+    ) -> list[tuple[Any, ...]]:
+        # `+ 0` keeps the planner off the HNSW index: the exact path scans the allowed rows.
+        order = sql.SQL(
+            "embedding <#> %(q)s::vector"
+            if approximate
+            else "(embedding <#> %(q)s::vector) + 0, rid"
+        )
+        query = sql.SQL(
+            "SELECT rid, -(embedding <#> %(q)s::vector) FROM {} "
+            "WHERE embedding IS NOT NULL{} ORDER BY {} LIMIT %(n)s"
+        ).format(self._t.chunks, where, order)
+        return self._conn.execute(query, params).fetchall()
+
+    # -- BM25 ------------------------------------------------------------------------
+    def _bm25_terms(self) -> tuple[list[str], list[float], float]:
+        if self._bm25 is None:
+            counts = query_terms(self._query)
+            df: dict[str, int] = {}
+            if counts:
+                rows = self._conn.execute(
+                    sql.SQL("SELECT lexeme, df FROM {} WHERE lexeme = ANY(%s)").format(
+                        self._t.terms
+                    ),
+                    (list(counts),),
+                ).fetchall()
+                df = {str(t): int(n) for t, n in rows}
+            weights = term_weights(counts, df, self._snap.n_docs)
+            self._bm25 = (list(weights), list(weights.values()), self._snap.avgdl)
+        return self._bm25
+
+    def _bm25_sql(self, match: sql.Composable, tail: sql.Composable) -> sql.Composed:
+        return sql.SQL(
+            "SELECT c.rid, sum(w.weight * t.tf / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * "
+            "c.dl / %(avgdl)s))) AS score FROM {} c "
+            "CROSS JOIN LATERAL (SELECT u.lexeme, cardinality(u.positions)::float8 AS tf "
+            "FROM unnest(c.lexemes) u) t "
+            "JOIN unnest(%(terms)s::text[], %(weights)s::float8[]) AS w(lexeme, weight) "
+            "ON w.lexeme = t.lexeme WHERE {} GROUP BY c.rid {}"
+        ).format(self._t.chunks, match, tail)
+
+    def _bm25_params(self) -> dict[str, Any] | None:
+        terms, weights, avgdl = self._bm25_terms()
+        if not terms:
+            return None
+        return {
+            "terms": terms,
+            "weights": weights,
+            "k1": DEFAULT_K1,
+            "b": DEFAULT_B,
+            "avgdl": avgdl if avgdl > 0 else 1.0,
+            "tsq": tsquery_literal(terms),
+        }
+
+    def _bm25_top(self, limit: int, allowed: list[str] | None) -> tuple[list[int], list[float]]:
+        params = self._bm25_params()
+        if params is None:
+            return [], []
+        where, extra = _allowed_clause(allowed, column="c.source")
+        params.update(extra, n=limit)
+        match = sql.SQL("c.lexemes @@ %(tsq)s::tsquery{}").format(where)
+        tail = sql.SQL("ORDER BY score DESC, c.rid LIMIT %(n)s")
+        return _split(self._conn.execute(self._bm25_sql(match, tail), params).fetchall())
+
+    # -- the QueryRanking interface ----------------------------------------------------
+    def top(
+        self, ranker: RankerName, limit: int, filters: SearchFilters | None
+    ) -> tuple[list[int], list[float]]:
+        allowed = self._snap.allowed_sources(self._conn, filters)
+        if allowed is not None and not allowed:
+            return [], []
+        if ranker == "vector":
+            return self._vector_top(limit, allowed)
+        if ranker == "bm25":
+            return self._bm25_top(limit, allowed)
+        raise ConfigError(f"unknown ranker {ranker!r}; allowed: vector, bm25")
+
+    def exact(self, ranker: RankerName, keys: Sequence[int]) -> np.ndarray:
+        out = np.zeros(len(keys), dtype=np.float64)
+        position = {int(k): i for i, k in enumerate(keys)}
+        if ranker == "vector":
+            vector = self._vector()
+            if vector is None:
+                return out
+            rows = self._conn.execute(
+                sql.SQL(
+                    "SELECT rid, -(embedding <#> %s::vector) FROM {} "
+                    "WHERE rid = ANY(%s) AND embedding IS NOT NULL"
+                ).format(self._t.chunks),
+                (vector, list(position)),
+            ).fetchall()
+        else:
+            params = self._bm25_params()
+            if params is None:
+                return out
+            params["keys"] = list(position)
+            match = sql.SQL("c.rid = ANY(%(keys)s)")
+            rows = self._conn.execute(self._bm25_sql(match, sql.SQL("")), params).fetchall()
+        for rid, score in rows:
+            out[position[int(rid)]] = float(score)
+        return out
+
+    def chunks(self, keys: Sequence[int]) -> list[Chunk]:
+        if not keys:
+            return []
+        rows = self._conn.execute(
+            sql.SQL("SELECT {} FROM {} WHERE rid = ANY(%s)").format(_CHUNK_COLUMNS, self._t.chunks),
+            ([int(k) for k in keys],),
+        ).fetchall()
+        by_rid = {int(r[0]): _chunk(r) for r in rows}
+        missing = [k for k in keys if int(k) not in by_rid]
+        if missing:
+            raise IndexCorruptError(f"rows {missing[:5]} vanished inside one snapshot; re-index")
+        return [by_rid[int(k)] for k in keys]
+
+
+class PgSnapshot:
+    """The live version of one knowledge base, as ``open`` found it."""
+
+    def __init__(
+        self,
+        db: Database,
+        tables: Tables,
+        meta: IndexMeta,
+        version: int,
+        n_docs: int,
+        total_len: int,
+        exact_below: int,
+    ) -> None:
+        self.db, self.tables, self._meta, self.version = db, tables, meta, version
+        self.n_docs, self.exact_below = n_docs, exact_below
+        self.avgdl = total_len / n_docs if n_docs else 0.0
+        self.dims = meta.embedding.dims if meta.embedding else 0
+        self._conn: psycopg.Connection[Any] | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def meta(self) -> IndexMeta:
+        return self._meta
+
+    @property
+    def has_vectors(self) -> bool:
+        return self._meta.embedding is not None
+
+    def _connection(self) -> psycopg.Connection[Any]:
+        if self._conn is None or self._conn.closed:
+            self._conn = self.db.connect(autocommit=False)
+        return self._conn
+
+    @contextmanager
+    def ranking(self, query: str, embed_query: QueryEmbedder | None) -> Iterator[PgRanking]:
+        with self._lock, self.db.errors("search the knowledge base"):
+            conn = self._connection()
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            try:
+                yield PgRanking(self, conn, query, embed_query)
+            finally:
+                conn.rollback()  # read only: ends the snapshot
+
+    def allowed_sources(
+        self, conn: psycopg.Connection[Any], filters: SearchFilters | None
+    ) -> list[str] | None:
+        """The files ``filters`` allow (None: every file), decided by the engine's rules."""
+        if filters is None or filters.is_empty():
+            return None
+        rows = conn.execute(
+            sql.SQL("SELECT source, kind FROM {}").format(self.tables.files)
+        ).fetchall()
+        return [str(s) for s, kind in rows if filters.allows(str(s), kind)]
+
+    def size_bytes(self) -> int:
+        with self._lock, self.db.errors("measure the knowledge base"):
+            conn = self._connection()
+            try:
+                total = 0
+                for table in self.tables.all():
+                    row = conn.execute(
+                        "SELECT pg_total_relation_size(%s::regclass)",
+                        (table.as_string(conn),),
+                    ).fetchone()
+                    total += int(row[0]) if row else 0
+                return total
+            finally:
+                conn.rollback()
+
+    def validate(self) -> None:
+        from ._validate import validate
+
+        with self._lock, self.db.errors("validate the knowledge base"):
+            conn = self._connection()
+            try:
+                validate(conn, self.tables, self._meta, self.db.location)
+            finally:
+                conn.rollback()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+def _allowed_clause(
+    allowed: list[str] | None, column: str = "source"
+) -> tuple[sql.Composable, dict[str, Any]]:
+    if allowed is None:
+        return sql.SQL(""), {}
+    return sql.SQL(" AND {} = ANY(%(allowed)s)").format(sql.SQL(column)), {"allowed": allowed}
+
+
+def _split(rows: list[tuple[Any, ...]]) -> tuple[list[int], list[float]]:
+    return [int(r[0]) for r in rows], [float(r[1]) for r in rows]
+
+
+def _chunk(row: tuple[Any, ...]) -> Chunk:
+    return Chunk(*row[1:])  # the columns after rid, in Chunk's field order
+
+
+__all__ = ["EXACT_BELOW", "PgRanking", "PgSnapshot"]

@@ -1,0 +1,210 @@
+"""The storage seam: where a knowledge base's index lives.
+
+A :class:`~kbgraph.retrieval.kb.KnowledgeBase` scans, loads, chunks and embeds the same way
+whatever holds its index; an :class:`IndexStore` only keeps what an indexing run produced
+and ranks it. Two stores implement it and pass one contract suite
+(``tests/contract/test_store_contract.py``):
+
+- the folder index beside the documents (``<folder>/.kbgraph/``, the default;
+  ``kbgraph.retrieval._folder``);
+- PostgreSQL with pgvector and full-text search (``store="postgresql://..."``;
+  ``kbgraph.retrieval.postgres``).
+
+Reading: :meth:`IndexStore.open` gives a :class:`Snapshot`, one published version of the
+index; a query runs inside :meth:`Snapshot.ranking`, which sees that one version whatever a
+writer does meanwhile. Writing: :meth:`IndexStore.writing` holds the writer's lock (one
+writer per knowledge base, across processes) and gives an :class:`IndexWriter`, which hands
+the previous version to the indexer and publishes the new one atomically
+(:meth:`IndexWriter.commit`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol
+
+import numpy as np
+
+from kbgraph.errors import ConfigError
+
+from ._recorded import Recorded
+from ._reuse import FileRows
+from .embeddings import VectorCache
+from .filters import SearchFilters
+from .records import Chunk
+from .store import FileRecord, IndexMeta
+
+RankerName = Literal["vector", "bm25"]
+RANKERS: tuple[RankerName, ...] = ("vector", "bm25")
+QueryEmbedder = Callable[[str], np.ndarray]
+DATABASE_SCHEMES = ("postgresql://", "postgres://")
+
+
+class QueryRanking(Protocol):
+    """One query's rankers over one version of the index. Keys are opaque row ids, valid
+    inside this ranking only."""
+
+    def top(
+        self, ranker: RankerName, limit: int, filters: SearchFilters | None
+    ) -> tuple[list[int], list[float]]:
+        """The ``limit`` best rows the filters allow (applied before selection), best
+        first, ties by row; BM25 returns only rows sharing a term with the query."""
+
+    def exact(self, ranker: RankerName, keys: Sequence[int]) -> np.ndarray:
+        """The ranker's exact score of each of ``keys`` (float64, aligned with them)."""
+
+    def chunks(self, keys: Sequence[int]) -> list[Chunk]:
+        """The chunks of ``keys``, in their order."""
+
+
+class Snapshot(Protocol):
+    """One published version of an index, open for reading."""
+
+    @property
+    def meta(self) -> IndexMeta: ...
+
+    @property
+    def has_vectors(self) -> bool: ...
+
+    def ranking(
+        self, query: str, embed_query: QueryEmbedder | None
+    ) -> AbstractContextManager[QueryRanking]:
+        """Rank ``query`` against this version; ``embed_query`` is called at most once,
+        and only when a vector ranker runs."""
+
+    def size_bytes(self) -> int: ...
+
+    def validate(self) -> None:
+        """Check every part of the version (raises ``IndexCorruptError``)."""
+
+    def close(self) -> None: ...
+
+
+class Previous(Protocol):
+    """The live version as a source of chunks and vectors for one indexing run."""
+
+    @property
+    def meta(self) -> IndexMeta: ...
+
+    def rows_of(self, rel: str, record: FileRecord) -> FileRows:
+        """File ``rel``'s chunks and vectors in this version (damaged parts as None)."""
+
+
+@dataclass
+class FileEntry:
+    """One file of the version being written: its chunks and their ``vectors`` (None for
+    a lexical-only index), the positions whose embedding failed (zero rows). ``kept``: the
+    rows are those the file has in the previous version (``previous``, its record there),
+    so a store that keeps rows per file need not write them again."""
+
+    rel: str
+    record: FileRecord  # chunk_start/chunk_end: the file's rows in the new version
+    chunks: list[Chunk]
+    vectors: np.ndarray | None = None
+    failed: list[int] = field(default_factory=list)
+    previous: FileRecord | None = None
+    kept: bool = False
+
+
+@dataclass
+class IndexUpdate:
+    """A new version: its meta and every file of it, in row order. ``fresh``: nothing of
+    the previous version is kept (none, or settings that changed: a rebuild)."""
+
+    meta: IndexMeta
+    entries: list[FileEntry]
+    fresh: bool = False
+
+
+class IndexWriter(Protocol):
+    """What one indexing run sees while it holds the writer's lock."""
+
+    had_previous: bool  # a version existed (even one that no longer opens)
+
+    def open_previous(self) -> tuple[Previous | None, list[str]]:
+        """The version to reuse and the damage found on the way (a store that can repair
+        falls back to an older intact version); None when there is none to reuse."""
+
+    def cache(self, model: str) -> AbstractContextManager[VectorCache]: ...
+
+    def commit(self, update: IndexUpdate) -> None:
+        """Publish ``update`` atomically: readers see the old version or the new one."""
+
+    def tidy(self) -> None:
+        """Nothing to publish: clear what a crashed writer left behind."""
+
+
+class IndexStore(Protocol):
+    """Where one knowledge base's index lives."""
+
+    @property
+    def location(self) -> str:
+        """For messages: the index folder, or the database without its password."""
+
+    @property
+    def index_dir(self) -> Path | None:
+        """A folder of the store inside the documents, which the scan must skip."""
+
+    def recorded(self) -> Recorded:
+        """The settings the index recorded (model, chunking, scan, versions kept), read
+        leniently: a damaged index still names its model where any copy says it."""
+
+    def open(self) -> Snapshot:
+        """The live version (raises ``IndexNotFoundError`` when there is none)."""
+
+    def current_key(self) -> str | None:
+        """Names the live version cheaply, so a reader knows when to reopen."""
+
+    def writing(self, lock_timeout: float) -> AbstractContextManager[IndexWriter]: ...
+
+    def delete(self, documents: Path, lock_timeout: float) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def is_database(store: str | None) -> bool:
+    return bool(store) and str(store).strip().lower().startswith(DATABASE_SCHEMES)
+
+
+def open_store(
+    folder: Path, store: str | None, index_dir: Path | None, lock_timeout: float
+) -> IndexStore:
+    """``store`` None or ``folder``: the folder index (in ``index_dir``, default
+    ``<folder>/.kbgraph``); ``postgresql://...``: that database."""
+    if store is None or store.strip() in ("", "folder"):
+        from ._folder import FolderStore
+
+        return FolderStore(folder, index_dir, lock_timeout)
+    if is_database(store):
+        if index_dir is not None:
+            raise ConfigError(
+                "index_dir is for the folder index; a PostgreSQL store keeps the index in the "
+                "database: leave --index-dir out"
+            )
+        from .postgres import PostgresStore
+
+        return PostgresStore(store.strip(), folder)
+    raise ConfigError(
+        "store must be 'folder' (the index beside the documents, the default) or a "
+        "PostgreSQL URL (postgresql://user@host:5432/dbname); got a value of neither form"
+    )
+
+
+__all__ = [
+    "DATABASE_SCHEMES",
+    "RANKERS",
+    "FileEntry",
+    "IndexStore",
+    "IndexUpdate",
+    "IndexWriter",
+    "Previous",
+    "QueryEmbedder",
+    "QueryRanking",
+    "RankerName",
+    "Snapshot",
+    "is_database",
+    "open_store",
+]

@@ -1,0 +1,196 @@
+"""One contract, every store: the folder index and PostgreSQL (pgvector + full-text search)
+index, search and report the same way through ``KnowledgeBase``.
+
+Each test runs once per store (``store`` fixture: None = the folder index beside the
+documents, else a PostgreSQL URL); the deterministic fake embedder keeps them offline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kbgraph.errors import ConfigError, IndexNotFoundError, ModelMismatchError
+from kbgraph.retrieval import ChunkConfig, KnowledgeBase, SearchConfig, SearchFilters
+from kbgraph.retrieval.segments import normalize_newlines
+from kbgraph.testing import FakeEmbeddings
+from tests.unit.test_kb import DOCS
+from tests.unit.test_kb_search import _write
+
+QUERY = "exponential backoff retry policy"
+
+
+@pytest.fixture(params=["folder", "postgres"])
+def store(request: pytest.FixtureRequest) -> str | None:
+    if request.param == "folder":
+        return None
+    return str(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    return _write(tmp_path / "docs", DOCS)
+
+
+def _kb(folder: Path, store: str | None, **kwargs: Any) -> KnowledgeBase:
+    kwargs.setdefault("embedding", "fake")
+    return KnowledgeBase(folder, store=store, **kwargs)
+
+
+def _lines(folder: Path, source: str, start: int, end: int) -> str:
+    text = normalize_newlines((folder / source).read_bytes().decode("utf-8"))
+    return "\n".join(text.split("\n")[start - 1 : end])
+
+
+def test_index_reports_counts_and_skips_secrets(folder: Path, store: str | None) -> None:
+    data = _kb(folder, store).index().to_dict()
+    assert data["fileCount"] == 4 and data["chunkCount"] >= 4
+    assert data["embedded"] == data["chunkCount"] and data["reused"] == 0
+    assert {(s["path"], s["reason"]) for s in data["skipped"]} == {(".env", "secret")}
+    assert data["lastIndexed"] and data["staleFiles"] == 0 and data["indexSize"] > 0
+
+
+@pytest.mark.parametrize(
+    ("mode", "fusion"),
+    [("vector", "rrf"), ("bm25", "rrf"), ("hybrid", "rrf"), ("hybrid", "convex")],
+)
+def test_results_cite_lines_that_contain_their_text(
+    folder: Path, store: str | None, mode: str, fusion: str
+) -> None:
+    kb = _kb(folder, store)
+    kb.index()
+    config = SearchConfig(mode=mode, top_k=3, fusion=fusion)  # type: ignore[arg-type]
+    results = kb.search(QUERY, config=config)
+    assert results and results[0].chunk.source in {"guide/retry.md", "src/backoff.py"}
+    for r in results:
+        c = r.chunk
+        assert c.text in _lines(folder, c.source, c.line_start, c.line_end)
+        assert set(r.to_dict()) == {
+            "text", "score", "source", "lineStart", "lineEnd", "chunkId", "section", "page",
+            "ranks",
+        }  # fmt: skip
+    assert [r.score for r in results] == sorted((r.score for r in results), reverse=True)
+
+
+def test_non_ascii_and_crlf_file_is_found_and_cited(folder: Path, store: str | None) -> None:
+    kb = _kb(folder, store)
+    kb.index()
+    [hit] = kb.search("Tokyo billing disputes", top_k=1, mode="bm25")
+    assert hit.chunk.source == "notes/東京.txt"
+    assert hit.chunk.text in _lines(
+        folder, "notes/東京.txt", hit.chunk.line_start, hit.chunk.line_end
+    )
+
+
+def test_incremental_runs_embed_only_new_text(folder: Path, store: str | None) -> None:
+    kb = _kb(folder, store)
+    first = kb.index()
+    assert kb.is_fresh() and kb.stale_files() == 0
+    again = kb.index()
+    assert (again.embedded, again.reused) == (0, first.stats.chunk_count)
+    (folder / "guide/auth.md").write_text("# Auth\n\nKeys rotate every 30 days now.\n")
+    (folder / "src/backoff.py").unlink()
+    assert kb.stale_files() == 2
+    edited = kb.index()
+    assert edited.embedded == 1 and edited.stats.file_count == 3
+    assert "src/backoff.py" not in kb.indexed_files()
+    assert all(r.chunk.source != "src/backoff.py" for r in kb.search(QUERY, top_k=10))
+    assert kb.search("rotate keys 30 days", top_k=1)[0].chunk.source == "guide/auth.md"
+
+
+def test_scores_and_ranks_agree_between_stores(folder: Path, pg_url: str, tmp_path: Path) -> None:
+    other = _write(tmp_path / "copy", DOCS)
+    in_folder, in_db = _kb(folder, None), _kb(other, pg_url)
+    in_folder.index(), in_db.index()
+    for mode in ("vector", "bm25", "hybrid"):
+        a = in_folder.search(QUERY, top_k=4, mode=mode)  # type: ignore[arg-type]
+        b = in_db.search(QUERY, top_k=4, mode=mode)  # type: ignore[arg-type]
+        assert [r.chunk.id for r in a] == [r.chunk.id for r in b], mode
+        assert [r.score for r in a] == pytest.approx([r.score for r in b], rel=1e-4), mode
+
+
+@pytest.fixture
+def crowded(tmp_path: Path) -> Path:
+    """60 notes that match the query well, one that matches it barely."""
+    files = {
+        f"noise/n{i:02d}.md": f"Exponential backoff retry policy, note {i}: jitter and caps.\n"
+        for i in range(60)
+    }
+    files["target/garden.md"] = "Retry the tomato seedlings; the garden schedule is weekly.\n"
+    files["target/plan.txt"] = "Retry plan for the garden: water daily.\n"
+    return _write(tmp_path / "crowded", files)
+
+
+@pytest.mark.parametrize("mode", ["vector", "bm25", "hybrid"])
+def test_filters_apply_before_ranking(crowded: Path, store: str | None, mode: str) -> None:
+    kb = _kb(crowded, store)
+    kb.index()
+    unfiltered = {r.chunk.source for r in kb.search(QUERY, top_k=20, mode=mode)}  # type: ignore[arg-type]
+    assert not unfiltered & {"target/garden.md", "target/plan.txt"}
+    for filters, expected in [
+        (SearchFilters(paths=("target/**",)), {"target/garden.md", "target/plan.txt"}),
+        (SearchFilters(paths=("target",), kinds=("markdown",)), {"target/garden.md"}),
+        (SearchFilters(paths=("*.txt",)), {"target/plan.txt"}),
+        (SearchFilters(paths=("nowhere/**",)), set()),
+    ]:
+        results = kb.search(QUERY, top_k=5, mode=mode, filters=filters)  # type: ignore[arg-type]
+        assert {r.chunk.source for r in results} == expected, filters
+
+
+def test_score_threshold_and_top_k(crowded: Path, store: str | None) -> None:
+    kb = _kb(crowded, store)
+    kb.index()
+    everything = kb.search(QUERY, top_k=62, mode="bm25")
+    assert len(everything) == 62
+    distinct = sorted({r.score for r in everything})
+    threshold = distinct[len(distinct) // 2]
+    kept = kb.search(QUERY, config=SearchConfig(mode="bm25", top_k=62, score_threshold=threshold))
+    assert [r.chunk.id for r in kept] == [r.chunk.id for r in everything if r.score >= threshold]
+
+
+def test_rank_gives_one_rankers_list(folder: Path, store: str | None) -> None:
+    kb = _kb(folder, store)
+    kb.index()
+    hits = kb.rank(QUERY, "bm25", limit=2, filters=SearchFilters(kinds=("code",)))
+    assert [h.chunk.source for h in hits] == ["src/backoff.py"]
+    assert hits[0].ranks == {"bm25": 1} and set(hits[0].scores) == {"bm25"}
+
+
+def test_stats_validate_and_recorded_settings(folder: Path, store: str | None) -> None:
+    _kb(folder, store, chunking=ChunkConfig(chunk_size=64, overlap=8)).index()
+    kb = _kb(folder, store, embedding="auto")
+    assert kb.chunk_config.chunk_size == 64  # the index's settings, not the defaults
+    kb.validate()
+    stats = kb.stats().to_dict()
+    assert stats["fileCount"] == 4 and stats["staleFiles"] == 0
+    assert stats["embedding"]["model"] and stats["embedding"]["dims"] > 0
+    assert kb.index().embedded == 0
+
+
+def test_lexical_only_index(folder: Path, store: str | None) -> None:
+    kb = _kb(folder, store, embedding=None)
+    kb.index()
+    assert not kb.has_vectors
+    assert kb.search(QUERY, top_k=1)[0].chunk.source in {"guide/retry.md", "src/backoff.py"}
+    with pytest.raises(ConfigError, match="lexical-only"):
+        kb.search(QUERY, mode="vector")
+
+
+def test_another_model_is_refused(folder: Path, store: str | None) -> None:
+    _kb(folder, store).index()
+    other = _kb(folder, store, embedding=FakeEmbeddings(dims=64))
+    with pytest.raises(ModelMismatchError):
+        other.search(QUERY, mode="vector")
+    assert other.search(QUERY, mode="bm25")  # BM25 never embeds
+
+
+def test_delete_and_no_index(folder: Path, store: str | None) -> None:
+    kb = _kb(folder, store)
+    with pytest.raises(IndexNotFoundError):
+        kb.search(QUERY)
+    kb.index()
+    kb.delete()
+    with pytest.raises(IndexNotFoundError):
+        _kb(folder, store).search(QUERY)
+    assert (folder / "guide/retry.md").exists()

@@ -1,0 +1,52 @@
+"""The engine's CLI with ``--store postgresql://...``: real subprocesses, the real local
+model, the session's real PostgreSQL. The shared corpus is indexed in place: a database
+store writes nothing into the documents folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kbgraph.retrieval.segments import normalize_newlines
+from tests.e2e.test_cli_engine import HTTPX_DOCS, kbgraph
+
+pytestmark = pytest.mark.e2e
+SECRET = "pw-Zq8!x"
+
+
+def _lines(path: Path, start: int, end: int) -> str:
+    text = normalize_newlines(path.read_bytes().decode("utf-8"))
+    return "\n".join(text.split("\n")[start - 1 : end])
+
+
+def test_index_search_stats_delete_in_postgres(pg_url: str) -> None:
+    if not HTTPX_DOCS.is_dir():
+        pytest.skip(f"{HTTPX_DOCS} is missing (../shared beside the repo)")
+    docs, store = str(HTTPX_DOCS), ("--store", pg_url)
+    first = json.loads(kbgraph("index", docs, *store, "--json").stdout)
+    assert first["fileCount"] > 10 and first["embedded"] == first["chunkCount"] > 0
+    assert not (HTTPX_DOCS / ".kbgraph").exists()
+    again = json.loads(kbgraph("index", docs, *store, "--json").stdout)
+    assert (again["embedded"], again["reused"]) == (0, first["chunkCount"])
+    found = kbgraph("search", docs, "how do I set a timeout?", *store, "--json", "--top-k", "5")
+    results = json.loads(found.stdout)["results"]
+    assert len(results) == 5
+    for r in results:
+        assert r["text"] in _lines(HTTPX_DOCS / r["source"], r["lineStart"], r["lineEnd"])
+    assert any("timeout" in r["text"].lower() for r in results)
+    stats = json.loads(kbgraph("stats", docs, *store, "--validate", "--json").stdout)
+    assert stats["chunkCount"] == first["chunkCount"] and stats["staleFiles"] == 0
+    kbgraph("delete", docs, *store)
+    gone = kbgraph("search", docs, "timeout", *store, check=False)
+    assert gone.returncode == 3 and "no index" in gone.stderr
+
+
+def test_an_unreachable_database_is_one_line_exit_1_without_the_password(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("# A\n\ntext\n")
+    url = f"postgresql://kb:{SECRET}@127.0.0.1:1/kb"
+    proc = kbgraph("index", str(tmp_path), "--store", url, "--embedding", "fake", check=False)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("kbgraph: cannot connect to PostgreSQL at postgresql://kb@")
+    assert proc.stderr.count("\n") == 1 and SECRET not in proc.stderr + proc.stdout
