@@ -8,6 +8,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from kbgraph.retrieval.context import line_span
+
 _MAX_DATA_CHARS = 240
 
 
@@ -124,7 +126,7 @@ def source_lines(citations: Sequence[Mapping[str, Any]]) -> list[str]:
     for c in citations:
         page = f", page {c['page']}" if c.get("page") is not None else ""
         out.append(
-            f"[{c['n']}] {c['source']}{page}, lines {c['lineStart']}-{c['lineEnd']} "
+            f"[{c['n']}] {c['source']}{page}, {line_span(c['lineStart'], c['lineEnd'])} "
             f"(score {float(c.get('score') or 0):.2f})"
         )
     return out

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NotRequired
 
-from pydantic import Field, field_validator
+from pydantic import Field, PrivateAttr, field_validator
 from typing_extensions import TypedDict
 
 from kbgraph.errors import ConfigError
@@ -36,9 +36,12 @@ class KnowledgeBaseSpec(TypedDict):
     """One knowledge base: a folder (absolute, or relative to the working directory), the
     ``name`` sources are attributed to (default: the folder's name), a ``description``
     SelectScope matches questions against and the ``store`` its index lives in (default:
-    the folder index beside it; ``postgresql://...``: PostgreSQL with pgvector)."""
+    the folder index beside it; ``postgresql://...``: PostgreSQL with pgvector). Instead of
+    a folder, ``retriever`` names a LangChain VectorStore or BaseRetriever by import path
+    (``package.module:attribute``; see :mod:`kbgraph.graphs.langchain_kb`)."""
 
-    folder: str
+    folder: NotRequired[str]
+    retriever: NotRequired[str]
     name: NotRequired[str]
     description: NotRequired[str]
     store: NotRequired[str]
@@ -50,6 +53,7 @@ class ResolvedKnowledgeBase:
     folder: str
     description: str
     store: str | None = field(default=None, repr=False)  # a DSN may hold a password
+    retriever: str | None = None  # a LangChain object's import path (no folder then)
 
 
 class RagSettings(Settings):
@@ -97,6 +101,9 @@ class RagSettings(Settings):
     llm_rerank_max: int = Field(default=20, ge=1)
     grounding_min_coverage: float = Field(default=0.5, ge=0.0, le=1.0)
     grounding_min_vector_score: float | None = Field(default=0.2, allow_inf_nan=False)
+    # Set once a graph's own knowledge base objects are in ``knowledge_bases`` (by
+    # rag_search, which may then narrow them): its nodes must not add them again.
+    _objects_added: bool = PrivateAttr(default=False)
 
     @field_validator("knowledge_bases", mode="before")
     @classmethod
@@ -113,8 +120,14 @@ class RagSettings(Settings):
         out: list[ResolvedKnowledgeBase] = []
         used: set[str] = set()
         for spec in specs:
-            folder = str(Path(str(spec["folder"]).strip()).expanduser().resolve())
-            name = str(spec.get("name") or Path(folder).name or "kb")
+            retriever = str(spec.get("retriever") or "").strip() or None
+            if retriever is not None:
+                folder = ""
+                default = retriever.rsplit(":", 1)[-1] or "kb"
+            else:
+                folder = str(Path(str(spec["folder"]).strip()).expanduser().resolve())
+                default = Path(folder).name or "kb"
+            name = str(spec.get("name") or default)
             if name in used:
                 raise ConfigError(
                     f"two knowledge bases are named {name!r}; give each a distinct 'name'."
@@ -122,7 +135,7 @@ class RagSettings(Settings):
             used.add(name)
             store = str(spec.get("store") or "").strip() or None
             description = str(spec.get("description") or "")
-            out.append(ResolvedKnowledgeBase(name, folder, description, store))
+            out.append(ResolvedKnowledgeBase(name, folder, description, store, retriever))
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -133,7 +146,8 @@ class RagSettings(Settings):
 _SHAPES = (
     'a folder path ("docs/"), a list of paths (["docs/", "api/"]), a mapping of names to '
     'paths ({"docs": "docs/"}) or a list of objects ([{"name": "docs", "folder": "docs/", '
-    '"description": "..."}])'
+    '"description": "..."}], or {"name": "wiki", "retriever": "package.module:attribute"} for '
+    "a LangChain VectorStore or BaseRetriever; in-process objects go to build_rag_graph)"
 )
 
 
@@ -142,7 +156,7 @@ def knowledge_base_specs(value: Any) -> list[dict[str, Any]]:
     ``{"folder", "name"?, "description"?}``; a ``ValueError`` naming the shapes otherwise."""
     if isinstance(value, str | os.PathLike):
         value = [value]
-    elif isinstance(value, Mapping) and "folder" not in value:
+    elif isinstance(value, Mapping) and "folder" not in value and "retriever" not in value:
         value = [{"name": str(k), "folder": v} for k, v in value.items()]
     elif isinstance(value, Mapping):
         value = [value]
@@ -151,11 +165,49 @@ def knowledge_base_specs(value: Any) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for item in value:
         spec = {"folder": item} if isinstance(item, str | os.PathLike) else item
+        if isinstance(spec, Mapping) and "retriever" in spec:
+            out.append(_retriever_spec(spec))
+            continue
         folder = spec.get("folder") if isinstance(spec, Mapping) else None
         if not isinstance(folder, str | os.PathLike) or not str(folder).strip():
             raise ValueError(f"knowledge base {item!r} is not a folder; use {_SHAPES}")
         out.append({**spec, "folder": os.fspath(folder)})
     return out
+
+
+def with_knowledge_bases(settings: RagSettings, specs: list[dict[str, Any]]) -> RagSettings:
+    """``settings`` with ``specs`` added to the knowledge bases it searches (those it
+    configures, else those of ``KBGRAPH_FOLDER``); a name used twice is a ``ConfigError``."""
+    if not specs or settings._objects_added:
+        return settings
+    base = [spec_of(kb) for kb in settings.resolved_knowledge_bases()]
+    merged = settings.model_copy(update={"knowledge_bases": [*base, *specs]})
+    merged.resolved_knowledge_bases()  # names must stay distinct
+    merged._objects_added = True
+    return merged
+
+
+def spec_of(kb: ResolvedKnowledgeBase) -> dict[str, Any]:
+    """A resolved knowledge base as a spec again (its store and retriever kept)."""
+    spec: dict[str, Any] = {"name": kb.name, "description": kb.description}
+    if kb.retriever is not None:
+        spec["retriever"] = kb.retriever
+    else:
+        spec["folder"] = kb.folder
+    if kb.store is not None:
+        spec["store"] = kb.store
+    return spec
+
+
+def _retriever_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
+    retriever = spec.get("retriever")
+    if not isinstance(retriever, str) or ":" not in retriever or "folder" in spec:
+        raise ValueError(
+            f"knowledge base {dict(spec)!r}: 'retriever' must be an import path "
+            "'package.module:attribute' naming a LangChain VectorStore or BaseRetriever, "
+            "without a 'folder'"
+        )
+    return dict(spec)
 
 
 def settings_from_context(context: Any) -> RagSettings:
@@ -192,4 +244,6 @@ __all__ = [
     "knowledge_base_specs",
     "settings_from_context",
     "settings_from_runtime",
+    "spec_of",
+    "with_knowledge_bases",
 ]

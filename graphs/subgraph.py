@@ -13,6 +13,7 @@ exports.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -21,6 +22,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer
 
+from .langchain_kb import ATTACHED, register_source
 from .nodes import NodeDeps
 from .nodes.build_context import build_context
 from .nodes.decide_retrieve import decide_retrieve, route_after_decide
@@ -31,7 +33,7 @@ from .nodes.rewrite_query import rewrite_query
 from .nodes.select_scope import select_scope
 from .rerankers import as_reranker
 from .searcher import SearcherRegistry, default_registry
-from .settings import RagSettings
+from .settings import RagSettings, settings_from_runtime, with_knowledge_bases
 from .state import RagInput, RagOutput, RagState
 
 NODE_ORDER = (
@@ -45,11 +47,15 @@ NODE_ORDER = (
 )
 
 
-def _bind(fn: Any, deps: NodeDeps) -> Any:
-    """A ``(state, runtime)`` node calling ``fn`` with ``deps`` when it takes them."""
+def _bind(fn: Any, deps: NodeDeps, attached: list[dict[str, Any]]) -> Any:
+    """A ``(state, runtime)`` node calling ``fn`` with ``deps`` when it takes them; the
+    graph's own knowledge base objects (``attached``) join the run's settings."""
     takes_deps = len(inspect.signature(fn).parameters) == 3
 
     def node(state: RagState, runtime: Runtime[RagSettings]) -> dict[str, Any]:
+        if attached and runtime is not None:
+            settings = with_knowledge_bases(settings_from_runtime(runtime), attached)
+            runtime = runtime.override(context=settings)
         return fn(state, runtime, deps) if takes_deps else fn(state, runtime)
 
     node.__name__ = fn.__name__
@@ -64,6 +70,7 @@ def build_rag_graph(
     reranker: object = None,
     checkpointer: Checkpointer = None,
     name: str = "kbgraph_rag",
+    knowledge_bases: Mapping[str, object] | None = None,
 ) -> CompiledStateGraph[RagState, RagSettings, RagInput, RagOutput]:
     """The compiled subgraph. ``chat_model`` overrides ``RagSettings.chat_model`` (tests pass
     a :class:`kbgraph.testing.ScriptedChatModel`); ``registry`` supplies the searchers
@@ -73,7 +80,14 @@ def build_rag_graph(
     ``"cross_encoder:<folder>"`` spec or a :class:`Reranker` (see
     :mod:`kbgraph.graphs.rerankers`; anything else is a ``ConfigError`` here);
     ``checkpointer`` keeps its state between runs of a thread when it runs on its own
-    (attached to a parent, it uses the parent's)."""
+    (attached to a parent, it uses the parent's). ``knowledge_bases`` maps names to LangChain
+    ``VectorStore`` / ``BaseRetriever`` objects searched next to the run's configured
+    knowledge bases (anything else is a ``ConfigError`` here; see
+    :mod:`kbgraph.graphs.langchain_kb`)."""
+    attached = [
+        {"name": kb_name, "retriever": register_source(kb_name, value)}
+        for kb_name, value in (knowledge_bases or {}).items()
+    ]
     deps = NodeDeps(
         chat_model=chat_model,
         registry=registry or default_registry,
@@ -84,7 +98,7 @@ def build_rag_graph(
     )
     for fn in (decide_retrieve, select_scope, rewrite_query, retrieve, rerank, build_context,
                grounding_check):  # fmt: skip
-        graph.add_node(fn.__name__, _bind(fn, deps))
+        graph.add_node(fn.__name__, _bind(fn, deps, attached))
     graph.add_edge(START, "decide_retrieve")
     graph.add_conditional_edges("decide_retrieve", route_after_decide, ["select_scope", END])
     graph.add_edge("select_scope", "rewrite_query")
@@ -93,7 +107,9 @@ def build_rag_graph(
     graph.add_edge("rerank", "build_context")
     graph.add_edge("build_context", "grounding_check")
     graph.add_conditional_edges("grounding_check", route_after_grounding, ["rewrite_query", END])
-    return graph.compile(checkpointer=checkpointer, name=name)
+    compiled = graph.compile(checkpointer=checkpointer, name=name)
+    setattr(compiled, ATTACHED, attached)  # read by rag_search (kbgraph.graphs.tool)
+    return compiled
 
 
 rag_graph = build_rag_graph()

@@ -36,7 +36,8 @@ from kbgraph.errors import ConfigError, KbgraphError
 from kbgraph.prompts import load_prompt, render_prompt
 from kbgraph.retrieval.context import PREAMBLE, ContextEntry, fence_for, source_header
 
-from .settings import RagSettings, settings_from_context
+from .langchain_kb import ATTACHED
+from .settings import RagSettings, settings_from_context, spec_of, with_knowledge_bases
 from .state import Citation, RagGrounding
 
 TOOL_NAME = "rag_search"
@@ -137,9 +138,11 @@ def _prepare(
     query = query.strip()
     names: list[str] = []
     try:
-        settings = restrict(
-            settings_from_context(getattr(runtime, "context", None)), knowledge_bases
+        settings = with_knowledge_bases(
+            settings_from_context(getattr(runtime, "context", None)),
+            list(getattr(graph, ATTACHED, None) or []),
         )
+        settings = restrict(settings, knowledge_bases)
         names = [kb.name for kb in settings.resolved_knowledge_bases()]
         if not names:
             raise ConfigError(
@@ -280,10 +283,7 @@ def restrict(settings: RagSettings, names: Sequence[str] | None) -> RagSettings:
             f"{', '.join(available) or 'none'}. Call rag_search without knowledge_bases to "
             "search them all."
         )
-    specs = [
-        {"name": n, "folder": available[n].folder, "description": available[n].description}
-        for n in dict.fromkeys(names)
-    ]
+    specs = [spec_of(available[n]) for n in dict.fromkeys(names)]
     return settings.model_copy(update={"knowledge_bases": specs})
 
 

@@ -41,10 +41,15 @@ def lines_word(source: str) -> str:
     return "paragraphs" if file_kind(source) == "docx" else "lines"
 
 
+def line_span(start: int, end: int, word: str = "lines") -> str:
+    """``lines 3-9``; ``lines unknown`` for a chunk whose store gave no line numbers (0)."""
+    return f"{word} {start}-{end}" if start >= 1 else f"{word} unknown"
+
+
 def source_header(n: int, entry: ContextEntry) -> str:
     where = f"page {entry.page}, lines" if entry.page is not None else lines_word(entry.source)
     return (
-        f"[{n}] Source: {entry.source}, {where} {entry.line_start}-{entry.line_end}, "
+        f"[{n}] Source: {entry.source}, {line_span(entry.line_start, entry.line_end, where)}, "
         f"score: {entry.score:.2f}"
     )
 
@@ -94,6 +99,7 @@ __all__ = [
     "ContextEntry",
     "fence_for",
     "format_context",
+    "line_span",
     "lines_word",
     "longest_backtick_run",
     "render_context",

@@ -113,6 +113,8 @@ def join(a: Block, b: Block) -> str | None:
 
 
 def merge(a: Block, b: Block) -> Block | None:
+    if a.line_start < 1 or b.line_start < 1:
+        return None  # lines unknown: nothing says two such chunks are neighbours
     text = join(a, b)
     if text is None:
         return None

@@ -128,7 +128,7 @@ def guidance_for(
         )
     else:
         out.append("other words: ask more specifically, with the terms the documents use")
-    folders = ", ".join(k.folder for k in kbs)
+    folders = ", ".join(k.folder or k.name for k in kbs)
     out.append(f"add documents: if no document covers {terms or 'this'}, add one to {folders}")
     return out
 

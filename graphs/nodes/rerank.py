@@ -34,6 +34,7 @@ from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
+from kbgraph.retrieval.context import line_span
 from kbgraph.retrieval.text import stems, words
 
 from ..context_window import JSON_RESERVE_TOKENS, largest_fitting
@@ -188,7 +189,7 @@ def _passages(candidates: Sequence[Candidate]) -> str:
     blocks = []
     for n, c in enumerate(candidates, 1):
         text = " ".join(c["text"].split())[:_PASSAGE_CHARS]
-        blocks.append(f"[{n}] {c['source']} (lines {c['lineStart']}-{c['lineEnd']})\n{text}")
+        blocks.append(f"[{n}] {c['source']} ({line_span(c['lineStart'], c['lineEnd'])})\n{text}")
     return "\n\n".join(blocks)
 
 

@@ -30,6 +30,7 @@ from kbgraph.retrieval.progress import ProgressEvent
 from kbgraph.retrieval.ranking import ranking_weight, rrf_fuse
 from kbgraph.retrieval.records import SearchResult
 
+from ..langchain_kb import LangChainSearcher, load_source
 from ..searcher import Searcher, Watchable
 from ..settings import RagSettings, ResolvedKnowledgeBase
 from ..state import Candidate, RagScope, RagState, debug_update
@@ -181,6 +182,8 @@ def search_kb(
 ) -> KbRun:
     """Every query × ranker on one knowledge base, each list timed; failures recorded."""
     run = KbRun()
+    if kb.retriever is not None:
+        return _search_langchain(kb, queries, settings, filters, run)
     spec = embedding_spec(settings)
     try:
         searcher = deps.registry.open(kb.folder, spec, settings.chunking, kb.store)
@@ -203,6 +206,32 @@ def search_kb(
                     run.timings[name] = round((time.perf_counter() - start) * 1000, 3)
     except (KbgraphError, OSError) as exc:  # opening the knowledge base failed
         run.errors.append(f"{type(exc).__name__}: {exc}")
+    return run
+
+
+def _search_langchain(
+    kb: ResolvedKnowledgeBase,
+    queries: Sequence[str],
+    settings: RagSettings,
+    filters: SearchFilters | None,
+    run: KbRun,
+) -> KbRun:
+    """A LangChain VectorStore or BaseRetriever: its one list per query (nothing to index)."""
+    try:
+        searcher = LangChainSearcher(load_source(str(kb.retriever)), kb.name)
+    except KbgraphError as exc:
+        run.errors.append(f"{type(exc).__name__}: {exc}")
+        return run
+    limit = candidate_limit(settings)
+    for i, query in enumerate(queries):
+        for ranker in searcher.lists:
+            name = f"q{i}:{ranker}"
+            start = time.perf_counter()
+            try:
+                run.lists[name] = searcher.rank(query, ranker, limit=limit, filters=filters)
+            except Exception as exc:  # a third-party store: any failure is this list's
+                run.errors.append(f"{name}: {type(exc).__name__}: {exc}")
+            run.timings[name] = round((time.perf_counter() - start) * 1000, 3)
     return run
 
 

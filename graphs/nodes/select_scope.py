@@ -160,7 +160,8 @@ def select_scope(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps)
         scope["widened"] = False
         rec.data = {"scope": dict(scope)}
         return {"rag_scope": scope, "rag_retrieval_debug": rec.update()}
-    listings = {kb.name: list_folder(kb.folder) for kb in kbs}
+    # A LangChain store has no folder to list: its scope is the knowledge base alone.
+    listings = {kb.name: list_folder(kb.folder) if kb.folder else Listing((), ()) for kb in kbs}
     scope = heuristic_scope(question, kbs, listings)
     model = rec.chat_model(deps)
     if model is not None:

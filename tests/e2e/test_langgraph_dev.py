@@ -90,6 +90,22 @@ def test_run_the_subgraph_on_a_folder(client: SyncLangGraphClient, docs_folder: 
     assert [s["node"] for s in out["rag_retrieval_debug"]["steps"]] == list(NODE_ORDER)
 
 
+def test_a_vector_store_named_by_import_path_in_the_context(
+    client: SyncLangGraphClient, docs_folder: Path
+) -> None:
+    context = _context(docs_folder)
+    context["knowledge_bases"].append({"name": "wiki", "retriever": "tests.support.lc_store:wiki"})
+    out = client.runs.wait(
+        None,
+        _assistant(client, "rag_subgraph"),
+        input=_user("How is the proxy configured, and how are failed requests retried?"),
+        context=context,
+    )
+    assert isinstance(out, dict)
+    assert {c["kb"] for c in out["rag_citations"]} == {"docs", "wiki"}
+    assert "wiki/proxy.md, lines 3-4" in out["rag_context"]
+
+
 def test_chat_agent_streams_knowledge_events_and_answers(
     client: SyncLangGraphClient, tmp_path: Path
 ) -> None:

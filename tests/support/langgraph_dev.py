@@ -88,7 +88,8 @@ def start_dev_server(log: Path, *, timeout: float = START_TIMEOUT) -> DevServer:
         process = subprocess.Popen(
             command,
             cwd=REPO,
-            env=offline_env(),
+            # The repository on the path: a context may name tests.support.* by import path.
+            env=offline_env(PYTHONPATH=str(REPO)),
             stdout=sink,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

@@ -16,7 +16,7 @@ import pytest
 from langchain_core.messages import ToolMessage
 
 from kbgraph.retrieval import KnowledgeBase
-from kbgraph.testing import ScriptedChatModel, tool_call_message
+from kbgraph.testing import FakeEmbeddings, ScriptedChatModel, tool_call_message
 
 ROOT = Path(__file__).resolve().parents[2]
 ANSWER = "Set max_attempts and backoff_ms in harbor.yaml [1]."
@@ -39,13 +39,17 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def run(name: str, model: ScriptedChatModel, workdir: Path, monkeypatch: Any) -> dict[str, Any]:
     monkeypatch.chdir(workdir)
-    namespace: dict[str, Any] = {"my_chat_model": model, "__name__": "readme_example"}
+    namespace: dict[str, Any] = {
+        "my_chat_model": model,
+        "my_embeddings": FakeEmbeddings(),
+        "__name__": "readme_example",
+    }
     exec(compile(examples()[name], f"README.md:{name}", "exec"), namespace)
     return namespace
 
 
 def test_every_example_is_found() -> None:
-    assert set(examples()) == {"parent-graph", "create-agent", "lcel"}
+    assert set(examples()) == {"parent-graph", "create-agent", "lcel", "vector-store"}
 
 
 def test_parent_graph_with_a_checkpointer(workdir: Path, monkeypatch: Any) -> None:
@@ -74,3 +78,11 @@ def test_lcel_chain(workdir: Path, monkeypatch: Any) -> None:
     assert ns["answer"] == ANSWER
     system = model.calls[0].messages[0].text
     assert system.count("] ") >= 2 and "docs/configuration.md, lines " in system
+
+
+def test_vector_store_as_a_knowledge_base(workdir: Path, monkeypatch: Any) -> None:
+    ns = run("vector-store", ScriptedChatModel(default=ANSWER), workdir, monkeypatch)
+    citations = ns["out"]["rag_citations"]
+    assert citations[0]["source"] == "wiki/net.md" and citations[0]["kb"] == "wiki"
+    assert "wiki/net.md, lines unknown" in ns["out"]["rag_context"]
+    assert ns["rag_search"].name == "rag_search"

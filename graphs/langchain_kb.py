@@ -1,0 +1,219 @@
+"""LangChain ``VectorStore`` and ``BaseRetriever`` objects as knowledge bases of the subgraph
+and the ``rag_search`` tool, next to folder indexes.
+
+In-process objects are passed to :func:`~kbgraph.graphs.subgraph.build_rag_graph`
+(``knowledge_bases={"docs": vectorstore}``); a JSON context (``langgraph dev``, Studio) names
+one by import path, ``{"name": "docs", "retriever": "my_pkg.kb:vectorstore"}``, where the
+attribute is the object or a function of no arguments that returns it. kbgraph then fuses
+their rankings with the others, reranks, budgets and numbers the context as for a folder.
+
+A store knows only what its documents' metadata says: the citation's source is
+``metadata["source"]`` (else ``file_path``, ``path`` or ``url``), its lines
+``lineStart``/``lineEnd`` (or ``start_line``/``end_line``) when present. Line numbers that
+are unknown are recorded as 0 and rendered "lines unknown", never invented.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.vectorstores import VectorStore
+
+from kbgraph.errors import ConfigError
+from kbgraph.retrieval.config import SearchConfig
+from kbgraph.retrieval.filters import SearchFilters
+from kbgraph.retrieval.records import Chunk, SearchResult
+from kbgraph.retrieval.scan import file_kind
+
+OBJECT_PREFIX = "object:"
+ATTACHED = "kbgraph_knowledge_bases"  # a compiled graph's own knowledge base specs
+LINES_UNKNOWN = 0
+SOURCE_KEYS = ("source", "file_path", "path", "url")
+START_KEYS = ("lineStart", "line_start", "start_line")
+END_KEYS = ("lineEnd", "line_end", "end_line")
+FILTERED_OVERFETCH = 4  # a store filters nothing of ours: fetch more, keep the allowed
+LangChainSource = VectorStore | BaseRetriever
+
+_objects: dict[str, LangChainSource] = {}
+_loaded: dict[str, LangChainSource] = {}
+_guard = threading.Lock()
+
+
+def check_source(value: object, name: str) -> LangChainSource:
+    """``value`` when it is a LangChain ``VectorStore`` or ``BaseRetriever``, else a
+    ``ConfigError`` saying what a knowledge base object may be."""
+    if isinstance(value, VectorStore | BaseRetriever):
+        return value
+    raise ConfigError(
+        f"knowledge base {name!r} is a {type(value).__name__}; a knowledge base object must "
+        "be a LangChain VectorStore or BaseRetriever (a folder goes into "
+        "RagSettings.knowledge_bases as a path)"
+    )
+
+
+def register_source(name: str, value: object) -> str:
+    """Keep an in-process object for the graph's runs; returns the reference a JSON spec
+    carries (``object:<name>:<id>``), valid in this process only."""
+    source = check_source(value, name)
+    ref = f"{OBJECT_PREFIX}{name}:{id(source):x}"
+    with _guard:
+        _objects[ref] = source
+    return ref
+
+
+def load_source(ref: str) -> LangChainSource:
+    """The object a spec's ``retriever`` names: a registered in-process object, or an import
+    path ``package.module:attribute`` (an object, or a function of no arguments returning
+    one; called once per process)."""
+    with _guard:
+        found = _objects.get(ref) or _loaded.get(ref)
+    if found is not None:
+        return found
+    if ref.startswith(OBJECT_PREFIX):
+        raise ConfigError(
+            f"knowledge base object {ref!r} was registered by build_rag_graph in another "
+            "process; pass it to build_rag_graph here, or name it by import path "
+            "('package.module:attribute')"
+        )
+    source = check_source(_import(ref), ref)
+    with _guard:
+        return _loaded.setdefault(ref, source)
+
+
+def _import(ref: str) -> object:
+    module_name, sep, attribute = ref.partition(":")
+    if not sep or not module_name.strip() or not attribute.strip():
+        raise ConfigError(
+            f"retriever {ref!r} is not an import path; write 'package.module:attribute' "
+            "(the attribute is a VectorStore, a BaseRetriever or a function returning one)"
+        )
+    try:
+        value: object = importlib.import_module(module_name.strip())
+        for part in attribute.strip().split("."):
+            value = getattr(value, part)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"retriever {ref!r} cannot be imported: {exc}") from exc
+    if callable(value) and not isinstance(value, VectorStore | BaseRetriever):
+        value = value()
+    return value
+
+
+def document_chunk(doc: Document, name: str) -> Chunk:
+    """A retrieved document as a chunk: what its metadata offers, lines 0 when unknown."""
+    meta = doc.metadata or {}
+    source = next((str(meta[k]) for k in SOURCE_KEYS if meta.get(k)), name)
+    start, end = _line(meta, START_KEYS), _line(meta, END_KEYS)
+    if start is None or end is None or end < start:
+        start = end = LINES_UNKNOWN
+    return Chunk(
+        id=_chunk_id(doc, source),
+        text=doc.page_content,
+        source=source,
+        line_start=start,
+        line_end=end,
+        byte_start=0,
+        byte_end=0,
+        section=str(meta["section"]) if meta.get("section") else None,
+        page=meta["page"] if isinstance(meta.get("page"), int) else None,
+    )
+
+
+def _line(meta: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
+    for key in keys:
+        value = meta.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+            return value
+    return None
+
+
+def _chunk_id(doc: Document, source: str) -> str:
+    """The store's own id (``Document.id`` or ``metadata["chunkId"]``), else a hash of the
+    source and the text: stable across runs, so fusion deduplicates it."""
+    given = doc.id or (doc.metadata or {}).get("chunkId")
+    if given:
+        return str(given)
+    digest = hashlib.sha256(f"{source}\0{doc.page_content}".encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()[:16]
+
+
+class LangChainSearcher:
+    """A :class:`~kbgraph.graphs.searcher.Searcher` over a VectorStore (its list is
+    ``vector``: relevance scores, 0..1, higher is better) or a BaseRetriever (its list is
+    ``retriever``: its order, scored by rank)."""
+
+    def __init__(self, source: LangChainSource, name: str) -> None:
+        self.source, self.name = source, name
+        self.lists: tuple[str, ...] = (
+            ("vector",) if isinstance(source, VectorStore) else ("retriever",)
+        )
+
+    def ensure_fresh(self, **_: Any) -> None:
+        """The store is kept by its owner: nothing to index here."""
+        return None
+
+    def rank(
+        self, query: str, ranker: str, *, limit: int, filters: SearchFilters | None = None
+    ) -> list[SearchResult]:
+        if ranker not in self.lists:
+            return []
+        wanted = limit * (FILTERED_OVERFETCH if filters and not filters.is_empty() else 1)
+        pairs = self._fetch(query, wanted)
+        results: list[SearchResult] = []
+        for doc, score in pairs:
+            chunk = document_chunk(doc, self.name)
+            if filters is not None and not filters.allows(chunk.source, file_kind(chunk.source)):
+                continue
+            rank = len(results) + 1
+            results.append(SearchResult(chunk, score, {ranker: rank}, {ranker: score}))
+        return results[:limit]
+
+    def _fetch(self, query: str, k: int) -> list[tuple[Document, float]]:
+        if isinstance(self.source, VectorStore):
+            try:
+                return list(self.source.similarity_search_with_relevance_scores(query, k=k))
+            except NotImplementedError:
+                docs = self.source.similarity_search(query, k=k)
+        else:
+            docs = self.source.invoke(query)[:k]
+        return [(doc, _doc_score(doc, i)) for i, doc in enumerate(docs, 1)]
+
+    def search(
+        self,
+        query: str,
+        *,
+        config: SearchConfig | None = None,
+        filters: SearchFilters | None = None,
+    ) -> list[SearchResult]:
+        top_k = (config or SearchConfig()).top_k
+        return self.rank(query, self.lists[0], limit=top_k, filters=filters)
+
+    def close(self) -> None:
+        """The store is its owner's to close."""
+
+
+def _doc_score(doc: Document, rank: int) -> float:
+    """A retriever's own score when its metadata has one, else the reciprocal rank."""
+    meta = doc.metadata or {}
+    for key in ("relevance_score", "score"):
+        value = meta.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    return 1.0 / rank
+
+
+__all__ = [
+    "ATTACHED",
+    "LINES_UNKNOWN",
+    "LangChainSearcher",
+    "LangChainSource",
+    "check_source",
+    "document_chunk",
+    "load_source",
+    "register_source",
+]

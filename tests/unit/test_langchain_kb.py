@@ -1,0 +1,235 @@
+"""LangChain VectorStores and BaseRetrievers as knowledge bases of the subgraph and the tool,
+next to a real folder index: fused, numbered and cited like the folder's chunks, with
+"lines unknown" where the store's metadata has no line numbers. langchain-core's own
+``InMemoryVectorStore`` (with kbgraph's fake embeddings) and a small ``BaseRetriever``."""
+
+from __future__ import annotations
+
+import asyncio
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.messages import HumanMessage
+from langchain_core.retrievers import BaseRetriever
+from langchain_core.vectorstores import InMemoryVectorStore
+
+from kbgraph.errors import ConfigError
+from kbgraph.graphs import build_rag_graph
+from kbgraph.graphs.langchain_kb import document_chunk, load_source
+from kbgraph.graphs.settings import RagSettings
+from kbgraph.graphs.tool import make_rag_search, tool_runtime
+from kbgraph.testing import FakeEmbeddings
+
+STORE_DOCS = [
+    Document(
+        "The proxy is configured with the HTTPS_PROXY variable.",
+        metadata={"source": "wiki/proxy.md", "lineStart": 3, "lineEnd": 4},
+    ),
+    Document("Timeouts default to five seconds for every request.", metadata={"source": "faq"}),
+    Document("Größe: the cache size is set in megabytes.", metadata={"file_path": "notes/ü.txt"}),
+]
+
+
+class KeywordRetriever(BaseRetriever):
+    """Returns the documents sharing a word with the query, in their order."""
+
+    docs: list[Document]
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        words = set(query.lower().split())
+        return [d for d in self.docs if words & set(d.page_content.lower().split())]
+
+
+@pytest.fixture
+def store() -> InMemoryVectorStore:
+    vs = InMemoryVectorStore(FakeEmbeddings())
+    vs.add_documents(STORE_DOCS)
+    return vs
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    root = tmp_path / "docs"
+    root.mkdir()
+    (root / "retry.md").write_bytes(
+        b"# Retry\r\n\r\nRequests are retried with exponential backoff.\r\n"
+    )
+    return root
+
+
+def _run(graph: Any, question: str, context: Any) -> dict[str, Any]:
+    return dict(graph.invoke({"messages": [HumanMessage(question)]}, context=context))
+
+
+def test_a_vector_store_and_a_folder_are_searched_and_cited_together(
+    store: InMemoryVectorStore, folder: Path
+) -> None:
+    graph = build_rag_graph(knowledge_bases={"wiki": store})
+    context = RagSettings(knowledge_bases=[{"name": "docs", "folder": str(folder)}],
+                          embedding="fake")  # fmt: skip
+    out = _run(graph, "how is the proxy configured and are requests retried?", context)
+    kbs = {c["kb"] for c in out["rag_citations"]}
+    assert kbs == {"wiki", "docs"}
+    proxy = next(c for c in out["rag_citations"] if c["source"] == "wiki/proxy.md")
+    assert (proxy["lineStart"], proxy["lineEnd"]) == (3, 4)
+    assert "wiki/proxy.md, lines 3-4" in out["rag_context"]
+    assert "retry.md, lines 1-3" in out["rag_context"], out["rag_context"]
+
+
+def test_a_chunk_without_line_numbers_is_cited_as_lines_unknown(
+    store: InMemoryVectorStore,
+) -> None:
+    out = _run(
+        build_rag_graph(knowledge_bases={"wiki": store}),
+        "what is the default timeout of a request?",
+        {"knowledge_bases": [], "embedding": "fake"},
+    )
+    faq = next(c for c in out["rag_citations"] if c["source"] == "faq")
+    assert (faq["lineStart"], faq["lineEnd"]) == (0, 0)
+    assert "Source: faq, lines unknown" in out["rag_context"]
+
+
+def test_document_metadata_becomes_the_chunk() -> None:
+    chunk = document_chunk(STORE_DOCS[2], "wiki")
+    assert chunk.source == "notes/ü.txt" and chunk.line_start == chunk.line_end == 0
+    same_text = Document(STORE_DOCS[2].page_content, metadata={"path": "notes/ü.txt"})
+    assert chunk.id == document_chunk(same_text, "x").id  # a stable id from source and text
+    with_id = document_chunk(
+        Document("x", id="doc-7", metadata={"start_line": 2, "end_line": 5}), "k"
+    )
+    assert (with_id.id, with_id.source, with_id.line_start, with_id.line_end) == (
+        "doc-7",
+        "k",
+        2,
+        5,
+    )
+
+
+def test_a_base_retriever_is_a_knowledge_base() -> None:
+    retriever = KeywordRetriever(docs=STORE_DOCS)
+    out = _run(
+        build_rag_graph(knowledge_bases={"kw": retriever}),
+        "proxy variable",
+        {"embedding": "fake"},
+    )
+    assert [c["source"] for c in out["rag_citations"]][:1] == ["wiki/proxy.md"]
+    assert all(c["kb"] == "kw" for c in out["rag_citations"])
+    lists = out["rag_retrieval_debug"]["steps"]
+    assert any("kw" in str(step) for step in lists)
+
+
+@pytest.mark.parametrize("wrong", [42, "docs/", FakeEmbeddings(), {"folder": "docs"}])
+def test_a_wrong_object_is_a_config_error_when_the_graph_is_built(wrong: object) -> None:
+    with pytest.raises(ConfigError, match="VectorStore or BaseRetriever"):
+        build_rag_graph(knowledge_bases={"bad": wrong})
+
+
+def test_an_import_path_in_a_json_context_names_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = tmp_path / "kbg_test_store_mod.py"
+    module.write_text(
+        textwrap.dedent(
+            """
+            from langchain_core.documents import Document
+            from langchain_core.vectorstores import InMemoryVectorStore
+            from kbgraph.testing import FakeEmbeddings
+
+            def make():
+                vs = InMemoryVectorStore(FakeEmbeddings())
+                vs.add_documents([Document("Zeppelins fly at low altitude.",
+                                           metadata={"source": "air.md"})])
+                return vs
+            """
+        ),
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    context = {"knowledge_bases": [{"name": "air", "retriever": "kbg_test_store_mod:make"}],
+               "embedding": "fake"}  # fmt: skip
+    out = _run(build_rag_graph(), "how high do zeppelins fly?", context)
+    assert [c["source"] for c in out["rag_citations"]] == ["air.md"]
+    assert load_source("kbg_test_store_mod:make") is load_source("kbg_test_store_mod:make")
+
+
+@pytest.mark.parametrize(
+    ("spec", "match"),
+    [
+        ({"retriever": "no_colon_here"}, "import path"),
+        ({"retriever": "pkg:attr", "folder": "docs/"}, "without a 'folder'"),
+    ],
+)
+def test_a_malformed_retriever_spec_is_refused(spec: dict[str, str], match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        RagSettings(knowledge_bases=[spec])
+
+
+def test_an_import_path_that_does_not_import_is_reported_by_the_run() -> None:
+    out = _run(
+        build_rag_graph(),
+        "anything at all?",
+        {"knowledge_bases": [{"name": "gone", "retriever": "no_such_module_kbg:store"}]},
+    )
+    errors = str(out["rag_retrieval_debug"])
+    assert "cannot be imported" in errors and "no_such_module_kbg" in errors
+
+
+def test_rag_search_searches_the_graphs_objects_and_narrows_to_them(
+    store: InMemoryVectorStore, folder: Path
+) -> None:
+    tool = make_rag_search(build_rag_graph(knowledge_bases={"wiki": store}))
+    runtime = tool_runtime(
+        RagSettings(knowledge_bases=[{"name": "docs", "folder": str(folder)}], embedding="fake")
+    )
+    message = tool.invoke(
+        {"type": "tool_call", "id": "c1", "name": tool.name,
+         "args": {"query": "proxy variable", "runtime": runtime, "knowledge_bases": ["wiki"]}}
+    )  # fmt: skip
+    assert message.status == "success"
+    assert {c["kb"] for c in message.artifact["citations"]} == {"wiki"}
+    alone = tool.invoke(
+        {"type": "tool_call", "id": "c2", "name": tool.name,
+         "args": {"query": "proxy variable", "runtime": tool_runtime({"embedding": "fake"})}}
+    )  # fmt: skip
+    assert alone.status == "success" and "wiki/proxy.md" in alone.content
+
+
+def test_the_async_path_searches_the_store(store: InMemoryVectorStore) -> None:
+    graph = build_rag_graph(knowledge_bases={"wiki": store})
+    out = asyncio.run(
+        graph.ainvoke(
+            {"messages": [HumanMessage("how is the proxy configured?")]},
+            context={"embedding": "fake"},
+        )
+    )
+    assert any(c["source"] == "wiki/proxy.md" for c in out["rag_citations"])
+
+
+def test_a_name_used_by_a_folder_and_an_object_is_refused(
+    store: InMemoryVectorStore, folder: Path
+) -> None:
+    graph = build_rag_graph(knowledge_bases={"docs": store})
+    with pytest.raises(ConfigError, match="two knowledge bases are named 'docs'"):
+        _run(graph, "proxy?", {"knowledge_bases": {"docs": str(folder)}, "embedding": "fake"})
+
+
+def test_the_chat_agent_answers_from_a_store(store: InMemoryVectorStore) -> None:
+    from kbgraph.graphs.agents.chat import build_chat_agent
+    from kbgraph.testing import ScriptedChatModel
+
+    model = ScriptedChatModel(default="Set HTTPS_PROXY [1].")
+    agent = build_chat_agent(
+        chat_model=model, rag_graph=build_rag_graph(knowledge_bases={"wiki": store})
+    )
+    out = agent.invoke(
+        {"messages": [HumanMessage("how is the proxy configured?")]},
+        context={"embedding": "fake"},
+    )
+    assert out["answer_citations"][0]["source"] == "wiki/proxy.md"
+    assert "wiki/proxy.md, lines 3-4" in model.calls[-1].messages[0].text
