@@ -29,8 +29,10 @@ from .store import (
     IndexMeta,
     IndexReader,
     file_lock,
+    write_ann,
     write_generation,
 )
+from .store._layout import secure_tree
 
 
 class FolderSnapshot(IndexReader):
@@ -120,6 +122,11 @@ class FolderWriter:
             vectors = np.concatenate(parts) if parts else np.zeros((0, dims), dtype=np.float32)
         target = self.layout.new_generation()
         write_generation(target, update.meta, chunks, vectors)
+        if vectors is not None:
+            # The previous graph is reused only for the same vectors (no rebuild).
+            previous = None if update.fresh or self._old is None else self._old.path
+            if write_ann(target, [c.id for c in chunks], vectors, previous):
+                secure_tree(target)
         with file_lock(self.layout.lock, "exclusive", self.lock_timeout, "publish index"):
             self.layout.publish(target)
         self.layout.prune(update.meta.keep_versions)

@@ -23,7 +23,7 @@ from .filters import SearchFilters
 from .ranking import check_mask, convex_fuse, dot_scores, rrf_fuse, top_k_of
 from .records import Chunk, SearchResult
 from .storage import RANKERS, QueryEmbedder, QueryRanking, RankerName, Snapshot
-from .store import REPAIR, EmbeddingMeta, IndexReader
+from .store import REPAIR, EmbeddingMeta, IndexReader, _ann
 
 MAX_LIMIT = 100_000  # candidates of one ranker: deep fusion lists, not whole indexes
 
@@ -201,15 +201,60 @@ class FolderRanking:
             return _finite(reader.bm25.scores(self._query), reader, "bm25")
         if ranker != "vector":
             raise ConfigError(f"unknown ranker {ranker!r}; allowed: {', '.join(RANKERS)}")
+        vector = self._query_vector()
+        if vector is None or reader.vectors is None:
+            return None
+        return _finite(dot_scores(reader.vectors, vector), reader, "vectors.bin")
+
+    def _query_vector(self) -> np.ndarray | None:
+        reader = self._reader
         if reader.vectors is None or self._embed is None:
             return None
         vector = self._embed(self._query)
         check_query_vector(vector, int(reader.vectors.shape[1]), reader.meta.embedding)
-        return _finite(dot_scores(reader.vectors, vector), reader, "vectors.bin")
+        return np.ascontiguousarray(vector, dtype=np.float32)
+
+    def _scored(
+        self, rows: np.ndarray, vector: np.ndarray, limit: int
+    ) -> tuple[list[int], list[float]]:
+        """The ``limit`` best of ``rows`` (ascending), scored exactly from vectors.bin."""
+        assert self._reader.vectors is not None
+        scores = _finite(
+            dot_scores(np.asarray(self._reader.vectors[rows]), vector), self._reader, "vectors.bin"
+        )
+        best, top = top_k_of(scores, limit)
+        return [int(rows[i]) for i in best], [float(s) for s in top]
+
+    def _ann_top(self, limit: int, mask: np.ndarray | None) -> tuple[list[int], list[float]] | None:
+        """The vector list from the generation's HNSW graph (None: no graph, or the exact
+        product is the cheaper way). Filters: the graph is asked for more candidates than
+        ``limit`` (the allowed share's inverse, doubled until ``limit`` allowed ones come
+        back); few allowed rows are scored exactly instead. Candidates are scored exactly."""
+        ann = getattr(self._reader, "ann", None)
+        vector = self._query_vector()
+        if ann is None or vector is None:
+            return None
+        total = len(ann.keys)
+        allowed = total if mask is None else int(np.count_nonzero(mask))
+        if mask is not None and allowed <= _ann.ANN_MIN_ROWS:
+            return self._scored(np.flatnonzero(mask), vector, limit)
+        want = _ann.overfetch(limit, total, allowed)
+        while want <= total // 4:
+            rows = ann.candidates(vector, want)
+            if mask is not None:
+                rows = rows[mask[rows]]
+            if len(rows) >= min(limit, allowed):
+                return self._scored(np.sort(rows), vector, limit)
+            want *= 2
+        return None  # too few allowed among the nearest: the exact product over all rows
 
     def top(
         self, ranker: RankerName, limit: int, filters: SearchFilters | None
     ) -> tuple[list[int], list[float]]:
+        if ranker == "vector" and getattr(self._reader, "ann", None) is not None:
+            found = self._ann_top(limit, self._reader.mask(filters))
+            if found is not None:
+                return found
         scores = self.scores(ranker)
         if scores is None:
             return [], []
@@ -217,6 +262,11 @@ class FolderRanking:
         return [int(i) for i in rows], [float(s) for s in best]
 
     def exact(self, ranker: RankerName, keys: Sequence[int]) -> np.ndarray:
+        vector = self._query_vector() if ranker == "vector" else None
+        if vector is not None and "vector" not in self._scores:  # a few rows, not all
+            rows = np.asarray(keys, dtype=np.int64)
+            assert self._reader.vectors is not None
+            return dot_scores(np.asarray(self._reader.vectors[rows]), vector).astype(np.float64)
         scores = self.scores(ranker)
         if scores is None:
             return np.zeros(len(keys), dtype=np.float64)

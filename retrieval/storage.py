@@ -169,6 +169,15 @@ def is_database(store: str | None) -> bool:
     return bool(store) and str(store).strip().lower().startswith(DATABASE_SCHEMES)
 
 
+def describe_store(store: str | None) -> str:
+    """For reports and logs: ``folder``, or the database URL without its password."""
+    if not is_database(store):
+        return "folder"
+    from .postgres import Database
+
+    return Database.parse(str(store).strip()).location
+
+
 def open_store(
     folder: Path, store: str | None, index_dir: Path | None, lock_timeout: float
 ) -> IndexStore:
@@ -205,6 +214,7 @@ __all__ = [
     "QueryRanking",
     "RankerName",
     "Snapshot",
+    "describe_store",
     "is_database",
     "open_store",
 ]

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from kbgraph.errors import ConfigError
 from kbgraph.retrieval.config import ChunkConfig, FusionMethod, SearchConfig
 from kbgraph.retrieval.kb import KnowledgeBase
+from kbgraph.retrieval.storage import describe_store
 
 from ._folder import DOCS_DIR, INDEX_DIR, DocFormat, default_work_dir, write_corpus
 from ._graph import graph_rankings
@@ -75,7 +76,8 @@ class RunSettings:
     """What a BEIR run is configured with. ``embedding`` ``None`` builds a lexical-only
     index (``bm25`` and ``graph`` only); ``graph_top_k`` is the subgraph's ``top_k`` (its
     candidate pool is four times that); ``ignore_identical_ids`` drops a retrieved document
-    whose id is the query's id, as BEIR does by default."""
+    whose id is the query's id, as BEIR does by default; ``store`` is where the index lives
+    (None: the folder index in the work folder; a PostgreSQL URL)."""
 
     embedding: str | None = "local"
     doc_format: DocFormat = BEIR_DOC_FORMAT
@@ -84,6 +86,7 @@ class RunSettings:
     graph_top_k: int = GRAPH_TOP_K
     limit_queries: int | None = None
     ignore_identical_ids: bool = True
+    store: str | None = field(default=None, repr=False)  # a URL may hold a password
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -94,6 +97,7 @@ class RunSettings:
             "graph_top_k": self.graph_top_k,
             "limit_queries": self.limit_queries,
             "ignore_identical_ids": self.ignore_identical_ids,
+            "store": describe_store(self.store),
         }
 
 
@@ -183,8 +187,9 @@ def open_knowledge_base(work_dir: Path, settings: RunSettings) -> KnowledgeBase:
     return KnowledgeBase(
         work_dir / DOCS_DIR,
         embedding=settings.embedding,
-        index_dir=work_dir / INDEX_DIR,
+        index_dir=None if settings.store else work_dir / INDEX_DIR,
         chunking=settings.chunking,
+        store=settings.store,
     )
 
 
@@ -202,9 +207,11 @@ def index_corpus(
     before it, as ``benchmarks/bench_engine.py`` does for both sides of its ratio."""
     names = write_corpus(data.corpus, work_dir / DOCS_DIR, settings.doc_format)
     kb = open_knowledge_base(work_dir, settings)
-    if fresh and kb.layout.root.exists():
-        kb.delete()
-    previous = kb.layout.current_name() is not None
+    index_dir = kb.store.index_dir
+    exists = index_dir.exists() if index_dir else kb.store.current_key() is not None
+    if fresh and exists:
+        kb.delete()  # a database keeps its shared embedding cache
+    previous = kb.store.current_key() is not None
     if settings.embedding is not None:
         kb.embedder().embed_query("warm up")
     start = time.perf_counter()

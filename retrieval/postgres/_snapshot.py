@@ -53,6 +53,7 @@ class PgRanking:
         self._snap, self._conn, self._query, self._embed = snap, conn, query, embed_query
         self._t = snap.tables
         self._bm25: tuple[list[str], list[float], float] | None = None
+        self._allowed: dict[SearchFilters | None, list[str] | None] = {}
 
     # -- vector ----------------------------------------------------------------------
     def _vector(self) -> str | None:
@@ -148,7 +149,9 @@ class PgRanking:
     def top(
         self, ranker: RankerName, limit: int, filters: SearchFilters | None
     ) -> tuple[list[int], list[float]]:
-        allowed = self._snap.allowed_sources(self._conn, filters)
+        if filters not in self._allowed:  # both rankers of a query share one file list
+            self._allowed[filters] = self._snap.allowed_sources(self._conn, filters)
+        allowed = self._allowed[filters]
         if allowed is not None and not allowed:
             return [], []
         if ranker == "vector":

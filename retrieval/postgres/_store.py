@@ -9,6 +9,7 @@ nothing.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -144,6 +145,10 @@ class PostgresStore:
         self.db = Database.parse(url)
         self.folder = str(folder)
         self.exact_below = exact_below
+        # One connection for the cheap reads every search starts with (is there a newer
+        # version?), kept open: a connection costs a round trip and an authentication.
+        self._conn: psycopg.Connection[Any] | None = None
+        self._conn_lock = threading.Lock()
 
     @property
     def location(self) -> str:
@@ -156,12 +161,15 @@ class PostgresStore:
     # -- reading ------------------------------------------------------------------------
     @contextmanager
     def _reading(self, doing: str) -> Iterator[psycopg.Connection[Any]]:
-        conn = self.db.connect()
-        try:
-            with self.db.errors(doing):
-                yield conn
-        finally:
-            conn.close()
+        with self._conn_lock:
+            if self._conn is None or self._conn.closed or self._conn.broken:
+                self._conn = self.db.connect()
+            try:
+                with self.db.errors(doing):
+                    yield self._conn
+            except BaseException:
+                self._close_reader()  # a connection that failed is not reused
+                raise
 
     def _kb_row(self, conn: psycopg.Connection[Any]) -> tuple[Any, ...] | None:
         exists = conn.execute("SELECT to_regclass('kbgraph_kbs')").fetchone()
@@ -292,8 +300,15 @@ class PostgresStore:
         finally:
             conn.close()
 
+    def _close_reader(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
     def close(self) -> None:
-        """Connections are opened per call (snapshots keep their own)."""
+        """Close the reading connection (a snapshot closes its own)."""
+        with self._conn_lock:
+            self._close_reader()
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.location!r}, folder={self.folder!r})"

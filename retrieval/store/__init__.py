@@ -1,5 +1,6 @@
 """The on-disk index format of ARCHITECTURE.md: generations, files and locks."""
 
+from ._ann import ANN_MIN_ROWS, AnnIndex, write_ann
 from ._chunks import ChunkReader, write_chunks
 from ._generation import IndexReader, chunk_problem, read_meta, sound_vectors, write_generation
 from ._layout import INDEX_DIR_NAME, REPAIR, IndexLayout, write_file_atomic
@@ -16,10 +17,12 @@ from ._versions import (
 )
 
 __all__ = [
+    "ANN_MIN_ROWS",
     "DEFAULT_KEEP_VERSIONS",
     "FORMAT_VERSION",
     "INDEX_DIR_NAME",
     "REPAIR",
+    "AnnIndex",
     "ChunkReader",
     "EmbeddingMeta",
     "FileRecord",
@@ -38,6 +41,7 @@ __all__ = [
     "resolve_version",
     "restore_version",
     "sound_vectors",
+    "write_ann",
     "write_chunks",
     "write_file_atomic",
     "write_generation",

@@ -14,6 +14,7 @@ from kbgraph.errors import IndexCorruptError, IndexNotFoundError
 from ..filters import SearchFilters
 from ..lexical import BM25Index
 from ..records import Chunk, chunk_id, index_text
+from ._ann import AnnIndex
 from ._chunks import ChunkReader, write_chunks
 from ._layout import REPAIR, IndexLayout, secure_tree
 from ._lock import file_lock
@@ -63,6 +64,11 @@ class IndexReader:
                     open_vectors(self.path / "vectors.bin") if self.meta.embedding else None
                 )
                 self.bm25 = _load_bm25(self.path / "bm25")
+                self.ann = (
+                    AnnIndex.open(self.path, self.meta.chunk_count)
+                    if self.vectors is not None
+                    else None
+                )
             except BaseException:
                 self.chunks.close()
                 raise

@@ -46,7 +46,8 @@ _GENERATION_NAME = re.compile(r"gen-[0-9a-f]+-[0-9a-f]+")
 _TMP_NAME = re.compile(r"\.[^/]+\.(\d+)\.tmp")
 REPAIR = "run `kbgraph index` to repair it from the documents"
 _GENERATION_ENTRY = re.compile(
-    r"^(?:meta\.json|chunks\.jsonl|offsets\.bin|vectors\.bin|bm25|\.[^/]+\.\d+\.tmp)$"
+    r"^(?:meta\.json|chunks\.jsonl|offsets\.bin|vectors\.bin|bm25|ann\.(?:usearch|keys\.npy"
+    r"|rows\.npy)|\.[^/]+\.\d+\.tmp)$"
 )
 
 

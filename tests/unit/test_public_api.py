@@ -301,6 +301,8 @@ PUBLIC_API: dict[str, list[str]] = {
         "PostgresStore",
     ],
     "kbgraph.retrieval.store": [
+        "ANN_MIN_ROWS",
+        "AnnIndex",
         "ChunkReader",
         "DEFAULT_KEEP_VERSIONS",
         "EmbeddingMeta",
@@ -323,6 +325,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "resolve_version",
         "restore_version",
         "sound_vectors",
+        "write_ann",
         "write_chunks",
         "write_file_atomic",
         "write_generation",
