@@ -148,8 +148,8 @@ def _quote(
 
 def _file_line(citation: Mapping[str, Any], lines: list[str], index: int) -> int | None:
     start, end = citation.get("lineStart"), citation.get("lineEnd")
-    if not isinstance(start, int) or not isinstance(end, int) or start < 1:
-        return None  # not a number, or lines unknown (a LangChain store's chunk)
+    if not isinstance(start, int) or not isinstance(end, int):
+        return None  # not a number, or lines unknown (None: a LangChain store's chunk)
     # Chunk text is the file's lines verbatim for text formats; for PDF/HTML extraction the
     # counts differ and a per-line number would be a guess.
     if end - start + 1 != len(lines):

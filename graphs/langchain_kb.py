@@ -10,7 +10,8 @@ their rankings with the others, reranks, budgets and numbers the context as for 
 A store knows only what its documents' metadata says: the citation's source is
 ``metadata["source"]`` (else ``file_path``, ``path`` or ``url``), its lines
 ``lineStart``/``lineEnd`` (or ``start_line``/``end_line``) when present. Line numbers that
-are unknown are recorded as 0 and rendered "lines unknown", never invented.
+are unknown are 0 in the chunk (lines are 1-based), ``None`` in its candidate and citation
+(Retrieve's ``candidate_of``), and rendered "lines unknown", never invented.
 """
 
 from __future__ import annotations

@@ -32,13 +32,14 @@ class Candidate(TypedDict):
     first by every query × ranker list) until Rerank replaces it with its own 0..1 score;
     ``ranks`` maps ``"q<i>:<ranker>"`` to the 1-based rank that list gave the chunk;
     ``scores`` holds the raw score of each list plus ``"rrf"`` (raw fused) and, after
-    Rerank, ``"fused"`` (the normalised fused score)."""
+    Rerank, ``"fused"`` (the normalised fused score). ``lineStart``/``lineEnd`` are
+    ``None`` when a LangChain store's document does not say its lines."""
 
     chunkId: str
     kb: str
     source: str
-    lineStart: int
-    lineEnd: int
+    lineStart: int | None
+    lineEnd: int | None
     text: str
     section: str | None
     page: int | None
@@ -53,14 +54,15 @@ class Citation(TypedDict):
     """One numbered source of ``rag_context`` (``n`` as printed there, 1-based). ``source``
     is relative to the knowledge base folder; ``text`` is exactly what the context shows,
     and lines ``lineStart``..``lineEnd`` of the file contain it. ``chunkId`` is the chunk id of
-    the best-scoring chunk the source was built from."""
+    the best-scoring chunk the source was built from. Lines are ``None`` (unknown) for a
+    LangChain store's document without line metadata."""
 
     n: int
     chunkId: str
     source: str
     kb: str
-    lineStart: int
-    lineEnd: int
+    lineStart: int | None
+    lineEnd: int | None
     score: float
     text: str
     section: str | None

@@ -348,7 +348,7 @@ def _messages(runtime: ToolRuntime | None) -> list[Any]:
     return list(getattr(state, "messages", None) or [])
 
 
-def _place(citation: Citation) -> tuple[str, str, int, int]:
+def _place(citation: Citation) -> tuple[str, str, int | None, int | None]:
     return (citation["kb"], citation["source"], citation["lineStart"], citation["lineEnd"])
 
 

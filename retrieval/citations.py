@@ -105,8 +105,8 @@ class ResolvedCitation(TypedDict):
     start: int
     end: int
     source: str
-    lineStart: int
-    lineEnd: int
+    lineStart: int | None
+    lineEnd: int | None
     chunkId: str
     kb: str | None
 
@@ -124,8 +124,8 @@ class UnresolvedMarker(TypedDict):
 class UncitedSource(TypedDict):
     n: int
     source: str
-    lineStart: int
-    lineEnd: int
+    lineStart: int | None
+    lineEnd: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,13 +169,19 @@ def extract_citations(answer: str, citations: Sequence[Mapping[str, Any]]) -> Ci
         UncitedSource(
             n=n,
             source=str(c.get("source", "")),
-            lineStart=int(c.get("lineStart", 0)),
-            lineEnd=int(c.get("lineEnd", 0)),
+            lineStart=_line_of(c.get("lineStart")),
+            lineEnd=_line_of(c.get("lineEnd")),
         )
         for n, c in sorted(by_number.items())
         if n not in cited_numbers
     ]
     return CitationReport(resolved, unresolved, uncited)
+
+
+def _line_of(value: Any) -> int | None:
+    """A citation's line number; ``None`` when unknown (a LangChain store's document
+    without line metadata)."""
+    return int(value) if value is not None else None
 
 
 def _number(citation: Mapping[str, Any], position: int) -> int:
@@ -196,8 +202,8 @@ def _resolved(marker: Marker, n: int, cited: Mapping[str, Any]) -> ResolvedCitat
         start=marker.start,
         end=marker.end,
         source=str(cited.get("source", "")),
-        lineStart=int(cited.get("lineStart", 0)),
-        lineEnd=int(cited.get("lineEnd", 0)),
+        lineStart=_line_of(cited.get("lineStart")),
+        lineEnd=_line_of(cited.get("lineEnd")),
         chunkId=str(cited.get("chunkId", "")),
         kb=cited.get("kb"),
     )

@@ -28,8 +28,8 @@ PREAMBLE = (
 @dataclass(frozen=True, slots=True)
 class ContextEntry:
     source: str
-    line_start: int
-    line_end: int
+    line_start: int | None
+    line_end: int | None
     score: float
     text: str
     page: int | None = None
@@ -41,9 +41,12 @@ def lines_word(source: str) -> str:
     return "paragraphs" if file_kind(source) == "docx" else "lines"
 
 
-def line_span(start: int, end: int, word: str = "lines") -> str:
-    """``lines 3-9``; ``lines unknown`` for a chunk whose store gave no line numbers (0)."""
-    return f"{word} {start}-{end}" if start >= 1 else f"{word} unknown"
+def line_span(start: int | None, end: int | None, word: str = "lines") -> str:
+    """``lines 3-9``; ``lines unknown`` for a chunk whose store gave no line numbers
+    (``None``, or 0 in a chunk: lines are 1-based)."""
+    if start is None or end is None or start < 1:
+        return f"{word} unknown"
+    return f"{word} {start}-{end}"
 
 
 def source_header(n: int, entry: ContextEntry) -> str:

@@ -90,7 +90,9 @@ def fit_sources(
     cut = largest_fitting(model, lambda k: build(with_lines(k)), lines - 1, reserve=reserve)
     if cut is None:
         return _result(fit, "", total, [], None)
-    last_line = _first_lines(first, cut.kept + 1).line_end
+    shown = _first_lines(first, cut.kept + 1)
+    # Lines unknown (a store's document): say which line of its text the cut kept.
+    last_line = shown.line_end if shown.line_end is not None else cut.kept + 1
     return _result(cut, with_lines(cut.kept), total, [], (start, last_line))
 
 

@@ -40,8 +40,8 @@ class Block:
 
     kb: str
     source: str
-    line_start: int
-    line_end: int
+    line_start: int | None
+    line_end: int | None
     text: str
     score: float
     id: str
@@ -89,7 +89,10 @@ def _byte_overlap_text(a: Block, overlap_bytes: int) -> str | None:
 
 def join(a: Block, b: Block) -> str | None:
     """The text of ``a`` followed by ``b`` (``b`` starts no earlier than ``a``), or ``None``
-    when they neither overlap nor touch, or their texts do not line up."""
+    when they neither overlap nor touch, or their texts do not line up (or either's lines
+    are unknown: nothing says two such chunks are neighbours)."""
+    if a.line_start is None or a.line_end is None or b.line_start is None or b.line_end is None:
+        return None
     if a.byte_start is not None and a.byte_end is not None and b.byte_start is not None:
         b_end = b.byte_end if b.byte_end is not None else b.byte_start
         if b_end <= a.byte_end:
@@ -113,8 +116,6 @@ def join(a: Block, b: Block) -> str | None:
 
 
 def merge(a: Block, b: Block) -> Block | None:
-    if a.line_start < 1 or b.line_start < 1:
-        return None  # lines unknown: nothing says two such chunks are neighbours
     text = join(a, b)
     if text is None:
         return None
@@ -122,7 +123,7 @@ def merge(a: Block, b: Block) -> Block | None:
     ends = [e for e in (a.byte_end, b.byte_end) if e is not None]
     return replace(
         a,
-        line_end=max(a.line_end, b.line_end),
+        line_end=max(a.line_end or 0, b.line_end or 0),
         text=text,
         score=max(a.score, b.score),
         id=best.id,
@@ -139,7 +140,8 @@ def merge_candidates(candidates: Sequence[Candidate]) -> list[Block]:
         groups.setdefault((c["kb"], c["source"], c.get("page")), []).append(block_of(c))
     blocks: list[Block] = []
     for group in groups.values():
-        group.sort(key=lambda b: (b.byte_start if b.byte_start is not None else -1, b.line_start))
+        group.sort(key=lambda b: (b.byte_start if b.byte_start is not None else -1,
+                                  b.line_start or 0))  # fmt: skip
         current = group[0]
         for block in group[1:]:
             merged = merge(current, block)
@@ -153,11 +155,16 @@ def merge_candidates(candidates: Sequence[Candidate]) -> list[Block]:
 
 
 def truncate(block: Block, lines: int) -> Block | None:
-    """The block cut to its first ``lines`` lines, when its text lines are file lines."""
+    """The block cut to its first ``lines`` lines, when its text lines are file lines (or
+    its lines are unknown)."""
     parts = block.text.split("\n")
     if lines >= len(parts):
         return block
-    if lines < 1 or len(parts) != block.line_end - block.line_start + 1:
+    if lines < 1:
+        return None
+    if block.line_start is None or block.line_end is None:  # unknown lines stay unknown
+        return replace(block, text="\n".join(parts[:lines]), byte_end=None)
+    if len(parts) != block.line_end - block.line_start + 1:
         return None
     return replace(
         block, text="\n".join(parts[:lines]), line_end=block.line_start + lines - 1,

@@ -64,12 +64,15 @@ def heuristic_score(
 
 
 def adjacent(a: Candidate, b: Candidate) -> bool:
-    """Same file, and line ranges that overlap or touch."""
+    """Same file, and line ranges that overlap or touch (never when lines are unknown)."""
+    a_start, a_end, b_start, b_end = a["lineStart"], a["lineEnd"], b["lineStart"], b["lineEnd"]
+    if a_start is None or a_end is None or b_start is None or b_end is None:
+        return False
     return (
         a["kb"] == b["kb"]
         and a["source"] == b["source"]
-        and a["lineStart"] <= b["lineEnd"] + 1
-        and b["lineStart"] <= a["lineEnd"] + 1
+        and a_start <= b_end + 1
+        and b_start <= a_end + 1
     )
 
 

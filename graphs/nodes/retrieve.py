@@ -28,7 +28,7 @@ from kbgraph.retrieval.config import SearchConfig
 from kbgraph.retrieval.filters import SearchFilters
 from kbgraph.retrieval.progress import ProgressEvent
 from kbgraph.retrieval.ranking import ranking_weight, rrf_fuse
-from kbgraph.retrieval.records import SearchResult
+from kbgraph.retrieval.records import Chunk, SearchResult
 
 from ..langchain_kb import LangChainSearcher, load_source
 from ..searcher import Searcher, Watchable
@@ -289,17 +289,27 @@ def fuse(
         scores = {"rrf": item.score}
         for name, rank in item.ranks.items():
             scores |= list_scores(name.split("|", 1)[1], rankings_result(runs[kb], name, rank))
-        c = first.chunk
-        out.append(
-            {
-                "chunkId": c.id, "kb": kb, "source": c.source, "lineStart": c.line_start,
-                "lineEnd": c.line_end, "text": c.text, "section": c.section, "page": c.page,
-                "score": item.score / best[kb] if best[kb] > 0 else 0.0,
-                "ranks": ranks, "scores": scores,
-                "byteStart": c.byte_start, "byteEnd": c.byte_end,
-            }
-        )  # fmt: skip
+        out.append(candidate_of(first.chunk, kb, item.score / best[kb] if best[kb] > 0 else 0.0,
+                                ranks, scores))  # fmt: skip
     return out
+
+
+def candidate_of(
+    c: Chunk, kb: str, score: float, ranks: dict[str, int], scores: dict[str, float]
+) -> Candidate:
+    """The candidate of a chunk. Lines are 1-based, so a LangChain store's chunk of line 0
+    has unknown lines: ``None`` in the candidate (and in every citation made of it);
+    without a byte span it has no byte keys."""
+    known = c.line_start >= 1
+    candidate: Candidate = {
+        "chunkId": c.id, "kb": kb, "source": c.source,
+        "lineStart": c.line_start if known else None, "lineEnd": c.line_end if known else None,
+        "text": c.text, "section": c.section, "page": c.page, "score": score,
+        "ranks": ranks, "scores": scores,
+    }  # fmt: skip
+    if c.byte_end > c.byte_start:
+        candidate |= {"byteStart": c.byte_start, "byteEnd": c.byte_end}
+    return candidate
 
 
 def _by_list(rankings: Mapping[str, object], weights: Mapping[str, float]) -> dict[str, float]:

@@ -91,7 +91,7 @@ def test_a_chunk_without_line_numbers_is_cited_as_lines_unknown(
         {"knowledge_bases": [], "embedding": "fake"},
     )
     faq = next(c for c in out["rag_citations"] if c["source"] == "faq")
-    assert (faq["lineStart"], faq["lineEnd"]) == (0, 0)
+    assert (faq["lineStart"], faq["lineEnd"]) == (None, None)
     assert "Source: faq, lines unknown" in out["rag_context"]
 
 
@@ -233,3 +233,45 @@ def test_the_chat_agent_answers_from_a_store(store: InMemoryVectorStore) -> None
     )
     assert out["answer_citations"][0]["source"] == "wiki/proxy.md"
     assert "wiki/proxy.md, lines 3-4" in model.calls[-1].messages[0].text
+
+
+def _faq_answer(store: InMemoryVectorStore, **context: Any) -> dict[str, Any]:
+    out = _run(
+        build_rag_graph(knowledge_bases={"wiki": store}),
+        "what is the default timeout of a request?",
+        {"embedding": "fake", **context},
+    )
+    return out
+
+
+def test_unknown_lines_are_none_in_resolved_citations_and_count_as_the_file_in_evals(
+    store: InMemoryVectorStore,
+) -> None:
+    """Unknown lines are ``None`` wherever a citation goes (was 0: the resolved citation
+    said lines 0-0, and source recall compared a gold line range with line 0, so a store
+    passage from the gold file was never recalled)."""
+    from kbgraph.evals.evaluators.sources import is_recalled
+    from kbgraph.evals.records import GoldSource, Passage
+    from kbgraph.retrieval.citations import extract_citations
+
+    out = _faq_answer(store)
+    faq = next(c for c in out["rag_citations"] if c["source"] == "faq")
+    report = extract_citations(f"Five seconds [{faq['n']}].", out["rag_citations"])
+    [cited] = report.citations
+    assert (cited["source"], cited["lineStart"], cited["lineEnd"]) == ("faq", None, None)
+    assert all(u["lineStart"] is None or u["lineStart"] >= 1 for u in report.uncited)
+    passage = Passage.from_any(faq, faq["n"])
+    assert passage.line_start is None and passage.label.endswith(" faq")  # no ":0-0"
+    assert is_recalled(GoldSource(path="faq", line_start=3, line_end=4), [passage])
+
+
+def test_a_long_chunk_of_unknown_lines_is_cut_to_the_budget_not_dropped() -> None:
+    """A store's chunk larger than the budget keeps its first lines, still "lines
+    unknown" (was dropped: line 0..0 did not match its text's line count)."""
+    text = "\n".join(f"timeout rule {i}: requests wait five seconds" for i in range(60))
+    vs = InMemoryVectorStore(FakeEmbeddings())
+    vs.add_documents([Document(text, metadata={"source": "faq"})])
+    out = _faq_answer(vs, context_budget_tokens=120)
+    [faq] = out["rag_citations"]
+    assert faq["lineStart"] is None and 0 < faq["text"].count("\n") < 59
+    assert "Source: faq, lines unknown" in out["rag_context"]
