@@ -189,11 +189,12 @@ class _Runner:
         for judge in self.judges:
             started, started_cpu = time.perf_counter(), time.process_time()
             jobs = [(p, text) for p in pairs for text in (p.better, p.worse)]
-            _prefetch(
-                judge,
-                [(text, p.context, p.question) for p, text in jobs],
-                [p.question for p in pairs] + [text for _, text in jobs],
-            )
+            # Only what the split's metric embeds: claims against contexts for
+            # faithfulness, questions and answers for relevance (each was paying for both).
+            if kind == "faithfulness":
+                _prefetch(judge, [(text, p.context, p.question) for p, text in jobs])
+            else:
+                _prefetch(judge, [], [p.question for p in pairs] + [text for _, text in jobs])
             values = self._map(
                 judge, partial(_pair_score, judge, kind), jobs, f"{benchmark} {kind}"
             )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -186,6 +187,24 @@ def test_the_clock_runs_through_the_judges_prefetch(
     # Each split: the clock starts, then the prefetch, then the clock stops after scoring.
     assert all(i > 0 and events[i - 1] == "clock" for i in prefetches)
     assert all(r.seconds["offline"] > 0 for r in results)
+
+
+def test_each_wikieval_split_embeds_ahead_only_what_its_metric_uses(data_dir: Path) -> None:
+    """Faithfulness judges claims against contexts; relevance, questions and answers. Each
+    split used to embed both (a third more CPU on WikiEval, counted as the judge's)."""
+    warmed: list[tuple[int, int]] = []
+
+    class Warming(OfflineJudge):
+        def prefetch(self, claims: Any = (), texts: Any = (), **kwargs: Any) -> None:
+            claims, texts = list(claims), list(texts)
+            warmed.append((len(claims), len(texts)))
+            super().prefetch(claims, texts, **kwargs)
+
+    results = run_meta([Warming(FakeEmbeddings())], data_dir=data_dir, benchmarks=["wikieval"])
+    assert [r.split.split(":")[0] for r in results] == ["faithfulness", "answer relevance"]
+    (claims, texts), (relevance_claims, relevance_texts) = warmed
+    assert claims > 0 and texts == 0
+    assert relevance_claims == 0 and relevance_texts > 0
 
 
 @pytest.fixture
