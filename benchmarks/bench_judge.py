@@ -10,8 +10,9 @@ before the clock starts), then what ``kbgraph eval meta`` does for a row — emb
 batches, then the metric's own score — over the first ``--limit`` rows.
 
 CPU time is ``time.process_time()`` (every thread of the process), which other load on a
-shared machine inflates far less than wall time; ``--threads`` is the torch threads of the
-judge's model calls (``OfflineJudge(model_threads=...)``; 0 leaves torch's default).
+shared machine inflates far less than wall time; ``--threads`` is the CPU threads of the
+judge's model (``OfflineJudge(model_threads=...)``: onnxruntime's pool, or torch's; 0 leaves
+the runtime's default).
 """
 
 from __future__ import annotations

@@ -1,7 +1,13 @@
-"""Retrieval quality of the PostgreSQL store next to the folder index, on a BEIR data set
-(default SciFact test), with the BEIR settings of ``kbgraph eval retrieval``.
+"""Retrieval quality of the PostgreSQL store next to the folder index: on a BEIR data set
+(default SciFact test) with the BEIR settings of ``kbgraph eval retrieval``, and on the
+bundled questions (``evals/datasets/examples_docs.jsonl``: questions over ``examples/docs``
+with gold line ranges) with the default settings a user gets.
 
-    python benchmarks/bench_pg_quality.py [../shared/data/beir/scifact]
+    python benchmarks/bench_pg_quality.py [../shared/data/beir/scifact] [--section questions]
+
+The questions section indexes a temporary copy of ``examples/docs`` into each store with the
+local model and reports, per search mode, the share of gold sources found in the top k
+(the evals' ``gold_source_recall``) and how often both stores return the same top k.
 
 Both stores index the same Markdown files with the same chunking and model. The corpus
 is embedded once: the folder index's embedding cache (the BEIR work folder, reused across
@@ -15,22 +21,30 @@ from __future__ import annotations
 import argparse
 import shutil
 import sqlite3
+import statistics
 import sys
 import tempfile
+import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+from kbgraph.evals import EvalRow, bundled_dataset_path, load_dataset, passages_from
 from kbgraph.evals.beir import RunSettings, load_beir, run_data
 from kbgraph.evals.beir._folder import default_work_dir
+from kbgraph.evals.evaluators import gold_source_recall
+from kbgraph.retrieval import KnowledgeBase
 from kbgraph.retrieval.postgres import Database
 from kbgraph.retrieval.postgres._store import PgEmbeddingCache
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.support.postgres import running_postgres
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir" / "scifact"
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data" / "beir" / "scifact"
 MODES = ("bm25", "vector", "hybrid")
+TOP_KS = (1, 5, 10)
 
 
 def seed_cache(sqlite_path: Path, url: str) -> int:
@@ -50,29 +64,24 @@ def seed_cache(sqlite_path: Path, url: str) -> int:
     return len(rows)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("data", nargs="?", default=str(SHARED))
-    parser.add_argument("--split", default="test")
-    parser.add_argument("--limit-queries", type=int, default=None)
-    args = parser.parse_args()
-    data = load_beir(args.data, args.split)
-    work = default_work_dir(args.data)
-    settings = RunSettings(limit_queries=args.limit_queries)
-    print("folder index ...", file=sys.stderr, flush=True)
+def scifact(data_dir: str, split: str, limit_queries: int | None) -> None:
+    data = load_beir(data_dir, split)
+    work = default_work_dir(data_dir)
+    settings = RunSettings(limit_queries=limit_queries)
+    print("SciFact, folder index ...", file=sys.stderr, flush=True)
     folder = run_data(data, MODES, settings=settings, work_dir=work)
     pg_dir = Path(tempfile.mkdtemp(prefix="kbgraph-bench-pg-"))
     try:
         with running_postgres(pg_dir) as url:
             seeded = seed_cache(work / "index" / "cache.sqlite", url)
             print(f"PostgreSQL ({seeded} cached vectors copied) ...", file=sys.stderr, flush=True)
-            pg_settings = RunSettings(limit_queries=args.limit_queries, store=url)
+            pg_settings = RunSettings(limit_queries=limit_queries, store=url)
             pg = run_data(data, MODES, settings=pg_settings, work_dir=work / "pg")
     finally:
         shutil.rmtree(pg_dir, ignore_errors=True)
     a, b = folder.summary(), pg.summary()
     print(
-        f"\n{data.name} {args.split}: {len(data.qrels)} queries; PostgreSQL embedded "
+        f"\n{data.name} {split}: {len(data.qrels)} queries; PostgreSQL embedded "
         f"{pg.index.embedded} chunks of {pg.index.chunks}\n"
     )
     print(
@@ -87,6 +96,70 @@ def main() -> None:
             f"{float(y['ndcg@10']) - float(x['ndcg@10']):+.4f} | {x['recall@100']:.4f} | "
             f"{y['recall@100']:.4f} | {x['p50_ms']:.1f} | {y['p50_ms']:.1f} |"
         )
+
+
+def ranked(kb: KnowledgeBase, rows: Sequence[EvalRow], mode: str) -> tuple[list, list[float]]:
+    """Each row's top max(TOP_KS) results as citation dicts, and each search's milliseconds."""
+    out, ms = [], []
+    for row in rows:
+        start = time.perf_counter()
+        hits = kb.search(row.question, top_k=max(TOP_KS), mode=mode)  # type: ignore[arg-type]
+        ms.append((time.perf_counter() - start) * 1000)
+        out.append([h.to_dict() for h in hits])
+    return out, ms
+
+
+def recall_at(rows: Sequence[EvalRow], hits: list, k: int) -> float:
+    return statistics.fmean(
+        gold_source_recall(row.gold_sources, passages_from(found[:k]))
+        for row, found in zip(rows, hits, strict=True)
+    )
+
+
+def questions() -> None:
+    rows = [r for r in load_dataset(bundled_dataset_path()) if r.gold_sources]
+    tmp = Path(tempfile.mkdtemp(prefix="kbgraph-bench-questions-"))
+    try:
+        docs = shutil.copytree(ROOT / "examples" / "docs", tmp / "docs")
+        print("questions, folder index ...", file=sys.stderr, flush=True)
+        folder = KnowledgeBase(docs, embedding="local")
+        folder.index()
+        results = {"folder": {m: ranked(folder, rows, m) for m in MODES}}
+        with running_postgres(tmp / "pg") as url:
+            print("questions, PostgreSQL ...", file=sys.stderr, flush=True)
+            pg = KnowledgeBase(docs, embedding="local", store=url)
+            pg.index()
+            results["PostgreSQL"] = {m: ranked(pg, rows, m) for m in MODES}
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"\nbundled questions over examples/docs: {len(rows)} with gold line ranges\n")
+    ks = " | ".join(f"{store} R@{k}" for store in results for k in TOP_KS)
+    print(f"| mode | {ks} | same top {max(TOP_KS)} | folder p50 ms | PostgreSQL p50 ms |")
+    print("|---|" + "---:|" * (len(TOP_KS) * 2 + 3))
+    for mode in MODES:
+        a, b = results["folder"][mode], results["PostgreSQL"][mode]
+        recalls = " | ".join(f"{recall_at(rows, r[0], k):.3f}" for r in (a, b) for k in TOP_KS)
+        same = statistics.fmean(
+            [h["chunkId"] for h in x] == [h["chunkId"] for h in y]
+            for x, y in zip(a[0], b[0], strict=True)
+        )
+        print(
+            f"| {mode} | {recalls} | {same:.2f} | {statistics.median(a[1]):.1f} | "
+            f"{statistics.median(b[1]):.1f} |"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("data", nargs="?", default=str(SHARED))
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--limit-queries", type=int, default=None)
+    parser.add_argument("--section", choices=("all", "scifact", "questions"), default="all")
+    args = parser.parse_args()
+    if args.section in ("all", "questions"):
+        questions()
+    if args.section in ("all", "scifact"):
+        scifact(args.data, args.split, args.limit_queries)
 
 
 if __name__ == "__main__":

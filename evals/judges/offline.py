@@ -11,10 +11,10 @@ close to it in embedding space. Answers are relevant when they address each part
 question with information of their own and do not evade (``_relevance``).
 
 Vectors are cached per text, so a context judged for several metrics is embedded once.
-The packaged model runs its calls on ``model_threads`` torch threads (one by default): an
-evaluation makes many small calls, and torch's idle intra-op workers spin between them —
-measured on the 2-core machine under load, 300 short sentences cost 2.5 s of CPU on one
-thread against 9.4 s on two, and took half the wall time.
+A local model the judge loads itself (a spec such as ``local``) runs on ``model_threads``
+CPU threads (one by default): an evaluation makes many small calls, and idle pool threads
+spin between them — measured on the 2-core machine under load, 300 short sentences cost
+2.5 s of CPU on one torch thread against 9.4 s on two, and took half the wall time.
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -64,11 +63,12 @@ class OfflineJudge:
 
         if isinstance(embeddings, str):
             embeddings = resolve_embeddings(embeddings)
+            # Only a model that runs in this process has threads to set; an object the
+            # caller passed keeps its own setting.
+            if isinstance(embeddings, LocalEmbeddings):
+                embeddings.threads = model_threads
         self._embeddings = embeddings
         self._weights = weights
-        # Only a model that runs in this process on torch has threads to set.
-        local = isinstance(embeddings, LocalEmbeddings)
-        self._model_threads = model_threads if local else None
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_lock = threading.Lock()
         # Local models are not guaranteed to be safe under concurrent calls.
@@ -184,7 +184,7 @@ class OfflineJudge:
         with self._cache_lock:
             missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
         if missing:
-            with self._model_lock, _torch_threads(self._model_threads):
+            with self._model_lock:
                 raw = self._embeddings.embed_documents(list(missing))
             matrix = np.asarray(raw, dtype=np.float32)
             norms = np.linalg.norm(matrix, axis=1, keepdims=True)
@@ -228,23 +228,6 @@ class OfflineJudge:
         score = 0.4 * similarity + 0.6 * coverage
         reason = f"similarity {similarity:.2f}, question terms covered {coverage:.0%}"
         return Relevance(score >= PASSAGE_RELEVANT_AT, score, reason)
-
-
-@contextmanager
-def _torch_threads(threads: int | None) -> Iterator[None]:
-    """torch's intra-op threads set to ``threads`` inside the block, then restored (the
-    setting is process-wide: the caller holds the model lock)."""
-    if threads is None:
-        yield
-        return
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def _term_weights(question: str, passages: Sequence[str]) -> dict[str, float]:

@@ -108,10 +108,17 @@ class LocalEmbeddings(Embeddings):
     folder or the name of a model already in the Hugging Face cache; ``None`` is the
     packaged all-MiniLM-L6-v2. The model loads on first use (thread-safe): from its ONNX
     export when there is a valid one (``backend == "onnx"``), else with sentence-transformers,
-    which then writes the export for the next process."""
+    which then writes the export for the next process. ``threads`` caps the model's CPU
+    threads (onnxruntime's pool, or torch's while this model encodes; None: the runtime's
+    default), for callers that make many small calls, such as the offline judge."""
 
     def __init__(
-        self, model: str | Path | None = None, *, device: str | None = None, batch_size: int = 32
+        self,
+        model: str | Path | None = None,
+        *,
+        device: str | None = None,
+        batch_size: int = 32,
+        threads: int | None = None,
     ) -> None:
         require_sentence_transformers()
         if model is None:
@@ -123,6 +130,7 @@ class LocalEmbeddings(Embeddings):
             self.model_name = self._source
         self.device = device
         self.batch_size = batch_size
+        self.threads = threads
         self._model: Any = None
         self._lock = threading.Lock()
         folder = Path(self._source)
@@ -145,7 +153,7 @@ class LocalEmbeddings(Embeddings):
                 _force_offline()
                 choice = backend_choice()
                 if choice != "torch" and self._pipeline is not None:
-                    self._onnx = OnnxEncoder.load(self._pipeline)
+                    self._onnx = OnnxEncoder.load(self._pipeline, threads=self.threads)
                 if choice == "onnx" and self._onnx is None:
                     raise ConfigError(
                         f"{self.model_name} has no usable ONNX export and KBGRAPH_LOCAL_BACKEND "
@@ -175,13 +183,14 @@ class LocalEmbeddings(Embeddings):
         model = self.client
         # sentence-transformers ≥ 5 applies a model's query/document prompts itself.
         method = getattr(model, "encode_query" if query else "encode_document", model.encode)
-        vectors = method(
-            texts,
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
+        with _torch_threads(self.threads):
+            vectors = method(
+                texts,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
         return [row.tolist() for row in vectors]
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -238,3 +247,24 @@ __all__ = [
     "packaged_model_dir",
     "require_sentence_transformers",
 ]
+
+
+_TORCH_THREADS_LOCK = threading.Lock()
+
+
+@contextmanager
+def _torch_threads(threads: int | None) -> Iterator[None]:
+    """torch's intra-op threads set to ``threads`` inside the block, then restored. The
+    setting is process-wide, so blocks that set it run one at a time."""
+    if threads is None:
+        yield
+        return
+    import torch
+
+    with _TORCH_THREADS_LOCK:
+        before = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)

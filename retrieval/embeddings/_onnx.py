@@ -154,10 +154,13 @@ class OnnxEncoder:
         self._lock = threading.Lock()  # tokenizers' padding state is per object
 
     @classmethod
-    def load(cls, pipeline: Pipeline, *, folder: Path | None = None) -> OnnxEncoder | None:
+    def load(
+        cls, pipeline: Pipeline, *, folder: Path | None = None, threads: int | None = None
+    ) -> OnnxEncoder | None:
         """The encoder of the pipeline's published export (or of the export in ``folder``,
         not yet published), or None: no export, a stale one (the model folder changed),
-        a damaged one, or onnxruntime / tokenizers missing."""
+        a damaged one, or onnxruntime / tokenizers missing. ``threads`` caps onnxruntime's
+        intra-op threads (None: its default, one per core)."""
         target = folder or pipeline.export_dir
         if folder is None and not export_is_current(pipeline):
             return None
@@ -168,6 +171,11 @@ class OnnxEncoder:
             return None
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3  # errors only: library code never prints
+        if threads is not None:
+            # Many small calls (the offline judge): idle pool threads spin between runs and
+            # burn a core each for nothing, as torch's and OpenBLAS's do.
+            options.intra_op_num_threads = threads
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             session = onnxruntime.InferenceSession(
                 str(target / MODEL_FILE), options, providers=["CPUExecutionProvider"]
@@ -184,10 +192,19 @@ class OnnxEncoder:
         return self.pipeline.max_seq_length
 
     def encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
-        rows = [
-            self._batch(list(texts[i : i + batch_size])) for i in range(0, len(texts), batch_size)
-        ]
-        return np.concatenate(rows) if rows else np.zeros((0, 0), dtype=np.float32)
+        """One row per text, in the order given. Batches are cut from the texts sorted by
+        length, so a batch pads its short texts to a similar length instead of to the
+        longest text of a random mix (padded tokens are masked: the vectors are the same)."""
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        ordered = [texts[i] for i in order]
+        rows = np.concatenate(
+            [self._batch(ordered[i : i + batch_size]) for i in range(0, len(ordered), batch_size)]
+        )
+        out = np.empty_like(rows)
+        out[order] = rows
+        return out
 
     def _batch(self, texts: list[str]) -> np.ndarray:
         with self._lock:

@@ -708,3 +708,15 @@ def test_check_dims_says_what_to_do() -> None:
 def test_l2_normalise_leaves_zero_rows_alone() -> None:
     out = l2_normalise(np.array([[0.0, 0.0], [0.0, 2.0]]))
     assert out.tolist() == [[0.0, 0.0], [0.0, 1.0]]
+
+
+def test_torch_threads_are_set_inside_the_block_and_restored() -> None:
+    torch = pytest.importorskip("torch")
+    from kbgraph.retrieval.embeddings._local import _torch_threads
+
+    before = torch.get_num_threads()
+    with _torch_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with _torch_threads(None):
+        assert torch.get_num_threads() == before

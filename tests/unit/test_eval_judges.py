@@ -15,7 +15,7 @@ from kbgraph.evals.judges import (
     resolve_judge,
 )
 from kbgraph.evals.judges._evidence import clauses
-from kbgraph.evals.judges.offline import _torch_threads
+from kbgraph.retrieval.embeddings import LocalEmbeddings
 from kbgraph.testing import FakeEmbeddings, ScriptedChatModel
 
 CONTEXT = (
@@ -332,20 +332,13 @@ def test_compound_claims_are_aligned_clause_by_clause(claim: str, expected: list
     assert clauses(claim) == expected
 
 
-def test_the_judge_runs_the_local_model_on_its_own_threads_and_restores_them() -> None:
-    torch = pytest.importorskip("torch")
-    before = torch.get_num_threads()
-    seen: list[int] = []
-
-    class Recording(FakeEmbeddings):
-        def embed_documents(self, texts: list[str]) -> list[list[float]]:
-            seen.append(torch.get_num_threads())
-            return super().embed_documents(texts)
-
-    with _torch_threads(1):
-        assert torch.get_num_threads() == 1
-    assert torch.get_num_threads() == before
-    # Only a model running on torch in this process has threads to set.
-    judge = OfflineJudge(Recording(), model_threads=1)
-    judge.vectors(["une phrase", "another one"])
-    assert seen == [before]
+def test_the_judge_caps_the_threads_of_a_model_it_loads_and_leaves_objects_alone() -> None:
+    pytest.importorskip("sentence_transformers")
+    # The model is loaded on first use: resolving the spec costs nothing.
+    loaded = OfflineJudge("local", model_threads=1)._embeddings
+    assert isinstance(loaded, LocalEmbeddings) and loaded.threads == 1
+    unset = OfflineJudge("local", model_threads=None)._embeddings
+    assert isinstance(unset, LocalEmbeddings) and unset.threads is None
+    mine = LocalEmbeddings()
+    OfflineJudge(mine, model_threads=1)
+    assert mine.threads is None
