@@ -1,5 +1,5 @@
-"""CPU and wall time of the faithfulness metric with the offline judge, per 100 rows; prints a
-Markdown table, not a test.
+"""CPU and wall time of the faithfulness metric with the offline judge, per 100 rows, and the
+AUROC of its score against the rows' labels; prints a Markdown table, not a test.
 
     python benchmarks/bench_judge.py [FILE.jsonl ...] [--limit 200] [--threads 1]
 
@@ -27,6 +27,7 @@ from kbgraph.evals.evaluators.faithfulness import FaithfulnessEvaluator
 from kbgraph.evals.judges import OfflineJudge
 from kbgraph.evals.meta import _prefetch
 from kbgraph.evals.records import EvalRecord, Passage
+from kbgraph.evals.stats import auroc
 
 
 def rows_of(args: argparse.Namespace) -> list[tuple[str, list[bench.Labelled]]]:
@@ -44,17 +45,27 @@ def rows_of(args: argparse.Namespace) -> list[tuple[str, list[bench.Labelled]]]:
     ]
 
 
-def measure(items: list[bench.Labelled], threads: int | None) -> tuple[float, float, int]:
+def measure(
+    items: list[bench.Labelled], threads: int | None
+) -> tuple[float, float, int, float | None]:
+    """CPU seconds, wall seconds, claims judged, and the AUROC of the metric's score (an
+    unscored row counts 0; None when the rows hold one label only)."""
     judge = OfflineJudge("local", model_threads=threads)
     judge.vectors(["Load and warm the model before the clock starts."])
     metric = FaithfulnessEvaluator(judge)
     cpu, wall = time.process_time(), time.perf_counter()
     _prefetch(judge, [(item.answer, item.context, item.question) for item in items])
     claims = 0
+    grounded: list[float] = []
+    ungrounded: list[float] = []
     for item in items:
         record = EvalRecord(item.question or "", item.answer, (Passage(1, item.context),))
-        claims += len(metric.evaluate(record).details.get("claims", ()))
-    return time.process_time() - cpu, time.perf_counter() - wall, claims
+        result = metric.evaluate(record)
+        claims += len(result.details.get("claims", ()))
+        (grounded if item.grounded else ungrounded).append(result.score or 0.0)
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    area = auroc(grounded, ungrounded) if grounded and ungrounded else None
+    return cpu, wall, claims, area
 
 
 def main() -> None:
@@ -64,12 +75,18 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args()
     threads = args.threads or None
-    print(f"| rows | n | claims | CPU s / 100 rows | wall s / 100 rows | threads: {args.threads} |")
-    print("|---|---|---|---|---|---|")
+    print(
+        f"| rows | n | claims | AUROC | CPU s / 100 rows | wall s / 100 rows | threads: "
+        f"{args.threads} |"
+    )
+    print("|---|---|---|---|---|---|---|")
     for name, items in rows_of(args):
-        cpu, wall, claims = measure(items, threads)
+        cpu, wall, claims, area = measure(items, threads)
         per = 100 / max(1, len(items))
-        print(f"| {name} | {len(items)} | {claims} | {cpu * per:.1f} | {wall * per:.1f} | |")
+        shown = "—" if area is None else f"{area:.4f}"
+        print(
+            f"| {name} | {len(items)} | {claims} | {shown} | {cpu * per:.1f} | {wall * per:.1f} | |"
+        )
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ sentence:
   people"), or for a number without one, a shared neighbour ("the boy, 14,") — when no
   aligned sentence has the claim's number for it, and it cannot be derived from their
   numbers (a sum, difference, ratio or percentage: "12 survivors" from "8" and "4 more");
+  a number beside a month name counts a date, so years and days of other dates clash;
 - a swapped name or word: a claim word its best sentence lacks, found elsewhere in the
   context, between two claim words the best sentence has (``substitutions``).
 """
@@ -44,6 +45,14 @@ SMALL_NUMBER = 10
 number counts as derived only from numbers of the same thing."""
 
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_][\w'-]*|[^\w\s]")
+_MONTHS = frozenset(
+    content_words(
+        "january february april june july august september october november december "
+        "jan feb apr jun jul aug sep sept oct nov dec"
+    )
+)  # "may" and "march" are left out: more often a verb than a month
+# What a number beside a month counts: "28 February 2013" against "January 28, 2010".
+_DATE = "<date>"
 _UNIT_REACH = 2  # "12 other cities": the unit may follow a function word
 _NOT_COUNTS = frozenset({"one"})  # "one of them", "no one": rarely a count
 
@@ -117,8 +126,10 @@ def number_slots(text: str) -> list[NumberSlot]:
         around = (
             word_tokens[max(0, k - NUMBER_SCOPE) : k] + word_tokens[k + 1 : k + 1 + NUMBER_SCOPE]
         )
-        near = content_words(" ".join(tokens[j] for j in around))
-        out.append(NumberSlot(found.pop(), unit, frozenset(w for w in near if not w.isdigit())))
+        near = {w for w in content_words(" ".join(tokens[j] for j in around)) if not w.isdigit()}
+        if near & _MONTHS:
+            near.add(_DATE)
+        out.append(NumberSlot(found.pop(), unit, frozenset(near)))
     return out
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage
 
+from kbgraph.evals._text import content_words
 from kbgraph.evals.judges import (
     JudgeError,
     LLMJudge,
@@ -14,6 +15,7 @@ from kbgraph.evals.judges import (
     content_overlap,
     resolve_judge,
 )
+from kbgraph.evals.judges._context import SPAN_MARGIN, SPAN_WORDS, span
 from kbgraph.evals.judges._evidence import clauses
 from kbgraph.retrieval.embeddings import LocalEmbeddings
 from kbgraph.testing import FakeEmbeddings, ScriptedChatModel
@@ -300,6 +302,26 @@ FUSION_CASES = [
         "the council approved the budget .",
         "contradicted",
     ),
+    # Another date for the same event, whatever order day and month come in (a year beside a
+    # month counts the same thing as another year beside a month).
+    (
+        "Benedict XVI (born 16 April 1927) was pope from 19 April 2005 until his resignation "
+        "on 28 February 2013.",
+        "Benedict XVI served as pope until his resignation on January 28, 2010.",
+        "contradicted",
+    ),
+    (
+        "Benedict XVI (born 16 April 1927) was pope from 19 April 2005 until his resignation "
+        "on 28 February 2013.",
+        "Benedict XVI was pope until his resignation on February 28, 2013.",
+        "supported",
+    ),
+    # "may" is a verb here, not a month: 2 hearings may follow, not a date.
+    (
+        "The court said 3 more hearings may follow in 2024.",
+        "The court said more hearings may follow.",
+        "not contradicted",
+    ),
 ]
 
 
@@ -342,3 +364,19 @@ def test_the_judge_caps_the_threads_of_a_model_it_loads_and_leaves_objects_alone
     mine = LocalEmbeddings()
     OfflineJudge(mine, model_threads=1)
     assert mine.threads is None
+
+
+def test_a_claims_span_keeps_the_clause_that_holds_its_words() -> None:
+    sentence = (
+        "Pope Benedict XVI (Latin: Benedictus PP. XVI; Italian: Benedetto XVI; German: Benedikt "
+        "XVI; born Joseph Aloisius Ratzinger; 16 April 1927 - 31 December 2022) was the head of "
+        "the Catholic Church and sovereign of the Vatican City State from 19 April 2005 until "
+        "his resignation on 28 February 2013."
+    )
+    wanted = frozenset(content_words("resignation February 2013"))
+    got = span(sentence, wanted, SPAN_WORDS)
+    assert got.endswith("until his resignation on 28 February 2013.")
+    # The words the claim shares, 12 words of margin before them, and nothing of the names.
+    assert "Latin" not in got and len(got.split()) == 5 + 2 * SPAN_MARGIN < SPAN_WORDS
+    # A sentence within the limit is kept whole.
+    assert span("short sentence here", wanted, SPAN_WORDS) == "short sentence here"
