@@ -160,11 +160,29 @@ def unresolved_lines(state: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def unsearched_knowledge_bases(state: Mapping[str, Any]) -> dict[str, str]:
+    """The knowledge bases Retrieve could not search at all (in no attempt did one of their
+    ranked lists come back), each with its last error: ``{name: error}``. A failed index
+    update alone does not count: the index as it was is still searched."""
+    failed: dict[str, str] = {}
+    searched: set[str] = set()
+    for step in (state.get("rag_retrieval_debug") or {}).get("steps") or []:
+        if step.get("node") != "retrieve":
+            continue
+        data = step.get("data") or {}
+        searched.update(str(key).split("|", 1)[0] for key in data.get("lists") or {})
+        for kb, messages in (data.get("errors") or {}).items():
+            if messages:
+                failed[kb] = str(messages[-1])
+    return {kb: error for kb, error in failed.items() if kb not in searched}
+
+
 __all__ = [
     "SUMMARIES",
     "source_lines",
     "summarize_step",
     "trace_lines",
     "unresolved_lines",
+    "unsearched_knowledge_bases",
     "verdict_lines",
 ]

@@ -15,7 +15,8 @@ rather than indexing whatever the current directory happens to be.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NotRequired
@@ -105,6 +106,13 @@ class RagSettings(Settings):
     # rag_search, which may then narrow them): its nodes must not add them again.
     _objects_added: bool = PrivateAttr(default=False)
 
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        # A store URL may hold a password, and reprs end up in logs, tracebacks and Studio.
+        for name, value in super().__repr_args__():
+            if name == "knowledge_bases":
+                value = [_without_password(spec) for spec in value]
+            yield name, value
+
     @field_validator("knowledge_bases", mode="before")
     @classmethod
     def _knowledge_base_shapes(cls, value: Any) -> Any:
@@ -173,6 +181,20 @@ def knowledge_base_specs(value: Any) -> list[dict[str, Any]]:
             raise ValueError(f"knowledge base {item!r} is not a folder; use {_SHAPES}")
         out.append({**spec, "folder": os.fspath(folder)})
     return out
+
+
+_URL_PASSWORD = re.compile(r"(://[^/@:]*):[^/@]*@")
+_KEY_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+
+
+def _without_password(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``spec`` with the password of its ``store`` URL (``user:pw@`` or ``password=pw``)
+    masked, for reprs."""
+    store = spec.get("store")
+    if not isinstance(store, str):
+        return spec
+    masked = _KEY_PASSWORD.sub(r"\1***", _URL_PASSWORD.sub(r"\1:***@", store))
+    return {**spec, "store": masked}
 
 
 def with_knowledge_bases(settings: RagSettings, specs: list[dict[str, Any]]) -> RagSettings:

@@ -36,6 +36,7 @@ from kbgraph.errors import ConfigError, KbgraphError
 from kbgraph.prompts import load_prompt, render_prompt
 from kbgraph.retrieval.context import PREAMBLE, ContextEntry, fence_for, source_header
 
+from ._trace import unsearched_knowledge_bases
 from .langchain_kb import ATTACHED
 from .settings import RagSettings, settings_from_context, spec_of, with_knowledge_bases
 from .state import Citation, RagGrounding
@@ -53,6 +54,7 @@ class RagSearchArtifact(TypedDict):
     grounded: bool
     grounding: RagGrounding
     error: NotRequired[str]
+    unsearched: NotRequired[dict[str, str]]  # knowledge bases that could not be searched
 
 
 def make_rag_search(graph: CompiledGraph | None = None, *, name: str = TOOL_NAME) -> BaseTool:
@@ -222,8 +224,21 @@ def _finish(
         earlier, out.get("rag_citations") or [], position=position, block=call.settings.search.top_k
     )
     grounded = bool(out.get("rag_grounded"))
+    unsearched = unsearched_knowledge_bases(out)
+    if unsearched and not citations:
+        # Not "nothing found": nothing could be searched, and the model must not answer
+        # from memory as if the documents were silent.
+        reason = "; ".join(f"searching {kb} failed: {error}" for kb, error in unsearched.items())
+        return f"{tool_name} failed: {reason}", _artifact(
+            call.query, call.names, [], False, out.get("rag_grounding"), error=reason
+        )
     artifact = _artifact(call.query, call.names, citations, grounded, out.get("rag_grounding"))
-    return content_for(call.query, call.names, citations, artifact["grounding"], grounded), artifact
+    content = content_for(call.query, call.names, citations, artifact["grounding"], grounded)
+    if unsearched:
+        artifact["unsearched"] = unsearched
+        skipped = "; ".join(f"{kb} ({error})" for kb, error in unsearched.items())
+        content += f"\n\nNot searched, because searching failed: {skipped}."
+    return content, artifact
 
 
 def content_for(

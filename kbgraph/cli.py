@@ -398,7 +398,9 @@ def delete(
     root = kb.store.location
     kb.delete()
     if as_json:
-        emit_json({"deleted": str(root)})
+        emit_json({"deleted": str(root), "folder": str(kb.folder)})
+    elif kb.store.index_dir is None:  # a database: only this folder's knowledge base went
+        click.echo(f"Deleted the index of {kb.folder} from {root}")
     else:
         click.echo(f"Deleted {root}")
 

@@ -283,7 +283,9 @@ def _embed(
             check_dims(dims, width, index_model=index_model, current_model=embedder.info.key)
         dims = width
     if not dims:
-        dims = plan.embedding.dims
+        # Nothing embedded yet (an empty folder): the model's own width, so that the index
+        # is that model's and later vectors and queries are checked against it, not 0.
+        dims = plan.embedding.dims or plan.embedder().dimensions()
     matrix = np.zeros((len(p.chunks), dims), dtype=np.float32)
     known = [(i, v) for i, v in enumerate(p.vectors) if v is not None]
     for i, vector in known:

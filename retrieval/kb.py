@@ -304,11 +304,9 @@ class KnowledgeBase:
         """The live version, reopened when a writer published a new one."""
         with self._lock:
             key = self.store.current_key()
-            if key is None:
-                raise IndexNotFoundError(
-                    f"{self.folder} has no index yet; run `kbgraph index {self.folder}`"
-                )
-            if self._reader is None or key != self._reader_key:
+            # No index: the store's open() raises IndexNotFoundError saying what to run
+            # (a database store's command needs its --store).
+            if self._reader is None or key is None or key != self._reader_key:
                 reader = self.store.open()
                 if self._reader is not None:
                     self._reader.close()

@@ -194,3 +194,19 @@ def test_delete_and_no_index(folder: Path, store: str | None) -> None:
     with pytest.raises(IndexNotFoundError):
         _kb(folder, store).search(QUERY)
     assert (folder / "guide/retry.md").exists()
+
+
+@pytest.mark.parametrize("mode", ["vector", "bm25", "hybrid"])
+def test_an_empty_folder_has_no_results_then_finds_what_is_added(
+    tmp_path: Path, store: str | None, mode: str
+) -> None:
+    """Regression: the index of an empty folder recorded 0-dim vectors, and every vector
+    search then failed as a model mismatch ("re-index with --rebuild", exit 7)."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    kb = _kb(empty, store)
+    assert kb.index().to_dict()["chunkCount"] == 0
+    assert kb.search(QUERY, mode=mode) == []  # type: ignore[arg-type]
+    _write(empty, {"retry.md": DOCS["guide/retry.md"]})
+    assert kb.index().to_dict()["chunkCount"] > 0  # embedded, or taken from the cache
+    assert kb.search(QUERY, mode=mode)[0].chunk.source == "retry.md"  # type: ignore[arg-type]

@@ -38,9 +38,13 @@ def test_index_search_stats_delete_in_postgres(pg_url: str) -> None:
     assert any("timeout" in r["text"].lower() for r in results)
     stats = json.loads(kbgraph("stats", docs, *store, "--validate", "--json").stdout)
     assert stats["chunkCount"] == first["chunkCount"] and stats["staleFiles"] == 0
-    kbgraph("delete", docs, *store)
+    deleted = kbgraph("delete", docs, *store).stdout
+    # Regression: said "Deleted postgresql://..." as if the database had gone.
+    assert deleted.startswith("Deleted the index of ") and " from postgresql://" in deleted
     gone = kbgraph("search", docs, "timeout", *store, check=False)
     assert gone.returncode == 3 and "no index" in gone.stderr
+    # Regression: the hint was `kbgraph index FOLDER`, which builds a folder index instead.
+    assert "--store" in gone.stderr
 
 
 def test_an_unreachable_database_is_one_line_exit_1_without_the_password(tmp_path: Path) -> None:

@@ -143,6 +143,52 @@ def test_no_knowledge_base_configured_is_an_error_status(monkeypatch: pytest.Mon
     assert "KBGRAPH_FOLDER" in _text(message)
 
 
+def test_a_folder_that_cannot_be_searched_is_an_error_status(tmp_path: Path) -> None:
+    """Regression: a missing folder gave status success and "Nothing relevant found … add
+    documents", with the real cause buried in the guidance."""
+    context = RagSettings(knowledge_bases=str(tmp_path / "nope"), embedding="fake")
+    message = _call({"query": "retry policy"}, _runtime(context))
+    assert message.status == "error"
+    assert _text(message).startswith("rag_search failed: searching nope failed: ConfigError")
+    assert "is not a folder" in message.content
+
+
+def test_an_unreachable_database_is_an_error_status_without_its_password(docs: Path) -> None:
+    """Regression: a store URL whose server refused the connection was "nothing found"."""
+    pytest.importorskip("psycopg")
+    url = "postgresql://kb:Sekret-42@127.0.0.1:1/kb"  # port 1: refused at once, on loopback
+    kb = {"name": "db", "folder": str(docs), "store": url}
+    context = RagSettings(knowledge_bases=[kb], embedding="fake")
+    message = _call({"query": "retry policy"}, _runtime(context))
+    assert message.status == "error"
+    assert "searching db failed: DatabaseUnavailableError" in _text(message)
+    assert "Sekret-42" not in message.content
+
+
+def test_a_knowledge_base_that_fails_beside_good_ones_is_named(docs: Path, tmp_path: Path) -> None:
+    """Regression: the sources of the good one came back and the failed one went unmentioned."""
+    kbs = [{"name": "docs", "folder": str(docs)}, {"name": "gone", "folder": str(tmp_path / "x")}]
+    context = RagSettings(knowledge_bases=kbs, embedding="fake")
+    message = _call({"query": "retry policy"}, _runtime(context))
+    assert message.status == "success" and message.artifact["citations"]
+    assert set(message.artifact["unsearched"]) == {"gone"}
+    assert "Not searched, because searching failed: gone (ConfigError" in message.content
+
+
+def test_a_store_password_never_shows_in_the_settings_repr() -> None:
+    """Regression: repr(RagSettings) printed a store URL's password."""
+    kbs = [
+        {"name": "a", "folder": "a", "store": "postgresql://kb:Sekret-42@db:5432/kb"},
+        {"name": "b", "folder": "b", "store": "host=db password='Sekret 42' dbname=kb"},
+    ]
+    settings = RagSettings(knowledge_bases=kbs)
+    for text in (repr(settings), str(settings)):
+        assert "Sekret" not in text
+        assert "postgresql://kb:***@db:5432/kb" in text and "password=***" in text
+    # Only the text is masked: the knowledge base still connects with its password.
+    assert settings.resolved_knowledge_bases()[0].store == kbs[0]["store"]
+
+
 def test_weak_sources_come_with_a_note(settings: RagSettings) -> None:
     # The fake embedding ranks every chunk, so sources come back, but none is on topic.
     message = _call({"query": "volcanic eruption forecasting"}, _runtime(settings))
