@@ -17,7 +17,6 @@ configuration error, 1 otherwise).
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -26,6 +25,7 @@ import click
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_messages
 
 from kbgraph.errors import ConfigError, KbgraphError
+from kbgraph.exit_codes import failing_as
 
 from . import _trace
 from .turns import TURN_KEY
@@ -244,6 +244,7 @@ def print_human(state: Mapping[str, Any], *, trace: bool) -> None:
     help="Continue a conversation: a JSON list of {role, content} messages, or the --json "
     "output of the previous question ('-' reads stdin).",
 )
+@failing_as("kbgraph ask")
 def ask(
     folder: Path,
     question: str,
@@ -255,20 +256,16 @@ def ask(
     history: TextIO | None,
 ) -> None:
     """Answer QUESTION from the documents in FOLDER, with numbered sources."""
-    try:
-        earlier = load_history(history.read()) if history is not None else []
-        state = run_ask(
-            folder,
-            question,
-            embedding=embedding,
-            chat_model=chat_model,
-            top_k=top_k,
-            history=earlier,
-            on_event=StderrProgress(),
-        )
-    except KbgraphError as exc:
-        click.echo(f"kbgraph ask: {exc}", err=True)
-        sys.exit(2 if isinstance(exc, ConfigError) else 1)
+    earlier = load_history(history.read()) if history is not None else []
+    state = run_ask(
+        folder,
+        question,
+        embedding=embedding,
+        chat_model=chat_model,
+        top_k=top_k,
+        history=earlier,
+        on_event=StderrProgress(),
+    )
     if as_json:
         click.echo(json.dumps(json_view(state), ensure_ascii=False, indent=2, default=str))
         if trace:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from collections import Counter
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import IO, Any, ClassVar
 
 import click
 
@@ -109,9 +109,44 @@ store_opt = click.option(
 )
 
 
+class OneLineUsageError(click.UsageError):
+    """Click's usage error (a missing argument, a value outside a choice or range) shown
+    as every other failure is: one ``kbgraph:`` line on stderr, exit 2."""
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        command = self.ctx.command_path if self.ctx is not None else "kbgraph"
+        message = " ".join(self.format_message().split()).rstrip(".")
+        click.echo(f"kbgraph: {message}; see `{command} --help`", file=file, err=True)
+
+
+def _one_line(exc: click.UsageError) -> click.UsageError:
+    if isinstance(exc, click.exceptions.NoArgsIsHelpError):  # a bare `kbgraph`: the help
+        return exc
+    return OneLineUsageError(exc.format_message(), exc.ctx)
+
+
 class LayeredGroup(click.Group):
     """Commands of the upper layers (``ask``, ``eval``) load on first use, so that the
-    engine commands start without importing LangGraph."""
+    engine commands start without importing LangGraph. Usage errors of every command are
+    one line (:class:`OneLineUsageError`)."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent, **extra)
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            raise _one_line(exc) from None
 
     lazy: ClassVar[dict[str, tuple[str, str]]] = {
         "ask": ("kbgraph.graphs.cli", "ask"),

@@ -51,3 +51,37 @@ def test_errors_become_a_line_and_an_exit_code(
     assert exit_info.value.code == code
     err = capsys.readouterr().err
     assert err.startswith("kbgraph eval: ") and says in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["search", "no-such-folder-é", "x"], "Invalid value for 'FOLDER'"),
+        (["search", ".", "x", "--mode", "bogus"], "'bogus' is not one of"),
+        (["search", ".", "x", "--top-k", "0"], "0 is not in the range"),
+        (["ask", "."], "Missing argument 'QUESTION'"),
+        (["eval", "meta", "--limit", "1"], "1 is not in the range"),
+        (["versions", ".", "--store", "x"], "No such option '--store'"),
+        (["nosuch"], "No such command 'nosuch'"),
+    ],
+)
+def test_usage_errors_are_one_line_exit_2(args: list[str], says: str) -> None:
+    """Regression: Click's usage errors were a three-line block (usage, hint, error)."""
+    from click.testing import CliRunner
+
+    from kbgraph.cli import main
+
+    result = CliRunner().invoke(main, args, prog_name="kbgraph")
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("kbgraph: ") and says in lines[0]
+    assert "--help`" in lines[0]
+
+
+def test_a_bare_kbgraph_still_shows_the_help() -> None:
+    from click.testing import CliRunner
+
+    from kbgraph.cli import main
+
+    result = CliRunner().invoke(main, [], prog_name="kbgraph")
+    assert "Usage: kbgraph" in result.output and "Commands:" in result.output
