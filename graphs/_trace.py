@@ -10,6 +10,8 @@ from typing import Any
 
 from kbgraph.retrieval.context import line_span
 
+from .state import retrieve_records
+
 _MAX_DATA_CHARS = 240
 
 
@@ -166,10 +168,7 @@ def unsearched_knowledge_bases(state: Mapping[str, Any]) -> dict[str, str]:
     update alone does not count: the index as it was is still searched."""
     failed: dict[str, str] = {}
     searched: set[str] = set()
-    for step in (state.get("rag_retrieval_debug") or {}).get("steps") or []:
-        if step.get("node") != "retrieve":
-            continue
-        data = step.get("data") or {}
+    for data in retrieve_records(state):
         searched.update(str(key).split("|", 1)[0] for key in data.get("lists") or {})
         for kb, messages in (data.get("errors") or {}).items():
             if messages:

@@ -28,6 +28,7 @@ from kbgraph.errors import ConfigError, KbgraphError
 from kbgraph.exit_codes import failing_as
 
 from . import _trace
+from .state import retrieve_records
 from .turns import TURN_KEY
 
 EventSink = Callable[[Mapping[str, Any]], None]
@@ -96,9 +97,8 @@ def raise_on_retrieval_failure(state: Mapping[str, Any]) -> None:
     node recorded errors: report the first one instead of a not-found answer."""
     if state.get("rag_citations"):
         return
-    for step in (state.get("rag_retrieval_debug") or {}).get("steps") or []:
-        errors = (step.get("data") or {}).get("errors") if step.get("node") == "retrieve" else None
-        for kb, messages in (errors or {}).items():
+    for data in retrieve_records(state):
+        for kb, messages in (data.get("errors") or {}).items():
             if messages:
                 raise KbgraphError(f"searching {kb} failed: {messages[0]}")
 

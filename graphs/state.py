@@ -15,7 +15,7 @@ record the subgraph hands to a parent) replaces, so each turn's trace starts afr
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Any, Literal, NotRequired
 
 from langchain_core.messages import AnyMessage
@@ -181,6 +181,13 @@ def starts_run(record: RetrievalDebug) -> bool:
     return bool(steps) and steps[0].get("node") == RUN_START_NODE
 
 
+def retrieve_records(state: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """What each Retrieve attempt of the run recorded in ``rag_retrieval_debug`` (its lists,
+    errors…), oldest first."""
+    steps = (state.get("rag_retrieval_debug") or {}).get("steps") or []
+    return [step.get("data") or {} for step in steps if step.get("node") == "retrieve"]
+
+
 def reduce_debug(left: RetrievalDebug | None, right: RetrievalDebug | None) -> RetrievalDebug:
     """Reducer of ``rag_retrieval_debug``: ``None`` clears; a record that starts a run
     (:func:`starts_run`) replaces; any other appends its steps and fallbacks."""
@@ -254,5 +261,6 @@ __all__ = [
     "merge_candidates",
     "reduce_candidates",
     "reduce_debug",
+    "retrieve_records",
     "starts_run",
 ]

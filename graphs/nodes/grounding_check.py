@@ -31,7 +31,7 @@ from kbgraph.retrieval.text import stems
 
 from ..context_window import JSON_RESERVE_TOKENS
 from ..settings import RagSettings, ResolvedKnowledgeBase
-from ..state import Candidate, RagGrounding, RagState, debug_update
+from ..state import Candidate, RagGrounding, RagState, debug_update, retrieve_records
 from ._base import END, NodeDeps, StepRecorder
 from ._llm import ask_node, context_fallback, prompt_messages
 from ._text import content_terms, coverage, question_of
@@ -139,11 +139,10 @@ def _scope_narrowed(state: RagState) -> bool:
 
 
 def _errors(state: RagState) -> list[str]:
-    for step in reversed((state.get("rag_retrieval_debug") or {}).get("steps", [])):
-        if step.get("node") == "retrieve":
-            errs = step.get("data", {}).get("errors", {})
-            return [f"{kb}: {e}" for kb, items in errs.items() for e in items]
-    return []
+    """The last Retrieve attempt's errors, ``kb: error`` each."""
+    records = retrieve_records(state)
+    errs = (records[-1].get("errors") or {}) if records else {}
+    return [f"{kb}: {e}" for kb, items in errs.items() for e in items]
 
 
 @dataclass
