@@ -120,7 +120,10 @@ def questions() -> None:
     rows = [r for r in load_dataset(bundled_dataset_path()) if r.gold_sources]
     tmp = Path(tempfile.mkdtemp(prefix="kbgraph-bench-questions-"))
     try:
-        docs = shutil.copytree(ROOT / "examples" / "docs", tmp / "docs")
+        # Without an index `make demo` may have left there: each store indexes from scratch.
+        docs = shutil.copytree(
+            ROOT / "examples" / "docs", tmp / "docs", ignore=shutil.ignore_patterns(".kbgraph")
+        )
         print("questions, folder index ...", file=sys.stderr, flush=True)
         folder = KnowledgeBase(docs, embedding="local")
         folder.index()
