@@ -41,6 +41,11 @@ CONNECTIVITY = 16  # HNSW M
 EXPANSION_ADD = 128  # efConstruction
 EXPANSION_SEARCH = 64  # ef at query time (raised to the number of results asked)
 _ADD_BLOCK = 50_000
+# Fewer new rows than this join the graph on one thread. Threads inserting at once into a
+# small graph can leave a node that no search reaches: a 125-row graph built on 2 threads
+# from shuffled rows lost one in 65 of 1,000 builds, on one thread in none; at 20K rows the
+# two are alike (self-recall@1 0.9994 vs 0.9998), and a few rows added serially cost little.
+PARALLEL_MIN_ROWS = 10_000
 
 
 def chunk_keys(chunk_ids: list[str]) -> np.ndarray:
@@ -83,11 +88,10 @@ def write_ann(
         if len(gone):
             index.remove(gone)
         todo = np.flatnonzero(~np.isin(keys, old_keys, assume_unique=True))
+    threads = (os.cpu_count() or 1) if len(todo) >= PARALLEL_MIN_ROWS else 1
     for start in range(0, len(todo), _ADD_BLOCK):
         rows = todo[start : start + _ADD_BLOCK]
-        index.add(
-            keys[rows], np.asarray(vectors[rows], dtype=np.float32), threads=os.cpu_count() or 1
-        )
+        index.add(keys[rows], np.asarray(vectors[rows], dtype=np.float32), threads=threads)
     index.save(str(target / ANN_FILES[0]))
     for name, array in ((ANN_FILES[1], keys[order]), (ANN_FILES[2], order.astype(np.int64))):
         with open(target / name, "wb") as fh:
