@@ -6,6 +6,7 @@ raised as one :class:`~kbgraph.errors.ConfigError` line instead of pydantic's mu
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Self, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -122,26 +123,36 @@ def _model_in(annotation: object) -> type[BaseModel] | None:
 
 
 def _unknown_key(model: type[BaseModel], loc: list[str]) -> str:
-    key = loc[-1] if loc else "?"
     owner: type[BaseModel] = model
     for name in loc[:-1]:
         field = owner.model_fields.get(name)
         inner = _model_in(field.annotation) if field is not None else None
         if inner is not None:
             owner = inner
-    allowed = sorted(owner.model_fields)
-    nested = [
-        f"{name}.{key}"
+    inner_fields = {
+        name: list(inner.model_fields)
         for name, field in owner.model_fields.items()
-        if (inner := _model_in(field.annotation)) is not None and key in inner.model_fields
-    ]
-    close = nested or difflib.get_close_matches(key, allowed, n=1)
+        if (inner := _model_in(field.annotation)) is not None
+    }
+    key = loc[-1] if loc else "?"
+    return unknown_setting(model.__name__, key, owner.model_fields, inner_fields, loc[:-1])
+
+
+def unknown_setting(
+    owner: str,
+    key: str,
+    allowed: Iterable[str],
+    inner: Mapping[str, Iterable[str]] | None = None,
+    where: Sequence[str] = (),
+) -> str:
+    """The one-line refusal of setting ``key``: the settings it may be, and the likely one
+    (a setting of the same name one level down, ``inner[field]``, else a close spelling)."""
+    names = sorted(allowed)
+    nested = [f"{name}.{key}" for name, fields in (inner or {}).items() if key in fields]
+    close = nested or difflib.get_close_matches(key, names, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
-    where = ".".join(loc[:-1])
-    return (
-        f"{model.__name__} has no setting {where + '.' if where else ''}{key!r}; allowed: "
-        f"{', '.join(allowed)}{hint}"
-    )
+    path = ".".join([*where, ""])
+    return f"{owner} has no setting {path}{key!r}; allowed: {', '.join(names)}{hint}"
 
 
-__all__ = ["Settings", "invalid_setting"]
+__all__ = ["Settings", "invalid_setting", "unknown_setting"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
@@ -26,7 +27,7 @@ def client(dev_server: DevServer) -> SyncLangGraphClient:
 
 
 def _assistant(client: SyncLangGraphClient, graph_id: str) -> str:
-    found = client.assistants.search(graph_id=graph_id)
+    found = client.assistants.search(graph_id=graph_id, metadata={"created_by": "system"})
     assert len(found) == 1, f"one assistant for {graph_id}, got {found}"
     return str(found[0]["assistant_id"])
 
@@ -212,3 +213,54 @@ def test_tool_agent_without_a_model_fails_the_run_not_the_server(
     status = client.runs.get(thread["thread_id"], run["run_id"])["status"]
     assert status == "error"
     assert client.assistants.search(limit=50), "the server still answers"
+
+
+def _refused(call: Any) -> str:
+    with pytest.raises(httpx.HTTPStatusError) as refused:
+        call()
+    assert refused.value.response.status_code == 422
+    return str(refused.value.response.json()["detail"])
+
+
+def test_a_mistyped_context_key_is_refused_not_dropped(
+    client: SyncLangGraphClient, docs_folder: Path
+) -> None:
+    """langgraph-api drops top-level context keys the graph's schema lacks before the graph
+    runs; a typo then searched nothing and the run succeeded. The server refuses it."""
+    typo = {"knowledge_base": str(docs_folder), "embedding": "fake"}
+    message = _refused(
+        lambda: client.runs.wait(None, "rag_subgraph", input=_user(QUESTION), context=typo)
+    )
+    assert "'knowledge_base'" in message and "did you mean 'knowledge_bases'?" in message
+    thread = client.threads.create()
+    assistant = _assistant(client, "chat_agent")
+    message = _refused(
+        lambda: client.runs.create(
+            thread["thread_id"],
+            assistant,
+            input=_user(QUESTION),
+            context=_context(docs_folder, top_k=3),
+        )
+    )
+    assert "did you mean 'search.top_k'?" in message
+    assert client.runs.list(thread["thread_id"]) == [], "no run was queued"
+    message = _refused(
+        lambda: client.assistants.create(
+            "tool_agent", context=_context(docs_folder, chat_modle="x")
+        )
+    )
+    assert "'chat_modle'" in message and "did you mean 'chat_model'?" in message
+
+
+def test_a_context_the_graph_accepts_still_runs_after_the_check(
+    client: SyncLangGraphClient, docs_folder: Path
+) -> None:
+    assistant = client.assistants.create("rag_subgraph", context=_context(docs_folder))
+    try:
+        out = client.runs.wait(
+            None, assistant["assistant_id"], input=_user(QUESTION), context={"max_rewrites": 0}
+        )
+    finally:  # the dev server keeps its assistants in the repository between sessions
+        client.assistants.delete(assistant["assistant_id"])
+    assert isinstance(out, dict) and out["rag_citations"]
+    assert out["rag_citations"][0]["source"] == "retry.md"
