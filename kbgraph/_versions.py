@@ -25,9 +25,6 @@ def versions(folder: Path, index_dir: Path | None, lock_timeout: float, as_json:
     if as_json:
         emit_json({"versions": [v.to_dict() for v in rows], "keepVersions": kb.keep_versions})
         return
-    if not rows:
-        click.echo(f"{folder} has no index yet; run `kbgraph index {folder}`")
-        return
     click.echo("  #  generation                 indexed (UTC)              files  chunks  model")
     for n, v in enumerate(rows, 1):
         mark = "*" if v.current else " "

@@ -228,6 +228,7 @@ def parse_weights(pairs: tuple[str, ...]) -> dict[str, float]:
     help="Skip files larger than this many bytes. Default: the index's, else 10 MiB.",
 )
 @keep_versions_opt
+@click.option("--quiet", is_flag=True, help="No progress bars.")
 @fail_cleanly
 def index(
     folder: Path,
@@ -245,6 +246,7 @@ def index(
     exclude: tuple[str, ...],
     max_file_size: int | None,
     keep_versions: int | None,
+    quiet: bool,
 ) -> None:
     """Index FOLDER (incrementally: only new or changed text is embedded).
 
@@ -265,7 +267,7 @@ def index(
     kb = _open_kb(
         folder, embedding, index_dir, lock_timeout, chunking, scan, timeout, keep_versions, store
     )
-    with TqdmProgress() as progress:
+    with TqdmProgress(enabled=not quiet) as progress:
         report = kb.index(progress=progress, rebuild=rebuild)
     data = report.to_dict()
     if as_json:

@@ -140,6 +140,11 @@ class FolderWriter:
             self._old.close()
 
 
+def no_index(folder: Path) -> IndexNotFoundError:
+    """What a read of a folder that was never indexed (or whose index was deleted) says."""
+    return IndexNotFoundError(f"{folder} has no index yet; run `kbgraph index {folder}`")
+
+
 class FolderStore:
     """The folder index of ``folder`` (in ``index_dir``, default ``<folder>/.kbgraph``)."""
 
@@ -165,9 +170,7 @@ class FolderStore:
 
     def open(self) -> FolderSnapshot:
         if self.current_key() is None:
-            raise IndexNotFoundError(
-                f"{self.folder} has no index yet; run `kbgraph index {self.folder}`"
-            )
+            raise no_index(self.folder)
         return FolderSnapshot(self.layout, lock_timeout=self.lock_timeout)
 
     @contextmanager

@@ -21,7 +21,7 @@ from langchain_core.embeddings import Embeddings
 from kbgraph.errors import ConfigError, IndexCorruptError, IndexNotFoundError
 
 from . import __version__
-from ._folder import FolderSnapshot, FolderStore
+from ._folder import FolderSnapshot, FolderStore, no_index
 from ._freshness import DEFAULT_TTL_S, Freshness, count_stale
 from ._indexer import IndexPlan, run_index, settings_match
 from ._recorded import ModelLost, ObjectOnly, auto_spec
@@ -409,14 +409,22 @@ class KnowledgeBase:
 
     def versions(self) -> list[VersionInfo]:
         """The kept generations, newest first (``kbgraph versions``)."""
-        return list_versions(self.layout)
+        return list_versions(self._published_layout())
 
     def restore(self, version: str) -> VersionInfo:
         """Make a kept generation current again, atomically: ``version`` is its name, a
         unique prefix of it, or its row in :meth:`versions` (1 = newest)."""
-        info = restore_version(self.layout, version, lock_timeout=self.lock_timeout)
+        info = restore_version(self._published_layout(), version, lock_timeout=self.lock_timeout)
         self._freshness.forget()
         return info
+
+    def _published_layout(self) -> IndexLayout:
+        """The folder index's files, once an index was published there (a damaged one too:
+        restoring repairs it); IndexNotFoundError for a folder never indexed."""
+        layout = self.layout
+        if not layout.has_pointer() and not layout.published():
+            raise no_index(self.folder)
+        return layout
 
     def validate(self) -> None:
         """Open the live generation and check every file of it, then the chunks of every

@@ -196,3 +196,12 @@ def test_searching_with_another_model_exits_7(small_docs: Path) -> None:
     assert "fake:bow-384" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     bm25 = kbgraph("search", str(small_docs), "retry", "--embedding", "local", "--mode", "bm25")
     assert "guide/retry.md" in bm25.stdout
+
+
+def test_index_quiet_writes_no_progress_bars(small_docs: Path) -> None:
+    """Progress bars go to stderr, also when it is a log file; --quiet turns them off as on
+    the eval commands (index had no way to)."""
+    shown = kbgraph("index", str(small_docs), "--embedding", "fake", "--rebuild")
+    assert "load:" in shown.stderr and "100%" in shown.stderr
+    quiet = kbgraph("index", str(small_docs), "--embedding", "fake", "--rebuild", "--quiet")
+    assert quiet.stderr == "" and quiet.stdout.startswith("Indexed 2 files")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kbgraph.errors import ConfigError
+from kbgraph.errors import ConfigError, IndexNotFoundError
 from kbgraph.retrieval import KnowledgeBase
 from kbgraph.retrieval.store import IndexLayout, IndexReader, resolve_version
 
@@ -157,3 +157,20 @@ def test_cli_versions_and_restore(folder: Path) -> None:
     assert bad.returncode == 2 and bad.stderr.startswith("kbgraph: version 'gen-nothing'")
     stats = json.loads(_cli("stats", str(folder), "--json").stdout)
     assert stats["versions"] == 3
+
+
+@pytest.mark.parametrize("command", [("versions",), ("versions", "--json"), ("restore", "1")])
+def test_a_folder_never_indexed_has_no_versions_to_list_or_restore(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """It said "no index yet" with exit 0 (versions) or that the index "no longer exists
+    (deleted by another process)" (restore), and left nothing behind either way."""
+    folder = tmp_path / "nötes"
+    folder.mkdir()
+    (folder / "a.md").write_text("# A\r\nnever indexed\r\n", encoding="utf-8")
+    done = _cli(command[0], str(folder), *command[1:])
+    assert done.returncode == 3 and done.stdout == ""
+    assert done.stderr == f"kbgraph: {folder} has no index yet; run `kbgraph index {folder}`\n"
+    assert sorted(p.name for p in folder.iterdir()) == ["a.md"]
+    with pytest.raises(IndexNotFoundError, match="has no index yet"):
+        KnowledgeBase(folder, embedding=None).versions()
