@@ -4,6 +4,7 @@ bundled questions (``evals/datasets/examples_docs.jsonl``: questions over ``exam
 with gold line ranges) with the default settings a user gets.
 
     python benchmarks/bench_pg_quality.py [../shared/data/beir/scifact] [--section questions]
+    python benchmarks/bench_pg_quality.py --section lexical      # BM25 latency, no model
 
 The questions section indexes a temporary copy of ``examples/docs`` into each store with the
 local model and reports, per search mode, the share of gold sources found in the top k
@@ -32,7 +33,7 @@ import numpy as np
 
 from kbgraph.evals import EvalRow, bundled_dataset_path, load_dataset, passages_from
 from kbgraph.evals.beir import RunSettings, load_beir, run_data
-from kbgraph.evals.beir._folder import default_work_dir
+from kbgraph.evals.beir._folder import default_work_dir, write_corpus
 from kbgraph.evals.evaluators import gold_source_recall
 from kbgraph.retrieval import KnowledgeBase
 from kbgraph.retrieval.postgres import Database
@@ -152,17 +153,59 @@ def questions() -> None:
         )
 
 
+def lexical(data_dir: str, split: str, limit_queries: int | None) -> None:
+    """BM25 alone, no model: the BEIR corpus indexed without vectors in both stores, each
+    query's top 10 timed in each (the lexical SQL is PostgreSQL's costliest ranker)."""
+    data = load_beir(data_dir, split)
+    queries = list(data.queries.values())[: limit_queries or 300]
+    tmp = Path(tempfile.mkdtemp(prefix="kbgraph-bench-lexical-"))
+    try:
+        write_corpus(data.corpus, tmp / "docs")
+        folder = KnowledgeBase(tmp / "docs", embedding=None)
+        chunks = folder.index().stats.chunk_count
+        timed = {"folder": lexical_runs(folder, queries)}
+        with running_postgres(tmp / "pg") as url:
+            pg = KnowledgeBase(tmp / "docs", embedding=None, store=url)
+            pg.index()
+            timed["PostgreSQL"] = lexical_runs(pg, queries)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    (a, a_ms), (b, b_ms) = timed["folder"], timed["PostgreSQL"]
+    same = sum(x == y for x, y in zip(a, b, strict=True))
+    print(f"\n{data.name}: {len(queries)} queries, BM25 top 10, {chunks} chunks\n")
+    print("| store | p50 ms | p95 ms |\n|---|---:|---:|")
+    for store, ms in (("folder", a_ms), ("PostgreSQL", b_ms)):
+        print(f"| {store} | {statistics.median(ms):.1f} | {np.percentile(ms, 95):.1f} |")
+    print(f"\nsame top 10 in both stores: {same} of {len(queries)} queries")
+
+
+def lexical_runs(kb: KnowledgeBase, queries: list[str]) -> tuple[list[list[str]], list[float]]:
+    for query in queries[:10]:  # warm: connections, caches, the BM25 matrix
+        kb.search(query, top_k=10, mode="bm25")
+    ids, ms = [], []
+    for query in queries:
+        start = time.perf_counter()
+        hits = kb.search(query, top_k=10, mode="bm25")
+        ms.append((time.perf_counter() - start) * 1000)
+        ids.append([h.chunk.id for h in hits])
+    return ids, ms
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("data", nargs="?", default=str(SHARED))
     parser.add_argument("--split", default="test")
     parser.add_argument("--limit-queries", type=int, default=None)
-    parser.add_argument("--section", choices=("all", "scifact", "questions"), default="all")
+    parser.add_argument(
+        "--section", choices=("all", "scifact", "questions", "lexical"), default="all"
+    )
     args = parser.parse_args()
     if args.section in ("all", "questions"):
         questions()
     if args.section in ("all", "scifact"):
         scifact(args.data, args.split, args.limit_queries)
+    if args.section in ("all", "lexical"):
+        lexical(args.data, args.split, args.limit_queries)
 
 
 if __name__ == "__main__":
