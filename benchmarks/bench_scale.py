@@ -36,6 +36,7 @@ from _synthetic import vectors as synthetic_vectors
 
 K = 10
 SECTIONS = ("exact", "ann", "postgres")
+EF_SWEEP = (40, 100, 200, 400)  # PostgreSQL's hnsw.ef_search, besides the store's default
 
 
 def _disk(path: Path) -> int:
@@ -108,6 +109,7 @@ def section_postgres(work: Path, rows: int, dims: int, qs: np.ndarray) -> dict[s
     import psycopg
     from psycopg import sql
 
+    import kbgraph.retrieval.postgres._snapshot as pg_snapshot
     from kbgraph.retrieval.postgres import PostgresStore
     from kbgraph.retrieval.postgres._schema import SHARED_DDL, Tables
     from kbgraph.retrieval.store import EmbeddingMeta, IndexMeta
@@ -192,6 +194,13 @@ def section_postgres(work: Path, rows: int, dims: int, qs: np.ndarray) -> dict[s
                     return [k - 1 for k in ranking.top("vector", K, None)[0]]  # rid = row + 1
 
             found, times = _latency(run, qs)
+            sweep = {}  # the recall / latency trade-off of hnsw.ef_search around the default
+            default_ef = pg_snapshot.EF_SEARCH_MIN
+            for ef in EF_SWEEP:
+                pg_snapshot.EF_SEARCH_MIN = ef
+                ef_found, ef_times = _latency(run, qs)
+                sweep[str(ef)] = {"found": ef_found, "times": ef_times}
+            pg_snapshot.EF_SEARCH_MIN = default_ef
             snapshot.close()
             server = sum(
                 p.memory_info().rss
@@ -206,6 +215,8 @@ def section_postgres(work: Path, rows: int, dims: int, qs: np.ndarray) -> dict[s
         "found": found,
         "disk": disk,
         "server_mb": server / 2**20,
+        "ef_search": default_ef,
+        "sweep": sweep,
     }
 
 
@@ -275,7 +286,7 @@ def report(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> None
         "postgres": "PostgreSQL, HNSW (pgvector)",
     }
     for name, r in results.items():
-        recall = np.mean([len(set(f) & set(t)) / K for f, t in zip(r["found"], truth, strict=True)])
+        recall = _recall(r["found"], truth)
         memory = f"{r['peak_mb']:.0f}"
         if "server_mb" in r:
             memory += f" + server {r['server_mb']:.0f}"
@@ -284,6 +295,19 @@ def report(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> None
             f"{np.percentile(r['times'], 95):.2f} | {recall:.4f} | {memory} | "
             f"{r['disk'] / 2**20:.0f} |"
         )
+    sweep = results.get("postgres", {}).get("sweep")
+    if sweep:
+        print(f"\nPostgreSQL, hnsw.ef_search (the store sets {results['postgres']['ef_search']}):")
+        print("| ef_search | p50 ms | p95 ms | recall@10 |\n|---:|---:|---:|---:|")
+        for ef, r in sweep.items():
+            print(
+                f"| {ef} | {np.percentile(r['times'], 50):.2f} | "
+                f"{np.percentile(r['times'], 95):.2f} | {_recall(r['found'], truth):.4f} |"
+            )
+
+
+def _recall(found: list[list[int]], truth: list[list[int]]) -> float:
+    return float(np.mean([len(set(f) & set(t)) / K for f, t in zip(found, truth, strict=True)]))
 
 
 if __name__ == "__main__":

@@ -24,22 +24,17 @@ import json
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from collections.abc import Iterator
 from typing import Any
 from uuid import UUID
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kbgraph.retrieval._settings import unknown_setting
 
 logger = logging.getLogger("kbgraph.graphs")
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 # The requests that carry a context, by method and path (the path may sit under a prefix).
 _RUN = re.compile(r"/runs(?:/stream|/wait|/crons)?/?$")
