@@ -20,11 +20,12 @@ through to the server's own answer.
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 from uuid import UUID
 
@@ -44,6 +45,10 @@ _ASSISTANT = re.compile(r"/assistants/(?P<id>[^/]+)/?$")
 # An assistant's context schema is read from the server (120 ms over loopback here) once per
 # this many seconds; another process serving the same database may change its graph.
 ASSISTANT_TTL = 30.0
+# How alike a ``config.configurable`` key must be to a setting to count as a misspelling of
+# it (difflib's ratio: 'knowledge_base' / 'knowledge_bases' 0.97, 'embeding' 0.94; 'model'
+# / 'chat_model' 0.67 is left alone).
+NEAR_MISS = 0.8
 
 
 class ContextKeysMiddleware:
@@ -76,16 +81,16 @@ class ContextKeysMiddleware:
     async def _problem(self, scope: Scope, body: bytes) -> str | None:
         try:
             targets = list(_targets(scope["method"], scope["path"], json.loads(body or b"null")))
-        except ValueError:
-            return None  # not JSON: the server says so itself
-        for target, context in targets:
+        except (ValueError, RecursionError):
+            return None  # not JSON (or nested past Python's parser): the server says so
+        for target, context, legacy in targets:
             try:
                 schema = await self._schema(target)
             except Exception as exc:  # an unknown assistant: the server answers 404
                 logger.debug("no context schema for %s: %s", target, exc)
                 continue
-            if schema and (problem := unknown_context_keys(context, schema)):
-                return problem
+            if schema and (problem := unknown_context_keys(context, schema, legacy)):
+                return problem + (" (in config.configurable)" if legacy else "")
         return None
 
     async def _schema(self, target: str) -> dict[str, Any] | None:
@@ -112,21 +117,36 @@ class ContextKeysMiddleware:
         return schemas.get("context_schema")
 
 
-def unknown_context_keys(context: dict[str, Any], schema: dict[str, Any]) -> str | None:
+def unknown_context_keys(
+    context: dict[str, Any], schema: dict[str, Any], near_misses_only: bool = False
+) -> str | None:
     """The refusal of the first top-level key of ``context`` that ``schema`` (a context
     JSON schema) does not list, naming the others; None when all are listed or the schema
-    lists none (the server then drops nothing)."""
+    lists none (the server then drops nothing). ``near_misses_only``: only keys that look
+    like a misspelt setting count (``config.configurable``, which the server copies into
+    the context when none is given, also carries keys of other uses, e.g. ``thread_id``)."""
     properties = schema.get("properties") or {}
-    unknown = [key for key in context if key not in properties]
+    inner = {name: _inner_keys(schema, spec) for name, spec in properties.items()}
+    unknown = [
+        key
+        for key in context
+        if key not in properties and (not near_misses_only or _near_miss(key, properties, inner))
+    ]
     if not properties or not unknown:
         return None
-    inner = {name: _inner_keys(schema, spec) for name, spec in properties.items()}
     message = unknown_setting(
         str(schema.get("title") or "The context"), unknown[0], properties, inner
     )
     if len(unknown) > 1:
         message += f" (also unknown: {', '.join(repr(k) for k in unknown[1:])})"
     return message
+
+
+def _near_miss(key: str, allowed: Iterable[str], inner: dict[str, list[str]]) -> bool:
+    """``key`` is a setting one level down, or spelt within a few letters of one."""
+    return any(key in fields for fields in inner.values()) or bool(
+        difflib.get_close_matches(key, list(allowed), n=1, cutoff=NEAR_MISS)
+    )
 
 
 def _inner_keys(schema: dict[str, Any], spec: dict[str, Any]) -> list[str]:
@@ -144,8 +164,9 @@ def _inner_keys(schema: dict[str, Any], spec: dict[str, Any]) -> list[str]:
     return keys
 
 
-def _targets(method: str, path: str, body: Any) -> Iterator[tuple[str, dict[str, Any]]]:
-    """(assistant or graph id, context) for each context the request carries."""
+def _targets(method: str, path: str, body: Any) -> Iterator[tuple[str, dict[str, Any], bool]]:
+    """(assistant or graph id, context, whether it came as ``config.configurable``) for each
+    context the request carries."""
     if method == "POST" and _BATCH.search(path) and isinstance(body, list):
         runs = [run for run in body if isinstance(run, dict)]
     elif method == "POST" and _RUN.search(path) and isinstance(body, dict):
@@ -155,14 +176,19 @@ def _targets(method: str, path: str, body: Any) -> Iterator[tuple[str, dict[str,
         or (method == "PATCH" and _ASSISTANT.search(path))
     ):
         match = _ASSISTANT.search(path) if method == "PATCH" else None
-        owner = body.get("graph_id") or (match["id"] if match else None)
-        runs = [{"assistant_id": owner, "context": body.get("context")}]
+        runs = [{**body, "assistant_id": body.get("graph_id") or (match["id"] if match else None)}]
     else:
         runs = []
     for run in runs:
         owner, context = run.get("assistant_id"), run.get("context")
-        if isinstance(owner, str) and isinstance(context, dict) and context:
-            yield owner, context
+        config = run.get("config")
+        legacy = config.get("configurable") if isinstance(config, dict) else None
+        if not isinstance(owner, str):
+            continue
+        if isinstance(context, dict) and context:
+            yield owner, context, False
+        elif not context and isinstance(legacy, dict) and legacy:
+            yield owner, legacy, True
 
 
 def _is_uuid(text: str) -> bool:

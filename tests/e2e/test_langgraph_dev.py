@@ -232,6 +232,11 @@ def test_a_mistyped_context_key_is_refused_not_dropped(
         lambda: client.runs.wait(None, "rag_subgraph", input=_user(QUESTION), context=typo)
     )
     assert "'knowledge_base'" in message and "did you mean 'knowledge_bases'?" in message
+    legacy = {"configurable": typo}  # the server copies it into the context
+    message = _refused(
+        lambda: client.runs.wait(None, "rag_subgraph", input=_user(QUESTION), config=legacy)
+    )
+    assert message.endswith("did you mean 'knowledge_bases'? (in config.configurable)")
     thread = client.threads.create()
     assistant = _assistant(client, "chat_agent")
     message = _refused(

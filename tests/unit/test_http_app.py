@@ -152,6 +152,21 @@ async def test_requests_that_carry_a_mistyped_context_are_refused(
         ("POST", "/threads/search", {"metadata": {"context": TYPO}}, []),
         ("GET", "/runs/wait", None, []),
         ("POST", "/runs/wait", b"{not json", []),
+        (
+            "POST",
+            "/runs/wait",
+            b'{"context": {"search": ' + b"[" * 100_000 + b"]" * 100_000 + b"}}",
+            [],
+        ),
+        (
+            "POST",
+            "/runs/wait",
+            {
+                "assistant_id": "rag_subgraph",
+                "config": {"configurable": {"thread_id": "t", "model": "m", **GOOD}},
+            },
+            ["rag_subgraph"],
+        ),
         ("POST", "/runs/wait", b"", []),
     ],
 )
@@ -179,3 +194,26 @@ async def test_a_schema_is_asked_once_until_its_assistant_changes() -> None:
     await _send("DELETE", f"/assistants/{ASSISTANT}", b"", app)
     await _send("POST", "/runs/wait", run, app)
     assert app.asked == [ASSISTANT] * 3
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("POST", "/runs/wait", {"assistant_id": "rag_subgraph", "config": {"configurable": TYPO}}),
+        ("POST", "/assistants", {"graph_id": "rag_subgraph", "config": {"configurable": TYPO}}),
+        (
+            "POST",
+            "/runs/batch",
+            [{"assistant_id": ASSISTANT, "config": {"configurable": {"embeding": "fake"}}}],
+        ),
+    ],
+)
+async def test_a_misspelt_setting_in_the_legacy_configurable_is_refused(
+    method: str, path: str, body: Any
+) -> None:
+    """The server copies ``config.configurable`` into the context when none is given, and
+    drops the same keys; there only near misses of a setting count (it carries other keys)."""
+    response, server, _ = await _send(method, path, body)
+    assert response.status_code == 422 and server.calls == 0
+    detail = response.json()["detail"]
+    assert "; did you mean '" in detail and detail.endswith("? (in config.configurable)")
