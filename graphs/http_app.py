@@ -20,12 +20,11 @@ through to the server's own answer.
 
 from __future__ import annotations
 
-import difflib
 import json
 import logging
 import re
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 from uuid import UUID
 
@@ -33,7 +32,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from kbgraph.retrieval._settings import unknown_setting
+from kbgraph.retrieval._settings import likely_setting, unknown_setting
 
 logger = logging.getLogger("kbgraph.graphs")
 
@@ -126,13 +125,16 @@ def unknown_context_keys(
     like a misspelt setting count (``config.configurable``, which the server copies into
     the context when none is given, also carries keys of other uses, e.g. ``thread_id``)."""
     properties = schema.get("properties") or {}
+    if not properties:
+        return None
     inner = {name: _inner_keys(schema, spec) for name, spec in properties.items()}
     unknown = [
         key
         for key in context
-        if key not in properties and (not near_misses_only or _near_miss(key, properties, inner))
+        if key not in properties
+        and (not near_misses_only or likely_setting(key, properties, inner, NEAR_MISS))
     ]
-    if not properties or not unknown:
+    if not unknown:
         return None
     message = unknown_setting(
         str(schema.get("title") or "The context"), unknown[0], properties, inner
@@ -140,13 +142,6 @@ def unknown_context_keys(
     if len(unknown) > 1:
         message += f" (also unknown: {', '.join(repr(k) for k in unknown[1:])})"
     return message
-
-
-def _near_miss(key: str, allowed: Iterable[str], inner: dict[str, list[str]]) -> bool:
-    """``key`` is a setting one level down, or spelt within a few letters of one."""
-    return any(key in fields for fields in inner.values()) or bool(
-        difflib.get_close_matches(key, list(allowed), n=1, cutoff=NEAR_MISS)
-    )
 
 
 def _inner_keys(schema: dict[str, Any], spec: dict[str, Any]) -> list[str]:
@@ -176,7 +171,8 @@ def _targets(method: str, path: str, body: Any) -> Iterator[tuple[str, dict[str,
         or (method == "PATCH" and _ASSISTANT.search(path))
     ):
         match = _ASSISTANT.search(path) if method == "PATCH" else None
-        runs = [{**body, "assistant_id": body.get("graph_id") or (match["id"] if match else None)}]
+        owner = body.get("graph_id") or (match["id"] if match else None)
+        runs = [{**body, "assistant_id": owner}]
     else:
         runs = []
     for run in runs:

@@ -146,13 +146,26 @@ def unknown_setting(
     where: Sequence[str] = (),
 ) -> str:
     """The one-line refusal of setting ``key``: the settings it may be, and the likely one
-    (a setting of the same name one level down, ``inner[field]``, else a close spelling)."""
+    (:func:`likely_setting`)."""
     names = sorted(allowed)
-    nested = [f"{name}.{key}" for name, fields in (inner or {}).items() if key in fields]
-    close = nested or difflib.get_close_matches(key, names, n=1)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
+    likely = likely_setting(key, names, inner)
+    hint = f"; did you mean {likely!r}?" if likely else ""
     path = ".".join([*where, ""])
     return f"{owner} has no setting {path}{key!r}; allowed: {', '.join(names)}{hint}"
 
 
-__all__ = ["Settings", "invalid_setting", "unknown_setting"]
+def likely_setting(
+    key: str,
+    allowed: Iterable[str],
+    inner: Mapping[str, Iterable[str]] | None = None,
+    cutoff: float = 0.6,
+) -> str | None:
+    """The setting ``key`` was likely meant to be: one of the same name one level down
+    (``field.key`` for a ``key`` in ``inner[field]``), else the closest spelling in
+    ``allowed`` (difflib ratio at least ``cutoff``); None when none is close."""
+    nested = [f"{name}.{key}" for name, fields in (inner or {}).items() if key in fields]
+    close = nested or difflib.get_close_matches(key, list(allowed), n=1, cutoff=cutoff)
+    return close[0] if close else None
+
+
+__all__ = ["Settings", "invalid_setting", "likely_setting", "unknown_setting"]
