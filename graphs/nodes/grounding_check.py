@@ -31,9 +31,9 @@ from kbgraph.retrieval.text import stems
 
 from ..context_window import JSON_RESERVE_TOKENS
 from ..settings import RagSettings, ResolvedKnowledgeBase
-from ..state import Candidate, RagGrounding, RagState, debug_update, retrieve_records
+from ..state import Candidate, RagGrounding, RagState, retrieve_records
 from ._base import END, NodeDeps, StepRecorder
-from ._llm import ask_node, context_fallback, prompt_messages
+from ._llm import context_fallback, prompt_messages
 from ._text import content_terms, coverage, question_of
 from ._window import fit_sources
 from .rewrite_query import plan_queries, tried_queries
@@ -194,14 +194,8 @@ def _verdict(state: RagState, rec: StepRecorder, deps: NodeDeps) -> Verdict:
         rec.fallbacks.append(context_fallback(NODE, rec.attempt))
         return verdict
     verdict.trimmed = fit.describe() if fit.trimmed else None
-    result = ask_node(
-        model, GroundingVerdict, NODE, node=NODE, attempt=rec.attempt, question=full,
-        context=fit.context,
-    )  # fmt: skip
-    rec.fallbacks += result.fallbacks
-    rec.path = result.path or "fallback"
-    if result.value is not None:
-        answer = result.value
+    answer = rec.ask(model, GroundingVerdict, question=full, context=fit.context)
+    if answer is not None:
         verdict.grounded = answer.grounded
         verdict.reasons = [answer.reason or "chat model verdict", *verdict.reasons]
         if answer.missing.strip() and not answer.grounded:
@@ -235,7 +229,7 @@ def grounding_check(
         "rag_grounded": verdict.grounded,
         "rag_grounding": grounding,
         "rag_next": "retry" if retry else "end",
-        "rag_retrieval_debug": debug_update([rec.step()], rec.fallbacks),
+        "rag_retrieval_debug": rec.update(),
     }
     if not retry:
         # The run ends: an explicit query was for this turn only, and a checkpointed parent

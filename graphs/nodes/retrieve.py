@@ -17,7 +17,7 @@ progress goes out as custom stream events:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -27,13 +27,13 @@ from kbgraph.errors import KbgraphError
 from kbgraph.retrieval.config import SearchConfig
 from kbgraph.retrieval.filters import SearchFilters
 from kbgraph.retrieval.progress import ProgressEvent
-from kbgraph.retrieval.ranking import ranking_weight, rrf_fuse
+from kbgraph.retrieval.ranking import FusedItem, ranking_weight, rrf_fuse
 from kbgraph.retrieval.records import Chunk, SearchResult
 
 from ..langchain_kb import LangChainSearcher, load_source
 from ..searcher import Searcher, Watchable
 from ..settings import RagSettings, ResolvedKnowledgeBase
-from ..state import Candidate, RagScope, RagState, debug_update
+from ..state import Candidate, RagScope, RagState
 from ._base import NodeDeps, StepRecorder
 from ._paths import FILE_KINDS
 from .rewrite_query import query_key
@@ -261,11 +261,19 @@ def list_weights(
 
 
 def fuse(
-    runs: dict[str, KbRun], settings: RagSettings, weights: Mapping[str, float] | None = None
+    runs: dict[str, KbRun],
+    settings: RagSettings,
+    weights: Mapping[str, float] | None = None,
+    rewrites: Collection[int] = (),
 ) -> list[Candidate]:
     """Weighted RRF over every list of every knowledge base (``weights`` by list or ranker
     name, default the settings' ranker weights). ``score`` is the fused score divided by the
-    best one possible (first in every list of its knowledge base), so it lies in 0..1."""
+    best one possible (first in every list of its knowledge base), so it lies in 0..1.
+
+    ``rewrites`` are the indices of queries a chat model wrote: a candidate then scores at
+    least what the question's own lists alone give it (the same fusion over the lists of
+    the other queries; CombMAX of the two fusions, after Fox & Shaw 1994), so however many
+    lists the rewrites add, they cannot push the question's own best results down."""
     weights = dict(settings.search.weights) if weights is None else dict(weights)
     rankings: dict[str, list[str]] = {}
     by_key: dict[str, tuple[str, SearchResult]] = {}
@@ -277,21 +285,51 @@ def fuse(
                 by_key.setdefault(key, (kb, result))
                 keys.append(key)
             rankings[f"{kb}|{name}"] = keys
-    fused = rrf_fuse(rankings, k=settings.search.rrf_k, weights=_by_list(rankings, weights))
-    best = {
-        kb: sum(ranking_weight(n, weights) for n in run.lists) / (settings.search.rrf_k + 1)
-        for kb, run in runs.items()
-    }
+    fused = normalised_rrf(rankings, runs, settings, weights)
+    own = {n: keys for n, keys in rankings.items() if _query_index(n) not in rewrites}
+    floor = normalised_rrf(own, runs, settings, weights) if rewrites and own else {}
     out: list[Candidate] = []
-    for item in fused:
-        kb, first = by_key[str(item.key)]
+    for key, (score, item) in fused.items():
+        kb, first = by_key[key]
         ranks = {name.split("|", 1)[1]: rank for name, rank in item.ranks.items()}
         scores = {"rrf": item.score}
         for name, rank in item.ranks.items():
             scores |= list_scores(name.split("|", 1)[1], rankings_result(runs[kb], name, rank))
-        out.append(candidate_of(first.chunk, kb, item.score / best[kb] if best[kb] > 0 else 0.0,
-                                ranks, scores))  # fmt: skip
+        if rewrites:
+            scores["own"] = floor[key][0] if key in floor else 0.0
+            score = max(score, scores["own"])
+        out.append(candidate_of(first.chunk, kb, score, ranks, scores))
+    return sorted(out, key=lambda c: -c["score"]) if rewrites else out
+
+
+def normalised_rrf(
+    rankings: Mapping[str, list[str]],
+    runs: Mapping[str, KbRun],
+    settings: RagSettings,
+    weights: Mapping[str, float],
+) -> dict[str, tuple[float, FusedItem]]:
+    """Weighted RRF of ``rankings`` (``kb|list`` names), each fused score divided by the best
+    one possible in its knowledge base (first in every one of its lists), in fused order."""
+    fused = rrf_fuse(rankings, k=settings.search.rrf_k, weights=_by_list(rankings, weights))
+    best = {
+        kb: sum(
+            ranking_weight(name.split("|", 1)[1], weights)
+            for name in rankings
+            if name.split("|", 1)[0] == kb
+        )
+        / (settings.search.rrf_k + 1)
+        for kb in runs
+    }
+    out: dict[str, tuple[float, FusedItem]] = {}
+    for item in fused:
+        kb = str(item.key).split("\x00", 1)[0]
+        out[str(item.key)] = (item.score / best[kb] if best[kb] > 0 else 0.0, item)
     return out
+
+
+def _query_index(list_name: str) -> int:
+    """The query a ``kb|q<i>:<ranker>`` list ranked."""
+    return int(list_name.split("|", 1)[1].split(":", 1)[0][1:])
 
 
 def candidate_of(
@@ -348,12 +386,15 @@ def retrieve(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps) -> 
     })  # fmt: skip
     runs = {kb.name: search_kb(kb, queries, settings, filters, deps, writer) for kb in kbs}
     weights = list_weights(settings, queries, state.get("rag_standalone") or "")
-    candidates = fuse(runs, settings, weights)[
+    written = set(state.get("rag_rewrites") or [])
+    rewrites = [i for i, query in enumerate(queries) if query in written]
+    candidates = fuse(runs, settings, weights, rewrites)[
         : max(candidate_limit(settings), 4 * settings.search.top_k)
     ]
     rec.data = {
         "kbs": [k.name for k in kbs],
         "queries": queries,
+        "rewrites": rewrites,
         "weights": weights,
         "filters": filters.model_dump(mode="json") if filters else None,
         "lists": {f"{kb}|{n}": len(r) for kb, run in runs.items() for n, r in run.lists.items()},
@@ -368,7 +409,7 @@ def retrieve(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps) -> 
         "candidates": len(candidates), "lists": rec.data["lists"],
         "errors": rec.data["errors"], "ms": rec.step()["ms"],
     })  # fmt: skip
-    return {"rag_candidates": candidates, "rag_retrieval_debug": debug_update([rec.step()])}
+    return {"rag_candidates": candidates, "rag_retrieval_debug": rec.update()}
 
 
 __all__ = [
