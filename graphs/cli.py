@@ -116,6 +116,7 @@ def json_view(state: Mapping[str, Any]) -> dict[str, Any]:
             "answer_trimmed",
             "answer_citations",
             "answer_unresolved",
+            "answer_check",
         )
     }
     out.update({k: v for k, v in state.items() if k.startswith("rag_")})
@@ -208,7 +209,8 @@ def print_human(state: Mapping[str, Any], *, trace: bool) -> None:
         for line in _trace.source_lines(citations):
             click.echo(f"  {line}")
     click.echo()
-    for line in _trace.verdict_lines(state) + _trace.unresolved_lines(state):
+    lines = _trace.verdict_lines(state) + _trace.check_lines(state)
+    for line in lines + _trace.unresolved_lines(state):
         click.echo(line)
 
 

@@ -47,8 +47,10 @@ PUBLIC_API: dict[str, list[str]] = {
     "kbgraph.evals": [
         "Agent",
         "AgentOutput",
+        "AnswerCheck",
         "AnswerRelevanceEvaluator",
         "Claim",
+        "ClaimCheck",
         "ClaimDecomposer",
         "ClaimVerdict",
         "Comparison",
@@ -79,6 +81,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "auroc",
         "average_precision",
         "bundled_dataset_path",
+        "check_answer",
         "compare_summaries",
         "decompose",
         "default_evaluators",
@@ -151,6 +154,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "resolve_judge",
     ],
     "kbgraph.graphs": [
+        "AnswerCheckSettings",
         "Candidate",
         "Citation",
         "KnowledgeBaseSpec",
@@ -183,6 +187,8 @@ PUBLIC_API: dict[str, list[str]] = {
     ],
     "kbgraph.graphs.agents": [
         "AgentInput",
+        "AnswerAction",
+        "AnswerCheckRecord",
         "AnswerKeys",
         "AnswerMode",
         "ChatAgentState",
