@@ -10,8 +10,6 @@ from typing import Any
 
 from kbgraph.retrieval.context import line_span
 
-from .state import retrieve_records
-
 _MAX_DATA_CHARS = 240
 
 
@@ -206,20 +204,6 @@ def unresolved_lines(state: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def unsearched_knowledge_bases(state: Mapping[str, Any]) -> dict[str, str]:
-    """The knowledge bases Retrieve could not search at all (in no attempt did one of their
-    ranked lists come back), each with its last error: ``{name: error}``. A failed index
-    update alone does not count: the index as it was is still searched."""
-    failed: dict[str, str] = {}
-    searched: set[str] = set()
-    for data in retrieve_records(state):
-        searched.update(str(key).split("|", 1)[0] for key in data.get("lists") or {})
-        for kb, messages in (data.get("errors") or {}).items():
-            if messages:
-                failed[kb] = str(messages[-1])
-    return {kb: error for kb, error in failed.items() if kb not in searched}
-
-
 __all__ = [
     "SUMMARIES",
     "check_lines",
@@ -227,6 +211,5 @@ __all__ = [
     "summarize_step",
     "trace_lines",
     "unresolved_lines",
-    "unsearched_knowledge_bases",
     "verdict_lines",
 ]

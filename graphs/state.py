@@ -205,6 +205,27 @@ def retrieve_records(state: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [step.get("data") or {} for step in steps if step.get("node") == "retrieve"]
 
 
+def unsearched_knowledge_bases(state: Mapping[str, Any]) -> dict[str, str]:
+    """The knowledge bases Retrieve could not search at all (in no attempt did one of their
+    ranked lists come back), each with its last error: ``{name: error}``. A failed index
+    update alone does not count: the index as it was is still searched."""
+    failed: dict[str, str] = {}
+    searched: set[str] = set()
+    for data in retrieve_records(state):
+        searched.update(str(key).split("|", 1)[0] for key in data.get("lists") or {})
+        for kb, messages in (data.get("errors") or {}).items():
+            if messages:
+                failed[kb] = str(messages[-1])
+    return {kb: error for kb, error in failed.items() if kb not in searched}
+
+
+def empty_knowledge_bases(state: Mapping[str, Any]) -> list[str]:
+    """The knowledge bases the last Retrieve attempt searched and found holding no
+    document at all."""
+    records = retrieve_records(state)
+    return list(records[-1].get("empty") or []) if records else []
+
+
 def reduce_debug(left: RetrievalDebug | None, right: RetrievalDebug | None) -> RetrievalDebug:
     """Reducer of ``rag_retrieval_debug``: ``None`` clears; a record that starts a run
     (:func:`starts_run`) replaces; any other appends its steps and fallbacks."""
@@ -282,9 +303,11 @@ __all__ = [
     "RetrievalDebug",
     "debug_update",
     "dedupe_candidates",
+    "empty_knowledge_bases",
     "merge_candidates",
     "reduce_candidates",
     "reduce_debug",
     "retrieve_records",
     "starts_run",
+    "unsearched_knowledge_bases",
 ]

@@ -21,9 +21,10 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from langchain_core.embeddings import Embeddings
 from langgraph.runtime import Runtime
 
-from kbgraph.errors import KbgraphError
+from kbgraph.errors import KbgraphError, ModelMismatchError
 from kbgraph.retrieval.config import SearchConfig
 from kbgraph.retrieval.filters import SearchFilters
 from kbgraph.retrieval.progress import ProgressEvent
@@ -120,6 +121,7 @@ class KbRun:
     timings: dict[str, float] = field(default_factory=dict)
     index: dict[str, Any] | None = None
     errors: list[str] = field(default_factory=list)
+    empty: bool = False  # searched, and its index holds no document at all
 
 
 def _progress(kb: str, writer: Writer) -> Callable[[ProgressEvent], None]:
@@ -140,13 +142,17 @@ def _progress(kb: str, writer: Writer) -> Callable[[ProgressEvent], None]:
 
 def _index(searcher: Searcher, kb: str, run: KbRun, writer: Writer, settings: RagSettings) -> None:
     """Bring the index up to date; a failure is recorded and the old index still searched
-    (a stale answer beats none when, say, the embedding server is down)."""
+    (a stale answer beats none when, say, the embedding server is down) — except an index
+    of another embedding model, which must not be searched at all (see :func:`search_kb`)."""
     start = time.perf_counter()
     try:
         report = searcher.ensure_fresh(
             progress=_progress(kb, writer), allow_model_change=settings.rebuild_on_model_change
         )
     except (KbgraphError, OSError) as exc:
+        # Embedding "none" asks for BM25 alone: the index is searched as it is, not updated.
+        if isinstance(exc, ModelMismatchError) and embedding_spec(settings) is not None:
+            raise
         run.errors.append(f"index: {type(exc).__name__}: {exc}")
         return
     run.index = {
@@ -180,10 +186,17 @@ def search_kb(
     deps: NodeDeps,
     writer: Writer,
 ) -> KbRun:
-    """Every query × ranker on one knowledge base, each list timed; failures recorded."""
+    """Every query × ranker on one knowledge base, each list timed; failures recorded. An
+    index built with another embedding model than the run's is not searched at all: BM25
+    alone would answer as if nothing were wrong, and the vector scores would be noise; the
+    knowledge base is then reported unsearched, with both models and what to pass."""
     run = KbRun()
     if kb.retriever is not None:
-        return _search_langchain(kb, queries, settings, filters, run)
+        try:
+            embeddings = deps.registry.embeddings(embedding_spec(settings))
+        except KbgraphError:  # no local model installed: the store's own order then
+            embeddings = None
+        return _search_langchain(kb, queries, settings, filters, run, embeddings)
     spec = embedding_spec(settings)
     try:
         searcher = deps.registry.open(kb.folder, spec, settings.chunking, kb.store)
@@ -202,11 +215,25 @@ def search_kb(
                     try:
                         run.lists[name] = _one_list(searcher, query, ranker, settings, filters)
                     except KbgraphError as exc:
+                        if isinstance(exc, ModelMismatchError):
+                            raise
                         run.errors.append(f"{name}: {type(exc).__name__}: {exc}")
                     run.timings[name] = round((time.perf_counter() - start) * 1000, 3)
-    except (KbgraphError, OSError) as exc:  # opening the knowledge base failed
+            run.empty = not any(run.lists.values()) and _holds_nothing(searcher)
+    except (KbgraphError, OSError) as exc:  # opening failed, or another model's index
+        if isinstance(exc, ModelMismatchError):
+            run.lists.clear()
         run.errors.append(f"{type(exc).__name__}: {exc}")
     return run
+
+
+def _holds_nothing(searcher: Searcher) -> bool:
+    """Whether the searcher's index holds no file (a searcher that cannot say: no)."""
+    files = getattr(searcher, "indexed_files", None)
+    try:
+        return callable(files) and len(files()) == 0
+    except (KbgraphError, OSError):
+        return False
 
 
 def _search_langchain(
@@ -215,10 +242,12 @@ def _search_langchain(
     settings: RagSettings,
     filters: SearchFilters | None,
     run: KbRun,
+    embeddings: Embeddings | None,
 ) -> KbRun:
-    """A LangChain VectorStore or BaseRetriever: its one list per query (nothing to index)."""
+    """A LangChain VectorStore or BaseRetriever: its one list per query (nothing to index),
+    named by what its scores are (``vector``: similarities; ``retriever``: ranks)."""
     try:
-        searcher = LangChainSearcher(load_source(str(kb.retriever)), kb.name)
+        searcher = LangChainSearcher(load_source(str(kb.retriever)), kb.name, embeddings)
     except KbgraphError as exc:
         run.errors.append(f"{type(exc).__name__}: {exc}")
         return run
@@ -228,7 +257,10 @@ def _search_langchain(
             name = f"q{i}:{ranker}"
             start = time.perf_counter()
             try:
-                run.lists[name] = searcher.rank(query, ranker, limit=limit, filters=filters)
+                found = searcher.rank(query, ranker, limit=limit, filters=filters)
+                kind = next(iter(found[0].scores), ranker) if found else ranker
+                name = f"q{i}:{kind}"
+                run.lists[name] = found
             except Exception as exc:  # a third-party store: any failure is this list's
                 run.errors.append(f"{name}: {type(exc).__name__}: {exc}")
             run.timings[name] = round((time.perf_counter() - start) * 1000, 3)
@@ -268,7 +300,9 @@ def fuse(
 ) -> list[Candidate]:
     """Weighted RRF over every list of every knowledge base (``weights`` by list or ranker
     name, default the settings' ranker weights). ``score`` is the fused score divided by the
-    best one possible (first in every list of its knowledge base), so it lies in 0..1.
+    best one possible (first in every list of its knowledge base), so it lies in 0..1, and,
+    with several knowledge bases, scaled by how close each one's best vector similarity
+    comes to the best of all (:func:`similarity_scale`).
 
     ``rewrites`` are the indices of queries a chat model wrote: a candidate then scores at
     least what the question's own lists alone give it (the same fusion over the lists of
@@ -309,7 +343,8 @@ def normalised_rrf(
     weights: Mapping[str, float],
 ) -> dict[str, tuple[float, FusedItem]]:
     """Weighted RRF of ``rankings`` (``kb|list`` names), each fused score divided by the best
-    one possible in its knowledge base (first in every one of its lists), in fused order."""
+    one possible in its knowledge base (first in every one of its lists) and scaled by
+    :func:`similarity_scale`, in fused order."""
     fused = rrf_fuse(rankings, k=settings.search.rrf_k, weights=_by_list(rankings, weights))
     best = {
         kb: sum(
@@ -320,11 +355,34 @@ def normalised_rrf(
         / (settings.search.rrf_k + 1)
         for kb in runs
     }
+    scale = similarity_scale(runs)
     out: dict[str, tuple[float, FusedItem]] = {}
     for item in fused:
         kb = str(item.key).split("\x00", 1)[0]
-        out[str(item.key)] = (item.score / best[kb] if best[kb] > 0 else 0.0, item)
+        score = item.score / best[kb] * scale.get(kb, 1.0) if best[kb] > 0 else 0.0
+        out[str(item.key)] = (score, item)
     return out
+
+
+def similarity_scale(runs: Mapping[str, KbRun]) -> dict[str, float]:
+    """Each knowledge base's best vector similarity over the best of all of them (1 for one
+    without a vector list). RRF sees ranks only, so every knowledge base's first result
+    would score alike, however unrelated to the question; their similarities, under one
+    embedding model (a folder's, or a LangChain store's documents scored by it), say how
+    close each one's best comes to the question."""
+    tops = {
+        kb: max(
+            (float(results[0].score) for name, results in run.lists.items()
+             if name.endswith(":vector") and results),
+            default=None,
+        )
+        for kb, run in runs.items()
+    }  # fmt: skip
+    known = [t for t in tops.values() if t is not None]
+    best = max(known, default=0.0)
+    if len(known) < 2 or best <= 0:
+        return {}
+    return {kb: max(0.0, top) / best for kb, top in tops.items() if top is not None}
 
 
 def _query_index(list_name: str) -> int:
@@ -401,6 +459,7 @@ def retrieve(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps) -> 
         "list_ms": {f"{kb}|{n}": ms for kb, run in runs.items() for n, ms in run.timings.items()},
         "index": {kb: run.index for kb, run in runs.items()},
         "errors": {kb: run.errors for kb, run in runs.items() if run.errors},
+        "empty": [kb for kb, run in runs.items() if run.empty],
         "candidates": len(candidates),
         "ranks": {c["chunkId"]: c["ranks"] for c in candidates},
     }
