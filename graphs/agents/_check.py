@@ -45,7 +45,7 @@ PromptFor = Callable[[Mapping[str, Any], BaseChatModel, RagSettings], list[BaseM
 def make_check_node(
     chat_model: BaseChatModel | None,
     prompt_for: PromptFor,
-    extractive: Callable[[Mapping[str, Any]], str],
+    extractive: Callable[[Mapping[str, Any], str], str],
     judge: Judge | None = None,
 ) -> Any:
     """The node; ``judge`` (any :class:`kbgraph.evals.Judge`) overrides the settings'
@@ -73,7 +73,8 @@ def make_check_node(
             redo = _regenerated(state, model, prompt, check, config, citations, chosen)
             return redo or update
         if config.policy == "extractive" and (check["score"] or 0.0) < config.threshold:
-            return _replaced(state, extractive(state), "extractive", check, config, citations)
+            why = f"the chat model's answer scored {check['score'] or 0:.2f} against its sources"
+            return _replaced(state, extractive(state, why), "extractive", check, config, citations)
         return update
 
     return check_answer

@@ -82,9 +82,11 @@ def compose_answer(
         return Reply(reply.text, reply.mode, reply.error or skipped)
     if not state.get("rag_grounded") or not state.get("rag_citations"):
         return Reply(not_grounded_text(state, settings), "not_grounded")
+    if model is None and skipped:
+        why = "the chat model was not called: it was down earlier in this run"
+        return Reply(extractive_text(state, why), "fallback", skipped)
     if model is None:
-        mode: AnswerMode = "fallback" if skipped else "extractive"
-        return Reply(extractive_text(state), mode, skipped)
+        return Reply(extractive_text(state), "extractive")
     trimmed = None
     try:
         prompt, trimmed = answer_prompt(state, model)
@@ -96,7 +98,8 @@ def compose_answer(
     # the extractive answer and say why.
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
-        return Reply(extractive_text(state), "fallback", error, trimmed)
+        why = f"the chat model failed: {type(exc).__name__}"
+        return Reply(extractive_text(state, why), "fallback", error, trimmed)
     return Reply(text, "llm", trimmed=trimmed)
 
 

@@ -121,3 +121,17 @@ def test_a_single_word_that_is_no_closing_word_is_looked_up(
 @pytest.mark.parametrize("word", ["thanks", "nevermind", "nope", "ok", "bye"])
 def test_a_single_closing_word_is_a_closing(word: str) -> None:
     assert default_detector().is_closing(word) is True
+
+
+def test_a_fallback_answer_says_the_chat_model_failed_not_that_none_is_configured(
+    indexed: Path,
+) -> None:
+    from kbgraph.testing import ScriptedChatModel
+
+    model = ScriptedChatModel(responses=[ValueError("bad reply")] * 20)
+    settings = RagSettings(knowledge_bases=str(indexed), embedding="fake")
+    out = build_chat_agent(chat_model=model).invoke(
+        {"messages": [HumanMessage(QUESTION)]}, context=settings
+    )
+    assert out["answer_mode"] == "fallback"
+    assert out["answer"].startswith("Extractive answer (the chat model failed: ValueError):")
