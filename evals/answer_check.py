@@ -153,7 +153,7 @@ def evidence_of(verdict: ClaimVerdict, passages: Sequence[Passage]) -> str | Non
 
 def unsupported(check: AnswerCheck | None) -> list[ClaimCheck]:
     """The claims of ``check`` its sources do not support."""
-    return [c for c in (check or {}).get("claims") or [] if not c["supported"]]
+    return [] if check is None else [c for c in check["claims"] if not c["supported"]]
 
 
 __all__ = [

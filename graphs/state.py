@@ -212,7 +212,7 @@ def unsearched_knowledge_bases(state: Mapping[str, Any]) -> dict[str, str]:
     failed: dict[str, str] = {}
     searched: set[str] = set()
     for data in retrieve_records(state):
-        searched.update(str(key).split("|", 1)[0] for key in data.get("lists") or {})
+        searched.update(kb for kb, lists in (data.get("lists") or {}).items() if lists)
         for kb, messages in (data.get("errors") or {}).items():
             if messages:
                 failed[kb] = str(messages[-1])

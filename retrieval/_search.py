@@ -5,7 +5,7 @@ rankers are here too (:class:`FolderRanking`, numpy over memory-mapped files).""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -331,11 +331,8 @@ def _rrf(
 ) -> list[SearchResult]:
     lists = {name: ranking.top(name, config.candidates(), filters) for name in RANKERS}
     raw = {name: dict(zip(*hits, strict=True)) for name, hits in lists.items()}
-    fused = rrf_fuse(
-        {name: keys for name, (keys, _) in lists.items()},
-        k=config.rrf_k,
-        weights=config.weights,
-    )[: config.top_k]
+    rankings: dict[str, Sequence[Hashable]] = {name: keys for name, (keys, _) in lists.items()}
+    fused = rrf_fuse(rankings, k=config.rrf_k, weights=config.weights)[: config.top_k]
     rows = [int(item.key) for item in fused]  # type: ignore[call-overload]
     results = []
     for item, row, chunk in zip(fused, rows, ranking.chunks(rows), strict=True):

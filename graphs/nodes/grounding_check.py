@@ -40,6 +40,7 @@ from ..state import (
     unsearched_knowledge_bases,
 )
 from ._base import END, NodeDeps, StepRecorder
+from ._fusion import SIMILARITY
 from ._llm import context_fallback, prompt_messages
 from ._text import content_terms, coverage, question_of
 from ._window import fit_sources
@@ -63,11 +64,9 @@ def best_vector_score(candidates: Sequence[Candidate], ids: set[str]) -> float |
     """The best raw vector similarity among the chunks in the context (``None`` when no
     vector list returned them)."""
     scores = [
-        value
+        c["scores"][SIMILARITY]
         for c in candidates
-        if c["chunkId"] in ids
-        for name, value in c.get("scores", {}).items()
-        if name.endswith(":vector")
+        if c["chunkId"] in ids and SIMILARITY in c.get("scores", {})
     ]
     return max(scores) if scores else None
 

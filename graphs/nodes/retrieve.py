@@ -17,7 +17,7 @@ progress goes out as custom stream events:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,14 +28,14 @@ from kbgraph.errors import KbgraphError, ModelMismatchError
 from kbgraph.retrieval.config import SearchConfig
 from kbgraph.retrieval.filters import SearchFilters
 from kbgraph.retrieval.progress import ProgressEvent
-from kbgraph.retrieval.ranking import FusedItem, ranking_weight, rrf_fuse
-from kbgraph.retrieval.records import Chunk, SearchResult
+from kbgraph.retrieval.records import SearchResult
 
 from ..langchain_kb import LangChainSearcher, load_source
 from ..searcher import Searcher, Watchable
 from ..settings import RagSettings, ResolvedKnowledgeBase
-from ..state import Candidate, RagScope, RagState
+from ..state import RagScope, RagState
 from ._base import NodeDeps, StepRecorder
+from ._fusion import ListKey, fuse
 from ._paths import FILE_KINDS
 from .rewrite_query import query_key
 
@@ -117,8 +117,8 @@ def scope_filters(scope: RagScope | None) -> SearchFilters | None:
 class KbRun:
     """What searching one knowledge base produced."""
 
-    lists: dict[str, list[SearchResult]] = field(default_factory=dict)
-    timings: dict[str, float] = field(default_factory=dict)
+    lists: dict[ListKey, list[SearchResult]] = field(default_factory=dict)
+    timings: dict[ListKey, float] = field(default_factory=dict)
     index: dict[str, Any] | None = None
     errors: list[str] = field(default_factory=list)
     empty: bool = False  # searched, and its index holds no document at all
@@ -210,15 +210,15 @@ def search_kb(
             lists = lists_for(settings, vectors=_has_vectors(searcher))
             for i, query in enumerate(queries):
                 for ranker in lists:
-                    name = f"q{i}:{ranker}"
+                    key = ListKey(kb.name, i, ranker)
                     start = time.perf_counter()
                     try:
-                        run.lists[name] = _one_list(searcher, query, ranker, settings, filters)
+                        run.lists[key] = _one_list(searcher, query, ranker, settings, filters)
                     except KbgraphError as exc:
                         if isinstance(exc, ModelMismatchError):
                             raise
-                        run.errors.append(f"{name}: {type(exc).__name__}: {exc}")
-                    run.timings[name] = round((time.perf_counter() - start) * 1000, 3)
+                        run.errors.append(f"{key.name}: {type(exc).__name__}: {exc}")
+                    run.timings[key] = round((time.perf_counter() - start) * 1000, 3)
             run.empty = not any(run.lists.values()) and _holds_nothing(searcher)
     except (KbgraphError, OSError) as exc:  # opening failed, or another model's index
         if isinstance(exc, ModelMismatchError):
@@ -254,16 +254,16 @@ def _search_langchain(
     limit = candidate_limit(settings)
     for i, query in enumerate(queries):
         for ranker in searcher.lists:
-            name = f"q{i}:{ranker}"
+            key = ListKey(kb.name, i, ranker)
             start = time.perf_counter()
             try:
                 found = searcher.rank(query, ranker, limit=limit, filters=filters)
                 kind = next(iter(found[0].scores), ranker) if found else ranker
-                name = f"q{i}:{kind}"
-                run.lists[name] = found
+                key = ListKey(kb.name, i, kind)
+                run.lists[key] = found
             except Exception as exc:  # a third-party store: any failure is this list's
-                run.errors.append(f"{name}: {type(exc).__name__}: {exc}")
-            run.timings[name] = round((time.perf_counter() - start) * 1000, 3)
+                run.errors.append(f"{key.name}: {type(exc).__name__}: {exc}")
+            run.timings[key] = round((time.perf_counter() - start) * 1000, 3)
     return run
 
 
@@ -275,156 +275,25 @@ conversation was about). Not 0: a question taken for a follow-up by mistake stil
 
 
 def list_weights(
-    settings: RagSettings, queries: Sequence[str], standalone: str
-) -> dict[str, float]:
-    """The ranker weights, plus a weight per list of query 0 (``q0:bm25``…) at
-    :data:`UNDERSPECIFIED_WEIGHT` of its ranker's when query 0 is a follow-up that RewriteQuery
-    completed (``standalone`` differs from it and is searched too)."""
-    weights = dict(settings.search.weights)
-    if not queries or not standalone.strip():
-        return weights
-    if query_key(standalone) == query_key(queries[0]) or all(
-        query_key(q) != query_key(standalone) for q in queries[1:]
-    ):
-        return weights
-    for ranker in lists_for(settings):
-        weights[f"q0:{ranker}"] = UNDERSPECIFIED_WEIGHT * ranking_weight(ranker, weights)
-    return weights
-
-
-def fuse(
-    runs: dict[str, KbRun],
     settings: RagSettings,
-    weights: Mapping[str, float] | None = None,
-    rewrites: Collection[int] = (),
-) -> list[Candidate]:
-    """Weighted RRF over every list of every knowledge base (``weights`` by list or ranker
-    name, default the settings' ranker weights). ``score`` is the fused score divided by the
-    best one possible (first in every list of its knowledge base), so it lies in 0..1, and,
-    with several knowledge bases, scaled by how close each one's best vector similarity
-    comes to the best of all (:func:`similarity_scale`).
-
-    ``rewrites`` are the indices of queries a chat model wrote: a candidate then scores at
-    least what the question's own lists alone give it (the same fusion over the lists of
-    the other queries; CombMAX of the two fusions, after Fox & Shaw 1994), so however many
-    lists the rewrites add, they cannot push the question's own best results down."""
-    weights = dict(settings.search.weights) if weights is None else dict(weights)
-    rankings: dict[str, list[str]] = {}
-    by_key: dict[str, tuple[str, SearchResult]] = {}
-    for kb, run in runs.items():
-        for name, results in run.lists.items():
-            keys = []
-            for result in results:
-                key = f"{kb}\x00{result.chunk.id}"
-                by_key.setdefault(key, (kb, result))
-                keys.append(key)
-            rankings[f"{kb}|{name}"] = keys
-    fused = normalised_rrf(rankings, runs, settings, weights)
-    own = {n: keys for n, keys in rankings.items() if _query_index(n) not in rewrites}
-    floor = normalised_rrf(own, runs, settings, weights) if rewrites and own else {}
-    out: list[Candidate] = []
-    for key, (score, item) in fused.items():
-        kb, first = by_key[key]
-        ranks = {name.split("|", 1)[1]: rank for name, rank in item.ranks.items()}
-        scores = {"rrf": item.score}
-        for name, rank in item.ranks.items():
-            scores |= list_scores(name.split("|", 1)[1], rankings_result(runs[kb], name, rank))
-        if rewrites:
-            scores["own"] = floor[key][0] if key in floor else 0.0
-            score = max(score, scores["own"])
-        out.append(candidate_of(first.chunk, kb, score, ranks, scores))
-    return sorted(out, key=lambda c: -c["score"]) if rewrites else out
-
-
-def normalised_rrf(
-    rankings: Mapping[str, list[str]],
-    runs: Mapping[str, KbRun],
-    settings: RagSettings,
-    weights: Mapping[str, float],
-) -> dict[str, tuple[float, FusedItem]]:
-    """Weighted RRF of ``rankings`` (``kb|list`` names), each fused score divided by the best
-    one possible in its knowledge base (first in every one of its lists) and scaled by
-    :func:`similarity_scale`, in fused order."""
-    fused = rrf_fuse(rankings, k=settings.search.rrf_k, weights=_by_list(rankings, weights))
-    best = {
-        kb: sum(
-            ranking_weight(name.split("|", 1)[1], weights)
-            for name in rankings
-            if name.split("|", 1)[0] == kb
-        )
-        / (settings.search.rrf_k + 1)
-        for kb in runs
+    keys: Collection[ListKey],
+    queries: Sequence[str],
+    standalone: str,
+) -> dict[ListKey, float]:
+    """Each list's weight: its ranker's weight in the settings (1 for a ranker they do not
+    weigh), times :data:`UNDERSPECIFIED_WEIGHT` for a list of query 0 when query 0 is a
+    follow-up that RewriteQuery completed (``standalone`` differs from it and is searched
+    too)."""
+    ranker_weights = settings.search.weights
+    underspecified = bool(queries and standalone.strip()) and (
+        query_key(standalone) != query_key(queries[0])
+        and any(query_key(q) == query_key(standalone) for q in queries[1:])
+    )
+    return {
+        key: ranker_weights.get(key.ranker, 1.0)
+        * (UNDERSPECIFIED_WEIGHT if underspecified and key.query == 0 else 1.0)
+        for key in keys
     }
-    scale = similarity_scale(runs)
-    out: dict[str, tuple[float, FusedItem]] = {}
-    for item in fused:
-        kb = str(item.key).split("\x00", 1)[0]
-        score = item.score / best[kb] * scale.get(kb, 1.0) if best[kb] > 0 else 0.0
-        out[str(item.key)] = (score, item)
-    return out
-
-
-def similarity_scale(runs: Mapping[str, KbRun]) -> dict[str, float]:
-    """Each knowledge base's best vector similarity over the best of all of them (1 for one
-    without a vector list). RRF sees ranks only, so every knowledge base's first result
-    would score alike, however unrelated to the question; their similarities, under one
-    embedding model (a folder's, or a LangChain store's documents scored by it), say how
-    close each one's best comes to the question."""
-    tops = {
-        kb: max(
-            (float(results[0].score) for name, results in run.lists.items()
-             if name.endswith(":vector") and results),
-            default=None,
-        )
-        for kb, run in runs.items()
-    }  # fmt: skip
-    known = [t for t in tops.values() if t is not None]
-    best = max(known, default=0.0)
-    if len(known) < 2 or best <= 0:
-        return {}
-    return {kb: max(0.0, top) / best for kb, top in tops.items() if top is not None}
-
-
-def _query_index(list_name: str) -> int:
-    """The query a ``kb|q<i>:<ranker>`` list ranked."""
-    return int(list_name.split("|", 1)[1].split(":", 1)[0][1:])
-
-
-def candidate_of(
-    c: Chunk, kb: str, score: float, ranks: dict[str, int], scores: dict[str, float]
-) -> Candidate:
-    """The candidate of a chunk. Lines are 1-based, so a LangChain store's chunk of line 0
-    has unknown lines: ``None`` in the candidate (and in every citation made of it);
-    without a byte span it has no byte keys."""
-    known = c.line_start >= 1
-    candidate: Candidate = {
-        "chunkId": c.id, "kb": kb, "source": c.source,
-        "lineStart": c.line_start if known else None, "lineEnd": c.line_end if known else None,
-        "text": c.text, "section": c.section, "page": c.page, "score": score,
-        "ranks": ranks, "scores": scores,
-    }  # fmt: skip
-    if c.byte_end > c.byte_start:
-        candidate |= {"byteStart": c.byte_start, "byteEnd": c.byte_end}
-    return candidate
-
-
-def _by_list(rankings: Mapping[str, object], weights: Mapping[str, float]) -> dict[str, float]:
-    """Weights keyed by the fused rankings' names (``kb|q0:bm25``)."""
-    return {name: ranking_weight(name.split("|", 1)[1], weights) for name in rankings}
-
-
-def list_scores(list_name: str, result: SearchResult) -> dict[str, float]:
-    """A list's score of one result; a convex ``hybrid`` list also gives each ranker's raw
-    score under its own name (``q0:vector``), which GroundingCheck's similarity floor reads."""
-    scores = {list_name: float(result.score)}
-    if list_name.endswith(":hybrid"):
-        prefix = list_name.rsplit(":", 1)[0]
-        scores |= {f"{prefix}:{r}": float(v) for r, v in result.scores.items()}
-    return scores
-
-
-def rankings_result(run: KbRun, list_name: str, rank: int) -> SearchResult:
-    return run.lists[list_name.split("|", 1)[1]][rank - 1]
 
 
 def retrieve(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps) -> dict[str, Any]:
@@ -443,20 +312,21 @@ def retrieve(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps) -> 
         "filters": filters.model_dump(mode="json") if filters else None,
     })  # fmt: skip
     runs = {kb.name: search_kb(kb, queries, settings, filters, deps, writer) for kb in kbs}
-    weights = list_weights(settings, queries, state.get("rag_standalone") or "")
+    lists = {key: found for run in runs.values() for key, found in run.lists.items()}
+    weights = list_weights(settings, list(lists), queries, state.get("rag_standalone") or "")
     written = set(state.get("rag_rewrites") or [])
     rewrites = [i for i, query in enumerate(queries) if query in written]
-    candidates = fuse(runs, settings, weights, rewrites)[
+    candidates = fuse(lists, weights, k=settings.search.rrf_k, rewrites=rewrites)[
         : max(candidate_limit(settings), 4 * settings.search.top_k)
     ]
     rec.data = {
         "kbs": [k.name for k in kbs],
         "queries": queries,
         "rewrites": rewrites,
-        "weights": weights,
+        "weights": {key.name: weight for key, weight in weights.items()},
         "filters": filters.model_dump(mode="json") if filters else None,
-        "lists": {f"{kb}|{n}": len(r) for kb, run in runs.items() for n, r in run.lists.items()},
-        "list_ms": {f"{kb}|{n}": ms for kb, run in runs.items() for n, ms in run.timings.items()},
+        "lists": {kb: {k.name: len(r) for k, r in run.lists.items()} for kb, run in runs.items()},
+        "list_ms": {kb: {k.name: ms for k, ms in run.timings.items()} for kb, run in runs.items()},
         "index": {kb: run.index for kb, run in runs.items()},
         "errors": {kb: run.errors for kb, run in runs.items() if run.errors},
         "empty": [kb for kb, run in runs.items() if run.empty],
@@ -474,7 +344,6 @@ def retrieve(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps) -> 
 __all__ = [
     "UNDERSPECIFIED_WEIGHT",
     "candidate_limit",
-    "fuse",
     "list_weights",
     "rankers_for",
     "retrieve",

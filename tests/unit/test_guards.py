@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from kbgraph.graphs.nodes._base import OVERRULED_EVENT
+from kbgraph.graphs.nodes._fusion import ListKey, fuse
 from kbgraph.graphs.nodes._rewrite_guard import dominant_script, rewrite_problem
 from kbgraph.graphs.nodes.decide_retrieve import decide_retrieve
 from kbgraph.graphs.nodes.rerank import kendall_tau_b, rerank
-from kbgraph.graphs.nodes.retrieve import KbRun, fuse
 from kbgraph.graphs.nodes.rewrite_query import rewrite_query
 from kbgraph.graphs.nodes.select_scope import select_scope
 from kbgraph.retrieval.records import Chunk, SearchResult
@@ -160,17 +160,15 @@ def _result(cid: str, source: str, rank: int) -> SearchResult:
     return SearchResult(chunk, 1.0 / rank, {"x": rank}, {"x": 1.0 / rank})
 
 
-def test_the_rewrites_lists_cannot_push_the_questions_best_results_down(tmp_path: Path) -> None:
+def test_the_rewrites_lists_cannot_push_the_questions_best_results_down() -> None:
     own = [_result(f"own{i}", "http2.md", i) for i in range(1, 6)]
     junk = [_result(f"junk{i}", "changelog.md", i) for i in range(1, 6)]
-    lists = {"q0:vector": own, "q0:bm25": own}
+    lists = {ListKey("docs", 0, "vector"): own, ListKey("docs", 0, "bm25"): own}
     for q in (1, 2):
-        lists |= {f"q{q}:vector": junk, f"q{q}:bm25": junk}
-    runs = {"docs": KbRun(lists=lists)}
-    settings = settings_for(tmp_path)
-    unguarded = [c["chunkId"] for c in fuse(runs, settings)][:5]
+        lists |= {ListKey("docs", q, "vector"): junk, ListKey("docs", q, "bm25"): junk}
+    unguarded = [c["chunkId"] for c in fuse(lists, {}, k=60)][:5]
     assert unguarded[0] == "junk1"  # four junk lists outvote the question's two
-    guarded = fuse(runs, settings, rewrites=[1, 2])
+    guarded = fuse(lists, {}, k=60, rewrites=[1, 2])
     assert [c["chunkId"] for c in guarded][:3] == ["own1", "own2", "own3"]
     assert guarded[0]["scores"]["own"] == pytest.approx(1.0)
 
