@@ -200,7 +200,12 @@ def parse_weights(pairs: tuple[str, ...]) -> dict[str, float]:
 @timeout_opt
 @store_opt
 @json_opt
-@click.option("--rebuild", is_flag=True, help="Ignore the previous index (the cache is kept).")
+@click.option(
+    "--rebuild",
+    is_flag=True,
+    help="Ignore the previous index (the cache is kept); needed to change the embedding "
+    "model of an existing index.",
+)
 @click.option(
     "--strategy",
     type=click.Choice(["fixed_size", "sentence", "paragraph", "recursive", "markdown", "code"]),
@@ -268,7 +273,7 @@ def index(
         folder, embedding, index_dir, lock_timeout, chunking, scan, timeout, keep_versions, store
     )
     with TqdmProgress(enabled=not quiet) as progress:
-        report = kb.index(progress=progress, rebuild=rebuild)
+        report = kb.index(progress=progress, rebuild=rebuild, allow_model_change=False)
     data = report.to_dict()
     if as_json:
         emit_json(data)

@@ -27,9 +27,11 @@ from ._indexer import IndexPlan, run_index, settings_match
 from ._recorded import ModelLost, ObjectOnly, auto_spec
 from ._reuse import check_against_documents
 from ._search import (
+    REBUILD_WITH_FLAG,
     check_index_model,
     check_query_model,
     check_rank_arguments,
+    no_query_model,
     once,
     rank_one,
     resolve_mode,
@@ -172,12 +174,26 @@ class KnowledgeBase:
 
     # -- indexing -----------------------------------------------------------------------
     def index(
-        self, *, progress: ProgressCallback | None = None, rebuild: bool = False
+        self,
+        *,
+        progress: ProgressCallback | None = None,
+        rebuild: bool = False,
+        allow_model_change: bool = True,
     ) -> IndexReport:
         """Bring the index up to date with the folder (incrementally), repairing any
-        damage from the documents (``IndexReport.repaired`` lists what was found)."""
+        damage from the documents (``IndexReport.repaired`` lists what was found). An
+        index built with another embedding model (or none) is rebuilt with this knowledge
+        base's, unless ``allow_model_change`` is False: then only ``rebuild`` does, and
+        otherwise a ``ModelMismatchError`` names both models (``kbgraph index`` and the
+        file watcher never re-embed a whole index unasked)."""
         if isinstance(self._embedding_spec, ModelLost):
             raise self._embedding_spec.error()
+        if not (rebuild or allow_model_change):
+            recorded = self.store.recorded()
+            if recorded.found and recorded.lost is None:
+                check_index_model(
+                    self.folder, recorded.embedding, self._embedding_meta, REBUILD_WITH_FLAG
+                )
         plan = IndexPlan(
             folder=self.folder,
             store=self.store,
@@ -206,11 +222,20 @@ class KnowledgeBase:
         )
 
     async def aindex(
-        self, *, progress: ProgressCallback | None = None, rebuild: bool = False
+        self,
+        *,
+        progress: ProgressCallback | None = None,
+        rebuild: bool = False,
+        allow_model_change: bool = True,
     ) -> IndexReport:
         """:meth:`index` in a worker thread: the event loop keeps running while files are
         read and embedded (``progress`` is then called from that thread)."""
-        return await asyncio.to_thread(self.index, progress=progress, rebuild=rebuild)
+        return await asyncio.to_thread(
+            self.index,
+            progress=progress,
+            rebuild=rebuild,
+            allow_model_change=allow_model_change,
+        )
 
     def stale_files(self) -> int | None:
         """New + modified + deleted files, from file metadata only; None without an index
@@ -325,6 +350,8 @@ class KnowledgeBase:
 
         def embed(query: str) -> np.ndarray:
             check_query_model(reader.meta.embedding, self._embedding_meta)
+            if self._embedding_spec is None:  # lexical only by choice, not a lost model
+                raise no_query_model(reader.meta.embedding)
             return self._embed_query(query)
 
         return embed
