@@ -12,6 +12,7 @@ import asyncio
 import logging
 import os
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -390,15 +391,28 @@ class KnowledgeBase:
     def as_retriever(
         self,
         *,
-        top_k: int = 5,
+        top_k: int | None = None,
+        k: int | None = None,
         mode: SearchMode | None = None,
-        filters: SearchFilters | None = None,
+        filters: SearchFilters | Mapping[str, Any] | None = None,
+        search_type: str = "similarity",
+        search_kwargs: Mapping[str, Any] | None = None,
     ) -> KnowledgeBaseRetriever:
-        """This knowledge base as a LangChain ``BaseRetriever`` (sync and async); see
+        """This knowledge base as a LangChain ``BaseRetriever`` (sync and async) returning
+        ``top_k`` documents (default 5); LangChain's spellings work too: ``k=4``,
+        ``search_type="similarity"``, ``search_kwargs={"k": 4, "filter": {...}}``. See
         :mod:`kbgraph.retrieval.retriever` for the documents' metadata."""
-        from .retriever import KnowledgeBaseRetriever
+        from .retriever import KnowledgeBaseRetriever, retriever_settings
 
-        return KnowledgeBaseRetriever(knowledge_base=self, k=top_k, mode=mode, filters=filters)
+        settings = retriever_settings(
+            top_k=top_k,
+            k=k,
+            mode=mode,
+            filters=filters,
+            search_type=search_type,
+            search_kwargs=search_kwargs,
+        )
+        return KnowledgeBaseRetriever(knowledge_base=self, **settings)
 
     def rank(
         self,
