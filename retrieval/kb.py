@@ -22,6 +22,14 @@ from langchain_core.embeddings import Embeddings
 from kbgraph.errors import ConfigError, IndexCorruptError, IndexNotFoundError
 
 from . import __version__
+from ._arguments import (
+    flag,
+    path_argument,
+    seconds,
+    settings_argument,
+    store_url,
+    whole_number,
+)
 from ._folder import FolderSnapshot, FolderStore, no_index
 from ._freshness import DEFAULT_TTL_S, Freshness, count_stale
 from ._indexer import IndexPlan, run_index, settings_match
@@ -102,22 +110,31 @@ class KnowledgeBase:
         keep_versions: int | None = None,
         store: str | None = None,
     ) -> None:
-        self.folder = Path(folder).expanduser().resolve()
+        self.folder = path_argument(folder, "folder", "KnowledgeBase('docs/')").resolve()
         if not self.folder.is_dir():
             raise ConfigError(f"{folder} is not a folder; pass the folder to index")
-        self.lock_timeout = lock_timeout
-        index_path = Path(index_dir) if index_dir else None
-        self.store: IndexStore = open_store(self.folder, store, index_path, lock_timeout)
+        self.lock_timeout = seconds(lock_timeout, "lock_timeout", 60.0, zero=True)
+        index_path = (
+            path_argument(index_dir, "index_dir", "index_dir='docs-index/'")
+            if index_dir not in (None, "")
+            else None
+        )
+        self.store: IndexStore = open_store(
+            self.folder, store_url(store), index_path, self.lock_timeout
+        )
         recorded = self.store.recorded()
+        scan = settings_argument(ScanConfig, scan, "scan")
+        chunking = settings_argument(ChunkConfig, chunking, "chunking")
         self.scan_config = scan or _recorded(ScanConfig, recorded.scan)
         self.chunk_config = chunking or _recorded(ChunkConfig, recorded.chunking)
-        if keep_versions is None:
-            keep_versions = recorded.keep_versions or DEFAULT_KEEP_VERSIONS
-        self.keep_versions = check_keep(keep_versions)
+        keep = whole_number(keep_versions, "keep_versions")
+        if keep is None:
+            keep = recorded.keep_versions or DEFAULT_KEEP_VERSIONS
+        self.keep_versions = check_keep(keep)
         spec: str | Embeddings | ObjectOnly | ModelLost | None = embedding
         if embedding == "auto":
             spec = auto_spec(recorded)
-        self.embedding_timeout = _positive(embedding_timeout, "embedding_timeout")
+        self.embedding_timeout = seconds(embedding_timeout, "embedding_timeout", 30.0)
         self._embedding_spec = spec
         self._embedding_meta = self._describe(spec)
         self._embedder: BatchEmbedder | None = None
@@ -125,14 +142,14 @@ class KnowledgeBase:
         self._reader_key: str | None = None
         self._lock = threading.RLock()
         self._freshness = Freshness(
-            ttl=freshness_ttl,
+            ttl=seconds(freshness_ttl, "freshness_ttl", DEFAULT_TTL_S, zero=True),
             is_fresh=self.is_fresh,
             index=self._index_unless_read_only,
             has_index=self._has_index,
             wait_s=lock_timeout,
         )
         self._watcher: FolderWatcher | None = None
-        if live:
+        if flag(live, "live"):
             self.start_watching()
 
     @property
@@ -515,12 +532,6 @@ class KnowledgeBase:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _positive(value: float, name: str) -> float:
-    if not isinstance(value, int | float) or isinstance(value, bool) or not 0 < value < 1e6:
-        raise ConfigError(f"{name} must be a number of seconds above 0 (got {value!r}); e.g. 30")
-    return float(value)
 
 
 def _recorded(cls: type[_Settings], recorded: dict[str, Any] | None) -> _Settings:
