@@ -54,7 +54,7 @@ from .progress import ProgressCallback, ignore_progress
 from .records import SearchResult
 from .reports import IndexReport, IndexStats
 from .scan import scan_folder
-from .storage import IndexStore, QueryEmbedder, Snapshot, open_store
+from .storage import IndexStore, QueryEmbedder, Snapshot, no_versions, open_store
 from .store import (
     DEFAULT_KEEP_VERSIONS,
     EmbeddingMeta,
@@ -478,7 +478,10 @@ class KnowledgeBase:
 
     def _published_layout(self) -> IndexLayout:
         """The folder index's files, once an index was published there (a damaged one too:
-        restoring repairs it); IndexNotFoundError for a folder never indexed."""
+        restoring repairs it); IndexNotFoundError for a folder never indexed, ConfigError
+        for a knowledge base in a database (it keeps the live version only)."""
+        if not isinstance(self.store, FolderStore):
+            raise no_versions(self.folder, self.store.location)
         layout = self.layout
         if not layout.has_pointer() and not layout.published():
             raise no_index(self.folder)

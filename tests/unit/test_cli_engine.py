@@ -70,3 +70,24 @@ def test_watch_with_another_model_stops_with_exit_7(docs: Path) -> None:
     refused = kbgraph("watch", docs, "--embedding", "none")
     assert refused.exit_code == 7
     assert "--rebuild" in refused.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("command", [["versions"], ["restore", "2"]])
+@pytest.mark.parametrize("given", ["option", "env"])
+def test_versions_of_a_postgresql_index_say_it_keeps_the_live_version(
+    docs: Path, command: list[str], given: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression (issue 20): `kbgraph versions D --store URL` said only "No such option:
+    --store" (and with KBGRAPH_STORE set, listed the folder's generations, or none). Said
+    before connecting: no server is needed to know it."""
+    url = "postgresql://kb:s3cret@db.invalid:5432/kb"
+    args = [command[0], docs, *command[1:]]
+    if given == "option":
+        args += ["--store", url]
+    else:
+        monkeypatch.setenv("KBGRAPH_STORE", url)
+    refused = kbgraph(*args)
+    assert refused.exit_code == 2
+    line = one_line(refused)
+    assert "keeps only the live version" in line and "back the database up" in line
+    assert "postgresql://kb@db.invalid:5432/kb" in line and "s3cret" not in line

@@ -63,7 +63,7 @@ def test_errors_become_a_line_and_an_exit_code(
         (["search", ".", "x", "--top-k", "0"], "0 is not in the range"),
         (["ask", "."], "Missing argument 'QUESTION'"),
         (["eval", "meta", "--limit", "1"], "1 is not in the range"),
-        (["versions", ".", "--store", "x"], "No such option '--store'"),
+        (["versions", ".", "--stor", "x"], "No such option '--stor'"),
         (["nosuch"], "No such command 'nosuch'"),
     ],
 )
