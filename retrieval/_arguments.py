@@ -35,15 +35,15 @@ def path_argument(value: object, name: str, example: str) -> Path:
 
 def seconds(value: object, name: str, example: float, *, zero: bool = False) -> float:
     """A finite number of seconds, above 0 (or at least 0 with ``zero``), not a bool."""
-    number = isinstance(value, int | float) and not isinstance(value, bool)
-    low_ok = number and (value >= 0 if zero else value > 0)  # type: ignore[operator]
-    if not (number and low_ok and math.isfinite(value) and value < 1e6):  # type: ignore[arg-type]
-        bound = "0 or more" if zero else "above 0"
-        raise ConfigError(
-            f"{name} must be a number of seconds {bound} (got {_given(value)}); "
-            f"e.g. {name}={example:g}"
-        )
-    return float(value)  # type: ignore[arg-type]
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        number = float(value)
+        if math.isfinite(number) and (number >= 0 if zero else number > 0) and number < 1e6:
+            return number
+    bound = "0 or more" if zero else "above 0"
+    raise ConfigError(
+        f"{name} must be a number of seconds {bound} (got {_given(value)}); "
+        f"e.g. {name}={example:g}"
+    )
 
 
 def whole_number(value: object, name: str) -> int | None:
