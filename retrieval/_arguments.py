@@ -41,8 +41,7 @@ def seconds(value: object, name: str, example: float, *, zero: bool = False) -> 
             return number
     bound = "0 or more" if zero else "above 0"
     raise ConfigError(
-        f"{name} must be a number of seconds {bound} (got {_given(value)}); "
-        f"e.g. {name}={example:g}"
+        f"{name} must be a number of seconds {bound} (got {_given(value)}); e.g. {name}={example:g}"
     )
 
 

@@ -27,7 +27,7 @@ def one_line(result: Result) -> str:
 def docs(tmp_path: Path) -> Path:
     folder = tmp_path / "docs"
     folder.mkdir()
-    (folder / "retry.md").write_bytes("# Retry\r\n\r\nThe retry policy backs off.\r\n".encode())
+    (folder / "retry.md").write_bytes(b"# Retry\r\n\r\nThe retry policy backs off.\r\n")
     (folder / "größe.md").write_text("# Größe\n\nDie Größe des Caches.\n", encoding="utf-8")
     return folder
 
@@ -44,7 +44,9 @@ def test_search_without_a_model_on_an_index_with_vectors_says_to_use_bm25(docs: 
     assert json.loads(bm25.stdout)["results"][0]["source"] == "retry.md"
 
 
-@pytest.mark.parametrize(("built", "other"), [("fake", "fake:64"), ("fake", "none"), ("none", "fake")])
+@pytest.mark.parametrize(
+    ("built", "other"), [("fake", "fake:64"), ("fake", "none"), ("none", "fake")]
+)
 def test_index_with_another_model_is_refused_without_rebuild(
     docs: Path, built: str, other: str
 ) -> None:

@@ -165,7 +165,17 @@ def test_langchain_spellings_of_as_retriever(
         ({"search_kwargs": {"filter": {}, "filters": {}}}, r"both filter and filters"),
         ({"search_kwargs": [("k", 2)]}, r"search_kwargs must be a dict"),
     ],
-    ids=["fetch_k", "score_threshold", "mmr", "k-twice", "bool", "zero", "metadata", "both", "list"],
+    ids=[
+        "fetch_k",
+        "score_threshold",
+        "mmr",
+        "k-twice",
+        "bool",
+        "zero",
+        "metadata",
+        "both",
+        "list",
+    ],
 )
 def test_what_as_retriever_cannot_do_is_a_config_error(
     kb: KnowledgeBase, arguments: dict[str, Any], says: str
