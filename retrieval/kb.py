@@ -146,7 +146,7 @@ class KnowledgeBase:
             is_fresh=self.is_fresh,
             index=self._index_unless_read_only,
             has_index=self._has_index,
-            wait_s=lock_timeout,
+            wait_s=self.lock_timeout,
         )
         self._watcher: FolderWatcher | None = None
         if flag(live, "live"):

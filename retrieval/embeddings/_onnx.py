@@ -120,7 +120,10 @@ def pipeline_of(folder: str | Path) -> Pipeline | None:
 def export_is_current(pipeline: Pipeline) -> bool:
     """True when an export of the model folder as it is now was published (by any
     process, from any folder holding the same model)."""
-    return _is_published(export_dir(pipeline))
+    try:
+        return _is_published(export_dir(pipeline))
+    except OSError:  # the model folder changed under us: the torch path decides
+        return False
 
 
 def _is_published(target: Path) -> bool:
@@ -152,7 +155,10 @@ class OnnxEncoder:
         not yet published), or None: no export, a stale one (the model folder changed),
         a damaged one, or onnxruntime / tokenizers missing. ``threads`` caps onnxruntime's
         intra-op threads (None: its default, one per core)."""
-        target = folder or export_dir(pipeline)
+        try:
+            target = folder or export_dir(pipeline)
+        except OSError:
+            return None
         if folder is None and not _is_published(target):
             return None
         try:

@@ -103,9 +103,9 @@ def stat_fingerprint(folder: Path) -> dict[str, list[int]]:
     return out
 
 
-def content_key(folder: Path, pipeline: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """The export's name (32 hex digits) and what it hashes: the model files' sha256, the
-    pipeline, the exporter and the runtime."""
+def content_key(folder: Path, pipeline: dict[str, Any]) -> str:
+    """The export's name (32 hex digits): a hash of the model files' sha256, the pipeline,
+    the exporter and the runtime."""
     files = {}
     for path in model_files(folder):
         with path.open("rb") as handle:
@@ -118,7 +118,7 @@ def content_key(folder: Path, pipeline: dict[str, Any]) -> tuple[str, dict[str, 
         "files": files,
     }
     digest = hashlib.sha256(json.dumps(made_of, sort_keys=True).encode("utf-8"))
-    return digest.hexdigest()[:32], made_of
+    return digest.hexdigest()[:32]
 
 
 def _folder_name(folder: Path) -> str:
@@ -136,7 +136,8 @@ def _read_json(path: Path) -> Any:
 def export_folder(folder: Path, pipeline: dict[str, Any]) -> Path:
     """``exports/<key>`` for the model in ``folder`` (which may not be exported yet). The
     key is read from the folder's record while its files' sizes and mtimes hold; else it
-    is computed, recorded, and the cache pruned."""
+    is computed, recorded, and the cache pruned. OSError when the model folder cannot be
+    read."""
     record_path = _record_path(folder)
     wanted = {
         "folder": str(folder),
@@ -150,7 +151,7 @@ def export_folder(folder: Path, pipeline: dict[str, Any]) -> Path:
             key = str(record.pop("key", ""))
             if _KEY.fullmatch(key) and record == wanted:
                 return exports_root() / key
-    key, _made_of = content_key(folder, pipeline)
+    key = content_key(folder, pipeline)
     with contextlib.suppress(OSError):  # a read-only cache: hashed again next time
         write_json_atomic(record_path, {**wanted, "key": key})
         prune()
