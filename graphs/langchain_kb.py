@@ -2,9 +2,11 @@
 and the ``rag_search`` tool, next to folder indexes.
 
 In-process objects are passed to :func:`~kbgraph.graphs.subgraph.build_rag_graph`
-(``knowledge_bases={"docs": vectorstore}``); a JSON context (``langgraph dev``, Studio) names
-one by import path, ``{"name": "docs", "retriever": "my_pkg.kb:vectorstore"}``, where the
-attribute is the object or a function of no arguments that returns it. kbgraph then fuses
+(``knowledge_bases={"docs": vectorstore}``), which hands them to its nodes in their
+dependencies (``NodeDeps.sources``: nothing global, released with the graph); a JSON context
+(``langgraph dev``, Studio) names one by import path, ``{"name": "docs", "retriever":
+"my_pkg.kb:vectorstore"}``, where the attribute is the object or a function of no arguments
+that returns it (imported once per searcher registry). kbgraph then fuses
 their rankings with the others, reranks, budgets and numbers the context as for a folder.
 
 A store knows only what its documents' metadata says: the citation's source is
@@ -18,9 +20,8 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import threading
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 import numpy as np
 from langchain_core.documents import Document
@@ -35,17 +36,15 @@ from kbgraph.retrieval.records import Chunk, SearchResult
 from kbgraph.retrieval.scan import file_kind
 
 OBJECT_PREFIX = "object:"
-ATTACHED = "kbgraph_knowledge_bases"  # a compiled graph's own knowledge base specs
+ATTACHED = "kbgraph_knowledge_bases"
+"""The metadata key under which a compiled graph names its own knowledge base objects (the
+tool reads the names; the objects themselves reach the nodes in ``NodeDeps.sources``)."""
 LINES_UNKNOWN = 0
 SOURCE_KEYS = ("source", "file_path", "path", "url")
 START_KEYS = ("lineStart", "line_start", "start_line")
 END_KEYS = ("lineEnd", "line_end", "end_line")
 FILTERED_OVERFETCH = 4  # a store filters nothing of ours: fetch more, keep the allowed
 LangChainSource = VectorStore | BaseRetriever
-
-_objects: dict[str, LangChainSource] = {}
-_loaded: dict[str, LangChainSource] = {}
-_guard = threading.Lock()
 
 
 def check_source(value: object, name: str) -> LangChainSource:
@@ -60,33 +59,33 @@ def check_source(value: object, name: str) -> LangChainSource:
     )
 
 
-def register_source(name: str, value: object) -> str:
-    """Keep an in-process object for the graph's runs; returns the reference a JSON spec
-    carries (``object:<name>:<id>``), valid in this process only."""
-    source = check_source(value, name)
-    ref = f"{OBJECT_PREFIX}{name}:{id(source):x}"
-    with _guard:
-        _objects[ref] = source
-    return ref
+def attached_spec(name: str) -> dict[str, str]:
+    """The knowledge base spec of an object given to ``build_rag_graph`` under ``name``: the
+    run's settings name it, and the nodes find the object in their dependencies."""
+    return {"name": name, "retriever": f"{OBJECT_PREFIX}{name}"}
 
 
-def load_source(ref: str) -> LangChainSource:
-    """The object a spec's ``retriever`` names: a registered in-process object, or an import
-    path ``package.module:attribute`` (an object, or a function of no arguments returning
-    one; called once per process)."""
-    with _guard:
-        found = _objects.get(ref) or _loaded.get(ref)
-    if found is not None:
-        return found
+def resolve_source(
+    ref: str, attached: Mapping[str, LangChainSource], registry: SourceCache
+) -> LangChainSource:
+    """The object a spec's ``retriever`` names: one the graph was built with
+    (``object:<name>``), or an import path ``package.module:attribute`` (an object, or a
+    function of no arguments returning one; imported once per registry)."""
     if ref.startswith(OBJECT_PREFIX):
-        raise ConfigError(
-            f"knowledge base object {ref!r} was registered by build_rag_graph in another "
-            "process; pass it to build_rag_graph here, or name it by import path "
-            "('package.module:attribute')"
-        )
-    source = check_source(_import(ref), ref)
-    with _guard:
-        return _loaded.setdefault(ref, source)
+        found = attached.get(ref.removeprefix(OBJECT_PREFIX))
+        if found is None:
+            raise ConfigError(
+                f"knowledge base object {ref!r} belongs to another graph; pass it to "
+                "build_rag_graph(knowledge_bases=...) of this one, or name it by import path "
+                "('package.module:attribute')"
+            )
+        return found
+    loaded = registry.imported(ref, lambda path: check_source(_import(path), path))
+    return check_source(loaded, ref)
+
+
+class SourceCache(Protocol):
+    def imported(self, ref: str, load: Callable[[str], object]) -> object: ...
 
 
 def _import(ref: str) -> object:
@@ -238,9 +237,10 @@ __all__ = [
     "LINES_UNKNOWN",
     "LangChainSearcher",
     "LangChainSource",
+    "SourceCache",
+    "attached_spec",
     "check_source",
     "cosines",
     "document_chunk",
-    "load_source",
-    "register_source",
+    "resolve_source",
 ]

@@ -11,7 +11,7 @@ a lock because graph runs may share it from several threads.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -98,6 +98,18 @@ class SearcherRegistry:
         self._locks: dict[Key, threading.RLock] = {}
         self._guard = threading.Lock()
         self._embeddings: dict[str, Embeddings] = {}
+        self._imported: dict[str, object] = {}
+
+    def imported(self, ref: str, load: Callable[[str], object]) -> object:
+        """The object an import path names (a LangChain store of a JSON context), loaded by
+        ``load`` once: a function that builds a store is called once per registry."""
+        with self._guard:
+            found = self._imported.get(ref)
+        if found is None:
+            found = load(ref)
+            with self._guard:
+                found = self._imported.setdefault(ref, found)
+        return found
 
     def embeddings(self, spec: str | None) -> Embeddings | None:
         """The embedding model of ``spec`` (``auto``: the local model; ``None``: none),

@@ -36,7 +36,7 @@ from kbgraph.errors import ConfigError, KbgraphError
 from kbgraph.prompts import load_prompt, render_prompt
 from kbgraph.retrieval.context import PREAMBLE, ContextEntry, fence_for, source_header
 
-from .langchain_kb import ATTACHED
+from .langchain_kb import ATTACHED, attached_spec
 from .settings import RagSettings, settings_from_context, spec_of, with_knowledge_bases
 from .state import Citation, RagGrounding, empty_knowledge_bases, unsearched_knowledge_bases
 
@@ -139,9 +139,10 @@ def _prepare(
     query = query.strip()
     names: list[str] = []
     try:
+        metadata = (graph.config or {}).get("metadata") or {}
         settings = with_knowledge_bases(
             settings_from_context(getattr(runtime, "context", None)),
-            list(getattr(graph, ATTACHED, None) or []),
+            [attached_spec(kb) for kb in metadata.get(ATTACHED) or []],
         )
         settings = restrict(settings, knowledge_bases)
         names = [kb.name for kb in settings.resolved_knowledge_bases()]

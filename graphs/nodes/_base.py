@@ -11,6 +11,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
+from ..langchain_kb import LangChainSource
 from ..models import resolve_chat_model
 from ..searcher import SearcherRegistry, default_registry
 from ..settings import RagSettings, settings_from_runtime
@@ -44,13 +45,15 @@ class Reranker(Protocol):
 class NodeDeps:
     """Objects a graph is built with rather than configured with (they are not JSON):
     a chat model that overrides ``RagSettings.chat_model``, the searcher registry, a
-    reranker for ``rerank="cross_encoder"`` and DecideRetrieve's closing detector
-    (``None``: the process-wide one, with the local model when installed)."""
+    reranker for ``rerank="cross_encoder"``, DecideRetrieve's closing detector (``None``:
+    the process-wide one, with the local model when installed) and the LangChain stores and
+    retrievers the graph searches as knowledge bases, by name (``sources``)."""
 
     chat_model: BaseChatModel | None = None
     registry: SearcherRegistry = field(default=default_registry)
     reranker: Reranker | None = None
     closings: ClosingDetector | None = None
+    sources: Mapping[str, LangChainSource] = field(default_factory=dict)
 
     def model_for(self, settings: RagSettings) -> BaseChatModel | None:
         if self.chat_model is not None:

@@ -30,7 +30,7 @@ from kbgraph.retrieval.filters import SearchFilters
 from kbgraph.retrieval.progress import ProgressEvent
 from kbgraph.retrieval.records import SearchResult
 
-from ..langchain_kb import LangChainSearcher, load_source
+from ..langchain_kb import LangChainSearcher, resolve_source
 from ..searcher import Searcher, Watchable
 from ..settings import RagSettings, ResolvedKnowledgeBase
 from ..state import RagScope, RagState
@@ -196,7 +196,7 @@ def search_kb(
             embeddings = deps.registry.embeddings(embedding_spec(settings))
         except KbgraphError:  # no local model installed: the store's own order then
             embeddings = None
-        return _search_langchain(kb, queries, settings, filters, run, embeddings)
+        return _search_langchain(kb, queries, settings, filters, run, embeddings, deps)
     spec = embedding_spec(settings)
     try:
         searcher = deps.registry.open(kb.folder, spec, settings.chunking, kb.store)
@@ -243,11 +243,13 @@ def _search_langchain(
     filters: SearchFilters | None,
     run: KbRun,
     embeddings: Embeddings | None,
+    deps: NodeDeps,
 ) -> KbRun:
     """A LangChain VectorStore or BaseRetriever: its one list per query (nothing to index),
     named by what its scores are (``vector``: similarities; ``retriever``: ranks)."""
     try:
-        searcher = LangChainSearcher(load_source(str(kb.retriever)), kb.name, embeddings)
+        source = resolve_source(str(kb.retriever), deps.sources, deps.registry)
+        searcher = LangChainSearcher(source, kb.name, embeddings)
     except KbgraphError as exc:
         run.errors.append(f"{type(exc).__name__}: {exc}")
         return run

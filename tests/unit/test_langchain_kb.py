@@ -19,7 +19,8 @@ from langchain_core.vectorstores import InMemoryVectorStore
 
 from kbgraph.errors import ConfigError
 from kbgraph.graphs import build_rag_graph
-from kbgraph.graphs.langchain_kb import document_chunk, load_source
+from kbgraph.graphs.langchain_kb import document_chunk, resolve_source
+from kbgraph.graphs.searcher import SearcherRegistry
 from kbgraph.graphs.settings import RagSettings
 from kbgraph.graphs.tool import make_rag_search, tool_runtime
 from kbgraph.testing import FakeEmbeddings
@@ -155,7 +156,34 @@ def test_an_import_path_in_a_json_context_names_the_store(
                "embedding": "fake"}  # fmt: skip
     out = _run(build_rag_graph(), "how high do zeppelins fly?", context)
     assert [c["source"] for c in out["rag_citations"]] == ["air.md"]
-    assert load_source("kbg_test_store_mod:make") is load_source("kbg_test_store_mod:make")
+    registry = SearcherRegistry()
+    once = resolve_source("kbg_test_store_mod:make", {}, registry)
+    assert resolve_source("kbg_test_store_mod:make", {}, registry) is once  # made once
+
+
+def test_the_graphs_objects_live_in_its_dependencies_and_go_with_it(folder: Path) -> None:
+    import gc
+    import weakref
+
+    import kbgraph.graphs.langchain_kb as module
+
+    store = InMemoryVectorStore(FakeEmbeddings())
+    store.add_documents(STORE_DOCS)
+    graph = build_rag_graph(knowledge_bases={"wiki": store})
+    context = RagSettings(knowledge_bases=[{"name": "docs", "folder": str(folder)}],
+                          embedding="fake")  # fmt: skip
+    assert {c["kb"] for c in _run(graph, "proxy?", context)["rag_candidates"]} >= {"wiki"}
+    assert graph.config["metadata"]["kbgraph_knowledge_bases"] == ["wiki"]  # names only
+    assert not [v for v in vars(module).values() if isinstance(v, dict) and store in v.values()]
+    released = weakref.ref(store)
+    del graph, store
+    gc.collect()
+    assert released() is None
+
+
+def test_an_object_of_another_graph_is_refused_with_what_to_do() -> None:
+    with pytest.raises(ConfigError, match="belongs to another graph"):
+        resolve_source("object:wiki", {}, SearcherRegistry())
 
 
 @pytest.mark.parametrize(

@@ -208,6 +208,7 @@ PUBLIC_API: dict[str, list[str]] = {
     "kbgraph.graphs.nodes": [
         "END",
         "NodeDeps",
+        "NodeFn",
         "Reranker",
         "StepRecorder",
     ],
