@@ -11,6 +11,8 @@ meta-evaluation of the judges against human labels.
 
 from __future__ import annotations
 
+from kbgraph.layers import imported_as_kbgraph
+
 from .answer_check import AnswerCheck, ClaimCheck, check_answer
 from .baseline import Comparison, compare_summaries, load_summary
 from .claims import split_claims
@@ -105,3 +107,6 @@ __all__ = [
     "summarize",
     "write_report",
 ]
+
+# Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly.
+imported_as_kbgraph(__name__)

@@ -14,6 +14,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from kbgraph.layers import imported_as_kbgraph
+
 if TYPE_CHECKING:
     from .models import resolve_chat_model
     from .nodes import NodeDeps, Reranker
@@ -113,3 +115,6 @@ __all__ = [
     "settings_from_runtime",
     "turn_marker",
 ]
+
+# Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly.
+imported_as_kbgraph(__name__)

@@ -18,6 +18,7 @@ from kbgraph.errors import (
     KbgraphError,
     ModelMismatchError,
 )
+from kbgraph.layers import imported_as_kbgraph
 
 from .config import ChunkConfig, ChunkStrategy, ScanConfig, SearchConfig, SearchMode
 from .context import ContextEntry, format_context, render_context
@@ -78,3 +79,6 @@ __all__ = [
     "format_context",
     "render_context",
 ]
+
+# Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly.
+imported_as_kbgraph(__name__)
