@@ -35,7 +35,8 @@ import numpy as np
 
 from kbgraph.errors import ConfigError
 
-CACHE_ENV = "KBGRAPH_CACHE_DIR"
+from ..cache import CACHE_ENV, cache_root
+
 BACKEND_ENV = "KBGRAPH_LOCAL_BACKEND"
 Backend = Literal["auto", "onnx", "torch"]
 MANIFEST = "manifest.json"
@@ -58,15 +59,6 @@ def backend_choice() -> Backend:
     if value not in ("auto", "onnx", "torch"):
         raise ConfigError(f"{BACKEND_ENV}={value!r} is not allowed; use auto, onnx or torch")
     return value  # type: ignore[return-value]
-
-
-def cache_root() -> Path:
-    """Where kbgraph keeps per-user files that can be rebuilt (the ONNX exports)."""
-    explicit = os.environ.get(CACHE_ENV, "").strip()
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "kbgraph"
 
 
 @dataclass(frozen=True, slots=True)
