@@ -25,12 +25,13 @@ from .filters import SearchFilters
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase, Ranker
-    from .reports import IndexReport, IndexStats
+    from .reports import IndexChanges, IndexReport, IndexStats
     from .retriever import KnowledgeBaseRetriever
 
 # The facade pulls in embeddings, loaders and LangChain; load it on first use so that
 # importing a light module (``kbgraph.retrieval.segments``) stays light.
 _LAZY = {
+    "IndexChanges": ".reports",
     "IndexReport": ".reports",
     "IndexStats": ".reports",
     "KnowledgeBase": ".kb",
@@ -56,6 +57,7 @@ __all__ = [
     "ContextEntry",
     "DimensionMismatchError",
     "EmbeddingError",
+    "IndexChanges",
     "IndexCorruptError",
     "IndexLockedError",
     "IndexNotFoundError",
