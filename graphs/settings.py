@@ -76,7 +76,9 @@ class RagSettings(Settings):
     ranker ran, a best cosine similarity of ``grounding_min_vector_score`` (``None``
     switches that floor off). ``live`` keeps each knowledge base fresh with a file watcher
     in this process (changes are indexed as they happen, and no run walks the folder);
-    without it ``auto_index`` checks the folder at most every few seconds.
+    without it ``auto_index`` checks the folder at most every few seconds. ``record_runs``
+    writes each finished run (its final state) for ``kbgraph inspect``'s Runs view (see
+    :mod:`kbgraph.graphs.recording`).
 
     ``embedding`` is ``auto`` by default: each index is searched (and updated) with the model
     it was built with, and a new index gets the local model. A spec naming another model
@@ -102,6 +104,8 @@ class RagSettings(Settings):
     llm_rerank_max: int = Field(default=20, ge=1)
     grounding_min_coverage: float = Field(default=0.5, ge=0.0, le=1.0)
     grounding_min_vector_score: float | None = Field(default=0.2, allow_inf_nan=False)
+    # Write each finished run to kbgraph.graphs.recording.runs_dir() for `kbgraph inspect`.
+    record_runs: bool = False
     # Set once a graph's own knowledge base objects are in ``knowledge_bases`` (by
     # rag_search, which may then narrow them): its nodes must not add them again.
     _objects_added: bool = PrivateAttr(default=False)
