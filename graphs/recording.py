@@ -143,8 +143,10 @@ def list_runs(folder: Path | None = None) -> list[dict[str, Any]]:
     folder = runs_dir() if folder is None else folder
     if not folder.is_dir():
         return []
-    names = sorted((p.stem for p in folder.glob("*.json") if RUN_ID.fullmatch(p.stem)),
-                   reverse=True)[:_LISTED]  # fmt: skip
+    # Newest first: by the id's time, then (runs of the same second) by the file's.
+    paths = [p for p in folder.glob("*.json") if RUN_ID.fullmatch(p.stem)]
+    paths.sort(key=lambda p: (p.stem[:15], _mtime(p)), reverse=True)
+    names = [p.stem for p in paths[:_LISTED]]
     out: list[dict[str, Any]] = []
     for run_id in names:
         try:
@@ -214,6 +216,13 @@ def _config() -> dict[str, Any]:
         return dict(get_config())
     except RuntimeError:  # called outside a graph run (a test calling a node directly)
         return {}
+
+
+def _mtime(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:  # removed meanwhile: read_run will say so
+        return 0
 
 
 def _opt(value: Any) -> str | None:
