@@ -205,6 +205,11 @@ PUBLIC_API: dict[str, list[str]] = {
         "Reranker",
         "StepRecorder",
     ],
+    "kbgraph.inspector": [
+        "InspectedBase",
+        "InspectorConfig",
+        "create_app",
+    ],
     "kbgraph.prompts": [
         "load_prompt",
         "placeholders",
@@ -218,6 +223,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "ContextEntry",
         "DimensionMismatchError",
         "EmbeddingError",
+        "IndexChanges",
         "IndexCorruptError",
         "IndexLockedError",
         "IndexNotFoundError",
