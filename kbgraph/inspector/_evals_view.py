@@ -145,7 +145,7 @@ def _claims(claims: Sequence[Mapping[str, Any]]) -> Html:
                 badge(claim.get("verdict"), VERDICTS.get(str(claim.get("verdict")), "")),
                 number(claim.get("score"), 2),
                 " ".join(f"[{c}]" for c in claim.get("citations") or []) or "—",
-                join(link(f"#cite-{n}", f"[{n}]") for n in against) if against else "—",
+                join((link(f"#cite-{n}", f"[{n}]"), " ") for n in against) if against else "—",
                 claim.get("reason") or "",
             ]
         )
