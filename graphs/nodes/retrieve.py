@@ -73,14 +73,17 @@ def lists_for(settings: RagSettings, *, vectors: bool = True) -> list[str]:
     return ["hybrid"] if settings.search.fusion == "convex" and len(rankers) > 1 else rankers
 
 
-def _one_list(
+def one_list(
     searcher: Searcher,
     query: str,
     name: str,
     settings: RagSettings,
     filters: SearchFilters | None,
+    limit: int | None = None,
 ) -> list[SearchResult]:
-    limit = candidate_limit(settings)
+    """One list of a query, as Retrieve ranks it (``name``: a ranker, or ``hybrid`` for
+    convex fusion), ``limit`` deep (default: the settings' candidates per list)."""
+    limit = limit or candidate_limit(settings)
     if name != "hybrid":
         return searcher.rank(query, name, limit=limit, filters=filters)  # type: ignore[arg-type]
     config = SearchConfig(
@@ -200,7 +203,7 @@ def search_kb(
                     name = f"q{i}:{ranker}"
                     start = time.perf_counter()
                     try:
-                        run.lists[name] = _one_list(searcher, query, ranker, settings, filters)
+                        run.lists[name] = one_list(searcher, query, ranker, settings, filters)
                     except KbgraphError as exc:
                         run.errors.append(f"{name}: {type(exc).__name__}: {exc}")
                     run.timings[name] = round((time.perf_counter() - start) * 1000, 3)
@@ -376,6 +379,7 @@ __all__ = [
     "candidate_limit",
     "fuse",
     "list_weights",
+    "one_list",
     "rankers_for",
     "retrieve",
     "scope_filters",

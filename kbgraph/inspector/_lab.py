@@ -93,6 +93,11 @@ class LabQuery:
 
 
 def lab_settings(config: InspectorConfig, query: LabQuery) -> RagSettings:
+    if not config.knowledge_bases:
+        raise ConfigError(
+            "the inspector shows no knowledge base: pass folders to `kbgraph inspect`, or set "
+            "KBGRAPH_INSPECT_FOLDERS for the app mounted in langgraph dev"
+        )
     chosen = [kb for kb in config.knowledge_bases if not query.kbs or kb.name in query.kbs]
     if not chosen:
         raise ConfigError(f"none of {', '.join(query.kbs)} is a knowledge base here")

@@ -16,36 +16,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kbgraph.graphs.nodes.retrieve import scope_filters
+from kbgraph.graphs.nodes.retrieve import one_list, scope_filters
 from kbgraph.graphs.settings import RagSettings, ResolvedKnowledgeBase
-from kbgraph.retrieval.config import SearchConfig
 from kbgraph.retrieval.filters import SearchFilters
-from kbgraph.retrieval.records import SearchResult
 
 from ._lab import last_attempt, list_columns, result_rows
 
 RANK_LIMIT = 1000
 OpenKb = Callable[[ResolvedKnowledgeBase], Any]
-
-
-def _ranked(
-    kb: Any,
-    query: str,
-    ranker: str,
-    limit: int,
-    filters: SearchFilters | None,
-    settings: RagSettings,
-) -> list[SearchResult]:
-    if ranker != "hybrid":
-        return list(kb.rank(query, ranker, limit=limit, filters=filters))
-    config = SearchConfig(
-        mode="hybrid",
-        fusion="convex",
-        top_k=limit,
-        candidates_per_ranker=limit,
-        weights=dict(settings.search.weights),
-    )
-    return list(kb.search(query, config=config, filters=filters))
 
 
 def list_position(
@@ -58,13 +36,13 @@ def list_position(
     """The file's best chunk in one list and its rank there (``None``: below
     :data:`RANK_LIMIT`, or not returned at all)."""
     query, ranker = str(column["query"]), str(column["ranker"])
-    own = _ranked(kb, query, ranker, 1, SearchFilters(paths=(path,)), settings)
+    own = one_list(kb, query, ranker, settings, SearchFilters(paths=(path,)), limit=1)
     out: dict[str, Any] = {"list": column["name"], "query": query, "ranker": ranker}
     if not own:
         why = "shares no word with the query" if ranker == "bm25" else "no chunk returned"
         return {**out, "rank": None, "note": why}
     best = own[0]
-    whole = _ranked(kb, query, ranker, RANK_LIMIT, filters, settings)
+    whole = one_list(kb, query, ranker, settings, filters, limit=RANK_LIMIT)
     rank = next((i for i, r in enumerate(whole, 1) if r.chunk.id == best.chunk.id), None)
     return {
         **out,

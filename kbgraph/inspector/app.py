@@ -79,9 +79,9 @@ class Inspector:
         root = self.root(request)
 
         def href(c: Mapping[str, Any]) -> str | None:
-            name: str | None = str(c.get("kb") or "")
+            name = str(c.get("kb") or "")
             if folders and name in folders:
-                name = by_folder.get(folders[name])
+                name = by_folder.get(folders[name], "")
             elif not name and len(served) == 1:
                 name = next(iter(served))
             if name not in served:
@@ -277,7 +277,8 @@ class Inspector:
         except Exception as exc:  # the SDK's own HTTP errors: not found, mostly
             raise ConfigError(f"no thread {thread_id} on this server ({exc})") from exc
         record = _runs.thread_record(thread_id, state, thread)
-        context = ((runs[0].get("kwargs") or {}).get("context") if runs else None) or {}
+        latest: dict[str, Any] = dict(runs[0]) if runs else {}
+        context = (latest.get("kwargs") or {}).get("context") or {}
         record["knowledge_bases"] = _runs.context_knowledge_bases(context)
         return record
 

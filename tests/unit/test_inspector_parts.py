@@ -206,3 +206,11 @@ def test_a_pdf_is_shown_a_page_at_a_time(tmp_path: Any) -> None:
     assert first.page == 1 and first.pages == (1, 3) and first.lines[0] == "one"
     third = source_text("kb", tmp_path, "a.pdf", {"a.pdf"}, 3)
     assert third.page == 3 and third.lines[:2] == ["three", "lines"]
+
+
+def test_a_lab_without_knowledge_bases_says_how_to_give_some(tmp_path: Any) -> None:
+    from kbgraph.inspector import InspectorConfig
+    from kbgraph.inspector._lab import lab_settings
+
+    with pytest.raises(ConfigError, match="KBGRAPH_INSPECT_FOLDERS"):
+        lab_settings(InspectorConfig((), runs_dir=tmp_path), LabQuery(text="q"))
