@@ -49,7 +49,7 @@ def _retrieve(data: Mapping[str, Any]) -> str:
 
 def _rerank(data: Mapping[str, Any]) -> str:
     order = data.get("order") or []
-    top = ", ".join(f"{o['id'][:8]}={o['score']}" for o in order[:3])
+    top = ", ".join(f"{o['chunkId'][:8]}={o['score']}" for o in order[:3])
     return f"mode={data.get('mode')}; top: {top or 'none'}"
 
 

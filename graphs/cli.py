@@ -30,6 +30,7 @@ from kbgraph.errors import ConfigError, KbgraphError
 from kbgraph.exit_codes import failing_as
 
 from . import _trace
+from .recording import RECORDED_EVENT
 from .state import retrieve_records
 from .turns import TURN_KEY
 
@@ -63,9 +64,11 @@ def run_ask(
     top_k: int = 5,
     history: Sequence[HumanMessage | AIMessage] = (),
     on_event: EventSink | None = None,
+    record: bool = False,
 ) -> dict[str, Any]:
     """Run the chat agent once on ``folder``, after the messages of ``history``; return the
-    final state. Custom stream events (``knowledge.*``) go to ``on_event`` as they happen."""
+    final state. Custom stream events (``knowledge.*``) go to ``on_event`` as they happen.
+    ``record``: write the run for ``kbgraph inspect`` (``RagSettings.record_runs``)."""
     from kbgraph.retrieval.config import SearchConfig
 
     from .agents import AgentInput, chat_agent
@@ -77,6 +80,7 @@ def run_ask(
         embedding=embedding,
         chat_model=chat_model,
         search=SearchConfig(top_k=top_k),
+        record_runs=record,
     )
     final: dict[str, Any] = {}
     request: AgentInput = {"messages": [*history, HumanMessage(question)]}
@@ -206,6 +210,8 @@ class StderrProgress:
             if stage != self._stage:
                 self._stage = stage
                 click.echo(f"indexing {stage[0]}: {stage[1]} ({event.get('total')})", err=True)
+        elif name == RECORDED_EVENT:
+            click.echo(f"recorded run {event.get('id')}: {event.get('path')}", err=True)
         elif name == "knowledge.index.done" and event.get("indexed"):
             click.echo(
                 f"indexed {event.get('kb')}: {event.get('fileCount')} files, "
@@ -265,6 +271,11 @@ def print_human(state: Mapping[str, Any], *, trace: bool) -> None:
     help="Continue a conversation: a JSON list of {role, content} messages, or the --json "
     "output of the previous question ('-' reads stdin).",
 )
+@click.option(
+    "--record",
+    is_flag=True,
+    help="Record the run for `kbgraph inspect` (in $KBGRAPH_RUNS_DIR, else the cache's runs/).",
+)
 @failing_as("kbgraph ask")
 def ask(
     folder: Path,
@@ -275,6 +286,7 @@ def ask(
     chat_model: str | None,
     top_k: int,
     history: TextIO | None,
+    record: bool,
 ) -> None:
     """Answer QUESTION from the documents in FOLDER, with numbered sources."""
     if not question.strip():
@@ -288,6 +300,7 @@ def ask(
         top_k=top_k,
         history=earlier,
         on_event=StderrProgress(),
+        record=record,
     )
     if as_json:
         click.echo(json.dumps(json_view(state), ensure_ascii=False, indent=2, default=str))

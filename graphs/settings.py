@@ -94,7 +94,8 @@ class RagSettings(Settings):
     ready agents check each generated answer against its sources. ``live`` keeps each
     knowledge base fresh with a file watcher in this process (changes are indexed as they
     happen, and no run walks the folder); without it ``auto_index`` checks the folder at
-    most every few seconds.
+    most every few seconds. ``record_runs`` writes each finished run (its final state) for
+    ``kbgraph inspect``'s Runs view (see :mod:`kbgraph.graphs.recording`).
 
     ``embedding`` is ``auto`` by default: each index is searched (and updated) with the model
     it was built with, and a new index gets the local model. A spec naming another model
@@ -121,6 +122,8 @@ class RagSettings(Settings):
     grounding_min_coverage: float = Field(default=0.5, ge=0.0, le=1.0)
     grounding_min_vector_score: float | None = Field(default=0.2, allow_inf_nan=False)
     answer_check: AnswerCheckSettings = Field(default_factory=AnswerCheckSettings)
+    # Write each finished run to kbgraph.graphs.recording.runs_dir() for `kbgraph inspect`.
+    record_runs: bool = False
     # Set once a graph's own knowledge base objects are in ``knowledge_bases`` (by
     # rag_search, which may then narrow them): its nodes must not add them again.
     _objects_added: bool = PrivateAttr(default=False)

@@ -30,6 +30,7 @@ from .nodes.rerank import rerank
 from .nodes.retrieve import retrieve
 from .nodes.rewrite_query import rewrite_query
 from .nodes.select_scope import select_scope
+from .recording import recording
 from .rerankers import as_reranker
 from .searcher import SearcherRegistry, default_registry
 from .settings import RagSettings, settings_from_runtime, with_knowledge_bases
@@ -59,6 +60,20 @@ def _bind(fn: NodeFn, deps: NodeDeps, attached: list[dict[str, Any]]) -> Any:
     node.__name__ = fn.__name__
     node.__doc__ = fn.__doc__
     return node
+
+
+_ENDS_RUN: dict[Any, Any] = {
+    decide_retrieve: route_after_decide,
+    grounding_check: route_after_grounding,
+}
+
+
+def _recorded(fn: Any, node: Any, graph: str) -> Any:
+    """The nodes after which a run may end record it (``RagSettings.record_runs``)."""
+    route = _ENDS_RUN.get(fn)
+    if route is None:
+        return node
+    return recording(node, graph, ends=lambda state: route(state) == END)
 
 
 def build_rag_graph(
@@ -95,7 +110,7 @@ def build_rag_graph(
     )
     for fn in (decide_retrieve, select_scope, rewrite_query, retrieve, rerank, build_context,
                grounding_check):  # fmt: skip
-        graph.add_node(fn.__name__, _bind(fn, deps, attached))
+        graph.add_node(fn.__name__, _recorded(fn, _bind(fn, deps, attached), name))
     graph.add_edge(START, "decide_retrieve")
     graph.add_conditional_edges("decide_retrieve", route_after_decide, ["select_scope", END])
     graph.add_edge("select_scope", "rewrite_query")

@@ -164,6 +164,7 @@ class LayeredGroup(click.Group):
     lazy: ClassVar[dict[str, tuple[str, str]]] = {
         "ask": ("kbgraph.graphs.cli", "ask"),
         "eval": ("kbgraph.evals.cli", "eval_group"),
+        "inspect": ("kbgraph.inspector.cli", "inspect"),
         "watch": ("kbgraph._watch", "watch"),
         "versions": ("kbgraph._versions", "versions"),
         "restore": ("kbgraph._versions", "restore"),

@@ -26,12 +26,13 @@ from .filters import SearchFilters
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase, Ranker
-    from .reports import IndexReport, IndexStats
+    from .reports import IndexChanges, IndexReport, IndexStats
     from .retriever import KnowledgeBaseRetriever
 
 # The facade pulls in embeddings, loaders and LangChain; load it on first use so that
 # importing a light module (``kbgraph.retrieval.segments``) stays light.
 _LAZY = {
+    "IndexChanges": ".reports",
     "IndexReport": ".reports",
     "IndexStats": ".reports",
     "KnowledgeBase": ".kb",
@@ -57,6 +58,7 @@ __all__ = [
     "ContextEntry",
     "DimensionMismatchError",
     "EmbeddingError",
+    "IndexChanges",
     "IndexCorruptError",
     "IndexLockedError",
     "IndexNotFoundError",

@@ -31,7 +31,7 @@ from ._arguments import (
     whole_number,
 )
 from ._folder import FolderSnapshot, FolderStore, no_index
-from ._freshness import DEFAULT_TTL_S, Freshness, count_stale
+from ._freshness import DEFAULT_TTL_S, Freshness, changed_files, count_stale
 from ._indexer import IndexPlan, run_index, settings_match
 from ._recorded import ModelLost, ObjectOnly, auto_spec
 from ._reuse import check_against_documents
@@ -51,8 +51,8 @@ from .config import ChunkConfig, ScanConfig, SearchConfig, SearchMode
 from .embeddings import DEFAULT_TIMEOUT, BatchEmbedder, describe_embeddings, resolve_embeddings
 from .filters import SearchFilters
 from .progress import ProgressCallback, ignore_progress
-from .records import SearchResult
-from .reports import IndexReport, IndexStats
+from .records import SearchResult, SkippedFile
+from .reports import IndexChanges, IndexReport, IndexStats
 from .scan import scan_folder
 from .storage import IndexStore, QueryEmbedder, Snapshot, no_versions, open_store
 from .store import (
@@ -279,6 +279,27 @@ class KnowledgeBase:
             self.lock_timeout,
         )
         return settings_match(meta, plan)
+
+    def changes(self) -> IndexChanges:
+        """What changed in the folder since the live index was built (file metadata only;
+        ``rebuild`` when the settings changed). ``IndexNotFoundError`` without an index."""
+        reader = self._open()
+        if not self._settings_match(reader.meta):
+            return IndexChanges(rebuild=True)
+        scanned = scan_folder(self.folder, self.scan_config, index_dir=self.store.index_dir)
+        return changed_files(reader.meta, scanned)
+
+    def skipped_files(self) -> list[SkippedFile]:
+        """The files left out of the index with their reasons: those the scan leaves out
+        now (secrets, excluded, too large ...) and those the live index could not load
+        (binary, empty, unreadable, extraction failed)."""
+        reader = self._open()
+        scanned = scan_folder(self.folder, self.scan_config, index_dir=self.store.index_dir)
+        loaded = [
+            SkippedFile(rel, record.reason, record.detail)
+            for rel, record in sorted(reader.meta.skipped.items())
+        ]
+        return [*scanned.skipped, *loaded]
 
     def is_fresh(self) -> bool:
         """True when the folder matches the index; reads file metadata only."""

@@ -48,6 +48,7 @@ from ..nodes._base import run_outage
 from ..nodes._text import question_of
 from ..nodes._window import fit_sources
 from ..nodes.decide_retrieve import is_small_talk_or_closing, small_talk_kind
+from ..recording import recording
 from ..searcher import SearcherRegistry
 from ..settings import RagSettings, settings_from_runtime
 from ..subgraph import build_rag_graph
@@ -226,9 +227,9 @@ def build_chat_agent(
     graph.add_node(RAG_NODE, subgraph)
     graph.add_node("answer", make_answer_node(chat_model))
     graph.add_node("extract_citations", extract_citations_node)
-    graph.add_node(
-        "check_answer", make_check_node(chat_model, _prompt_of, extractive_text, answer_judge)
-    )
+    # The run is recorded (RagSettings.record_runs) when its last node is done.
+    check = make_check_node(chat_model, _prompt_of, extractive_text, answer_judge)
+    graph.add_node("check_answer", recording(check, name))
     graph.add_edge(START, RAG_NODE)
     graph.add_edge(RAG_NODE, "answer")
     graph.add_edge("answer", "extract_citations")

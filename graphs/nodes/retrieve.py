@@ -74,14 +74,17 @@ def lists_for(settings: RagSettings, *, vectors: bool = True) -> list[str]:
     return ["hybrid"] if settings.search.fusion == "convex" and len(rankers) > 1 else rankers
 
 
-def _one_list(
+def one_list(
     searcher: Searcher,
     query: str,
     name: str,
     settings: RagSettings,
     filters: SearchFilters | None,
+    limit: int | None = None,
 ) -> list[SearchResult]:
-    limit = candidate_limit(settings)
+    """One list of a query, as Retrieve ranks it (``name``: a ranker, or ``hybrid`` for
+    convex fusion), ``limit`` deep (default: the settings' candidates per list)."""
+    limit = limit or candidate_limit(settings)
     if name != "hybrid":
         return searcher.rank(query, name, limit=limit, filters=filters)  # type: ignore[arg-type]
     config = SearchConfig(
@@ -213,7 +216,7 @@ def search_kb(
                     key = ListKey(kb.name, i, ranker)
                     start = time.perf_counter()
                     try:
-                        run.lists[key] = _one_list(searcher, query, ranker, settings, filters)
+                        run.lists[key] = one_list(searcher, query, ranker, settings, filters)
                     except KbgraphError as exc:
                         if isinstance(exc, ModelMismatchError):
                             raise
@@ -347,6 +350,7 @@ __all__ = [
     "UNDERSPECIFIED_WEIGHT",
     "candidate_limit",
     "list_weights",
+    "one_list",
     "rankers_for",
     "retrieve",
     "scope_filters",

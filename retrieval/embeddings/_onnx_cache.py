@@ -42,12 +42,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..cache import CACHE_ENV, cache_root
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-CACHE_ENV = "KBGRAPH_CACHE_DIR"
 EXPORT_VERSION = 2  # bump when the export itself changes (2: content-keyed folders)
 OPSET = 17
 MANIFEST = "manifest.json"
@@ -57,15 +58,6 @@ _MODEL_SUFFIXES = (".safetensors", ".bin", ".json", ".txt")
 _WORK_PREFIXES = (".export-", ".old-", ".trash-")
 _LEGACY_NAME = re.compile(r"[0-9a-f]{16}")
 _KEY = re.compile(r"[0-9a-f]{32}")
-
-
-def cache_root() -> Path:
-    """Where kbgraph keeps per-user files that can be rebuilt (the ONNX exports)."""
-    explicit = os.environ.get(CACHE_ENV, "").strip()
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "kbgraph"
 
 
 def onnx_root() -> Path:

@@ -212,6 +212,11 @@ PUBLIC_API: dict[str, list[str]] = {
         "Reranker",
         "StepRecorder",
     ],
+    "kbgraph.inspector": [
+        "InspectedBase",
+        "InspectorConfig",
+        "create_app",
+    ],
     "kbgraph.prompts": [
         "load_prompt",
         "placeholders",
@@ -225,6 +230,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "ContextEntry",
         "DimensionMismatchError",
         "EmbeddingError",
+        "IndexChanges",
         "IndexCorruptError",
         "IndexLockedError",
         "IndexNotFoundError",
