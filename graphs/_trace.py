@@ -37,7 +37,7 @@ def _rewrite(data: Mapping[str, Any]) -> str:
 
 
 def _retrieve(data: Mapping[str, Any]) -> str:
-    lists = sum(len(named) for named in (data.get("lists") or {}).values())
+    lists = len(data.get("lists") or [])
     text = f"{data.get('candidates', 0)} candidates from {lists} ranked lists"
     indexed = [kb for kb, info in (data.get("index") or {}).items() if info and info.get("indexed")]
     if indexed:

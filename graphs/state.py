@@ -212,7 +212,7 @@ def unsearched_knowledge_bases(state: Mapping[str, Any]) -> dict[str, str]:
     failed: dict[str, str] = {}
     searched: set[str] = set()
     for data in retrieve_records(state):
-        searched.update(kb for kb, lists in (data.get("lists") or {}).items() if lists)
+        searched.update(str(item["kb"]) for item in data.get("lists") or [])
         for kb, messages in (data.get("errors") or {}).items():
             if messages:
                 failed[kb] = str(messages[-1])

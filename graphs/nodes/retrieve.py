@@ -301,6 +301,15 @@ def list_weights(
     }
 
 
+def list_record(key: ListKey, found: Sequence[SearchResult], run: KbRun) -> dict[str, Any]:
+    """What the debug trace keeps of one ranked list: where, which query and ranker, how
+    many results and how long it took."""
+    return {
+        "kb": key.kb, "query": key.query, "ranker": key.ranker, "name": key.name,
+        "results": len(found), "ms": run.timings.get(key),
+    }  # fmt: skip
+
+
 def retrieve(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps) -> dict[str, Any]:
     """Search, fuse and deduplicate; the candidates replace those of an earlier attempt."""
     rec = StepRecorder(NODE, state, runtime)
@@ -330,8 +339,7 @@ def retrieve(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps) -> 
         "rewrites": rewrites,
         "weights": {key.name: weight for key, weight in weights.items()},
         "filters": filters.model_dump(mode="json") if filters else None,
-        "lists": {kb: {k.name: len(r) for k, r in run.lists.items()} for kb, run in runs.items()},
-        "list_ms": {kb: {k.name: ms for k, ms in run.timings.items()} for kb, run in runs.items()},
+        "lists": [list_record(key, found, runs[key.kb]) for key, found in lists.items()],
         "index": {kb: run.index for kb, run in runs.items()},
         "errors": {kb: run.errors for kb, run in runs.items() if run.errors},
         "empty": [kb for kb, run in runs.items() if run.empty],

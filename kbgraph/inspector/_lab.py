@@ -25,7 +25,7 @@ from langchain_core.messages import HumanMessage
 from kbgraph.errors import ConfigError
 from kbgraph.graphs.settings import RagSettings
 from kbgraph.retrieval.config import SearchConfig, SearchMode
-from kbgraph.retrieval.ranking import ranking_weight, rrf_contribution
+from kbgraph.retrieval.ranking import rrf_contribution
 from kbgraph.retrieval.records import FILE_KINDS
 
 from .config import InspectorConfig
@@ -187,7 +187,8 @@ def result_rows(state: Mapping[str, Any], settings: RagSettings) -> list[dict[st
     rank, its move in Rerank (positive: up) and its fate in BuildContext."""
     steps = last_attempt(state)
     retrieve = steps.get("retrieve") or {}
-    weights = retrieve.get("weights") or dict(settings.search.weights)
+    # Retrieve records the weight of every list it fused, by the list's name.
+    weights = retrieve.get("weights") or {}
     fused_order = {cid: i for i, cid in enumerate(retrieve.get("ranks") or {}, 1)}
     build = steps.get("build_context") or {}
     rows = []
@@ -195,7 +196,7 @@ def result_rows(state: Mapping[str, Any], settings: RagSettings) -> list[dict[st
         ranks = dict(c.get("ranks") or {})
         scores = dict(c.get("scores") or {})
         terms = {
-            name: rrf_contribution(rank, settings.search.rrf_k, ranking_weight(name, weights))
+            name: rrf_contribution(rank, settings.search.rrf_k, float(weights.get(name, 1.0)))
             for name, rank in ranks.items()
         }
         fused = fused_order.get(c["chunkId"])
@@ -232,17 +233,15 @@ def list_columns(state: Mapping[str, Any]) -> list[dict[str, Any]]:
     order (``q0`` is the question as asked)."""
     retrieve = last_attempt(state).get("retrieve") or {}
     queries = list(retrieve.get("queries") or [])
-    names: dict[str, list[str]] = {}
-    for key in retrieve.get("lists") or {}:
-        kb, _, name = str(key).partition("|")
-        names.setdefault(name, []).append(kb)
-    out = []
-    for name, kbs in names.items():
-        index, _, ranker = name.partition(":")
-        i = int(index[1:]) if index[1:].isdigit() else -1
-        query = queries[i] if 0 <= i < len(queries) else ""
-        out.append({"name": name, "query": query, "ranker": ranker, "kbs": kbs})
-    return out
+    columns: dict[str, dict[str, Any]] = {}
+    for item in retrieve.get("lists") or []:
+        i = int(item["query"])
+        column = columns.setdefault(item["name"], {
+            "name": item["name"], "ranker": item["ranker"], "kbs": [],
+            "query": queries[i] if 0 <= i < len(queries) else "",
+        })  # fmt: skip
+        column["kbs"].append(item["kb"])
+    return list(columns.values())
 
 
 def lab_report(state: Mapping[str, Any], settings: RagSettings, query: LabQuery) -> dict[str, Any]:

@@ -89,8 +89,16 @@ STATE: dict[str, Any] = {
             {"node": "decide_retrieve", "attempt": 0, "data": {}},
             {"node": "retrieve", "attempt": 0, "data": {"ranks": {"x": {}}}},  # attempt 0
             {"node": "retrieve", "attempt": 1, "data": {
-                "queries": ["why", "why retry"], "weights": {"vector": 2.0, "bm25": 1.0},
-                "lists": {"docs|q0:vector": 5, "docs|q0:bm25": 5, "docs|q1:bm25": 4},
+                "queries": ["why", "why retry"],
+                "weights": {"q0:vector": 2.0, "q0:bm25": 1.0, "q1:bm25": 1.0},
+                "lists": [
+                    {"kb": "docs", "query": 0, "ranker": "vector", "name": "q0:vector",
+                     "results": 5, "ms": 1.0},
+                    {"kb": "docs", "query": 0, "ranker": "bm25", "name": "q0:bm25",
+                     "results": 5, "ms": 1.0},
+                    {"kb": "docs", "query": 1, "ranker": "bm25", "name": "q1:bm25",
+                     "results": 4, "ms": 1.0},
+                ],
                 "ranks": {"a": {}, "b": {}, "c": {}}}},
             {"node": "build_context", "attempt": 1, "data": {
                 "sources": [["b"]], "dropped_for_budget": ["a"], "budget": 50}},
