@@ -12,13 +12,20 @@ import asyncio
 import logging
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from kbgraph.errors import ConfigError, IndexCorruptError, IndexNotFoundError
+from kbgraph.errors import (
+    ConfigError,
+    DatabaseUnavailableError,
+    IndexCorruptError,
+    IndexNotFoundError,
+    ReadOnlyStoreError,
+)
 
 from . import __version__
 from ._folder import FolderSnapshot, FolderStore, no_index
@@ -43,7 +50,7 @@ from .progress import ProgressCallback, ignore_progress
 from .records import SearchResult
 from .reports import IndexReport, IndexStats
 from .scan import scan_folder
-from .storage import IndexStore, QueryEmbedder, Snapshot, open_store
+from .storage import IndexStore, QueryEmbedder, ServedStore, Snapshot, open_store
 from .store import (
     DEFAULT_KEEP_VERSIONS,
     EmbeddingMeta,
@@ -63,6 +70,7 @@ if TYPE_CHECKING:
 Ranker = Literal["vector", "bm25"]
 logger = logging.getLogger("kbgraph.retrieval")
 _Settings = TypeVar("_Settings", ChunkConfig, ScanConfig)
+_T = TypeVar("_T")
 
 
 class KnowledgeBase:
@@ -71,7 +79,9 @@ class KnowledgeBase:
     ``fake``) or any LangChain ``Embeddings``; ``None`` gives a lexical-only index (BM25);
     ``store`` is where the index lives: ``None`` (the folder index, in ``index_dir``,
     default ``<folder>/.kbgraph``) or a PostgreSQL URL (``postgresql://user@host/db``: the
-    same scan, chunking, embedding cache and results, in tables of that database);
+    same scan, chunking, embedding cache and results, in tables of that database; several
+    hosts, ``postgresql://user@primary,standby/db``, send searches to a standby and writes
+    to the primary); ``read_store`` is a standby's URL that searches go to first;
     ``auto`` (the default) reuses the model the existing index was built with, else
     ``local`` (an index built from an ``Embeddings`` object records no spec: then pass that
     object again). ``chunking`` and ``scan`` work alike: ``None`` reuses what the existing
@@ -98,13 +108,16 @@ class KnowledgeBase:
         embedding_timeout: float = DEFAULT_TIMEOUT,
         keep_versions: int | None = None,
         store: str | None = None,
+        read_store: str | None = None,
     ) -> None:
         self.folder = Path(folder).expanduser().resolve()
         if not self.folder.is_dir():
             raise ConfigError(f"{folder} is not a folder; pass the folder to index")
         self.lock_timeout = lock_timeout
         index_path = Path(index_dir) if index_dir else None
-        self.store: IndexStore = open_store(self.folder, store, index_path, lock_timeout)
+        self.store: IndexStore = open_store(
+            self.folder, store, index_path, lock_timeout, read_store
+        )
         recorded = self.store.recorded()
         self.scan_config = scan or _recorded(ScanConfig, recorded.scan)
         self.chunk_config = chunking or _recorded(ChunkConfig, recorded.chunking)
@@ -265,7 +278,13 @@ class KnowledgeBase:
             if self.store.layout.has_pointer() and not os.access(root, os.W_OK):
                 logger.warning("%s is stale but read-only; searching it as it is", root)
                 return None
-        return self.index(progress=progress)
+        try:
+            return self.index(progress=progress)
+        except ReadOnlyStoreError as exc:  # a standby: refused before anything was written
+            if not self._has_index():
+                raise
+            logger.warning("%s is stale; searching it as it is: %s", self.folder, exc)
+            return None
 
     def _has_index(self) -> bool:
         try:
@@ -300,6 +319,23 @@ class KnowledgeBase:
         return watcher is not None and watcher.running
 
     # -- search -------------------------------------------------------------------------
+    def _reading(self, use: Callable[[Snapshot], _T]) -> _T:
+        """``use`` the live version. A database connection lost on the way (a standby that
+        went away mid-search) is retried once on a new connection, which goes to a server
+        that answers (the primary when no standby does): the caller sees no error."""
+        try:
+            return use(self._open())
+        except DatabaseUnavailableError as exc:
+            logger.warning("search failed over: %s", exc)
+            self._drop_reader()
+            return use(self._open())
+
+    def _drop_reader(self) -> None:
+        with self._lock:
+            if self._reader is not None:
+                self._reader.close()
+            self._reader, self._reader_key = None, None
+
     def _open(self) -> Snapshot:
         """The live version, reopened when a writer published a new one."""
         with self._lock:
@@ -342,8 +378,9 @@ class KnowledgeBase:
         ``top_k`` (1-1000, default 5) and ``mode`` may be given here or in ``config``, not
         both with different values; an empty query is refused (``ConfigError``)."""
         cfg = search_config(query, top_k=top_k, mode=mode, filters=filters, config=config)
-        reader = self._open()
-        return _search(reader, query, cfg, filters, self._query_embedder(reader))
+        return self._reading(
+            lambda reader: _search(reader, query, cfg, filters, self._query_embedder(reader))
+        )
 
     async def asearch(
         self,
@@ -383,11 +420,14 @@ class KnowledgeBase:
     ) -> list[SearchResult]:
         """One ranker's list (for callers that fuse several queries themselves)."""
         check_rank_arguments(query, ranker, limit, filters)
-        reader = self._open()
-        if ranker == "vector":
-            resolve_mode(reader.has_vectors, "vector")
-        with reader.ranking(query, once(self._query_embedder(reader))) as ranking:
-            return rank_one(ranking, ranker, limit, filters)
+
+        def rank(reader: Snapshot) -> list[SearchResult]:
+            if ranker == "vector":
+                resolve_mode(reader.has_vectors, "vector")
+            with reader.ranking(query, once(self._query_embedder(reader))) as ranking:
+                return rank_one(ranking, ranker, limit, filters)
+
+        return self._reading(rank)
 
     def indexed_files(self) -> dict[str, FileRecord]:
         """The files of the live generation with their size, mtime, sha256 and chunk span."""
@@ -445,6 +485,7 @@ class KnowledgeBase:
 
     def _stats_from(self, meta: IndexMeta, size: int, *, stale: int) -> IndexStats:
         return IndexStats(
+            server=self.store.server() if isinstance(self.store, ServedStore) else {},
             versions=self._version_count(),
             keep_versions=meta.keep_versions,
             file_count=meta.file_count,
