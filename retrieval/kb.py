@@ -326,15 +326,13 @@ class KnowledgeBase:
         try:
             return use(self._open())
         except DatabaseUnavailableError as exc:
-            logger.warning("search failed over: %s", exc)
-            self._drop_reader()
+            logger.warning("a search lost its server; trying another: %s", exc)
+            with self._lock:  # every connection of the lost server goes
+                if self._reader is not None:
+                    self._reader.close()
+                self._reader, self._reader_key = None, None
+                self.store.close()
             return use(self._open())
-
-    def _drop_reader(self) -> None:
-        with self._lock:
-            if self._reader is not None:
-                self._reader.close()
-            self._reader, self._reader_key = None, None
 
     def _open(self) -> Snapshot:
         """The live version, reopened when a writer published a new one."""

@@ -66,7 +66,7 @@ class Database:
     ) -> psycopg.Connection[Any]:
         """A connection; ``session_attrs`` (libpq's ``target_session_attrs``: which of the
         URL's hosts to choose) applies when the URL names several hosts."""
-        extra = {}
+        extra: dict[str, Any] = {}
         if session_attrs and self.hosts > 1:
             extra["target_session_attrs"] = session_attrs
         try:

@@ -116,9 +116,10 @@ class Servers:
                 f"lost PostgreSQL at {self.write.location} ({self.write.reason(exc)})"
             ) from None
         if standby:
+            where = address(conn)
             conn.close()
             raise ReadOnlyStoreError(
-                f"PostgreSQL at {address(conn)} is a standby (read-only): an index run "
+                f"PostgreSQL at {where} is a standby (read-only): an index run "
                 "writes to the primary. Point --store (or the knowledge base's 'store') at "
                 "the primary, or at several hosts (postgresql://user@primary,standby/db), and "
                 "the standby at --read-store ('read_store'); searches go on from the standby"

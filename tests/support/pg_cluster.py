@@ -39,7 +39,7 @@ def binaries(server: str) -> Path:
     spec = importlib.util.find_spec(SERVERS[server])
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError(f"{server} is not installed; pip install {server}")
-    return Path(list(spec.submodule_search_locations)[0]) / "pginstall" / "bin"
+    return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
 
 
 def _os_user() -> str | None:
@@ -155,9 +155,12 @@ class PgCluster:
         self.nodes.append(node)
         return node
 
-    def add_standby(self) -> PgNode:
-        """A streaming standby of the primary (``pg_basebackup -R``), caught up."""
+    def add_standby(self, settings: dict[str, str] | None = None) -> PgNode:
+        """A streaming standby of the primary (``pg_basebackup -R``), caught up; its own
+        ``settings`` besides the cluster's (``recovery_min_apply_delay``: a standby that
+        lags)."""
         node = self._node(f"standby{len(self.nodes)}", 5432 + len(self.nodes))
+        node.settings = {**self.settings, **(settings or {})}
         _owned_folder(node.data)
         source = f"host={self.primary.socket} port={self.primary.port} user=postgres"
         _run(node.bin_dir, "pg_basebackup", "-D", str(node.data), "-R", "-X", "stream",
@@ -202,7 +205,12 @@ def wait_for_replay(primary_url: str, standby_url: str, timeout: float = 30.0) -
 
 @contextmanager
 def running_cluster(
-    server: str, root: Path, *, standbys: int = 0, settings: dict[str, str] | None = None
+    server: str,
+    root: Path,
+    *,
+    standbys: int = 0,
+    settings: dict[str, str] | None = None,
+    standby_settings: dict[str, str] | None = None,
 ) -> Iterator[PgCluster]:
     """A primary (and ``standbys`` streaming standbys) of ``server`` in ``root``."""
     root.mkdir(parents=True, exist_ok=True)
@@ -211,7 +219,7 @@ def running_cluster(
     try:
         cluster.start_primary()
         for _ in range(standbys):
-            cluster.add_standby()
+            cluster.add_standby(standby_settings)
         yield cluster
     finally:
         cluster.stop()
