@@ -43,7 +43,7 @@ class Database:
                 "also come from PGPASSWORD or ~/.pgpass)"
             ) from None
         port = str(params.get("port") or "")
-        if port and not all(p.strip().isdigit() for p in port.split(",")):
+        if port and not all(p.strip().isdigit() or not p.strip() for p in port.split(",")):
             raise ConfigError(f"the store's port must be a number; use {URL_FORM}")
         password = str(params.get("password") or "")
         secrets = tuple(s for s in {password, quote(password), unquote(password), url} if s)

@@ -4,7 +4,8 @@ index, search and report the same way through ``KnowledgeBase``.
 Each test runs once per store (``store`` fixture: None = the folder index beside the
 documents, else a PostgreSQL URL: the primary, or the primary and its streaming standby in
 one multi-host URL, where every search is answered by the standby and every write goes to
-the primary); the deterministic fake embedder keeps them offline."""
+the primary, or a server with an older pgvector, 0.6, whose tables lack the halfvec index
+and the BM25 weights column); the deterministic fake embedder keeps them offline."""
 
 from __future__ import annotations
 
@@ -23,13 +24,14 @@ from tests.unit.test_kb_search import _write
 QUERY = "exponential backoff retry policy"
 
 
-@pytest.fixture(params=["folder", "postgres", "standby"])
+STORES = {"postgres": "pg_url", "standby": "pg_replica_url", "pgvector-0.6": "pg_older_url"}
+
+
+@pytest.fixture(params=["folder", *STORES])
 def store(request: pytest.FixtureRequest) -> str | None:
     if request.param == "folder":
         return None
-    if request.param == "standby":
-        return str(request.getfixturevalue("pg_replica_url"))
-    return str(request.getfixturevalue("pg_url"))
+    return str(request.getfixturevalue(STORES[request.param]))
 
 
 @pytest.fixture
