@@ -5,6 +5,7 @@ store writes nothing into the documents folder."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -77,9 +78,8 @@ def test_a_standby_answers_searches_and_refuses_index_and_watch(
         stats["server"]["standby"] is True and str(pg_standby.socket) in stats["server"]["address"]
     )
     text = kbgraph("stats", str(folder), *routes).stdout
-    assert (
-        "server: postgresql://postgres@[" in text and "(standby, replay 0.0 s / 0 B behind" in text
-    )
+    assert "server: postgresql://postgres@[" in text
+    assert re.search(r"\(standby, replay [\d.]+ s / \d+ B behind", text)
     for command in ("index", "watch"):
         refused = kbgraph(command, str(folder), "--store", standby, check=False)
         assert refused.returncode == 2, refused.stderr

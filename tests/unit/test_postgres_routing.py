@@ -11,15 +11,15 @@ import pytest
 
 pytest.importorskip("psycopg")
 
-from kbgraph.cli import describe_server  # noqa: E402
-from kbgraph.errors import ConfigError  # noqa: E402
-from kbgraph.graphs.searcher import SearcherRegistry  # noqa: E402
-from kbgraph.graphs.settings import RagSettings, spec_of  # noqa: E402
-from kbgraph.retrieval import KnowledgeBase  # noqa: E402
-from kbgraph.retrieval.postgres import Database  # noqa: E402
-from kbgraph.retrieval.postgres._features import PgVector  # noqa: E402
-from kbgraph.retrieval.postgres._lexical import SPARSE_DIMS, sparse_literal  # noqa: E402
-from kbgraph.retrieval.postgres._servers import Servers  # noqa: E402
+from kbgraph.cli import describe_server
+from kbgraph.errors import ConfigError
+from kbgraph.graphs.searcher import SearcherRegistry
+from kbgraph.graphs.settings import RagSettings, spec_of
+from kbgraph.retrieval import KnowledgeBase
+from kbgraph.retrieval.postgres import Database
+from kbgraph.retrieval.postgres._features import PgVector
+from kbgraph.retrieval.postgres._lexical import SPARSE_DIMS, sparse_literal
+from kbgraph.retrieval.postgres._servers import Servers
 
 MULTI = "postgresql://kb:Sekret-42@db1:5432,db2:5433/kb"
 
