@@ -150,7 +150,10 @@ def _pg_load(conn: Any, tables: Any, vectors: np.ndarray, halfvec: bool) -> floa
                     "INSERT INTO {} (source, size, mtime_ns, sha256, kind, notes, chunk_count) "
                     "VALUES (%s, 0, 0, '', 'markdown', %s, %s)"
                 ).format(tables.files),
-                [(_source(i), Jsonb([]), 0) for i in range(SOURCES)],
+                [
+                    (_source(i), Jsonb([]), len(range(i, len(vectors), SOURCES)))
+                    for i in range(SOURCES)
+                ],
             )
         conn.execute(tables.vector_index(vectors.shape[1], halfvec=halfvec))
     return time.perf_counter() - start

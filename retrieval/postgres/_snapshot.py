@@ -62,7 +62,7 @@ class PgRanking:
         self._t = snap.tables
         self._bm25: tuple[list[str], list[float], float] | None = None
         self._term_ids: dict[str, int] = {}
-        self._allowed: dict[SearchFilters | None, list[str] | None] = {}
+        self._allowed: dict[SearchFilters | None, tuple[list[str], int] | None] = {}
 
     # -- vector ----------------------------------------------------------------------
     def _vector(self) -> str | None:
@@ -72,13 +72,18 @@ class PgRanking:
         check_query_vector(vector, self._snap.dims, self._snap.meta.embedding)
         return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
-    def _vector_top(self, limit: int, allowed: list[str] | None) -> tuple[list[int], list[float]]:
+    def _vector_top(
+        self, limit: int, allowed: list[str] | None, rows: int
+    ) -> tuple[list[int], list[float]]:
+        """The best ``limit`` of the ``rows`` rows of the ``allowed`` files: scanned exactly
+        when they are few (as the whole table is below ``exact_below``: a filter keeping 1 %
+        of 1M rows), else by the HNSW index."""
         vector = self._vector()
         if vector is None:
             return [], []
         where, params = _allowed_clause(allowed)
         params.update(q=vector, n=limit)
-        exact = self._snap.n_docs < self._snap.exact_below or limit > MAX_EF_SEARCH
+        exact = rows < self._snap.exact_below or limit > MAX_EF_SEARCH
         if not exact:
             ef = max(EF_SEARCH_MIN, limit)
             self._set("hnsw.ef_search", ef)
@@ -201,11 +206,11 @@ class PgRanking:
     ) -> tuple[list[int], list[float]]:
         if filters not in self._allowed:  # both rankers of a query share one file list
             self._allowed[filters] = self._snap.allowed_sources(self._conn, filters)
-        allowed = self._allowed[filters]
+        allowed, rows = self._allowed[filters] or (None, self._snap.n_docs)
         if allowed is not None and not allowed:
             return [], []
         if ranker == "vector":
-            return self._vector_top(limit, allowed)
+            return self._vector_top(limit, allowed, rows)
         if ranker == "bm25":
             return self._bm25_top(limit, allowed)
         raise ConfigError(f"unknown ranker {ranker!r}; allowed: vector, bm25")
@@ -296,14 +301,16 @@ class PgSnapshot:
 
     def allowed_sources(
         self, conn: psycopg.Connection[Any], filters: SearchFilters | None
-    ) -> list[str] | None:
-        """The files ``filters`` allow (None: every file), decided by the engine's rules."""
+    ) -> tuple[list[str], int] | None:
+        """The files ``filters`` allow and their chunk count (None: every file), decided by
+        the engine's rules."""
         if filters is None or filters.is_empty():
             return None
         rows = conn.execute(
-            sql.SQL("SELECT source, kind FROM {}").format(self.tables.files)
+            sql.SQL("SELECT source, kind, chunk_count FROM {}").format(self.tables.files)
         ).fetchall()
-        return [str(s) for s, kind in rows if filters.allows(str(s), kind)]
+        allowed = [(str(s), int(n)) for s, kind, n in rows if filters.allows(str(s), kind)]
+        return [s for s, _ in allowed], sum(n for _, n in allowed)
 
     def size_bytes(self) -> int:
         with self._lock, self.db.errors("measure the knowledge base"):
