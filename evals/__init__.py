@@ -11,6 +11,7 @@ meta-evaluation of the judges against human labels.
 
 from __future__ import annotations
 
+from .answer_check import AnswerCheck, ClaimCheck, check_answer
 from .baseline import Comparison, compare_summaries, load_summary
 from .claims import split_claims
 from .datasets import DatasetError, bundled_dataset_path, load_dataset
@@ -57,8 +58,10 @@ __all__ = [
     "METRIC_NAMES",
     "Agent",
     "AgentOutput",
+    "AnswerCheck",
     "AnswerRelevanceEvaluator",
     "Claim",
+    "ClaimCheck",
     "ClaimDecomposer",
     "ClaimVerdict",
     "Comparison",
@@ -88,6 +91,7 @@ __all__ = [
     "auroc",
     "average_precision",
     "bundled_dataset_path",
+    "check_answer",
     "compare_summaries",
     "decompose",
     "default_evaluators",

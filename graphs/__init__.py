@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from .nodes import NodeDeps, Reranker
     from .searcher import Searcher, SearcherRegistry, default_registry, open_knowledge_base
     from .settings import (
+        AnswerCheckSettings,
         KnowledgeBaseSpec,
         RagSettings,
         settings_from_context,
@@ -48,6 +49,7 @@ _LAZY = {
     "SearcherRegistry": ".searcher",
     "default_registry": ".searcher",
     "open_knowledge_base": ".searcher",
+    "AnswerCheckSettings": ".settings",
     "KnowledgeBaseSpec": ".settings",
     "RagSettings": ".settings",
     "settings_from_context": ".settings",
@@ -82,6 +84,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "NODE_ORDER",
     "TURN_KEY",
+    "AnswerCheckSettings",
     "Candidate",
     "Citation",
     "KnowledgeBaseSpec",

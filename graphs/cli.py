@@ -17,6 +17,7 @@ configuration error, 1 otherwise).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -24,6 +25,7 @@ from typing import Any, TextIO
 import click
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_messages
 
+from kbgraph import errors
 from kbgraph.errors import ConfigError, KbgraphError
 from kbgraph.exit_codes import failing_as
 
@@ -94,13 +96,30 @@ def run_ask(
 
 def raise_on_retrieval_failure(state: Mapping[str, Any]) -> None:
     """Searching failed (not merely found nothing) when no source came back and the Retrieve
-    node recorded errors: report the first one instead of a not-found answer."""
+    node recorded errors: raise the first one, as the error it was (an index of another
+    embedding model is a ``ModelMismatchError``, exit 7), instead of a not-found answer."""
     if state.get("rag_citations"):
         return
     for data in retrieve_records(state):
         for kb, messages in (data.get("errors") or {}).items():
             if messages:
-                raise KbgraphError(f"searching {kb} failed: {messages[0]}")
+                raise error_of(f"searching {kb} failed: ", str(messages[0]))
+
+
+_ERROR = re.compile(r"(?:^|: )([A-Z]\w*Error): (.*)$", re.DOTALL)
+
+
+def error_of(prefix: str, recorded: str) -> KbgraphError:
+    """The kbgraph error a debug record describes (``"ModelMismatchError: ..."``, possibly
+    after a list or stage name), else a plain ``KbgraphError`` with the record."""
+    found = _ERROR.search(recorded)
+    kind = getattr(errors, found.group(1), None) if found else None
+    if found and isinstance(kind, type) and issubclass(kind, KbgraphError):
+        try:
+            return kind(prefix + found.group(2))
+        except TypeError:  # an error class that needs more than its message
+            pass
+    return KbgraphError(prefix + recorded)
 
 
 def json_view(state: Mapping[str, Any]) -> dict[str, Any]:
@@ -116,6 +135,7 @@ def json_view(state: Mapping[str, Any]) -> dict[str, Any]:
             "answer_trimmed",
             "answer_citations",
             "answer_unresolved",
+            "answer_check",
         )
     }
     out.update({k: v for k, v in state.items() if k.startswith("rag_")})
@@ -208,7 +228,8 @@ def print_human(state: Mapping[str, Any], *, trace: bool) -> None:
         for line in _trace.source_lines(citations):
             click.echo(f"  {line}")
     click.echo()
-    for line in _trace.verdict_lines(state) + _trace.unresolved_lines(state):
+    lines = _trace.verdict_lines(state) + _trace.check_lines(state)
+    for line in lines + _trace.unresolved_lines(state):
         click.echo(line)
 
 
@@ -256,6 +277,8 @@ def ask(
     history: TextIO | None,
 ) -> None:
     """Answer QUESTION from the documents in FOLDER, with numbered sources."""
+    if not question.strip():
+        raise ConfigError("the question is empty; pass the question to answer from FOLDER")
     earlier = load_history(history.read()) if history is not None else []
     state = run_ask(
         folder,

@@ -22,7 +22,9 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 
@@ -144,12 +146,21 @@ def _chunk_id(doc: Document, source: str) -> str:
 
 
 class LangChainSearcher:
-    """A :class:`~kbgraph.graphs.searcher.Searcher` over a VectorStore (its list is
-    ``vector``: relevance scores, 0..1, higher is better) or a BaseRetriever (its list is
-    ``retriever``: its order, scored by rank)."""
+    """A :class:`~kbgraph.graphs.searcher.Searcher` over a VectorStore or a BaseRetriever.
 
-    def __init__(self, source: LangChainSource, name: str) -> None:
-        self.source, self.name = source, name
+    A store's list is ``vector`` when its scores are similarities: the store's own relevance
+    scores (``similarity_search_with_relevance_scores``, 0..1), or, for a store without them
+    (``InMemoryVectorStore`` and others answer ``NotImplementedError``; the raw scores of
+    ``similarity_search_with_score`` are distances for some stores and similarities for
+    others), the cosine of the query and each document under ``embeddings``, the subgraph's
+    own embedding model. Without either, and for a retriever, the list is ``retriever``:
+    ordered as the store answered, scored by rank, and never read as a similarity (the
+    grounding check's vector floor does not count it)."""
+
+    def __init__(
+        self, source: LangChainSource, name: str, embeddings: Embeddings | None = None
+    ) -> None:
+        self.source, self.name, self.embeddings = source, name, embeddings
         self.lists: tuple[str, ...] = (
             ("vector",) if isinstance(source, VectorStore) else ("retriever",)
         )
@@ -164,25 +175,31 @@ class LangChainSearcher:
         if ranker not in self.lists:
             return []
         wanted = limit * (FILTERED_OVERFETCH if filters and not filters.is_empty() else 1)
-        pairs = self._fetch(query, wanted)
+        pairs, name = self._fetch(query, wanted)
         results: list[SearchResult] = []
         for doc, score in pairs:
             chunk = document_chunk(doc, self.name)
             if filters is not None and not filters.allows(chunk.source, file_kind(chunk.source)):
                 continue
             rank = len(results) + 1
-            results.append(SearchResult(chunk, score, {ranker: rank}, {ranker: score}))
+            results.append(SearchResult(chunk, score, {name: rank}, {name: score}))
         return results[:limit]
 
-    def _fetch(self, query: str, k: int) -> list[tuple[Document, float]]:
-        if isinstance(self.source, VectorStore):
-            try:
-                return list(self.source.similarity_search_with_relevance_scores(query, k=k))
-            except NotImplementedError:
-                docs = self.source.similarity_search(query, k=k)
-        else:
+    def _fetch(self, query: str, k: int) -> tuple[list[tuple[Document, float]], str]:
+        """The documents with their scores, best first, and the name of that list."""
+        if not isinstance(self.source, VectorStore):
             docs = self.source.invoke(query)[:k]
-        return [(doc, _doc_score(doc, i)) for i, doc in enumerate(docs, 1)]
+            return [(doc, _doc_score(doc, i)) for i, doc in enumerate(docs, 1)], "retriever"
+        try:
+            scored = self.source.similarity_search_with_relevance_scores(query, k=k)
+            return [(doc, float(score)) for doc, score in scored], "vector"
+        except NotImplementedError:
+            docs = self.source.similarity_search(query, k=k)
+        if self.embeddings is None or not docs:
+            return [(doc, _doc_score(doc, i)) for i, doc in enumerate(docs, 1)], "retriever"
+        similar = cosines(self.embeddings, query, [doc.page_content for doc in docs])
+        order = sorted(range(len(docs)), key=lambda i: -similar[i])
+        return [(docs[i], similar[i]) for i in order], "vector"
 
     def search(
         self,
@@ -196,6 +213,14 @@ class LangChainSearcher:
 
     def close(self) -> None:
         """The store is its owner's to close."""
+
+
+def cosines(embeddings: Embeddings, query: str, texts: list[str]) -> list[float]:
+    """The cosine similarity of the query and each text under ``embeddings``."""
+    q = np.asarray(embeddings.embed_query(query), dtype=np.float32)
+    m = np.asarray(embeddings.embed_documents(texts), dtype=np.float32)
+    norms = np.linalg.norm(m, axis=1) * (np.linalg.norm(q) or 1.0)
+    return [float(v) for v in (m @ q) / np.where(norms > 0, norms, 1.0)]
 
 
 def _doc_score(doc: Document, rank: int) -> float:
@@ -214,6 +239,7 @@ __all__ = [
     "LangChainSearcher",
     "LangChainSource",
     "check_source",
+    "cosines",
     "document_chunk",
     "load_source",
     "register_source",

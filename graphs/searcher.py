@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from langchain_core.embeddings import Embeddings
+
 from kbgraph.retrieval.filters import SearchFilters
 from kbgraph.retrieval.progress import ProgressCallback
 from kbgraph.retrieval.records import SearchResult
@@ -97,6 +99,24 @@ class SearcherRegistry:
         self._open: dict[Key, Searcher] = {}
         self._locks: dict[Key, threading.RLock] = {}
         self._guard = threading.Lock()
+        self._embeddings: dict[str, Embeddings] = {}
+
+    def embeddings(self, spec: str | None) -> Embeddings | None:
+        """The embedding model of ``spec`` (``auto``: the local model; ``None``: none),
+        loaded once: it scores the documents of LangChain stores that give no similarity
+        of their own (see ``kbgraph.graphs.langchain_kb.LangChainSearcher``)."""
+        if spec is None:
+            return None
+        key = "local" if spec.strip().lower() == "auto" else spec.strip()
+        with self._guard:
+            model = self._embeddings.get(key)
+        if model is None:
+            from kbgraph.retrieval.embeddings import resolve_embeddings
+
+            model = resolve_embeddings(key)
+            with self._guard:
+                model = self._embeddings.setdefault(key, model)
+        return model
 
     @staticmethod
     def key(

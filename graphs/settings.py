@@ -29,6 +29,7 @@ from kbgraph.retrieval._settings import Settings
 from kbgraph.retrieval.config import ChunkConfig, SearchConfig
 
 RerankMode = Literal["heuristic", "llm", "none", "cross_encoder"]
+AnswerPolicy = Literal["flag", "regenerate", "extractive", "off"]
 FOLDER_ENV = "KBGRAPH_FOLDER"
 MAX_REWRITES_LIMIT = 5
 
@@ -61,6 +62,21 @@ class ResolvedKnowledgeBase:
     read_store: str | None = field(default=None, repr=False)  # a standby's URL
 
 
+class AnswerCheckSettings(Settings):
+    """How the ready agents check a generated answer against the sources it cites
+    (:func:`kbgraph.evals.check_answer`). ``judge``: ``offline`` (default: no LLM, the
+    packaged local model), ``overlap`` (word overlap, no model) or a chat model spec for an
+    LLM judge. ``policy``: ``flag`` (default) records the check and the unsupported claims;
+    ``regenerate`` asks the chat model once more, naming the unsupported claims, when any
+    claim is unsupported (the better-supported answer is kept); ``extractive`` replaces an
+    answer scored below ``threshold`` by the extractive answer (quotes of the sources);
+    ``off`` checks nothing."""
+
+    judge: str = Field(default="offline", min_length=1)
+    policy: AnswerPolicy = "flag"
+    threshold: float = Field(default=0.5, ge=0.0, le=1.0, allow_inf_nan=False)
+
+
 class RagSettings(Settings):
     """The subgraph's context schema (a frozen pydantic model: LangGraph builds it from a
     dict context, and a bad value or an unknown key is a one-line ``ConfigError``).
@@ -78,9 +94,11 @@ class RagSettings(Settings):
     query terms in a chunk's heading path. The grounding heuristic needs
     ``grounding_min_coverage`` of the question's terms in the context and, when a vector
     ranker ran, a best cosine similarity of ``grounding_min_vector_score`` (``None``
-    switches that floor off). ``live`` keeps each knowledge base fresh with a file watcher
-    in this process (changes are indexed as they happen, and no run walks the folder);
-    without it ``auto_index`` checks the folder at most every few seconds.
+    switches that floor off). ``answer_check`` (:class:`AnswerCheckSettings`) says how the
+    ready agents check each generated answer against its sources. ``live`` keeps each
+    knowledge base fresh with a file watcher in this process (changes are indexed as they
+    happen, and no run walks the folder); without it ``auto_index`` checks the folder at
+    most every few seconds.
 
     ``embedding`` is ``auto`` by default: each index is searched (and updated) with the model
     it was built with, and a new index gets the local model. A spec naming another model
@@ -106,6 +124,7 @@ class RagSettings(Settings):
     llm_rerank_max: int = Field(default=20, ge=1)
     grounding_min_coverage: float = Field(default=0.5, ge=0.0, le=1.0)
     grounding_min_vector_score: float | None = Field(default=0.2, allow_inf_nan=False)
+    answer_check: AnswerCheckSettings = Field(default_factory=AnswerCheckSettings)
     # Set once a graph's own knowledge base objects are in ``knowledge_bases`` (by
     # rag_search, which may then narrow them): its nodes must not add them again.
     _objects_added: bool = PrivateAttr(default=False)
@@ -269,6 +288,8 @@ def settings_from_runtime(runtime: Any) -> RagSettings:
 __all__ = [
     "FOLDER_ENV",
     "MAX_REWRITES_LIMIT",
+    "AnswerCheckSettings",
+    "AnswerPolicy",
     "KnowledgeBaseSpec",
     "RagSettings",
     "RerankMode",

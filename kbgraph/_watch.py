@@ -127,6 +127,9 @@ def watch(
         watcher.stop(timeout=0)  # the run in progress finishes, then the loop ends
 
     previous = signal.signal(signal.SIGTERM, stop)
+    # Started in the background of a shell (`cmd &`, nohup), the process inherits SIGINT
+    # ignored, and Python then leaves it so: Ctrl-C must stop a watcher however it started.
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     click.echo(f"kbgraph: watching {kb.folder} (Ctrl-C stops)", err=True)
     try:
         watcher.run()
@@ -134,6 +137,7 @@ def watch(
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
         kb.close()
     click.echo("kbgraph: watch stopped", err=True)
     sys.stdout.flush()

@@ -3,7 +3,7 @@
 Exit codes: 0 success, 1 failure, 2 usage or configuration error (a bad option value
 included), 3 no index, 4 index locked by another process, 5 index corrupt, 6 a regression
 against the baseline (``kbgraph eval --baseline``), 7 the embedding model is not the one the
-index was built with.
+index was built with, 141 stdout closed early (``| head -1``: quietly, as after SIGPIPE).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from kbgraph.retrieval.filters import SearchFilters
 from kbgraph.retrieval.records import FILE_KINDS
 
 from ._progress import TqdmProgress
-from .exit_codes import emit_json, fail_cleanly
+from .exit_codes import emit_json, end_quietly, fail_cleanly, stdout_closed
 
 
 def _open_kb(
@@ -149,6 +149,13 @@ def _one_line(exc: click.UsageError) -> click.UsageError:
     return OneLineUsageError(exc.format_message(), exc.ctx)
 
 
+def _end_if_stdout_closed() -> None:
+    """Usage text or output that met a closed stdout ends as the commands do: quietly,
+    exit 141 (click's own handling would exit 1)."""
+    if stdout_closed():
+        end_quietly()
+
+
 class LayeredGroup(click.Group):
     """Commands of the upper layers (``ask``, ``eval``) load on first use, so that the
     engine commands start without importing LangGraph. Usage errors of every command are
@@ -165,12 +172,18 @@ class LayeredGroup(click.Group):
             return super().make_context(info_name, args, parent, **extra)
         except click.UsageError as exc:
             raise _one_line(exc) from None
+        except BrokenPipeError:  # `kbgraph --help | head -1`
+            _end_if_stdout_closed()
+            raise
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except click.UsageError as exc:
             raise _one_line(exc) from None
+        except BrokenPipeError:  # a command's own `--help`, or output outside fail_cleanly
+            _end_if_stdout_closed()
+            raise
 
     lazy: ClassVar[dict[str, tuple[str, str]]] = {
         "ask": ("kbgraph.graphs.cli", "ask"),
@@ -225,7 +238,12 @@ def parse_weights(pairs: tuple[str, ...]) -> dict[str, float]:
 @store_opt
 @read_store_opt
 @json_opt
-@click.option("--rebuild", is_flag=True, help="Ignore the previous index (the cache is kept).")
+@click.option(
+    "--rebuild",
+    is_flag=True,
+    help="Ignore the previous index (the cache is kept); needed to change the embedding "
+    "model of an existing index.",
+)
 @click.option(
     "--strategy",
     type=click.Choice(["fixed_size", "sentence", "paragraph", "recursive", "markdown", "code"]),
@@ -303,7 +321,7 @@ def index(
         read_store,
     )
     with TqdmProgress(enabled=not quiet) as progress:
-        report = kb.index(progress=progress, rebuild=rebuild)
+        report = kb.index(progress=progress, rebuild=rebuild, allow_model_change=False)
     data = report.to_dict()
     if as_json:
         emit_json(data)

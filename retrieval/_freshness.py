@@ -33,8 +33,15 @@ def count_stale(meta: IndexMeta, scanned: ScanResult) -> int:
     stale = 0
     for file in scanned.files:
         seen.add(file.rel)
-        rec = meta.files.get(file.rel) or meta.skipped.get(file.rel)
-        if rec is None or (rec.size, rec.mtime_ns) != (file.size, file.mtime_ns):
+        record = meta.files.get(file.rel)
+        skip = meta.skipped.get(file.rel)
+        if record is not None:
+            stale += (record.size, record.mtime_ns) != (file.size, file.mtime_ns)
+        elif skip is not None:
+            # An unreadable file whose permissions were fixed: same size and mtime, a new
+            # ctime.
+            stale += skip.changed(file.size, file.mtime_ns, file.ctime_ns)
+        else:
             stale += 1
     stale += sum(1 for rel in [*meta.files, *meta.skipped] if rel not in seen)
     return stale

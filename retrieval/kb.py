@@ -12,7 +12,7 @@ import asyncio
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -28,15 +28,25 @@ from kbgraph.errors import (
 )
 
 from . import __version__
+from ._arguments import (
+    flag,
+    path_argument,
+    seconds,
+    settings_argument,
+    store_url,
+    whole_number,
+)
 from ._folder import FolderSnapshot, FolderStore, no_index
 from ._freshness import DEFAULT_TTL_S, Freshness, count_stale
 from ._indexer import IndexPlan, run_index, settings_match
 from ._recorded import ModelLost, ObjectOnly, auto_spec
 from ._reuse import check_against_documents
 from ._search import (
+    REBUILD_WITH_FLAG,
     check_index_model,
     check_query_model,
     check_rank_arguments,
+    no_query_model,
     once,
     rank_one,
     resolve_mode,
@@ -50,7 +60,14 @@ from .progress import ProgressCallback, ignore_progress
 from .records import SearchResult
 from .reports import IndexReport, IndexStats
 from .scan import scan_folder
-from .storage import IndexStore, QueryEmbedder, ServedStore, Snapshot, open_store
+from .storage import (
+    IndexStore,
+    QueryEmbedder,
+    ServedStore,
+    Snapshot,
+    no_versions,
+    open_store,
+)
 from .store import (
     DEFAULT_KEEP_VERSIONS,
     EmbeddingMeta,
@@ -110,24 +127,35 @@ class KnowledgeBase:
         store: str | None = None,
         read_store: str | None = None,
     ) -> None:
-        self.folder = Path(folder).expanduser().resolve()
+        self.folder = path_argument(folder, "folder", "KnowledgeBase('docs/')").resolve()
         if not self.folder.is_dir():
             raise ConfigError(f"{folder} is not a folder; pass the folder to index")
-        self.lock_timeout = lock_timeout
-        index_path = Path(index_dir) if index_dir else None
+        self.lock_timeout = seconds(lock_timeout, "lock_timeout", 60.0, zero=True)
+        index_path = (
+            path_argument(index_dir, "index_dir", "index_dir='docs-index/'")
+            if index_dir not in (None, "")
+            else None
+        )
         self.store: IndexStore = open_store(
-            self.folder, store, index_path, lock_timeout, read_store
+            self.folder,
+            store_url(store),
+            index_path,
+            self.lock_timeout,
+            store_url(read_store),
         )
         recorded = self.store.recorded()
+        scan = settings_argument(ScanConfig, scan, "scan")
+        chunking = settings_argument(ChunkConfig, chunking, "chunking")
         self.scan_config = scan or _recorded(ScanConfig, recorded.scan)
         self.chunk_config = chunking or _recorded(ChunkConfig, recorded.chunking)
-        if keep_versions is None:
-            keep_versions = recorded.keep_versions or DEFAULT_KEEP_VERSIONS
-        self.keep_versions = check_keep(keep_versions)
+        keep = whole_number(keep_versions, "keep_versions")
+        if keep is None:
+            keep = recorded.keep_versions or DEFAULT_KEEP_VERSIONS
+        self.keep_versions = check_keep(keep)
         spec: str | Embeddings | ObjectOnly | ModelLost | None = embedding
         if embedding == "auto":
             spec = auto_spec(recorded)
-        self.embedding_timeout = _positive(embedding_timeout, "embedding_timeout")
+        self.embedding_timeout = seconds(embedding_timeout, "embedding_timeout", 30.0)
         self._embedding_spec = spec
         self._embedding_meta = self._describe(spec)
         self._embedder: BatchEmbedder | None = None
@@ -135,14 +163,14 @@ class KnowledgeBase:
         self._reader_key: str | None = None
         self._lock = threading.RLock()
         self._freshness = Freshness(
-            ttl=freshness_ttl,
+            ttl=seconds(freshness_ttl, "freshness_ttl", DEFAULT_TTL_S, zero=True),
             is_fresh=self.is_fresh,
             index=self._index_unless_read_only,
             has_index=self._has_index,
-            wait_s=lock_timeout,
+            wait_s=self.lock_timeout,
         )
         self._watcher: FolderWatcher | None = None
-        if live:
+        if flag(live, "live"):
             self.start_watching()
 
     @property
@@ -185,12 +213,26 @@ class KnowledgeBase:
 
     # -- indexing -----------------------------------------------------------------------
     def index(
-        self, *, progress: ProgressCallback | None = None, rebuild: bool = False
+        self,
+        *,
+        progress: ProgressCallback | None = None,
+        rebuild: bool = False,
+        allow_model_change: bool = True,
     ) -> IndexReport:
         """Bring the index up to date with the folder (incrementally), repairing any
-        damage from the documents (``IndexReport.repaired`` lists what was found)."""
+        damage from the documents (``IndexReport.repaired`` lists what was found). An
+        index built with another embedding model (or none) is rebuilt with this knowledge
+        base's, unless ``allow_model_change`` is False: then only ``rebuild`` does, and
+        otherwise a ``ModelMismatchError`` names both models (``kbgraph index`` and the
+        file watcher never re-embed a whole index unasked)."""
         if isinstance(self._embedding_spec, ModelLost):
             raise self._embedding_spec.error()
+        if not (rebuild or allow_model_change):
+            recorded = self.store.recorded()
+            if recorded.found and recorded.lost is None:
+                check_index_model(
+                    self.folder, recorded.embedding, self._embedding_meta, REBUILD_WITH_FLAG
+                )
         plan = IndexPlan(
             folder=self.folder,
             store=self.store,
@@ -219,11 +261,20 @@ class KnowledgeBase:
         )
 
     async def aindex(
-        self, *, progress: ProgressCallback | None = None, rebuild: bool = False
+        self,
+        *,
+        progress: ProgressCallback | None = None,
+        rebuild: bool = False,
+        allow_model_change: bool = True,
     ) -> IndexReport:
         """:meth:`index` in a worker thread: the event loop keeps running while files are
         read and embedded (``progress`` is then called from that thread)."""
-        return await asyncio.to_thread(self.index, progress=progress, rebuild=rebuild)
+        return await asyncio.to_thread(
+            self.index,
+            progress=progress,
+            rebuild=rebuild,
+            allow_model_change=allow_model_change,
+        )
 
     def stale_files(self) -> int | None:
         """New + modified + deleted files, from file metadata only; None without an index
@@ -359,6 +410,8 @@ class KnowledgeBase:
 
         def embed(query: str) -> np.ndarray:
             check_query_model(reader.meta.embedding, self._embedding_meta)
+            if self._embedding_spec is None:  # lexical only by choice, not a lost model
+                raise no_query_model(reader.meta.embedding)
             return self._embed_query(query)
 
         return embed
@@ -398,15 +451,28 @@ class KnowledgeBase:
     def as_retriever(
         self,
         *,
-        top_k: int = 5,
+        top_k: int | None = None,
+        k: int | None = None,
         mode: SearchMode | None = None,
-        filters: SearchFilters | None = None,
+        filters: SearchFilters | Mapping[str, Any] | None = None,
+        search_type: str = "similarity",
+        search_kwargs: Mapping[str, Any] | None = None,
     ) -> KnowledgeBaseRetriever:
-        """This knowledge base as a LangChain ``BaseRetriever`` (sync and async); see
+        """This knowledge base as a LangChain ``BaseRetriever`` (sync and async) returning
+        ``top_k`` documents (default 5); LangChain's spellings work too: ``k=4``,
+        ``search_type="similarity"``, ``search_kwargs={"k": 4, "filter": {...}}``. See
         :mod:`kbgraph.retrieval.retriever` for the documents' metadata."""
-        from .retriever import KnowledgeBaseRetriever
+        from .retriever import KnowledgeBaseRetriever, retriever_settings
 
-        return KnowledgeBaseRetriever(knowledge_base=self, k=top_k, mode=mode, filters=filters)
+        settings = retriever_settings(
+            top_k=top_k,
+            k=k,
+            mode=mode,
+            filters=filters,
+            search_type=search_type,
+            search_kwargs=search_kwargs,
+        )
+        return KnowledgeBaseRetriever(knowledge_base=self, **settings)
 
     def rank(
         self,
@@ -458,7 +524,10 @@ class KnowledgeBase:
 
     def _published_layout(self) -> IndexLayout:
         """The folder index's files, once an index was published there (a damaged one too:
-        restoring repairs it); IndexNotFoundError for a folder never indexed."""
+        restoring repairs it); IndexNotFoundError for a folder never indexed, ConfigError
+        for a knowledge base in a database (it keeps the live version only)."""
+        if not isinstance(self.store, FolderStore):
+            raise no_versions(self.folder, self.store.location)
         layout = self.layout
         if not layout.has_pointer() and not layout.published():
             raise no_index(self.folder)
@@ -513,12 +582,6 @@ class KnowledgeBase:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _positive(value: float, name: str) -> float:
-    if not isinstance(value, int | float) or isinstance(value, bool) or not 0 < value < 1e6:
-        raise ConfigError(f"{name} must be a number of seconds above 0 (got {value!r}); e.g. 30")
-    return float(value)
 
 
 def _recorded(cls: type[_Settings], recorded: dict[str, Any] | None) -> _Settings:

@@ -169,6 +169,17 @@ def is_database(store: str | None) -> bool:
     return bool(store) and str(store).strip().lower().startswith(DATABASE_SCHEMES)
 
 
+def no_versions(folder: Path, location: str) -> ConfigError:
+    """``versions`` / ``restore`` of a knowledge base in a database, which keeps the live
+    version only (its rows are replaced in place, in one transaction per run)."""
+    return ConfigError(
+        f"the index of {folder} is in PostgreSQL ({location}), which keeps only the live "
+        "version: there are no earlier versions to list or restore; back the database up to "
+        "keep earlier states (pg_dump, or your provider's snapshots), or keep the index in "
+        "the folder (no --store) for `kbgraph versions` and `restore`"
+    )
+
+
 def describe_store(store: str | None) -> str:
     """For reports and logs: ``folder``, or the database URL without its password."""
     if not is_database(store):
@@ -236,5 +247,6 @@ __all__ = [
     "Snapshot",
     "describe_store",
     "is_database",
+    "no_versions",
     "open_store",
 ]

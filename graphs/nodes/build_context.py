@@ -23,7 +23,7 @@ from langgraph.runtime import Runtime
 from kbgraph.retrieval.context import ContextEntry, render_context
 
 from ..settings import RagSettings
-from ..state import Candidate, Citation, RagState, debug_update
+from ..state import Candidate, Citation, RagState
 from ._base import StepRecorder
 
 NODE = "build_context"
@@ -258,7 +258,7 @@ def build_context(state: RagState, runtime: Runtime[RagSettings]) -> dict[str, A
     return {
         "rag_context": context,
         "rag_citations": citations_of(blocks),
-        "rag_retrieval_debug": debug_update([rec.step()]),
+        "rag_retrieval_debug": rec.update(),
     }
 
 

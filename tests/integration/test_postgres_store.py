@@ -277,8 +277,10 @@ def test_versions_of_a_database_store_say_they_belong_to_the_folder_index(
     kb = KnowledgeBase(_docs(tmp_path / "docs", 1), embedding="fake", store=pg_url)
     kb.index()
     assert kb.stats().versions == 1
-    with pytest.raises(ConfigError, match="not in a folder"):
-        kb.versions()
+    for call in (kb.versions, lambda: kb.restore("1")):
+        with pytest.raises(ConfigError, match="keeps only the live version") as caught:
+            call()
+        assert "back the database up" in str(caught.value)
 
 
 def test_the_tables_use_what_the_servers_pgvector_has(any_pg_url: str, tmp_path: Path) -> None:

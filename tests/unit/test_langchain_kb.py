@@ -275,3 +275,43 @@ def test_a_long_chunk_of_unknown_lines_is_cut_to_the_budget_not_dropped() -> Non
     [faq] = out["rag_citations"]
     assert faq["lineStart"] is None and 0 < faq["text"].count("\n") < 59
     assert "Source: faq, lines unknown" in out["rag_context"]
+
+
+OFF_TOPIC = [
+    Document(
+        f"Release {n} notes: icons, fonts and colours were updated.", metadata={"source": f"r{n}"}
+    )
+    for n in range(1, 4)
+]
+
+
+def test_a_store_without_relevance_scores_is_scored_by_similarity_not_by_order(
+    folder: Path,
+) -> None:
+    # InMemoryVectorStore has no relevance scores (NotImplementedError): its first document
+    # used to be scored 1.0 by rank and to win the fusion over the folder's right file, and
+    # the grounding check read that 1.0 as a cosine similarity.
+    store = InMemoryVectorStore(FakeEmbeddings())
+    store.add_documents(OFF_TOPIC)
+    graph = build_rag_graph(knowledge_bases={"releases": store})
+    context = RagSettings(knowledge_bases=[{"name": "docs", "folder": str(folder)}],
+                          embedding="fake")  # fmt: skip
+    out = _run(graph, "are requests retried with exponential backoff?", context)
+    first = out["rag_candidates"][0]
+    assert (first["kb"], first["source"]) == ("docs", "retry.md")
+    store_ones = [c for c in out["rag_candidates"] if c["kb"] == "releases"]
+    assert store_ones and all(c["score"] <= 0.5 for c in store_ones)
+    similarity = [v for c in store_ones for k, v in c["scores"].items() if k.endswith(":vector")]
+    assert similarity and max(similarity) < 0.5  # a cosine of the fake model, not a rank
+
+
+def test_a_store_scored_by_rank_is_never_read_as_a_similarity(folder: Path) -> None:
+    store = InMemoryVectorStore(FakeEmbeddings())
+    store.add_documents(OFF_TOPIC)
+    graph = build_rag_graph(knowledge_bases={"releases": store})
+    out = _run(graph, "which icons were updated?", RagSettings(embedding="none"))
+    assert {c["kb"] for c in out["rag_candidates"]} == {"releases"}
+    names = {name for c in out["rag_candidates"] for name in c["ranks"]}
+    assert names == {"q0:retriever"} or all(n.endswith(":retriever") for n in names)
+    reasons = " ".join(out["rag_grounding"]["reasons"])
+    assert "vector similarity" not in reasons

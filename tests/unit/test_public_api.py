@@ -48,8 +48,10 @@ PUBLIC_API: dict[str, list[str]] = {
     "kbgraph.evals": [
         "Agent",
         "AgentOutput",
+        "AnswerCheck",
         "AnswerRelevanceEvaluator",
         "Claim",
+        "ClaimCheck",
         "ClaimDecomposer",
         "ClaimVerdict",
         "Comparison",
@@ -80,6 +82,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "auroc",
         "average_precision",
         "bundled_dataset_path",
+        "check_answer",
         "compare_summaries",
         "decompose",
         "default_evaluators",
@@ -152,6 +155,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "resolve_judge",
     ],
     "kbgraph.graphs": [
+        "AnswerCheckSettings",
         "Candidate",
         "Citation",
         "KnowledgeBaseSpec",
@@ -184,6 +188,8 @@ PUBLIC_API: dict[str, list[str]] = {
     ],
     "kbgraph.graphs.agents": [
         "AgentInput",
+        "AnswerAction",
+        "AnswerCheckRecord",
         "AnswerKeys",
         "AnswerMode",
         "ChatAgentState",
