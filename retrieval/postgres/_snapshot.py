@@ -91,9 +91,9 @@ class PgRanking:
                 # pgvector 0.8: the scan goes on past ef_search until `limit` rows pass the
                 # filter (up to hnsw.max_scan_tuples), instead of filtering ef candidates.
                 self._set("hnsw.iterative_scan", "relaxed_order")
-            rows = self._vector_query(where, params, approximate=True)
-            if len(rows) >= limit or allowed is None:
-                return _split(rows)
+            found = self._vector_query(where, params, approximate=True)
+            if len(found) >= limit or allowed is None:
+                return _split(found)
             # Too few of the index's candidates are allowed (pgvector < 0.8 filters the
             # ef_search candidates after the search): the allowed rows are scanned exactly.
         return _split(self._vector_query(where, params, approximate=False))
