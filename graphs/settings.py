@@ -38,7 +38,9 @@ class KnowledgeBaseSpec(TypedDict):
     """One knowledge base: a folder (absolute, or relative to the working directory), the
     ``name`` sources are attributed to (default: the folder's name), a ``description``
     SelectScope matches questions against and the ``store`` its index lives in (default:
-    the folder index beside it; ``postgresql://...``: PostgreSQL with pgvector). Instead of
+    the folder index beside it; ``postgresql://...``: PostgreSQL with pgvector; several
+    hosts, ``postgresql://user@primary,standby/db``: searches prefer a standby), and
+    ``read_store``, a standby's URL that searches go to first (writes go to ``store``). Instead of
     a folder, ``retriever`` names a LangChain VectorStore or BaseRetriever by import path
     (``package.module:attribute``; see :mod:`kbgraph.graphs.langchain_kb`)."""
 
@@ -47,6 +49,7 @@ class KnowledgeBaseSpec(TypedDict):
     name: NotRequired[str]
     description: NotRequired[str]
     store: NotRequired[str]
+    read_store: NotRequired[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +59,7 @@ class ResolvedKnowledgeBase:
     description: str
     store: str | None = field(default=None, repr=False)  # a DSN may hold a password
     retriever: str | None = None  # a LangChain object's import path (no folder then)
+    read_store: str | None = field(default=None, repr=False)  # a standby's URL
 
 
 class AnswerCheckSettings(Settings):
@@ -164,8 +168,11 @@ class RagSettings(Settings):
                 )
             used.add(name)
             store = str(spec.get("store") or "").strip() or None
+            read_store = str(spec.get("read_store") or "").strip() or None
             description = str(spec.get("description") or "")
-            out.append(ResolvedKnowledgeBase(name, folder, description, store, retriever))
+            out.append(
+                ResolvedKnowledgeBase(name, folder, description, store, retriever, read_store)
+            )
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -210,13 +217,14 @@ _KEY_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNOR
 
 
 def _without_password(spec: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``spec`` with the password of its ``store`` URL (``user:pw@`` or ``password=pw``)
-    masked, for reprs."""
-    store = spec.get("store")
-    if not isinstance(store, str):
-        return spec
-    masked = _KEY_PASSWORD.sub(r"\1***", _URL_PASSWORD.sub(r"\1:***@", store))
-    return {**spec, "store": masked}
+    """``spec`` with the password of its ``store`` and ``read_store`` URLs (``user:pw@`` or
+    ``password=pw``) masked, for reprs."""
+    masked = dict(spec)
+    for key in ("store", "read_store"):
+        url = spec.get(key)
+        if isinstance(url, str):
+            masked[key] = _KEY_PASSWORD.sub(r"\1***", _URL_PASSWORD.sub(r"\1:***@", url))
+    return masked
 
 
 def with_knowledge_bases(settings: RagSettings, specs: list[dict[str, Any]]) -> RagSettings:
@@ -240,6 +248,8 @@ def spec_of(kb: ResolvedKnowledgeBase) -> dict[str, Any]:
         spec["folder"] = kb.folder
     if kb.store is not None:
         spec["store"] = kb.store
+    if kb.read_store is not None:
+        spec["read_store"] = kb.read_store
     return spec
 
 

@@ -28,6 +28,7 @@ from .cli import (
     json_opt,
     keep_versions_opt,
     lock_timeout_opt,
+    read_store_opt,
     store_opt,
 )
 from .exit_codes import fail_cleanly
@@ -80,6 +81,7 @@ def _printer(as_json: bool) -> Any:
 @index_dir_opt
 @lock_timeout_opt
 @store_opt
+@read_store_opt
 @json_opt
 @click.option(
     "--debounce",
@@ -97,6 +99,7 @@ def watch(
     index_dir: Path | None,
     lock_timeout: float,
     store: str | None,
+    read_store: str | None,
     as_json: bool,
     debounce: int,
     keep_versions: int | None,
@@ -108,7 +111,13 @@ def watch(
     include/exclude rules. When a run fails (the embedding provider is down) the last good
     index stays in place and the run is tried again later."""
     kb = _open_kb(
-        folder, embedding, index_dir, lock_timeout, keep_versions=keep_versions, store=store
+        folder,
+        embedding,
+        index_dir,
+        lock_timeout,
+        keep_versions=keep_versions,
+        store=store,
+        read_store=read_store,
     )
     watcher = FolderWatcher(
         kb, ignore=kb.store.index_dir, on_run=_printer(as_json), debounce_ms=debounce

@@ -37,6 +37,7 @@ def _open_kb(
     timeout: float | None = None,
     keep_versions: int | None = None,
     store: str | None = None,
+    read_store: str | None = None,
 ) -> Any:
     from kbgraph.retrieval.embeddings import DEFAULT_TIMEOUT
     from kbgraph.retrieval.kb import KnowledgeBase
@@ -54,6 +55,7 @@ def _open_kb(
         embedding_timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
         keep_versions=keep_versions,
         store=store,
+        read_store=read_store,
     )
 
 
@@ -107,6 +109,28 @@ store_opt = click.option(
     "postgresql://user@host:5432/dbname (env KBGRAPH_STORE; keep the password in PGPASSWORD "
     "or ~/.pgpass).",
 )
+read_store_opt = click.option(
+    "--read-store",
+    default=None,
+    metavar="URL",
+    envvar="KBGRAPH_READ_STORE",
+    help="A PostgreSQL standby (read replica) of --store that searches go to first; writes "
+    "go to --store (env KBGRAPH_READ_STORE). --store may also name several hosts, "
+    "postgresql://user@primary,standby/db: searches then prefer a standby.",
+)
+
+
+def describe_server(server: dict[str, Any]) -> str:
+    """``stats``' line about the database server that answered."""
+    role = "primary"
+    if server["standby"]:
+        lag = f"{server['replayLagSeconds']} s / {server['replayLagBytes']} B"
+        role = f"standby, replay {lag} behind"
+    lacks = "; lacks " + "; ".join(server["pgvectorLacks"]) if server["pgvectorLacks"] else ""
+    return (
+        f"{server['address']} ({role}; PostgreSQL {server['postgres']}, pgvector "
+        f"{server['pgvector']}{lacks})"
+    )
 
 
 class OneLineUsageError(click.UsageError):
@@ -213,6 +237,7 @@ def parse_weights(pairs: tuple[str, ...]) -> dict[str, float]:
 @lock_timeout_opt
 @timeout_opt
 @store_opt
+@read_store_opt
 @json_opt
 @click.option(
     "--rebuild",
@@ -256,6 +281,7 @@ def index(
     lock_timeout: float,
     timeout: float | None,
     store: str | None,
+    read_store: str | None,
     as_json: bool,
     rebuild: bool,
     strategy: str | None,
@@ -284,7 +310,16 @@ def index(
             max_file_bytes=base.max_file_bytes if max_file_size is None else max_file_size,
         )
     kb = _open_kb(
-        folder, embedding, index_dir, lock_timeout, chunking, scan, timeout, keep_versions, store
+        folder,
+        embedding,
+        index_dir,
+        lock_timeout,
+        chunking,
+        scan,
+        timeout,
+        keep_versions,
+        store,
+        read_store,
     )
     with TqdmProgress(enabled=not quiet) as progress:
         report = kb.index(progress=progress, rebuild=rebuild, allow_model_change=False)
@@ -362,6 +397,7 @@ def _echo_skipped(skipped: list[dict[str, str]]) -> None:
 @lock_timeout_opt
 @timeout_opt
 @store_opt
+@read_store_opt
 @json_opt
 @fail_cleanly
 def search(
@@ -380,10 +416,14 @@ def search(
     lock_timeout: float,
     timeout: float | None,
     store: str | None,
+    read_store: str | None,
     as_json: bool,
 ) -> None:
     """Search the index of FOLDER for QUERY."""
-    kb = _open_kb(folder, embedding, index_dir, lock_timeout, timeout=timeout, store=store)
+    kb = _open_kb(
+        folder, embedding, index_dir, lock_timeout, timeout=timeout, store=store,
+        read_store=read_store,
+    )  # fmt: skip
     config = SearchConfig(
         mode=mode,  # type: ignore[arg-type]
         top_k=top_k,
@@ -413,6 +453,7 @@ def search(
 @index_dir_opt
 @lock_timeout_opt
 @store_opt
+@read_store_opt
 @json_opt
 @click.option("--validate", is_flag=True, help="Also read and check every index file.")
 @fail_cleanly
@@ -422,19 +463,23 @@ def stats(
     index_dir: Path | None,
     lock_timeout: float,
     store: str | None,
+    read_store: str | None,
     as_json: bool,
     validate: bool,
 ) -> None:
     """Show the index stats of FOLDER."""
-    kb = _open_kb(folder, embedding, index_dir, lock_timeout, store=store)
+    kb = _open_kb(folder, embedding, index_dir, lock_timeout, store=store, read_store=read_store)
     if validate:
         kb.validate()
     data = kb.stats().to_dict()
     if as_json:
         emit_json(data)
         return
+    server = data.pop("server")
     for key, value in data.items():
         click.echo(f"{key}: {value}")
+    if server:
+        click.echo(f"server: {describe_server(server)}")
 
 
 @main.command()
@@ -442,15 +487,21 @@ def stats(
 @index_dir_opt
 @lock_timeout_opt
 @store_opt
+@read_store_opt
 @json_opt
 @fail_cleanly
 def delete(
-    folder: Path, index_dir: Path | None, lock_timeout: float, store: str | None, as_json: bool
+    folder: Path,
+    index_dir: Path | None,
+    lock_timeout: float,
+    store: str | None,
+    read_store: str | None,
+    as_json: bool,
 ) -> None:
     """Delete the index of FOLDER (the documents are not touched). Refuses a folder that
     is not recognisably a kbgraph index, and waits for a running `kbgraph index`; with
     --store, drops the knowledge base's tables from the database."""
-    kb = _open_kb(folder, "none", index_dir, lock_timeout, store=store)
+    kb = _open_kb(folder, "none", index_dir, lock_timeout, store=store, read_store=read_store)
     root = kb.store.location
     kb.delete()
     if as_json:

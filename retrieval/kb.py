@@ -12,14 +12,20 @@ import asyncio
 import logging
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from kbgraph.errors import ConfigError, IndexCorruptError, IndexNotFoundError
+from kbgraph.errors import (
+    ConfigError,
+    DatabaseUnavailableError,
+    IndexCorruptError,
+    IndexNotFoundError,
+    ReadOnlyStoreError,
+)
 
 from . import __version__
 from ._arguments import (
@@ -54,7 +60,14 @@ from .progress import ProgressCallback, ignore_progress
 from .records import SearchResult, SkippedFile
 from .reports import IndexChanges, IndexReport, IndexStats
 from .scan import scan_folder
-from .storage import IndexStore, QueryEmbedder, Snapshot, no_versions, open_store
+from .storage import (
+    IndexStore,
+    QueryEmbedder,
+    ServedStore,
+    Snapshot,
+    no_versions,
+    open_store,
+)
 from .store import (
     DEFAULT_KEEP_VERSIONS,
     EmbeddingMeta,
@@ -74,6 +87,7 @@ if TYPE_CHECKING:
 Ranker = Literal["vector", "bm25"]
 logger = logging.getLogger("kbgraph.retrieval")
 _Settings = TypeVar("_Settings", ChunkConfig, ScanConfig)
+_T = TypeVar("_T")
 
 
 class KnowledgeBase:
@@ -82,7 +96,9 @@ class KnowledgeBase:
     ``fake``) or any LangChain ``Embeddings``; ``None`` gives a lexical-only index (BM25);
     ``store`` is where the index lives: ``None`` (the folder index, in ``index_dir``,
     default ``<folder>/.kbgraph``) or a PostgreSQL URL (``postgresql://user@host/db``: the
-    same scan, chunking, embedding cache and results, in tables of that database);
+    same scan, chunking, embedding cache and results, in tables of that database; several
+    hosts, ``postgresql://user@primary,standby/db``, send searches to a standby and writes
+    to the primary); ``read_store`` is a standby's URL that searches go to first;
     ``auto`` (the default) reuses the model the existing index was built with, else
     ``local`` (an index built from an ``Embeddings`` object records no spec: then pass that
     object again). ``chunking`` and ``scan`` work alike: ``None`` reuses what the existing
@@ -109,6 +125,7 @@ class KnowledgeBase:
         embedding_timeout: float = DEFAULT_TIMEOUT,
         keep_versions: int | None = None,
         store: str | None = None,
+        read_store: str | None = None,
     ) -> None:
         self.folder = path_argument(folder, "folder", "KnowledgeBase('docs/')").resolve()
         if not self.folder.is_dir():
@@ -120,7 +137,11 @@ class KnowledgeBase:
             else None
         )
         self.store: IndexStore = open_store(
-            self.folder, store_url(store), index_path, self.lock_timeout
+            self.folder,
+            store_url(store),
+            index_path,
+            self.lock_timeout,
+            store_url(read_store),
         )
         recorded = self.store.recorded()
         scan = settings_argument(ScanConfig, scan, "scan")
@@ -329,7 +350,13 @@ class KnowledgeBase:
             if self.store.layout.has_pointer() and not os.access(root, os.W_OK):
                 logger.warning("%s is stale but read-only; searching it as it is", root)
                 return None
-        return self.index(progress=progress)
+        try:
+            return self.index(progress=progress)
+        except ReadOnlyStoreError as exc:  # a standby: refused before anything was written
+            if not self._has_index():
+                raise
+            logger.warning("%s is stale; searching it as it is: %s", self.folder, exc)
+            return None
 
     def _has_index(self) -> bool:
         try:
@@ -364,6 +391,21 @@ class KnowledgeBase:
         return watcher is not None and watcher.running
 
     # -- search -------------------------------------------------------------------------
+    def _reading(self, use: Callable[[Snapshot], _T]) -> _T:
+        """``use`` the live version. A database connection lost on the way (a standby that
+        went away mid-search) is retried once on a new connection, which goes to a server
+        that answers (the primary when no standby does): the caller sees no error."""
+        try:
+            return use(self._open())
+        except DatabaseUnavailableError as exc:
+            logger.warning("a search lost its server; trying another: %s", exc)
+            with self._lock:  # every connection of the lost server goes
+                if self._reader is not None:
+                    self._reader.close()
+                self._reader, self._reader_key = None, None
+                self.store.close()
+            return use(self._open())
+
     def _open(self) -> Snapshot:
         """The live version, reopened when a writer published a new one."""
         with self._lock:
@@ -408,8 +450,9 @@ class KnowledgeBase:
         ``top_k`` (1-1000, default 5) and ``mode`` may be given here or in ``config``, not
         both with different values; an empty query is refused (``ConfigError``)."""
         cfg = search_config(query, top_k=top_k, mode=mode, filters=filters, config=config)
-        reader = self._open()
-        return _search(reader, query, cfg, filters, self._query_embedder(reader))
+        return self._reading(
+            lambda reader: _search(reader, query, cfg, filters, self._query_embedder(reader))
+        )
 
     async def asearch(
         self,
@@ -462,11 +505,14 @@ class KnowledgeBase:
     ) -> list[SearchResult]:
         """One ranker's list (for callers that fuse several queries themselves)."""
         check_rank_arguments(query, ranker, limit, filters)
-        reader = self._open()
-        if ranker == "vector":
-            resolve_mode(reader.has_vectors, "vector")
-        with reader.ranking(query, once(self._query_embedder(reader))) as ranking:
-            return rank_one(ranking, ranker, limit, filters)
+
+        def rank(reader: Snapshot) -> list[SearchResult]:
+            if ranker == "vector":
+                resolve_mode(reader.has_vectors, "vector")
+            with reader.ranking(query, once(self._query_embedder(reader))) as ranking:
+                return rank_one(ranking, ranker, limit, filters)
+
+        return self._reading(rank)
 
     def indexed_files(self) -> dict[str, FileRecord]:
         """The files of the live generation with their size, mtime, sha256 and chunk span."""
@@ -527,6 +573,7 @@ class KnowledgeBase:
 
     def _stats_from(self, meta: IndexMeta, size: int, *, stale: int) -> IndexStats:
         return IndexStats(
+            server=self.store.server() if isinstance(self.store, ServedStore) else {},
             versions=self._version_count(),
             keep_versions=meta.keep_versions,
             file_count=meta.file_count,

@@ -22,6 +22,8 @@ class IndexStats:
     embedding: dict[str, Any] = field(default_factory=dict)
     versions: int = 1  # generations kept on disk for restore, the current one included
     keep_versions: int = 3  # how many a writer keeps
+    # A database store: the server that answered (address, standby, replay lag, versions)
+    server: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return to_camel_dict(self)

@@ -202,14 +202,16 @@ def search_kb(
         return _search_langchain(kb, queries, settings, filters, run, embeddings, deps)
     spec = embedding_spec(settings)
     try:
-        searcher = deps.registry.open(kb.folder, spec, settings.chunking, kb.store)
+        searcher = deps.registry.open(kb.folder, spec, settings.chunking, kb.store, kb.read_store)
         if settings.live and isinstance(searcher, Watchable):
             searcher.start_watching()
         # Not under the searcher's lock: a freshness check may walk the folder, and other
         # runs must go on searching the index as it is meanwhile.
         if settings.auto_index:
             _index(searcher, kb.name, run, writer, settings)
-        with deps.registry.lock(kb.folder, spec, settings.chunking, kb.store) as searcher:
+        with deps.registry.lock(
+            kb.folder, spec, settings.chunking, kb.store, kb.read_store
+        ) as searcher:
             lists = lists_for(settings, vectors=_has_vectors(searcher))
             for i, query in enumerate(queries):
                 for ranker in lists:

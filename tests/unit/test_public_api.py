@@ -43,6 +43,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "KbgraphError",
         "LlmRefusalError",
         "ModelMismatchError",
+        "ReadOnlyStoreError",
     ],
     "kbgraph.evals": [
         "Agent",
