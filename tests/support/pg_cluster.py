@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 from urllib.parse import quote
 
 import psycopg
@@ -184,8 +185,15 @@ class PgCluster:
                     node.stop("immediate")
 
 
-def wait_for_replay(primary_url: str, standby_url: str, timeout: float = 30.0) -> None:
-    """Until the standby has replayed everything the primary has written so far."""
+def wait_for_replay(
+    primary_url: str,
+    standby_url: str,
+    timeout: float = 30.0,
+    *,
+    position: Literal["replay", "receive"] = "replay",
+) -> None:
+    """Until the standby has replayed (or, with ``position="receive"``, received over
+    streaming replication) everything the primary has written so far."""
     with psycopg.connect(primary_url, autocommit=True) as conn:
         row = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
     assert row is not None
@@ -194,12 +202,12 @@ def wait_for_replay(primary_url: str, standby_url: str, timeout: float = 30.0) -
     with psycopg.connect(standby_url, autocommit=True) as conn:
         while True:
             done = conn.execute(
-                "SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (target,)
+                f"SELECT pg_last_wal_{position}_lsn() >= %s::pg_lsn", (target,)
             ).fetchone()
             if done and done[0]:
                 return
             if time.monotonic() > deadline:
-                raise TimeoutError(f"the standby did not replay up to {target} in {timeout} s")
+                raise TimeoutError(f"the standby did not {position} up to {target} in {timeout} s")
             time.sleep(0.02)
 
 

@@ -151,6 +151,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "LLMJudge",
         "OfflineJudge",
         "OverlapJudge",
+        "ScriptedJudge",
         "content_overlap",
         "resolve_judge",
     ],
@@ -204,6 +205,7 @@ PUBLIC_API: dict[str, list[str]] = {
     "kbgraph.graphs.chat_models": [
         "ChatGGUF",
         "GGUFOptions",
+        "ScriptedChatModel",
         "parse_gguf_spec",
     ],
     "kbgraph.graphs.nodes": [
@@ -274,6 +276,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "EmbeddingInfo",
         "EmbeddingSpec",
         "ErrorVerdict",
+        "FakeEmbeddings",
         "InputLimited",
         "LocalEmbeddings",
         "PACKAGED_MODEL",
