@@ -200,7 +200,8 @@ class ChatGGUF(BaseChatModel):
         held to a response (it would get the same result, and a small model repeats it
         forever)."""
         reader, done = yield from self._generate_reply(request, plan, Generated())
-        reply, metadata = reader.finish(), {}
+        reply = reader.finish()
+        metadata: dict[str, Any] = {}
         needed_json = bool(reply.calls) or plan.response_schema is not None
         if needed_json and not reply.complete and "repeat_penalty" not in request:
             metadata["cut_reply_retried"] = {"repeat_penalty": LOOP_PENALTY}
