@@ -6,8 +6,10 @@
 The chat model is resolved per run from ``RagSettings.chat_model`` (or given when the
 graph is built), so the graph compiles — and ``langgraph dev`` starts — without any API
 key; a run without a model fails with a message that says how to configure one.
-Searches per question are bounded (``max_searches``; then the model must answer without
-tools) and the loop stops before LangGraph's recursion limit.
+A question (not small talk, not a closing) is searched before any answer: the first step
+forces a ``rag_search`` call, later steps leave the choice to the model. Searches per
+question are bounded (``max_searches``; then the model must answer without tools) and the
+loop stops before LangGraph's recursion limit.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from kbgraph.evals.judges import Judge
 from kbgraph.prompts import load_prompt, render_prompt
 
 from .._extractive import extractive_text
+from ..nodes._text import question_of
+from ..nodes.decide_retrieve import is_small_talk_or_closing
 from ..settings import RagSettings, settings_from_runtime
 from ..tool import previous_citations, rag_search
 from ._check import make_check_node
@@ -58,6 +62,13 @@ def searches_since_question(messages: list[AnyMessage], tool_name: str) -> int:
     return count
 
 
+def needs_search(question: str) -> bool:
+    """A question gets a search before any answer, whatever the model proposes (small
+    local models often answer documentation questions from nothing); small talk, a
+    closing and an empty message do not."""
+    return bool(question.strip()) and not is_small_talk_or_closing(question)
+
+
 def make_agent_node(chat_model: BaseChatModel | None, tool: BaseTool, max_searches: int) -> Any:
     def agent(state: ToolAgentState, runtime: Runtime[RagSettings]) -> dict[str, Any]:
         """Ask the chat model for the next step: a search, or the answer."""
@@ -70,8 +81,12 @@ def make_agent_node(chat_model: BaseChatModel | None, tool: BaseTool, max_search
                 "agent answers without one."
             )
         messages = list(state.get("messages") or [])
-        may_search = searches_since_question(messages, tool.name) < max_searches
-        runnable = model.bind_tools([tool]) if may_search else model
+        searches = searches_since_question(messages, tool.name)
+        may_search = searches < max_searches
+        runnable: Any = model
+        if may_search:
+            first = searches == 0 and needs_search(question_of(dict(state)))
+            runnable = model.bind_tools([tool], tool_choice=tool.name if first else None)
         response = runnable.invoke(tool_agent_prompt(messages, settings))
         out_of_steps = not may_search or state.get("remaining_steps", 100) < _STEPS_TO_FINISH
         if isinstance(response, AIMessage) and response.tool_calls and out_of_steps:
@@ -160,6 +175,7 @@ __all__ = [
     "build_tool_agent",
     "make_agent_node",
     "make_extract_node",
+    "needs_search",
     "route_after_agent",
     "searches_since_question",
 ]

@@ -1,7 +1,8 @@
 """Chat models kbgraph runs itself (the hosted ones come from their LangChain packages).
 
-``ChatGGUF`` runs a GGUF file in process through llama.cpp (``pip install 'kbgraph[gguf]'``);
-the spec ``gguf:<path>[?threads=1&n_ctx=4096&max_tokens=512]`` names one.
+``ChatGGUF`` runs a GGUF file in process through llama.cpp (``pip install 'kbgraph[gguf]'``),
+with structured output and tool calling held to their schemas by llama.cpp's grammar; the
+spec ``gguf:<path>[?threads=1&n_ctx=4096&max_tokens=512]`` names one.
 ``ScriptedChatModel`` replies from a script (the ``fake`` spec; ``kbgraph.testing``).
 """
 

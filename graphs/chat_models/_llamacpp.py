@@ -57,6 +57,10 @@ class LlamaRuntime:
         params.cpuparams_batch.n_threads = threads
         params.warmup = False
         params.verbosity = 0  # llama.cpp logs every request to stderr otherwise
+        # A conversation that ends with an assistant message is history, as with hosted
+        # models, not the start of the reply to continue (llama.cpp's default): continued,
+        # it is not at the start of a JSON grammar, and llama.cpp refuses the request.
+        params.prefill_assistant = False
         self._key = secrets.token_urlsafe(24)
         params.api_keys = [self._key]
         try:
@@ -175,4 +179,10 @@ def runtime_for(options: GGUFOptions) -> LlamaRuntime:
     return runtime
 
 
-__all__ = ["INSTALL_HINT", "LlamaRuntime", "check_runtime_installed", "checked", "runtime_for"]
+__all__ = [
+    "INSTALL_HINT",
+    "LlamaRuntime",
+    "check_runtime_installed",
+    "checked",
+    "runtime_for",
+]

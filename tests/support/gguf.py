@@ -13,7 +13,7 @@ server (the one ``llama-server`` runs) on 127.0.0.1 at a free port, to drive the
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -112,9 +112,41 @@ def steered_smollm2(steer: Mapping[str, Mapping[str, Any]], **options: Any) -> A
     return SteeredGGUF(model_path=str(smollm2_path()), **options)
 
 
+class ScriptedRuntime:
+    """A stand-in for the llama.cpp runtime behind ``ChatGGUF``: each request gets the next
+    scripted reply, streamed in pieces of ``piece`` characters as llama.cpp's OpenAI-style
+    chunks (the last with ``finish_reason`` and ``usage``). The requests are kept, to check
+    what the model was sent. For the adapter's own logic (streaming, cut and repeated
+    calls) where a real model's replies could not be chosen."""
+
+    def __init__(self, *replies: str | tuple[str, str], piece: int = 3) -> None:
+        # A reply is its text, or (text, finish reason); the default reason is "stop".
+        self.replies = [r if isinstance(r, tuple) else (r, "stop") for r in replies]
+        self.requests: list[dict[str, Any]] = []
+        self.counted: list[list[dict[str, Any]]] = []
+        self.piece = piece
+
+    def chat_stream(
+        self, request: dict[str, Any], *, deadline: float | None = None
+    ) -> Iterator[dict[str, Any]]:
+        self.requests.append(request)
+        text, finish = self.replies.pop(0)
+        for start in range(0, len(text), self.piece):
+            piece = text[start : start + self.piece]
+            yield {"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+        yield {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
+        usage = {"prompt_tokens": 10, "completion_tokens": max(1, len(text) // 4)}
+        yield {"choices": [], "usage": usage, "timings": {"predicted_n": len(text) // 4}}
+
+    def count_tokens(self, messages: list[dict[str, Any]]) -> int:
+        self.counted.append(messages)
+        return sum(len(str(m.get("content") or "")) for m in messages)
+
+
 __all__ = [
     "SMOLLM2_FILE",
     "LlamaServer",
+    "ScriptedRuntime",
     "find_smollm2",
     "smollm2_path",
     "smollm2_spec",
