@@ -84,7 +84,15 @@ class LlamaRuntime:
         """The chunks of one chat completion (OpenAI ``chat.completion.chunk`` dicts; the
         last one carries ``usage``). Past ``deadline`` (``time.monotonic()``) the generation
         is stopped and :class:`TimeoutError` raised; closing the iterator stops it too."""
-        body = {**request, "stream": True, "stream_options": {"include_usage": True}}
+        # No prompt cache: a prefix reused from the previous request is computed in other
+        # batches than a fresh prompt, and at temperature 0 that changes the reply. The same
+        # messages give the same reply whatever was asked before (a little slower).
+        body = {
+            "cache_prompt": False,
+            **request,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
         chunks: queue.Queue[Any] = queue.Queue()
         stop = threading.Event()
 

@@ -64,7 +64,7 @@ from ._llamacpp import LlamaRuntime, check_runtime_installed, runtime_for
 _REQUEST_KEYS = frozenset(
     {"max_tokens", "temperature", "top_p", "top_k", "seed", "stop", "response_format",
      "json_schema", "grammar", "repeat_penalty", "presence_penalty", "frequency_penalty",
-     "tools", "tool_choice", "parallel_tool_calls"}
+     "tools", "tool_choice", "parallel_tool_calls", "cache_prompt"}
 )  # fmt: skip
 
 
