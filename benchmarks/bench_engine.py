@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
+from kbgraph.retrieval.folder import open_vectors, write_vectors
 from kbgraph.retrieval.lexical import BM25Index
 from kbgraph.retrieval.ranking import top_k_dot
-from kbgraph.retrieval.store import open_vectors, write_vectors
 
 # ../shared beside the repository, wherever the checkout lives.
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -1,6 +1,6 @@
 """Retrieval quality of the PostgreSQL store next to the folder index: on a BEIR data set
 (default SciFact test) with the BEIR settings of ``kbgraph eval retrieval``, and on the
-bundled questions (``evals/datasets/examples_docs.jsonl``: questions over ``examples/docs``
+bundled questions (``evals/data/examples_docs.jsonl``: questions over ``examples/docs``
 with gold line ranges) with the default settings a user gets.
 
     python benchmarks/bench_pg_quality.py [../shared/data/beir/scifact] [--section questions]

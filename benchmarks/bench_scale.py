@@ -63,7 +63,7 @@ def _latency(run: Any, qs: np.ndarray) -> tuple[list[list[int]], list[float]]:
 
 
 def _write_vectors(work: Path, rows: int, dims: int) -> float:
-    from kbgraph.retrieval.store import write_vectors
+    from kbgraph.retrieval.folder import write_vectors
 
     start = time.perf_counter()
     write_vectors(work / "vectors.bin", synthetic_vectors(rows, dims))
@@ -71,8 +71,8 @@ def _write_vectors(work: Path, rows: int, dims: int) -> float:
 
 
 def section_exact(work: Path, rows: int, dims: int, qs: np.ndarray) -> dict[str, Any]:
+    from kbgraph.retrieval.folder import open_vectors
     from kbgraph.retrieval.ranking import top_k_dot
-    from kbgraph.retrieval.store import open_vectors
 
     build = _write_vectors(work, rows, dims)
     matrix = open_vectors(work / "vectors.bin")
@@ -91,8 +91,7 @@ def section_exact(work: Path, rows: int, dims: int, qs: np.ndarray) -> dict[str,
 
 
 def section_ann(work: Path, rows: int, dims: int, qs: np.ndarray) -> dict[str, Any]:
-    from kbgraph.retrieval._search import FolderRanking
-    from kbgraph.retrieval.store import AnnIndex, open_vectors, write_ann
+    from kbgraph.retrieval.folder import AnnIndex, FolderRanking, open_vectors, write_ann
 
     if not (work / "vectors.bin").exists():
         _write_vectors(work, rows, dims)
@@ -170,7 +169,7 @@ def section_postgres(
     from kbgraph.retrieval.postgres import PostgresStore
     from kbgraph.retrieval.postgres._features import pgvector_of
     from kbgraph.retrieval.postgres._schema import SHARED_DDL, Tables
-    from kbgraph.retrieval.store import EmbeddingMeta, IndexMeta
+    from kbgraph.retrieval.storage import EmbeddingMeta, IndexMeta
     from tests.support.postgres import running_postgres
 
     data = Path(tempfile.mkdtemp(prefix="kbgraph-bench-pg-"))

@@ -7,7 +7,7 @@ score, measured on two kinds of data; prints Markdown tables, not a test.
    subgraph on the BEIR run's settings with ``rerank="none"`` and no rewrites gives each
    query's fused candidates once; every variant then reorders those candidates and is
    scored by nDCG@10 of the document ranking (best chunk per document).
-2. The bundled ``evals/datasets/examples_docs.jsonl`` over a copy of ``examples/docs`` with
+2. The bundled ``evals/data/examples_docs.jsonl`` over a copy of ``examples/docs`` with
    the subgraph's defaults (RRF) and with convex fusion: gold-source recall among the top 5
    candidates (what BuildContext cites) and the reciprocal rank of the first candidate
    that recalls a gold source. Forty questions: a guard against harming a real docs
@@ -132,7 +132,7 @@ def _passages(cands: Sequence[Candidate]) -> list[Passage]:
 
 
 def bundled(fusion: str) -> Callable[[dict[str, float]], str]:
-    rows = [r for r in load_dataset(ROOT / "evals/datasets/examples_docs.jsonl") if r.gold_sources]
+    rows = [r for r in load_dataset(ROOT / "evals/data/examples_docs.jsonl") if r.gold_sources]
     with tempfile.TemporaryDirectory() as tmp:
         docs = Path(shutil.copytree(ROOT / "examples/docs", Path(tmp) / "docs"))
         weights = {"vector": 0.5, "bm25": 0.5} if fusion == "convex" else {"vector": 1, "bm25": 1}

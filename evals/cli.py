@@ -77,7 +77,7 @@ fail_cleanly = failing_as("kbgraph eval")
 
 @click.group(
     cls=DefaultCommandGroup,
-    lazy={"retrieval": ("kbgraph.evals.beir.cli", "retrieval_command")},
+    lazy={"retrieval": ("kbgraph.evals.beir._command", "retrieval_command")},
     invoke_without_command=False,
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},

@@ -36,8 +36,8 @@ _ROW_SHAPE = '{"question": "...", "reference": "...", "gold_sources": [...]}'
 
 
 def bundled_dataset_path(name: str = BUNDLED) -> Path:
-    """Path of a data set shipped in ``evals/datasets/``."""
-    return Path(str(resources.files("kbgraph.evals").joinpath("datasets", name)))
+    """Path of a data set shipped in ``evals/data/``."""
+    return Path(str(resources.files("kbgraph.evals").joinpath("data", name)))
 
 
 def load_dataset(path: str | Path) -> list[EvalRow]:

@@ -32,7 +32,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from kbgraph.retrieval._settings import likely_setting, unknown_setting
+from kbgraph.retrieval.validation import likely_setting, unknown_setting
 
 logger = logging.getLogger("kbgraph.graphs")
 

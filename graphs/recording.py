@@ -32,7 +32,7 @@ from langgraph.graph.message import add_messages
 
 from kbgraph.errors import ConfigError
 from kbgraph.retrieval.cache import cache_root
-from kbgraph.retrieval.store import write_file_atomic
+from kbgraph.retrieval.folder import write_file_atomic
 
 from .nodes._text import question_of
 from .settings import RagSettings, _without_password, settings_from_runtime

@@ -25,8 +25,8 @@ from pydantic import Field, PrivateAttr, field_validator
 from typing_extensions import TypedDict
 
 from kbgraph.errors import ConfigError
-from kbgraph.retrieval._settings import Settings
 from kbgraph.retrieval.config import ChunkConfig, SearchConfig
+from kbgraph.retrieval.validation import Settings
 
 RerankMode = Literal["heuristic", "llm", "none", "cross_encoder"]
 AnswerPolicy = Literal["flag", "regenerate", "extractive", "off"]

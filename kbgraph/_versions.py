@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from kbgraph.retrieval.storage import describe_store, is_database, no_versions
+from kbgraph.retrieval.backends import describe_store
+from kbgraph.retrieval.storage import is_database, no_versions
 
 from .cli import _open_kb, folder_arg, index_dir_opt, json_opt, lock_timeout_opt, store_opt
 from .exit_codes import emit_json, fail_cleanly

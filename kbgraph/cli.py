@@ -188,7 +188,7 @@ class LayeredGroup(click.Group):
     lazy: ClassVar[dict[str, tuple[str, str]]] = {
         "ask": ("kbgraph.graphs.cli", "ask"),
         "eval": ("kbgraph.evals.cli", "eval_group"),
-        "inspect": ("kbgraph.inspector.cli", "inspect"),
+        "inspect": ("kbgraph.inspector._command", "inspect"),
         "watch": ("kbgraph._watch", "watch"),
         "versions": ("kbgraph._versions", "versions"),
         "restore": ("kbgraph._versions", "restore"),
@@ -514,3 +514,8 @@ def delete(
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+
+# The options and helpers below ``main`` are shared with the other command modules
+# (kbgraph/_versions.py, kbgraph/_watch.py); ``main`` is the entry point.
+__all__ = ["describe_server", "main", "parse_weights"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from kbgraph import __version__
+from kbgraph._version import __version__
 from kbgraph.errors import (
     ConfigError,
     DimensionMismatchError,

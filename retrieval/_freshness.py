@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from .reports import IndexChanges
 from .scan import ScanResult
-from .store import IndexMeta
+from .storage import IndexMeta
 
 if TYPE_CHECKING:
     from .progress import ProgressCallback

@@ -31,8 +31,18 @@ from .loaders import SkipFile, load_file
 from .progress import ProgressCallback, ProgressEvent
 from .records import Chunk, SkippedFile, index_text
 from .scan import ScannedFile, scan_folder
-from .storage import FileEntry, IndexStore, IndexUpdate, IndexWriter, Previous
-from .store import DEFAULT_KEEP_VERSIONS, EmbeddingMeta, FileRecord, IndexMeta, SkipRecord
+from .storage import (
+    DEFAULT_KEEP_VERSIONS,
+    EmbeddingMeta,
+    FileEntry,
+    FileRecord,
+    IndexMeta,
+    IndexStore,
+    IndexUpdate,
+    IndexWriter,
+    Previous,
+    SkipRecord,
+)
 
 
 @dataclass

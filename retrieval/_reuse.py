@@ -21,48 +21,14 @@ from kbgraph.errors import IndexCorruptError
 from . import __version__
 from .chunking import chunk_file
 from .config import ChunkConfig
+from .folder import IndexReader
 from .loaders import SkipFile, load_file
 from .records import Chunk
 from .scan import ScannedFile
-from .store import FileRecord, IndexReader, sound_vectors
+from .storage import FileRecord, FileRows, usable_vectors
 
 if TYPE_CHECKING:
     from .storage import Previous
-
-
-@dataclass
-class FileRows:
-    """A file's rows in the previous version. A chunk is None where its record is damaged
-    (``problem`` says how); a vector is None where its embedding failed or it is damaged
-    (``damaged_vectors`` counts the damaged ones)."""
-
-    chunks: list[Chunk | None]
-    vectors: list[np.ndarray | None]
-    damaged_vectors: int = 0
-    problem: str | None = None
-
-
-def usable_vectors(
-    matrix: np.ndarray | None, count: int, failed: set[int]
-) -> tuple[list[np.ndarray | None], int]:
-    """Per row of a file: its vector when sound (finite, unit length), else None; and the
-    count of rows that were damaged rather than failed. ``failed``: positions in the file
-    whose embedding failed before (zero rows, to try again)."""
-    if matrix is None:
-        return [None] * count, 0
-    block = np.asarray(matrix, dtype=np.float32)
-    sound = sound_vectors(block) if len(block) else np.zeros(0, dtype=bool)
-    vectors: list[np.ndarray | None] = []
-    damaged = 0
-    for pos in range(count):
-        if pos in failed:
-            vectors.append(None)
-        elif sound[pos]:
-            vectors.append(np.array(block[pos]))
-        else:
-            vectors.append(None)
-            damaged += 1
-    return vectors, damaged
 
 
 @dataclass

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ._settings import Settings
+from .validation import Settings
 
 ChunkStrategy = Literal["fixed_size", "sentence", "paragraph", "recursive", "markdown", "code"]
 SearchMode = Literal["vector", "bm25", "hybrid"]

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from ._settings import Settings
 from .records import FileKind
 from .scan import compile_globs
+from .validation import Settings
 
 
 class SearchFilters(Settings):

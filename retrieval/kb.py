@@ -36,10 +36,8 @@ from ._arguments import (
     store_url,
     whole_number,
 )
-from ._folder import FolderSnapshot, FolderStore, no_index
 from ._freshness import DEFAULT_TTL_S, Freshness, changed_files, count_stale
 from ._indexer import IndexPlan, run_index, settings_match
-from ._recorded import ModelLost, ObjectOnly, auto_spec
 from ._reuse import check_against_documents
 from ._search import (
     REBUILD_WITH_FLAG,
@@ -53,31 +51,37 @@ from ._search import (
     search_config,
 )
 from ._search import search as _search
+from .backends import open_store
 from .config import ChunkConfig, ScanConfig, SearchConfig, SearchMode
 from .embeddings import DEFAULT_TIMEOUT, BatchEmbedder, describe_embeddings, resolve_embeddings
 from .filters import SearchFilters
+from .folder import (
+    FolderSnapshot,
+    FolderStore,
+    IndexLayout,
+    VersionInfo,
+    check_keep,
+    list_versions,
+    no_index,
+    restore_version,
+)
 from .progress import ProgressCallback, ignore_progress
 from .records import SearchResult, SkippedFile
 from .reports import IndexChanges, IndexReport, IndexStats
 from .scan import scan_folder
 from .storage import (
-    IndexStore,
-    QueryEmbedder,
-    ServedStore,
-    Snapshot,
-    no_versions,
-    open_store,
-)
-from .store import (
     DEFAULT_KEEP_VERSIONS,
     EmbeddingMeta,
     FileRecord,
-    IndexLayout,
     IndexMeta,
-    VersionInfo,
-    check_keep,
-    list_versions,
-    restore_version,
+    IndexStore,
+    ModelLost,
+    ObjectOnly,
+    QueryEmbedder,
+    ServedStore,
+    Snapshot,
+    auto_spec,
+    no_versions,
 )
 from .watch import FolderWatcher
 
@@ -614,3 +618,6 @@ def _recorded(cls: type[_Settings], recorded: dict[str, Any] | None) -> _Setting
         except ConfigError:
             pass
     return cls()
+
+
+__all__ = ["KnowledgeBase", "Ranker"]

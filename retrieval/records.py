@@ -128,3 +128,17 @@ class SearchHit:
     section: str | None
     page: int | None
     ranks: dict[str, int]
+
+
+__all__ = [
+    "FILE_KINDS",
+    "Chunk",
+    "FileKind",
+    "SearchHit",
+    "SearchResult",
+    "SkipReason",
+    "SkippedFile",
+    "chunk_id",
+    "index_text",
+    "text_hash",
+]

@@ -35,7 +35,7 @@ from kbgraph.errors import ConfigError, KbgraphError, ModelMismatchError
 from .config import ScanConfig
 from .embeddings import backoff_delay
 from .scan import PathRules
-from .store import FileRecord
+from .storage import FileRecord
 
 if TYPE_CHECKING:
     from .progress import ProgressCallback

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from ._command import retrieval_command
 from ._load import BeirData, Document, load_beir
 from ._metrics import (
     METRICS,
@@ -38,7 +39,6 @@ from ._run import (
     run_data,
     search_settings,
 )
-from .cli import retrieval_command
 
 __all__ = [
     "BEIR_CHUNKING",

@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kbgraph.errors import ConfigError
+from kbgraph.retrieval.backends import describe_store
 from kbgraph.retrieval.config import ChunkConfig, FusionMethod, SearchConfig
 from kbgraph.retrieval.kb import KnowledgeBase
-from kbgraph.retrieval.storage import describe_store
 
 from ._folder import DOCS_DIR, INDEX_DIR, DocFormat, default_work_dir, write_corpus
 from ._graph import graph_rankings

@@ -17,7 +17,7 @@ The answer node picks one of:
   chat model, which would be tempted to answer from memory;
 * grounded, with a chat model: the model's answer, the context in its system prompt (with
   fewer sources when they would not all fit the model's context window; see
-  ``kbgraph.graphs.nodes._window``);
+  ``kbgraph.graphs.nodes._fit_sources``);
 * grounded, without a chat model (or when the model fails): an extractive answer quoting
   the best lines of the cited sources, marked as extractive.
 
@@ -45,8 +45,8 @@ from kbgraph.prompts import load_prompt, render_prompt
 from .._extractive import extractive_text
 from ..citations import inject_context
 from ..nodes._base import run_outage
+from ..nodes._fit_sources import fit_sources
 from ..nodes._text import question_of
-from ..nodes._window import fit_sources
 from ..nodes.decide_retrieve import is_small_talk_or_closing, small_talk_kind
 from ..recording import recording
 from ..searcher import SearcherRegistry

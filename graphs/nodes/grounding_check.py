@@ -40,10 +40,10 @@ from ..state import (
     unsearched_knowledge_bases,
 )
 from ._base import END, NodeDeps, StepRecorder
+from ._fit_sources import fit_sources
 from ._fusion import SIMILARITY
 from ._llm import context_fallback, prompt_messages
 from ._text import content_terms, coverage, question_of
-from ._window import fit_sources
 from .rewrite_query import plan_queries, tried_queries
 from .select_scope import widest_scope
 

@@ -16,7 +16,7 @@ from ._csv import with_record_units
 from ._docx import load_docx
 from ._html import extract_html
 from ._pdf import load_pdf
-from ._text import decode_text_file
+from ._plain import decode_text_file
 
 READ_TIMEOUT_S = 30.0
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # POSIX; Windows has no FIFOs to open

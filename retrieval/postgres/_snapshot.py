@@ -19,12 +19,10 @@ from psycopg import sql
 
 from kbgraph.errors import ConfigError, IndexCorruptError
 
-from .._search import check_query_vector
 from ..filters import SearchFilters
 from ..lexical import DEFAULT_B, DEFAULT_K1
 from ..records import Chunk
-from ..storage import QueryEmbedder, RankerName
-from ..store import IndexMeta
+from ..storage import IndexMeta, QueryEmbedder, RankerName, check_query_vector
 from ._features import Layout
 from ._lexical import query_terms, sparse_literal, term_weights, tsquery_literal
 from ._schema import Tables

@@ -22,10 +22,8 @@ from psycopg import sql
 
 from kbgraph.errors import IndexLockedError, IndexNotFoundError
 
-from .._recorded import Recorded, recorded_of
-from .._reuse import FileRows, usable_vectors
 from ..records import Chunk
-from ..store import FileRecord, IndexMeta
+from ..storage import FileRecord, FileRows, IndexMeta, Recorded, recorded_of, usable_vectors
 from ._connect import Database, ensure_vector_extension
 from ._features import layout_of, pgvector_of
 from ._schema import ADVISORY_CLASS, SCHEMA_LOCK, SHARED_DDL, Tables

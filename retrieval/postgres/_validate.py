@@ -10,7 +10,7 @@ from psycopg import sql
 
 from kbgraph.errors import IndexCorruptError
 
-from ..store import IndexMeta
+from ..storage import IndexMeta
 from ._schema import Tables
 
 _NORM_TOLERANCE = 1e-3

@@ -12,8 +12,7 @@ from psycopg.types.json import Jsonb
 
 from ..lexical import DEFAULT_B, DEFAULT_K1
 from ..records import Chunk, index_text
-from ..storage import FileEntry, IndexUpdate
-from ..store import IndexMeta
+from ..storage import FileEntry, IndexMeta, IndexUpdate
 from ._features import PgVector, layout_of
 from ._lexical import SPARSE_DIMS, tsvector_literal
 from ._schema import Tables

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from kbgraph.retrieval.folder import write_chunks
 from kbgraph.retrieval.records import Chunk, chunk_id
-from kbgraph.retrieval.store import write_chunks
 from tests.faults.conftest import (
     INDEX,
     cli,

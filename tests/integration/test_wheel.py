@@ -35,7 +35,7 @@ def test_wheel_has_one_top_level_package(wheel: Path) -> None:
         for source in (ROOT / layer).rglob("*.py"):
             assert f"kbgraph/{source.relative_to(ROOT).as_posix()}" in names
     assert "kbgraph/prompts/agent_system.txt" in names
-    assert "kbgraph/evals/datasets/examples_docs.jsonl" in names
+    assert "kbgraph/evals/data/examples_docs.jsonl" in names
     assert "kbgraph/py.typed" in names
 
 

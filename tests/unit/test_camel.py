@@ -14,9 +14,9 @@ from kbgraph.evals.records import ClaimVerdict, Passage
 from kbgraph.graphs.state import Candidate, Citation
 from kbgraph.retrieval import KnowledgeBase
 from kbgraph.retrieval.citations import ResolvedCitation, extract_citations
+from kbgraph.retrieval.folder import VersionInfo
 from kbgraph.retrieval.records import Chunk, SearchResult, SkippedFile
 from kbgraph.retrieval.reports import IndexReport, IndexStats
-from kbgraph.retrieval.store import VersionInfo
 
 CAMEL = re.compile(r"^[a-z]+(?:[A-Z][a-z]*)*$")
 CHUNK = Chunk("c0ffee", "Retries: 5 — café", "docs/ré try.md", 3, 4, 10, 30, "Retries", None)

@@ -23,7 +23,7 @@ from kbgraph.errors import (
 )
 from kbgraph.graphs.searcher import SearcherRegistry
 from kbgraph.retrieval import ChunkConfig, KnowledgeBase, ScanConfig
-from kbgraph.retrieval.store import file_lock
+from kbgraph.retrieval.folder import file_lock
 from kbgraph.testing import FakeEmbeddings
 
 

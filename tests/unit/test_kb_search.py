@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
 
-import kbgraph.retrieval._search as search_module
+import kbgraph.retrieval.folder._query as search_module
 from kbgraph.errors import DimensionMismatchError
 from kbgraph.retrieval import KnowledgeBase, SearchConfig, SearchFilters
 from kbgraph.retrieval.progress import ProgressEvent

@@ -1,50 +1,203 @@
-"""The layers' imports point down and stay public: evals imports no CLI internals and no
-private engine module, and importing kbgraph.evals does not build the LangGraph subgraph."""
+"""The import graph of the package, from the source: no module circle anywhere (imports
+inside functions included, ``if TYPE_CHECKING:`` ones not), imports between layers point
+down and stay public, and importing kbgraph.evals does not build the LangGraph subgraph.
+
+Layers, bottom up: the foundation (``kbgraph.errors``, ``kbgraph.exit_codes``, the version,
+``kbgraph.layers``), ``prompts``, ``retrieval``, ``graphs``, ``evals``, then the
+application (the CLI, the inspector, ``kbgraph.testing``, the ``kbgraph`` package)."""
 
 from __future__ import annotations
 
 import ast
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+LAYER_FOLDERS = ("prompts", "retrieval", "graphs", "evals")
+FOUNDATION = ("kbgraph.errors", "kbgraph.exit_codes", "kbgraph.layers", "kbgraph._version")
+RANK = {"foundation": 0, "prompts": 1, "retrieval": 2, "graphs": 3, "evals": 4, "app": 5}
+# The one upward edge: the ready agents check their answers with the evals' judges (an
+# answer check is an evaluation), and evals runs those agents. Nothing else goes up.
+ALLOWED_UP = {
+    ("kbgraph.graphs.agents._check", "kbgraph.evals.answer_check"),
+    ("kbgraph.graphs.agents._check", "kbgraph.evals.judges"),
+    ("kbgraph.graphs.agents.state", "kbgraph.evals.answer_check"),
+    ("kbgraph.graphs.agents.chat", "kbgraph.evals.judges"),
+    ("kbgraph.graphs.agents.react", "kbgraph.evals.judges"),
+}
 
 
-def _imports(folder: str) -> list[tuple[str, str]]:
-    found = []
-    for path in sorted((ROOT / folder).rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                found.append((str(path.relative_to(ROOT)), node.module))
+def _module_files() -> dict[str, Path]:
+    found = {}
+    for folder in (*LAYER_FOLDERS, "kbgraph"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            rel = path.relative_to(ROOT / folder)
+            if folder == "kbgraph" and rel.parts[0] in LAYER_FOLDERS:
+                continue  # the committed symlinks of the layers
+            parts = list(rel.with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            prefix = ["kbgraph"] if folder == "kbgraph" else ["kbgraph", folder]
+            found[".".join(prefix + parts)] = path
     return found
 
 
-def _private_outside(module: str, own: str) -> bool:
-    """A private module (a ``_name`` part) of another package than ``own``."""
-    if not module.startswith("kbgraph.") or module.startswith(own):
-        return False
-    return any(part.startswith("_") for part in module.split(".")[1:])
+MODULES = _module_files()
 
 
-@pytest.mark.parametrize(
-    ("folder", "own"),
-    [
-        ("evals", "kbgraph.evals"),
-        ("graphs", "kbgraph.graphs"),
-        ("kbgraph/inspector", "kbgraph.inspector"),
-    ],
-)
-def test_no_private_module_of_another_layer_or_the_cli(folder: str, own: str) -> None:
+def _type_checking_only(tree: ast.Module) -> set[int]:
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped.update(id(inner) for inner in ast.walk(node))
+    return skipped
+
+
+def _targets(module: str, path: Path, node: ast.Import | ast.ImportFrom) -> Iterator[str]:
+    if isinstance(node, ast.Import):
+        yield from (alias.name for alias in node.names)
+        return
+    base = node.module or ""
+    if node.level:
+        package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+        package = package[: len(package) - node.level + 1]
+        base = ".".join(package + ([node.module] if node.module else []))
+    for alias in node.names:
+        yield f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
+
+
+def _known(name: str) -> str | None:
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _edges() -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = {}
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skipped = _type_checking_only(tree)
+        targets = {
+            _known(target)
+            for node in ast.walk(tree)
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in skipped
+            for target in _targets(module, path, node)
+        }
+        edges[module] = {t for t in targets if t is not None and t != module}
+    return edges
+
+
+EDGES = _edges()
+
+
+def _circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in sorted(edges):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(edges[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    if module in FOUNDATION:
+        return "foundation"
+    if len(parts) > 1 and parts[1] in LAYER_FOLDERS:
+        return parts[1]
+    return "app"
+
+
+def test_the_graph_sees_every_layer() -> None:
+    assert {_layer(m) for m in MODULES} == set(RANK)
+    assert EDGES["kbgraph.retrieval.kb"] >= {"kbgraph.retrieval.backends"}
+
+
+def test_no_import_circle() -> None:
+    assert _circles(EDGES) == []
+
+
+def test_the_circle_finder_finds_circles() -> None:
+    edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert _circles(edges) == [["a", "b", "c"]]
+
+
+def test_imports_between_layers_point_down() -> None:
+    upward = sorted(
+        (module, target)
+        for module, targets in EDGES.items()
+        for target in targets
+        if RANK[_layer(target)] > RANK[_layer(module)] and (module, target) not in ALLOWED_UP
+    )
+    assert upward == []
+
+
+def test_no_private_module_of_another_layer() -> None:
+    private = sorted(
+        (module, target)
+        for module, targets in EDGES.items()
+        for target in targets
+        if _layer(target) != _layer(module)
+        and _layer(target) != "foundation"
+        and any(part.startswith("_") for part in target.split(".")[1:])
+    )
+    assert private == []
+
+
+def test_the_storage_seam_knows_no_store() -> None:
+    seam = [m for m in MODULES if m.startswith("kbgraph.retrieval.storage")]
+    stores = ("kbgraph.retrieval.folder", "kbgraph.retrieval.postgres")
+    assert seam and not [(m, t) for m in seam for t in EDGES[m] if t.startswith(stores)]
+    assert not [t for t in EDGES["kbgraph.retrieval.postgres._store"] if "folder" in t]
+
+
+@pytest.mark.parametrize("layer", ["evals", "graphs", "kbgraph.inspector"])
+def test_no_cli_internals_below_the_cli(layer: str) -> None:
     bad = [
-        (path, module)
-        for path, module in _imports(folder)
-        if _private_outside(module, own) or module in ("kbgraph.cli", "kbgraph.__main__")
+        (module, target)
+        for module, targets in EDGES.items()
+        if module.startswith(f"kbgraph.{layer}".replace("kbgraph.kbgraph.", "kbgraph."))
+        for target in targets
+        if target in ("kbgraph.cli", "kbgraph.__main__")
     ]
-    # The engine's Settings base is shared by the subgraph's settings on purpose.
-    assert [b for b in bad if b[1] != "kbgraph.retrieval._settings"] == []
+    assert bad == []
 
 
 def test_importing_evals_does_not_build_the_subgraph() -> None:

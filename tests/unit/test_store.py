@@ -13,8 +13,7 @@ import pytest
 
 from kbgraph.errors import IndexCorruptError, IndexLockedError
 from kbgraph.retrieval import KnowledgeBase
-from kbgraph.retrieval.records import Chunk
-from kbgraph.retrieval.store import (
+from kbgraph.retrieval.folder import (
     ChunkReader,
     IndexLayout,
     file_lock,
@@ -22,6 +21,7 @@ from kbgraph.retrieval.store import (
     write_chunks,
     write_vectors,
 )
+from kbgraph.retrieval.records import Chunk
 
 
 def _vectors(n: int, d: int) -> np.ndarray:

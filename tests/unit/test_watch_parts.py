@@ -9,7 +9,7 @@ import pytest
 
 from kbgraph.retrieval import KnowledgeBase, ScanConfig
 from kbgraph.retrieval.scan import PathRules
-from kbgraph.retrieval.store import FileRecord
+from kbgraph.retrieval.storage import FileRecord
 from kbgraph.retrieval.watch import FileChanges, diff_files
 
 

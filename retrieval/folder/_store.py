@@ -1,5 +1,5 @@
 """The folder index as an :class:`~kbgraph.retrieval.storage.IndexStore`: generations of
-files beside the documents (``store/`` holds the format; this module only adapts it).
+files beside the documents (the package's other modules hold the format; this one adapts it).
 
 A version is a ``gen-*`` folder; a writer holds ``.write.lock`` for its whole run, writes a
 new generation (the rows of unchanged files copied from the previous one) and publishes it
@@ -8,31 +8,77 @@ by replacing ``CURRENT`` under the exclusive ``.lock``.
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import numpy as np
+from pydantic import ValidationError
 
 from kbgraph.errors import IndexCorruptError, IndexNotFoundError
 
-from ._recorded import Recorded, recorded_settings
-from ._reuse import FileRows, usable_vectors
-from ._search import FolderRanking, folder_ranking
-from .embeddings import EmbeddingCache, VectorCache
-from .records import Chunk
-from .storage import IndexUpdate, QueryEmbedder
-from .store import (
-    INDEX_DIR_NAME,
+from ..embeddings import EmbeddingCache, VectorCache
+from ..records import Chunk
+from ..storage import (
+    EmbeddingMeta,
     FileRecord,
-    IndexLayout,
+    FileRows,
     IndexMeta,
-    IndexReader,
-    file_lock,
-    write_ann,
-    write_generation,
+    IndexUpdate,
+    QueryEmbedder,
+    Recorded,
+    usable_vectors,
 )
-from .store._layout import secure_tree
+from ._ann import write_ann
+from ._generation import IndexReader, write_generation
+from ._layout import INDEX_DIR_NAME, IndexLayout, secure_tree
+from ._lock import file_lock
+from ._query import FolderRanking, folder_ranking
+
+
+def recorded_settings(layout: IndexLayout) -> Recorded:
+    """The settings of the index in ``layout`` (see the module docstring)."""
+    try:
+        if not layout.has_pointer():
+            return Recorded()  # never published (or a first run killed): a new index
+        live = layout.current_name()
+        why = f"{layout.generation(live) / 'meta.json'} is damaged" if live else ""
+    except (IndexCorruptError, OSError):
+        live, why = None, f"{layout.current} is damaged"
+    candidates = [layout.generation(live)] if live else []
+    with contextlib.suppress(OSError):
+        candidates += [g for g in layout.generations() if g.name != live]
+    for generation in candidates:
+        recorded = _lenient(generation / "meta.json")
+        if recorded is not None:
+            return recorded
+    return Recorded(found=True, lost=why or f"{layout.root} is damaged")
+
+
+def _lenient(path: Path) -> Recorded | None:
+    """The settings in one meta.json, as long as its ``embedding`` entry still reads,
+    whatever else in it is damaged."""
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or "embedding" not in data:
+        return None
+    try:
+        raw = data["embedding"]
+        embedding = None if raw is None else EmbeddingMeta.model_validate(raw)
+    except ValidationError:
+        return None
+    chunking, scan, keep = data.get("chunking"), data.get("scan"), data.get("keep_versions")
+    return Recorded(
+        embedding,
+        chunking if isinstance(chunking, dict) else None,
+        scan if isinstance(scan, dict) else None,
+        keep if isinstance(keep, int) and not isinstance(keep, bool) and keep >= 1 else None,
+        found=True,
+    )
 
 
 class FolderSnapshot(IndexReader):
@@ -190,4 +236,11 @@ class FolderStore:
         """Nothing stays open between calls: readers are the knowledge base's."""
 
 
-__all__ = ["FolderPrevious", "FolderSnapshot", "FolderStore", "FolderWriter"]
+__all__ = [
+    "FolderPrevious",
+    "FolderSnapshot",
+    "FolderStore",
+    "FolderWriter",
+    "no_index",
+    "recorded_settings",
+]

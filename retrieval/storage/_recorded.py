@@ -10,17 +10,12 @@ asks for ``--embedding`` instead of guessing.
 
 from __future__ import annotations
 
-import contextlib
-import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-
-from pydantic import ValidationError
 
 from kbgraph.errors import ConfigError, IndexCorruptError
 
-from .store import EmbeddingMeta, IndexLayout, IndexMeta
+from ._meta import EmbeddingMeta, IndexMeta
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,49 +68,6 @@ def recorded_of(meta: IndexMeta | None) -> Recorded:
     return Recorded(meta.embedding, meta.chunking, meta.scan, meta.keep_versions, found=True)
 
 
-def recorded_settings(layout: IndexLayout) -> Recorded:
-    """The settings of the index in ``layout`` (see the module docstring)."""
-    try:
-        if not layout.has_pointer():
-            return Recorded()  # never published (or a first run killed): a new index
-        live = layout.current_name()
-        why = f"{layout.generation(live) / 'meta.json'} is damaged" if live else ""
-    except (IndexCorruptError, OSError):
-        live, why = None, f"{layout.current} is damaged"
-    candidates = [layout.generation(live)] if live else []
-    with contextlib.suppress(OSError):
-        candidates += [g for g in layout.generations() if g.name != live]
-    for generation in candidates:
-        recorded = _lenient(generation / "meta.json")
-        if recorded is not None:
-            return recorded
-    return Recorded(found=True, lost=why or f"{layout.root} is damaged")
-
-
-def _lenient(path: Path) -> Recorded | None:
-    """The settings in one meta.json, as long as its ``embedding`` entry still reads,
-    whatever else in it is damaged."""
-    try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict) or "embedding" not in data:
-        return None
-    try:
-        raw = data["embedding"]
-        embedding = None if raw is None else EmbeddingMeta.model_validate(raw)
-    except ValidationError:
-        return None
-    chunking, scan, keep = data.get("chunking"), data.get("scan"), data.get("keep_versions")
-    return Recorded(
-        embedding,
-        chunking if isinstance(chunking, dict) else None,
-        scan if isinstance(scan, dict) else None,
-        keep if isinstance(keep, int) and not isinstance(keep, bool) and keep >= 1 else None,
-        found=True,
-    )
-
-
 def auto_spec(recorded: Recorded) -> str | ObjectOnly | ModelLost | None:
     """``auto``: the model the existing index was built with, else the local model."""
     if recorded.lost is not None:
@@ -135,5 +87,4 @@ __all__ = [
     "Recorded",
     "auto_spec",
     "recorded_of",
-    "recorded_settings",
 ]

@@ -33,7 +33,7 @@ import numpy as np
 
 from kbgraph.errors import IndexCorruptError
 
-logger = logging.getLogger("kbgraph.retrieval.store")
+logger = logging.getLogger("kbgraph.retrieval.folder")
 
 ANN_MIN_ROWS = 50_000
 ANN_FILES = ("ann.usearch", "ann.keys.npy", "ann.rows.npy")

@@ -18,10 +18,10 @@ from pydantic import Field
 from kbgraph.errors import ConfigError, IndexCorruptError, KbgraphError
 
 from ..camel import camel, to_camel_dict
+from ..storage import DEFAULT_KEEP_VERSIONS
 from ._generation import IndexReader, read_meta
 from ._layout import IndexLayout
 from ._lock import file_lock
-from ._meta import DEFAULT_KEEP_VERSIONS
 
 MAX_KEEP_VERSIONS = 100
 

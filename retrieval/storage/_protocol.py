@@ -3,10 +3,11 @@
 A :class:`~kbgraph.retrieval.kb.KnowledgeBase` scans, loads, chunks and embeds the same way
 whatever holds its index; an :class:`IndexStore` only keeps what an indexing run produced
 and ranks it. Two stores implement it and pass one contract suite
-(``tests/contract/test_store_contract.py``):
+(``tests/contract/test_store_contract.py``); ``kbgraph.retrieval.backends``
+opens the one a location names:
 
 - the folder index beside the documents (``<folder>/.kbgraph/``, the default;
-  ``kbgraph.retrieval._folder``);
+  ``kbgraph.retrieval.folder``);
 - PostgreSQL with pgvector and full-text search (``store="postgresql://..."``;
   ``kbgraph.retrieval.postgres``).
 
@@ -30,12 +31,12 @@ import numpy as np
 
 from kbgraph.errors import ConfigError
 
+from ..embeddings import VectorCache
+from ..filters import SearchFilters
+from ..records import Chunk
+from ._meta import FileRecord, IndexMeta
 from ._recorded import Recorded
-from ._reuse import FileRows
-from .embeddings import VectorCache
-from .filters import SearchFilters
-from .records import Chunk
-from .store import FileRecord, IndexMeta
+from ._rows import FileRows
 
 RankerName = Literal["vector", "bm25"]
 RANKERS: tuple[RankerName, ...] = ("vector", "bm25")
@@ -180,56 +181,12 @@ def no_versions(folder: Path, location: str) -> ConfigError:
     )
 
 
-def describe_store(store: str | None) -> str:
-    """For reports and logs: ``folder``, or the database URL without its password."""
-    if not is_database(store):
-        return "folder"
-    from .postgres import Database
-
-    return Database.parse(str(store).strip()).location
-
-
 @runtime_checkable
 class ServedStore(Protocol):
     """A store on a database server, which can say which server answers its searches."""
 
     def server(self) -> dict[str, Any]:
         """The server's address, whether it is a standby, its replay lag, versions."""
-
-
-def open_store(
-    folder: Path,
-    store: str | None,
-    index_dir: Path | None,
-    lock_timeout: float,
-    read_store: str | None = None,
-) -> IndexStore:
-    """``store`` None or ``folder``: the folder index (in ``index_dir``, default
-    ``<folder>/.kbgraph``); ``postgresql://...``: that database (its primary, or several
-    hosts), searched at ``read_store`` when given (a standby)."""
-    read = (read_store or "").strip() or None
-    if read is not None and not (is_database(store) and is_database(read)):
-        raise ConfigError(
-            "read_store (--read-store) is a PostgreSQL URL of a standby that searches go to; "
-            "it needs a PostgreSQL store (--store postgresql://... naming the primary)"
-        )
-    if store is None or store.strip() in ("", "folder"):
-        from ._folder import FolderStore
-
-        return FolderStore(folder, index_dir, lock_timeout)
-    if is_database(store):
-        if index_dir is not None:
-            raise ConfigError(
-                "index_dir is for the folder index; a PostgreSQL store keeps the index in the "
-                "database: leave --index-dir out"
-            )
-        from .postgres import PostgresStore
-
-        return PostgresStore(store.strip(), folder, read_url=read)
-    raise ConfigError(
-        "store must be 'folder' (the index beside the documents, the default) or a "
-        "PostgreSQL URL (postgresql://user@host:5432/dbname); got a value of neither form"
-    )
 
 
 __all__ = [
@@ -245,8 +202,6 @@ __all__ = [
     "RankerName",
     "ServedStore",
     "Snapshot",
-    "describe_store",
     "is_database",
     "no_versions",
-    "open_store",
 ]

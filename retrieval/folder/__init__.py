@@ -1,14 +1,22 @@
-"""The on-disk index format of ARCHITECTURE.md: generations, files and locks."""
+"""The folder index beside the documents (``<folder>/.kbgraph``): the on-disk format of
+ARCHITECTURE.md (generations, files, locks, versions), its rankers and its store."""
 
 from ._ann import ANN_MIN_ROWS, AnnIndex, write_ann
 from ._chunks import ChunkReader, write_chunks
-from ._generation import IndexReader, chunk_problem, read_meta, sound_vectors, write_generation
-from ._layout import INDEX_DIR_NAME, REPAIR, IndexLayout, write_file_atomic
+from ._generation import IndexReader, chunk_problem, read_meta, write_generation
+from ._layout import INDEX_DIR_NAME, IndexLayout, write_file_atomic
 from ._lock import LockMode, file_lock
-from ._meta import FORMAT_VERSION, EmbeddingMeta, FileRecord, IndexMeta, SkipRecord
+from ._query import FolderRanking, folder_ranking
+from ._store import (
+    FolderPrevious,
+    FolderSnapshot,
+    FolderStore,
+    FolderWriter,
+    no_index,
+    recorded_settings,
+)
 from ._vectors import open_vectors, write_vectors
 from ._versions import (
-    DEFAULT_KEEP_VERSIONS,
     VersionInfo,
     check_keep,
     list_versions,
@@ -18,29 +26,29 @@ from ._versions import (
 
 __all__ = [
     "ANN_MIN_ROWS",
-    "DEFAULT_KEEP_VERSIONS",
-    "FORMAT_VERSION",
     "INDEX_DIR_NAME",
-    "REPAIR",
     "AnnIndex",
     "ChunkReader",
-    "EmbeddingMeta",
-    "FileRecord",
+    "FolderPrevious",
+    "FolderRanking",
+    "FolderSnapshot",
+    "FolderStore",
+    "FolderWriter",
     "IndexLayout",
-    "IndexMeta",
     "IndexReader",
     "LockMode",
-    "SkipRecord",
     "VersionInfo",
     "check_keep",
     "chunk_problem",
     "file_lock",
+    "folder_ranking",
     "list_versions",
+    "no_index",
     "open_vectors",
     "read_meta",
+    "recorded_settings",
     "resolve_version",
     "restore_version",
-    "sound_vectors",
     "write_ann",
     "write_chunks",
     "write_file_atomic",

@@ -11,7 +11,7 @@ import numpy as np
 
 from kbgraph.errors import IndexCorruptError
 
-from ._layout import REPAIR
+from ..storage import REPAIR
 
 MAGIC = 0x52414756  # "RAGV"
 VERSION = 1

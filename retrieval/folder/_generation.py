@@ -14,11 +14,18 @@ from kbgraph.errors import IndexCorruptError, IndexNotFoundError
 from ..filters import SearchFilters
 from ..lexical import BM25Index
 from ..records import Chunk, chunk_id, index_text
+from ..storage import (
+    FORMAT_VERSION,
+    REPAIR,
+    IndexMeta,
+    check_files,
+    first_error,
+    sound_vectors,
+)
 from ._ann import AnnIndex
 from ._chunks import ChunkReader, write_chunks
-from ._layout import REPAIR, IndexLayout, secure_tree
+from ._layout import IndexLayout, secure_tree
 from ._lock import file_lock
-from ._meta import FORMAT_VERSION, IndexMeta, check_files, first_error
 from ._vectors import open_vectors, write_vectors
 
 
@@ -160,15 +167,6 @@ class IndexReader:
 
 
 _NORM_BLOCK = 65536
-_NORM_TOLERANCE = 1e-3  # float32 rounding of a unit vector is far below this
-
-
-def sound_vectors(rows: np.ndarray) -> np.ndarray:
-    """Per row: finite with unit length (NaN fails every comparison, so test for a match)."""
-    block = np.asarray(rows, dtype=np.float32)
-    with np.errstate(invalid="ignore", over="ignore"):
-        norms = np.linalg.norm(block, axis=1)
-        return np.isfinite(block).all(axis=1) & (np.abs(norms - 1.0) <= _NORM_TOLERANCE)
 
 
 def zero_rows(rows: np.ndarray) -> np.ndarray:

@@ -10,9 +10,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from kbgraph.errors import IndexCorruptError
 
 from ..records import FileKind, SkipReason
-from ._layout import REPAIR
 
 FORMAT_VERSION = 1
+REPAIR = "run `kbgraph index` to repair it from the documents"
 DEFAULT_KEEP_VERSIONS = 3
 
 

@@ -14,7 +14,7 @@ import numpy as np
 from kbgraph.errors import IndexCorruptError
 
 from ..records import Chunk
-from ._layout import REPAIR
+from ..storage import REPAIR
 
 
 def _size_of(path: Path) -> int:

@@ -30,6 +30,7 @@ from pathlib import Path
 from kbgraph.errors import ConfigError, IndexCorruptError, IndexNotFoundError
 
 from .._fs import fsync_dir
+from ..storage import REPAIR
 from ._lock import file_lock
 
 DIR_MODE = 0o700
@@ -44,7 +45,6 @@ _INDEX_ENTRY = re.compile(
 )
 _GENERATION_NAME = re.compile(r"gen-[0-9a-f]+-[0-9a-f]+")
 _TMP_NAME = re.compile(r"\.[^/]+\.(\d+)\.tmp")
-REPAIR = "run `kbgraph index` to repair it from the documents"
 _GENERATION_ENTRY = re.compile(
     r"^(?:meta\.json|chunks\.jsonl|offsets\.bin|vectors\.bin|bm25|ann\.(?:usearch|keys\.npy"
     r"|rows\.npy)|\.[^/]+\.\d+\.tmp)$"
