@@ -101,7 +101,7 @@ class PgRanking:
     # -- BM25 ------------------------------------------------------------------------
     def _bm25_terms(self) -> tuple[list[str], list[float], float]:
         if self._bm25 is None:
-            counts = query_terms(self._query)
+            counts = query_terms(self._query, self._snap.meta.tokenizer)
             df: dict[str, int] = {}
             if counts:
                 rows = self._conn.execute(
