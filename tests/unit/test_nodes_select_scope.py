@@ -49,10 +49,16 @@ def test_mentioned_paths(docs: Path, question: str, paths: list[str]) -> None:
         ("What do the PDF files say about refunds?", ["pdf"]),
         ("How do I export an invoice to PDF?", []),
         ("search in the markdown docs for retries", ["markdown"]),
-        ("Which python modules handle retries?", ["code"]),
+        ("Which python modules handle retries?", ["python"]),
         ("How do I retry in Python?", []),
         ("what does the source code do on timeout", ["code"]),
         ("error codes in the csv", ["csv"]),
+        ("How is the redirect limit tested?", ["test"]),
+        ("Which tests cover Client.send?", ["test"]),
+        ("Where is DEFAULT_TIMEOUT_CONFIG defined?", ["non-test"]),
+        ("show the implementation of the digest auth flow", ["non-test"]),
+        ("Where in the Go code is the retry loop implemented?", ["go", "non-test"]),
+        ("How do I test my configuration?", []),
     ],
 )
 def test_mentioned_kinds(question: str, kinds: list[str]) -> None:
