@@ -67,8 +67,8 @@ def analyse(text: str, tokenizer: str = TOKENIZER_ID) -> tuple[list[str], int]:
     found: list[str] = []
     length = 0
     for compound in compounds(text):
-        terms, positions = compound_words(compound)
-        found.extend(terms)
+        unstemmed, positions = compound_words(compound)
+        found.extend(unstemmed)
         length += positions
     return stems(found), length
 

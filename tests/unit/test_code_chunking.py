@@ -125,9 +125,11 @@ def test_a_deeply_nested_definition_alone_is_named_by_its_whole_path() -> None:
 def test_a_long_python_definition_is_split_at_statement_boundaries() -> None:
     chunks = [t for s, t in spans_of(PYTHON, 120, "python") if s == "long_function"]
     assert len(chunks) > 2
-    statement_starts = ("    total = 0", "    for i", "        total += i", "        if total",
-                        "            total -= 50", "            print", "    while", "        total -= 7",
-                        "        print", "    return", "@decorator")  # fmt: skip
+    statement_starts = (
+        "    total = 0", "    for i", "        total += i", "        if total",
+        "            total -= 50", "            print", "    while", "        total -= 7",
+        "        print", "    return", "@decorator",
+    )  # fmt: skip
     for text in chunks:
         assert text.startswith(statement_starts), text
         assert not text.endswith(("(", ",", ":")), text  # ends where a statement ends
