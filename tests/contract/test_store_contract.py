@@ -289,3 +289,40 @@ def test_both_stores_rank_code_alike(code: Path, pg_url: str, tmp_path: Path) ->
             (r.chunk.id, r.chunk.section) for r in b
         ], query
         assert [r.score for r in a] == pytest.approx([r.score for r in b], rel=1e-4), query
+
+
+# The defect issue 22 reports, as a user met it: the question's words are parts of the
+# identifiers that answer it, and the old analyser kept each identifier as one term, so no
+# mode reached these lines. Public API only, so that it runs against the old engine too.
+CONFIG = {
+    "pkg/_config.py": '"""Configuration."""\n\nimport typing\n\n\n'
+    "class Timeout:\n"
+    "    def __init__(self, timeout: float | None = None) -> None:\n"
+    "        self.connect = timeout\n        self.read = timeout\n"
+    "        self.write = timeout\n        self.pool = timeout\n\n"
+    "    def as_dict(self) -> dict[str, float | None]:\n"
+    '        return {"connect": self.connect, "read": self.read}\n\n\n'
+    "DEFAULT_TIMEOUT_CONFIG = Timeout(timeout=5.0)\nDEFAULT_MAX_REDIRECTS = 20\n",
+    "pkg/_client.py": '"""The client."""\n\n\nclass Client:\n'
+    "    def send(self, request: object, timeout: object = None) -> object:\n"
+    "        return self.transport.handle(request, timeout)\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("What is the default timeout?", "DEFAULT_TIMEOUT_CONFIG = Timeout(timeout=5.0)"),
+        ("How many redirects at most?", "DEFAULT_MAX_REDIRECTS = 20"),
+    ],
+)
+def test_a_question_in_words_finds_the_identifier_that_answers_it(
+    tmp_path: Path, store: str | None, question: str, answer: str
+) -> None:
+    folder = _write(tmp_path / "code", CONFIG)
+    kb = _kb(folder, store, chunking=SMALL)
+    kb.index()
+    hits = kb.search(question, top_k=1, mode="bm25")
+    assert hits and answer in hits[0].chunk.text, [h.chunk.text for h in hits]
+    hit = hits[0].chunk
+    assert answer in _lines(folder, hit.source, hit.line_start, hit.line_end)
