@@ -282,7 +282,15 @@ def render_sources(citations: Sequence[Citation]) -> str:
     blocks = [
         source_header(
             c["n"],
-            ContextEntry(label, c["lineStart"], c["lineEnd"], c["score"], c["text"], c["page"]),
+            ContextEntry(
+                label,
+                c["lineStart"],
+                c["lineEnd"],
+                c["score"],
+                c["text"],
+                c["page"],
+                c.get("section"),
+            ),
         )
         + "\n"
         + c["text"].strip("\n")

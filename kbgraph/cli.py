@@ -20,8 +20,7 @@ from kbgraph.errors import (
     ConfigError,
 )
 from kbgraph.retrieval.config import ChunkConfig, ScanConfig, SearchConfig
-from kbgraph.retrieval.filters import SearchFilters
-from kbgraph.retrieval.records import FILE_KINDS
+from kbgraph.retrieval.filters import SEARCH_KINDS, SearchFilters
 
 from ._progress import TqdmProgress
 from .exit_codes import emit_json, end_quietly, fail_cleanly, stdout_closed
@@ -374,7 +373,8 @@ def _echo_skipped(skipped: list[dict[str, str]]) -> None:
     "--kind",
     "kinds",
     multiple=True,
-    type=click.Choice(FILE_KINDS),
+    type=click.Choice(SEARCH_KINDS),
+    help="Only files of this kind, code language or test role (test, non-test); repeatable.",
 )
 @click.option("--threshold", type=float, default=None, help="Minimum score.")
 @click.option(

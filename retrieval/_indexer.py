@@ -19,7 +19,7 @@ import numpy as np
 
 from . import __version__
 from ._reuse import Reused, reuse_unchanged, same_chunks, vectors_by_id
-from .chunking import chunk_file
+from .chunking import chunk_file, code_chunker_id
 from .config import ChunkConfig, ScanConfig
 from .embeddings import (
     BatchEmbedder,
@@ -27,6 +27,7 @@ from .embeddings import (
     check_dims,
     embed_with_cache,
 )
+from .lexical import TOKENIZER_ID
 from .loaders import SkipFile, load_file
 from .progress import ProgressCallback, ProgressEvent
 from .records import Chunk, SkippedFile, index_text
@@ -86,8 +87,11 @@ class _Pending:
 
 
 def settings_match(meta: IndexMeta, plan: IndexPlan) -> bool:
-    """Any change of embedding model or chunking parameters means a rebuild."""
+    """Any change of embedding model, chunking parameters, the lexical analyser or the way
+    code is chunked means a rebuild."""
     if meta.chunking != plan.chunking.model_dump(mode="json"):
+        return False
+    if (meta.tokenizer, meta.code_chunker) != (TOKENIZER_ID, code_chunker_id()):
         return False
     if (meta.embedding is None) != (plan.embedding is None):
         return False
@@ -346,4 +350,6 @@ def _make_meta(
         indexed_at=datetime.now(UTC).isoformat(timespec="seconds"),
         failed_embeddings=failed,
         keep_versions=plan.keep_versions,
+        tokenizer=TOKENIZER_ID,
+        code_chunker=code_chunker_id(),
     )

@@ -3,7 +3,12 @@
     ````````sources
     [1] Source: services/auth-service.md, lines 23-45, score: 0.92
     <chunk text>
+    [2] Source: httpx/_client.py, lines 517-545 § Client._redirect_url, score: 0.87
+    <chunk text>
     ````````
+
+A chunk of code names the symbol it belongs to after ``§`` (its ``section``: the enclosing
+function, method or class), since its text alone rarely says which class a method is of.
 
 The fence is eight backticks so that Markdown code blocks inside a chunk cannot close it,
 and the preamble says the sources are data, not instructions.
@@ -33,6 +38,7 @@ class ContextEntry:
     score: float
     text: str
     page: int | None = None
+    section: str | None = None  # shown for code: the enclosing symbol path
 
 
 def lines_word(source: str) -> str:
@@ -51,10 +57,19 @@ def line_span(start: int | None, end: int | None, word: str = "lines") -> str:
 
 def source_header(n: int, entry: ContextEntry) -> str:
     where = f"page {entry.page}, lines" if entry.page is not None else lines_word(entry.source)
+    symbol = symbol_label(entry.source, entry.section)
     return (
-        f"[{n}] Source: {entry.source}, {line_span(entry.line_start, entry.line_end, where)}, "
-        f"score: {entry.score:.2f}"
+        f"[{n}] Source: {entry.source}, {line_span(entry.line_start, entry.line_end, where)}"
+        f"{symbol}, score: {entry.score:.2f}"
     )
+
+
+def symbol_label(source: str, section: str | None) -> str:
+    """`` § Client._redirect_url`` for a chunk of code with a symbol path, else empty (a
+    document's heading path stays out of the header, as before)."""
+    if not section or file_kind(source) != "code":
+        return ""
+    return " § " + " ".join(section.split())
 
 
 def longest_backtick_run(text: str) -> int:
@@ -91,6 +106,7 @@ def format_context(results: Sequence[SearchResult]) -> str:
                 r.score,
                 r.chunk.text,
                 r.chunk.page,
+                r.chunk.section,
             )
             for r in results
         ]
@@ -107,4 +123,5 @@ __all__ = [
     "longest_backtick_run",
     "render_context",
     "source_header",
+    "symbol_label",
 ]

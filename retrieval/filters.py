@@ -5,28 +5,46 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from typing import Literal, get_args
 
+from .languages import TEST_ROLES, CodeLanguage, TestRole, language_of, test_role
 from .records import FileKind
 from .scan import compile_globs
 from .validation import Settings
 
+SearchKind = Literal[FileKind, CodeLanguage, TestRole]
+"""What ``SearchFilters.kinds`` may name: a file kind (``markdown``, ``code`` …), a code
+language (``python``, ``typescript`` …) or a test role (``test``, ``non-test``)."""
+SEARCH_KINDS: tuple[SearchKind, ...] = get_args(SearchKind)
+
 
 class SearchFilters(Settings):
     """``paths``: globs (``docs/**/*.md``) or folder prefixes (``docs/api``), any of which
-    may match; ``kinds``: file kinds; empty means no restriction."""
+    may match; ``kinds``: file kinds and code languages, any of which may match, and test
+    roles: ``test`` (test files and anything in a test folder, see
+    :mod:`kbgraph.retrieval.languages`) or ``non-test``. A file must match both groups
+    when both are given: ``("python", "non-test")`` is Python outside the tests. Empty
+    means no restriction."""
 
     paths: tuple[str, ...] = ()
-    kinds: tuple[FileKind, ...] = ()
+    kinds: tuple[SearchKind, ...] = ()
 
     def is_empty(self) -> bool:
         return not self.paths and not self.kinds
 
     def allows(self, source: str, kind: FileKind) -> bool:
-        if self.kinds and kind not in self.kinds:
+        if self.kinds and not self._kind_allows(source, kind):
             return False
         if not self.paths:
             return True
         return any(path_matches(source, pattern) for pattern in self.paths)
+
+    def _kind_allows(self, source: str, kind: FileKind) -> bool:
+        roles = [k for k in self.kinds if k in TEST_ROLES]
+        if roles and test_role(source) not in roles:
+            return False
+        what = [k for k in self.kinds if k not in TEST_ROLES]
+        return not what or kind in what or language_of(source) in what
 
 
 def path_matches(source: str, pattern: str) -> bool:
@@ -47,4 +65,4 @@ def _compiled(pattern: str) -> re.Pattern[str]:
     return compile_globs([pattern])
 
 
-__all__ = ["SearchFilters", "path_matches"]
+__all__ = ["SEARCH_KINDS", "SearchFilters", "SearchKind", "path_matches"]

@@ -52,6 +52,7 @@ from ._search import (
 )
 from ._search import search as _search
 from .backends import open_store
+from .chunking import code_chunker_id
 from .config import ChunkConfig, ScanConfig, SearchConfig, SearchMode
 from .embeddings import DEFAULT_TIMEOUT, BatchEmbedder, describe_embeddings, resolve_embeddings
 from .filters import SearchFilters
@@ -564,7 +565,11 @@ class KnowledgeBase:
         reader = self._open()
         reader.validate()
         # Another engine version chunks otherwise; a database's rows are checked by it.
-        if isinstance(reader, FolderSnapshot) and reader.meta.engine_version == __version__:
+        if (
+            isinstance(reader, FolderSnapshot)
+            and reader.meta.engine_version == __version__
+            and reader.meta.code_chunker == code_chunker_id()
+        ):
             chunking = _recorded(ChunkConfig, reader.meta.chunking)
             check_against_documents(reader, self.folder, chunking)
 

@@ -9,9 +9,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from kbgraph.retrieval.filters import path_matches
-from kbgraph.retrieval.records import FILE_KINDS, FileKind
+from kbgraph.retrieval.filters import SEARCH_KINDS, SearchKind, path_matches
+from kbgraph.retrieval.languages import is_test_path, language_of
 from kbgraph.retrieval.text import word_set, words
+
+SCOPE_KINDS = SEARCH_KINDS
 
 LISTING_LIMIT = 5000
 _SKIP_DIRS = frozenset(
@@ -25,13 +27,17 @@ _FOLDER_NAMED = re.compile(
     r"|\b(?:folder|directory|dir|subfolder)\s+[`'\"]?([\w./-]+)",
     re.IGNORECASE | re.UNICODE,
 )
-_DOC_KINDS: dict[str, FileKind] = {
+_DOC_KINDS: dict[str, SearchKind] = {
     "markdown": "markdown", "md": "markdown", "pdf": "pdf", "pdfs": "pdf", "csv": "csv",
     "html": "html", "docx": "docx", "word": "docx", "json": "data", "yaml": "data",
     "toml": "data", "txt": "text",
 }  # fmt: skip
-_LANGUAGES = ("python", "javascript", "typescript", "rust", "java", "golang")
-_KIND_NAMES: dict[str, FileKind] = {**_DOC_KINDS, **dict.fromkeys(_LANGUAGES, "code")}
+_LANGUAGES: dict[str, SearchKind] = {
+    "python": "python", "javascript": "javascript", "typescript": "typescript",
+    "rust": "rust", "java": "java", "golang": "go", "go": "go", "kotlin": "kotlin",
+    "ruby": "ruby", "php": "php", "swift": "swift", "scala": "scala", "shell": "shell",
+}  # fmt: skip
+_KIND_NAMES: dict[str, SearchKind] = {**_DOC_KINDS, **_LANGUAGES}
 _DOC_WORDS = "|".join(sorted(_DOC_KINDS, key=len, reverse=True))
 _ALL_WORDS = "|".join(sorted(_KIND_NAMES, key=len, reverse=True))
 # A kind counts only after "in / from (the)" or before a document noun: "export to PDF" or
@@ -43,6 +49,24 @@ _KIND_PHRASE = re.compile(
     re.IGNORECASE,
 )
 _CODE_PHRASE = re.compile(r"\b(?:source code|the codebase|in the code)\b", re.IGNORECASE)
+# "How is X tested?", "the tests for X", "which test cases cover X": look in the tests.
+_TEST_PHRASE = re.compile(
+    r"\btested\b|\b(?:unit |integration )?tests?\s+(?:for|of|that|which|covering|cover)\b"
+    r"|\btest\s+(?:cases?|files?|suites?|coverage)\b|\b(?:in|from) the tests\b",
+    re.IGNORECASE,
+)
+# "Where is X defined?", "the implementation of X": the definition, not its tests.
+_DEFINITION_PHRASE = re.compile(
+    r"\b(?:where|which file|what file)\b.{0,80}?\b(?:defined|declared|implemented)\b"
+    r"|\b(?:definition|implementation|declaration)\s+of\b",
+    re.IGNORECASE,
+)
+_ROLE_WORDS: dict[str, frozenset[str]] = {
+    "test": word_set("test tests tested testing"),
+    "non-test": word_set(
+        "defined declared implemented definition implementation declaration where"
+    ),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,14 +156,36 @@ def _folder_pattern(folder: str) -> str:
     return f"{folder}/**"
 
 
-def mentioned_kinds(question: str) -> list[FileKind]:
-    kinds: dict[FileKind, None] = {}
+def mentioned_kinds(question: str, listing: Listing | None = None) -> list[SearchKind]:
+    """The kinds a question names: file kinds and languages ("in the PDF files", "the
+    Python modules"), and the test role of what it asks about: "how is X tested" looks in
+    the test files, "where is X defined" outside them. With a ``listing``, a language or
+    test role no listed file has is left out (it would empty the search)."""
+    kinds: dict[SearchKind, None] = {}
     for match in _KIND_PHRASE.finditer(question):
         word = (match.group(1) or match.group(2)).lower()
         kinds.setdefault(_KIND_NAMES[word], None)
     if _CODE_PHRASE.search(question):
         kinds.setdefault("code", None)
-    return list(kinds)
+    if _TEST_PHRASE.search(question):
+        kinds.setdefault("test", None)
+    elif _DEFINITION_PHRASE.search(question):
+        kinds.setdefault("non-test", None)
+    if listing is None:
+        return list(kinds)
+    return [k for k in kinds if _listed(k, listing)]
+
+
+def _listed(kind: SearchKind, listing: Listing) -> bool:
+    """Whether some listed file is of ``kind`` (file kinds are not checked: as before,
+    a kind named but absent widens on retry)."""
+    if kind == "test":
+        return any(is_test_path(f) for f in listing.files)
+    if kind == "non-test":
+        return any(not is_test_path(f) for f in listing.files)
+    if kind in _LANGUAGES.values():
+        return any(language_of(f) == kind for f in listing.files)
+    return True
 
 
 # Nouns that say where to look ("in the CSV file", "under the api folder"), not what about.
@@ -168,6 +214,9 @@ def scope_terms(question: str, paths: Sequence[str], kinds: Sequence[str]) -> li
     for match in _FOLDER_NAMED.finditer(question):
         named |= {w for w in words(match.group(1) or match.group(2) or "") if w in path_words}
     kind_words = {w for w, kind in _KIND_NAMES.items() if kind in kinds} | set(kinds)
+    kind_words |= {
+        w for role, role_words in _ROLE_WORDS.items() if role in kinds for w in role_words
+    }
     asked = words(question)
     named |= {w for w in asked if w in kind_words}
     if not named:
@@ -188,7 +237,7 @@ def existing(patterns: Iterable[str], listing: Listing) -> list[str]:
 
 
 __all__ = [
-    "FILE_KINDS",
+    "SCOPE_KINDS",
     "Listing",
     "existing",
     "list_folder",

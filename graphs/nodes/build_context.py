@@ -184,7 +184,7 @@ def render_blocks(blocks: Sequence[Block], *, start: int = 1) -> str:
     """The context of ``blocks``, numbered from ``start``."""
     return render_context(
         [
-            ContextEntry(label, b.line_start, b.line_end, b.score, b.text, b.page)
+            ContextEntry(label, b.line_start, b.line_end, b.score, b.text, b.page, b.section)
             for label, b in zip(_labels(blocks), blocks, strict=True)
         ],
         start=start,

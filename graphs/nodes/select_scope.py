@@ -24,7 +24,7 @@ from ..settings import RagSettings, ResolvedKnowledgeBase
 from ..state import RagScope, RagState
 from ._base import NodeDeps, StepRecorder
 from ._paths import (
-    FILE_KINDS,
+    SCOPE_KINDS,
     Listing,
     existing,
     list_folder,
@@ -43,7 +43,10 @@ _PROMPT_PATHS = 60
 class ScopeChoice(BaseModel):
     knowledge_bases: list[str] = Field(default_factory=list, description="names; empty: all")
     paths: list[str] = Field(default_factory=list, description="folder prefixes or globs")
-    kinds: list[str] = Field(default_factory=list, description="file kinds; empty: all")
+    kinds: list[str] = Field(
+        default_factory=list,
+        description="file kinds, code languages, 'test' or 'non-test'; empty: all",
+    )
     reason: str = ""
 
 
@@ -106,7 +109,7 @@ def heuristic_scope(
         reasons.append(f"named path(s): {', '.join(paths)}")
         if not names:
             names = [k.name for k in kbs if k.name in holders]
-    kinds: list[str] = list(mentioned_kinds(question))
+    kinds: list[str] = list(mentioned_kinds(question, _merged(listings)))
     if kinds:
         reasons.append(f"named file kind(s): {', '.join(kinds)}")
     return {
@@ -118,6 +121,13 @@ def heuristic_scope(
     }
 
 
+def _merged(listings: dict[str, Listing]) -> Listing:
+    return Listing(
+        tuple(f for listing in listings.values() for f in listing.files),
+        tuple(d for listing in listings.values() for d in listing.folders),
+    )
+
+
 def checked_choice(
     choice: ScopeChoice, kbs: Sequence[ResolvedKnowledgeBase], listings: dict[str, Listing]
 ) -> RagScope:
@@ -127,7 +137,7 @@ def checked_choice(
     chosen = [k for k in kbs if k.name in names] or list(kbs)
     paths = [p.strip().lstrip("/") for p in choice.paths if p.strip() and ".." not in p]
     paths = [p for p in paths if any(existing([p], listings[k.name]) for k in chosen)]
-    kinds: list[str] = [k for k in choice.kinds if k in FILE_KINDS]
+    kinds: list[str] = [k for k in choice.kinds if k in SCOPE_KINDS]
     return {
         "knowledge_bases": [k.name for k in chosen],
         "paths": paths,
@@ -174,7 +184,7 @@ def _describe(kbs: Sequence[ResolvedKnowledgeBase], listings: dict[str, Listing]
     return {
         "knowledge_bases": "\n".join(lines),
         "paths": "\n".join(paths[: 2 * _PROMPT_PATHS]) or "(none)",
-        "kinds": ", ".join(FILE_KINDS),
+        "kinds": ", ".join(SCOPE_KINDS),
     }
 
 

@@ -11,15 +11,18 @@ grapheme cluster apart unless a single cluster is longer than the size.
 
 from __future__ import annotations
 
+from ._definitions import CODE_CHUNKER_VERSION, code_chunker_id
 from ._dispatch import CHUNKERS, Choice, Chunker, choose, chunk_file, chunk_segment
 from ._sentences import sentence_starts
 
 __all__ = [
     "CHUNKERS",
+    "CODE_CHUNKER_VERSION",
     "Choice",
     "Chunker",
     "choose",
     "chunk_file",
     "chunk_segment",
+    "code_chunker_id",
     "sentence_starts",
 ]

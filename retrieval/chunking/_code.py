@@ -1,4 +1,7 @@
-"""Source code: chunks that start where top-level definitions start.
+"""Source code without a parser: chunks that start where top-level definitions start.
+
+The fallback of :mod:`._definitions`, for languages without an installed grammar and for
+files their parser refuses (a Python syntax error).
 
 A definition starts at column 0 with a keyword of the common languages (``def``,
 ``class``, ``async def``, ``function``, ``fn``, ``pub fn``, ``func``, ``impl``, ``struct``,
@@ -7,7 +10,9 @@ A definition starts at column 0 with a keyword of the common languages (``def``,
 starts at the first of them. Small definitions are packed together up to the size; a
 longer one is split at blank lines, then lines, and its pieces overlap from a line start.
 Chunks do not overlap across a definition boundary (a chunk that opened with the tail of
-the previous function would mislead).
+the previous function would mislead), start at a line start (indentation included), and
+are labelled with the name of the definition they belong to (the word after the keyword:
+``def fetch`` is ``fetch``), or the names of those they pack.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from kbgraph.retrieval.segments import Span
 
 from ._boundaries import Positions, line_starts, paragraph_starts, word_starts
 from ._pack import Plan, checked_settings, finalize, pack
+from ._syntax import Symbol, section_of
 
 _MODIFIERS = (
     r"pub(?:\([^)\n]*\))?|public|private|protected|internal|static|abstract|final|sealed"
@@ -31,6 +37,7 @@ _KEYWORDS = (
     r"|mod|module|namespace|object|record|union|macro_rules!|export"
 )
 DEFINITION = re.compile(rf"(?:(?:{_MODIFIERS})[ \t]+)*(?:{_KEYWORDS})(?=[\s(<{{:*!]|$)")
+_NAME = re.compile(r"[\s*!]*([^\W\d]\w*)")
 _ATTACHED = re.compile(r"@|#\[")  # Python/Java/TS decorators, Rust attributes
 _COMMENT = re.compile(r"#|//|/\*|\*|--| \*")
 
@@ -84,5 +91,24 @@ def code(text: str, size: int, overlap: int, cap: int) -> list[Span]:
         ),
         barriers=frozenset(definitions),
         line_overlap=True,
+        keep_indent=True,
     )
-    return finalize(text, pack(text, 0, len(text), plan, size, overlap), cap)
+    spans = finalize(text, pack(text, 0, len(text), plan, size, overlap), cap, keep_indent=True)
+    symbols = _symbols(text, definitions)
+    return [Span(s.start, s.end, section_of(symbols, s.start, s.end)) for s in spans]
+
+
+def _symbols(text: str, definitions: Positions) -> list[Symbol]:
+    """Each definition named by the word after its keyword, owning the text up to the next."""
+    starts = [0, *definitions]
+    ends = [*definitions, len(text)]
+    out = []
+    for start, end in zip(starts, ends, strict=True):
+        for line in text[start:end].split("\n"):
+            match = DEFINITION.match(line)
+            if match:
+                name = _NAME.match(line, match.end())
+                if name:
+                    out.append(Symbol(name.group(1), start, end))
+                break
+    return out

@@ -8,10 +8,12 @@ from types import MappingProxyType
 from typing import Protocol
 
 from kbgraph.retrieval.config import ChunkConfig, ChunkStrategy
+from kbgraph.retrieval.languages import language_of
 from kbgraph.retrieval.records import Chunk, FileKind
 from kbgraph.retrieval.segments import Segment, Span, spans_to_chunks
 
 from ._code import code
+from ._definitions import definitions
 from ._markdown import markdown, outlined
 from ._prose import fixed_size, paragraph, recursive, sentence
 from ._units import chunk_units
@@ -68,14 +70,20 @@ def choose(config: ChunkConfig, kind: FileKind) -> Choice:
     return Choice(config.strategy, config.chunk_size, config.overlap, cap)
 
 
-def chunk_segment(segment: Segment, config: ChunkConfig, kind: FileKind) -> list[Span]:
-    """Spans of ``segment.text``; records (``segment.units``) are always kept whole, and
-    the ``markdown`` strategy takes a structured document's headings from its outline."""
+def chunk_segment(
+    segment: Segment, config: ChunkConfig, kind: FileKind, source: str | None = None
+) -> list[Span]:
+    """Spans of ``segment.text``; records (``segment.units``) are always kept whole, the
+    ``markdown`` strategy takes a structured document's headings from its outline, and the
+    ``code`` strategy parses a file whose language ``source`` names."""
     choice = choose(config, kind)
     if segment.units is not None:
         return chunk_units(segment.text, segment.units, choice.size, 0, choice.cap)
     if segment.outline is not None and choice.strategy == "markdown":
         return outlined(segment.text, segment.outline, choice.size, choice.overlap, choice.cap)
+    if choice.strategy == "code" and source is not None:
+        language = language_of(source)
+        return definitions(segment.text, choice.size, choice.overlap, choice.cap, language)
     chunker = CHUNKERS[choice.strategy]
     return chunker(segment.text, choice.size, choice.overlap, choice.cap)
 
@@ -87,5 +95,6 @@ def chunk_file(
     other file), in order."""
     chunks: list[Chunk] = []
     for segment in segments:
-        chunks.extend(spans_to_chunks(segment, chunk_segment(segment, config, kind), source))
+        spans = chunk_segment(segment, config, kind, source)
+        chunks.extend(spans_to_chunks(segment, spans, source))
     return chunks

@@ -35,12 +35,15 @@ class Plan:
     opens with the tail of another function would mislead); ``line_overlap``: start an
     overlap at any line start of the window (code reads by lines, prose by words);
     ``min_fill``: the share of the size a chunk must reach before a coarse boundary may end
-    it (see :func:`_choose_end`)."""
+    it (see :func:`_choose_end`); ``keep_indent``: a chunk that starts at an indented line
+    starts at the line's start, its indentation included (code: the lines a chunk cites are
+    whole, and its first line keeps its place among the lines below it)."""
 
     levels: tuple[Level, ...]
     barriers: Collection[int] = frozenset()
     line_overlap: bool = False
     min_fill: float = 0.0
+    keep_indent: bool = False
 
 
 def checked_settings(size: int, overlap: int, cap: int) -> tuple[int, int]:
@@ -110,18 +113,23 @@ def _line_overlap(text: str, start: int, end: int, lo: int, overlap: int, lines:
     return newline + 1 if newline >= 0 and is_safe_cut(text, newline + 1) else -1
 
 
-def _overlap_start(text: str, start: int, end: int, overlap: int, lines: bool) -> int:
+def _overlap_start(
+    text: str, start: int, end: int, overlap: int, lines: bool, *, lines_only: bool = False
+) -> int:
     """Where the chunk after ``[start, end)`` starts: about ``overlap`` characters before
     ``end``, at a line start (:func:`_line_overlap`), else at the earliest word start in
     ``[end - overlap, end)``, else (in a chunk without spaces) at a grapheme-safe position;
     ``end`` when there is no room. The overlap never reaches into the first half of the
-    chunk, so that a short chunk (a lone heading) is not repeated almost whole."""
+    chunk, so that a short chunk (a lone heading) is not repeated almost whole.
+    ``lines_only``: no overlap rather than one that starts inside a line."""
     lo = max(start + (end - start + 1) // 2, end - overlap)
     if overlap <= 0 or lo >= end:
         return end
     line = _line_overlap(text, start, end, lo, overlap, lines)
     if line >= 0:
         return line
+    if lines_only:
+        return end
     for pos in word_starts_in(text, lo, end):
         if is_safe_cut(text, pos):
             return pos
@@ -137,6 +145,8 @@ def pack(text: str, lo: int, hi: int, plan: Plan, size: int, overlap: int) -> li
     ``size`` characters long."""
     spans: list[Span] = []
     start = next_content(text, lo, hi)
+    if plan.keep_indent:
+        start = indent_start(text, start, lo)
     prev_end = start
     while start < hi:
         end = _choose_end(text, start, prev_end, hi, plan, size)
@@ -153,12 +163,30 @@ def pack(text: str, lo: int, hi: int, plan: Plan, size: int, overlap: int) -> li
             end
             if end in plan.barriers
             else _overlap_start(
-                text, start, _content_end(text, start, end), overlap, plan.line_overlap
+                text,
+                start,
+                _content_end(text, start, end),
+                overlap,
+                plan.line_overlap,
+                lines_only=plan.keep_indent,
             )
         )
         start = next_content(text, step, hi)
+        if plan.keep_indent:
+            start = indent_start(text, start, step)
         prev_end = end
     return spans
+
+
+def indent_start(text: str, pos: int, floor: int) -> int:
+    """The start of ``pos``'s line when only spaces and tabs precede ``pos`` on it and the
+    line starts at or after ``floor``; else ``pos``."""
+    if pos >= len(text) or text[pos].isspace():
+        return pos
+    line = text.rfind("\n", 0, pos) + 1
+    if line >= floor and not text[line:pos].strip(" \t"):
+        return line
+    return pos
 
 
 def _content_end(text: str, start: int, end: int) -> int:
@@ -167,9 +195,11 @@ def _content_end(text: str, start: int, end: int) -> int:
     return end
 
 
-def _trimmed(text: str, span: Span) -> Span | None:
+def _trimmed(text: str, span: Span, keep_indent: bool = False) -> Span | None:
     start = next_content(text, span.start, span.end)
     end = _content_end(text, start, span.end)
+    if keep_indent:
+        start = indent_start(text, start, span.start)
     return Span(start, end, span.section) if end > start else None
 
 
@@ -189,16 +219,18 @@ def _within_cap(text: str, span: Span, cap: int) -> Iterable[Span]:
         yield Span(start, span.end, span.section)
 
 
-def finalize(text: str, spans: Sequence[Span], cap: int) -> list[Span]:
-    """Sort, trim whitespace, drop empty spans and spans inside their predecessor, and
-    enforce the cap."""
+def finalize(
+    text: str, spans: Sequence[Span], cap: int, *, keep_indent: bool = False
+) -> list[Span]:
+    """Sort, trim whitespace (``keep_indent``: not the indentation of a chunk's first line),
+    drop empty spans and spans inside their predecessor, and enforce the cap."""
     out: list[Span] = []
     for span in sorted(spans, key=lambda s: (s.start, s.end)):
-        trimmed = _trimmed(text, span)
+        trimmed = _trimmed(text, span, keep_indent)
         if trimmed is None:
             continue
         for piece in _within_cap(text, trimmed, cap):
-            kept = _trimmed(text, piece)
+            kept = _trimmed(text, piece, keep_indent)
             if kept is None:
                 continue
             if out and out[-1].start <= kept.start and kept.end <= out[-1].end:

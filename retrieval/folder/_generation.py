@@ -36,7 +36,7 @@ def write_generation(
     write_chunks(target / "chunks.jsonl", target / "offsets.bin", chunks)
     if vectors is not None:
         write_vectors(target / "vectors.bin", vectors)
-    BM25Index.build([index_text(c) for c in chunks]).save(target / "bm25")
+    BM25Index.build([index_text(c) for c in chunks], tokenizer=meta.tokenizer).save(target / "bm25")
     data = meta.model_dump_json(indent=1).encode("utf-8")
     fd = os.open(target / "meta.json", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:

@@ -3,16 +3,30 @@
 from __future__ import annotations
 
 from ._bm25 import DEFAULT_B, DEFAULT_K1, idf, tf_part
+from ._identifiers import split_compound
 from ._index import BM25_FILES, BM25Index
-from ._tokenize import TokenizedCorpus, tokenize, tokenize_corpus
+from ._tokenize import (
+    LEGACY_TOKENIZER_ID,
+    TOKENIZER_ID,
+    TOKENIZERS,
+    TokenizedCorpus,
+    analyse,
+    tokenize,
+    tokenize_corpus,
+)
 
 __all__ = [
     "BM25_FILES",
     "DEFAULT_B",
     "DEFAULT_K1",
+    "LEGACY_TOKENIZER_ID",
+    "TOKENIZERS",
+    "TOKENIZER_ID",
     "BM25Index",
     "TokenizedCorpus",
+    "analyse",
     "idf",
+    "split_compound",
     "tf_part",
     "tokenize",
     "tokenize_corpus",

@@ -68,12 +68,15 @@ def score_columns(
     n_terms: int,
     k1: float = DEFAULT_K1,
     b: float = DEFAULT_B,
+    norm_lengths: np.ndarray | None = None,
 ) -> ScoreColumns:
     """Eager BM25 scores of every (term, document) pair of a tokenized corpus.
 
     ``term_ids`` holds every document's terms back to back, ``doc_lengths`` how many belong to
-    each document. One sort of ``term · N + doc`` keys yields the term frequencies already in
-    column order (term, then document), so no per-document Python loop is needed.
+    each document; ``norm_lengths`` the lengths BM25 normalises by when they differ (terms
+    at overlapping positions counted once; default ``doc_lengths``). One sort of
+    ``term · N + doc`` keys yields the term frequencies already in column order (term,
+    then document), so no per-document Python loop is needed.
     """
     n_docs = len(doc_lengths)
     doc_of = np.repeat(np.arange(n_docs, dtype=np.int64), doc_lengths)
@@ -84,8 +87,9 @@ def score_columns(
     df = np.bincount(term, minlength=n_terms)
     indptr = np.zeros(n_terms + 1, dtype=np.int64)
     np.cumsum(df, out=indptr[1:])
-    avgdl = avg_doc_len(doc_lengths)
-    scores = idf(df, n_docs)[term] * tf_part(tf, doc_lengths[doc], avgdl, k1, b)
+    lengths = doc_lengths if norm_lengths is None else norm_lengths
+    avgdl = avg_doc_len(lengths)
+    scores = idf(df, n_docs)[term] * tf_part(tf, lengths[doc], avgdl, k1, b)
     return ScoreColumns(
         data=scores.astype(np.float32),
         indices=doc.astype(np.int32),

@@ -27,7 +27,7 @@ from kbgraph.errors import ConfigError, IndexCorruptError, IndexNotFoundError
 from .._fs import fsync_dir
 from ..ranking import check_k, check_mask, top_k_indices
 from ._bm25 import DEFAULT_B, DEFAULT_K1, ScoreColumns, avg_doc_len, query_scores, score_columns
-from ._tokenize import TOKENIZER_ID, tokenize, tokenize_corpus
+from ._tokenize import TOKENIZER_ID, check_tokenizer, tokenize, tokenize_corpus
 
 FORMAT_VERSION = 1
 META_FILE = "bm25.json"
@@ -55,6 +55,7 @@ class BM25Index:
         k1: float = DEFAULT_K1,
         b: float = DEFAULT_B,
         avgdl: float = 0.0,
+        tokenizer: str = TOKENIZER_ID,
     ) -> None:
         # Plain ndarray views of memory maps: np.memmap's per-slice Python hooks cost more
         # than the slices themselves on short posting lists.
@@ -69,26 +70,41 @@ class BM25Index:
         self.k1 = k1
         self.b = b
         self.avgdl = avgdl
+        self.tokenizer = tokenizer
 
     @classmethod
     def build(
-        cls, texts: Sequence[str], *, k1: float = DEFAULT_K1, b: float = DEFAULT_B
+        cls,
+        texts: Sequence[str],
+        *,
+        k1: float = DEFAULT_K1,
+        b: float = DEFAULT_B,
+        tokenizer: str = TOKENIZER_ID,
     ) -> BM25Index:
-        """Index ``texts``; document ``i`` is ``texts[i]``."""
+        """Index ``texts``; document ``i`` is ``texts[i]``. ``tokenizer`` names the analyser
+        (``lexical.TOKENIZERS``); queries are analysed by the same one."""
         if not (k1 >= 0 and 0 <= b <= 1):
             raise ConfigError(
                 f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}; "
                 "the usual values are k1=1.5, b=0.75."
             )
-        corpus = tokenize_corpus(texts)
-        columns = score_columns(corpus.term_ids, corpus.doc_lengths, len(corpus.vocab), k1, b)
+        corpus = tokenize_corpus(texts, tokenizer)
+        columns = score_columns(
+            corpus.term_ids,
+            corpus.doc_lengths,
+            len(corpus.vocab),
+            k1,
+            b,
+            norm_lengths=corpus.norm_lengths,
+        )
         return cls(
             columns,
             corpus.vocab,
             n_docs=len(corpus.doc_lengths),
             k1=k1,
             b=b,
-            avgdl=avg_doc_len(corpus.doc_lengths),
+            avgdl=avg_doc_len(corpus.norm_lengths),
+            tokenizer=tokenizer,
         )
 
     def __len__(self) -> int:
@@ -102,7 +118,8 @@ class BM25Index:
     def term_ids(self, query: str) -> list[int]:
         """The query's terms that occur in the corpus, as term ids (repeats kept)."""
         lookup = self._term_id.get
-        return [t for t in (lookup(term) for term in tokenize(query)) if t is not None]
+        terms = tokenize(query, self.tokenizer)
+        return [t for t in (lookup(term) for term in terms) if t is not None]
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 of every document (float32, length ``len(self)``); 0 where no term matches."""
@@ -143,7 +160,7 @@ class BM25Index:
                 _sync(fh)
         meta = {
             "format": FORMAT_VERSION,
-            "tokenizer": TOKENIZER_ID,
+            "tokenizer": self.tokenizer,
             "k1": self.k1,
             "b": self.b,
             "n_docs": self.n_docs,
@@ -173,6 +190,7 @@ class BM25Index:
             k1=meta["k1"],
             b=meta["b"],
             avgdl=meta["avgdl"],
+            tokenizer=meta["tokenizer"],
         )
 
 
@@ -203,11 +221,15 @@ def _read_meta(directory: Path) -> dict[str, Any]:
         ) from exc
     if missing:
         raise IndexCorruptError(f"{path} lacks {', '.join(missing)}; {_REBUILD}.")
-    if meta["format"] != FORMAT_VERSION or meta["tokenizer"] != TOKENIZER_ID:
+    if meta["format"] != FORMAT_VERSION:
         raise IndexCorruptError(
-            f"{path} has format {meta['format']} / tokenizer {meta['tokenizer']!r}; this "
-            f"version reads format {FORMAT_VERSION} / {TOKENIZER_ID!r}; {_REBUILD}."
+            f"{path} has format {meta['format']}; this version reads format "
+            f"{FORMAT_VERSION}; {_REBUILD}."
         )
+    try:
+        check_tokenizer(meta["tokenizer"])
+    except IndexCorruptError as exc:
+        raise IndexCorruptError(f"{path}: {exc}") from None
     return dict(meta)
 
 

@@ -1,89 +1,178 @@
-"""Text to BM25 terms: the words of :mod:`kbgraph.retrieval.text` at least two characters
-long (bm25s' ``(?u)\\b\\w\\w+\\b``), Lucene's English stop words dropped, Snowball English
-stems.
+"""Text to BM25 terms, by one of two recorded analysers.
 
-The pipeline is the one of bm25s (Lù 2024, arXiv:2407.03618) with ``stopwords="en"`` and a
-PyStemmer English stemmer, so that scores and rankings are comparable with it: stop words are
-matched on the lowercased word *before* stemming, and single-character words never become
-terms. ``\\w`` is Unicode-aware, so accented words (``café``) and CJK runs are terms too.
+- :data:`TOKENIZER_ID` (the current one): identifier-aware. Every compound (``\\w+`` runs
+  joined by ``.``, ``::`` or ``-``) gives its parts and its whole forms
+  (:mod:`._identifiers`): ``DEFAULT_TIMEOUT_CONFIG`` gives default, timeout, config and
+  defaulttimeoutconfig. Parts shorter than two characters and Lucene's English stop words
+  are dropped, as bm25s does for words; every term is Snowball-stemmed. A plain word is
+  one part, so prose gets the terms of bm25s (Lù 2024, arXiv:2407.03618).
+- :data:`LEGACY_TOKENIZER_ID`: ``\\w\\w+`` words as they are (bm25s'
+  ``(?u)\\b\\w\\w+\\b``), the analyser of indexes built before identifiers were split. An
+  index records its analyser, and its queries are analysed by the same one.
+
+A compound's whole forms stand at the positions of its parts, so they do not lengthen the
+document: BM25's document length counts a compound's kept parts (one position when only a
+whole is kept), as Lucene's ``BM25Similarity`` discounts overlapping tokens
+(``discountOverlaps``, the default).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
-from ..text import BM25_STOP_WORDS, stems, words
+from kbgraph.errors import IndexCorruptError
 
-TOKENIZER_ID = "regex-w2+|stop-en-lucene33|snowball-english"
-"""Names the pipeline; stored with an index so that a changed tokenizer means a rebuild."""
+from ..text import BM25_STOP_WORDS, stems, words
+from ._identifiers import compounds, split_compound
+
+TOKENIZER_ID = "identifiers-1|stop-en-lucene33|snowball-english"
+"""Names the pipeline; stored with an index so that a changed analyser means a rebuild."""
+LEGACY_TOKENIZER_ID = "regex-w2+|stop-en-lucene33|snowball-english"
+"""The analyser before identifiers were split; indexes built with it are still searched."""
+TOKENIZERS: tuple[str, ...] = (TOKENIZER_ID, LEGACY_TOKENIZER_ID)
 
 MIN_TERM_CHARS = 2
 
 
-def tokenize(text: str) -> list[str]:
-    """The terms of ``text``, in order, repeats kept (a query term repeated counts twice, as
-    in Lucene's BooleanQuery and bm25s)."""
-    return stems([w for w in words(text, min_len=MIN_TERM_CHARS) if w not in BM25_STOP_WORDS])
+def check_tokenizer(tokenizer: str) -> str:
+    if tokenizer not in TOKENIZERS:
+        raise IndexCorruptError(
+            f"the index was analysed by {tokenizer!r}; this version reads "
+            f"{' or '.join(map(repr, TOKENIZERS))}; rebuild the index (kbgraph index "
+            "--rebuild <folder>)"
+        )
+    return tokenizer
+
+
+@lru_cache(maxsize=1 << 18)
+def compound_words(compound: str) -> tuple[tuple[str, ...], int]:
+    """The unstemmed terms of one compound (kept parts, then wholes) and the positions it
+    takes in a document."""
+    parts, wholes = split_compound(compound)
+    kept = [p for p in parts if len(p) >= MIN_TERM_CHARS and p not in BM25_STOP_WORDS]
+    positions = len(kept) or (1 if wholes else 0)
+    return (*kept, *wholes), positions
+
+
+def analyse(text: str, tokenizer: str = TOKENIZER_ID) -> tuple[list[str], int]:
+    """The terms of ``text`` in order, repeats kept (a query term repeated counts twice, as
+    in Lucene's BooleanQuery and bm25s), and the document length BM25 divides by."""
+    if check_tokenizer(tokenizer) == LEGACY_TOKENIZER_ID:
+        terms = stems([w for w in words(text, min_len=MIN_TERM_CHARS) if w not in BM25_STOP_WORDS])
+        return terms, len(terms)
+    found: list[str] = []
+    length = 0
+    for compound in compounds(text):
+        unstemmed, positions = compound_words(compound)
+        found.extend(unstemmed)
+        length += positions
+    return stems(found), length
+
+
+def tokenize(text: str, tokenizer: str = TOKENIZER_ID) -> list[str]:
+    """The terms of ``text`` (see :func:`analyse`)."""
+    return analyse(text, tokenizer)[0]
 
 
 @dataclass(frozen=True, slots=True)
 class TokenizedCorpus:
     """Many texts as term ids: ``term_ids`` is the concatenation of every document's terms,
     ``doc_lengths[i]`` the number of terms of document ``i`` (so document ``i`` is the slice
-    that starts at ``doc_lengths[:i].sum()``), ``vocab[t]`` the term of id ``t``."""
+    that starts at ``doc_lengths[:i].sum()``), ``vocab[t]`` the term of id ``t``, and
+    ``norm_lengths[i]`` the length BM25 normalises by (whole forms not counted)."""
 
     term_ids: np.ndarray  # int32, flat
     doc_lengths: np.ndarray  # int64, one per document
     vocab: list[str]
+    norm_lengths: np.ndarray  # int64, one per document
 
 
-def tokenize_corpus(texts: Iterable[str]) -> TokenizedCorpus:
+def tokenize_corpus(texts: Iterable[str], tokenizer: str = TOKENIZER_ID) -> TokenizedCorpus:
     """The fast path for indexing: the same terms as :func:`tokenize` for every text, but each
-    distinct word is looked up in the stop list and stemmed once for the whole corpus."""
-    word_ids: dict[str, int] = {}
+    distinct token is analysed, looked up in the stop list and stemmed once per corpus."""
+    legacy = check_tokenizer(tokenizer) == LEGACY_TOKENIZER_ID
+    token_ids: dict[str, int] = {}
     flat: list[int] = []
     lengths: list[int] = []
     for text in texts:
-        found = words(text, min_len=MIN_TERM_CHARS)
-        # setdefault evaluates len() before inserting: new words get consecutive ids.
-        flat.extend([word_ids.setdefault(w, len(word_ids)) for w in found])
+        found = words(text, min_len=MIN_TERM_CHARS) if legacy else compounds(text)
+        # setdefault evaluates len() before inserting: new tokens get consecutive ids.
+        flat.extend([token_ids.setdefault(w, len(token_ids)) for w in found])
         lengths.append(len(found))
-    word_to_term, vocab = _word_terms(list(word_ids))
-    raw = np.asarray(flat, dtype=np.int64)
-    mapped = word_to_term[raw]
-    kept = mapped >= 0
-    doc_of_word = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
-    doc_lengths = np.bincount(doc_of_word[kept], minlength=len(lengths)).astype(np.int64)
+    expansion = _legacy_terms(list(token_ids)) if legacy else _compound_terms(list(token_ids))
+    return _expand(np.asarray(flat, dtype=np.int64), np.asarray(lengths, np.int64), expansion)
+
+
+@dataclass(frozen=True, slots=True)
+class _Expansion:
+    """Per distinct token: its term ids ``values[offsets[i]:offsets[i + 1]]`` and the
+    positions it takes."""
+
+    offsets: np.ndarray
+    values: np.ndarray
+    positions: np.ndarray
+    vocab: list[str]
+
+
+def _expand(raw: np.ndarray, lengths: np.ndarray, ex: _Expansion) -> TokenizedCorpus:
+    counts = np.diff(ex.offsets)[raw] if len(raw) else np.zeros(0, np.int64)
+    total = int(counts.sum())
+    firsts = np.cumsum(counts) - counts
+    index = np.repeat(ex.offsets[:-1][raw] - firsts, counts) + np.arange(total, dtype=np.int64)
+    doc_of_token = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+    n_docs = len(lengths)
+    doc_terms = np.bincount(doc_of_token, weights=counts, minlength=n_docs)
+    norm = np.bincount(doc_of_token, weights=ex.positions[raw], minlength=n_docs)
     return TokenizedCorpus(
-        term_ids=np.ascontiguousarray(mapped[kept], dtype=np.int32),
-        doc_lengths=doc_lengths,
-        vocab=vocab,
+        term_ids=np.ascontiguousarray(ex.values[index], dtype=np.int32),
+        doc_lengths=doc_terms.astype(np.int64),
+        vocab=ex.vocab,
+        norm_lengths=norm.astype(np.int64),
     )
 
 
-def _word_terms(distinct: Sequence[str]) -> tuple[np.ndarray, list[str]]:
-    """Map each distinct word to a term id (``-1`` for stop words); terms are numbered in
-    order of first appearance, so the vocabulary is deterministic for a given corpus."""
-    content = [w for w in distinct if w not in BM25_STOP_WORDS]
+def _terms_of(unstemmed: Sequence[Sequence[str]]) -> _Expansion:
+    """Stem every distinct word once; terms are numbered in order of first appearance, so
+    the vocabulary is deterministic for a given corpus."""
+    distinct = list(dict.fromkeys(w for group in unstemmed for w in group))
     # No word holds a lone surrogate (``\w`` never matches one), so UTF-8 encoding inside
     # the stemmer cannot fail.
-    stem_of = dict(zip(content, stems(content), strict=True))
+    stem_of = dict(zip(distinct, stems(distinct), strict=True))
     term_ids: dict[str, int] = {}
-    mapping = np.full(len(distinct), -1, dtype=np.int32)
-    for i, word in enumerate(distinct):
-        stem = stem_of.get(word)
-        if stem is not None:
-            mapping[i] = term_ids.setdefault(stem, len(term_ids))
-    return mapping, list(term_ids)
+    offsets = np.zeros(len(unstemmed) + 1, dtype=np.int64)
+    values: list[int] = []
+    for i, group in enumerate(unstemmed):
+        values.extend(term_ids.setdefault(stem_of[w], len(term_ids)) for w in group)
+        offsets[i + 1] = len(values)
+    return _Expansion(offsets, np.asarray(values, np.int64), np.zeros(0, np.int64), list(term_ids))
+
+
+def _legacy_terms(distinct: Sequence[str]) -> _Expansion:
+    groups = [() if w in BM25_STOP_WORDS else (w,) for w in distinct]
+    ex = _terms_of(groups)
+    positions = np.asarray([len(g) for g in groups], dtype=np.int64)
+    return _Expansion(ex.offsets, ex.values, positions, ex.vocab)
+
+
+def _compound_terms(distinct: Sequence[str]) -> _Expansion:
+    analysed = [compound_words(c) for c in distinct]
+    ex = _terms_of([terms for terms, _ in analysed])
+    positions = np.asarray([p for _, p in analysed], dtype=np.int64)
+    return _Expansion(ex.offsets, ex.values, positions, ex.vocab)
 
 
 __all__ = [
+    "LEGACY_TOKENIZER_ID",
     "MIN_TERM_CHARS",
+    "TOKENIZERS",
     "TOKENIZER_ID",
     "TokenizedCorpus",
+    "analyse",
+    "check_tokenizer",
     "tokenize",
     "tokenize_corpus",
 ]

@@ -1,8 +1,8 @@
 """The lexical side in PostgreSQL: full-text search over the engine's own terms.
 
 Each chunk's ``lexemes`` column is a ``tsvector`` of the terms the folder index's BM25 uses
-(``kbgraph.retrieval.lexical.tokenize``: Unicode words, Lucene's English stop words, the
-Snowball English stemmer that PostgreSQL's ``english`` configuration also uses), so a GIN
+(``kbgraph.retrieval.lexical.analyse``: identifiers and their parts, Lucene's English stop
+words, the Snowball English stemmer; the analyser the knowledge base's meta names), so a GIN
 index finds the chunks sharing a term with the query and both stores rank by the same
 BM25 (Lucene variant, ``lexical._bm25``): ``idf`` comes from a per-knowledge-base table of
 document frequencies kept in the same transaction as the rows, the term frequency from the
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..lexical import idf, tokenize
+from ..lexical import TOKENIZER_ID, analyse, idf
 
 MAX_POSITIONS = 256
 """PostgreSQL keeps at most 256 positions per lexeme: a term's frequency in one chunk is
@@ -34,22 +34,23 @@ def _quoted(term: str) -> str:
     return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def tsvector_literal(text: str) -> tuple[str, int]:
+def tsvector_literal(text: str, tokenizer: str = TOKENIZER_ID) -> tuple[str, int]:
     """The ``tsvector`` of ``text``'s terms (term frequency as the count of positions) and
-    the document length BM25 divides by (every term, stop words excluded)."""
-    terms = tokenize(text)
+    the document length BM25 divides by (every term, stop words excluded; an identifier's
+    whole forms stand at its parts' positions and are not counted again)."""
+    terms, length = analyse(text, tokenizer)
     counts = Counter(t for t in terms if _usable(t))
     parts = []
     for term, tf in sorted(counts.items()):
         positions = ",".join(str(p) for p in range(1, min(tf, MAX_POSITIONS) + 1))
         parts.append(f"{_quoted(term)}:{positions}")
-    return " ".join(parts), len(terms)
+    return " ".join(parts), length
 
 
-def query_terms(query: str) -> dict[str, int]:
+def query_terms(query: str, tokenizer: str = TOKENIZER_ID) -> dict[str, int]:
     """The query's terms with how often each occurs (a repeated term counts each time, as
-    in the folder index's BM25)."""
-    return dict(Counter(t for t in tokenize(query) if _usable(t)))
+    in the folder index's BM25), by the analyser the knowledge base was built with."""
+    return dict(Counter(t for t in analyse(query, tokenizer)[0] if _usable(t)))
 
 
 def tsquery_literal(terms: Sequence[str]) -> str:

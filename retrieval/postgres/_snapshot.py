@@ -133,7 +133,7 @@ class PgRanking:
     # -- BM25 ------------------------------------------------------------------------
     def _bm25_terms(self) -> tuple[list[str], list[float], float]:
         if self._bm25 is None:
-            counts = query_terms(self._query)
+            counts = query_terms(self._query, self._snap.meta.tokenizer)
             df: dict[str, int] = {}
             if counts:
                 ids = sql.SQL(", id" if self._snap.layout.bm25_column else ", NULL")

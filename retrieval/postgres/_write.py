@@ -30,7 +30,10 @@ _COLUMNS = (
 
 def _settings(meta: IndexMeta) -> dict[str, Any]:
     """What decides the tables' shape and every row: a change means new tables."""
-    return meta.model_dump(mode="json", include={"embedding", "chunking", "format_version"})
+    return meta.model_dump(
+        mode="json",
+        include={"embedding", "chunking", "format_version", "tokenizer", "code_chunker"},
+    )
 
 
 def _changed_entries(update: IndexUpdate) -> list[FileEntry]:
@@ -82,7 +85,9 @@ def apply_update(
             conn.execute(
                 sql.SQL("DELETE FROM {} WHERE source = ANY(%s)").format(tables.files), (gone,)
             )
-        _insert_rows(conn, tables, changed, with_vectors=meta.embedding is not None)
+        _insert_rows(
+            conn, tables, changed, with_vectors=meta.embedding is not None, tokenizer=meta.tokenizer
+        )
         _add_terms(conn, tables, [e.rel for e in changed])
         if layout_of(conn, tables).bm25_column:
             _weigh(conn, tables, kb_id, [e.rel for e in changed])
@@ -109,7 +114,12 @@ def _delete_rows(conn: psycopg.Connection[Any], tables: Tables, sources: list[st
 
 
 def _insert_rows(
-    conn: psycopg.Connection[Any], tables: Tables, entries: list[FileEntry], *, with_vectors: bool
+    conn: psycopg.Connection[Any],
+    tables: Tables,
+    entries: list[FileEntry],
+    *,
+    with_vectors: bool,
+    tokenizer: str,
 ) -> None:
     columns = _COLUMNS + (", embedding" if with_vectors else "")
     copy = sql.SQL("COPY {} ({}) FROM STDIN").format(tables.chunks, sql.SQL(columns))
@@ -117,7 +127,7 @@ def _insert_rows(
         for entry in entries:
             failed = set(entry.failed)
             for ord_, chunk in enumerate(entry.chunks):
-                row = _row(entry, ord_, chunk)
+                row = _row(entry, ord_, chunk, tokenizer)
                 if with_vectors:
                     vector = (
                         None if ord_ in failed or entry.vectors is None else entry.vectors[ord_]
@@ -126,8 +136,8 @@ def _insert_rows(
                 out.write_row(row)
 
 
-def _row(entry: FileEntry, ord_: int, chunk: Chunk) -> list[Any]:
-    lexemes, length = tsvector_literal(index_text(chunk))
+def _row(entry: FileEntry, ord_: int, chunk: Chunk, tokenizer: str) -> list[Any]:
+    lexemes, length = tsvector_literal(index_text(chunk), tokenizer)
     return [
         entry.rel,
         ord_,

@@ -9,11 +9,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from kbgraph.errors import IndexCorruptError
 
+from ..lexical import LEGACY_TOKENIZER_ID
 from ..records import FileKind, SkipReason
 
 FORMAT_VERSION = 1
 REPAIR = "run `kbgraph index` to repair it from the documents"
 DEFAULT_KEEP_VERSIONS = 3
+LEGACY_CODE_CHUNKER = "code-1"
+"""How code was chunked by indexes that did not record it (keyword boundaries)."""
 
 
 class EmbeddingMeta(BaseModel):
@@ -91,6 +94,10 @@ class IndexMeta(BaseModel):
     failed_embeddings: list[int] = Field(default_factory=list)
     # Published generations a writer keeps (this one included); remembered like chunking.
     keep_versions: int = Field(default=DEFAULT_KEEP_VERSIONS, ge=1)
+    # How the text was analysed for BM25 and how code was chunked: a change of either is
+    # a change of settings (a rebuild); an index that predates them has the old ones.
+    tokenizer: str = LEGACY_TOKENIZER_ID
+    code_chunker: str = LEGACY_CODE_CHUNKER
 
 
 def first_error(exc: ValidationError) -> str:

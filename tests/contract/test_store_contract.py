@@ -221,3 +221,119 @@ def test_an_empty_folder_has_no_results_then_finds_what_is_added(
     _write(empty, {"retry.md": DOCS["guide/retry.md"]})
     assert kb.index().to_dict()["chunkCount"] > 0  # embedded, or taken from the cache
     assert kb.search(QUERY, mode=mode)[0].chunk.source == "retry.md"  # type: ignore[arg-type]
+
+
+# --- code as a corpus (issue 22) ---------------------------------------------------------
+
+CODE = {
+    "pkg/_config.py": '"""Configuration defaults."""\n\nimport os\n\n\n'
+    "class Timeout:\n    def __init__(self, timeout: float = 5.0) -> None:\n"
+    "        self.timeout = timeout\n\n\n"
+    "DEFAULT_TIMEOUT_CONFIG = Timeout(timeout=5.0)\nDEFAULT_MAX_REDIRECTS = 20\n",
+    "pkg/_client.py": '"""The client."""\n\nfrom ._config import DEFAULT_MAX_REDIRECTS\n\n\n'
+    "class Client:\n    def __init__(self) -> None:\n"
+    "        self.max_redirects = DEFAULT_MAX_REDIRECTS\n\n"
+    "    def _redirect_url(self, request, response):\n"
+    '        location = response.headers["Location"]\n'
+    "        return request.url.join(location)\n",
+    "tests/test_client.py": "from pkg._client import Client\n\n\n"
+    "def test_redirect_url_follows_location():\n    client = Client()\n"
+    "    assert client._redirect_url is not None\n",
+    "web/client.ts": "export class Client {\n  maxRedirects = 20;\n\n"
+    "  redirectUrl(location: string): string {\n    return location;\n  }\n}\n",
+}
+
+
+# Small chunks, so that each definition is a chunk of its own.
+SMALL = ChunkConfig(chunk_size=200, overlap=20)
+
+
+@pytest.fixture
+def code(tmp_path: Path) -> Path:
+    return _write(tmp_path / "code", CODE)
+
+
+def test_code_chunks_carry_symbol_paths_and_identifier_words_match(
+    code: Path, store: str | None
+) -> None:
+    kb = _kb(code, store, chunking=SMALL)
+    kb.index()
+    # Words a question uses match the parts of an identifier (DEFAULT_TIMEOUT_CONFIG).
+    [hit] = kb.search("default timeout", top_k=1, mode="bm25")
+    assert hit.chunk.source == "pkg/_config.py" and hit.chunk.section is not None
+    assert "DEFAULT_TIMEOUT_CONFIG" in hit.chunk.section.split(", ")
+    hits = kb.search("default max redirects", top_k=3, mode="bm25")
+    assert any("DEFAULT_MAX_REDIRECTS = 20" in h.chunk.text for h in hits)
+    # A query naming a symbol finds its definition first (not a place that only uses it).
+    [hit] = kb.search("Client._redirect_url", top_k=1, mode="bm25")
+    assert (hit.chunk.source, hit.chunk.section) == ("pkg/_client.py", "Client._redirect_url")
+    assert hit.chunk.text.startswith("    def _redirect_url(")
+    assert hit.to_dict()["section"] == "Client._redirect_url"
+    assert (
+        kb.as_retriever(k=1, mode="bm25").invoke("Client._redirect_url")[0].metadata["section"]
+        == "Client._redirect_url"
+    )
+
+
+def test_code_filters_know_languages_and_tests(code: Path, store: str | None) -> None:
+    kb = _kb(code, store, chunking=SMALL)
+    kb.index()
+
+    def sources(*kinds: str) -> set[str]:
+        filters = SearchFilters(kinds=kinds)  # type: ignore[arg-type]
+        return {r.chunk.source for r in kb.search("redirect url", top_k=20, filters=filters)}
+
+    assert sources("typescript") == {"web/client.ts"}
+    assert sources("test") == {"tests/test_client.py"}
+    assert sources("python", "non-test") == {"pkg/_client.py", "pkg/_config.py"}
+    assert "tests/test_client.py" not in sources("non-test")
+
+
+def test_both_stores_rank_code_alike(code: Path, pg_url: str, tmp_path: Path) -> None:
+    other = _write(tmp_path / "copy", CODE)
+    in_folder, in_db = _kb(code, None, chunking=SMALL), _kb(other, pg_url, chunking=SMALL)
+    in_folder.index(), in_db.index()
+    for query in ("redirect url", "DEFAULT_MAX_REDIRECTS", "maxRedirects", "Timeout timeout"):
+        a = in_folder.search(query, top_k=5, mode="bm25")
+        b = in_db.search(query, top_k=5, mode="bm25")
+        assert [(r.chunk.id, r.chunk.section) for r in a] == [
+            (r.chunk.id, r.chunk.section) for r in b
+        ], query
+        assert [r.score for r in a] == pytest.approx([r.score for r in b], rel=1e-4), query
+
+
+# The defect issue 22 reports, as a user met it: the question's words are parts of the
+# identifiers that answer it, and the old analyser kept each identifier as one term, so no
+# mode reached these lines. Public API only, so that it runs against the old engine too.
+CONFIG = {
+    "pkg/_config.py": '"""Configuration."""\n\nimport typing\n\n\n'
+    "class Timeout:\n"
+    "    def __init__(self, timeout: float | None = None) -> None:\n"
+    "        self.connect = timeout\n        self.read = timeout\n"
+    "        self.write = timeout\n        self.pool = timeout\n\n"
+    "    def as_dict(self) -> dict[str, float | None]:\n"
+    '        return {"connect": self.connect, "read": self.read}\n\n\n'
+    "DEFAULT_TIMEOUT_CONFIG = Timeout(timeout=5.0)\nDEFAULT_MAX_REDIRECTS = 20\n",
+    "pkg/_client.py": '"""The client."""\n\n\nclass Client:\n'
+    "    def send(self, request: object, timeout: object = None) -> object:\n"
+    "        return self.transport.handle(request, timeout)\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        ("What is the default timeout?", "DEFAULT_TIMEOUT_CONFIG = Timeout(timeout=5.0)"),
+        ("How many redirects at most?", "DEFAULT_MAX_REDIRECTS = 20"),
+    ],
+)
+def test_a_question_in_words_finds_the_identifier_that_answers_it(
+    tmp_path: Path, store: str | None, question: str, answer: str
+) -> None:
+    folder = _write(tmp_path / "code", CONFIG)
+    kb = _kb(folder, store, chunking=SMALL)
+    kb.index()
+    hits = kb.search(question, top_k=1, mode="bm25")
+    assert hits and answer in hits[0].chunk.text, [h.chunk.text for h in hits]
+    hit = hits[0].chunk
+    assert answer in _lines(folder, hit.source, hit.line_start, hit.line_end)

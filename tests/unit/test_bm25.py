@@ -30,7 +30,8 @@ TOKEN_PATTERN = r"(?u)\b\w\w+\b"  # bm25s' default token pattern
         ("Connection CONNECTED connecting", ["connect", "connect", "connect"]),
         ("a I x y", []),  # single characters are never terms
         ("the of and to with", []),  # stop words only
-        ("retry_policy v2", ["retry_polici", "v2"]),  # \w includes "_" and digits
+        # An identifier gives its parts and its whole (issue 22); v2's parts are too short.
+        ("retry_policy v2", ["retri", "polici", "retrypolici", "v2"]),
         ("Café CRÈME", ["café", "crème"]),
         ("東京 大学", ["東京", "大学"]),
         ("naïve–approach ±5", ["naïv", "approach"]),

@@ -108,7 +108,14 @@ def _check(
     chunks = spans_to_chunks(segment, spans, "doc.md")
     assert len(chunks) == len(spans)  # no span is blank
     for chunk in chunks:
-        assert chunk.text and chunk.text == chunk.text.strip()
+        assert chunk.text.strip() and chunk.text == chunk.text.rstrip()
+        if strategy == "code" and chunk.text != chunk.text.lstrip():
+            # Code chunks start at a line start, the indentation of their first line kept.
+            first_line = chunk.byte_start == len(raw) - len(raw.lstrip(codecs.BOM_UTF8))
+            assert first_line or raw[chunk.byte_start - 1 : chunk.byte_start] in (b"\n", b"\r")
+            assert chunk.text.lstrip(" \t") == chunk.text.strip()
+        else:
+            assert chunk.text == chunk.text.strip()
         assert len(chunk.text) <= min(size, cap)
         cited = raw[chunk.byte_start : chunk.byte_end].decode("utf-8")
         assert normalize_newlines(cited) == chunk.text

@@ -29,13 +29,17 @@ def texts(text: str, spans: list[Span]) -> list[str]:
 
 
 def assert_invariants(text: str, spans: list[Span], limit: int) -> None:
-    """Sorted, non-empty, trimmed, at most ``limit`` long, covering all non-whitespace."""
+    """Sorted, non-empty, trimmed (a chunk may keep the indentation of its first line when
+    it starts at a line start), at most ``limit`` long, covering all non-whitespace."""
     assert [s.start for s in spans] == sorted(s.start for s in spans)
     covered = bytearray(len(text))
     for span in spans:
         piece = text[span.start : span.end]
         assert piece, span
-        assert piece == piece.strip(), span
+        at_line_start = span.start == 0 or text[span.start - 1] == "\n"
+        assert piece.strip() and piece == piece.rstrip(), span
+        assert piece.lstrip(" \t") == piece.strip(), span
+        assert at_line_start or piece == piece.lstrip(), span
         assert span.end - span.start <= limit, span
         covered[span.start : span.end] = b"\1" * len(piece)
     missing = [i for i, ch in enumerate(text) if not ch.isspace() and not covered[i]]

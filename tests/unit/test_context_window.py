@@ -20,8 +20,8 @@ from kbgraph.graphs.context_window import (
     input_token_limit,
     largest_fitting,
 )
-from kbgraph.graphs.nodes._llm import prompt_messages
 from kbgraph.graphs.nodes._fit_sources import fit_sources
+from kbgraph.graphs.nodes._llm import prompt_messages
 from kbgraph.graphs.nodes.build_context import block_of_citation, render_blocks
 from kbgraph.graphs.nodes.grounding_check import grounding_check
 from kbgraph.graphs.nodes.rerank import rerank

@@ -23,6 +23,7 @@ from kbgraph.graphs.nodes.build_context import (
 )
 from kbgraph.graphs.settings import RagSettings
 from kbgraph.graphs.state import Candidate
+from kbgraph.graphs.tool import render_sources
 from kbgraph.retrieval.config import SearchConfig
 from kbgraph.retrieval.context import FENCE
 from kbgraph.retrieval.records import chunk_id
@@ -220,3 +221,19 @@ def test_pdf_page_in_header() -> None:
     out = _run([candidate("p", "manual.pdf", (4, 6), "page text", 0.5, page=3)])
     assert "[1] Source: manual.pdf, page 3, lines 4-6, score: 0.50" in out["rag_context"]
     assert out["rag_citations"][0]["page"] == 3
+
+
+def test_code_header_names_the_symbol_and_the_tool_shows_it_too() -> None:
+    out = _run(
+        [
+            candidate("c", "httpx/_client.py", (517, 545), "def _redirect_url():", 0.87,
+                      section="Client._redirect_url"),
+            candidate("d", "guide/retry.md", (1, 3), "Retries", 0.5, section="Guide > Retries"),
+        ]
+    )  # fmt: skip
+    context = out["rag_context"]
+    assert (
+        "[1] Source: httpx/_client.py, lines 517-545 § Client._redirect_url, score: 0.87" in context
+    )
+    assert "[2] Source: guide/retry.md, lines 1-3, score: 0.50" in context  # headings stay out
+    assert render_sources(out["rag_citations"]).count("§ Client._redirect_url, score") == 1

@@ -49,10 +49,16 @@ def test_mentioned_paths(docs: Path, question: str, paths: list[str]) -> None:
         ("What do the PDF files say about refunds?", ["pdf"]),
         ("How do I export an invoice to PDF?", []),
         ("search in the markdown docs for retries", ["markdown"]),
-        ("Which python modules handle retries?", ["code"]),
+        ("Which python modules handle retries?", ["python"]),
         ("How do I retry in Python?", []),
         ("what does the source code do on timeout", ["code"]),
         ("error codes in the csv", ["csv"]),
+        ("How is the redirect limit tested?", ["test"]),
+        ("Which tests cover Client.send?", ["test"]),
+        ("Where is DEFAULT_TIMEOUT_CONFIG defined?", ["non-test"]),
+        ("show the implementation of the digest auth flow", ["non-test"]),
+        ("Where in the Go code is the retry loop implemented?", ["go", "non-test"]),
+        ("How do I test my configuration?", []),
     ],
 )
 def test_mentioned_kinds(question: str, kinds: list[str]) -> None:
@@ -192,3 +198,29 @@ def test_widest_scope(tmp_path: Path) -> None:
     scope = widest_scope(kbs, "retry")
     assert scope["knowledge_bases"] == ["hr-handbook", "engineering"]
     assert scope["paths"] == [] and scope["kinds"] == [] and scope["widened"] is True
+
+
+CODE_FILES = {
+    "src/client.py": "DEFAULT_MAX_REDIRECTS = 20\n",
+    "tests/test_client.py": "def test_redirect_limit():\n    assert True\n",
+    "web/app.ts": "export const maxRedirects = 20;\n",
+}
+
+
+@pytest.mark.parametrize(
+    ("files", "question", "kinds"),
+    [
+        (CODE_FILES, "How is the redirect limit tested?", ["test"]),
+        (CODE_FILES, "Where is DEFAULT_MAX_REDIRECTS defined?", ["non-test"]),
+        (CODE_FILES, "Which typescript modules set the redirect limit?", ["typescript"]),
+        # No test file, no Go file listed: the role or language would empty the search.
+        ({"src/client.py": "x = 1\n"}, "How is the redirect limit tested?", []),
+        (CODE_FILES, "Where in the Go code is the redirect limit implemented?", ["non-test"]),
+    ],
+)
+def test_heuristic_scope_knows_languages_and_tests(
+    tmp_path: Path, files: dict[str, str], question: str, kinds: list[str]
+) -> None:
+    write_docs(tmp_path / "code", files)
+    settings = RagSettings(knowledge_bases=[{"name": "code", "folder": str(tmp_path / "code")}])
+    assert _run(state_of(question), settings)["rag_scope"]["kinds"] == kinds

