@@ -23,6 +23,7 @@ every layer may import it.
     │   └── ContextLengthError             the prompt does not fit its context window
     └── EvaluationError                    an evaluation could not be run
         └── JudgeError                     a judge gave no verdict
+            └── JudgeTimeoutError (TimeoutError)  not within a row's time limit
 """
 
 from __future__ import annotations
@@ -121,6 +122,10 @@ class JudgeError(EvaluationError):
     """A judge could not give a verdict (an LLM that keeps failing or replying nonsense)."""
 
 
+class JudgeTimeoutError(JudgeError, TimeoutError):
+    """A judge had not finished when its row's time (``--row-timeout``) ran out."""
+
+
 __all__ = [
     "BaselineMismatchError",
     "ChatModelError",
@@ -137,6 +142,7 @@ __all__ = [
     "IndexNotFoundError",
     "InvalidSettingError",
     "JudgeError",
+    "JudgeTimeoutError",
     "KbgraphError",
     "LlmRefusalError",
     "ModelMismatchError",

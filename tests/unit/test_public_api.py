@@ -40,6 +40,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "IndexNotFoundError",
         "InvalidSettingError",
         "JudgeError",
+        "JudgeTimeoutError",
         "KbgraphError",
         "LlmRefusalError",
         "ModelMismatchError",
@@ -47,6 +48,7 @@ PUBLIC_API: dict[str, list[str]] = {
     "kbgraph.evals": [
         "Agent",
         "AgentOutput",
+        "AnswerCorrectnessEvaluator",
         "AnswerRelevanceEvaluator",
         "Claim",
         "ClaimDecomposer",
@@ -57,6 +59,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "DatasetError",
         "Decomposition",
         "EvalRecord",
+        "EvalResults",
         "EvalRow",
         "Evaluator",
         "FaithfulnessEvaluator",
@@ -125,6 +128,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "write_results",
     ],
     "kbgraph.evals.evaluators": [
+        "AnswerCorrectnessEvaluator",
         "AnswerRelevanceEvaluator",
         "ContextPrecisionEvaluator",
         "ContextRecallEvaluator",
