@@ -15,6 +15,7 @@ import asyncio
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol, runtime_checkable
 
 from tqdm import tqdm
@@ -71,16 +72,23 @@ class ThreadScorer:
 
     def __init__(self, evaluators: Sequence[Evaluator]) -> None:
         self.evaluators = list(evaluators)
+        # Not the loop's default executor: asyncio.run waits for that one's threads, so a
+        # judge past its limit would hold the whole batch until it finished.
+        self._pool = ThreadPoolExecutor(thread_name_prefix="kbgraph-eval")
 
     async def __call__(self, record: EvalRecord, timeout: float | None) -> dict[str, MetricResult]:
         def score() -> dict[str, MetricResult]:
             with deadline(timeout):
                 return score_record(record, self.evaluators)
 
-        work = asyncio.to_thread(score)
+        work = asyncio.get_running_loop().run_in_executor(self._pool, score)
         if timeout is None:
             return await work
         return await asyncio.wait_for(work, timeout + TIMEOUT_GRACE)
+
+    def close(self) -> None:
+        """Stop taking work; a judge still running past its limit is left to finish."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 TIMEOUT_GRACE = 1.0
@@ -111,7 +119,9 @@ async def arun_dataset(
             "some rows have no answer and no agent was given; pass an agent (--kb FOLDER) "
             "or give every row an 'answer' and 'contexts'."
         )
-    score = scorer or ThreadScorer(evaluators)
+    threads = ThreadScorer(evaluators) if scorer is None else None
+    score = scorer or threads
+    assert score is not None
     names = [e.name for e in evaluators]
     gate = asyncio.Semaphore(max(1, concurrency))
     bar = tqdm(total=len(rows), desc="eval", unit="row", file=sys.stderr, disable=not progress)
@@ -124,8 +134,12 @@ async def arun_dataset(
         bar.update(1)
         return result
 
-    with bar:
-        return EvalResults(await asyncio.gather(*(one(row) for row in rows)))
+    try:
+        with bar:
+            return EvalResults(await asyncio.gather(*(one(row) for row in rows)))
+    finally:
+        if threads is not None:
+            threads.close()
 
 
 def run_dataset(

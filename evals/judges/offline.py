@@ -41,7 +41,13 @@ from ._evidence import (
     lexical_evidence,
     support_score,
 )
-from ._relevance import HEDGED_SENTENCE_EVASION, answer_evidence, question_parts, rescale
+from ._relevance import (
+    HEDGED_SENTENCE_EVASION,
+    answer_evidence,
+    mask_numbers,
+    question_parts,
+    rescale,
+)
 
 CACHE_SIZE = 50_000
 PASSAGE_RELEVANT_AT = 0.5
@@ -119,7 +125,8 @@ class OfflineJudge:
 
     def judge_answer(self, question: str, answer: str) -> Relevance:
         """Whether each part of the question gets an answer with information of its own,
-        without evasion (``_relevance``)."""
+        without padding or evasion (``_relevance``); numbers masked."""
+        question, answer = mask_numbers(question), mask_numbers(answer)
         sentences = [s for s in split_sentences(answer) if s.strip()] or [answer]
         stripped = [without_hedges(s) for s in sentences]
         kept = [s for s in stripped if s is not None]
