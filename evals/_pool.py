@@ -47,7 +47,10 @@ def _serve(connection: Connection, judge: str, embedding: str) -> None:
     evaluators = default_evaluators(resolved)
     connection.send(("ready", None))
     while True:
-        message = connection.recv()
+        try:
+            message = connection.recv()
+        except EOFError:  # the parent is gone (killed): nothing more to score
+            return
         if message is None:
             return
         record, timeout = message

@@ -7,8 +7,9 @@ The evidence (all cheap, no LLM):
   the plain baseline;
 - ``missing`` — how many content words and numbers of the claim the context lacks: each
   one is a possible hallucination, so the count matters, not only the share. Words naming
-  the source ("article", "summary") do not count, and neither does a number the aligned
-  sentences let one derive (``_conflicts.derivable``);
+  the source ("article", "summary") do not count. A number counts as found only where the
+  context states the same quantity about the same thing, or the parts it sums
+  (``_checks``);
 - ``single`` / ``pair`` — idf-weighted share of the claim's words held by its best-aligned
   sentence (for a compound claim, each clause's own best sentence: ``clauses``), and by
   the best sentence plus the one that best completes it (``_alignment``): words in the
@@ -18,13 +19,16 @@ The evidence (all cheap, no LLM):
   sentence (and of the aligned pair joined) that holds its words, from a sentence embedding
   model: paraphrase support that words miss. A fragment answer ("Delhi") is embedded with
   its question;
-- ``numbers_match`` — share of the claim's numbers found in the context (or derived);
+- ``numbers_match`` — share of the claim's numbers found so (``_checks``);
 - ``substituted`` — claim words the best sentence lacks but the context has elsewhere,
   between words the best sentence has: a swapped name (``_conflicts.substitutions``);
-- ``negation_flip`` / ``number_conflict`` — the aligned sentences say the opposite
-  (``_conflicts``), checked clause by clause. Either, on a claim that otherwise matches
-  the context, makes the verdict "contradicted" — unless the claim is a whole line or
-  sentence of the context (``quoted``): a quoted line cannot contradict its source.
+- ``negation_flip`` / ``number_conflict`` / ``role_swap`` — the context says the opposite,
+  checked clause by clause against the whole context: a polarity flip judged on meaning
+  (``_polarity``), another number of the same unit about the same subject (``_checks``),
+  two names trading places (``_conflicts.role_swaps``). Any of them, on a claim that
+  otherwise matches the context, makes the verdict "contradicted" (``problem`` says why,
+  ``conflicting`` is the sentence) — unless the claim is the context's word for word
+  (``quoted``): a quote cannot contradict its source, and is always supported.
 
 The support score is ``σ(b + w·x) / σ(b + Σw⁺)``: a logistic model over the features,
 scaled so that a claim with perfect evidence scores 1; a contradicted claim keeps

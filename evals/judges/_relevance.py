@@ -121,7 +121,9 @@ def answer_evidence(
         if cosine >= ON_TOPIC_AT:
             words |= new
     informative = 1.0 - math.exp(-len(words) / INFORMATION_SCALE)
-    focus = sum(map(rescale, sentence_on_topic)) / len(sentence_on_topic) if sentence_on_topic else 0.0
+    focus = (
+        sum(map(rescale, sentence_on_topic)) / len(sentence_on_topic) if sentence_on_topic else 0.0
+    )
     return AnswerEvidence(addressed, informative, evasive_share, len(words), focus)
 
 

@@ -1,10 +1,12 @@
 """A judge that needs no LLM and no network: lexical evidence plus a sentence embedding
 model (the packaged all-MiniLM-L6-v2 by default; ``fake`` embeddings in fast tests).
 
-Claims are scored by ``_evidence.support_score``; a claim whose aligned context sentences
-say the opposite (a negation flip, another number) is contradicted. The embedding model
-compares a claim only with the few sentences it is aligned with (``_alignment``), not with
-the whole context: that is most of the judge's cost. Passages are
+Claims are scored by ``_evidence.support_score``; a claim the context says the opposite of
+(a negation flip, another number for the same thing, two names trading places) is
+contradicted, and a quote is supported. Each :class:`Judgement` says why
+(:func:`judgement_of`): the reason for a person, the source sentence and the cause. The
+embedding model compares a claim only with the few sentences it is aligned with
+(``_alignment``), not with the whole context: that is most of the judge's cost. Passages are
 relevant when they support part of the reference answer, or — without a reference — when
 they cover the question's distinctive words (idf over the retrieved passages) and are
 close to it in embedding space. Answers are relevant when they address each part of the

@@ -88,7 +88,7 @@ def test_a_precomputed_row_without_contexts_is_undetermined_not_zero(tmp_path: P
 
 def test_the_adapter_refuses_contexts_under_an_unknown_key() -> None:
     metric = FaithfulnessEvaluator(ScriptedJudge(default="supported"))
-    with pytest.raises(ConfigError, match="'context_docs'.*contexts, rag_citations"):
+    with pytest.raises(ConfigError, match=r"'context_docs'.*contexts, rag_citations"):
         metric({"question": "q"}, {"answer": "Five.", "context_docs": [SOURCE]})
     missing = metric({"question": "q"}, {"answer": "Five."})
     assert missing["score"] is None
