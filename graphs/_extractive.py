@@ -13,10 +13,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kbgraph.prompts import render_prompt
 from kbgraph.retrieval.citations import escape_markers
 from kbgraph.retrieval.text import stems
 
-from .nodes._text import content_terms
+from .nodes._text import content_terms, question_of
 
 MAX_QUOTE_CHARS = 400
 # How many lines a passage may grow by to finish its sentence.
@@ -157,11 +158,26 @@ def _file_line(citation: Mapping[str, Any], lines: list[str], index: int) -> int
     return start + index
 
 
+NO_MODEL = "no chat model configured"
+
+
+def extractive_text(state: Mapping[str, Any], why: str = NO_MODEL) -> str:
+    """The extractive answer of a state: the best lines of its cited sources for the queries
+    the subgraph ran (the rewrites make a follow-up question standalone, so they match
+    better than its words alone), under the extractive header saying ``why`` no chat model
+    wrote the answer."""
+    question = " ".join(state.get("rag_queries") or []) or question_of(dict(state))
+    quotes = best_quotes(question, state.get("rag_citations") or [])
+    return render(render_prompt("agent_extractive_header", why=why), quotes)
+
+
 __all__ = [
     "MAX_CONTINUATION_LINES",
     "MAX_QUOTE_CHARS",
+    "NO_MODEL",
     "Quote",
     "best_quotes",
+    "extractive_text",
     "line_scores",
     "passages",
     "render",

@@ -10,8 +10,6 @@ from typing import Any
 
 from kbgraph.retrieval.context import line_span
 
-from .state import retrieve_records
-
 _MAX_DATA_CHARS = 240
 
 
@@ -39,8 +37,8 @@ def _rewrite(data: Mapping[str, Any]) -> str:
 
 
 def _retrieve(data: Mapping[str, Any]) -> str:
-    lists = data.get("lists") or {}
-    text = f"{data.get('candidates', 0)} candidates from {len(lists)} ranked lists"
+    lists = len(data.get("lists") or [])
+    text = f"{data.get('candidates', 0)} candidates from {lists} ranked lists"
     indexed = [kb for kb, info in (data.get("index") or {}).items() if info and info.get("indexed")]
     if indexed:
         text += f"; indexed {', '.join(indexed)} first"
@@ -51,7 +49,7 @@ def _retrieve(data: Mapping[str, Any]) -> str:
 
 def _rerank(data: Mapping[str, Any]) -> str:
     order = data.get("order") or []
-    top = ", ".join(f"{o['id'][:8]}={o['score']}" for o in order[:3])
+    top = ", ".join(f"{o['chunkId'][:8]}={o['score']}" for o in order[:3])
     return f"mode={data.get('mode')}; top: {top or 'none'}"
 
 
@@ -111,6 +109,10 @@ def trace_lines(state: Mapping[str, Any]) -> list[str]:
             f"   ! {fallback.get('node')} fell back to its heuristic "
             f"({fallback.get('stage')}): {fallback.get('error')}"
         )
+    for overruling in debug.get("overrulings") or []:
+        lines.append(
+            f"   ! {overruling.get('node')} overruled the chat model: {overruling.get('reason')}"
+        )
     n = len(steps)
     mode = state.get("answer_mode", "?")
     error = state.get("answer_error")
@@ -120,6 +122,14 @@ def trace_lines(state: Mapping[str, Any]) -> list[str]:
     resolved = len(state.get("answer_citations") or [])
     unresolved = len(state.get("answer_unresolved") or [])
     lines.append(f"{n + 2}. extract_citations {resolved} markers resolved, {unresolved} unresolved")
+    check = state.get("answer_check")
+    if check:
+        score = check.get("score")
+        shown = "no claims" if score is None else f"score {float(score):.2f}"
+        lines.append(
+            f"{n + 3}. check_answer [{check.get('judge')}, {check.get('policy')}] {shown}, "
+            f"{check.get('action')}, {float(check.get('ms') or 0):.0f} ms"
+        )
     return lines
 
 
@@ -155,6 +165,38 @@ def verdict_lines(state: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+_ACTIONS = {
+    "regenerated": "the first answer was written again (it had unsupported claims)",
+    "replaced": "the answer was replaced by quotes of the sources (its score was below {t})",
+}
+
+
+def check_lines(state: Mapping[str, Any]) -> list[str]:
+    """The answer check: its score, what it did, and each sentence the sources do not
+    support (nothing when no check ran)."""
+    check = state.get("answer_check")
+    if not check:
+        return []
+    if check.get("error") and check.get("score") is None:
+        return [f"Answer check ({check.get('judge')}): not checked: {check['error']}"]
+    claims = check.get("claims") or []
+    if check.get("score") is None:
+        return [f"Answer check ({check.get('judge')}): {check.get('reason')}"]
+    supported = sum(1 for c in claims if c.get("supported"))
+    lines = [
+        f"Answer check ({check.get('judge')}): {supported} of {len(claims)} claims supported "
+        f"by the sources (score {float(check['score']):.2f})"
+    ]
+    action = _ACTIONS.get(str(check.get("action")))
+    if action:
+        lines.append(f"  {action.format(t=check.get('threshold'))}")
+    for claim in claims:
+        if not claim.get("supported"):
+            how = "contradicted" if claim.get("verdict") == "contradicted" else "not supported"
+            lines.append(f"  {how}: {claim.get('text')}")
+    return lines
+
+
 def unresolved_lines(state: Mapping[str, Any]) -> list[str]:
     return [
         f"Unresolved marker {u['marker']} at {u['start']}: {u['reason']}"
@@ -162,26 +204,12 @@ def unresolved_lines(state: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def unsearched_knowledge_bases(state: Mapping[str, Any]) -> dict[str, str]:
-    """The knowledge bases Retrieve could not search at all (in no attempt did one of their
-    ranked lists come back), each with its last error: ``{name: error}``. A failed index
-    update alone does not count: the index as it was is still searched."""
-    failed: dict[str, str] = {}
-    searched: set[str] = set()
-    for data in retrieve_records(state):
-        searched.update(str(key).split("|", 1)[0] for key in data.get("lists") or {})
-        for kb, messages in (data.get("errors") or {}).items():
-            if messages:
-                failed[kb] = str(messages[-1])
-    return {kb: error for kb, error in failed.items() if kb not in searched}
-
-
 __all__ = [
     "SUMMARIES",
+    "check_lines",
     "source_lines",
     "summarize_step",
     "trace_lines",
     "unresolved_lines",
-    "unsearched_knowledge_bases",
     "verdict_lines",
 ]

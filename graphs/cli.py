@@ -17,6 +17,7 @@ configuration error, 1 otherwise).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -24,10 +25,12 @@ from typing import Any, TextIO
 import click
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_messages
 
+from kbgraph import errors
 from kbgraph.errors import ConfigError, KbgraphError
 from kbgraph.exit_codes import failing_as
 
 from . import _trace
+from .recording import RECORDED_EVENT
 from .state import retrieve_records
 from .turns import TURN_KEY
 
@@ -61,9 +64,11 @@ def run_ask(
     top_k: int = 5,
     history: Sequence[HumanMessage | AIMessage] = (),
     on_event: EventSink | None = None,
+    record: bool = False,
 ) -> dict[str, Any]:
     """Run the chat agent once on ``folder``, after the messages of ``history``; return the
-    final state. Custom stream events (``knowledge.*``) go to ``on_event`` as they happen."""
+    final state. Custom stream events (``knowledge.*``) go to ``on_event`` as they happen.
+    ``record``: write the run for ``kbgraph inspect`` (``RagSettings.record_runs``)."""
     from kbgraph.retrieval.config import SearchConfig
 
     from .agents import AgentInput, chat_agent
@@ -75,6 +80,7 @@ def run_ask(
         embedding=embedding,
         chat_model=chat_model,
         search=SearchConfig(top_k=top_k),
+        record_runs=record,
     )
     final: dict[str, Any] = {}
     request: AgentInput = {"messages": [*history, HumanMessage(question)]}
@@ -94,13 +100,30 @@ def run_ask(
 
 def raise_on_retrieval_failure(state: Mapping[str, Any]) -> None:
     """Searching failed (not merely found nothing) when no source came back and the Retrieve
-    node recorded errors: report the first one instead of a not-found answer."""
+    node recorded errors: raise the first one, as the error it was (an index of another
+    embedding model is a ``ModelMismatchError``, exit 7), instead of a not-found answer."""
     if state.get("rag_citations"):
         return
     for data in retrieve_records(state):
         for kb, messages in (data.get("errors") or {}).items():
             if messages:
-                raise KbgraphError(f"searching {kb} failed: {messages[0]}")
+                raise error_of(f"searching {kb} failed: ", str(messages[0]))
+
+
+_ERROR = re.compile(r"(?:^|: )([A-Z]\w*Error): (.*)$", re.DOTALL)
+
+
+def error_of(prefix: str, recorded: str) -> KbgraphError:
+    """The kbgraph error a debug record describes (``"ModelMismatchError: ..."``, possibly
+    after a list or stage name), else a plain ``KbgraphError`` with the record."""
+    found = _ERROR.search(recorded)
+    kind = getattr(errors, found.group(1), None) if found else None
+    if found and isinstance(kind, type) and issubclass(kind, KbgraphError):
+        try:
+            return kind(prefix + found.group(2))
+        except TypeError:  # an error class that needs more than its message
+            pass
+    return KbgraphError(prefix + recorded)
 
 
 def json_view(state: Mapping[str, Any]) -> dict[str, Any]:
@@ -116,6 +139,7 @@ def json_view(state: Mapping[str, Any]) -> dict[str, Any]:
             "answer_trimmed",
             "answer_citations",
             "answer_unresolved",
+            "answer_check",
         )
     }
     out.update({k: v for k, v in state.items() if k.startswith("rag_")})
@@ -186,6 +210,8 @@ class StderrProgress:
             if stage != self._stage:
                 self._stage = stage
                 click.echo(f"indexing {stage[0]}: {stage[1]} ({event.get('total')})", err=True)
+        elif name == RECORDED_EVENT:
+            click.echo(f"recorded run {event.get('id')}: {event.get('path')}", err=True)
         elif name == "knowledge.index.done" and event.get("indexed"):
             click.echo(
                 f"indexed {event.get('kb')}: {event.get('fileCount')} files, "
@@ -208,7 +234,8 @@ def print_human(state: Mapping[str, Any], *, trace: bool) -> None:
         for line in _trace.source_lines(citations):
             click.echo(f"  {line}")
     click.echo()
-    for line in _trace.verdict_lines(state) + _trace.unresolved_lines(state):
+    lines = _trace.verdict_lines(state) + _trace.check_lines(state)
+    for line in lines + _trace.unresolved_lines(state):
         click.echo(line)
 
 
@@ -244,6 +271,11 @@ def print_human(state: Mapping[str, Any], *, trace: bool) -> None:
     help="Continue a conversation: a JSON list of {role, content} messages, or the --json "
     "output of the previous question ('-' reads stdin).",
 )
+@click.option(
+    "--record",
+    is_flag=True,
+    help="Record the run for `kbgraph inspect` (in $KBGRAPH_RUNS_DIR, else the cache's runs/).",
+)
 @failing_as("kbgraph ask")
 def ask(
     folder: Path,
@@ -254,8 +286,11 @@ def ask(
     chat_model: str | None,
     top_k: int,
     history: TextIO | None,
+    record: bool,
 ) -> None:
     """Answer QUESTION from the documents in FOLDER, with numbered sources."""
+    if not question.strip():
+        raise ConfigError("the question is empty; pass the question to answer from FOLDER")
     earlier = load_history(history.read()) if history is not None else []
     state = run_ask(
         folder,
@@ -265,6 +300,7 @@ def ask(
         top_k=top_k,
         history=earlier,
         on_event=StderrProgress(),
+        record=record,
     )
     if as_json:
         click.echo(json.dumps(json_view(state), ensure_ascii=False, indent=2, default=str))

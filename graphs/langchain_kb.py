@@ -2,9 +2,11 @@
 and the ``rag_search`` tool, next to folder indexes.
 
 In-process objects are passed to :func:`~kbgraph.graphs.subgraph.build_rag_graph`
-(``knowledge_bases={"docs": vectorstore}``); a JSON context (``langgraph dev``, Studio) names
-one by import path, ``{"name": "docs", "retriever": "my_pkg.kb:vectorstore"}``, where the
-attribute is the object or a function of no arguments that returns it. kbgraph then fuses
+(``knowledge_bases={"docs": vectorstore}``), which hands them to its nodes in their
+dependencies (``NodeDeps.sources``: nothing global, released with the graph); a JSON context
+(``langgraph dev``, Studio) names one by import path, ``{"name": "docs", "retriever":
+"my_pkg.kb:vectorstore"}``, where the attribute is the object or a function of no arguments
+that returns it (imported once per searcher registry). kbgraph then fuses
 their rankings with the others, reranks, budgets and numbers the context as for a folder.
 
 A store knows only what its documents' metadata says: the citation's source is
@@ -18,11 +20,12 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import threading
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
+import numpy as np
 from langchain_core.documents import Document
+from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 
@@ -33,17 +36,15 @@ from kbgraph.retrieval.records import Chunk, SearchResult
 from kbgraph.retrieval.scan import file_kind
 
 OBJECT_PREFIX = "object:"
-ATTACHED = "kbgraph_knowledge_bases"  # a compiled graph's own knowledge base specs
+ATTACHED = "kbgraph_knowledge_bases"
+"""The metadata key under which a compiled graph names its own knowledge base objects (the
+tool reads the names; the objects themselves reach the nodes in ``NodeDeps.sources``)."""
 LINES_UNKNOWN = 0
 SOURCE_KEYS = ("source", "file_path", "path", "url")
 START_KEYS = ("lineStart", "line_start", "start_line")
 END_KEYS = ("lineEnd", "line_end", "end_line")
 FILTERED_OVERFETCH = 4  # a store filters nothing of ours: fetch more, keep the allowed
 LangChainSource = VectorStore | BaseRetriever
-
-_objects: dict[str, LangChainSource] = {}
-_loaded: dict[str, LangChainSource] = {}
-_guard = threading.Lock()
 
 
 def check_source(value: object, name: str) -> LangChainSource:
@@ -58,33 +59,33 @@ def check_source(value: object, name: str) -> LangChainSource:
     )
 
 
-def register_source(name: str, value: object) -> str:
-    """Keep an in-process object for the graph's runs; returns the reference a JSON spec
-    carries (``object:<name>:<id>``), valid in this process only."""
-    source = check_source(value, name)
-    ref = f"{OBJECT_PREFIX}{name}:{id(source):x}"
-    with _guard:
-        _objects[ref] = source
-    return ref
+def attached_spec(name: str) -> dict[str, str]:
+    """The knowledge base spec of an object given to ``build_rag_graph`` under ``name``: the
+    run's settings name it, and the nodes find the object in their dependencies."""
+    return {"name": name, "retriever": f"{OBJECT_PREFIX}{name}"}
 
 
-def load_source(ref: str) -> LangChainSource:
-    """The object a spec's ``retriever`` names: a registered in-process object, or an import
-    path ``package.module:attribute`` (an object, or a function of no arguments returning
-    one; called once per process)."""
-    with _guard:
-        found = _objects.get(ref) or _loaded.get(ref)
-    if found is not None:
-        return found
+def resolve_source(
+    ref: str, attached: Mapping[str, LangChainSource], registry: SourceCache
+) -> LangChainSource:
+    """The object a spec's ``retriever`` names: one the graph was built with
+    (``object:<name>``), or an import path ``package.module:attribute`` (an object, or a
+    function of no arguments returning one; imported once per registry)."""
     if ref.startswith(OBJECT_PREFIX):
-        raise ConfigError(
-            f"knowledge base object {ref!r} was registered by build_rag_graph in another "
-            "process; pass it to build_rag_graph here, or name it by import path "
-            "('package.module:attribute')"
-        )
-    source = check_source(_import(ref), ref)
-    with _guard:
-        return _loaded.setdefault(ref, source)
+        found = attached.get(ref.removeprefix(OBJECT_PREFIX))
+        if found is None:
+            raise ConfigError(
+                f"knowledge base object {ref!r} belongs to another graph; pass it to "
+                "build_rag_graph(knowledge_bases=...) of this one, or name it by import path "
+                "('package.module:attribute')"
+            )
+        return found
+    loaded = registry.imported(ref, lambda path: check_source(_import(path), path))
+    return check_source(loaded, ref)
+
+
+class SourceCache(Protocol):
+    def imported(self, ref: str, load: Callable[[str], object]) -> object: ...
 
 
 def _import(ref: str) -> object:
@@ -144,12 +145,21 @@ def _chunk_id(doc: Document, source: str) -> str:
 
 
 class LangChainSearcher:
-    """A :class:`~kbgraph.graphs.searcher.Searcher` over a VectorStore (its list is
-    ``vector``: relevance scores, 0..1, higher is better) or a BaseRetriever (its list is
-    ``retriever``: its order, scored by rank)."""
+    """A :class:`~kbgraph.graphs.searcher.Searcher` over a VectorStore or a BaseRetriever.
 
-    def __init__(self, source: LangChainSource, name: str) -> None:
-        self.source, self.name = source, name
+    A store's list is ``vector`` when its scores are similarities: the store's own relevance
+    scores (``similarity_search_with_relevance_scores``, 0..1), or, for a store without them
+    (``InMemoryVectorStore`` and others answer ``NotImplementedError``; the raw scores of
+    ``similarity_search_with_score`` are distances for some stores and similarities for
+    others), the cosine of the query and each document under ``embeddings``, the subgraph's
+    own embedding model. Without either, and for a retriever, the list is ``retriever``:
+    ordered as the store answered, scored by rank, and never read as a similarity (the
+    grounding check's vector floor does not count it)."""
+
+    def __init__(
+        self, source: LangChainSource, name: str, embeddings: Embeddings | None = None
+    ) -> None:
+        self.source, self.name, self.embeddings = source, name, embeddings
         self.lists: tuple[str, ...] = (
             ("vector",) if isinstance(source, VectorStore) else ("retriever",)
         )
@@ -164,25 +174,31 @@ class LangChainSearcher:
         if ranker not in self.lists:
             return []
         wanted = limit * (FILTERED_OVERFETCH if filters and not filters.is_empty() else 1)
-        pairs = self._fetch(query, wanted)
+        pairs, name = self._fetch(query, wanted)
         results: list[SearchResult] = []
         for doc, score in pairs:
             chunk = document_chunk(doc, self.name)
             if filters is not None and not filters.allows(chunk.source, file_kind(chunk.source)):
                 continue
             rank = len(results) + 1
-            results.append(SearchResult(chunk, score, {ranker: rank}, {ranker: score}))
+            results.append(SearchResult(chunk, score, {name: rank}, {name: score}))
         return results[:limit]
 
-    def _fetch(self, query: str, k: int) -> list[tuple[Document, float]]:
-        if isinstance(self.source, VectorStore):
-            try:
-                return list(self.source.similarity_search_with_relevance_scores(query, k=k))
-            except NotImplementedError:
-                docs = self.source.similarity_search(query, k=k)
-        else:
+    def _fetch(self, query: str, k: int) -> tuple[list[tuple[Document, float]], str]:
+        """The documents with their scores, best first, and the name of that list."""
+        if not isinstance(self.source, VectorStore):
             docs = self.source.invoke(query)[:k]
-        return [(doc, _doc_score(doc, i)) for i, doc in enumerate(docs, 1)]
+            return [(doc, _doc_score(doc, i)) for i, doc in enumerate(docs, 1)], "retriever"
+        try:
+            scored = self.source.similarity_search_with_relevance_scores(query, k=k)
+            return [(doc, float(score)) for doc, score in scored], "vector"
+        except NotImplementedError:
+            docs = self.source.similarity_search(query, k=k)
+        if self.embeddings is None or not docs:
+            return [(doc, _doc_score(doc, i)) for i, doc in enumerate(docs, 1)], "retriever"
+        similar = cosines(self.embeddings, query, [doc.page_content for doc in docs])
+        order = sorted(range(len(docs)), key=lambda i: -similar[i])
+        return [(docs[i], similar[i]) for i in order], "vector"
 
     def search(
         self,
@@ -196,6 +212,14 @@ class LangChainSearcher:
 
     def close(self) -> None:
         """The store is its owner's to close."""
+
+
+def cosines(embeddings: Embeddings, query: str, texts: list[str]) -> list[float]:
+    """The cosine similarity of the query and each text under ``embeddings``."""
+    q = np.asarray(embeddings.embed_query(query), dtype=np.float32)
+    m = np.asarray(embeddings.embed_documents(texts), dtype=np.float32)
+    norms = np.linalg.norm(m, axis=1) * (np.linalg.norm(q) or 1.0)
+    return [float(v) for v in (m @ q) / np.where(norms > 0, norms, 1.0)]
 
 
 def _doc_score(doc: Document, rank: int) -> float:
@@ -213,8 +237,10 @@ __all__ = [
     "LINES_UNKNOWN",
     "LangChainSearcher",
     "LangChainSource",
+    "SourceCache",
+    "attached_spec",
     "check_source",
+    "cosines",
     "document_chunk",
-    "load_source",
-    "register_source",
+    "resolve_source",
 ]

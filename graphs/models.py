@@ -14,7 +14,7 @@ spec                                   model
 ``gguf:<path>[?<options>]``           :class:`kbgraph.graphs.chat_models.ChatGGUF`: the GGUF
                                        file run in process by llama.cpp (``kbgraph[gguf]``);
                                        options ``threads``, ``n_ctx``, ``max_tokens``
-``fake`` / ``fake:<reply>``            :class:`kbgraph.testing.ScriptedChatModel` that
+``fake`` / ``fake:<reply>``            :class:`~kbgraph.graphs.chat_models.ScriptedChatModel` that
                                        answers every call with ``<reply>``
 ``<provider>:<model>``                 any other provider of LangChain's
                                        ``init_chat_model`` (``anthropic``, ``ollama``,
@@ -55,7 +55,7 @@ def resolve_chat_model(
     provider, sep, rest = spec.partition(":")
     provider = provider.lower()
     if provider == "fake":
-        from kbgraph.testing import ScriptedChatModel
+        from .chat_models.scripted import ScriptedChatModel
 
         # Not cached: a scripted model records its calls, and runs must not share them.
         return ScriptedChatModel(default=rest if sep and rest else FAKE_REPLY)

@@ -11,10 +11,12 @@ a lock because graph runs may share it from several threads.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from langchain_core.embeddings import Embeddings
 
 from kbgraph.retrieval.filters import SearchFilters
 from kbgraph.retrieval.progress import ProgressCallback
@@ -79,15 +81,17 @@ def _open_real(folder: str, embedding: str | None, /, **options: Any) -> Searche
         embedding=embedding,
         chunking=options.get("chunking"),
         store=options.get("store"),
+        read_store=options.get("read_store"),
     )
 
 
-Key = tuple[str, str | None, str | None, str | None]
+Key = tuple[str, str | None, str | None, str | None, str | None]
 
 
 class SearcherRegistry:
     """Open searchers by (absolute folder, embedding spec, chunking, store: None for the
-    folder index, else a PostgreSQL URL); ``factory`` opens a missing one (default:
+    folder index, else a PostgreSQL URL, read_store: a standby's URL or None); ``factory``
+    opens a missing one (default:
     ``KnowledgeBase``). :meth:`lock` serialises use of one searcher."""
 
     def __init__(self, factory: SearcherFactory | None = None) -> None:
@@ -95,6 +99,36 @@ class SearcherRegistry:
         self._open: dict[Key, Searcher] = {}
         self._locks: dict[Key, threading.RLock] = {}
         self._guard = threading.Lock()
+        self._embeddings: dict[str, Embeddings] = {}
+        self._imported: dict[str, object] = {}
+
+    def imported(self, ref: str, load: Callable[[str], object]) -> object:
+        """The object an import path names (a LangChain store of a JSON context), loaded by
+        ``load`` once: a function that builds a store is called once per registry."""
+        with self._guard:
+            found = self._imported.get(ref)
+        if found is None:
+            found = load(ref)
+            with self._guard:
+                found = self._imported.setdefault(ref, found)
+        return found
+
+    def embeddings(self, spec: str | None) -> Embeddings | None:
+        """The embedding model of ``spec`` (``auto``: the local model; ``None``: none),
+        loaded once: it scores the documents of LangChain stores that give no similarity
+        of their own (see ``kbgraph.graphs.langchain_kb.LangChainSearcher``)."""
+        if spec is None:
+            return None
+        key = "local" if spec.strip().lower() == "auto" else spec.strip()
+        with self._guard:
+            model = self._embeddings.get(key)
+        if model is None:
+            from kbgraph.retrieval.embeddings import resolve_embeddings
+
+            model = resolve_embeddings(key)
+            with self._guard:
+                model = self._embeddings.setdefault(key, model)
+        return model
 
     @staticmethod
     def key(
@@ -102,9 +136,11 @@ class SearcherRegistry:
         embedding: str | None,
         chunking: ChunkConfig | None = None,
         store: str | None = None,
+        read_store: str | None = None,
     ) -> Key:
         chunks = chunking.model_dump_json() if chunking is not None else None
-        return (str(Path(folder).expanduser().resolve()), embedding, chunks, store)
+        folder_key = str(Path(folder).expanduser().resolve())
+        return (folder_key, embedding, chunks, store, read_store)
 
     def open(
         self,
@@ -112,15 +148,16 @@ class SearcherRegistry:
         embedding: str | None,
         chunking: ChunkConfig | None = None,
         store: str | None = None,
+        read_store: str | None = None,
     ) -> Searcher:
-        key = self.key(folder, embedding, chunking, store)
+        key = self.key(folder, embedding, chunking, store, read_store)
         with self._guard:
             lock = self._locks.setdefault(key, threading.RLock())
         # Opening loads the embedding model: hold only this key's lock meanwhile.
         with lock:
             searcher = self._open.get(key)
             if searcher is None:
-                given = {"chunking": chunking, "store": store}
+                given = {"chunking": chunking, "store": store, "read_store": read_store}
                 options = {name: value for name, value in given.items() if value is not None}
                 searcher = self._factory(key[0], key[1], **options)
                 self._open[key] = searcher
@@ -133,10 +170,11 @@ class SearcherRegistry:
         embedding: str | None,
         chunking: ChunkConfig | None = None,
         store: str | None = None,
+        read_store: str | None = None,
     ) -> Iterator[Searcher]:
         """The searcher, held exclusively for the ``with`` block."""
-        searcher = self.open(folder, embedding, chunking, store)
-        with self._locks[self.key(folder, embedding, chunking, store)]:
+        searcher = self.open(folder, embedding, chunking, store, read_store)
+        with self._locks[self.key(folder, embedding, chunking, store, read_store)]:
             yield searcher
 
     def register(

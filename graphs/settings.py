@@ -29,6 +29,7 @@ from kbgraph.retrieval._settings import Settings
 from kbgraph.retrieval.config import ChunkConfig, SearchConfig
 
 RerankMode = Literal["heuristic", "llm", "none", "cross_encoder"]
+AnswerPolicy = Literal["flag", "regenerate", "extractive", "off"]
 FOLDER_ENV = "KBGRAPH_FOLDER"
 MAX_REWRITES_LIMIT = 5
 
@@ -37,7 +38,9 @@ class KnowledgeBaseSpec(TypedDict):
     """One knowledge base: a folder (absolute, or relative to the working directory), the
     ``name`` sources are attributed to (default: the folder's name), a ``description``
     SelectScope matches questions against and the ``store`` its index lives in (default:
-    the folder index beside it; ``postgresql://...``: PostgreSQL with pgvector). Instead of
+    the folder index beside it; ``postgresql://...``: PostgreSQL with pgvector; several
+    hosts, ``postgresql://user@primary,standby/db``: searches prefer a standby), and
+    ``read_store``, a standby's URL that searches go to first (writes go to ``store``). Instead of
     a folder, ``retriever`` names a LangChain VectorStore or BaseRetriever by import path
     (``package.module:attribute``; see :mod:`kbgraph.graphs.langchain_kb`)."""
 
@@ -46,6 +49,7 @@ class KnowledgeBaseSpec(TypedDict):
     name: NotRequired[str]
     description: NotRequired[str]
     store: NotRequired[str]
+    read_store: NotRequired[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +59,22 @@ class ResolvedKnowledgeBase:
     description: str
     store: str | None = field(default=None, repr=False)  # a DSN may hold a password
     retriever: str | None = None  # a LangChain object's import path (no folder then)
+    read_store: str | None = field(default=None, repr=False)  # a standby's URL
+
+
+class AnswerCheckSettings(Settings):
+    """How the ready agents check a generated answer against the sources it cites
+    (:func:`kbgraph.evals.check_answer`). ``judge``: ``offline`` (default: no LLM, the
+    packaged local model), ``overlap`` (word overlap, no model) or a chat model spec for an
+    LLM judge. ``policy``: ``flag`` (default) records the check and the unsupported claims;
+    ``regenerate`` asks the chat model once more, naming the unsupported claims, when any
+    claim is unsupported (the better-supported answer is kept); ``extractive`` replaces an
+    answer scored below ``threshold`` by the extractive answer (quotes of the sources);
+    ``off`` checks nothing."""
+
+    judge: str = Field(default="offline", min_length=1)
+    policy: AnswerPolicy = "flag"
+    threshold: float = Field(default=0.5, ge=0.0, le=1.0, allow_inf_nan=False)
 
 
 class RagSettings(Settings):
@@ -74,9 +94,12 @@ class RagSettings(Settings):
     query terms in a chunk's heading path. The grounding heuristic needs
     ``grounding_min_coverage`` of the question's terms in the context and, when a vector
     ranker ran, a best cosine similarity of ``grounding_min_vector_score`` (``None``
-    switches that floor off). ``live`` keeps each knowledge base fresh with a file watcher
-    in this process (changes are indexed as they happen, and no run walks the folder);
-    without it ``auto_index`` checks the folder at most every few seconds.
+    switches that floor off). ``answer_check`` (:class:`AnswerCheckSettings`) says how the
+    ready agents check each generated answer against its sources. ``live`` keeps each
+    knowledge base fresh with a file watcher in this process (changes are indexed as they
+    happen, and no run walks the folder); without it ``auto_index`` checks the folder at
+    most every few seconds. ``record_runs`` writes each finished run (its final state) for
+    ``kbgraph inspect``'s Runs view (see :mod:`kbgraph.graphs.recording`).
 
     ``embedding`` is ``auto`` by default: each index is searched (and updated) with the model
     it was built with, and a new index gets the local model. A spec naming another model
@@ -102,6 +125,9 @@ class RagSettings(Settings):
     llm_rerank_max: int = Field(default=20, ge=1)
     grounding_min_coverage: float = Field(default=0.5, ge=0.0, le=1.0)
     grounding_min_vector_score: float | None = Field(default=0.2, allow_inf_nan=False)
+    answer_check: AnswerCheckSettings = Field(default_factory=AnswerCheckSettings)
+    # Write each finished run to kbgraph.graphs.recording.runs_dir() for `kbgraph inspect`.
+    record_runs: bool = False
     # Set once a graph's own knowledge base objects are in ``knowledge_bases`` (by
     # rag_search, which may then narrow them): its nodes must not add them again.
     _objects_added: bool = PrivateAttr(default=False)
@@ -142,8 +168,11 @@ class RagSettings(Settings):
                 )
             used.add(name)
             store = str(spec.get("store") or "").strip() or None
+            read_store = str(spec.get("read_store") or "").strip() or None
             description = str(spec.get("description") or "")
-            out.append(ResolvedKnowledgeBase(name, folder, description, store, retriever))
+            out.append(
+                ResolvedKnowledgeBase(name, folder, description, store, retriever, read_store)
+            )
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -188,13 +217,14 @@ _KEY_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNOR
 
 
 def _without_password(spec: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``spec`` with the password of its ``store`` URL (``user:pw@`` or ``password=pw``)
-    masked, for reprs."""
-    store = spec.get("store")
-    if not isinstance(store, str):
-        return spec
-    masked = _KEY_PASSWORD.sub(r"\1***", _URL_PASSWORD.sub(r"\1:***@", store))
-    return {**spec, "store": masked}
+    """``spec`` with the password of its ``store`` and ``read_store`` URLs (``user:pw@`` or
+    ``password=pw``) masked, for reprs."""
+    masked = dict(spec)
+    for key in ("store", "read_store"):
+        url = spec.get(key)
+        if isinstance(url, str):
+            masked[key] = _KEY_PASSWORD.sub(r"\1***", _URL_PASSWORD.sub(r"\1:***@", url))
+    return masked
 
 
 def with_knowledge_bases(settings: RagSettings, specs: list[dict[str, Any]]) -> RagSettings:
@@ -218,6 +248,8 @@ def spec_of(kb: ResolvedKnowledgeBase) -> dict[str, Any]:
         spec["folder"] = kb.folder
     if kb.store is not None:
         spec["store"] = kb.store
+    if kb.read_store is not None:
+        spec["read_store"] = kb.read_store
     return spec
 
 
@@ -259,6 +291,8 @@ def settings_from_runtime(runtime: Any) -> RagSettings:
 __all__ = [
     "FOLDER_ENV",
     "MAX_REWRITES_LIMIT",
+    "AnswerCheckSettings",
+    "AnswerPolicy",
     "KnowledgeBaseSpec",
     "RagSettings",
     "RerankMode",

@@ -125,9 +125,24 @@ class LlmFallback(TypedDict):
     outage: NotRequired[bool]
 
 
+class Overruling(TypedDict):
+    """A model's decision that evidence overruled: which node, what the model proposed,
+    the evidence against it (a lexical probe of the knowledge bases, the closings
+    detector, the question's own words, the rankers' lists), what was done instead and why
+    in one line. Also sent as the custom stream event ``knowledge.decision.overruled``."""
+
+    node: str
+    attempt: int
+    proposal: Any
+    evidence: Any
+    decision: Any
+    reason: str
+
+
 class RetrievalDebug(TypedDict, total=False):
     steps: list[DebugStep]
     fallbacks: list[LlmFallback]
+    overrulings: list[Overruling]
 
 
 def _candidate_key(candidate: Candidate) -> tuple[str, str]:
@@ -169,11 +184,13 @@ starts a new trace."""
 
 
 def debug_update(
-    steps: Sequence[DebugStep] = (), fallbacks: Sequence[LlmFallback] = ()
+    steps: Sequence[DebugStep] = (),
+    fallbacks: Sequence[LlmFallback] = (),
+    overrulings: Sequence[Overruling] = (),
 ) -> RetrievalDebug:
-    """A node's ``rag_retrieval_debug`` update: its steps and fallbacks (appended by
-    :func:`reduce_debug` unless they start a run)."""
-    return {"steps": list(steps), "fallbacks": list(fallbacks)}
+    """A node's ``rag_retrieval_debug`` update: its steps, fallbacks and overrulings
+    (appended by :func:`reduce_debug` unless they start a run)."""
+    return {"steps": list(steps), "fallbacks": list(fallbacks), "overrulings": list(overrulings)}
 
 
 def starts_run(record: RetrievalDebug) -> bool:
@@ -188,17 +205,41 @@ def retrieve_records(state: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [step.get("data") or {} for step in steps if step.get("node") == "retrieve"]
 
 
+def unsearched_knowledge_bases(state: Mapping[str, Any]) -> dict[str, str]:
+    """The knowledge bases Retrieve could not search at all (in no attempt did one of their
+    ranked lists come back), each with its last error: ``{name: error}``. A failed index
+    update alone does not count: the index as it was is still searched."""
+    failed: dict[str, str] = {}
+    searched: set[str] = set()
+    for data in retrieve_records(state):
+        searched.update(str(item["kb"]) for item in data.get("lists") or [])
+        for kb, messages in (data.get("errors") or {}).items():
+            if messages:
+                failed[kb] = str(messages[-1])
+    return {kb: error for kb, error in failed.items() if kb not in searched}
+
+
+def empty_knowledge_bases(state: Mapping[str, Any]) -> list[str]:
+    """The knowledge bases the last Retrieve attempt searched and found holding no
+    document at all."""
+    records = retrieve_records(state)
+    return list(records[-1].get("empty") or []) if records else []
+
+
 def reduce_debug(left: RetrievalDebug | None, right: RetrievalDebug | None) -> RetrievalDebug:
     """Reducer of ``rag_retrieval_debug``: ``None`` clears; a record that starts a run
     (:func:`starts_run`) replaces; any other appends its steps and fallbacks."""
     if right is None:
-        return {"steps": [], "fallbacks": []}
-    add = debug_update(right.get("steps", []), right.get("fallbacks", []))
+        return debug_update()
+    add = debug_update(
+        right.get("steps", []), right.get("fallbacks", []), right.get("overrulings", [])
+    )
     if left is None or starts_run(add):
         return add
     return {
         "steps": [*left.get("steps", []), *add["steps"]],
         "fallbacks": [*left.get("fallbacks", []), *add["fallbacks"]],
+        "overrulings": [*left.get("overrulings", []), *add["overrulings"]],
     }
 
 
@@ -233,11 +274,14 @@ class RagState(RagOutput, total=False):
     """The subgraph's full state. ``rag_next`` is GroundingCheck's routing decision,
     ``rag_standalone`` the question as RewriteQuery understood it in this attempt (a
     follow-up completed from the previous turn; GroundingCheck checks the sources against
-    it), and ``remaining_steps`` (managed by LangGraph) lets GroundingCheck stop looping
-    before the recursion limit; none of them leaves the subgraph."""
+    it), ``rag_rewrites`` the queries of ``rag_queries`` a chat model wrote (Retrieve keeps
+    their lists from pushing the question's own best results out), and
+    ``remaining_steps`` (managed by LangGraph) lets GroundingCheck stop looping before the
+    recursion limit; none of them leaves the subgraph."""
 
     rag_next: RagRoute
     rag_standalone: str
+    rag_rewrites: list[str]
     remaining_steps: RemainingSteps
 
 
@@ -249,6 +293,7 @@ __all__ = [
     "DebugStep",
     "FallbackStage",
     "LlmFallback",
+    "Overruling",
     "RagGrounding",
     "RagInput",
     "RagOutput",
@@ -258,9 +303,11 @@ __all__ = [
     "RetrievalDebug",
     "debug_update",
     "dedupe_candidates",
+    "empty_knowledge_bases",
     "merge_candidates",
     "reduce_candidates",
     "reduce_debug",
     "retrieve_records",
     "starts_run",
+    "unsearched_knowledge_bases",
 ]

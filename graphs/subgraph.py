@@ -12,7 +12,6 @@ exports.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,8 +21,8 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer
 
-from .langchain_kb import ATTACHED, register_source
-from .nodes import NodeDeps
+from .langchain_kb import ATTACHED, attached_spec, check_source
+from .nodes import NodeDeps, NodeFn
 from .nodes.build_context import build_context
 from .nodes.decide_retrieve import decide_retrieve, route_after_decide
 from .nodes.grounding_check import grounding_check, route_after_grounding
@@ -31,6 +30,7 @@ from .nodes.rerank import rerank
 from .nodes.retrieve import retrieve
 from .nodes.rewrite_query import rewrite_query
 from .nodes.select_scope import select_scope
+from .recording import recording
 from .rerankers import as_reranker
 from .searcher import SearcherRegistry, default_registry
 from .settings import RagSettings, settings_from_runtime, with_knowledge_bases
@@ -47,20 +47,33 @@ NODE_ORDER = (
 )
 
 
-def _bind(fn: Any, deps: NodeDeps, attached: list[dict[str, Any]]) -> Any:
-    """A ``(state, runtime)`` node calling ``fn`` with ``deps`` when it takes them; the
-    graph's own knowledge base objects (``attached``) join the run's settings."""
-    takes_deps = len(inspect.signature(fn).parameters) == 3
+def _bind(fn: NodeFn, deps: NodeDeps, attached: list[dict[str, Any]]) -> Any:
+    """A ``(state, runtime)`` node calling ``fn`` with ``deps``; the graph's own knowledge
+    base objects (``attached``: their specs) join the run's settings."""
 
     def node(state: RagState, runtime: Runtime[RagSettings]) -> dict[str, Any]:
         if attached and runtime is not None:
             settings = with_knowledge_bases(settings_from_runtime(runtime), attached)
             runtime = runtime.override(context=settings)
-        return fn(state, runtime, deps) if takes_deps else fn(state, runtime)
+        return fn(state, runtime, deps)
 
     node.__name__ = fn.__name__
     node.__doc__ = fn.__doc__
     return node
+
+
+_ENDS_RUN: dict[Any, Any] = {
+    decide_retrieve: route_after_decide,
+    grounding_check: route_after_grounding,
+}
+
+
+def _recorded(fn: Any, node: Any, graph: str) -> Any:
+    """The nodes after which a run may end record it (``RagSettings.record_runs``)."""
+    route = _ENDS_RUN.get(fn)
+    if route is None:
+        return node
+    return recording(node, graph, ends=lambda state: route(state) == END)
 
 
 def build_rag_graph(
@@ -84,21 +97,20 @@ def build_rag_graph(
     ``VectorStore`` / ``BaseRetriever`` objects searched next to the run's configured
     knowledge bases (anything else is a ``ConfigError`` here; see
     :mod:`kbgraph.graphs.langchain_kb`)."""
-    attached = [
-        {"name": kb_name, "retriever": register_source(kb_name, value)}
-        for kb_name, value in (knowledge_bases or {}).items()
-    ]
+    sources = {kb: check_source(value, kb) for kb, value in (knowledge_bases or {}).items()}
+    attached = [attached_spec(kb) for kb in sources]
     deps = NodeDeps(
         chat_model=chat_model,
         registry=registry or default_registry,
         reranker=as_reranker(reranker),
+        sources=sources,
     )
     graph = StateGraph(
         RagState, context_schema=RagSettings, input_schema=RagInput, output_schema=RagOutput
     )
     for fn in (decide_retrieve, select_scope, rewrite_query, retrieve, rerank, build_context,
                grounding_check):  # fmt: skip
-        graph.add_node(fn.__name__, _bind(fn, deps, attached))
+        graph.add_node(fn.__name__, _recorded(fn, _bind(fn, deps, attached), name))
     graph.add_edge(START, "decide_retrieve")
     graph.add_conditional_edges("decide_retrieve", route_after_decide, ["select_scope", END])
     graph.add_edge("select_scope", "rewrite_query")
@@ -108,8 +120,10 @@ def build_rag_graph(
     graph.add_edge("build_context", "grounding_check")
     graph.add_conditional_edges("grounding_check", route_after_grounding, ["rewrite_query", END])
     compiled = graph.compile(checkpointer=checkpointer, name=name)
-    setattr(compiled, ATTACHED, attached)  # read by rag_search (kbgraph.graphs.tool)
-    return compiled
+    if not sources:
+        return compiled
+    # Names only (the objects are in the nodes' deps): rag_search lists and narrows them.
+    return compiled.with_config(metadata={ATTACHED: list(sources)})
 
 
 rag_graph = build_rag_graph()

@@ -36,10 +36,9 @@ from kbgraph.errors import ConfigError, KbgraphError
 from kbgraph.prompts import load_prompt, render_prompt
 from kbgraph.retrieval.context import PREAMBLE, ContextEntry, fence_for, source_header
 
-from ._trace import unsearched_knowledge_bases
-from .langchain_kb import ATTACHED
+from .langchain_kb import ATTACHED, attached_spec
 from .settings import RagSettings, settings_from_context, spec_of, with_knowledge_bases
-from .state import Citation, RagGrounding
+from .state import Citation, RagGrounding, empty_knowledge_bases, unsearched_knowledge_bases
 
 TOOL_NAME = "rag_search"
 CompiledGraph = CompiledStateGraph[Any, Any, Any, Any]
@@ -140,9 +139,10 @@ def _prepare(
     query = query.strip()
     names: list[str] = []
     try:
+        metadata = (graph.config or {}).get("metadata") or {}
         settings = with_knowledge_bases(
             settings_from_context(getattr(runtime, "context", None)),
-            list(getattr(graph, ATTACHED, None) or []),
+            [attached_spec(kb) for kb in metadata.get(ATTACHED) or []],
         )
         settings = restrict(settings, knowledge_bases)
         names = [kb.name for kb in settings.resolved_knowledge_bases()]
@@ -225,6 +225,13 @@ def _finish(
     )
     grounded = bool(out.get("rag_grounded"))
     unsearched = unsearched_knowledge_bases(out)
+    empty = empty_knowledge_bases(out)
+    if not citations and empty and set(empty) | set(unsearched) >= set(call.names):
+        # Not "nothing found, try other words": there is nothing to find.
+        reason = "; ".join(out.get("rag_grounding", {}).get("guidance") or [])
+        return f"{tool_name} failed: {reason}", _artifact(
+            call.query, call.names, [], False, out.get("rag_grounding"), error=reason
+        )
     if unsearched and not citations:
         # Not "nothing found": nothing could be searched, and the model must not answer
         # from memory as if the documents were silent.

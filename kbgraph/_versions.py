@@ -7,20 +7,34 @@ from pathlib import Path
 
 import click
 
-from .cli import _open_kb, folder_arg, index_dir_opt, json_opt, lock_timeout_opt
+from kbgraph.retrieval.storage import describe_store, is_database, no_versions
+
+from .cli import _open_kb, folder_arg, index_dir_opt, json_opt, lock_timeout_opt, store_opt
 from .exit_codes import emit_json, fail_cleanly
+
+
+def _folder_index_only(folder: Path, store: str | None) -> None:
+    """A database keeps the live version only: say so before connecting to it (an
+    unreachable server would otherwise be the answer)."""
+    if is_database(store):
+        raise no_versions(folder.resolve(), describe_store(store))
 
 
 @click.command()
 @folder_arg
 @index_dir_opt
 @lock_timeout_opt
+@store_opt
 @json_opt
 @fail_cleanly
-def versions(folder: Path, index_dir: Path | None, lock_timeout: float, as_json: bool) -> None:
+def versions(
+    folder: Path, index_dir: Path | None, lock_timeout: float, store: str | None, as_json: bool
+) -> None:
     """List the index generations FOLDER keeps, newest first (the current one is marked).
-    `kbgraph restore FOLDER N` makes row N current again."""
-    kb = _open_kb(folder, "none", index_dir, lock_timeout)
+    `kbgraph restore FOLDER N` makes row N current again. A PostgreSQL index (--store)
+    keeps only its live version."""
+    _folder_index_only(folder, store)
+    kb = _open_kb(folder, "none", index_dir, lock_timeout, store=store)
     rows = kb.versions()
     if as_json:
         emit_json({"versions": [v.to_dict() for v in rows], "keepVersions": kb.keep_versions})
@@ -43,15 +57,22 @@ def versions(folder: Path, index_dir: Path | None, lock_timeout: float, as_json:
 @click.argument("generation")
 @index_dir_opt
 @lock_timeout_opt
+@store_opt
 @json_opt
 @fail_cleanly
 def restore(
-    folder: Path, generation: str, index_dir: Path | None, lock_timeout: float, as_json: bool
+    folder: Path,
+    generation: str,
+    index_dir: Path | None,
+    lock_timeout: float,
+    store: str | None,
+    as_json: bool,
 ) -> None:
     """Make a kept index generation of FOLDER current again, atomically. GENERATION is a
     row number of `kbgraph versions` (1 = newest), a generation name or a unique prefix of
     one. The next `kbgraph index` updates the folder from there."""
-    kb = _open_kb(folder, "none", index_dir, lock_timeout)
+    _folder_index_only(folder, store)
+    kb = _open_kb(folder, "none", index_dir, lock_timeout, store=store)
     info = kb.restore(generation)
     if as_json:
         emit_json(info.to_dict())

@@ -28,6 +28,7 @@ from .cli import (
     json_opt,
     keep_versions_opt,
     lock_timeout_opt,
+    read_store_opt,
     store_opt,
 )
 from .exit_codes import fail_cleanly
@@ -80,6 +81,7 @@ def _printer(as_json: bool) -> Any:
 @index_dir_opt
 @lock_timeout_opt
 @store_opt
+@read_store_opt
 @json_opt
 @click.option(
     "--debounce",
@@ -97,6 +99,7 @@ def watch(
     index_dir: Path | None,
     lock_timeout: float,
     store: str | None,
+    read_store: str | None,
     as_json: bool,
     debounce: int,
     keep_versions: int | None,
@@ -108,7 +111,13 @@ def watch(
     include/exclude rules. When a run fails (the embedding provider is down) the last good
     index stays in place and the run is tried again later."""
     kb = _open_kb(
-        folder, embedding, index_dir, lock_timeout, keep_versions=keep_versions, store=store
+        folder,
+        embedding,
+        index_dir,
+        lock_timeout,
+        keep_versions=keep_versions,
+        store=store,
+        read_store=read_store,
     )
     watcher = FolderWatcher(
         kb, ignore=kb.store.index_dir, on_run=_printer(as_json), debounce_ms=debounce
@@ -118,6 +127,9 @@ def watch(
         watcher.stop(timeout=0)  # the run in progress finishes, then the loop ends
 
     previous = signal.signal(signal.SIGTERM, stop)
+    # Started in the background of a shell (`cmd &`, nohup), the process inherits SIGINT
+    # ignored, and Python then leaves it so: Ctrl-C must stop a watcher however it started.
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
     click.echo(f"kbgraph: watching {kb.folder} (Ctrl-C stops)", err=True)
     try:
         watcher.run()
@@ -125,6 +137,7 @@ def watch(
         pass
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
         kb.close()
     click.echo("kbgraph: watch stopped", err=True)
     sys.stdout.flush()

@@ -3,7 +3,7 @@
 Exit codes: 0 success, 1 failure, 2 usage or configuration error (a bad option value
 included), 3 no index, 4 index locked by another process, 5 index corrupt, 6 a regression
 against the baseline (``kbgraph eval --baseline``), 7 the embedding model is not the one the
-index was built with.
+index was built with, 141 stdout closed early (``| head -1``: quietly, as after SIGPIPE).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from kbgraph.retrieval.filters import SearchFilters
 from kbgraph.retrieval.records import FILE_KINDS
 
 from ._progress import TqdmProgress
-from .exit_codes import emit_json, fail_cleanly
+from .exit_codes import emit_json, end_quietly, fail_cleanly, stdout_closed
 
 
 def _open_kb(
@@ -37,6 +37,7 @@ def _open_kb(
     timeout: float | None = None,
     keep_versions: int | None = None,
     store: str | None = None,
+    read_store: str | None = None,
 ) -> Any:
     from kbgraph.retrieval.embeddings import DEFAULT_TIMEOUT
     from kbgraph.retrieval.kb import KnowledgeBase
@@ -54,6 +55,7 @@ def _open_kb(
         embedding_timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
         keep_versions=keep_versions,
         store=store,
+        read_store=read_store,
     )
 
 
@@ -107,6 +109,28 @@ store_opt = click.option(
     "postgresql://user@host:5432/dbname (env KBGRAPH_STORE; keep the password in PGPASSWORD "
     "or ~/.pgpass).",
 )
+read_store_opt = click.option(
+    "--read-store",
+    default=None,
+    metavar="URL",
+    envvar="KBGRAPH_READ_STORE",
+    help="A PostgreSQL standby (read replica) of --store that searches go to first; writes "
+    "go to --store (env KBGRAPH_READ_STORE). --store may also name several hosts, "
+    "postgresql://user@primary,standby/db: searches then prefer a standby.",
+)
+
+
+def describe_server(server: dict[str, Any]) -> str:
+    """``stats``' line about the database server that answered."""
+    role = "primary"
+    if server["standby"]:
+        lag = f"{server['replayLagSeconds']} s / {server['replayLagBytes']} B"
+        role = f"standby, replay {lag} behind"
+    lacks = "; lacks " + "; ".join(server["pgvectorLacks"]) if server["pgvectorLacks"] else ""
+    return (
+        f"{server['address']} ({role}; PostgreSQL {server['postgres']}, pgvector "
+        f"{server['pgvector']}{lacks})"
+    )
 
 
 class OneLineUsageError(click.UsageError):
@@ -125,6 +149,13 @@ def _one_line(exc: click.UsageError) -> click.UsageError:
     return OneLineUsageError(exc.format_message(), exc.ctx)
 
 
+def _end_if_stdout_closed() -> None:
+    """Usage text or output that met a closed stdout ends as the commands do: quietly,
+    exit 141 (click's own handling would exit 1)."""
+    if stdout_closed():
+        end_quietly()
+
+
 class LayeredGroup(click.Group):
     """Commands of the upper layers (``ask``, ``eval``) load on first use, so that the
     engine commands start without importing LangGraph. Usage errors of every command are
@@ -141,16 +172,23 @@ class LayeredGroup(click.Group):
             return super().make_context(info_name, args, parent, **extra)
         except click.UsageError as exc:
             raise _one_line(exc) from None
+        except BrokenPipeError:  # `kbgraph --help | head -1`
+            _end_if_stdout_closed()
+            raise
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except click.UsageError as exc:
             raise _one_line(exc) from None
+        except BrokenPipeError:  # a command's own `--help`, or output outside fail_cleanly
+            _end_if_stdout_closed()
+            raise
 
     lazy: ClassVar[dict[str, tuple[str, str]]] = {
         "ask": ("kbgraph.graphs.cli", "ask"),
         "eval": ("kbgraph.evals.cli", "eval_group"),
+        "inspect": ("kbgraph.inspector.cli", "inspect"),
         "watch": ("kbgraph._watch", "watch"),
         "versions": ("kbgraph._versions", "versions"),
         "restore": ("kbgraph._versions", "restore"),
@@ -199,8 +237,14 @@ def parse_weights(pairs: tuple[str, ...]) -> dict[str, float]:
 @lock_timeout_opt
 @timeout_opt
 @store_opt
+@read_store_opt
 @json_opt
-@click.option("--rebuild", is_flag=True, help="Ignore the previous index (the cache is kept).")
+@click.option(
+    "--rebuild",
+    is_flag=True,
+    help="Ignore the previous index (the cache is kept); needed to change the embedding "
+    "model of an existing index.",
+)
 @click.option(
     "--strategy",
     type=click.Choice(["fixed_size", "sentence", "paragraph", "recursive", "markdown", "code"]),
@@ -237,6 +281,7 @@ def index(
     lock_timeout: float,
     timeout: float | None,
     store: str | None,
+    read_store: str | None,
     as_json: bool,
     rebuild: bool,
     strategy: str | None,
@@ -265,10 +310,19 @@ def index(
             max_file_bytes=base.max_file_bytes if max_file_size is None else max_file_size,
         )
     kb = _open_kb(
-        folder, embedding, index_dir, lock_timeout, chunking, scan, timeout, keep_versions, store
+        folder,
+        embedding,
+        index_dir,
+        lock_timeout,
+        chunking,
+        scan,
+        timeout,
+        keep_versions,
+        store,
+        read_store,
     )
     with TqdmProgress(enabled=not quiet) as progress:
-        report = kb.index(progress=progress, rebuild=rebuild)
+        report = kb.index(progress=progress, rebuild=rebuild, allow_model_change=False)
     data = report.to_dict()
     if as_json:
         emit_json(data)
@@ -343,6 +397,7 @@ def _echo_skipped(skipped: list[dict[str, str]]) -> None:
 @lock_timeout_opt
 @timeout_opt
 @store_opt
+@read_store_opt
 @json_opt
 @fail_cleanly
 def search(
@@ -361,10 +416,14 @@ def search(
     lock_timeout: float,
     timeout: float | None,
     store: str | None,
+    read_store: str | None,
     as_json: bool,
 ) -> None:
     """Search the index of FOLDER for QUERY."""
-    kb = _open_kb(folder, embedding, index_dir, lock_timeout, timeout=timeout, store=store)
+    kb = _open_kb(
+        folder, embedding, index_dir, lock_timeout, timeout=timeout, store=store,
+        read_store=read_store,
+    )  # fmt: skip
     config = SearchConfig(
         mode=mode,  # type: ignore[arg-type]
         top_k=top_k,
@@ -394,6 +453,7 @@ def search(
 @index_dir_opt
 @lock_timeout_opt
 @store_opt
+@read_store_opt
 @json_opt
 @click.option("--validate", is_flag=True, help="Also read and check every index file.")
 @fail_cleanly
@@ -403,19 +463,23 @@ def stats(
     index_dir: Path | None,
     lock_timeout: float,
     store: str | None,
+    read_store: str | None,
     as_json: bool,
     validate: bool,
 ) -> None:
     """Show the index stats of FOLDER."""
-    kb = _open_kb(folder, embedding, index_dir, lock_timeout, store=store)
+    kb = _open_kb(folder, embedding, index_dir, lock_timeout, store=store, read_store=read_store)
     if validate:
         kb.validate()
     data = kb.stats().to_dict()
     if as_json:
         emit_json(data)
         return
+    server = data.pop("server")
     for key, value in data.items():
         click.echo(f"{key}: {value}")
+    if server:
+        click.echo(f"server: {describe_server(server)}")
 
 
 @main.command()
@@ -423,15 +487,21 @@ def stats(
 @index_dir_opt
 @lock_timeout_opt
 @store_opt
+@read_store_opt
 @json_opt
 @fail_cleanly
 def delete(
-    folder: Path, index_dir: Path | None, lock_timeout: float, store: str | None, as_json: bool
+    folder: Path,
+    index_dir: Path | None,
+    lock_timeout: float,
+    store: str | None,
+    read_store: str | None,
+    as_json: bool,
 ) -> None:
     """Delete the index of FOLDER (the documents are not touched). Refuses a folder that
     is not recognisably a kbgraph index, and waits for a running `kbgraph index`; with
     --store, drops the knowledge base's tables from the database."""
-    kb = _open_kb(folder, "none", index_dir, lock_timeout, store=store)
+    kb = _open_kb(folder, "none", index_dir, lock_timeout, store=store, read_store=read_store)
     root = kb.store.location
     kb.delete()
     if as_json:

@@ -11,6 +11,7 @@ every layer may import it.
     │   └── DatasetError                   an evaluation data set or baseline cannot be read
     │       └── BaselineMismatchError      a baseline from another data set
     │   └── DatabaseSetupError             the database lacks pgvector or a privilege
+    │       └── ReadOnlyStoreError         the store's server is a standby: no writes
     ├── IndexNotFoundError                 the folder has no index yet
     ├── IndexLockedError (TimeoutError)    another process held the index too long
     ├── IndexCorruptError                  an index file failed validation
@@ -65,6 +66,11 @@ class BaselineMismatchError(DatasetError):
 class DatabaseSetupError(ConfigError):
     """The database of a PostgreSQL store cannot hold an index as it is: no pgvector, or
     the user lacks a privilege (to create the extension, the tables, or to read them)."""
+
+
+class ReadOnlyStoreError(DatabaseSetupError):
+    """A PostgreSQL store's URL reaches a standby (a read-only replica) where an index run
+    must write: searches work there, writes go to the primary."""
 
 
 class DatabaseUnavailableError(KbgraphError):
@@ -146,4 +152,5 @@ __all__ = [
     "KbgraphError",
     "LlmRefusalError",
     "ModelMismatchError",
+    "ReadOnlyStoreError",
 ]

@@ -4,10 +4,12 @@ that means something (the table is in the README and the ``kbgraph`` docstring).
 from __future__ import annotations
 
 import json
+import os
+import select
 import sys
 from collections.abc import Callable
 from functools import wraps
-from typing import Any, TypeVar, cast
+from typing import Any, NoReturn, TypeVar, cast
 
 import click
 
@@ -22,6 +24,8 @@ from kbgraph.errors import (
 )
 
 EXIT_USAGE = 2
+# 128 + SIGPIPE: what a shell reports for a Unix tool whose reader went away (`| head -1`).
+EXIT_STDOUT_CLOSED = 141
 EXIT_CODES: dict[type[Exception], int] = {
     ConfigError: EXIT_USAGE,
     IndexNotFoundError: 3,
@@ -64,6 +68,8 @@ def failing_as(prefix: str) -> Callable[[F], F]:
                 click.echo(f"{prefix}: {exc}", err=True)
                 sys.exit(code)
             except (OSError, ValueError) as exc:
+                if isinstance(exc, BrokenPipeError) and stdout_closed():
+                    end_quietly()  # not a failure: the reader had read enough
                 click.echo(f"{prefix}: {type(exc).__name__}: {exc}", err=True)
                 sys.exit(1)
 
@@ -76,15 +82,46 @@ fail_cleanly = failing_as("kbgraph")
 """The engine commands' error handling."""
 
 
+def stdout_closed() -> bool:
+    """Whether the reader of stdout went away (the pipe into ``head -1`` after its line):
+    the write end of a pipe nobody reads polls as an error. A BrokenPipeError of another
+    pipe (a socket to a provider) is a failure like any other."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real stream (click's test runner)
+        return False
+    if not hasattr(select, "poll"):  # Windows: no poll; a broken pipe there is stdout's
+        return True
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(event & (select.POLLERR | select.POLLHUP) for _fd, event in poller.poll(0))
+
+
+def end_quietly() -> NoReturn:
+    """End as a Unix tool whose output pipe closed does: nothing on stderr, exit 141.
+    Python flushes stdout again at exit, so stdout is pointed at /dev/null first, else
+    that flush fails too ("Exception ignored ... BrokenPipeError"; the recipe of Python's
+    ``signal`` documentation, "Note on SIGPIPE")."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        os.close(devnull)
+    sys.exit(EXIT_STDOUT_CLOSED)
+
+
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2))
 
 
 __all__ = [
     "EXIT_CODES",
+    "EXIT_STDOUT_CLOSED",
     "EXIT_USAGE",
     "describe_invalid",
     "emit_json",
+    "end_quietly",
     "fail_cleanly",
     "failing_as",
+    "stdout_closed",
 ]

@@ -14,6 +14,7 @@ from functools import cache
 from importlib import resources
 
 from kbgraph.errors import ConfigError
+from kbgraph.layers import imported_as_kbgraph
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -52,3 +53,6 @@ def render_prompt(name: str, **values: object) -> str:
 
 
 __all__ = ["load_prompt", "placeholders", "render_prompt"]
+
+# Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly.
+imported_as_kbgraph(__name__)

@@ -18,6 +18,7 @@ from kbgraph.errors import (
     KbgraphError,
     ModelMismatchError,
 )
+from kbgraph.layers import imported_as_kbgraph
 
 from .config import ChunkConfig, ChunkStrategy, ScanConfig, SearchConfig, SearchMode
 from .context import ContextEntry, format_context, render_context
@@ -25,12 +26,13 @@ from .filters import SearchFilters
 
 if TYPE_CHECKING:
     from .kb import KnowledgeBase, Ranker
-    from .reports import IndexReport, IndexStats
+    from .reports import IndexChanges, IndexReport, IndexStats
     from .retriever import KnowledgeBaseRetriever
 
 # The facade pulls in embeddings, loaders and LangChain; load it on first use so that
 # importing a light module (``kbgraph.retrieval.segments``) stays light.
 _LAZY = {
+    "IndexChanges": ".reports",
     "IndexReport": ".reports",
     "IndexStats": ".reports",
     "KnowledgeBase": ".kb",
@@ -56,6 +58,7 @@ __all__ = [
     "ContextEntry",
     "DimensionMismatchError",
     "EmbeddingError",
+    "IndexChanges",
     "IndexCorruptError",
     "IndexLockedError",
     "IndexNotFoundError",
@@ -78,3 +81,6 @@ __all__ = [
     "format_context",
     "render_context",
 ]
+
+# Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly.
+imported_as_kbgraph(__name__)

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from .reports import IndexChanges
 from .scan import ScanResult
 from .store import IndexMeta
 
@@ -26,18 +27,35 @@ if TYPE_CHECKING:
 DEFAULT_TTL_S = 2.0
 
 
-def count_stale(meta: IndexMeta, scanned: ScanResult) -> int:
-    """New + modified + deleted files of a scan against an index, from metadata only.
-    Scan-level skips (secrets, excluded ...) are not files of the index and never count."""
+def changed_files(meta: IndexMeta, scanned: ScanResult) -> IndexChanges:
+    """The files of a scan that are new or modified against an index, and the index's
+    files the scan no longer finds, from metadata only (a file the index skipped counts
+    too: it may be indexable now). Scan-level skips (secrets, excluded ...) are not files of
+    the index and never count."""
     seen: set[str] = set()
-    stale = 0
+    added: list[str] = []
+    modified: list[str] = []
     for file in scanned.files:
         seen.add(file.rel)
-        rec = meta.files.get(file.rel) or meta.skipped.get(file.rel)
-        if rec is None or (rec.size, rec.mtime_ns) != (file.size, file.mtime_ns):
-            stale += 1
-    stale += sum(1 for rel in [*meta.files, *meta.skipped] if rel not in seen)
-    return stale
+        record = meta.files.get(file.rel)
+        skip = meta.skipped.get(file.rel)
+        if record is not None:
+            if (record.size, record.mtime_ns) != (file.size, file.mtime_ns):
+                modified.append(file.rel)
+        elif skip is not None:
+            # An unreadable file whose permissions were fixed: same size and mtime, a new
+            # ctime.
+            if skip.changed(file.size, file.mtime_ns, file.ctime_ns):
+                modified.append(file.rel)
+        else:
+            added.append(file.rel)
+    deleted = sorted(rel for rel in {*meta.files, *meta.skipped} if rel not in seen)
+    return IndexChanges(added=added, modified=modified, deleted=deleted)
+
+
+def count_stale(meta: IndexMeta, scanned: ScanResult) -> int:
+    """New + modified + deleted files of a scan against an index (:func:`changed_files`)."""
+    return changed_files(meta, scanned).count
 
 
 class Freshness:
@@ -99,4 +117,4 @@ class Freshness:
         self._checked_at = None
 
 
-__all__ = ["DEFAULT_TTL_S", "Freshness", "count_stale"]
+__all__ = ["DEFAULT_TTL_S", "Freshness", "changed_files", "count_stale"]

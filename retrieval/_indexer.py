@@ -177,7 +177,11 @@ def _unchanged(plan: IndexPlan, meta: IndexMeta, p: _Pending) -> bool:
 def _add_file(plan: IndexPlan, old: Previous | None, file: ScannedFile, p: _Pending) -> None:
     meta = old.meta if old else None
     prev_skip = meta.skipped.get(file.rel) if meta else None
-    if prev_skip and (prev_skip.size, prev_skip.mtime_ns) == (file.size, file.mtime_ns):
+    if (
+        prev_skip
+        and not prev_skip.retried
+        and not prev_skip.changed(file.size, file.mtime_ns, file.ctime_ns)
+    ):
         p.skipped[file.rel] = prev_skip
         p.skips.append(SkippedFile(file.rel, prev_skip.reason, prev_skip.detail))
         return
@@ -193,8 +197,8 @@ def _add_file(plan: IndexPlan, old: Previous | None, file: ScannedFile, p: _Pend
         loaded = load_file(file)
     except SkipFile as exc:
         skip = exc.skipped
-        p.skipped[file.rel] = SkipRecord(
-            size=file.size, mtime_ns=file.mtime_ns, reason=skip.reason, detail=skip.detail
+        p.skipped[file.rel] = SkipRecord.of(
+            file.size, file.mtime_ns, file.ctime_ns, skip.reason, skip.detail
         )
         p.skips.append(skip)
         return

@@ -5,7 +5,7 @@ rankers are here too (:class:`FolderRanking`, numpy over memory-mapped files).""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -115,6 +115,19 @@ def check_query_model(index: EmbeddingMeta | None, query: EmbeddingMeta | None) 
     )
 
 
+def no_query_model(index: EmbeddingMeta | None) -> ModelMismatchError:
+    """A search of an index with vectors, by a knowledge base given no embedding model:
+    the vector ranker has no query vector (BM25 alone needs none)."""
+    built = _model_name(index)
+    again = (index.spec if index else None) or built
+    return ModelMismatchError(
+        f"the index was built with the embedding model {built}, but this search has no "
+        "embedding model (--embedding none, embedding=None) to embed the query for the "
+        "vector and hybrid modes; search with --mode bm25 (mode='bm25') for the words alone, "
+        f"or leave --embedding out (or pass --embedding {again}) to use the index's model"
+    )
+
+
 def _model_name(meta: EmbeddingMeta | None) -> str:
     return "no embedding model (BM25 only)" if meta is None else f"{meta.provider}:{meta.model}"
 
@@ -125,8 +138,21 @@ def same_model(a: EmbeddingMeta | None, b: EmbeddingMeta | None) -> bool:
     return (a.provider, a.model) == (b.provider, b.model)
 
 
+_REBUILD_EXPLICITLY = (
+    "or rebuild it with the new one explicitly: `kbgraph index FOLDER --embedding SPEC "
+    "--rebuild`, KnowledgeBase.index(), or RagSettings(rebuild_on_model_change=True)"
+)
+REBUILD_WITH_FLAG = (
+    "or rebuild it with the new one on purpose: `kbgraph index FOLDER --embedding SPEC "
+    "--rebuild` (KnowledgeBase.index(rebuild=True)), which embeds every chunk again"
+)
+
+
 def check_index_model(
-    folder: Path, built: EmbeddingMeta | None, wanted: EmbeddingMeta | None
+    folder: Path,
+    built: EmbeddingMeta | None,
+    wanted: EmbeddingMeta | None,
+    how_to_rebuild: str = _REBUILD_EXPLICITLY,
 ) -> None:
     """Refuse to update an index built with another model (or none) than ``wanted``: that
     would be a rebuild, and only an explicit one may change an index's model."""
@@ -135,10 +161,8 @@ def check_index_model(
     again = (built.spec or f"{built.provider}:{built.model}") if built else "none"
     raise ModelMismatchError(
         f"{folder} is indexed with {_model_name(built)} but this run uses {_model_name(wanted)}; "
-        f"kbgraph does not rebuild an index with another model on its own. Pass embedding "
-        f"'auto' (or {again!r}) to use the index's model, or rebuild it with the new one "
-        "explicitly: `kbgraph index FOLDER --embedding SPEC`, KnowledgeBase.index(), or "
-        "RagSettings(rebuild_on_model_change=True)"
+        f"kbgraph does not rebuild an index with another model on its own. Leave --embedding "
+        f"out (embedding 'auto') or pass {again!r} to use the index's model, {how_to_rebuild}"
     )
 
 
@@ -331,11 +355,8 @@ def _rrf(
 ) -> list[SearchResult]:
     lists = {name: ranking.top(name, config.candidates(), filters) for name in RANKERS}
     raw = {name: dict(zip(*hits, strict=True)) for name, hits in lists.items()}
-    fused = rrf_fuse(
-        {name: keys for name, (keys, _) in lists.items()},
-        k=config.rrf_k,
-        weights=config.weights,
-    )[: config.top_k]
+    rankings: dict[str, Sequence[Hashable]] = {name: keys for name, (keys, _) in lists.items()}
+    fused = rrf_fuse(rankings, k=config.rrf_k, weights=config.weights)[: config.top_k]
     rows = [int(item.key) for item in fused]  # type: ignore[call-overload]
     results = []
     for item, row, chunk in zip(fused, rows, ranking.chunks(rows), strict=True):

@@ -6,10 +6,12 @@ raised as one :class:`~kbgraph.errors.ConfigError` line instead of pydantic's mu
 from __future__ import annotations
 
 import difflib
+import functools
+import types
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Self, get_args
+from typing import Annotated, Any, Literal, Self, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 from pydantic_core import ErrorDetails
 
 from kbgraph.errors import ConfigError, InvalidSettingError
@@ -19,9 +21,18 @@ _BOUNDS = {"ge": "at least {}", "gt": "more than {}", "le": "at most {}", "lt": 
 
 class Settings(BaseModel):
     """Frozen, ``extra="forbid"``; building one from bad values raises ``ConfigError``
-    (``InvalidSettingError`` for a bad value, with the field's dotted path)."""
+    (``InvalidSettingError`` for a bad value, with the field's dotted path). A bool is
+    refused where a number is expected (pydantic's lax mode takes ``True`` as 1), also
+    inside a dict or list of numbers."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        if info.field_name and _holds_bool(value) and _numbers_only(cls, info.field_name):
+            raise ValueError("a number, not True or False")
+        return value
 
     def __init__(self, /, **data: Any) -> None:
         try:
@@ -42,6 +53,50 @@ class Settings(BaseModel):
             return super().model_validate_json(json_data, **kwargs)
         except ValidationError as exc:
             raise invalid_setting(exc, cls) from None
+
+
+def _holds_bool(value: object) -> bool:
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, Mapping):
+        return any(_holds_bool(v) for v in value.values())
+    if isinstance(value, list | tuple | set | frozenset):
+        return any(_holds_bool(v) for v in value)
+    return False
+
+
+_CONTAINERS = (dict, list, tuple, set, frozenset, Union, types.UnionType)
+# What a numeric setting may be made of besides numbers: None, a dict's str keys, `...`.
+_NUMERIC_COMPANIONS = {int, float, str, type(None), type(Ellipsis)}
+
+
+@functools.cache
+def _numbers_only(model: type[BaseModel], name: str) -> bool:
+    """Whether the field holds numbers and no bool anywhere (``int``, ``float | None``,
+    ``dict[str, float]``); a nested model, ``Any`` or a TypedDict validates its own."""
+    field = model.model_fields.get(name)
+    if field is None:
+        return False
+    leaves = _leaves(field.annotation)
+    return bool(leaves & {int, float}) and leaves <= _NUMERIC_COMPANIONS
+
+
+def _leaves(annotation: object) -> set[object]:
+    """The plain types an annotation is made of (a Literal's by its values' types). A
+    container (``dict[str, float]``, ``tuple[int, ...]``) or union counts by its items; any
+    other generic by itself too."""
+    origin = get_origin(annotation)
+    if origin is Literal:
+        return {type(arg) for arg in get_args(annotation)}
+    if origin is Annotated:
+        return _leaves(get_args(annotation)[0])
+    args = get_args(annotation)
+    if not args:
+        return {type(Ellipsis) if annotation is Ellipsis else annotation}
+    leaves = set().union(*(_leaves(arg) for arg in args))
+    if origin in _CONTAINERS:
+        return leaves
+    return leaves | {origin}
 
 
 def invalid_setting(exc: ValidationError, model: type[BaseModel]) -> ConfigError:

@@ -12,24 +12,41 @@ import asyncio
 import logging
 import os
 import threading
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from kbgraph.errors import ConfigError, IndexCorruptError, IndexNotFoundError
+from kbgraph.errors import (
+    ConfigError,
+    DatabaseUnavailableError,
+    IndexCorruptError,
+    IndexNotFoundError,
+    ReadOnlyStoreError,
+)
 
 from . import __version__
+from ._arguments import (
+    flag,
+    path_argument,
+    seconds,
+    settings_argument,
+    store_url,
+    whole_number,
+)
 from ._folder import FolderSnapshot, FolderStore, no_index
-from ._freshness import DEFAULT_TTL_S, Freshness, count_stale
+from ._freshness import DEFAULT_TTL_S, Freshness, changed_files, count_stale
 from ._indexer import IndexPlan, run_index, settings_match
 from ._recorded import ModelLost, ObjectOnly, auto_spec
 from ._reuse import check_against_documents
 from ._search import (
+    REBUILD_WITH_FLAG,
     check_index_model,
     check_query_model,
     check_rank_arguments,
+    no_query_model,
     once,
     rank_one,
     resolve_mode,
@@ -40,10 +57,17 @@ from .config import ChunkConfig, ScanConfig, SearchConfig, SearchMode
 from .embeddings import DEFAULT_TIMEOUT, BatchEmbedder, describe_embeddings, resolve_embeddings
 from .filters import SearchFilters
 from .progress import ProgressCallback, ignore_progress
-from .records import SearchResult
-from .reports import IndexReport, IndexStats
+from .records import SearchResult, SkippedFile
+from .reports import IndexChanges, IndexReport, IndexStats
 from .scan import scan_folder
-from .storage import IndexStore, QueryEmbedder, Snapshot, open_store
+from .storage import (
+    IndexStore,
+    QueryEmbedder,
+    ServedStore,
+    Snapshot,
+    no_versions,
+    open_store,
+)
 from .store import (
     DEFAULT_KEEP_VERSIONS,
     EmbeddingMeta,
@@ -63,6 +87,7 @@ if TYPE_CHECKING:
 Ranker = Literal["vector", "bm25"]
 logger = logging.getLogger("kbgraph.retrieval")
 _Settings = TypeVar("_Settings", ChunkConfig, ScanConfig)
+_T = TypeVar("_T")
 
 
 class KnowledgeBase:
@@ -71,7 +96,9 @@ class KnowledgeBase:
     ``fake``) or any LangChain ``Embeddings``; ``None`` gives a lexical-only index (BM25);
     ``store`` is where the index lives: ``None`` (the folder index, in ``index_dir``,
     default ``<folder>/.kbgraph``) or a PostgreSQL URL (``postgresql://user@host/db``: the
-    same scan, chunking, embedding cache and results, in tables of that database);
+    same scan, chunking, embedding cache and results, in tables of that database; several
+    hosts, ``postgresql://user@primary,standby/db``, send searches to a standby and writes
+    to the primary); ``read_store`` is a standby's URL that searches go to first;
     ``auto`` (the default) reuses the model the existing index was built with, else
     ``local`` (an index built from an ``Embeddings`` object records no spec: then pass that
     object again). ``chunking`` and ``scan`` work alike: ``None`` reuses what the existing
@@ -98,23 +125,37 @@ class KnowledgeBase:
         embedding_timeout: float = DEFAULT_TIMEOUT,
         keep_versions: int | None = None,
         store: str | None = None,
+        read_store: str | None = None,
     ) -> None:
-        self.folder = Path(folder).expanduser().resolve()
+        self.folder = path_argument(folder, "folder", "KnowledgeBase('docs/')").resolve()
         if not self.folder.is_dir():
             raise ConfigError(f"{folder} is not a folder; pass the folder to index")
-        self.lock_timeout = lock_timeout
-        index_path = Path(index_dir) if index_dir else None
-        self.store: IndexStore = open_store(self.folder, store, index_path, lock_timeout)
+        self.lock_timeout = seconds(lock_timeout, "lock_timeout", 60.0, zero=True)
+        index_path = (
+            path_argument(index_dir, "index_dir", "index_dir='docs-index/'")
+            if index_dir not in (None, "")
+            else None
+        )
+        self.store: IndexStore = open_store(
+            self.folder,
+            store_url(store),
+            index_path,
+            self.lock_timeout,
+            store_url(read_store),
+        )
         recorded = self.store.recorded()
+        scan = settings_argument(ScanConfig, scan, "scan")
+        chunking = settings_argument(ChunkConfig, chunking, "chunking")
         self.scan_config = scan or _recorded(ScanConfig, recorded.scan)
         self.chunk_config = chunking or _recorded(ChunkConfig, recorded.chunking)
-        if keep_versions is None:
-            keep_versions = recorded.keep_versions or DEFAULT_KEEP_VERSIONS
-        self.keep_versions = check_keep(keep_versions)
+        keep = whole_number(keep_versions, "keep_versions")
+        if keep is None:
+            keep = recorded.keep_versions or DEFAULT_KEEP_VERSIONS
+        self.keep_versions = check_keep(keep)
         spec: str | Embeddings | ObjectOnly | ModelLost | None = embedding
         if embedding == "auto":
             spec = auto_spec(recorded)
-        self.embedding_timeout = _positive(embedding_timeout, "embedding_timeout")
+        self.embedding_timeout = seconds(embedding_timeout, "embedding_timeout", 30.0)
         self._embedding_spec = spec
         self._embedding_meta = self._describe(spec)
         self._embedder: BatchEmbedder | None = None
@@ -122,14 +163,14 @@ class KnowledgeBase:
         self._reader_key: str | None = None
         self._lock = threading.RLock()
         self._freshness = Freshness(
-            ttl=freshness_ttl,
+            ttl=seconds(freshness_ttl, "freshness_ttl", DEFAULT_TTL_S, zero=True),
             is_fresh=self.is_fresh,
             index=self._index_unless_read_only,
             has_index=self._has_index,
-            wait_s=lock_timeout,
+            wait_s=self.lock_timeout,
         )
         self._watcher: FolderWatcher | None = None
-        if live:
+        if flag(live, "live"):
             self.start_watching()
 
     @property
@@ -172,12 +213,26 @@ class KnowledgeBase:
 
     # -- indexing -----------------------------------------------------------------------
     def index(
-        self, *, progress: ProgressCallback | None = None, rebuild: bool = False
+        self,
+        *,
+        progress: ProgressCallback | None = None,
+        rebuild: bool = False,
+        allow_model_change: bool = True,
     ) -> IndexReport:
         """Bring the index up to date with the folder (incrementally), repairing any
-        damage from the documents (``IndexReport.repaired`` lists what was found)."""
+        damage from the documents (``IndexReport.repaired`` lists what was found). An
+        index built with another embedding model (or none) is rebuilt with this knowledge
+        base's, unless ``allow_model_change`` is False: then only ``rebuild`` does, and
+        otherwise a ``ModelMismatchError`` names both models (``kbgraph index`` and the
+        file watcher never re-embed a whole index unasked)."""
         if isinstance(self._embedding_spec, ModelLost):
             raise self._embedding_spec.error()
+        if not (rebuild or allow_model_change):
+            recorded = self.store.recorded()
+            if recorded.found and recorded.lost is None:
+                check_index_model(
+                    self.folder, recorded.embedding, self._embedding_meta, REBUILD_WITH_FLAG
+                )
         plan = IndexPlan(
             folder=self.folder,
             store=self.store,
@@ -206,11 +261,20 @@ class KnowledgeBase:
         )
 
     async def aindex(
-        self, *, progress: ProgressCallback | None = None, rebuild: bool = False
+        self,
+        *,
+        progress: ProgressCallback | None = None,
+        rebuild: bool = False,
+        allow_model_change: bool = True,
     ) -> IndexReport:
         """:meth:`index` in a worker thread: the event loop keeps running while files are
         read and embedded (``progress`` is then called from that thread)."""
-        return await asyncio.to_thread(self.index, progress=progress, rebuild=rebuild)
+        return await asyncio.to_thread(
+            self.index,
+            progress=progress,
+            rebuild=rebuild,
+            allow_model_change=allow_model_change,
+        )
 
     def stale_files(self) -> int | None:
         """New + modified + deleted files, from file metadata only; None without an index
@@ -236,6 +300,27 @@ class KnowledgeBase:
             self.lock_timeout,
         )
         return settings_match(meta, plan)
+
+    def changes(self) -> IndexChanges:
+        """What changed in the folder since the live index was built (file metadata only;
+        ``rebuild`` when the settings changed). ``IndexNotFoundError`` without an index."""
+        reader = self._open()
+        if not self._settings_match(reader.meta):
+            return IndexChanges(rebuild=True)
+        scanned = scan_folder(self.folder, self.scan_config, index_dir=self.store.index_dir)
+        return changed_files(reader.meta, scanned)
+
+    def skipped_files(self) -> list[SkippedFile]:
+        """The files left out of the index with their reasons: those the scan leaves out
+        now (secrets, excluded, too large ...) and those the live index could not load
+        (binary, empty, unreadable, extraction failed)."""
+        reader = self._open()
+        scanned = scan_folder(self.folder, self.scan_config, index_dir=self.store.index_dir)
+        loaded = [
+            SkippedFile(rel, record.reason, record.detail)
+            for rel, record in sorted(reader.meta.skipped.items())
+        ]
+        return [*scanned.skipped, *loaded]
 
     def is_fresh(self) -> bool:
         """True when the folder matches the index; reads file metadata only."""
@@ -265,7 +350,13 @@ class KnowledgeBase:
             if self.store.layout.has_pointer() and not os.access(root, os.W_OK):
                 logger.warning("%s is stale but read-only; searching it as it is", root)
                 return None
-        return self.index(progress=progress)
+        try:
+            return self.index(progress=progress)
+        except ReadOnlyStoreError as exc:  # a standby: refused before anything was written
+            if not self._has_index():
+                raise
+            logger.warning("%s is stale; searching it as it is: %s", self.folder, exc)
+            return None
 
     def _has_index(self) -> bool:
         try:
@@ -300,6 +391,21 @@ class KnowledgeBase:
         return watcher is not None and watcher.running
 
     # -- search -------------------------------------------------------------------------
+    def _reading(self, use: Callable[[Snapshot], _T]) -> _T:
+        """``use`` the live version. A database connection lost on the way (a standby that
+        went away mid-search) is retried once on a new connection, which goes to a server
+        that answers (the primary when no standby does): the caller sees no error."""
+        try:
+            return use(self._open())
+        except DatabaseUnavailableError as exc:
+            logger.warning("a search lost its server; trying another: %s", exc)
+            with self._lock:  # every connection of the lost server goes
+                if self._reader is not None:
+                    self._reader.close()
+                self._reader, self._reader_key = None, None
+                self.store.close()
+            return use(self._open())
+
     def _open(self) -> Snapshot:
         """The live version, reopened when a writer published a new one."""
         with self._lock:
@@ -325,6 +431,8 @@ class KnowledgeBase:
 
         def embed(query: str) -> np.ndarray:
             check_query_model(reader.meta.embedding, self._embedding_meta)
+            if self._embedding_spec is None:  # lexical only by choice, not a lost model
+                raise no_query_model(reader.meta.embedding)
             return self._embed_query(query)
 
         return embed
@@ -342,8 +450,9 @@ class KnowledgeBase:
         ``top_k`` (1-1000, default 5) and ``mode`` may be given here or in ``config``, not
         both with different values; an empty query is refused (``ConfigError``)."""
         cfg = search_config(query, top_k=top_k, mode=mode, filters=filters, config=config)
-        reader = self._open()
-        return _search(reader, query, cfg, filters, self._query_embedder(reader))
+        return self._reading(
+            lambda reader: _search(reader, query, cfg, filters, self._query_embedder(reader))
+        )
 
     async def asearch(
         self,
@@ -363,15 +472,28 @@ class KnowledgeBase:
     def as_retriever(
         self,
         *,
-        top_k: int = 5,
+        top_k: int | None = None,
+        k: int | None = None,
         mode: SearchMode | None = None,
-        filters: SearchFilters | None = None,
+        filters: SearchFilters | Mapping[str, Any] | None = None,
+        search_type: str = "similarity",
+        search_kwargs: Mapping[str, Any] | None = None,
     ) -> KnowledgeBaseRetriever:
-        """This knowledge base as a LangChain ``BaseRetriever`` (sync and async); see
+        """This knowledge base as a LangChain ``BaseRetriever`` (sync and async) returning
+        ``top_k`` documents (default 5); LangChain's spellings work too: ``k=4``,
+        ``search_type="similarity"``, ``search_kwargs={"k": 4, "filter": {...}}``. See
         :mod:`kbgraph.retrieval.retriever` for the documents' metadata."""
-        from .retriever import KnowledgeBaseRetriever
+        from .retriever import KnowledgeBaseRetriever, retriever_settings
 
-        return KnowledgeBaseRetriever(knowledge_base=self, k=top_k, mode=mode, filters=filters)
+        settings = retriever_settings(
+            top_k=top_k,
+            k=k,
+            mode=mode,
+            filters=filters,
+            search_type=search_type,
+            search_kwargs=search_kwargs,
+        )
+        return KnowledgeBaseRetriever(knowledge_base=self, **settings)
 
     def rank(
         self,
@@ -383,11 +505,14 @@ class KnowledgeBase:
     ) -> list[SearchResult]:
         """One ranker's list (for callers that fuse several queries themselves)."""
         check_rank_arguments(query, ranker, limit, filters)
-        reader = self._open()
-        if ranker == "vector":
-            resolve_mode(reader.has_vectors, "vector")
-        with reader.ranking(query, once(self._query_embedder(reader))) as ranking:
-            return rank_one(ranking, ranker, limit, filters)
+
+        def rank(reader: Snapshot) -> list[SearchResult]:
+            if ranker == "vector":
+                resolve_mode(reader.has_vectors, "vector")
+            with reader.ranking(query, once(self._query_embedder(reader))) as ranking:
+                return rank_one(ranking, ranker, limit, filters)
+
+        return self._reading(rank)
 
     def indexed_files(self) -> dict[str, FileRecord]:
         """The files of the live generation with their size, mtime, sha256 and chunk span."""
@@ -420,7 +545,10 @@ class KnowledgeBase:
 
     def _published_layout(self) -> IndexLayout:
         """The folder index's files, once an index was published there (a damaged one too:
-        restoring repairs it); IndexNotFoundError for a folder never indexed."""
+        restoring repairs it); IndexNotFoundError for a folder never indexed, ConfigError
+        for a knowledge base in a database (it keeps the live version only)."""
+        if not isinstance(self.store, FolderStore):
+            raise no_versions(self.folder, self.store.location)
         layout = self.layout
         if not layout.has_pointer() and not layout.published():
             raise no_index(self.folder)
@@ -445,6 +573,7 @@ class KnowledgeBase:
 
     def _stats_from(self, meta: IndexMeta, size: int, *, stale: int) -> IndexStats:
         return IndexStats(
+            server=self.store.server() if isinstance(self.store, ServedStore) else {},
             versions=self._version_count(),
             keep_versions=meta.keep_versions,
             file_count=meta.file_count,
@@ -474,12 +603,6 @@ class KnowledgeBase:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _positive(value: float, name: str) -> float:
-    if not isinstance(value, int | float) or isinstance(value, bool) or not 0 < value < 1e6:
-        raise ConfigError(f"{name} must be a number of seconds above 0 (got {value!r}); e.g. 30")
-    return float(value)
 
 
 def _recorded(cls: type[_Settings], recorded: dict[str, Any] | None) -> _Settings:

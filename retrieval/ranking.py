@@ -11,12 +11,16 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
 from kbgraph.errors import ConfigError, DimensionMismatchError
 
 from ._blas import single_blas_thread
+
+N = TypeVar("N", bound=Hashable)
+"""The name of a ranking in a fusion: a ranker's name, or a caller's typed key."""
 
 # Rows per BLAS call. One call is fastest; blocks only keep each call far below the 2**31
 # rows that BLAS builds with 32-bit integers accept (numpy falls back to a slow loop beyond).
@@ -116,23 +120,13 @@ def top_k_dot(
 
 
 @dataclass(frozen=True, slots=True)
-class FusedItem:
+class FusedItem(Generic[N]):
     """One fused result: its fused ``score`` and the 1-based rank each ranking gave it
-    (rankings that did not return it are absent)."""
+    (rankings that did not return it are absent), by the rankings' own names."""
 
     key: Hashable
     score: float
-    ranks: dict[str, int] = field(default_factory=dict)
-
-
-def ranking_weight(name: str, weights: Mapping[str, float] | None) -> float:
-    """The weight of ranking ``name``: ``weights[name]``, else the weight of its ranker —
-    the part after the last ``:``, so ``"q1:bm25"`` takes ``weights["bm25"]`` — else 1."""
-    if not weights:
-        return 1.0
-    if name in weights:
-        return float(weights[name])
-    return float(weights.get(name.rsplit(":", 1)[-1], 1.0))
+    ranks: dict[N, int] = field(default_factory=dict)
 
 
 def rrf_contribution(rank: int, k: int, weight: float = 1.0) -> float:
@@ -143,21 +137,23 @@ def rrf_contribution(rank: int, k: int, weight: float = 1.0) -> float:
 
 
 def rrf_fuse(
-    rankings: Mapping[str, Sequence[Hashable]],
+    rankings: Mapping[N, Sequence[Hashable]],
     *,
     k: int = 60,
-    weights: Mapping[str, float] | None = None,
-) -> list[FusedItem]:
+    weights: Mapping[N, float] | None = None,
+) -> list[FusedItem[N]]:
     """Fuse ranked lists: ``score(d) = Σ_r w_r / (k + rank_r(d))``, ranks 1-based (Cormack et
-    al. 2009). A key listed twice in one ranking keeps its best rank. Ties are broken by the
-    best single rank, then by first appearance (rankings in mapping order, each best first)."""
+    al. 2009). Rankings are named by any hashable (a ranker name, a typed key); ``weights``
+    by the same names, 1 for a ranking it does not name. A key listed twice in one ranking
+    keeps its best rank. Ties are broken by the best single rank, then by first appearance
+    (rankings in mapping order, each best first)."""
     check_k(k)
-    ranks: dict[Hashable, dict[str, int]] = {}
+    ranks: dict[Hashable, dict[N, int]] = {}
     for name, ranking in rankings.items():
         for rank, key in enumerate(ranking, start=1):
             ranks.setdefault(key, {}).setdefault(name, rank)
     resolved = {name: _checked_weight(name, weights) for name in rankings}
-    items: list[tuple[float, int, int, FusedItem]] = []
+    items: list[tuple[float, int, int, FusedItem[N]]] = []
     for seen, (key, by_name) in enumerate(ranks.items()):
         # fsum is exact-then-rounded, so items with the same multiset of contributions tie
         # exactly whatever order the rankings list them in.
@@ -209,8 +205,8 @@ def convex_fuse(
     return fused / total
 
 
-def _checked_weight(name: str, weights: Mapping[str, float] | None) -> float:
-    weight = ranking_weight(name, weights)
+def _checked_weight(name: Hashable, weights: Mapping[Any, float] | None) -> float:
+    weight = float(weights.get(name, 1.0)) if weights else 1.0
     if not math.isfinite(weight) or weight < 0:
         raise ConfigError(
             f"weight of ranking {name!r} is {weight}; weights must be finite and >= 0 "
@@ -226,7 +222,6 @@ __all__ = [
     "convex_fuse",
     "dot_scores",
     "min_max",
-    "ranking_weight",
     "rrf_contribution",
     "rrf_fuse",
     "top_k_dot",

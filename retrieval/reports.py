@@ -22,6 +22,8 @@ class IndexStats:
     embedding: dict[str, Any] = field(default_factory=dict)
     versions: int = 1  # generations kept on disk for restore, the current one included
     keep_versions: int = 3  # how many a writer keeps
+    # A database store: the server that answered (address, standby, replay lag, versions)
+    server: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return to_camel_dict(self)
@@ -53,4 +55,25 @@ class IndexReport:
         return {**self.stats.to_dict(), **run, **skips}
 
 
-__all__ = ["IndexReport", "IndexStats"]
+@camel
+@dataclass(frozen=True, slots=True)
+class IndexChanges:
+    """What changed in the folder since the index was built, from file metadata only:
+    files that appeared, changed (size or modification time) or vanished. ``rebuild``:
+    the index was built with other settings (model, chunking, scan), so the next run
+    rebuilds it whatever the files."""
+
+    added: list[str] = field(default_factory=list)
+    modified: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    rebuild: bool = False
+
+    @property
+    def count(self) -> int:
+        return len(self.added) + len(self.modified) + len(self.deleted)
+
+    def to_dict(self) -> dict[str, Any]:
+        return to_camel_dict(self)
+
+
+__all__ = ["IndexChanges", "IndexReport", "IndexStats"]

@@ -71,6 +71,9 @@ class ScannedFile:
     size: int
     mtime_ns: int
     kind: FileKind
+    # The inode's change time: a chmod/chown changes it, not the size or mtime. Compared
+    # only for files an earlier run could not read (see SkipRecord.ctime_ns).
+    ctime_ns: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,7 +295,9 @@ class _Scanner:
             self._skip(rel, "too-large", detail)
         else:
             kind = file_kind(rel)
-            self.files.append(ScannedFile(path, rel, st.st_size, st.st_mtime_ns, kind))
+            self.files.append(
+                ScannedFile(path, rel, st.st_size, st.st_mtime_ns, kind, st.st_ctime_ns)
+            )
 
 
 class PathRules:

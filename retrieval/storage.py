@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -169,6 +169,17 @@ def is_database(store: str | None) -> bool:
     return bool(store) and str(store).strip().lower().startswith(DATABASE_SCHEMES)
 
 
+def no_versions(folder: Path, location: str) -> ConfigError:
+    """``versions`` / ``restore`` of a knowledge base in a database, which keeps the live
+    version only (its rows are replaced in place, in one transaction per run)."""
+    return ConfigError(
+        f"the index of {folder} is in PostgreSQL ({location}), which keeps only the live "
+        "version: there are no earlier versions to list or restore; back the database up to "
+        "keep earlier states (pg_dump, or your provider's snapshots), or keep the index in "
+        "the folder (no --store) for `kbgraph versions` and `restore`"
+    )
+
+
 def describe_store(store: str | None) -> str:
     """For reports and logs: ``folder``, or the database URL without its password."""
     if not is_database(store):
@@ -178,11 +189,30 @@ def describe_store(store: str | None) -> str:
     return Database.parse(str(store).strip()).location
 
 
+@runtime_checkable
+class ServedStore(Protocol):
+    """A store on a database server, which can say which server answers its searches."""
+
+    def server(self) -> dict[str, Any]:
+        """The server's address, whether it is a standby, its replay lag, versions."""
+
+
 def open_store(
-    folder: Path, store: str | None, index_dir: Path | None, lock_timeout: float
+    folder: Path,
+    store: str | None,
+    index_dir: Path | None,
+    lock_timeout: float,
+    read_store: str | None = None,
 ) -> IndexStore:
     """``store`` None or ``folder``: the folder index (in ``index_dir``, default
-    ``<folder>/.kbgraph``); ``postgresql://...``: that database."""
+    ``<folder>/.kbgraph``); ``postgresql://...``: that database (its primary, or several
+    hosts), searched at ``read_store`` when given (a standby)."""
+    read = (read_store or "").strip() or None
+    if read is not None and not (is_database(store) and is_database(read)):
+        raise ConfigError(
+            "read_store (--read-store) is a PostgreSQL URL of a standby that searches go to; "
+            "it needs a PostgreSQL store (--store postgresql://... naming the primary)"
+        )
     if store is None or store.strip() in ("", "folder"):
         from ._folder import FolderStore
 
@@ -195,7 +225,7 @@ def open_store(
             )
         from .postgres import PostgresStore
 
-        return PostgresStore(store.strip(), folder)
+        return PostgresStore(store.strip(), folder, read_url=read)
     raise ConfigError(
         "store must be 'folder' (the index beside the documents, the default) or a "
         "PostgreSQL URL (postgresql://user@host:5432/dbname); got a value of neither form"
@@ -213,8 +243,10 @@ __all__ = [
     "QueryEmbedder",
     "QueryRanking",
     "RankerName",
+    "ServedStore",
     "Snapshot",
     "describe_store",
     "is_database",
+    "no_versions",
     "open_store",
 ]

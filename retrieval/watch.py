@@ -55,7 +55,11 @@ class WatchTarget(Protocol):
     scan_config: ScanConfig
 
     def index(
-        self, *, progress: ProgressCallback | None = None, rebuild: bool = False
+        self,
+        *,
+        progress: ProgressCallback | None = None,
+        rebuild: bool = False,
+        allow_model_change: bool = True,
     ) -> IndexReport: ...
 
     def indexed_files(self) -> dict[str, FileRecord]: ...
@@ -318,7 +322,8 @@ class FolderWatcher:
         before = self._files()
         start = time.perf_counter()
         try:
-            report = self.target.index()
+            # A watcher never re-embeds a whole index with another model on its own.
+            report = self.target.index(allow_model_change=False)
         except (ConfigError, ModelMismatchError):
             raise  # cannot heal by waiting: stops the watcher
         except (KbgraphError, OSError) as exc:

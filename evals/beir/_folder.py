@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import quote
 
+from kbgraph.retrieval.cache import CACHE_ENV, cache_root
+
 from ._load import Document
 
-CACHE_ENV = "KBGRAPH_CACHE_DIR"
 DOCS_DIR = "docs"
 INDEX_DIR = "index"
 DocFormat = Literal["md", "txt"]
@@ -37,14 +38,8 @@ def default_work_dir(beir_dir: str | Path) -> Path:
     """``$KBGRAPH_CACHE_DIR`` (else ``$XDG_CACHE_HOME/kbgraph``, else ``~/.cache/kbgraph``)
     ``/beir/<data set folder name>-<hash of its absolute path>``."""
     root = Path(beir_dir).expanduser().resolve()
-    base = os.environ.get(CACHE_ENV) or ""
-    if base:
-        cache = Path(base).expanduser()
-    else:
-        xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-        cache = Path(xdg).expanduser() / "kbgraph"
     digest = hashlib.sha256(str(root).encode("utf-8", "surrogatepass")).hexdigest()[:10]
-    return cache / "beir" / f"{root.name}-{digest}"
+    return cache_root() / "beir" / f"{root.name}-{digest}"
 
 
 def file_name(doc_id: str, doc_format: DocFormat = "md") -> str:

@@ -10,6 +10,7 @@ from .base import ClaimDecomposer, Judge, JudgeError
 from .llm import LLMJudge
 from .offline import OfflineJudge
 from .overlap import OverlapJudge, content_overlap
+from .scripted import ScriptedJudge
 
 
 def resolve_judge(spec: str | Judge, *, embeddings: Embeddings | str = "local") -> Judge:
@@ -32,6 +33,7 @@ __all__ = [
     "LLMJudge",
     "OfflineJudge",
     "OverlapJudge",
+    "ScriptedJudge",
     "content_overlap",
     "resolve_judge",
 ]

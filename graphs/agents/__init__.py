@@ -1,9 +1,12 @@
 """Ready-made agents over the retrieval subgraph.
 
-* ``chat_agent`` — subgraph → answer → citation extraction; answers extractively when no
-  chat model is configured.
+* ``chat_agent`` — subgraph → answer → citation extraction → answer check; answers
+  extractively when no chat model is configured.
 * ``tool_agent`` — a ReAct loop around the ``rag_search`` tool; needs a chat model
   (``RagSettings.chat_model``), resolved when a run starts.
+
+Both check what the chat model writes against the sources it cites (``answer_check``; the
+offline judge unless ``RagSettings.answer_check`` says otherwise).
 
 Both are compiled without a checkpointer (``langgraph.json`` exports them; the server, or
 your code, brings one) and take ``RagSettings`` as their context::
@@ -13,7 +16,7 @@ your code, brings one) and take ``RagSettings`` as their context::
         {"messages": [("user", "How do I configure retries?")]},
         context={"knowledge_bases": [{"folder": "examples/docs"}]},
     )
-    print(out["answer"], out["answer_citations"])
+    print(out["answer"], out["answer_citations"], out["answer_check"])
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from .chat import build_chat_agent, compose_answer
 from .react import build_tool_agent
 from .state import (
     AgentInput,
+    AnswerAction,
+    AnswerCheckRecord,
     AnswerKeys,
     AnswerMode,
     ChatAgentState,
@@ -34,6 +39,8 @@ tool_agent = build_tool_agent()
 
 __all__ = [
     "AgentInput",
+    "AnswerAction",
+    "AnswerCheckRecord",
     "AnswerKeys",
     "AnswerMode",
     "ChatAgentState",

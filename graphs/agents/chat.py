@@ -1,11 +1,13 @@
 """The ready chat agent: retrieval subgraph → answer → citation extraction.
 
-    START → rag (the compiled subgraph, as one node) → answer → extract_citations → END
+    START → rag (the compiled subgraph, as one node) → answer → extract_citations
+          → check_answer → END
 
 The subgraph's output keys land in this graph's state; ``answer`` writes the reply (also
 appended to ``messages``, so the next turn sees it, with a turn marker in its
-``response_metadata`` — see ``kbgraph.graphs.turns``) and ``extract_citations`` resolves its
-``[N]`` markers against ``rag_citations``.
+``response_metadata`` — see ``kbgraph.graphs.turns``), ``extract_citations`` resolves its
+``[N]`` markers against ``rag_citations`` and ``check_answer`` checks what the chat model
+wrote against the sources it cites (``answer_check``; see ``kbgraph.graphs.agents._check``).
 
 The answer node picks one of:
 
@@ -25,6 +27,7 @@ answer does not call the model either (see ``kbgraph.graphs.nodes._base.run_outa
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,23 +39,26 @@ from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer
 
 from kbgraph.errors import ContextLengthError
+from kbgraph.evals.judges import Judge
 from kbgraph.prompts import load_prompt, render_prompt
 
-from .. import _extractive
+from .._extractive import extractive_text
 from ..citations import inject_context
 from ..nodes._base import run_outage
 from ..nodes._text import question_of
 from ..nodes._window import fit_sources
 from ..nodes.decide_retrieve import is_small_talk_or_closing, small_talk_kind
+from ..recording import recording
 from ..searcher import SearcherRegistry
 from ..settings import RagSettings, settings_from_runtime
 from ..subgraph import build_rag_graph
 from ..turns import mark_answer
+from ._check import make_check_node
 from ._common import citation_update, kb_names, model_for
 from .state import AgentInput, AnswerMode, ChatAgentState
 
 RAG_NODE = "rag"
-NODES = (RAG_NODE, "answer", "extract_citations")
+NODES = (RAG_NODE, "answer", "extract_citations", "check_answer")
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,9 +83,11 @@ def compose_answer(
         return Reply(reply.text, reply.mode, reply.error or skipped)
     if not state.get("rag_grounded") or not state.get("rag_citations"):
         return Reply(not_grounded_text(state, settings), "not_grounded")
+    if model is None and skipped:
+        why = "the chat model was not called: it was down earlier in this run"
+        return Reply(extractive_text(state, why), "fallback", skipped)
     if model is None:
-        mode: AnswerMode = "fallback" if skipped else "extractive"
-        return Reply(extractive_text(state), mode, skipped)
+        return Reply(extractive_text(state), "extractive")
     trimmed = None
     try:
         prompt, trimmed = answer_prompt(state, model)
@@ -91,12 +99,13 @@ def compose_answer(
     # the extractive answer and say why.
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
-        return Reply(extractive_text(state), "fallback", error, trimmed)
+        why = f"the chat model failed: {type(exc).__name__}"
+        return Reply(extractive_text(state, why), "fallback", error, trimmed)
     return Reply(text, "llm", trimmed=trimmed)
 
 
 def answer_prompt(
-    state: ChatAgentState, model: BaseChatModel
+    state: Mapping[str, Any], model: BaseChatModel
 ) -> tuple[list[BaseMessage], str | None]:
     """The answer's prompt (the sources in the system prompt, then the conversation), with
     fewer sources when all of them would not fit the model's context window; and what was
@@ -163,12 +172,10 @@ def _bullets(items: list[str]) -> str:
     return "\n".join(f"- {item}" for item in items)
 
 
-def extractive_text(state: ChatAgentState) -> str:
-    """The best lines of the cited sources for the queries the subgraph ran (the rewrites
-    make a follow-up question standalone, so they match better than its words alone)."""
-    question = " ".join(state.get("rag_queries") or []) or question_of(dict(state))
-    quotes = _extractive.best_quotes(question, state.get("rag_citations") or [])
-    return _extractive.render(load_prompt("agent_extractive_header"), quotes)
+def _prompt_of(
+    state: Mapping[str, Any], model: BaseChatModel, settings: RagSettings
+) -> list[BaseMessage]:
+    return answer_prompt(state, model)[0]
 
 
 def make_answer_node(chat_model: BaseChatModel | None = None) -> Any:
@@ -198,6 +205,7 @@ def build_chat_agent(
     registry: SearcherRegistry | None = None,
     rag_graph: CompiledStateGraph[Any, Any, Any, Any] | None = None,
     checkpointer: Checkpointer = None,
+    answer_judge: Judge | None = None,
     name: str = "kbgraph_chat_agent",
 ) -> CompiledStateGraph[ChatAgentState, RagSettings, AgentInput, ChatAgentState]:
     """The compiled chat agent; pass a ``checkpointer`` to keep conversations (the exported
@@ -205,7 +213,9 @@ def build_chat_agent(
 
     ``chat_model`` overrides ``RagSettings.chat_model`` for the answer and for the
     subgraph's nodes; ``registry`` supplies the subgraph's searchers; ``rag_graph`` replaces
-    the subgraph altogether (then ``chat_model`` and ``registry`` only affect the answer).
+    the subgraph altogether (then ``chat_model`` and ``registry`` only affect the answer);
+    ``answer_judge`` (any :class:`kbgraph.evals.Judge`) checks the answers instead of the
+    judge ``RagSettings.answer_check.judge`` names.
     """
     subgraph = rag_graph or build_rag_graph(chat_model=chat_model, registry=registry)
     graph = StateGraph(
@@ -217,10 +227,14 @@ def build_chat_agent(
     graph.add_node(RAG_NODE, subgraph)
     graph.add_node("answer", make_answer_node(chat_model))
     graph.add_node("extract_citations", extract_citations_node)
+    # The run is recorded (RagSettings.record_runs) when its last node is done.
+    check = make_check_node(chat_model, _prompt_of, extractive_text, answer_judge)
+    graph.add_node("check_answer", recording(check, name))
     graph.add_edge(START, RAG_NODE)
     graph.add_edge(RAG_NODE, "answer")
     graph.add_edge("answer", "extract_citations")
-    graph.add_edge("extract_citations", END)
+    graph.add_edge("extract_citations", "check_answer")
+    graph.add_edge("check_answer", END)
     return graph.compile(checkpointer=checkpointer, name=name)
 
 

@@ -1,7 +1,7 @@
 """The ready ReAct agent: a chat model that calls ``rag_search`` until it can answer.
 
     START → agent ⇄ tools
-              └→ extract_citations → END
+              └→ extract_citations → check_answer → END
 
 The chat model is resolved per run from ``RagSettings.chat_model`` (or given when the
 graph is built), so the graph compiles — and ``langgraph dev`` starts — without any API
@@ -12,10 +12,18 @@ tools) and the loop stops before LangGraph's recursion limit.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -24,14 +32,17 @@ from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer
 
 from kbgraph.errors import ConfigError
+from kbgraph.evals.judges import Judge
 from kbgraph.prompts import load_prompt, render_prompt
 
+from .._extractive import extractive_text
 from ..settings import RagSettings, settings_from_runtime
 from ..tool import previous_citations, rag_search
+from ._check import make_check_node
 from ._common import citation_update, kb_names, model_for
 from .state import AgentInput, ToolAgentOutput, ToolAgentState
 
-NODES = ("agent", "tools", "extract_citations")
+NODES = ("agent", "tools", "extract_citations", "check_answer")
 # An answer needs the agent step and the extraction step; a search round needs two more.
 _STEPS_TO_FINISH = 3
 
@@ -61,16 +72,25 @@ def make_agent_node(chat_model: BaseChatModel | None, tool: BaseTool, max_search
         messages = list(state.get("messages") or [])
         may_search = searches_since_question(messages, tool.name) < max_searches
         runnable = model.bind_tools([tool]) if may_search else model
-        system = render_prompt(
-            "agent_tool_system", knowledge_bases=kb_names(settings, described=True)
-        )
-        response = runnable.invoke([SystemMessage(system.strip()), *messages])
+        response = runnable.invoke(tool_agent_prompt(messages, settings))
         out_of_steps = not may_search or state.get("remaining_steps", 100) < _STEPS_TO_FINISH
         if isinstance(response, AIMessage) and response.tool_calls and out_of_steps:
             response = AIMessage(id=response.id, content=load_prompt("agent_step_limit").strip())
         return {"messages": [response]}
 
     return agent
+
+
+def tool_agent_prompt(messages: Sequence[BaseMessage], settings: RagSettings) -> list[BaseMessage]:
+    """The system prompt (the knowledge bases, described) and the conversation so far."""
+    system = render_prompt("agent_tool_system", knowledge_bases=kb_names(settings, described=True))
+    return [SystemMessage(system.strip()), *messages]
+
+
+def _prompt_of(
+    state: Mapping[str, Any], model: BaseChatModel, settings: RagSettings
+) -> list[BaseMessage]:
+    return tool_agent_prompt(list(state.get("messages") or []), settings)
 
 
 def route_after_agent(state: ToolAgentState) -> Literal["tools", "extract_citations"]:
@@ -105,11 +125,13 @@ def build_tool_agent(
     tool: BaseTool | None = None,
     max_searches: int = 4,
     checkpointer: Checkpointer = None,
+    answer_judge: Judge | None = None,
     name: str = "kbgraph_tool_agent",
 ) -> CompiledStateGraph[ToolAgentState, RagSettings, AgentInput, ToolAgentOutput]:
     """The compiled ReAct agent (with ``checkpointer`` when given). ``chat_model`` overrides
     ``RagSettings.chat_model``; ``tool`` replaces the default ``rag_search`` (for example one
-    from ``make_rag_search(build_rag_graph(registry=...))``)."""
+    from ``make_rag_search(build_rag_graph(registry=...))``); ``answer_judge`` checks the
+    final answer instead of the judge ``RagSettings.answer_check.judge`` names."""
     if max_searches < 1:
         raise ConfigError(f"max_searches is {max_searches}; it must be 1 or more.")
     tool = tool or rag_search
@@ -122,10 +144,14 @@ def build_tool_agent(
     graph.add_node("agent", make_agent_node(chat_model, tool, max_searches))
     graph.add_node("tools", ToolNode([tool]))
     graph.add_node("extract_citations", make_extract_node(tool.name))
+    graph.add_node(
+        "check_answer", make_check_node(chat_model, _prompt_of, extractive_text, answer_judge)
+    )
     graph.add_edge(START, "agent")
     graph.add_conditional_edges("agent", route_after_agent, ["tools", "extract_citations"])
     graph.add_edge("tools", "agent")
-    graph.add_edge("extract_citations", END)
+    graph.add_edge("extract_citations", "check_answer")
+    graph.add_edge("check_answer", END)
     return graph.compile(checkpointer=checkpointer, name=name)
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NotRequired
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 from langgraph.managed import RemainingSteps
 from typing_extensions import TypedDict
+
+from kbgraph.evals.answer_check import AnswerCheck
 
 from ..citations import ResolvedCitation, UncitedSource, UnresolvedMarker
 from ..state import Citation, RagOutput
@@ -23,11 +25,30 @@ class AgentInput(TypedDict, total=False):
     rag_query: str | None
 
 
+AnswerAction = Literal["none", "flagged", "regenerated", "replaced"]
+"""What the answer check did: nothing to do (every claim supported, or none made), flagged
+unsupported claims (``policy="flag"``, or a regeneration that did not do better), wrote
+the answer again (``regenerate``), or replaced it by the extractive one (``extractive``)."""
+
+
+class AnswerCheckRecord(AnswerCheck):
+    """``answer_check``: the check of the answer (:class:`kbgraph.evals.AnswerCheck`: score,
+    claims with verdicts and evidence, judge), the policy and threshold it ran under, what it
+    did, and after a regeneration the check of the ``first`` answer."""
+
+    policy: str
+    threshold: float
+    action: AnswerAction
+    first: NotRequired[AnswerCheck]
+
+
 class AnswerKeys(TypedDict, total=False):
     """What the answer and citation-extraction nodes add: the answer text (also appended to
     ``messages``), its resolved ``[N]`` markers, markers that name no source, and the
-    sources it never cites. ``answer_trimmed`` says which sources the chat model was shown
-    when they did not all fit its context window (``None``: all of them)."""
+    sources it never cites. ``answer_check`` is the answer checked against its sources
+    (``None`` when no model wrote it, or the check is off). ``answer_trimmed`` says which
+    sources the chat model was shown when they did not all fit its context window
+    (``None``: all of them)."""
 
     answer: str
     answer_mode: AnswerMode
@@ -36,6 +57,7 @@ class AnswerKeys(TypedDict, total=False):
     answer_citations: list[ResolvedCitation]
     answer_unresolved: list[UnresolvedMarker]
     answer_uncited: list[UncitedSource]
+    answer_check: AnswerCheckRecord | None
 
 
 class ChatAgentState(RagOutput, AnswerKeys, total=False):
@@ -56,6 +78,8 @@ class ToolAgentState(ToolAgentOutput, total=False):
 
 __all__ = [
     "AgentInput",
+    "AnswerAction",
+    "AnswerCheckRecord",
     "AnswerKeys",
     "AnswerMode",
     "ChatAgentState",

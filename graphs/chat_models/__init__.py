@@ -2,11 +2,13 @@
 
 ``ChatGGUF`` runs a GGUF file in process through llama.cpp (``pip install 'kbgraph[gguf]'``);
 the spec ``gguf:<path>[?threads=1&n_ctx=4096&max_tokens=512]`` names one.
+``ScriptedChatModel`` replies from a script (the ``fake`` spec; ``kbgraph.testing``).
 """
 
 from __future__ import annotations
 
 from ._gguf_spec import GGUFOptions, parse_gguf_spec
 from .gguf import ChatGGUF
+from .scripted import ScriptedChatModel
 
-__all__ = ["ChatGGUF", "GGUFOptions", "parse_gguf_spec"]
+__all__ = ["ChatGGUF", "GGUFOptions", "ScriptedChatModel", "parse_gguf_spec"]

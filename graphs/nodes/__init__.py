@@ -2,7 +2,7 @@
 ``select_scope``, ``rewrite_query``, ``retrieve``, ``rerank``, ``build_context``,
 ``grounding_check``), each defining a node function of the same name.
 
-Every node takes ``(state, runtime, deps)`` (BuildContext needs no ``deps``);
+Every node takes ``(state, runtime, deps)`` (BuildContext uses none of its ``deps``);
 ``kbgraph.graphs.subgraph`` binds ``deps`` when it builds the graph. Each has a deterministic
 heuristic path and, when a chat model is configured, an LLM path that falls back to the
 heuristic on any failure. The node functions are not re-exported here, so that
@@ -11,6 +11,6 @@ heuristic on any failure. The node functions are not re-exported here, so that
 
 from __future__ import annotations
 
-from ._base import END, NodeDeps, Reranker, StepRecorder
+from ._base import END, NodeDeps, NodeFn, Reranker, StepRecorder
 
-__all__ = ["END", "NodeDeps", "Reranker", "StepRecorder"]
+__all__ = ["END", "NodeDeps", "NodeFn", "Reranker", "StepRecorder"]

@@ -5,16 +5,30 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
+from pydantic import BaseModel
 
+from ..langchain_kb import LangChainSource
 from ..models import resolve_chat_model
 from ..searcher import SearcherRegistry, default_registry
 from ..settings import RagSettings, settings_from_runtime
-from ..state import Candidate, DebugStep, LlmFallback, RagState, RetrievalDebug, debug_update
+from ..state import (
+    Candidate,
+    DebugStep,
+    LlmFallback,
+    Overruling,
+    RagState,
+    RetrievalDebug,
+    debug_update,
+)
 from ._closings import ClosingDetector
+from ._llm import ask_node
+
+T = TypeVar("T", bound=BaseModel)
+OVERRULED_EVENT = "knowledge.decision.overruled"
 
 END: Literal["__end__"] = "__end__"
 
@@ -31,13 +45,15 @@ class Reranker(Protocol):
 class NodeDeps:
     """Objects a graph is built with rather than configured with (they are not JSON):
     a chat model that overrides ``RagSettings.chat_model``, the searcher registry, a
-    reranker for ``rerank="cross_encoder"`` and DecideRetrieve's closing detector
-    (``None``: the process-wide one, with the local model when installed)."""
+    reranker for ``rerank="cross_encoder"``, DecideRetrieve's closing detector (``None``:
+    the process-wide one, with the local model when installed) and the LangChain stores and
+    retrievers the graph searches as knowledge bases, by name (``sources``)."""
 
     chat_model: BaseChatModel | None = None
     registry: SearcherRegistry = field(default=default_registry)
     reranker: Reranker | None = None
     closings: ClosingDetector | None = None
+    sources: Mapping[str, LangChainSource] = field(default_factory=dict)
 
     def model_for(self, settings: RagSettings) -> BaseChatModel | None:
         if self.chat_model is not None:
@@ -49,7 +65,7 @@ NodeFn = Callable[[RagState, Runtime[RagSettings], NodeDeps], dict[str, Any]]
 
 
 class StepRecorder:
-    """Times one node run and collects its debug data and LLM fallbacks."""
+    """Times one node run and collects its debug data, LLM fallbacks and overrulings."""
 
     def __init__(self, node: str, state: RagState, runtime: Runtime[RagSettings] | None) -> None:
         self.node = node
@@ -58,8 +74,30 @@ class StepRecorder:
         self.settings = settings_from_runtime(runtime)
         self.path = "heuristic"
         self.fallbacks: list[LlmFallback] = []
+        self.overrulings: list[Overruling] = []
         self.data: dict[str, Any] = {}
+        writer = getattr(runtime, "stream_writer", None)
+        self.write: Callable[[Any], None] = writer if callable(writer) else (lambda _: None)
         self._start = time.perf_counter()
+
+    def ask(self, model: BaseChatModel, schema: type[T], **values: object) -> T | None:
+        """The model's ``schema`` object for this node's prompt pair (rendered with
+        ``values``), or ``None`` when it failed: the path taken (``llm``, ``llm-json`` or
+        ``fallback``) and every failed call are recorded."""
+        result = ask_node(model, schema, self.node, node=self.node, attempt=self.attempt, **values)
+        self.fallbacks += result.fallbacks
+        self.path = result.path or "fallback"
+        return result.value
+
+    def overrule(self, proposal: Any, evidence: Any, decision: Any, reason: str) -> None:
+        """Record that evidence overruled the model's ``proposal`` (``rag_retrieval_debug``
+        and a ``knowledge.decision.overruled`` custom stream event)."""
+        record: Overruling = {
+            "node": self.node, "attempt": self.attempt, "proposal": proposal,
+            "evidence": evidence, "decision": decision, "reason": reason,
+        }  # fmt: skip
+        self.overrulings.append(record)
+        self.write({"event": OVERRULED_EVENT, **record})
 
     def chat_model(self, deps: NodeDeps) -> BaseChatModel | None:
         """The run's chat model, unless an earlier node of this run found the chat server
@@ -93,7 +131,7 @@ class StepRecorder:
     def update(self) -> RetrievalDebug:
         """The ``rag_retrieval_debug`` update of this step (DecideRetrieve's starts the
         run's record afresh, see ``kbgraph.graphs.state.reduce_debug``)."""
-        return debug_update([self.step()], self.fallbacks)
+        return debug_update([self.step()], self.fallbacks, self.overrulings)
 
 
 def run_outage(state: Mapping[str, Any]) -> LlmFallback | None:
@@ -107,4 +145,12 @@ def run_outage(state: Mapping[str, Any]) -> LlmFallback | None:
     return None
 
 
-__all__ = ["END", "NodeDeps", "NodeFn", "Reranker", "StepRecorder", "run_outage"]
+__all__ = [
+    "END",
+    "OVERRULED_EVENT",
+    "NodeDeps",
+    "NodeFn",
+    "Reranker",
+    "StepRecorder",
+    "run_outage",
+]

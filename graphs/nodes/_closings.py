@@ -7,7 +7,8 @@ Three steps, cheapest first:
    question word, an auxiliary or a request verb ("thanks - how do I disable SSL
    verification?", "got it, but what if ...", "explain the auth flow").
 2. **The word list** (fast path): every word is a closing word or a filler ("ok got it,
-   cheers", "thanks, that's all!").
+   cheers", "thanks, that's all!"). A single word decides here alone: "nope" is a
+   closing, "anything", "more" or "timeout" a keyword to look up.
 3. **The local embedding model**, for what the list does not cover ("you're a lifesaver",
    "that clears it up"): the message is compared with prototype closings and prototype
    questions (cosine of all-MiniLM-L6-v2 vectors); it is a closing when its nearest closing
@@ -58,7 +59,7 @@ _CUES = word_set(
     thanks thank thx ty tysm cheers great perfect awesome cool nice ok okay k kk alright
     got gotcha understood noted nevermind nvm appreciated appreciate brilliant excellent sweet
     super fantastic wonderful lovely bye goodbye cya helpful helps helped clear clears solved
-    sorted done enough fine good set lifesaver
+    sorted done enough fine good set lifesaver nope nah
     """
 )
 _FILLERS = word_set(
@@ -156,6 +157,10 @@ class ClosingDetector:
         content = _content(ws)
         if not content and any(w in _CUES for w in ws):
             return ClosingVerdict(True, "words", "only closing words")
+        if len(ws) == 1:
+            # One word that is no closing word ("anything", "more", "timeout") is a
+            # keyword to look up: the model's nearest prototype means little for it.
+            return ClosingVerdict(False, "words", "a single word that is no closing word")
         if self.embeddings is None:
             closing = any(w in _CUES for w in ws) and len(content) <= 1
             return ClosingVerdict(closing, "cue", f"closing cue, {len(content)} other word(s)")

@@ -9,6 +9,7 @@ explain"), which BM25's idf does for the index but a term-coverage test cannot.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -61,9 +62,17 @@ def reply_text(message: AIMessage) -> str:
     marker = marker_of(message)
     if marker is not None and marker.get("mode") == "not_grounded":
         return "(no answer: the documents did not cover this)"
-    text = message_text(message).strip()
-    header = load_prompt("agent_extractive_header").strip()
-    return text.removeprefix(header).strip()
+    return without_extractive_header(message_text(message))
+
+
+_HEADER = re.compile(
+    re.escape(load_prompt("agent_extractive_header").strip()).replace(r"\{why\}", ".*?")
+)
+
+
+def without_extractive_header(text: str) -> str:
+    """An extractive answer's text without its header (whatever it says of why)."""
+    return _HEADER.sub("", text.strip(), count=1).strip()
 
 
 def previous_turns(messages: Sequence[BaseMessage], limit: int = 6) -> list[tuple[str, str]]:
@@ -112,4 +121,5 @@ __all__ = [
     "question_of",
     "reply_text",
     "term_stems",
+    "without_extractive_header",
 ]

@@ -23,8 +23,8 @@ from langgraph.runtime import Runtime
 from kbgraph.retrieval.context import ContextEntry, render_context
 
 from ..settings import RagSettings
-from ..state import Candidate, Citation, RagState, debug_update
-from ._base import StepRecorder
+from ..state import Candidate, Citation, RagState
+from ._base import NodeDeps, StepRecorder
 
 NODE = "build_context"
 CHARS_PER_TOKEN = 4
@@ -237,7 +237,9 @@ def citations_of(blocks: Sequence[Block]) -> list[Citation]:
     ]  # fmt: skip
 
 
-def build_context(state: RagState, runtime: Runtime[RagSettings]) -> dict[str, Any]:
+def build_context(
+    state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps | None = None
+) -> dict[str, Any]:
     """Number the best sources into ``rag_context`` and ``rag_citations``."""
     rec = StepRecorder(NODE, state, runtime)
     settings = rec.settings
@@ -258,7 +260,7 @@ def build_context(state: RagState, runtime: Runtime[RagSettings]) -> dict[str, A
     return {
         "rag_context": context,
         "rag_citations": citations_of(blocks),
-        "rag_retrieval_debug": debug_update([rec.step()]),
+        "rag_retrieval_debug": rec.update(),
     }
 
 

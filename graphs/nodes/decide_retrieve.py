@@ -33,8 +33,9 @@ from ..state import RagScope, RagState
 from ..turns import marker_of, reply_after
 from ._base import END, NodeDeps, StepRecorder
 from ._closings import ClosingDetector, default_detector
-from ._llm import ask_node
+from ._probe import probe
 from ._text import format_turns, message_text, previous_turns, question_of, term_stems
+from .rewrite_query import standalone
 
 NODE = "decide_retrieve"
 
@@ -166,6 +167,7 @@ def _reset(should_retrieve: bool, reason: str, scope: RagScope) -> dict[str, Any
         "rag_grounding": {"grounded": False, "reasons": reasons, "guidance": []},
         "rag_next": "end",
         "rag_standalone": "",
+        "rag_rewrites": [],
     }
 
 
@@ -175,28 +177,24 @@ def decide_retrieve(
     """Decide whether to retrieve; reset the ``rag_*`` keys of the previous turn."""
     rec = StepRecorder(NODE, state, runtime)
     question = question_of(dict(state))
-    should, reason = heuristic_decision(state, question, deps.closings)
+    should, reason = heuristic = heuristic_decision(state, question, deps.closings)
     model = deps.model_for(rec.settings)
     explicit = bool((state.get("rag_query") or "").strip())
     if model is not None and question and not explicit:
         kbs = rec.settings.resolved_knowledge_bases()
-        result = ask_node(
+        proposal = rec.ask(
             model,
             RetrieveDecision,
-            NODE,
-            node=NODE,
-            attempt=rec.attempt,
             question=question,
             conversation=format_turns(previous_turns(state.get("messages") or [])),
             knowledge_bases=", ".join(k.name for k in kbs) or "(none configured)",
         )
-        rec.fallbacks += result.fallbacks
-        if result.value is not None:
-            should, reason = result.value.retrieve, result.value.reason or "chat model decision"
-            rec.path = result.path or "llm"
-        else:
-            rec.path = "fallback"
-    rec.data = {
+        if proposal is not None:
+            should, reason = proposal.retrieve, proposal.reason or "chat model decision"
+            rec.data["proposal"] = {"retrieve": proposal.retrieve, "reason": proposal.reason}
+            if not should:
+                should, reason = _checked_skip(state, question, reason, heuristic, rec, deps)
+    rec.data |= {
         "decision": "retrieve" if should else "skip",
         "reason": reason,
         "question": question,
@@ -209,6 +207,42 @@ def decide_retrieve(
         "reason": "",
     }
     return {**_reset(should, reason, scope), "rag_retrieval_debug": rec.update()}
+
+
+def _checked_skip(
+    state: RagState,
+    question: str,
+    proposed: str,
+    heuristic: tuple[bool, str],
+    rec: StepRecorder,
+    deps: NodeDeps,
+) -> tuple[bool, str]:
+    """A model's "no search needed" stands only on evidence: the heuristic skips too (small
+    talk, a closing by the closings detector, a question the conversation answers already),
+    or a lexical probe of the knowledge bases finds nothing on the question resolved
+    against the conversation. Otherwise the search runs, and the overruling is recorded."""
+    if not heuristic[0]:
+        return False, f"{proposed} ({heuristic[1]})"
+    messages = state.get("messages") or []
+    asked = standalone(question, messages) or question
+    found = probe(asked, rec.settings.resolved_knowledge_bases(), rec.settings, deps)
+    rec.data["probe"] = found.evidence()
+    if found.found_nothing and not found.query:
+        return False, f"{proposed} (the message has no topic word to look up)"
+    if found.found_nothing:
+        where = ", ".join(found.read) or "no knowledge base"
+        return False, f"{proposed} (a lexical probe of {where} found nothing)"
+    against = (
+        f"a lexical probe found {len(found.hits)} hit(s), best {found.hits[0].source}"
+        if found.hits
+        else f"the probe could not read {', '.join(found.unknown)}"
+    )
+    why = (
+        f"the chat model proposed no search ({proposed!r}), but the message is no closing "
+        f"and {against}"
+    )
+    rec.overrule({"retrieve": False, "reason": proposed}, found.evidence(), {"retrieve": True}, why)
+    return True, f"retrieve: {why}"
 
 
 def route_after_decide(state: RagState) -> Literal["select_scope", "__end__"]:

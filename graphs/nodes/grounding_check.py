@@ -31,9 +31,17 @@ from kbgraph.retrieval.text import stems
 
 from ..context_window import JSON_RESERVE_TOKENS
 from ..settings import RagSettings, ResolvedKnowledgeBase
-from ..state import Candidate, RagGrounding, RagState, debug_update, retrieve_records
+from ..state import (
+    Candidate,
+    RagGrounding,
+    RagState,
+    empty_knowledge_bases,
+    retrieve_records,
+    unsearched_knowledge_bases,
+)
 from ._base import END, NodeDeps, StepRecorder
-from ._llm import ask_node, context_fallback, prompt_messages
+from ._fusion import SIMILARITY
+from ._llm import context_fallback, prompt_messages
 from ._text import content_terms, coverage, question_of
 from ._window import fit_sources
 from .rewrite_query import plan_queries, tried_queries
@@ -56,11 +64,9 @@ def best_vector_score(candidates: Sequence[Candidate], ids: set[str]) -> float |
     """The best raw vector similarity among the chunks in the context (``None`` when no
     vector list returned them)."""
     scores = [
-        value
+        c["scores"][SIMILARITY]
         for c in candidates
-        if c["chunkId"] in ids
-        for name, value in c.get("scores", {}).items()
-        if name.endswith(":vector")
+        if c["chunkId"] in ids and SIMILARITY in c.get("scores", {})
     ]
     return max(scores) if scores else None
 
@@ -109,12 +115,23 @@ def guidance_for(
     missing: Sequence[str],
     kbs: Sequence[ResolvedKnowledgeBase],
     errors: Sequence[str],
+    *,
+    searched_nothing: bool = False,
+    empty: Sequence[str] = (),
 ) -> list[str]:
+    """What to try when the sources do not ground the question. When no knowledge base could
+    be searched, only the fix of its error (other words would fail the same way); when the
+    ones searched hold no document, only adding documents."""
     if not kbs:
         return [
             "add documents: configure knowledge_bases in the context (name, folder, "
             "description) or set KBGRAPH_FOLDER to a folder of documents"
         ]
+    if errors and searched_nothing:
+        return [f"fix the knowledge base errors first: {'; '.join(errors)[:600]}"]
+    if empty and set(empty) >= {k.name for k in kbs}:
+        folders = ", ".join(k.folder or k.name for k in kbs if k.name in empty)
+        return [f"add documents: {', '.join(empty)} holds no documents yet; add files to {folders}"]
     out = []
     if errors:
         out.append(f"fix the knowledge base errors first: {'; '.join(errors)[:300]}")
@@ -131,6 +148,14 @@ def guidance_for(
     folders = ", ".join(k.folder or k.name for k in kbs)
     out.append(f"add documents: if no document covers {terms or 'this'}, add one to {folders}")
     return out
+
+
+def no_sources_reasons(state: RagState) -> list[str]:
+    """Why no source came back: each knowledge base that could not be searched (with its
+    error) or holds no document, else that nothing matched."""
+    failed = [f"searching {kb} failed: {e}" for kb, e in unsearched_knowledge_bases(state).items()]
+    empty = [f"{kb} holds no documents" for kb in empty_knowledge_bases(state)]
+    return failed + empty or ["no sources were found for the question"]
 
 
 def _scope_narrowed(state: RagState) -> bool:
@@ -176,7 +201,7 @@ def _verdict(state: RagState, rec: StepRecorder, deps: NodeDeps) -> Verdict:
         vector,
     )
     if not citations:
-        verdict.grounded, verdict.reasons = False, ["no sources were found for the question"]
+        verdict.grounded, verdict.reasons = False, no_sources_reasons(state)
         return verdict
     model = rec.chat_model(deps)
     if model is None:
@@ -194,14 +219,8 @@ def _verdict(state: RagState, rec: StepRecorder, deps: NodeDeps) -> Verdict:
         rec.fallbacks.append(context_fallback(NODE, rec.attempt))
         return verdict
     verdict.trimmed = fit.describe() if fit.trimmed else None
-    result = ask_node(
-        model, GroundingVerdict, NODE, node=NODE, attempt=rec.attempt, question=full,
-        context=fit.context,
-    )  # fmt: skip
-    rec.fallbacks += result.fallbacks
-    rec.path = result.path or "fallback"
-    if result.value is not None:
-        answer = result.value
+    answer = rec.ask(model, GroundingVerdict, question=full, context=fit.context)
+    if answer is not None:
         verdict.grounded = answer.grounded
         verdict.reasons = [answer.reason or "chat model verdict", *verdict.reasons]
         if answer.missing.strip() and not answer.grounded:
@@ -217,9 +236,14 @@ def grounding_check(
     verdict = _verdict(state, rec, deps)
     kbs = rec.settings.resolved_knowledge_bases()
     errors = _errors(state)
+    unsearched = unsearched_knowledge_bases(state)
     guidance = (
         [] if verdict.grounded
-        else guidance_for(_scope_narrowed(state), verdict.missing, kbs, errors)
+        else guidance_for(
+            _scope_narrowed(state), verdict.missing, kbs, errors,
+            searched_nothing=bool(kbs) and set(unsearched) >= {k.name for k in kbs},
+            empty=empty_knowledge_bases(state),
+        )
     )  # fmt: skip
     retry, why = retry_decision(state, rec.settings, verdict, kbs, errors)
     grounding: RagGrounding = {
@@ -235,7 +259,7 @@ def grounding_check(
         "rag_grounded": verdict.grounded,
         "rag_grounding": grounding,
         "rag_next": "retry" if retry else "end",
-        "rag_retrieval_debug": debug_update([rec.step()], rec.fallbacks),
+        "rag_retrieval_debug": rec.update(),
     }
     if not retry:
         # The run ends: an explicit query was for this turn only, and a checkpointed parent
@@ -269,6 +293,8 @@ def retry_decision(
         return False, f"no rewrite left (max_rewrites={settings.max_rewrites})"
     if errors and not state.get("rag_candidates"):
         return False, "every search failed: another attempt would fail the same way"
+    if set(empty_knowledge_bases(state)) >= {k.name for k in kbs}:
+        return False, "the knowledge bases hold no documents: another query finds nothing"
     remaining = state.get("remaining_steps")
     if remaining is not None and remaining <= STEPS_PER_ATTEMPT + 1:
         return False, "the recursion limit leaves no room for another attempt"

@@ -39,13 +39,14 @@ from kbgraph.retrieval.text import stems, words
 
 from ..context_window import JSON_RESERVE_TOKENS, largest_fitting
 from ..settings import RagSettings
-from ..state import Candidate, LlmFallback, RagState, debug_update
+from ..state import Candidate, LlmFallback, RagState
 from ._base import NodeDeps, Reranker, StepRecorder
-from ._llm import ask_node, context_fallback, prompt_messages
+from ._llm import context_fallback, prompt_messages
 from ._text import question_of, term_stems
 
 NODE = "rerank"
 PATH_WEIGHT = 0.05
+_ABSENT = 1e9  # the rank of a passage a list did not return: tied last
 _PASSAGE_CHARS = 600
 
 
@@ -197,10 +198,16 @@ def _passages(candidates: Sequence[Candidate]) -> str:
 
 
 def _llm_rerank(
-    model: BaseChatModel, ordered: list[Candidate], queries: list[str], rec: StepRecorder
+    model: BaseChatModel,
+    ordered: list[Candidate],
+    queries: list[str],
+    rec: StepRecorder,
+    fused_first: Candidate,
 ) -> list[Candidate]:
     """The model orders the first ``llm_rerank_max`` candidates (fewer when they would not
-    fit its context window); the rest follow."""
+    fit its context window); the rest follow. Its order is a proposal: one that disagrees
+    with every ranked list is blended with the fused order (:func:`blend`), and the fused
+    first result stays in the context (:func:`keep_first`)."""
     head = ordered[: rec.settings.llm_rerank_max]
     values = {"question": queries[0], "queries": "; ".join(queries)}
 
@@ -218,15 +225,88 @@ def _llm_rerank(
             f"{fit.limit} tokens"
         )
     head, tail = ordered[: fit.kept], ordered[fit.kept :]
-    result = ask_node(
-        model, RerankOrder, NODE, node=NODE, attempt=rec.attempt, count=len(head),
-        passages=_passages(head), **values,
-    )  # fmt: skip
-    rec.fallbacks += result.fallbacks
-    rec.path = result.path or "fallback"
-    if result.value is None:
+    order = rec.ask(model, RerankOrder, count=len(head), passages=_passages(head), **values)
+    if order is None:
         return ordered
-    return apply_order(head, result.value.ranking) + [_rescored(c, c["score"] * 0.5) for c in tail]
+    taus = list_agreement(head, order.ranking)
+    reranked = apply_order(head, order.ranking)
+    if taus and all(tau <= 0 for tau in taus.values()):
+        reranked = blend(head, reranked)
+        rec.overrule(
+            {"ranking": order.ranking[: len(head)]},
+            {"kendall_tau": {name: round(tau, 3) for name, tau in taus.items()}},
+            {"order": "blended: half the model's score, half the fused one"},
+            "the chat model's order disagrees with every ranker (Kendall's tau <= 0 "
+            "against each list), so it is blended with the fused order, not obeyed",
+        )
+    halved = [_rescored(c, c["score"] * 0.5) for c in tail]
+    return keep_first(fused_first, [*reranked, *halved], rec)
+
+
+def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float | None:
+    """Kendall's rank correlation τ_b of two rankings of the same items (ties allowed;
+    Kendall 1945): ``(concordant - discordant) / sqrt((n0 - ties_x)(n0 - ties_y))`` over the
+    ``n0`` pairs; ``None`` when either ranking ties every pair."""
+    concordant = discordant = ties_x = ties_y = pairs = 0
+    for i in range(len(x)):
+        for j in range(i + 1, len(x)):
+            pairs += 1
+            dx, dy = x[i] - x[j], y[i] - y[j]
+            if dx == 0 or dy == 0:
+                ties_x += dx == 0
+                ties_y += dy == 0
+            elif (dx > 0) == (dy > 0):
+                concordant += 1
+            else:
+                discordant += 1
+    denominator = math.sqrt((pairs - ties_x) * (pairs - ties_y))
+    return (concordant - discordant) / denominator if denominator else None
+
+
+def list_agreement(head: Sequence[Candidate], ranking: Sequence[int]) -> dict[str, float]:
+    """τ_b between the model's order of ``head`` (its listed passages first, the others
+    tied after them) and each ranked list's order of the same passages (absent ones tied
+    last); lists that order none of them are left out."""
+    listed = {n - 1: pos for pos, n in enumerate(dict.fromkeys(ranking)) if 1 <= n <= len(head)}
+    model = [float(listed.get(i, len(ranking))) for i in range(len(head))]
+    names = sorted({name for c in head for name in c["ranks"]})
+    taus: dict[str, float] = {}
+    for name in names:
+        ranks = [float(c["ranks"].get(name, _ABSENT)) for c in head]
+        tau = kendall_tau_b(model, ranks)
+        if tau is not None:
+            taus[name] = tau
+    return taus
+
+
+def blend(head: Sequence[Candidate], reranked: Sequence[Candidate]) -> list[Candidate]:
+    """The model's scores averaged with the scores ``head`` had before it, best first."""
+    before = {c["chunkId"]: c["score"] for c in head}
+    mixed = [
+        _rescored(c, 0.5 * c["score"] + 0.5 * before[c["chunkId"]], blended=1.0) for c in reranked
+    ]
+    return sorted(mixed, key=lambda c: -c["score"])
+
+
+def keep_first(first: Candidate, ordered: list[Candidate], rec: StepRecorder) -> list[Candidate]:
+    """``ordered`` with the fused order's first candidate among the ``top_k`` the context is
+    built from: a model may move it down, never out (then it takes the last place of the
+    ``top_k``, at that place's score)."""
+    top_k = rec.settings.search.top_k
+    key = (first["kb"], first["chunkId"])
+    position = next(i for i, c in enumerate(ordered) if (c["kb"], c["chunkId"]) == key)
+    if position < top_k or len(ordered) <= top_k:
+        return ordered
+    moved = _rescored(ordered[position], ordered[top_k - 1]["score"])
+    rest = [c for i, c in enumerate(ordered) if i != position]
+    rec.overrule(
+        {"position": position + 1},
+        {"fused_first": first["chunkId"], "source": first["source"]},
+        {"position": top_k},
+        f"the chat model's order left the fused first result ({first['source']}) out of "
+        f"the top {top_k}; it is kept in the last place",
+    )
+    return [*rest[: top_k - 1], moved, *rest[top_k - 1 :]]
 
 
 def rerank(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps) -> dict[str, Any]:
@@ -247,7 +327,7 @@ def rerank(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps) -> di
     )
     model = rec.chat_model(deps) if mode == "llm" and ordered else None
     if model is not None:
-        ordered = _llm_rerank(model, ordered, queries, rec)
+        ordered = _llm_rerank(model, ordered, queries, rec, candidates[0])
     elif mode == "cross_encoder" and ordered:
         ordered, rec.path = _with_reranker(
             deps.reranker, queries[0], ordered, rec.fallbacks, rec.attempt
@@ -257,7 +337,7 @@ def rerank(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps) -> di
     )
     return {
         "rag_candidates": ordered,
-        "rag_retrieval_debug": debug_update([rec.step()], rec.fallbacks),
+        "rag_retrieval_debug": rec.update(),
     }
 
 

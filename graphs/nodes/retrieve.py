@@ -17,24 +17,25 @@ progress goes out as custom stream events:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from langchain_core.embeddings import Embeddings
 from langgraph.runtime import Runtime
 
-from kbgraph.errors import KbgraphError
+from kbgraph.errors import KbgraphError, ModelMismatchError
 from kbgraph.retrieval.config import SearchConfig
 from kbgraph.retrieval.filters import SearchFilters
 from kbgraph.retrieval.progress import ProgressEvent
-from kbgraph.retrieval.ranking import ranking_weight, rrf_fuse
-from kbgraph.retrieval.records import Chunk, SearchResult
+from kbgraph.retrieval.records import SearchResult
 
-from ..langchain_kb import LangChainSearcher, load_source
+from ..langchain_kb import LangChainSearcher, resolve_source
 from ..searcher import Searcher, Watchable
 from ..settings import RagSettings, ResolvedKnowledgeBase
-from ..state import Candidate, RagScope, RagState, debug_update
+from ..state import RagScope, RagState
 from ._base import NodeDeps, StepRecorder
+from ._fusion import ListKey, fuse
 from ._paths import FILE_KINDS
 from .rewrite_query import query_key
 
@@ -73,14 +74,17 @@ def lists_for(settings: RagSettings, *, vectors: bool = True) -> list[str]:
     return ["hybrid"] if settings.search.fusion == "convex" and len(rankers) > 1 else rankers
 
 
-def _one_list(
+def one_list(
     searcher: Searcher,
     query: str,
     name: str,
     settings: RagSettings,
     filters: SearchFilters | None,
+    limit: int | None = None,
 ) -> list[SearchResult]:
-    limit = candidate_limit(settings)
+    """One list of a query, as Retrieve ranks it (``name``: a ranker, or ``hybrid`` for
+    convex fusion), ``limit`` deep (default: the settings' candidates per list)."""
+    limit = limit or candidate_limit(settings)
     if name != "hybrid":
         return searcher.rank(query, name, limit=limit, filters=filters)  # type: ignore[arg-type]
     config = SearchConfig(
@@ -116,10 +120,11 @@ def scope_filters(scope: RagScope | None) -> SearchFilters | None:
 class KbRun:
     """What searching one knowledge base produced."""
 
-    lists: dict[str, list[SearchResult]] = field(default_factory=dict)
-    timings: dict[str, float] = field(default_factory=dict)
+    lists: dict[ListKey, list[SearchResult]] = field(default_factory=dict)
+    timings: dict[ListKey, float] = field(default_factory=dict)
     index: dict[str, Any] | None = None
     errors: list[str] = field(default_factory=list)
+    empty: bool = False  # searched, and its index holds no document at all
 
 
 def _progress(kb: str, writer: Writer) -> Callable[[ProgressEvent], None]:
@@ -140,13 +145,17 @@ def _progress(kb: str, writer: Writer) -> Callable[[ProgressEvent], None]:
 
 def _index(searcher: Searcher, kb: str, run: KbRun, writer: Writer, settings: RagSettings) -> None:
     """Bring the index up to date; a failure is recorded and the old index still searched
-    (a stale answer beats none when, say, the embedding server is down)."""
+    (a stale answer beats none when, say, the embedding server is down) — except an index
+    of another embedding model, which must not be searched at all (see :func:`search_kb`)."""
     start = time.perf_counter()
     try:
         report = searcher.ensure_fresh(
             progress=_progress(kb, writer), allow_model_change=settings.rebuild_on_model_change
         )
     except (KbgraphError, OSError) as exc:
+        # Embedding "none" asks for BM25 alone: the index is searched as it is, not updated.
+        if isinstance(exc, ModelMismatchError) and embedding_spec(settings) is not None:
+            raise
         run.errors.append(f"index: {type(exc).__name__}: {exc}")
         return
     run.index = {
@@ -180,33 +189,56 @@ def search_kb(
     deps: NodeDeps,
     writer: Writer,
 ) -> KbRun:
-    """Every query × ranker on one knowledge base, each list timed; failures recorded."""
+    """Every query × ranker on one knowledge base, each list timed; failures recorded. An
+    index built with another embedding model than the run's is not searched at all: BM25
+    alone would answer as if nothing were wrong, and the vector scores would be noise; the
+    knowledge base is then reported unsearched, with both models and what to pass."""
     run = KbRun()
     if kb.retriever is not None:
-        return _search_langchain(kb, queries, settings, filters, run)
+        try:
+            embeddings = deps.registry.embeddings(embedding_spec(settings))
+        except KbgraphError:  # no local model installed: the store's own order then
+            embeddings = None
+        return _search_langchain(kb, queries, settings, filters, run, embeddings, deps)
     spec = embedding_spec(settings)
     try:
-        searcher = deps.registry.open(kb.folder, spec, settings.chunking, kb.store)
+        searcher = deps.registry.open(kb.folder, spec, settings.chunking, kb.store, kb.read_store)
         if settings.live and isinstance(searcher, Watchable):
             searcher.start_watching()
         # Not under the searcher's lock: a freshness check may walk the folder, and other
         # runs must go on searching the index as it is meanwhile.
         if settings.auto_index:
             _index(searcher, kb.name, run, writer, settings)
-        with deps.registry.lock(kb.folder, spec, settings.chunking, kb.store) as searcher:
+        with deps.registry.lock(
+            kb.folder, spec, settings.chunking, kb.store, kb.read_store
+        ) as searcher:
             lists = lists_for(settings, vectors=_has_vectors(searcher))
             for i, query in enumerate(queries):
                 for ranker in lists:
-                    name = f"q{i}:{ranker}"
+                    key = ListKey(kb.name, i, ranker)
                     start = time.perf_counter()
                     try:
-                        run.lists[name] = _one_list(searcher, query, ranker, settings, filters)
+                        run.lists[key] = one_list(searcher, query, ranker, settings, filters)
                     except KbgraphError as exc:
-                        run.errors.append(f"{name}: {type(exc).__name__}: {exc}")
-                    run.timings[name] = round((time.perf_counter() - start) * 1000, 3)
-    except (KbgraphError, OSError) as exc:  # opening the knowledge base failed
+                        if isinstance(exc, ModelMismatchError):
+                            raise
+                        run.errors.append(f"{key.name}: {type(exc).__name__}: {exc}")
+                    run.timings[key] = round((time.perf_counter() - start) * 1000, 3)
+            run.empty = not any(run.lists.values()) and _holds_nothing(searcher)
+    except (KbgraphError, OSError) as exc:  # opening failed, or another model's index
+        if isinstance(exc, ModelMismatchError):
+            run.lists.clear()
         run.errors.append(f"{type(exc).__name__}: {exc}")
     return run
+
+
+def _holds_nothing(searcher: Searcher) -> bool:
+    """Whether the searcher's index holds no file (a searcher that cannot say: no)."""
+    files = getattr(searcher, "indexed_files", None)
+    try:
+        return callable(files) and len(files()) == 0
+    except (KbgraphError, OSError):
+        return False
 
 
 def _search_langchain(
@@ -215,23 +247,30 @@ def _search_langchain(
     settings: RagSettings,
     filters: SearchFilters | None,
     run: KbRun,
+    embeddings: Embeddings | None,
+    deps: NodeDeps,
 ) -> KbRun:
-    """A LangChain VectorStore or BaseRetriever: its one list per query (nothing to index)."""
+    """A LangChain VectorStore or BaseRetriever: its one list per query (nothing to index),
+    named by what its scores are (``vector``: similarities; ``retriever``: ranks)."""
     try:
-        searcher = LangChainSearcher(load_source(str(kb.retriever)), kb.name)
+        source = resolve_source(str(kb.retriever), deps.sources, deps.registry)
+        searcher = LangChainSearcher(source, kb.name, embeddings)
     except KbgraphError as exc:
         run.errors.append(f"{type(exc).__name__}: {exc}")
         return run
     limit = candidate_limit(settings)
     for i, query in enumerate(queries):
         for ranker in searcher.lists:
-            name = f"q{i}:{ranker}"
+            key = ListKey(kb.name, i, ranker)
             start = time.perf_counter()
             try:
-                run.lists[name] = searcher.rank(query, ranker, limit=limit, filters=filters)
+                found = searcher.rank(query, ranker, limit=limit, filters=filters)
+                kind = next(iter(found[0].scores), ranker) if found else ranker
+                key = ListKey(kb.name, i, kind)
+                run.lists[key] = found
             except Exception as exc:  # a third-party store: any failure is this list's
-                run.errors.append(f"{name}: {type(exc).__name__}: {exc}")
-            run.timings[name] = round((time.perf_counter() - start) * 1000, 3)
+                run.errors.append(f"{key.name}: {type(exc).__name__}: {exc}")
+            run.timings[key] = round((time.perf_counter() - start) * 1000, 3)
     return run
 
 
@@ -243,92 +282,34 @@ conversation was about). Not 0: a question taken for a follow-up by mistake stil
 
 
 def list_weights(
-    settings: RagSettings, queries: Sequence[str], standalone: str
-) -> dict[str, float]:
-    """The ranker weights, plus a weight per list of query 0 (``q0:bm25``…) at
-    :data:`UNDERSPECIFIED_WEIGHT` of its ranker's when query 0 is a follow-up that RewriteQuery
-    completed (``standalone`` differs from it and is searched too)."""
-    weights = dict(settings.search.weights)
-    if not queries or not standalone.strip():
-        return weights
-    if query_key(standalone) == query_key(queries[0]) or all(
-        query_key(q) != query_key(standalone) for q in queries[1:]
-    ):
-        return weights
-    for ranker in lists_for(settings):
-        weights[f"q0:{ranker}"] = UNDERSPECIFIED_WEIGHT * ranking_weight(ranker, weights)
-    return weights
-
-
-def fuse(
-    runs: dict[str, KbRun], settings: RagSettings, weights: Mapping[str, float] | None = None
-) -> list[Candidate]:
-    """Weighted RRF over every list of every knowledge base (``weights`` by list or ranker
-    name, default the settings' ranker weights). ``score`` is the fused score divided by the
-    best one possible (first in every list of its knowledge base), so it lies in 0..1."""
-    weights = dict(settings.search.weights) if weights is None else dict(weights)
-    rankings: dict[str, list[str]] = {}
-    by_key: dict[str, tuple[str, SearchResult]] = {}
-    for kb, run in runs.items():
-        for name, results in run.lists.items():
-            keys = []
-            for result in results:
-                key = f"{kb}\x00{result.chunk.id}"
-                by_key.setdefault(key, (kb, result))
-                keys.append(key)
-            rankings[f"{kb}|{name}"] = keys
-    fused = rrf_fuse(rankings, k=settings.search.rrf_k, weights=_by_list(rankings, weights))
-    best = {
-        kb: sum(ranking_weight(n, weights) for n in run.lists) / (settings.search.rrf_k + 1)
-        for kb, run in runs.items()
+    settings: RagSettings,
+    keys: Collection[ListKey],
+    queries: Sequence[str],
+    standalone: str,
+) -> dict[ListKey, float]:
+    """Each list's weight: its ranker's weight in the settings (1 for a ranker they do not
+    weigh), times :data:`UNDERSPECIFIED_WEIGHT` for a list of query 0 when query 0 is a
+    follow-up that RewriteQuery completed (``standalone`` differs from it and is searched
+    too)."""
+    ranker_weights = settings.search.weights
+    underspecified = bool(queries and standalone.strip()) and (
+        query_key(standalone) != query_key(queries[0])
+        and any(query_key(q) == query_key(standalone) for q in queries[1:])
+    )
+    return {
+        key: ranker_weights.get(key.ranker, 1.0)
+        * (UNDERSPECIFIED_WEIGHT if underspecified and key.query == 0 else 1.0)
+        for key in keys
     }
-    out: list[Candidate] = []
-    for item in fused:
-        kb, first = by_key[str(item.key)]
-        ranks = {name.split("|", 1)[1]: rank for name, rank in item.ranks.items()}
-        scores = {"rrf": item.score}
-        for name, rank in item.ranks.items():
-            scores |= list_scores(name.split("|", 1)[1], rankings_result(runs[kb], name, rank))
-        out.append(candidate_of(first.chunk, kb, item.score / best[kb] if best[kb] > 0 else 0.0,
-                                ranks, scores))  # fmt: skip
-    return out
 
 
-def candidate_of(
-    c: Chunk, kb: str, score: float, ranks: dict[str, int], scores: dict[str, float]
-) -> Candidate:
-    """The candidate of a chunk. Lines are 1-based, so a LangChain store's chunk of line 0
-    has unknown lines: ``None`` in the candidate (and in every citation made of it);
-    without a byte span it has no byte keys."""
-    known = c.line_start >= 1
-    candidate: Candidate = {
-        "chunkId": c.id, "kb": kb, "source": c.source,
-        "lineStart": c.line_start if known else None, "lineEnd": c.line_end if known else None,
-        "text": c.text, "section": c.section, "page": c.page, "score": score,
-        "ranks": ranks, "scores": scores,
+def list_record(key: ListKey, found: Sequence[SearchResult], run: KbRun) -> dict[str, Any]:
+    """What the debug trace keeps of one ranked list: where, which query and ranker, how
+    many results and how long it took."""
+    return {
+        "kb": key.kb, "query": key.query, "ranker": key.ranker, "name": key.name,
+        "results": len(found), "ms": run.timings.get(key),
     }  # fmt: skip
-    if c.byte_end > c.byte_start:
-        candidate |= {"byteStart": c.byte_start, "byteEnd": c.byte_end}
-    return candidate
-
-
-def _by_list(rankings: Mapping[str, object], weights: Mapping[str, float]) -> dict[str, float]:
-    """Weights keyed by the fused rankings' names (``kb|q0:bm25``)."""
-    return {name: ranking_weight(name.split("|", 1)[1], weights) for name in rankings}
-
-
-def list_scores(list_name: str, result: SearchResult) -> dict[str, float]:
-    """A list's score of one result; a convex ``hybrid`` list also gives each ranker's raw
-    score under its own name (``q0:vector``), which GroundingCheck's similarity floor reads."""
-    scores = {list_name: float(result.score)}
-    if list_name.endswith(":hybrid"):
-        prefix = list_name.rsplit(":", 1)[0]
-        scores |= {f"{prefix}:{r}": float(v) for r, v in result.scores.items()}
-    return scores
-
-
-def rankings_result(run: KbRun, list_name: str, rank: int) -> SearchResult:
-    return run.lists[list_name.split("|", 1)[1]][rank - 1]
 
 
 def retrieve(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps) -> dict[str, Any]:
@@ -347,19 +328,23 @@ def retrieve(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps) -> 
         "filters": filters.model_dump(mode="json") if filters else None,
     })  # fmt: skip
     runs = {kb.name: search_kb(kb, queries, settings, filters, deps, writer) for kb in kbs}
-    weights = list_weights(settings, queries, state.get("rag_standalone") or "")
-    candidates = fuse(runs, settings, weights)[
+    lists = {key: found for run in runs.values() for key, found in run.lists.items()}
+    weights = list_weights(settings, list(lists), queries, state.get("rag_standalone") or "")
+    written = set(state.get("rag_rewrites") or [])
+    rewrites = [i for i, query in enumerate(queries) if query in written]
+    candidates = fuse(lists, weights, k=settings.search.rrf_k, rewrites=rewrites)[
         : max(candidate_limit(settings), 4 * settings.search.top_k)
     ]
     rec.data = {
         "kbs": [k.name for k in kbs],
         "queries": queries,
-        "weights": weights,
+        "rewrites": rewrites,
+        "weights": {key.name: weight for key, weight in weights.items()},
         "filters": filters.model_dump(mode="json") if filters else None,
-        "lists": {f"{kb}|{n}": len(r) for kb, run in runs.items() for n, r in run.lists.items()},
-        "list_ms": {f"{kb}|{n}": ms for kb, run in runs.items() for n, ms in run.timings.items()},
+        "lists": [list_record(key, found, runs[key.kb]) for key, found in lists.items()],
         "index": {kb: run.index for kb, run in runs.items()},
         "errors": {kb: run.errors for kb, run in runs.items() if run.errors},
+        "empty": [kb for kb, run in runs.items() if run.empty],
         "candidates": len(candidates),
         "ranks": {c["chunkId"]: c["ranks"] for c in candidates},
     }
@@ -368,14 +353,14 @@ def retrieve(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps) -> 
         "candidates": len(candidates), "lists": rec.data["lists"],
         "errors": rec.data["errors"], "ms": rec.step()["ms"],
     })  # fmt: skip
-    return {"rag_candidates": candidates, "rag_retrieval_debug": debug_update([rec.step()])}
+    return {"rag_candidates": candidates, "rag_retrieval_debug": rec.update()}
 
 
 __all__ = [
     "UNDERSPECIFIED_WEIGHT",
     "candidate_limit",
-    "fuse",
     "list_weights",
+    "one_list",
     "rankers_for",
     "retrieve",
     "scope_filters",

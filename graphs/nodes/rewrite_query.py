@@ -33,10 +33,10 @@ from pydantic import BaseModel, Field
 from kbgraph.retrieval.text import stems, word_set, words
 
 from ..settings import RagSettings
-from ..state import RagState, RetrievalDebug, debug_update
+from ..state import RagState, RetrievalDebug
 from ..turns import marker_of, reply_after
 from ._base import NodeDeps, StepRecorder
-from ._llm import ask_node
+from ._rewrite_guard import screen_rewrites
 from ._text import (
     content_terms,
     format_turns,
@@ -276,42 +276,69 @@ def rewrite_query(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps
         question, messages, rec.attempt, tried, last_missing(state),
         scope.get("terms", []) if scope else [],
     )  # fmt: skip
-    queries, meaning = plan.queries, plan.standalone
+    queries, meaning, rewrites = plan.queries, plan.standalone, list[str]()
     model = rec.chat_model(deps)
     if model is not None:
         grounding = state.get("rag_grounding")
         guidance = grounding["guidance"] if grounding else []
-        result = ask_node(
+        conversation = format_turns(previous_turns(messages))
+        written = rec.ask(
             model,
             RewrittenQueries,
-            NODE,
-            node=NODE,
-            attempt=rec.attempt,
             question=question,
-            conversation=format_turns(previous_turns(messages)),
+            conversation=conversation,
             previous_queries="; ".join(tried) or "(none)",
             guidance=" ".join(guidance) if rec.attempt else "(first attempt)",
         )
-        rec.fallbacks += result.fallbacks
-        if result.value is not None:
-            v = result.value
-            written = [v.standalone_question, v.keyword_query, v.paraphrase]
-            queries = unique_queries([question, *written, *plan.queries[1:]], tried)
-            meaning = v.standalone_question.strip() or meaning
-            rec.path = result.path or "llm"
-        else:
-            rec.path = "fallback"
+        if written is not None:
+            queries, meaning, rewrites = _with_rewrites(
+                written, question, conversation, plan, tried, rec
+            )
     rec.data = {
         "queries": queries,
+        "rewrites": rewrites,
         "standalone": meaning,
         "follow_up": plan.completed is not None,
         "completed": plan.completed,
     }
     return {
         "rag_queries": queries,
+        "rag_rewrites": rewrites,
         "rag_standalone": meaning,
-        "rag_retrieval_debug": debug_update([rec.step()], rec.fallbacks),
+        "rag_retrieval_debug": rec.update(),
     }
+
+
+def _with_rewrites(
+    written: RewrittenQueries,
+    question: str,
+    conversation: str,
+    plan: QueryPlan,
+    tried: Sequence[str],
+    rec: StepRecorder,
+) -> tuple[list[str], str, list[str]]:
+    """The queries with the model's rewrites that pass :func:`screen_rewrites`: the
+    question first, then its standalone form when it was completed from the conversation,
+    then the rewrites, then the heuristic's own; the standalone question the sources are
+    checked against; and which queries the model wrote (Retrieve keeps the question's own
+    lists from being pushed out by theirs)."""
+    proposed = [written.standalone_question, written.keyword_query, written.paraphrase]
+    kept, dropped = screen_rewrites(proposed, question, conversation)
+    own = [question, plan.standalone] if plan.completed else [question]
+    queries = unique_queries([*own, *kept, *plan.queries[1:]], tried)
+    own_keys = {query_key(q) for q in [*own, *plan.queries]}
+    rewrites = [q for q in queries if query_key(q) not in own_keys]
+    standalone = written.standalone_question.strip()
+    meaning = standalone if standalone in kept else plan.standalone
+    if dropped:
+        rec.overrule(
+            {"queries": [q for q in proposed if q.strip()]},
+            {"dropped": dropped, "question": question},
+            {"queries": queries},
+            f"{len(dropped)} rewrite(s) of the chat model not searched: "
+            + "; ".join(f"{q[:60]!r} ({why})" for q, why in dropped.items()),
+        )
+    return queries, meaning, rewrites
 
 
 def _steps(state: RagState, node: str) -> list[dict[str, Any]]:

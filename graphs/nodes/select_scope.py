@@ -21,9 +21,8 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
 from ..settings import RagSettings, ResolvedKnowledgeBase
-from ..state import RagScope, RagState, debug_update
+from ..state import RagScope, RagState
 from ._base import NodeDeps, StepRecorder
-from ._llm import ask_node
 from ._paths import (
     FILE_KINDS,
     Listing,
@@ -33,7 +32,9 @@ from ._paths import (
     mentioned_paths,
     scope_terms,
 )
+from ._probe import in_scope, probe
 from ._text import question_of, term_stems
+from .rewrite_query import standalone
 
 NODE = "select_scope"
 _PROMPT_PATHS = 60
@@ -136,6 +137,33 @@ def checked_choice(
     }
 
 
+def checked_scope(
+    proposed: RagScope,
+    state: RagState,
+    kbs: Sequence[ResolvedKnowledgeBase],
+    rec: StepRecorder,
+    deps: NodeDeps,
+) -> RagScope:
+    """A model's scope, unless it leaves out every place where a lexical probe of the
+    question finds its best hits: then everything is searched, and the overruling is
+    recorded. A scope of everything, or a probe that finds nothing, leaves it as it is."""
+    narrowed = proposed["paths"] or proposed["kinds"] or len(proposed["knowledge_bases"]) < len(kbs)
+    if not narrowed:
+        return proposed
+    question = question_of(dict(state))
+    asked = standalone(question, state.get("messages") or []) or question
+    found = probe(asked, kbs, rec.settings, deps)
+    names, paths, kinds = proposed["knowledge_bases"], proposed["paths"], proposed["kinds"]
+    if not found.hits or any(in_scope(hit, names, paths, kinds) for hit in found.hits):
+        return proposed
+    why = (
+        f"the chat model's scope ({proposed['reason']!r}) leaves out every place a lexical "
+        f"probe found the question in (best {found.hits[0].kb}: {found.hits[0].source})"
+    )
+    rec.overrule(dict(proposed), found.evidence(), {"scope": "everything"}, why)
+    return widest_scope(kbs, f"widened: {why}")
+
+
 def _describe(kbs: Sequence[ResolvedKnowledgeBase], listings: dict[str, Listing]) -> dict[str, str]:
     lines = [f"- {k.name}: {k.description or '(no description)'}" for k in kbs]
     paths: list[str] = []
@@ -165,32 +193,21 @@ def select_scope(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps)
     scope = heuristic_scope(question, kbs, listings)
     model = rec.chat_model(deps)
     if model is not None:
-        result = ask_node(
-            model,
-            ScopeChoice,
-            NODE,
-            node=NODE,
-            attempt=rec.attempt,
-            question=question,
-            **_describe(kbs, listings),
-        )
-        rec.fallbacks += result.fallbacks
-        if result.value is not None:
-            scope = checked_choice(result.value, kbs, listings)
-            rec.path = result.path or "llm"
-        else:
-            rec.path = "fallback"
+        choice = rec.ask(model, ScopeChoice, question=question, **_describe(kbs, listings))
+        if choice is not None:
+            scope = checked_scope(checked_choice(choice, kbs, listings), state, kbs, rec, deps)
     scope = with_terms(scope, question)
     rec.data = {
         "scope": dict(scope),
         "files_listed": {k: len(v.files) for k, v in listings.items()},
     }
-    return {"rag_scope": scope, "rag_retrieval_debug": debug_update([rec.step()], rec.fallbacks)}
+    return {"rag_scope": scope, "rag_retrieval_debug": rec.update()}
 
 
 __all__ = [
     "ScopeChoice",
     "checked_choice",
+    "checked_scope",
     "heuristic_scope",
     "select_scope",
     "widest_scope",

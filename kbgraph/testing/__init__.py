@@ -6,7 +6,9 @@
   embedding spec), no model and no network;
 - :class:`ScriptedJudge` — an evaluation judge whose verdicts a test states.
 
-Each loads on first use, so importing this package stays light.
+Each lives beside the seam it stands in for (``kbgraph.graphs.chat_models.scripted``,
+``kbgraph.retrieval.embeddings.fake``, ``kbgraph.evals.judges.scripted``: the ``fake`` specs
+resolve to them there) and loads on first use, so importing this package stays light.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._chat import (
+    from kbgraph.evals.judges.scripted import ScriptedJudge
+    from kbgraph.graphs.chat_models.scripted import (
         ScriptedCall,
         ScriptedChatModel,
         ScriptedRefusalError,
@@ -24,25 +27,24 @@ if TYPE_CHECKING:
         refusal_message,
         tool_call_message,
     )
-    from ._embeddings import FakeEmbeddings
-    from ._judge import ScriptedJudge
+    from kbgraph.retrieval.embeddings.fake import FakeEmbeddings
 
 _LAZY = {
-    "ScriptedCall": "._chat",
-    "ScriptedChatModel": "._chat",
-    "ScriptedRefusalError": "._chat",
-    "ScriptExhaustedError": "._chat",
-    "StructuredOutputParseError": "._chat",
-    "refusal_message": "._chat",
-    "tool_call_message": "._chat",
-    "FakeEmbeddings": "._embeddings",
-    "ScriptedJudge": "._judge",
+    "ScriptedCall": "kbgraph.graphs.chat_models.scripted",
+    "ScriptedChatModel": "kbgraph.graphs.chat_models.scripted",
+    "ScriptedRefusalError": "kbgraph.graphs.chat_models.scripted",
+    "ScriptExhaustedError": "kbgraph.graphs.chat_models.scripted",
+    "StructuredOutputParseError": "kbgraph.graphs.chat_models.scripted",
+    "refusal_message": "kbgraph.graphs.chat_models.scripted",
+    "tool_call_message": "kbgraph.graphs.chat_models.scripted",
+    "FakeEmbeddings": "kbgraph.retrieval.embeddings.fake",
+    "ScriptedJudge": "kbgraph.evals.judges.scripted",
 }
 
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

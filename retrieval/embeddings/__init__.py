@@ -17,6 +17,7 @@ from ._batching import (
     length_order,
 )
 from ._cache import CachedEmbedOutcome, EmbeddingCache, VectorCache, embed_with_cache
+from ._identity import describe_embeddings
 from ._local import LocalEmbeddings, packaged_model_dir
 from ._providers import DEFAULT_TIMEOUT, resolve_embeddings
 from ._retry import ErrorVerdict, backoff_delay, classify_error, parse_retry_after
@@ -25,9 +26,9 @@ from ._spec import (
     PACKAGED_MODEL,
     EmbeddingInfo,
     EmbeddingSpec,
-    describe_embeddings,
     parse_spec,
 )
+from .fake import FakeEmbeddings
 
 __all__ = [
     "ALLOWED_FORMS",
@@ -41,6 +42,7 @@ __all__ = [
     "EmbeddingInfo",
     "EmbeddingSpec",
     "ErrorVerdict",
+    "FakeEmbeddings",
     "InputLimited",
     "LocalEmbeddings",
     "VectorCache",

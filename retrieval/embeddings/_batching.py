@@ -16,8 +16,9 @@ from langchain_core.embeddings import Embeddings
 
 from kbgraph.errors import DimensionMismatchError, EmbeddingError, KbgraphError
 
+from ._identity import describe_embeddings
 from ._retry import ErrorVerdict, backoff_delay, classify_error
-from ._spec import EmbeddingInfo, describe_embeddings
+from ._spec import EmbeddingInfo
 
 logger = logging.getLogger("kbgraph.retrieval.embeddings")
 

@@ -12,19 +12,19 @@ reproduced: ``Transformer`` → mean ``Pooling`` → optional ``Normalize``, no 
 other model keeps the sentence-transformers path. The export is written once, by the first
 process that loads the model with sentence-transformers (``kbgraph index`` usually), into
 ``$KBGRAPH_CACHE_DIR`` (default ``$XDG_CACHE_HOME/kbgraph``, else ``~/.cache/kbgraph``)
-under ``onnx/``, atomically, with a manifest naming the weights it came from (paths, sizes
-and modification times: a changed model folder is exported again). ``KBGRAPH_LOCAL_BACKEND``
-= ``torch`` forces the sentence-transformers path, ``onnx`` refuses to fall back.
+under ``onnx/exports/``, atomically, named by the model's content: every virtualenv with
+the same model shares it, and exports nothing needs any more are pruned
+(:mod:`._onnx_cache`). ``KBGRAPH_LOCAL_BACKEND`` = ``torch`` forces the sentence-transformers
+path, ``onnx`` refuses to fall back.
 """
 
 from __future__ import annotations
 
 import contextlib
-import hashlib
+import importlib.metadata
 import json
 import os
 import shutil
-import tempfile
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,14 +35,21 @@ import numpy as np
 
 from kbgraph.errors import ConfigError
 
-CACHE_ENV = "KBGRAPH_CACHE_DIR"
+from ._onnx_cache import (
+    CACHE_ENV,
+    MANIFEST,
+    OPSET,
+    cache_root,
+    export_folder,
+    exports_root,
+    reading,
+    writing,
+)
+
 BACKEND_ENV = "KBGRAPH_LOCAL_BACKEND"
 Backend = Literal["auto", "onnx", "torch"]
-MANIFEST = "manifest.json"
 MODEL_FILE = "model.onnx"
-EXPORT_VERSION = 1  # bump when the export itself changes
 MIN_COSINE = 0.9999
-OPSET = 17
 _PROBES = (
     "How do retries back off?",
     "Café crème, naïve façade — 東京の天気は晴れです。 😀",
@@ -60,15 +67,6 @@ def backend_choice() -> Backend:
     return value  # type: ignore[return-value]
 
 
-def cache_root() -> Path:
-    """Where kbgraph keeps per-user files that can be rebuilt (the ONNX exports)."""
-    explicit = os.environ.get(CACHE_ENV, "").strip()
-    if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "kbgraph"
-
-
 @dataclass(frozen=True, slots=True)
 class Pipeline:
     """What the ONNX path must reproduce of a sentence-transformers model folder."""
@@ -77,26 +75,14 @@ class Pipeline:
     max_seq_length: int
     normalize: bool
 
-    @property
-    def export_dir(self) -> Path:
-        key = hashlib.sha256(str(self.folder).encode("utf-8", "surrogatepass")).hexdigest()
-        return cache_root() / "onnx" / key[:16]
+    def key_inputs(self) -> dict[str, Any]:
+        """What besides the model's files decides the export (part of its key)."""
+        return {"max_seq_length": self.max_seq_length, "normalize": self.normalize}
 
-    def fingerprint(self) -> dict[str, Any]:
-        """The weights and tokenizer files by path, size and mtime: stat only, so checking
-        an export costs no hashing of ~90 MB at query time."""
-        files = {}
-        for path in sorted(self.folder.iterdir()):
-            if path.is_file() and path.suffix in (".safetensors", ".bin", ".json", ".txt"):
-                stat = path.stat()
-                files[path.name] = [stat.st_size, stat.st_mtime_ns]
-        return {
-            "version": EXPORT_VERSION,
-            "folder": str(self.folder),
-            "files": files,
-            "max_seq_length": self.max_seq_length,
-            "normalize": self.normalize,
-        }
+
+def export_dir(pipeline: Pipeline) -> Path:
+    """The folder of the pipeline's export, named by content (it may not exist yet)."""
+    return export_folder(pipeline.folder, pipeline.key_inputs())
 
 
 def _read_json(path: Path) -> Any:
@@ -132,12 +118,20 @@ def pipeline_of(folder: str | Path) -> Pipeline | None:
 
 
 def export_is_current(pipeline: Pipeline) -> bool:
-    """True when the published export was made from the model folder as it is now."""
+    """True when an export of the model folder as it is now was published (by any
+    process, from any folder holding the same model)."""
     try:
-        manifest = _read_json(pipeline.export_dir / MANIFEST)
+        return _is_published(export_dir(pipeline))
+    except OSError:  # the model folder changed under us: the torch path decides
+        return False
+
+
+def _is_published(target: Path) -> bool:
+    try:
+        manifest = _read_json(target / MANIFEST)
     except (OSError, ValueError):
         return False
-    return isinstance(manifest, dict) and manifest.get("fingerprint") == pipeline.fingerprint()
+    return isinstance(manifest, dict) and manifest.get("key") == target.name
 
 
 class OnnxEncoder:
@@ -161,14 +155,33 @@ class OnnxEncoder:
         not yet published), or None: no export, a stale one (the model folder changed),
         a damaged one, or onnxruntime / tokenizers missing. ``threads`` caps onnxruntime's
         intra-op threads (None: its default, one per core)."""
-        target = folder or pipeline.export_dir
-        if folder is None and not export_is_current(pipeline):
+        try:
+            target = folder or export_dir(pipeline)
+        except OSError:
+            return None
+        if folder is None and not _is_published(target):
             return None
         try:
             import onnxruntime
             from tokenizers import Tokenizer
         except ImportError:
             return None
+        if folder is not None:
+            return cls._open(pipeline, target, onnxruntime, Tokenizer, threads)
+        with reading(target) as still_there:  # not pruned while its files are read
+            if not still_there:
+                return None
+            return cls._open(pipeline, target, onnxruntime, Tokenizer, threads)
+
+    @classmethod
+    def _open(
+        cls,
+        pipeline: Pipeline,
+        target: Path,
+        onnxruntime: Any,
+        tokenizers: Any,
+        threads: int | None,
+    ) -> OnnxEncoder | None:
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3  # errors only: library code never prints
         if threads is not None:
@@ -180,7 +193,7 @@ class OnnxEncoder:
             session = onnxruntime.InferenceSession(
                 str(target / MODEL_FILE), options, providers=["CPUExecutionProvider"]
             )
-            tokenizer = Tokenizer.from_file(str(target / "tokenizer.json"))
+            tokenizer = tokenizers.from_file(str(target / "tokenizer.json"))
         except Exception:  # damaged: the torch path still works, and exports again
             return None
         tokenizer.enable_truncation(max_length=pipeline.max_seq_length)
@@ -250,27 +263,32 @@ def export(model: Any, pipeline: Pipeline) -> bool:
         import torch
     except ImportError:
         return False
-    parent = pipeline.export_dir.parent
     try:
-        parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=".export-", dir=parent))
-    except OSError:
-        return False
-    try:
-        _export_network(model, work / MODEL_FILE, torch)
-        shutil.copyfile(pipeline.folder / "tokenizer.json", work / "tokenizer.json")
-        encoder = OnnxEncoder.load(pipeline, folder=work)
-        cosine = agreement(model, encoder) if encoder is not None else 0.0
-        if cosine < MIN_COSINE:
-            return False
-        manifest = {"fingerprint": pipeline.fingerprint(), "min_cosine": cosine}
-        (work / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-        _publish(work, pipeline.export_dir)
+        target = export_dir(pipeline)
+        with writing(exports_root()) as work:
+            _export_network(model, work / MODEL_FILE, torch)
+            shutil.copyfile(pipeline.folder / "tokenizer.json", work / "tokenizer.json")
+            encoder = OnnxEncoder.load(pipeline, folder=work)
+            cosine = agreement(model, encoder) if encoder is not None else 0.0
+            if cosine < MIN_COSINE:
+                return False
+            manifest = {"key": target.name, "min_cosine": cosine, "made_with": _versions()}
+            (work / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
+            _publish(work, target)
         return True
     except Exception:  # exporting is an optimisation: any failure leaves the torch path
         return False
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+
+
+def _versions() -> dict[str, str | None]:
+    """Which packages made and checked an export (provenance only: not part of its key)."""
+    out: dict[str, str | None] = {}
+    for name in ("torch", "onnx", "onnxruntime", "sentence-transformers"):
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = None
+    return out
 
 
 def _export_network(model: Any, path: Path, torch: Any) -> None:
@@ -318,12 +336,19 @@ def agreement(model: Any, encoder: OnnxEncoder) -> float:
 
 
 def _publish(work: Path, target: Path) -> None:
-    """Move the finished export into place; a stale one is moved aside first. A process
-    that publishes the same export at the same moment wins, and this one's is dropped."""
-    old = target.with_name(f"{target.name}.old-{os.getpid()}")
-    if target.exists():
+    """Move the finished export into place (a rename: readers see all of it or nothing).
+    When another process published the same export first, its copy stays and this one is
+    dropped; a damaged folder in the way is replaced."""
+    try:
+        os.rename(work, target)
+        return
+    except OSError:  # something is there already
+        if _is_published(target):
+            return
+    old = target.with_name(f".old-{os.getpid()}-{target.name}")
+    with contextlib.suppress(OSError):
         os.rename(target, old)
-    with contextlib.suppress(OSError):  # another process published first
+    with contextlib.suppress(OSError):  # another process published meanwhile
         os.rename(work, target)
     shutil.rmtree(old, ignore_errors=True)
 
@@ -338,6 +363,7 @@ __all__ = [
     "backend_choice",
     "cache_root",
     "export",
+    "export_dir",
     "export_is_current",
     "mean_pool",
     "pipeline_of",

@@ -75,7 +75,7 @@ def _build_compatible(spec: EmbeddingSpec, timeout: float) -> Embeddings:
 def embeddings_from_spec(spec: EmbeddingSpec, *, timeout: float = DEFAULT_TIMEOUT) -> Embeddings:
     """Build the ``Embeddings`` of a parsed spec."""
     if spec.provider == "fake":
-        from kbgraph.testing import FakeEmbeddings
+        from .fake import FakeEmbeddings
 
         return FakeEmbeddings(spec.dims or DEFAULT_FAKE_DIMS)
     if spec.provider == "local":

@@ -8,18 +8,14 @@ whose credentials are absent (for example to read an index built elsewhere)."""
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from langchain_core.embeddings import Embeddings
-
 from kbgraph.errors import ConfigError
 
-# The ``fake`` spec's embeddings are the test double shipped in kbgraph.testing.
-from kbgraph.testing._embeddings import DEFAULT_FAKE_DIMS
+from .fake import DEFAULT_FAKE_DIMS
 
 Provider = Literal["local", "fake", "openai", "azure_openai", "openai_compatible", "langchain"]
 
@@ -165,55 +161,11 @@ def parse_spec(spec: str) -> EmbeddingSpec:
     raise _bad_spec(spec, f"unknown provider {head!r}")
 
 
-def _info_of_object(embeddings: Embeddings) -> EmbeddingInfo:
-    # Imported here: these modules import this one.
-    from kbgraph.testing import FakeEmbeddings
-
-    from ._local import LocalEmbeddings
-
-    if isinstance(embeddings, FakeEmbeddings):
-        return EmbeddingInfo("fake", embeddings.model)
-    if isinstance(embeddings, LocalEmbeddings):
-        return EmbeddingInfo("local", embeddings.model_name)
-    # Not imported on purpose (it takes seconds): an object of its classes implies it is.
-    lc_openai = sys.modules.get("langchain_openai")
-    if lc_openai is not None and isinstance(embeddings, lc_openai.AzureOpenAIEmbeddings):
-        model = embeddings.deployment or embeddings.model
-        return EmbeddingInfo("azure_openai", model, embeddings.dimensions)
-    if lc_openai is not None and isinstance(embeddings, lc_openai.OpenAIEmbeddings):
-        base = embeddings.openai_api_base
-        host = urlsplit(base).hostname if base else "api.openai.com"
-        provider = "openai" if host == "api.openai.com" else "openai_compatible"
-        return EmbeddingInfo(provider, embeddings.model, embeddings.dimensions)
-    model = getattr(embeddings, "model", None) or getattr(embeddings, "model_name", None)
-    dims = getattr(embeddings, "dimensions", None)
-    return EmbeddingInfo(
-        type(embeddings).__name__,
-        str(model) if model else "default",
-        dims if isinstance(dims, int) else None,
-    )
-
-
-def describe_embeddings(spec_or_embeddings: str | Embeddings) -> EmbeddingInfo:
-    """Provider and model of a spec or of any LangChain ``Embeddings``. A spec and the
-    object it resolves to describe alike, so either can key the cache."""
-    if isinstance(spec_or_embeddings, str):
-        parsed = parse_spec(spec_or_embeddings)
-        return EmbeddingInfo(parsed.integration or parsed.provider, parsed.model)
-    if not isinstance(spec_or_embeddings, Embeddings):
-        raise ConfigError(
-            f"expected an embedding spec or a LangChain Embeddings, got "
-            f"{type(spec_or_embeddings).__name__}; pass e.g. 'local' or OpenAIEmbeddings(...)"
-        )
-    return _info_of_object(spec_or_embeddings)
-
-
 __all__ = [
     "ALLOWED_FORMS",
     "PACKAGED_MODEL",
     "EmbeddingInfo",
     "EmbeddingSpec",
     "Provider",
-    "describe_embeddings",
     "parse_spec",
 ]

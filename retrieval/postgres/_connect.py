@@ -29,6 +29,8 @@ class Database:
     url: str = field(repr=False)
     location: str
     secrets: tuple[str, ...] = field(repr=False)
+    hosts: int = 1  # a libpq multi-host URL names several (a primary and its standbys)
+    session_attrs: str | None = None  # the URL's own target_session_attrs
 
     @classmethod
     def parse(cls, url: str) -> Database:
@@ -41,11 +43,13 @@ class Database:
                 "also come from PGPASSWORD or ~/.pgpass)"
             ) from None
         port = str(params.get("port") or "")
-        if port and not all(p.strip().isdigit() for p in port.split(",")):
+        if port and not all(p.strip().isdigit() or not p.strip() for p in port.split(",")):
             raise ConfigError(f"the store's port must be a number; use {URL_FORM}")
         password = str(params.get("password") or "")
         secrets = tuple(s for s in {password, quote(password), unquote(password), url} if s)
-        return cls(url, _location(params), secrets)
+        hosts = len(str(params.get("host") or params.get("hostaddr") or "").split(","))
+        attrs = params.get("target_session_attrs")
+        return cls(url, _location(params), secrets, hosts, str(attrs) if attrs else None)
 
     def scrub(self, text: str) -> str:
         for secret in sorted(self.secrets, key=len, reverse=True):
@@ -57,10 +61,17 @@ class Database:
         lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
         return self.scrub("; ".join(lines) or type(exc).__name__)
 
-    def connect(self, *, autocommit: bool = True) -> psycopg.Connection[Any]:
+    def connect(
+        self, *, autocommit: bool = True, session_attrs: str | None = None
+    ) -> psycopg.Connection[Any]:
+        """A connection; ``session_attrs`` (libpq's ``target_session_attrs``: which of the
+        URL's hosts to choose) applies when the URL names several hosts."""
+        extra: dict[str, Any] = {}
+        if session_attrs and self.hosts > 1:
+            extra["target_session_attrs"] = session_attrs
         try:
             return psycopg.connect(
-                self.url, autocommit=autocommit, connect_timeout=CONNECT_TIMEOUT_S
+                self.url, autocommit=autocommit, connect_timeout=CONNECT_TIMEOUT_S, **extra
             )
         except psycopg.OperationalError as exc:
             raise DatabaseUnavailableError(
@@ -83,7 +94,9 @@ class Database:
                 "the user the privilege (CREATE on the schema to index, SELECT to search) or "
                 "use a user that has it"
             ) from None
-        except psycopg.OperationalError as exc:
+        except (psycopg.OperationalError, pg_errors.SerializationFailure) as exc:
+            # SerializationFailure: a standby cancelled the query to replay the primary's
+            # changes (a recovery conflict); a new attempt succeeds.
             raise DatabaseUnavailableError(
                 f"lost PostgreSQL at {self.location} while trying to {doing} "
                 f"({self.reason(exc)}); check the server and run the command again"
@@ -124,13 +137,17 @@ def ensure_vector_extension(db: Database, conn: psycopg.Connection[Any]) -> None
 
 def _location(params: dict[str, Any]) -> str:
     user = params.get("user") or ""
-    host = str(params.get("host") or "localhost")
-    port = params.get("port")
-    where = f"{host}:{port}" if port else host
-    if where.startswith("/"):  # a Unix socket folder
-        where = f"[{where}]"
+    hosts = str(params.get("host") or "localhost").split(",")
+    ports = str(params.get("port") or "").split(",")
+    ports = ports * len(hosts) if len(ports) == 1 else ports  # one port for every host
+    where = ",".join(_host(h, p) for h, p in zip(hosts, ports, strict=False))
     database = params.get("dbname") or user or ""
     return f"postgresql://{user + '@' if user else ''}{where}/{database}"
+
+
+def _host(host: str, port: str) -> str:
+    where = f"{host}:{port}" if port else host
+    return f"[{where}]" if where.startswith("/") else where  # a Unix socket folder
 
 
 __all__ = ["CONNECT_TIMEOUT_S", "URL_FORM", "Database", "ensure_vector_extension"]

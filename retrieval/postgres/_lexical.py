@@ -22,6 +22,8 @@ MAX_POSITIONS = 256
 """PostgreSQL keeps at most 256 positions per lexeme: a term's frequency in one chunk is
 counted up to 256 (BM25's term-frequency factor is then within 0.5 % of its limit)."""
 MAX_LEXEME_BYTES = 2046  # tsvector refuses longer words; such "words" are binary noise
+SPARSE_DIMS = 1_000_000_000
+"""The size of every BM25 weights ``sparsevec`` (pgvector's largest): term ids index it."""
 
 
 def _usable(term: str) -> bool:
@@ -55,6 +57,12 @@ def tsquery_literal(terms: Sequence[str]) -> str:
     return " | ".join(_quoted(t) for t in terms)
 
 
+def sparse_literal(weights: dict[int, float]) -> str:
+    """A ``sparsevec`` of term id (1-based) -> weight."""
+    body = ",".join(f"{i}:{w!r}" for i, w in sorted(weights.items()))
+    return f"{{{body}}}/{SPARSE_DIMS}"
+
+
 def term_weights(counts: dict[str, int], df: dict[str, int], n_docs: int) -> dict[str, float]:
     """``idf(t) × count of t in the query`` for the terms the index holds."""
     present = [t for t in counts if df.get(t, 0) > 0]
@@ -66,7 +74,9 @@ def term_weights(counts: dict[str, int], df: dict[str, int], n_docs: int) -> dic
 
 __all__ = [
     "MAX_POSITIONS",
+    "SPARSE_DIMS",
     "query_terms",
+    "sparse_literal",
     "term_weights",
     "tsquery_literal",
     "tsvector_literal",

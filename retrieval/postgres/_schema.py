@@ -37,6 +37,8 @@ SHARED_DDL = (
         vector bytea NOT NULL,
         PRIMARY KEY (model, hash)
     )""",
+    # The average chunk length the BM25 weights column was computed with (sparsevec).
+    "ALTER TABLE kbgraph_kbs ADD COLUMN IF NOT EXISTS bm25_avgdl float8",
 )
 
 HNSW_M = 16
@@ -67,12 +69,16 @@ class Tables:
     def all(self) -> tuple[sql.Identifier, ...]:
         return (self.files, self.chunks, self.terms)
 
-    def create(self, dims: int | None) -> list[sql.Composed]:
-        """The table set for vectors of ``dims`` (None: lexical only). The HNSW index is
-        created by :meth:`vector_index`, after a bulk load."""
+    def create(self, dims: int | None, *, sparse: bool = False) -> list[sql.Composed]:
+        """The table set for vectors of ``dims`` (None: lexical only), with a BM25 weights
+        column when ``sparse`` (pgvector >= 0.7). The HNSW index is created by
+        :meth:`vector_index`, after a bulk load."""
         embedding = (
             sql.SQL(", embedding vector({})").format(sql.Literal(dims)) if dims else sql.SQL("")
         )
+        if sparse:
+            embedding = sql.SQL("{}, bm25 sparsevec").format(embedding)
+        term_id = sql.SQL(", id integer GENERATED ALWAYS AS IDENTITY UNIQUE" if sparse else "")
         return [
             sql.SQL(
                 "CREATE TABLE {} (source text PRIMARY KEY, size bigint NOT NULL, "
@@ -89,19 +95,27 @@ class Tables:
             ).format(self.chunks, embedding),
             sql.SQL("CREATE INDEX ON {} (source, ord)").format(self.chunks),
             sql.SQL("CREATE INDEX ON {} USING gin (lexemes)").format(self.chunks),
-            sql.SQL("CREATE TABLE {} (lexeme text PRIMARY KEY, df bigint NOT NULL)").format(
-                self.terms
+            sql.SQL("CREATE TABLE {} (lexeme text PRIMARY KEY, df bigint NOT NULL{})").format(
+                self.terms, term_id
             ),
         ]
 
-    def vector_index(self) -> sql.Composed:
-        """HNSW over inner product: the vectors are L2-normalised, so it ranks by cosine."""
+    def vector_index(self, dims: int, *, halfvec: bool = False) -> sql.Composed:
+        """HNSW over inner product: the vectors are L2-normalised, so it ranks by cosine.
+        ``halfvec`` (pgvector >= 0.7): over the vectors as 2-byte floats, an index half the
+        size; the rows keep 4-byte floats, which score the candidates it proposes."""
+        column = (
+            sql.SQL("(embedding::halfvec({})) halfvec_ip_ops").format(sql.Literal(dims))
+            if halfvec
+            else sql.SQL("embedding vector_ip_ops")
+        )
         return sql.SQL(
-            "CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw (embedding vector_ip_ops) "
+            "CREATE INDEX IF NOT EXISTS {} ON {} USING hnsw ({}) "
             "WITH (m = {}, ef_construction = {})"
         ).format(
             sql.Identifier(f"kbgraph_kb{self.kb_id}_hnsw"),
             self.chunks,
+            column,
             sql.Literal(HNSW_M),
             sql.Literal(HNSW_EF_CONSTRUCTION),
         )

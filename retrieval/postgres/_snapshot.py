@@ -25,9 +25,10 @@ from ..lexical import DEFAULT_B, DEFAULT_K1
 from ..records import Chunk
 from ..storage import QueryEmbedder, RankerName
 from ..store import IndexMeta
-from ._connect import Database
-from ._lexical import query_terms, term_weights, tsquery_literal
+from ._features import Layout
+from ._lexical import query_terms, sparse_literal, term_weights, tsquery_literal
 from ._schema import Tables
+from ._servers import Servers
 
 EXACT_BELOW = 20_000
 """Below this many chunks a vector query scans every row (exact, a few ms); above it the
@@ -37,6 +38,10 @@ EF_SEARCH_MIN = 200
 """hnsw.ef_search for a top-k of up to this many (larger k: k). At 1M synthetic vectors
 (``benchmarks/bench_scale.py --section postgres``, 2026-11-25) recall@10 / p50 were
 0.79 / 4.6 ms at 40, 0.91 / 5.9 ms at 100, 0.95 / 7.4 ms at 200, 0.96 / 17.8 ms at 400."""
+
+BM25_CANDIDATES = 100
+"""Rows whose exact BM25 is computed when the weights column proposes candidates (at
+least 4 x the rows asked)."""
 
 _CHUNK_COLUMNS = sql.SQL(
     "rid, chunk_id, text, source, line_start, line_end, byte_start, byte_end, section, page"
@@ -56,7 +61,8 @@ class PgRanking:
         self._snap, self._conn, self._query, self._embed = snap, conn, query, embed_query
         self._t = snap.tables
         self._bm25: tuple[list[str], list[float], float] | None = None
-        self._allowed: dict[SearchFilters | None, list[str] | None] = {}
+        self._term_ids: dict[str, int] = {}
+        self._allowed: dict[SearchFilters | None, tuple[list[str], int] | None] = {}
 
     # -- vector ----------------------------------------------------------------------
     def _vector(self) -> str | None:
@@ -66,36 +72,64 @@ class PgRanking:
         check_query_vector(vector, self._snap.dims, self._snap.meta.embedding)
         return "[" + ",".join(repr(float(x)) for x in vector) + "]"
 
-    def _vector_top(self, limit: int, allowed: list[str] | None) -> tuple[list[int], list[float]]:
+    def _vector_top(
+        self, limit: int, allowed: list[str] | None, rows: int
+    ) -> tuple[list[int], list[float]]:
+        """The best ``limit`` of the ``rows`` rows of the ``allowed`` files: scanned exactly
+        when they are few (as the whole table is below ``exact_below``: a filter keeping 1 %
+        of 1M rows), else by the HNSW index."""
         vector = self._vector()
         if vector is None:
             return [], []
         where, params = _allowed_clause(allowed)
         params.update(q=vector, n=limit)
-        exact = self._snap.n_docs < self._snap.exact_below or limit > MAX_EF_SEARCH
+        exact = rows < self._snap.exact_below or limit > MAX_EF_SEARCH
         if not exact:
             ef = max(EF_SEARCH_MIN, limit)
-            self._conn.execute(sql.SQL("SET LOCAL hnsw.ef_search = {}").format(sql.Literal(ef)))
-            rows = self._vector_query(where, params, approximate=True)
-            if len(rows) >= limit or allowed is None:
-                return _split(rows)
-            # The index filtered its candidates after the search: fewer than asked may be
-            # allowed among them. The allowed rows are then scanned exactly.
+            self._set("hnsw.ef_search", ef)
+            if allowed is not None and self._snap.layout.pgvector.iterative_scan:
+                # pgvector 0.8: the scan goes on past ef_search until `limit` rows pass the
+                # filter (up to hnsw.max_scan_tuples), instead of filtering ef candidates.
+                self._set("hnsw.iterative_scan", "relaxed_order")
+            found = self._vector_query(where, params, approximate=True)
+            if len(found) >= limit or allowed is None:
+                return _split(found)
+            # Too few of the index's candidates are allowed (pgvector < 0.8 filters the
+            # ef_search candidates after the search): the allowed rows are scanned exactly.
         return _split(self._vector_query(where, params, approximate=False))
+
+    def _set(self, setting: str, value: int | str) -> None:
+        self._conn.execute(
+            sql.SQL("SET LOCAL {} = {}").format(sql.SQL(setting), sql.Literal(value))
+        )
 
     def _vector_query(
         self, where: sql.Composable, params: dict[str, Any], *, approximate: bool
     ) -> list[tuple[Any, ...]]:
+        if approximate and self._snap.layout.halfvec_index:
+            # The index holds 2-byte floats: it proposes twice the rows asked, which are
+            # scored and ordered at full precision (the scores the exact path gives).
+            order = sql.SQL("embedding::halfvec({d}) <#> %(q)s::halfvec({d})").format(
+                d=sql.Literal(self._snap.dims)
+            )
+            params = {**params, "c": 2 * int(params["n"])}
+            query = sql.SQL(
+                "SELECT rid, -(embedding <#> %(q)s::vector) AS score FROM (SELECT rid, "
+                "embedding FROM {} WHERE embedding IS NOT NULL{} ORDER BY {} LIMIT %(c)s) c "
+                "ORDER BY score DESC, rid LIMIT %(n)s"
+            ).format(self._t.chunks, where, order)
+            return self._conn.execute(query, params).fetchall()
         # `+ 0` keeps the planner off the HNSW index: the exact path scans the allowed rows.
-        order = sql.SQL(
+        # relaxed_order (iterative scans) may return rows slightly out of order: re-sorted.
+        inner = sql.SQL(
             "embedding <#> %(q)s::vector"
             if approximate
             else "(embedding <#> %(q)s::vector) + 0, rid"
         )
         query = sql.SQL(
-            "SELECT rid, -(embedding <#> %(q)s::vector) FROM {} "
-            "WHERE embedding IS NOT NULL{} ORDER BY {} LIMIT %(n)s"
-        ).format(self._t.chunks, where, order)
+            "SELECT rid, score FROM (SELECT rid, -(embedding <#> %(q)s::vector) AS score FROM {} "
+            "WHERE embedding IS NOT NULL{} ORDER BY {} LIMIT %(n)s) c ORDER BY score DESC, rid"
+        ).format(self._t.chunks, where, inner)
         return self._conn.execute(query, params).fetchall()
 
     # -- BM25 ------------------------------------------------------------------------
@@ -104,13 +138,15 @@ class PgRanking:
             counts = query_terms(self._query)
             df: dict[str, int] = {}
             if counts:
+                ids = sql.SQL(", id" if self._snap.layout.bm25_column else ", NULL")
                 rows = self._conn.execute(
-                    sql.SQL("SELECT lexeme, df FROM {} WHERE lexeme = ANY(%s)").format(
-                        self._t.terms
+                    sql.SQL("SELECT lexeme, df{} FROM {} WHERE lexeme = ANY(%s)").format(
+                        ids, self._t.terms
                     ),
                     (list(counts),),
                 ).fetchall()
-                df = {str(t): int(n) for t, n in rows}
+                df = {str(t): int(n) for t, n, _ in rows}
+                self._term_ids = {str(t): int(i) for t, _, i in rows if i is not None}
             weights = term_weights(counts, df, self._snap.n_docs)
             self._bm25 = (list(weights), list(weights.values()), self._snap.avgdl)
         return self._bm25
@@ -149,6 +185,18 @@ class PgRanking:
         where, extra = _allowed_clause(allowed, column="c.source")
         params.update(extra, n=limit)
         match = sql.SQL("c.lexemes @@ %(tsq)s::tsquery{}").format(where)
+        if self._snap.layout.bm25_column:
+            # Candidates first: the matching rows ranked by the inner product of their BM25
+            # weights (a sparsevec, computed in C) with the query's; then the exact BM25 of
+            # those only. bench_pg_quality.py --section lexical measures the top 10 against
+            # scoring every match.
+            terms, weights, _ = self._bm25_terms()
+            ids = {self._term_ids[t]: w for t, w in zip(terms, weights, strict=True)}
+            params.update(qv=sparse_literal(ids), c=max(BM25_CANDIDATES, 4 * limit))
+            match = sql.SQL(
+                "c.rid IN (SELECT c.rid FROM {} c WHERE {} "
+                "ORDER BY c.bm25 <#> %(qv)s::sparsevec LIMIT %(c)s)"
+            ).format(self._t.chunks, match)
         tail = sql.SQL("ORDER BY score DESC, c.rid LIMIT %(n)s")
         return _split(self._conn.execute(self._bm25_sql(match, tail), params).fetchall())
 
@@ -158,11 +206,11 @@ class PgRanking:
     ) -> tuple[list[int], list[float]]:
         if filters not in self._allowed:  # both rankers of a query share one file list
             self._allowed[filters] = self._snap.allowed_sources(self._conn, filters)
-        allowed = self._allowed[filters]
+        allowed, rows = self._allowed[filters] or (None, self._snap.n_docs)
         if allowed is not None and not allowed:
             return [], []
         if ranker == "vector":
-            return self._vector_top(limit, allowed)
+            return self._vector_top(limit, allowed, rows)
         if ranker == "bm25":
             return self._bm25_top(limit, allowed)
         raise ConfigError(f"unknown ranker {ranker!r}; allowed: vector, bm25")
@@ -207,21 +255,23 @@ class PgRanking:
 
 
 class PgSnapshot:
-    """The live version of one knowledge base, as ``open`` found it."""
+    """The live version of one knowledge base, as ``open`` found it: ``counts`` are its
+    version number, chunk count and total chunk length (BM25's document lengths)."""
 
     def __init__(
         self,
-        db: Database,
+        servers: Servers,
         tables: Tables,
         meta: IndexMeta,
-        version: int,
-        n_docs: int,
-        total_len: int,
+        counts: tuple[int, int, int],
+        layout: Layout,
         exact_below: int,
     ) -> None:
-        self.db, self.tables, self._meta, self.version = db, tables, meta, version
-        self.n_docs, self.exact_below = n_docs, exact_below
-        self.avgdl = total_len / n_docs if n_docs else 0.0
+        self.servers, self.tables, self._meta, self.layout = servers, tables, meta, layout
+        self.db = servers.read or servers.write  # for messages
+        self.version, self.n_docs, total_len = counts
+        self.exact_below = exact_below
+        self.avgdl = total_len / self.n_docs if self.n_docs else 0.0
         self.dims = meta.embedding.dims if meta.embedding else 0
         self._conn: psycopg.Connection[Any] | None = None
         self._lock = threading.Lock()
@@ -235,8 +285,8 @@ class PgSnapshot:
         return self._meta.embedding is not None
 
     def _connection(self) -> psycopg.Connection[Any]:
-        if self._conn is None or self._conn.closed:
-            self._conn = self.db.connect(autocommit=False)
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            self._conn = self.servers.reader(autocommit=False)
         return self._conn
 
     @contextmanager
@@ -251,14 +301,16 @@ class PgSnapshot:
 
     def allowed_sources(
         self, conn: psycopg.Connection[Any], filters: SearchFilters | None
-    ) -> list[str] | None:
-        """The files ``filters`` allow (None: every file), decided by the engine's rules."""
+    ) -> tuple[list[str], int] | None:
+        """The files ``filters`` allow and their chunk count (None: every file), decided by
+        the engine's rules."""
         if filters is None or filters.is_empty():
             return None
         rows = conn.execute(
-            sql.SQL("SELECT source, kind FROM {}").format(self.tables.files)
+            sql.SQL("SELECT source, kind, chunk_count FROM {}").format(self.tables.files)
         ).fetchall()
-        return [str(s) for s, kind in rows if filters.allows(str(s), kind)]
+        allowed = [(str(s), int(n)) for s, kind, n in rows if filters.allows(str(s), kind)]
+        return [s for s, _ in allowed], sum(n for _, n in allowed)
 
     def size_bytes(self) -> int:
         with self._lock, self.db.errors("measure the knowledge base"):

@@ -27,11 +27,19 @@ from .._reuse import FileRows, usable_vectors
 from ..records import Chunk
 from ..store import FileRecord, IndexMeta
 from ._connect import Database, ensure_vector_extension
+from ._features import layout_of, pgvector_of
 from ._schema import ADVISORY_CLASS, SCHEMA_LOCK, SHARED_DDL, Tables
+from ._servers import Servers, address, in_recovery, server_info, wait_for_replay
 from ._snapshot import EXACT_BELOW, PgSnapshot
 from ._write import apply_update
 
 _LOCK_POLL_S = 0.2
+FAILBACK_S = 30.0
+"""Searches that went to the primary because no standby answered try a standby again
+after this many seconds (at the next search)."""
+READ_YOUR_WRITES_S = 10.0
+"""After this store wrote, its next read on a standby waits (up to this long) until the
+standby has replayed the write: an index run's report and the searches after it see it."""
 
 
 class PgEmbeddingCache:
@@ -135,24 +143,40 @@ class PgWriter:
 
     def commit(self, update: Any) -> None:
         with self.store.db.errors("write the index"):
-            apply_update(self._conn, self.kb_id, self._meta, update)
+            apply_update(self._conn, self.kb_id, self._meta, update, pgvector_of(self._conn))
 
 
 class PostgresStore:
-    """The index of the documents folder ``folder`` in the database at ``url``."""
+    """The index of the documents folder ``folder`` in the database at ``url`` (the
+    primary, or several hosts), searched at ``read_url`` when given (a standby)."""
 
-    def __init__(self, url: str, folder: Path, *, exact_below: int = EXACT_BELOW) -> None:
-        self.db = Database.parse(url)
+    def __init__(
+        self,
+        url: str,
+        folder: Path,
+        *,
+        read_url: str | None = None,
+        exact_below: int = EXACT_BELOW,
+    ) -> None:
+        self.servers = Servers(url, read_url)
+        self.db = self.servers.write
         self.folder = str(folder)
         self.exact_below = exact_below
         # One connection for the cheap reads every search starts with (is there a newer
         # version?), kept open: a connection costs a round trip and an authentication.
         self._conn: psycopg.Connection[Any] | None = None
         self._conn_lock = threading.Lock()
+        self._on_standby = False
+        self._connected_at = 0.0
+        self._written: str | None = None  # the WAL position of this store's last write
 
     @property
     def location(self) -> str:
-        return self.db.location
+        return self.servers.location
+
+    @property
+    def _read_db(self) -> Database:
+        return self.servers.read or self.servers.write
 
     @property
     def index_dir(self) -> Path | None:
@@ -162,14 +186,30 @@ class PostgresStore:
     @contextmanager
     def _reading(self, doing: str) -> Iterator[psycopg.Connection[Any]]:
         with self._conn_lock:
-            if self._conn is None or self._conn.closed or self._conn.broken:
-                self._conn = self.db.connect()
+            if self._back_to_standby():
+                self._close_reader()
             try:
-                with self.db.errors(doing):
+                with self._read_db.errors(doing):
+                    if self._conn is None or self._conn.closed or self._conn.broken:
+                        self._conn = self.servers.reader()
+                        self._connected_at = time.monotonic()
+                        self._on_standby = in_recovery(self._conn)
+                    if self._written is not None and self._on_standby:
+                        wait_for_replay(self._conn, self._written, READ_YOUR_WRITES_S)
+                    self._written = None
                     yield self._conn
             except BaseException:
                 self._close_reader()  # a connection that failed is not reused
                 raise
+
+    def _back_to_standby(self) -> bool:
+        """On the primary while searches prefer a standby, for long enough to try again."""
+        return (
+            self._conn is not None
+            and not self._on_standby
+            and self.servers.prefers_standby
+            and time.monotonic() - self._connected_at > FAILBACK_S
+        )
 
     def _kb_row(self, conn: psycopg.Connection[Any]) -> tuple[Any, ...] | None:
         exists = conn.execute("SELECT to_regclass('kbgraph_kbs')").fetchone()
@@ -182,9 +222,11 @@ class PostgresStore:
         ).fetchone()
 
     def current_key(self) -> str | None:
+        """The live version and the server that answered: a search that moves to another
+        server (a standby lost, or back) reopens its snapshot there."""
         with self._reading("read the knowledge base") as conn:
             row = self._kb_row(conn)
-        return None if row is None else f"{row[0]}:{row[1]}"
+            return None if row is None else f"{row[0]}:{row[1]}@{address(conn)}"
 
     def recorded(self) -> Recorded:
         with self._reading("read the knowledge base") as conn:
@@ -196,15 +238,26 @@ class PostgresStore:
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             row = self._kb_row(conn)
             meta = None if row is None else self.load_meta(conn, int(row[0]))
-        if row is None or meta is None:
+            layout = None if row is None else layout_of(conn, Tables(int(row[0])))
+        if row is None or meta is None or layout is None:
             raise IndexNotFoundError(
                 f"{self.folder} has no index in {self.location} yet; run "
                 f"`kbgraph index {self.folder} --store <url>`"
             )
         kb_id, version, n_docs, total_len = (int(v) for v in row)
         return PgSnapshot(
-            self.db, Tables(kb_id), meta, version, n_docs, total_len, self.exact_below
+            self.servers,
+            Tables(kb_id),
+            meta,
+            (version, n_docs, total_len),
+            layout,
+            self.exact_below,
         )
+
+    def server(self) -> dict[str, Any]:
+        """The server searches go to (``kbgraph stats``): see ``server_info``."""
+        with self._reading("describe the server") as conn:
+            return server_info(conn)
 
     def load_meta(self, conn: psycopg.Connection[Any], kb_id: int) -> IndexMeta | None:
         """The live version's meta: the recorded settings plus the files table (rows are
@@ -272,18 +325,25 @@ class PostgresStore:
 
     @contextmanager
     def writing(self, lock_timeout: float) -> Iterator[PgWriter]:
-        conn = self.db.connect()
+        conn = self.servers.writer()
         try:
             kb_id = self._ensure_schema(conn)
             self._lock(conn, kb_id, lock_timeout, "index")
             with self.db.errors("read the previous version"):
                 writer = PgWriter(self, conn, kb_id)
             yield writer
+            self._wrote(conn)
         finally:
             conn.close()  # ends the session: the advisory lock goes with it
 
+    def _wrote(self, conn: psycopg.Connection[Any]) -> None:
+        if self.servers.prefers_standby:
+            with self.db.errors("read the primary's WAL position"):
+                row = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+            self._written = str(row[0]) if row else None
+
     def delete(self, documents: Path, lock_timeout: float) -> None:
-        conn = self.db.connect()
+        conn = self.servers.writer()
         try:
             with self.db.errors("delete the knowledge base"):
                 row = self._kb_row(conn)
@@ -297,6 +357,7 @@ class PostgresStore:
                     for ddl in Tables(kb_id).drop():
                         conn.execute(ddl)
                     conn.execute("DELETE FROM kbgraph_kbs WHERE id = %s", (kb_id,))
+            self._wrote(conn)
         finally:
             conn.close()
 

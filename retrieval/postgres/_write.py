@@ -10,11 +10,18 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
+from ..lexical import DEFAULT_B, DEFAULT_K1
 from ..records import Chunk, index_text
 from ..storage import FileEntry, IndexUpdate
 from ..store import IndexMeta
-from ._lexical import tsvector_literal
+from ._features import PgVector, layout_of
+from ._lexical import SPARSE_DIMS, tsvector_literal
 from ._schema import Tables
+
+BM25_DRIFT = 0.1
+"""The BM25 weights column is computed with one average chunk length for every row; when
+the knowledge base's average moves further than this (a share of it), every row is
+weighed again (the exact BM25 that ranks the candidates always uses the current one)."""
 
 _COLUMNS = (
     "source, ord, kind, chunk_id, text, line_start, line_end, byte_start, byte_end, "
@@ -49,19 +56,26 @@ def needs_write(previous: IndexMeta | None, update: IndexUpdate) -> bool:
 
 
 def apply_update(
-    conn: psycopg.Connection[Any], kb_id: int, previous: IndexMeta | None, update: IndexUpdate
+    conn: psycopg.Connection[Any],
+    kb_id: int,
+    previous: IndexMeta | None,
+    update: IndexUpdate,
+    pgvector: PgVector,
 ) -> None:
+    """Publish ``update``, with what the server's ``pgvector`` offers when the tables are
+    made (an existing table set keeps its shape until a rebuild)."""
     if not needs_write(previous, update):
         return
     tables = Tables(kb_id)
     meta = update.meta
     fresh = previous is None or update.fresh
     changed = _changed_entries(update)
+    dims = meta.embedding.dims if meta.embedding else None
     with conn.transaction():
         if fresh:
-            dims = meta.embedding.dims if meta.embedding else None
-            for ddl in [*tables.drop(), *tables.create(dims)]:
+            for ddl in [*tables.drop(), *tables.create(dims, sparse=pgvector.sparsevec)]:
                 conn.execute(ddl)
+            conn.execute("UPDATE kbgraph_kbs SET bm25_avgdl = NULL WHERE id = %s", (kb_id,))
         else:
             assert previous is not None
             gone = sorted(set(previous.files) - set(meta.files))
@@ -71,9 +85,11 @@ def apply_update(
             )
         _insert_rows(conn, tables, changed, with_vectors=meta.embedding is not None)
         _add_terms(conn, tables, [e.rel for e in changed])
+        if layout_of(conn, tables).bm25_column:
+            _weigh(conn, tables, kb_id, [e.rel for e in changed])
         _upsert_files(conn, tables, update.entries)
-        if fresh and meta.embedding is not None:
-            conn.execute(tables.vector_index())
+        if fresh and dims:
+            conn.execute(tables.vector_index(dims, halfvec=pgvector.halfvec))
         _publish(conn, tables, kb_id, meta)
 
 
@@ -144,6 +160,41 @@ def _add_terms(conn: psycopg.Connection[Any], tables: Tables, sources: list[str]
             "ON CONFLICT (lexeme) DO UPDATE SET df = {t}.df + excluded.df"
         ).format(t=tables.terms, c=tables.chunks),
         (sources,),
+    )
+
+
+_WEIGHTS = """
+UPDATE {c} c SET bm25 = w.v FROM (
+    SELECT x.rid, ('{{' || string_agg(t.id || ':' || (x.tf / (x.tf + %(k1)s * (1 - %(b)s
+        + %(b)s * x.dl / %(avgdl)s))), ',' ORDER BY t.id) || '}}/' || %(dims)s)::sparsevec AS v
+    FROM (SELECT c2.rid, c2.dl, u.lexeme, cardinality(u.positions)::float8 AS tf
+          FROM {c} c2, unnest(c2.lexemes) u WHERE {which}) x
+    JOIN {t} t ON t.lexeme = x.lexeme GROUP BY x.rid
+) w WHERE c.rid = w.rid
+"""
+
+
+def _weigh(conn: psycopg.Connection[Any], tables: Tables, kb_id: int, sources: list[str]) -> None:
+    """Each new row's BM25 document weights, ``tf / (tf + k1 (1 - b + b dl / avgdl))`` per
+    term id (the query side holds idf), with the knowledge base's reference ``avgdl``;
+    every row's when the average moved more than :data:`BM25_DRIFT` from it."""
+    counts = conn.execute(
+        sql.SQL("SELECT count(*), coalesce(sum(dl), 0) FROM {}").format(tables.chunks)
+    ).fetchone()
+    ref_row = conn.execute("SELECT bm25_avgdl FROM kbgraph_kbs WHERE id = %s", (kb_id,)).fetchone()
+    n, total = (int(v) for v in counts) if counts else (0, 0)
+    avgdl = total / n if n and total else 1.0
+    ref = float(ref_row[0]) if ref_row and ref_row[0] else None
+    which = sql.SQL("c2.source = ANY(%(sources)s)")
+    if ref is None or abs(avgdl / ref - 1) > BM25_DRIFT:
+        ref, which = avgdl, sql.SQL("TRUE")
+        conn.execute("UPDATE kbgraph_kbs SET bm25_avgdl = %s WHERE id = %s", (ref, kb_id))
+    elif not sources:
+        return
+    params = {"k1": DEFAULT_K1, "b": DEFAULT_B, "avgdl": ref, "dims": SPARSE_DIMS}
+    conn.execute(
+        sql.SQL(_WEIGHTS).format(c=tables.chunks, t=tables.terms, which=which),
+        {**params, "sources": sources},
     )
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -39,8 +39,15 @@ class FileRecord(BaseModel):
     notes: list[dict[str, str]] = Field(default_factory=list)
 
 
+# Skips whose cause lies outside the file's bytes: a permission, a hung network mount.
+RETRIED_SKIPS: frozenset[str] = frozenset({"unreadable"})
+
+
 class SkipRecord(BaseModel):
-    """A skipped file, remembered so that an unchanged one is not read again."""
+    """A skipped file, remembered so that an unchanged one is not read again; except an
+    ``unreadable`` one, which every run tries again (its cause, permissions or a hung
+    mount, lies outside its bytes). ``ctime_ns`` is kept for those only: a permission fix
+    changes it (not the size or mtime), so freshness checks see the file as changed."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -48,6 +55,24 @@ class SkipRecord(BaseModel):
     mtime_ns: int
     reason: SkipReason
     detail: str = ""
+    ctime_ns: int | None = None
+
+    @classmethod
+    def of(cls, size: int, mtime_ns: int, ctime_ns: int, reason: SkipReason, detail: str) -> Self:
+        """The record of a file skipped now (its ctime kept when the skip is retried)."""
+        ctime = ctime_ns if reason in RETRIED_SKIPS else None
+        return cls(size=size, mtime_ns=mtime_ns, reason=reason, detail=detail, ctime_ns=ctime)
+
+    @property
+    def retried(self) -> bool:
+        """Whether the next run reads the file again even if it did not change."""
+        return self.reason in RETRIED_SKIPS
+
+    def changed(self, size: int, mtime_ns: int, ctime_ns: int) -> bool:
+        """Whether a file of this stat is not the one skipped (metadata only)."""
+        if (self.size, self.mtime_ns) != (size, mtime_ns):
+            return True
+        return self.ctime_ns is not None and self.ctime_ns != ctime_ns
 
 
 class IndexMeta(BaseModel):

@@ -2,7 +2,10 @@
 index, search and report the same way through ``KnowledgeBase``.
 
 Each test runs once per store (``store`` fixture: None = the folder index beside the
-documents, else a PostgreSQL URL); the deterministic fake embedder keeps them offline."""
+documents, else a PostgreSQL URL: the primary, or the primary and its streaming standby in
+one multi-host URL, where every search is answered by the standby and every write goes to
+the primary, or a server with an older pgvector, 0.6, whose tables lack the halfvec index
+and the BM25 weights column); the deterministic fake embedder keeps them offline."""
 
 from __future__ import annotations
 
@@ -21,11 +24,14 @@ from tests.unit.test_kb_search import _write
 QUERY = "exponential backoff retry policy"
 
 
-@pytest.fixture(params=["folder", "postgres"])
+STORES = {"postgres": "pg_url", "standby": "pg_replica_url", "pgvector-0.6": "pg_older_url"}
+
+
+@pytest.fixture(params=["folder", *STORES])
 def store(request: pytest.FixtureRequest) -> str | None:
     if request.param == "folder":
         return None
-    return str(request.getfixturevalue("pg_url"))
+    return str(request.getfixturevalue(STORES[request.param]))
 
 
 @pytest.fixture
@@ -164,6 +170,11 @@ def test_stats_validate_and_recorded_settings(folder: Path, store: str | None) -
     kb.validate()
     stats = kb.stats().to_dict()
     assert stats["fileCount"] == 4 and stats["staleFiles"] == 0
+    if store is None:
+        assert stats["server"] == {}
+    else:  # the server that answered: the standby when the URL names one (several hosts)
+        assert stats["server"]["standby"] is ("," in store)
+        assert stats["server"]["pgvector"] and stats["server"]["address"]
     assert stats["embedding"]["model"] and stats["embedding"]["dims"] > 0
     assert kb.index().embedded == 0
 

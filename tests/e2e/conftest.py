@@ -54,10 +54,16 @@ def docs_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def dev_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevServer]:
+def dev_server(tmp_path_factory: pytest.TempPathFactory, docs_folder: Path) -> Iterator[DevServer]:
+    """The server, with the inspector mounted in it showing ``docs_folder`` (and the runs
+    recorded in a folder of the test's own)."""
     log = tmp_path_factory.mktemp("langgraph-dev") / "server.log"
+    env = {
+        "KBGRAPH_INSPECT_FOLDERS": str(docs_folder),
+        "KBGRAPH_RUNS_DIR": str(tmp_path_factory.mktemp("runs")),
+    }
     try:
-        server = start_dev_server(log)
+        server = start_dev_server(log, env=env)
     except DevServerError as exc:
         pytest.fail(str(exc))
     try:

@@ -205,3 +205,63 @@ def test_index_quiet_writes_no_progress_bars(small_docs: Path) -> None:
     assert "load:" in shown.stderr and "100%" in shown.stderr
     quiet = kbgraph("index", str(small_docs), "--embedding", "fake", "--rebuild", "--quiet")
     assert quiet.stderr == "" and quiet.stdout.startswith("Indexed 2 files")
+
+
+@pytest.fixture
+def many_docs(tmp_path: Path) -> Path:
+    """300 short pages indexed without a model: a search for "retry" prints more than a
+    pipe's 64 KiB buffer with --top-k 300."""
+    docs = tmp_path / "many"
+    docs.mkdir()
+    for i in range(300):
+        (docs / f"page-{i}.md").write_text(
+            f"# Retry {i}\n\nThe retry policy backs off exponentially after attempt {i}, and "
+            "waits longer every time it fails, up to a cap of thirty seconds — café.\n",
+            encoding="utf-8",
+        )
+    kbgraph("index", str(docs), "--embedding", "none", "--quiet")
+    return docs
+
+
+def _into_a_closed_pipe(*args: str) -> subprocess.CompletedProcess[str]:
+    """``kbgraph ARGS`` writing into a pipe whose reader has already gone."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "kbgraph", *args],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["search", "{docs}", "retry"], ["search", "{docs}", "retry", "--json"], ["--help"]],
+    ids=["search", "search-json", "help"],
+)
+def test_a_closed_stdout_ends_quietly_with_141(many_docs: Path, args: list[str]) -> None:
+    """Regression (issue 20): `kbgraph search … | head -1` printed "kbgraph: BrokenPipeError:
+    [Errno 32] Broken pipe" and exited 1. Now as a Unix tool killed by SIGPIPE: nothing on
+    stderr, 141 (128 + 13), the help included (click's own handling exited 1)."""
+    proc = _into_a_closed_pipe(*[a.format(docs=many_docs) for a in args])
+    assert (proc.returncode, proc.stderr) == (141, "")
+
+
+def test_search_piped_into_head(many_docs: Path) -> None:
+    """As a user types it: the output outgrows the pipe's buffer, so the search is still
+    writing when `head -1` has its line and exits."""
+    script = '"$0" -m kbgraph search "$1" retry --top-k 300 | head -1; echo "${PIPESTATUS[0]}"'
+    proc = subprocess.run(
+        ["bash", "-c", script, sys.executable, str(many_docs)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    first, status = proc.stdout.splitlines()
+    assert first.startswith("[1] page-") and status == "141"
+    assert proc.stderr == ""

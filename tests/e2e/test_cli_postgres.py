@@ -5,12 +5,15 @@ store writes nothing into the documents folder."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from kbgraph.retrieval.segments import normalize_newlines
 from tests.e2e.test_cli_engine import HTTPX_DOCS, kbgraph
+from tests.support.pg_cluster import PgCluster, PgNode
+from tests.support.postgres import new_database
 
 pytestmark = pytest.mark.e2e
 SECRET = "pw-Zq8!x"
@@ -54,3 +57,32 @@ def test_an_unreachable_database_is_one_line_exit_1_without_the_password(tmp_pat
     assert proc.returncode == 1
     assert proc.stderr.startswith("kbgraph: cannot connect to PostgreSQL at postgresql://kb@")
     assert proc.stderr.count("\n") == 1 and SECRET not in proc.stderr + proc.stdout
+
+
+def test_a_standby_answers_searches_and_refuses_index_and_watch(
+    pg_cluster: PgCluster, pg_standby: PgNode, tmp_path: Path
+) -> None:
+    """--read-store sends searches to the standby; `stats` says so; `index` and `watch`
+    pointed at the standby stop at once (exit 2) saying where writes go."""
+    database = new_database(pg_cluster.primary.url())
+    primary, standby = pg_cluster.primary.url(database), pg_standby.url(database)
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "a.md").write_text("# A\n\nThe zeppelin quota is twelve.\n")
+    routes = ("--store", primary, "--read-store", standby)
+    kbgraph("index", str(folder), *routes, "--embedding", "fake", "--quiet")
+    found = kbgraph("search", str(folder), "zeppelin", *routes, "--json")
+    assert json.loads(found.stdout)["results"][0]["source"] == "a.md"
+    stats = json.loads(kbgraph("stats", str(folder), *routes, "--json").stdout)
+    assert (
+        stats["server"]["standby"] is True and str(pg_standby.socket) in stats["server"]["address"]
+    )
+    text = kbgraph("stats", str(folder), *routes).stdout
+    assert "server: postgresql://postgres@[" in text
+    assert re.search(r"\(standby, replay [\d.]+ s / \d+ B behind", text)
+    for command in ("index", "watch"):
+        refused = kbgraph(command, str(folder), "--store", standby, check=False)
+        assert refused.returncode == 2, refused.stderr
+        last = refused.stderr.splitlines()[-1]  # watch says first that it watches
+        assert last.startswith("kbgraph: PostgreSQL at postgresql://postgres@[")
+        assert "is a standby (read-only)" in last and "--read-store" in last

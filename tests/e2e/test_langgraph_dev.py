@@ -269,3 +269,53 @@ def test_a_context_the_graph_accepts_still_runs_after_the_check(
         client.assistants.delete(assistant["assistant_id"])
     assert isinstance(out, dict) and out["rag_citations"]
     assert out["rag_citations"][0]["source"] == "retry.md"
+
+
+INSPECT = "/kbgraph/inspect"
+
+
+def test_the_inspector_is_mounted_beside_the_context_check(
+    dev_server: DevServer, docs_folder: Path
+) -> None:
+    lab = httpx.get(
+        f"{dev_server.url}{INSPECT}/api/search", params={"q": QUESTION}, timeout=120
+    )  # the subgraph in the server's process; it indexes the folder first when needed
+    assert lab.status_code == 200, lab.text
+    assert lab.json()["results"][0]["source"] == "retry.md"
+    index = httpx.get(f"{dev_server.url}{INSPECT}/api/index/{docs_folder.name}", timeout=60)
+    assert index.status_code == 200, index.text
+    assert {f["path"] for f in index.json()["files"]} >= {"retry.md", "auth/tokens.md"}
+    page = httpx.get(f"{dev_server.url}{INSPECT}/search", timeout=60)
+    assert page.status_code == 200
+    assert f'href="{INSPECT}/runs"' in page.text, "links keep the mount path"
+    refused = httpx.get(
+        f"{dev_server.url}{INSPECT}/source/{docs_folder.name}/..%2F..%2Fetc%2Fpasswd"
+    )
+    assert refused.status_code == 403
+
+
+def test_a_thread_of_the_server_opens_as_a_run_by_its_id(
+    client: SyncLangGraphClient, dev_server: DevServer, docs_folder: Path
+) -> None:
+    thread = client.threads.create()
+    out = client.runs.wait(
+        thread["thread_id"],
+        _assistant(client, "chat_agent"),
+        input=_user(QUESTION),
+        context=_context(docs_folder),
+    )
+    assert isinstance(out, dict) and out["answer_citations"]
+    base = f"{dev_server.url}{INSPECT}"
+    run = httpx.get(f"{base}/api/runs/thread/{thread['thread_id']}", timeout=60).json()
+    nodes = [item["node"] for item in run["timeline"]]
+    assert nodes[0] == "decide_retrieve" and nodes[-1] == "answer"
+    assert run["graph"] == "chat_agent" and run["question"] == QUESTION
+    assert run["citations"][0]["source"] == "retry.md"
+    listed = httpx.get(f"{base}/api/runs", timeout=60).json()["threads"]
+    assert thread["thread_id"] in {t["id"] for t in listed}
+    html = httpx.get(f"{base}/runs/thread/{thread['thread_id']}", timeout=60).text
+    # The thread's knowledge base ("docs") is the folder the inspector shows under the
+    # folder's own name: its sources link there, by folder.
+    assert f'href="{INSPECT}/source/{docs_folder.name}/retry.md?lines=' in html
+    missing = httpx.get(f"{base}/api/runs/thread/00000000-0000-4000-8000-000000000000")
+    assert missing.status_code == 400 and "no thread" in missing.json()["detail"]

@@ -4,8 +4,13 @@ the folder is never changed."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import shutil
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -15,7 +20,7 @@ import pytest
 from kbgraph.retrieval import KnowledgeBase
 from kbgraph.retrieval.loaders import binary_reason
 from kbgraph.retrieval.progress import ProgressEvent
-from tests.faults.conftest import cli, cli_process, snapshot, write_docs
+from tests.faults.conftest import ROOT, cli, cli_process, snapshot, write_docs
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(60)]
 
@@ -136,3 +141,39 @@ def test_a_read_that_never_ends_is_given_up_after_the_timeout() -> None:
     for thread in threading.enumerate():
         if thread.name == "kbgraph-read":
             thread.join(5)
+
+
+def test_a_file_its_user_could_not_read_is_indexed_once_its_permissions_are_fixed() -> None:
+    """Regression (issue 20): a file skipped as unreadable was remembered with its size and
+    mtime, which a chmod does not change, so it stayed skipped until it was edited, and the
+    freshness check called the folder fresh. A real user who cannot read the file (as
+    root, a child that drops to ``nobody``: root reads any file whatever its mode)."""
+    top = Path(tempfile.mkdtemp(prefix="kbgraph-unreadable-"))  # not under pytest's 0700 tmp
+    try:
+        docs = {
+            "open.md": "# Open\n\nAnyone may read this page.\n",
+            "locked.md": "# Quokka\n\nThe quokka lives on Rottnest Island.\n",
+        }
+        folder, warm = write_docs(top / "docs", docs), write_docs(top / "warm", docs)
+        if os.geteuid() == 0:
+            top.chmod(0o755)
+            for path in [folder, *folder.rglob("*")]:
+                os.chown(path, 65534, 65534)
+        proc = subprocess.run(
+            [sys.executable, "-m", "tests.faults._unreadable_child", str(folder), str(warm)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            timeout=60,
+        )
+        assert proc.returncode == 0, proc.stderr
+        seen = json.loads(proc.stdout)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+    assert seen["first_skipped"] == {"locked.md": "unreadable"} and seen["first_files"] == 1
+    assert seen["fresh_while_locked"]
+    assert seen["after"] == seen["before"]  # the chmod changed neither size nor mtime
+    assert not seen["fresh_after_chmod"]
+    assert seen["second_skipped"] == {} and seen["second_files"] == 2
+    assert seen["found"] == ["locked.md"]

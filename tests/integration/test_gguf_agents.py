@@ -66,14 +66,15 @@ def _settings(docs: Path, chat_model: str, **overrides: Any) -> RagSettings:
 
 
 def _run_agent(settings: RagSettings, registry: SearcherRegistry) -> dict[str, Any]:
-    """The chat agent on QUESTION as an explicit ``rag_query``, so that retrieval runs
-    whatever the model would decide and every other node meets the model."""
+    """The chat agent on QUESTION. Whatever the model proposes, a documented question is
+    searched (a proposed skip is overruled), so every other node meets the model."""
     agent = build_chat_agent(registry=registry)
     started = time.monotonic()
-    out: dict[str, Any] = agent.invoke(
-        {"messages": [("user", QUESTION)], "rag_query": QUESTION}, context=settings
-    )
+    out: dict[str, Any] = agent.invoke({"messages": [("user", QUESTION)]}, context=settings)
     assert time.monotonic() - started < RUN_SECONDS
+    assert out["rag_should_retrieve"] is True
+    for overruled in out["rag_retrieval_debug"]["overrulings"]:
+        assert overruled["reason"] and overruled["evidence"] is not None
     return out
 
 
@@ -90,6 +91,10 @@ def _assert_behaves(out: dict[str, Any], nodes: tuple[str, ...] = LLM_NODES) -> 
     assert out["rag_citations"], "the fake-embedding search finds retry.md"
     if out["answer_mode"] == "llm":
         assert out["answer"].strip() and not out["answer"].startswith("Extractive answer")
+        check = out["answer_check"]  # what the model wrote is checked against its sources
+        assert check["judge"] == "offline" and check["error"] is None
+        for claim in check["claims"]:
+            assert claim["supported"] is (claim["evidence"] is not None)
     else:  # grounding said no, or the model failed: either way the reason is on record
         assert out["answer_mode"] in ("not_grounded", "fallback"), out["answer_mode"]
         assert out["answer_mode"] == "not_grounded" or out["answer_error"]

@@ -18,6 +18,7 @@ import pytest
 from kbgraph.evals.judges import OfflineJudge
 from kbgraph.retrieval import KnowledgeBase
 from kbgraph.retrieval.embeddings import LocalEmbeddings
+from kbgraph.retrieval.embeddings._local import packaged_model_dir
 from kbgraph.retrieval.embeddings._onnx import BACKEND_ENV, CACHE_ENV, MIN_COSINE, MODEL_FILE
 
 pytestmark = pytest.mark.integration
@@ -53,7 +54,7 @@ def torch_model(cache: Path) -> LocalEmbeddings:
     model = LocalEmbeddings()
     assert model.backend == "torch"  # no export yet in this cache
     model.embed_query("load")  # loading it writes the export
-    assert list(cache.glob(f"onnx/*/{MODEL_FILE}"))
+    assert list(cache.glob(f"onnx/**/{MODEL_FILE}"))
     return model
 
 
@@ -106,6 +107,20 @@ def test_the_offline_judge_runs_the_onnx_model_on_one_quiet_thread(
     options = encoder._session.get_session_options()
     assert options.intra_op_num_threads == 1
     assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+
+
+def test_another_virtualenvs_copy_of_the_model_shares_its_export(
+    cache: Path, onnx_model: LocalEmbeddings, tmp_path: Path
+) -> None:
+    """Regression (issue 20): the export was keyed by the model folder's path, so each
+    virtualenv, with its own copy of the packaged model, exported it again (90 MB each).
+    A copy elsewhere (another virtualenv's site-packages) runs on the same export at once."""
+    copy = Path(shutil.copytree(packaged_model_dir(), tmp_path / "venv-b" / "model"))
+    model = LocalEmbeddings(copy)
+    assert model.backend == "onnx"  # no torch load, no second export
+    assert len(list(cache.glob(f"onnx/**/{MODEL_FILE}"))) == 1
+    got = np.asarray(model.embed_query(TEXTS[1]))
+    assert float(got @ np.asarray(onnx_model.embed_query(TEXTS[1]))) >= MIN_COSINE
 
 
 @pytest.fixture(scope="module")

@@ -40,13 +40,18 @@ class WatchProcess:
     """``kbgraph watch FOLDER --json`` in a subprocess; its runs (one JSON object per line
     of stdout) and stderr lines are collected by reader threads."""
 
-    def __init__(self, folder: Path, embedding: str = "fake") -> None:
+    def __init__(
+        self, folder: Path, embedding: str = "fake", *, sigint: Any = signal.SIG_DFL
+    ) -> None:
+        # The child starts with SIGINT as a shell gives it: default from a terminal, ignored
+        # for a background job (`make test &`, nohup). Ctrl-C must stop it either way.
         self.proc = subprocess.Popen(
             [*KBGRAPH, "watch", str(folder), "--json", "--embedding", embedding, *FAST],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             env=ENV,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, sigint),
         )
         self.runs: queue.Queue[Run] = queue.Queue()
         self.seen: list[Run] = []
@@ -104,8 +109,8 @@ def folder(tmp_path: Path) -> Path:
 def watching(folder: Path) -> Iterator[Callable[..., WatchProcess]]:
     started: list[WatchProcess] = []
 
-    def start(embedding: str = "fake") -> WatchProcess:
-        watch = WatchProcess(folder, embedding)
+    def start(embedding: str = "fake", sigint: Any = signal.SIG_DFL) -> WatchProcess:
+        watch = WatchProcess(folder, embedding, sigint=sigint)
         started.append(watch)
         return watch
 
@@ -162,6 +167,16 @@ def test_watch_applies_edits_new_files_deletions_and_renames(
     assert last["fileCount"] == 2
     assert watch.interrupt() == 0
     assert watch.errors[-1] == "kbgraph: watch stopped"
+
+
+def test_ctrl_c_stops_a_watcher_started_with_sigint_ignored(
+    folder: Path, watching: Callable[..., WatchProcess]
+) -> None:
+    # `make test &` or `nohup kbgraph watch DOCS &`: SIGINT arrives ignored from the shell.
+    watch = watching(sigint=signal.SIG_IGN)
+    watch.wait_for(lambda run: True, "of the first catch-up")
+    assert watch.interrupt() == 0
+    assert "kbgraph: watch stopped" in watch.errors
 
 
 def test_a_burst_of_200_writes_is_a_few_runs(

@@ -13,6 +13,7 @@ server (the one ``llama-server`` runs) on 127.0.0.1 at a free port, to drive the
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -89,4 +90,33 @@ class LlamaServer:
         self._server = None
 
 
-__all__ = ["SMOLLM2_FILE", "LlamaServer", "find_smollm2", "smollm2_path", "smollm2_spec"]
+def steered_smollm2(steer: Mapping[str, Mapping[str, Any]], **options: Any) -> Any:
+    """SmolLM2 whose structured replies are steered: for a schema titled ``T``, the JSON
+    schema properties in ``steer[T]`` replace the schema's own, so llama.cpp's grammar
+    makes the model propose what a weak model was seen proposing (``retrieve`` const false,
+    a timestamp for a rewrite, a knowledge base that holds nothing on the question). The
+    model still writes every other field, and the reply goes the real way: llama.cpp's
+    constrained decoding, JSON parsing, the node's validation."""
+    from kbgraph.graphs.chat_models import ChatGGUF
+
+    class SteeredGGUF(ChatGGUF):
+        def with_structured_output(self, schema: Any, **kwargs: Any) -> Any:
+            title = getattr(schema, "__name__", None)
+            if title not in steer or not hasattr(schema, "model_json_schema"):
+                return super().with_structured_output(schema, **kwargs)
+            spec = schema.model_json_schema()
+            spec["properties"] = {**spec["properties"], **steer[title]}
+            spec["required"] = list(spec["properties"])
+            return super().with_structured_output(spec, **kwargs)
+
+    return SteeredGGUF(model_path=str(smollm2_path()), **options)
+
+
+__all__ = [
+    "SMOLLM2_FILE",
+    "LlamaServer",
+    "find_smollm2",
+    "smollm2_path",
+    "smollm2_spec",
+    "steered_smollm2",
+]

@@ -78,8 +78,11 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_dev_server(log: Path, *, timeout: float = START_TIMEOUT) -> DevServer:
-    """Start the server and wait (polling ``/ok``) until it answers."""
+def start_dev_server(
+    log: Path, *, timeout: float = START_TIMEOUT, env: dict[str, str] | None = None
+) -> DevServer:
+    """Start the server and wait (polling ``/ok``) until it answers; ``env``: variables
+    to add to its environment."""
     port = free_port()
     command = [str(venv_binary("langgraph")), "dev", "--no-browser", "--no-reload"]
     command += ["--host", "127.0.0.1", "--port", str(port)]
@@ -89,7 +92,7 @@ def start_dev_server(log: Path, *, timeout: float = START_TIMEOUT) -> DevServer:
             command,
             cwd=REPO,
             # The repository on the path: a context may name tests.support.* by import path.
-            env=offline_env(PYTHONPATH=str(REPO)),
+            env=offline_env(PYTHONPATH=str(REPO), **(env or {})),
             stdout=sink,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

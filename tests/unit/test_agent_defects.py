@@ -75,7 +75,7 @@ def test_subgraph_updates_show_no_internal_key(tmp_path: Path) -> None:
     text = json.dumps(updates, default=str)
     assert "__kbgraph_merge__" not in text
     steps = [u["rag_retrieval_debug"] for ns, update in updates if ns for u in update.values()]
-    assert all(set(step) == {"steps", "fallbacks"} for step in steps)
+    assert all(set(step) == {"steps", "fallbacks", "overrulings"} for step in steps)
 
 
 def test_rag_search_invoke_outside_an_agent(tmp_path: Path) -> None:

@@ -111,7 +111,12 @@ def test_extractive_answer_markers_resolve_with_offsets(settings: RagSettings) -
 
 def test_chat_agent_trajectory_runs_the_seven_nodes_then_answers(settings: RagSettings) -> None:
     order = _trajectory(chat_agent, RETRY_QUESTION, settings)
-    assert order == [f"rag/{n}" for n in NODE_ORDER] + ["rag", "answer", "extract_citations"]
+    assert order == [f"rag/{n}" for n in NODE_ORDER] + [
+        "rag",
+        "answer",
+        "extract_citations",
+        "check_answer",
+    ]
 
 
 @pytest.mark.parametrize("greeting", ["hello!", "Merci beaucoup", "thanks, bye"])
@@ -123,6 +128,7 @@ def test_small_talk_skips_retrieval_and_answers_politely(
         "rag",
         "answer",
         "extract_citations",
+        "check_answer",
     ]
     out = _ask(chat_agent, greeting, settings)
     assert out["rag_should_retrieve"] is False
@@ -314,7 +320,9 @@ def test_tool_agent_trajectory(settings: RagSettings) -> None:
         )
         for node in update
     ]
-    assert order == ["agent", "tools", "agent", "tools", "agent", "extract_citations"]
+    assert order == [
+        "agent", "tools", "agent", "tools", "agent", "extract_citations", "check_answer",
+    ]  # fmt: skip
 
 
 def test_tool_agent_resolves_markers_against_every_search(settings: RagSettings) -> None:

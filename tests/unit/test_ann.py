@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -192,3 +194,19 @@ def test_an_index_with_a_graph_can_be_deleted(notes: Path, small_threshold: int)
     kb.index()
     kb.delete()
     assert not (notes / ".kbgraph").exists()
+
+
+@pytest.mark.parametrize(
+    "modules",
+    [("usearch.index", "onnxruntime"), ("onnxruntime", "usearch.index")],
+    ids=["ann-first", "onnx-first"],
+)
+def test_the_ann_library_and_the_onnx_runtime_load_in_one_process(
+    modules: tuple[str, str],
+) -> None:
+    # A search process loads both: the graph of a big index and the local model's ONNX
+    # encoder. usearch 2.26.2-2.26.6 crashed the interpreter when onnxruntime came second.
+    pytest.importorskip("onnxruntime")
+    code = "; ".join(f"import {name}" for name in modules)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")[-500:]

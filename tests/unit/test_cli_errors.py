@@ -36,6 +36,8 @@ def _invalid_chunking() -> InvalidSettingError:
         (ModelMismatchError("another model"), 7, "another model"),
         (KbgraphError("anything else"), 1, "anything else"),
         (OSError("disk full"), 1, "OSError: disk full"),
+        # Another pipe than stdout (a socket to a provider) broke: a failure, not `| head`.
+        (BrokenPipeError(32, "Broken pipe"), 1, "BrokenPipeError: [Errno 32] Broken pipe"),
         (_invalid_chunking(), 2, "--chunk-size 5 is not allowed (at least 16)"),
     ],
 )
@@ -61,7 +63,7 @@ def test_errors_become_a_line_and_an_exit_code(
         (["search", ".", "x", "--top-k", "0"], "0 is not in the range"),
         (["ask", "."], "Missing argument 'QUESTION'"),
         (["eval", "meta", "--limit", "1"], "1 is not in the range"),
-        (["versions", ".", "--store", "x"], "No such option '--store'"),
+        (["versions", ".", "--stor", "x"], "No such option '--stor'"),
         (["nosuch"], "No such command 'nosuch'"),
     ],
 )

@@ -26,7 +26,12 @@ def gguf_file(tmp_path: Path) -> Path:
 
 
 def test_chat_models_exports() -> None:
-    assert chat_models.__all__ == ["ChatGGUF", "GGUFOptions", "parse_gguf_spec"]
+    assert chat_models.__all__ == [
+        "ChatGGUF",
+        "GGUFOptions",
+        "ScriptedChatModel",
+        "parse_gguf_spec",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -97,6 +97,37 @@ def test_touch_without_change_reuses_by_hash(folder: Path) -> None:
     assert kb.index().embedded == 0
 
 
+@pytest.mark.parametrize("error", [PermissionError(13, "Permission denied"), OSError(5, "I/O")])
+def test_a_file_that_could_not_be_opened_is_tried_again_on_the_next_run(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, error: OSError
+) -> None:
+    """Regression (issue 20): an unreadable file was remembered by size and mtime and never
+    opened again while they held, so a fixed permission or a mount back online changed
+    nothing. The open fails at the loader's seam (tests run as root, who reads any file;
+    tests/faults has the real permission case, as another user)."""
+    from kbgraph.retrieval.loaders import _load
+
+    real_open = os.open
+    victim = str(folder / "guide" / "auth.md")
+
+    def failing_open(path: object, flags: int, *args: int) -> int:
+        if str(path) == victim:
+            raise error
+        return real_open(path, flags, *args)  # type: ignore[arg-type]
+
+    kb = _kb(folder)
+    with monkeypatch.context() as patch:
+        patch.setattr(_load.os, "open", failing_open)
+        first = kb.index()
+    assert {s.path: s.reason for s in first.skipped}["guide/auth.md"] == "unreadable"
+    assert kb.is_fresh()  # nothing changed on disk: no freshness run for it
+    second = kb.index()  # the same size, mtime and ctime: read again all the same
+    assert "guide/auth.md" not in {s.path for s in second.skipped}
+    assert second.stats.file_count == first.stats.file_count + 1
+    assert kb.search("API keys rotate", mode="bm25")[0].chunk.source == "guide/auth.md"
+    assert kb.index().embedded == 0  # and from then on reused as any other file
+
+
 def test_deleted_file_leaves_the_index(folder: Path) -> None:
     kb = _kb(folder)
     kb.index()

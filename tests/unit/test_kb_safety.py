@@ -183,6 +183,43 @@ def test_another_model_of_the_same_size_is_refused_at_search(
     assert kb.search("retry policy", mode="bm25")[0].chunk.source == "guide/retry.md"
 
 
+def test_a_search_without_a_model_of_an_index_with_vectors_says_to_use_bm25(
+    folder: Path,
+) -> None:
+    """Regression (issue 20): ``embedding=None`` (``--embedding none``) on an index built
+    with a model said "this knowledge base has no embedding model (lexical only)", which
+    reads as if the index had none, and did not say what would work."""
+    KnowledgeBase(folder, embedding="fake").index()
+    kb = KnowledgeBase(folder, embedding=None)
+    for mode in ("vector", "hybrid", None):
+        with pytest.raises(ModelMismatchError) as caught:
+            kb.search("retry policy", mode=mode)  # type: ignore[arg-type]
+        message = str(caught.value)
+        assert "fake:bow-384" in message and "--mode bm25" in message
+        assert "--embedding fake" in message
+    assert kb.search("retry policy", mode="bm25")[0].chunk.source == "guide/retry.md"
+
+
+@pytest.mark.parametrize(("built", "wanted"), [("fake", "fake:64"), ("fake", None), (None, "fake")])
+def test_index_refuses_another_model_unless_allowed_or_rebuilt(
+    folder: Path, built: str | None, wanted: str | None
+) -> None:
+    """Regression (issue 20): ``kbgraph index --embedding OTHER`` re-embedded the whole index
+    with one "Indexed" line; the CLI and the watcher now call ``index`` with
+    ``allow_model_change=False``."""
+    KnowledgeBase(folder, embedding=built).index()
+    before = KnowledgeBase(folder).versions()
+    kb = KnowledgeBase(folder, embedding=wanted)
+    with pytest.raises(ModelMismatchError, match=r"--rebuild") as caught:
+        kb.index(allow_model_change=False)
+    assert "does not rebuild an index with another model" in str(caught.value)
+    assert KnowledgeBase(folder).versions() == before  # nothing written
+    report = kb.index(rebuild=True, allow_model_change=False)
+    assert report.rebuilt
+    assert not kb.index(allow_model_change=False).rebuilt  # its own model from then on
+    KnowledgeBase(folder, embedding=built).index()  # a plain index() is explicit: it may
+
+
 def test_the_same_model_as_spec_or_object_searches(folder: Path) -> None:
     KnowledgeBase(folder, embedding="fake").index()
     for embedding in ("fake", FakeEmbeddings(), "auto"):

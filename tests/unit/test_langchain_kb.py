@@ -19,7 +19,8 @@ from langchain_core.vectorstores import InMemoryVectorStore
 
 from kbgraph.errors import ConfigError
 from kbgraph.graphs import build_rag_graph
-from kbgraph.graphs.langchain_kb import document_chunk, load_source
+from kbgraph.graphs.langchain_kb import document_chunk, resolve_source
+from kbgraph.graphs.searcher import SearcherRegistry
 from kbgraph.graphs.settings import RagSettings
 from kbgraph.graphs.tool import make_rag_search, tool_runtime
 from kbgraph.testing import FakeEmbeddings
@@ -155,7 +156,34 @@ def test_an_import_path_in_a_json_context_names_the_store(
                "embedding": "fake"}  # fmt: skip
     out = _run(build_rag_graph(), "how high do zeppelins fly?", context)
     assert [c["source"] for c in out["rag_citations"]] == ["air.md"]
-    assert load_source("kbg_test_store_mod:make") is load_source("kbg_test_store_mod:make")
+    registry = SearcherRegistry()
+    once = resolve_source("kbg_test_store_mod:make", {}, registry)
+    assert resolve_source("kbg_test_store_mod:make", {}, registry) is once  # made once
+
+
+def test_the_graphs_objects_live_in_its_dependencies_and_go_with_it(folder: Path) -> None:
+    import gc
+    import weakref
+
+    import kbgraph.graphs.langchain_kb as module
+
+    store = InMemoryVectorStore(FakeEmbeddings())
+    store.add_documents(STORE_DOCS)
+    graph = build_rag_graph(knowledge_bases={"wiki": store})
+    context = RagSettings(knowledge_bases=[{"name": "docs", "folder": str(folder)}],
+                          embedding="fake")  # fmt: skip
+    assert {c["kb"] for c in _run(graph, "proxy?", context)["rag_candidates"]} >= {"wiki"}
+    assert graph.config["metadata"]["kbgraph_knowledge_bases"] == ["wiki"]  # names only
+    assert not [v for v in vars(module).values() if isinstance(v, dict) and store in v.values()]
+    released = weakref.ref(store)
+    del graph, store
+    gc.collect()
+    assert released() is None
+
+
+def test_an_object_of_another_graph_is_refused_with_what_to_do() -> None:
+    with pytest.raises(ConfigError, match="belongs to another graph"):
+        resolve_source("object:wiki", {}, SearcherRegistry())
 
 
 @pytest.mark.parametrize(
@@ -275,3 +303,43 @@ def test_a_long_chunk_of_unknown_lines_is_cut_to_the_budget_not_dropped() -> Non
     [faq] = out["rag_citations"]
     assert faq["lineStart"] is None and 0 < faq["text"].count("\n") < 59
     assert "Source: faq, lines unknown" in out["rag_context"]
+
+
+OFF_TOPIC = [
+    Document(
+        f"Release {n} notes: icons, fonts and colours were updated.", metadata={"source": f"r{n}"}
+    )
+    for n in range(1, 4)
+]
+
+
+def test_a_store_without_relevance_scores_is_scored_by_similarity_not_by_order(
+    folder: Path,
+) -> None:
+    # InMemoryVectorStore has no relevance scores (NotImplementedError): its first document
+    # used to be scored 1.0 by rank and to win the fusion over the folder's right file, and
+    # the grounding check read that 1.0 as a cosine similarity.
+    store = InMemoryVectorStore(FakeEmbeddings())
+    store.add_documents(OFF_TOPIC)
+    graph = build_rag_graph(knowledge_bases={"releases": store})
+    context = RagSettings(knowledge_bases=[{"name": "docs", "folder": str(folder)}],
+                          embedding="fake")  # fmt: skip
+    out = _run(graph, "are requests retried with exponential backoff?", context)
+    first = out["rag_candidates"][0]
+    assert (first["kb"], first["source"]) == ("docs", "retry.md")
+    store_ones = [c for c in out["rag_candidates"] if c["kb"] == "releases"]
+    assert store_ones and all(c["score"] <= 0.5 for c in store_ones)
+    similarity = [v for c in store_ones for k, v in c["scores"].items() if k.endswith(":vector")]
+    assert similarity and max(similarity) < 0.5  # a cosine of the fake model, not a rank
+
+
+def test_a_store_scored_by_rank_is_never_read_as_a_similarity(folder: Path) -> None:
+    store = InMemoryVectorStore(FakeEmbeddings())
+    store.add_documents(OFF_TOPIC)
+    graph = build_rag_graph(knowledge_bases={"releases": store})
+    out = _run(graph, "which icons were updated?", RagSettings(embedding="none"))
+    assert {c["kb"] for c in out["rag_candidates"]} == {"releases"}
+    names = {name for c in out["rag_candidates"] for name in c["ranks"]}
+    assert names == {"q0:retriever"} or all(n.endswith(":retriever") for n in names)
+    reasons = " ".join(out["rag_grounding"]["reasons"])
+    assert "vector similarity" not in reasons

@@ -30,7 +30,12 @@ def _private_outside(module: str, own: str) -> bool:
 
 
 @pytest.mark.parametrize(
-    ("folder", "own"), [("evals", "kbgraph.evals"), ("graphs", "kbgraph.graphs")]
+    ("folder", "own"),
+    [
+        ("evals", "kbgraph.evals"),
+        ("graphs", "kbgraph.graphs"),
+        ("kbgraph/inspector", "kbgraph.inspector"),
+    ],
 )
 def test_no_private_module_of_another_layer_or_the_cli(folder: str, own: str) -> None:
     bad = [

@@ -176,7 +176,7 @@ def test_resets_every_rag_key() -> None:
     assert out["rag_attempt"] == 0 and out["rag_grounded"] is False
     assert out["rag_grounding"]["reasons"] == ["retrieval skipped: small talk needs no documents"]
     # a plain dict replaces the previous turn's debug record
-    assert set(out["rag_retrieval_debug"]) == {"steps", "fallbacks"}
+    assert set(out["rag_retrieval_debug"]) == {"steps", "fallbacks", "overrulings"}
 
 
 @pytest.mark.parametrize(
@@ -193,7 +193,8 @@ def test_llm_decides(reply: dict[str, Any], expected: bool) -> None:
     out = _run(state_of(text), model=model)
     assert out["rag_should_retrieve"] is expected
     assert out["rag_retrieval_debug"]["steps"][0]["path"] == "llm"
-    assert out["rag_retrieval_debug"]["steps"][0]["data"]["reason"] == reply["reason"]
+    # with no knowledge base to probe, a proposed skip stands (and says so)
+    assert out["rag_retrieval_debug"]["steps"][0]["data"]["reason"].startswith(reply["reason"])
     assert f"Question: {text}" in model.calls[0].messages[-1].content
 
 

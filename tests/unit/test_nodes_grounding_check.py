@@ -53,8 +53,9 @@ def test_floor_can_be_switched_off() -> None:
 
 def test_best_vector_score_only_counts_context_chunks() -> None:
     cands = [
-        candidate("a", scores={"q0:vector": 0.4, "q1:vector": 0.7, "q0:bm25": 12.0}),
-        candidate("b", scores={"q0:vector": 0.9}),
+        # Retrieve's fusion keeps a chunk's best vector similarity under "similarity".
+        candidate("a", scores={"q0:vector": 0.4, "q1:vector": 0.7, "similarity": 0.7}),
+        candidate("b", scores={"q0:vector": 0.9, "similarity": 0.9}),
         candidate("c", scores={"q0:bm25": 3.0}),
     ]
     assert best_vector_score(cands, {"a", "c"}) == 0.7
@@ -62,7 +63,7 @@ def test_best_vector_score_only_counts_context_chunks() -> None:
 
 
 def _state(question: str, context: str = CONTEXT, **keys: Any) -> Any:
-    cands = keys.pop("candidates", [candidate("a", scores={"q0:vector": 0.6})])
+    cands = keys.pop("candidates", [candidate("a", scores={"q0:vector": 0.6, "similarity": 0.6})])
     citations = keys.pop(
         "citations", [{"n": 1, "chunkId": "a", "text": context}] if context else []
     )

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from kbgraph.errors import ConfigError, EmbeddingError, IndexNotFoundError
+from kbgraph.graphs.nodes._fusion import ListKey
 from kbgraph.graphs.nodes.retrieve import (
     UNDERSPECIFIED_WEIGHT,
     candidate_limit,
@@ -80,7 +81,10 @@ def test_every_query_times_every_ranker(kb: tuple[Path, FakeSearcher]) -> None:
     best = candidates[0]
     assert best["source"] == "docs/configuration.md" and "retry policy" in best["text"].lower()
     assert set(best["ranks"]) == {"q0:vector", "q0:bm25", "q1:vector", "q1:bm25"}
-    assert set(best["scores"]) == {*best["ranks"], "rrf"}
+    assert set(best["scores"]) == {*best["ranks"], "rrf", "similarity"}
+    assert best["scores"]["similarity"] == max(
+        best["scores"][n] for n in ("q0:vector", "q1:vector")
+    )
     assert 0 < best["score"] <= 1
     # fused score normalised by the best possible: first in all four lists = 1.0
     assert best["score"] == pytest.approx(
@@ -336,31 +340,28 @@ FOLLOW_UP = ["Is it retryable?", "Is it retryable? error HB-601", "retryable err
 
 
 @pytest.mark.parametrize(
-    ("queries", "standalone", "fusion", "expected"),
+    ("queries", "standalone", "fusion", "halved"),
     [
-        (FOLLOW_UP, "", "rrf", {"vector": 2.0, "bm25": 1.0}),  # no standalone question
-        (["Is it retryable?"], "Is it retryable?", "rrf", {"vector": 2.0, "bm25": 1.0}),
-        (FOLLOW_UP, "retryable? Is it", "rrf", {"vector": 2.0, "bm25": 1.0}),  # same words
-        (FOLLOW_UP, "something never searched", "rrf", {"vector": 2.0, "bm25": 1.0}),
-        (
-            FOLLOW_UP,
-            "Is it retryable? error HB-601",
-            "rrf",
-            {"vector": 2.0, "bm25": 1.0, "q0:vector": 1.0, "q0:bm25": 0.5},
-        ),
-        (
-            FOLLOW_UP,
-            "Is it retryable? error HB-601",
-            "convex",
-            {"vector": 2.0, "bm25": 1.0, "q0:hybrid": 0.5},
-        ),
+        (FOLLOW_UP, "", "rrf", False),  # no standalone question
+        (["Is it retryable?"], "Is it retryable?", "rrf", False),
+        (FOLLOW_UP, "retryable? Is it", "rrf", False),  # same words
+        (FOLLOW_UP, "something never searched", "rrf", False),
+        (FOLLOW_UP, "Is it retryable? error HB-601", "rrf", True),
+        (FOLLOW_UP, "Is it retryable? error HB-601", "convex", True),
     ],
 )
 def test_a_completed_follow_up_counts_its_raw_question_half(
-    queries: list[str], standalone: str, fusion: str, expected: dict[str, float]
+    queries: list[str], standalone: str, fusion: str, halved: bool
 ) -> None:
     settings = RagSettings(search=SearchConfig(fusion=fusion, weights={"vector": 2.0, "bm25": 1.0}))  # type: ignore[arg-type]
-    assert list_weights(settings, queries, standalone) == expected
+    rankers = ["hybrid"] if fusion == "convex" else ["vector", "bm25"]
+    keys = [ListKey("docs", q, r) for q in range(len(queries)) for r in rankers]
+    base = {"vector": 2.0, "bm25": 1.0, "hybrid": 1.0}
+    expected = {
+        key: base[key.ranker] * (UNDERSPECIFIED_WEIGHT if halved and key.query == 0 else 1.0)
+        for key in keys
+    }
+    assert list_weights(settings, keys, queries, standalone) == expected
     assert UNDERSPECIFIED_WEIGHT == 0.5
 
 

@@ -1,9 +1,15 @@
 """The ONNX path's decisions without a model: which sentence-transformers folders it can
-reproduce, when an export is current, the pooling math, and the settings by environment."""
+reproduce, when an export is current, where it lives (named by content, shared by folders
+holding the same model) and what is pruned, the pooling math, and the settings by
+environment."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,17 +17,18 @@ import numpy as np
 import pytest
 
 from kbgraph.errors import ConfigError
-from kbgraph.retrieval.embeddings import LocalEmbeddings
+from kbgraph.retrieval.embeddings import LocalEmbeddings, _onnx_cache
 from kbgraph.retrieval.embeddings._onnx import (
     BACKEND_ENV,
     CACHE_ENV,
-    MANIFEST,
     backend_choice,
     cache_root,
+    export_dir,
     export_is_current,
     mean_pool,
     pipeline_of,
 )
+from kbgraph.retrieval.embeddings._onnx_cache import GRACE_S, LOCK, MANIFEST, prune
 
 ST = "sentence_transformers.models."
 
@@ -44,7 +51,7 @@ def _model_folder(root: Path, **changes: Any) -> Path:
         json.dumps({"prompts": changes.get("prompts", {})})
     )
     if changes.get("tokenizer", True):
-        (root / "tokenizer.json").write_text("{}")
+        (root / "tokenizer.json").write_text(changes.get("tokenizer_text", "{}"))
     (root / "model.safetensors").write_bytes(b"weights")
     return root
 
@@ -85,22 +92,129 @@ def test_a_folder_that_is_no_model_is_refused(tmp_path: Path) -> None:
     assert pipeline_of(tmp_path) is None
 
 
-def test_an_export_is_current_only_for_the_folder_as_it_is(
+def _publish_fake_export(target: Path) -> Path:
+    """What a published export looks like to a reader (no real network needed here)."""
+    target.mkdir(parents=True)
+    (target / LOCK).touch()
+    (target / MANIFEST).write_text(json.dumps({"key": target.name}))
+    return target
+
+
+def test_an_export_is_current_only_for_the_model_as_it_is(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
     pipeline = pipeline_of(_model_folder(tmp_path / "m"))
     assert pipeline is not None
-    assert pipeline.export_dir.is_relative_to(tmp_path / "cache" / "onnx")
+    target = export_dir(pipeline)
+    assert target.parent == tmp_path / "cache" / "onnx" / "exports"
     assert not export_is_current(pipeline)
-    pipeline.export_dir.mkdir(parents=True)
-    manifest = pipeline.export_dir / MANIFEST
-    manifest.write_text(json.dumps({"fingerprint": pipeline.fingerprint()}))
+    _publish_fake_export(target)
     assert export_is_current(pipeline)
     (tmp_path / "m" / "model.safetensors").write_bytes(b"new weights, another size")
-    assert not export_is_current(pipeline)  # the model changed: export again
-    manifest.write_text("{broken")
+    assert export_dir(pipeline) != target  # another model: another export
     assert not export_is_current(pipeline)
+    (tmp_path / "m" / "model.safetensors").write_bytes(b"weights")  # the same bytes again
+    assert export_dir(pipeline) == target and export_is_current(pipeline)
+    (target / MANIFEST).write_text("{broken")
+    assert not export_is_current(pipeline)
+
+
+def test_two_folders_with_the_same_model_share_one_export(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression (issue 20): the export was keyed by the model folder's path, so every
+    virtualenv (each with its own copy of the packaged model) kept its own 90 MB export."""
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    first = pipeline_of(_model_folder(tmp_path / "venv-a" / "model"))
+    second = pipeline_of(_model_folder(tmp_path / "venv-b" / "model"))
+    assert first is not None and second is not None and first.folder != second.folder
+    assert export_dir(first) == export_dir(second)
+    _publish_fake_export(export_dir(first))
+    assert export_is_current(second)
+    (tmp_path / "venv-b" / "model" / "tokenizer.json").write_text('{"other": 1}')
+    assert export_dir(second) != export_dir(first)  # not the same model any more
+
+
+def test_the_key_is_hashed_once_while_the_files_stay_as_they_were(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hashing ~90 MB takes a quarter of a second: a cold query must not pay it."""
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    pipeline = pipeline_of(_model_folder(tmp_path / "m"))
+    assert pipeline is not None
+    hashed: list[Path] = []
+    real = _onnx_cache.content_key
+
+    def counting(folder: Path, inputs: dict[str, Any]) -> Any:
+        hashed.append(folder)
+        return real(folder, inputs)
+
+    monkeypatch.setattr(_onnx_cache, "content_key", counting)
+    first = export_dir(pipeline)
+    assert export_dir(pipeline) == export_dir(pipeline) == first and len(hashed) == 1
+    weights = tmp_path / "m" / "model.safetensors"
+    os.utime(weights, ns=(weights.stat().st_atime_ns, weights.stat().st_mtime_ns + 10**9))
+    assert export_dir(pipeline) == first and len(hashed) == 2  # touched: hashed again
+
+
+def _age(path: Path, seconds: float) -> None:
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
+def test_exports_no_model_folder_needs_are_pruned_and_others_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    exports = tmp_path / "cache" / "onnx" / "exports"
+    kept = pipeline_of(_model_folder(tmp_path / "kept"))
+    gone = pipeline_of(_model_folder(tmp_path / "gone", tokenizer_text='{"v": 2}'))
+    assert kept is not None and gone is not None
+    live, dead = _publish_fake_export(export_dir(kept)), _publish_fake_export(export_dir(gone))
+    shutil.rmtree(tmp_path / "gone")  # its virtualenv was deleted
+    young = _publish_fake_export(exports / ("a" * 32))  # no record yet: being set up
+    in_use = _publish_fake_export(exports / ("b" * 32))
+    crashed = exports / ".export-crashed"
+    crashed.mkdir()
+    for path in (live, dead, in_use, crashed):
+        _age(path, GRACE_S + 60)
+    with _onnx_cache.reading(in_use), _onnx_cache.writing(exports) as writer:
+        _age(writer, GRACE_S + 60)
+        removed = set(prune())
+        assert writer.is_dir()  # its writer holds the lock
+    assert removed == {dead.name, crashed.name}
+    assert live.is_dir() and young.is_dir() and in_use.is_dir()
+    assert not dead.exists() and not crashed.exists()
+    assert [p.stem for p in (tmp_path / "cache" / "onnx" / "folders").iterdir()] == [
+        _onnx_cache._record_path(kept.folder).stem
+    ]
+
+
+def test_path_keyed_exports_of_earlier_versions_are_pruned_once_unused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The exports kbgraph wrote before content keys, one per model folder path."""
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    onnx = tmp_path / "cache" / "onnx"
+    served = pipeline_of(_model_folder(tmp_path / "served"))
+    other = _model_folder(tmp_path / "old-code-only")
+    assert served is not None
+
+    def legacy(folder: Path) -> Path:
+        name = hashlib.sha256(str(folder).encode()).hexdigest()[:16]
+        path = onnx / name
+        path.mkdir(parents=True)
+        fingerprint = {"version": 1, "folder": str(folder), "files": {}}
+        (path / MANIFEST).write_text(json.dumps({"fingerprint": fingerprint}))
+        return path
+
+    by_new_code = legacy(served.folder)
+    by_old_code = legacy(other.resolve())
+    orphan = legacy(tmp_path / "deleted-venv" / "model")
+    export_dir(served)  # this version serves that folder now: records it, prunes
+    assert not by_new_code.exists() and not orphan.exists()
+    assert by_old_code.is_dir()  # another virtualenv on an earlier kbgraph may still use it
 
 
 def test_mean_pooling_averages_the_real_tokens_only() -> None:

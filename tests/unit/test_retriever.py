@@ -124,3 +124,66 @@ def test_in_an_lcel_chain(kb: KnowledgeBase) -> None:
     } | prompt
     value = chain.invoke("When do access tokens expire?")
     assert "[1] docs/tokens.md:1-3" in value.to_string()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "k", "sources"),
+    [
+        ({"k": 3}, 3, None),
+        ({"search_kwargs": {"k": 2}}, 2, None),
+        ({"search_type": "similarity", "search_kwargs": {"k": 4}}, 4, None),
+        ({"top_k": 2, "search_kwargs": {"k": 2}}, 2, None),
+        ({"search_kwargs": {"k": 5, "filter": {"paths": ["notes/**"]}}}, 5, {"notes/größe.txt"}),
+        ({"search_kwargs": {"filters": SearchFilters(kinds=("code",))}}, 5, {"src/client.py"}),
+        ({"filters": {"kinds": ["code"]}, "search_kwargs": {"mode": "bm25"}}, 5, {"src/client.py"}),
+    ],
+    ids=["k", "search_kwargs-k", "search_type", "same-k-twice", "filter-dict", "filters", "mode"],
+)
+def test_langchain_spellings_of_as_retriever(
+    kb: KnowledgeBase, arguments: dict[str, Any], k: int, sources: set[str] | None
+) -> None:
+    """Regression (issue 20): ``as_retriever(k=3)`` and ``as_retriever(search_kwargs={"k":
+    2})``, as LangChain users write them for any vector store, raised TypeError."""
+    retriever = kb.as_retriever(**arguments)
+    assert retriever.k == k
+    docs = retriever.invoke("Größe retry backoff tokens")
+    assert 1 <= len(docs) <= k
+    if sources is not None:
+        assert {d.metadata["source"] for d in docs} == sources
+
+
+@pytest.mark.parametrize(
+    ("arguments", "says"),
+    [
+        ({"search_kwargs": {"k": 2, "fetch_k": 20}}, r"\['fetch_k'\]; allowed: k, mode, filters"),
+        ({"search_kwargs": {"score_threshold": 0.8}}, r"allowed: k, mode, filters, filter"),
+        ({"search_type": "mmr"}, r"search_type 'mmr' is not supported.*mode"),
+        ({"top_k": 2, "k": 3}, r"k is given more than once .*top_k=2, k=3"),
+        ({"k": True}, r"k is True; it must be a whole number from 1 to 1000"),
+        ({"k": 0}, r"from 1 to 1000"),
+        ({"search_kwargs": {"filter": {"source": "a.md"}}}, r"no setting 'source'.*paths"),
+        ({"search_kwargs": {"filter": {}, "filters": {}}}, r"both filter and filters"),
+        ({"search_kwargs": [("k", 2)]}, r"search_kwargs must be a dict"),
+    ],
+    ids=[
+        "fetch_k",
+        "score_threshold",
+        "mmr",
+        "k-twice",
+        "bool",
+        "zero",
+        "metadata",
+        "both",
+        "list",
+    ],
+)
+def test_what_as_retriever_cannot_do_is_a_config_error(
+    kb: KnowledgeBase, arguments: dict[str, Any], says: str
+) -> None:
+    with pytest.raises(ConfigError, match=says):
+        kb.as_retriever(**arguments)
+
+
+def test_a_bool_k_is_refused_by_the_retriever_itself(kb: KnowledgeBase) -> None:
+    with pytest.raises(ValueError, match="k"):
+        KnowledgeBaseRetriever(knowledge_base=kb, k=True)

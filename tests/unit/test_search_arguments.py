@@ -84,3 +84,48 @@ def test_rank_limits_are_refused_like_search(kb: KnowledgeBase, limit: object) -
     with pytest.raises(ConfigError, match="ranker"):
         kb.rank("retry", "dense", limit=3)  # type: ignore[arg-type]
     assert len(kb.rank("retry", "bm25", limit=3, filters=SearchFilters(paths=("d1*",)))) <= 3
+
+
+@pytest.mark.parametrize(
+    ("model", "values", "setting"),
+    [
+        ("SearchConfig", {"top_k": True}, "top_k=True"),
+        ("SearchConfig", {"rrf_k": False}, "rrf_k=False"),
+        ("SearchConfig", {"candidates_per_ranker": True}, "candidates_per_ranker=True"),
+        ("SearchConfig", {"score_threshold": True}, "score_threshold=True"),
+        ("SearchConfig", {"weights": {"vector": True, "bm25": 1.0}}, "weights="),
+        ("ChunkConfig", {"chunk_size": True}, "chunk_size=True"),
+        ("ScanConfig", {"max_file_bytes": True}, "max_file_bytes=True"),
+        ("RagSettings", {"search": {"top_k": True}}, "search.top_k=True"),
+        ("RagSettings", {"chunking": {"overlap": False}}, "chunking.overlap=False"),
+        ("RagSettings", {"max_rewrites": True}, "max_rewrites=True"),
+        ("RagSettings", {"context_budget_tokens": True}, "context_budget_tokens=True"),
+        ("RagSettings", {"llm_rerank_max": True}, "llm_rerank_max=True"),
+        ("RagSettings", {"llm_timeout_seconds": True}, "llm_timeout_seconds=True"),
+        ("RagSettings", {"grounding_min_coverage": True}, "grounding_min_coverage=True"),
+        ("RagSettings", {"grounding_min_vector_score": False}, "grounding_min_vector_score"),
+        ("RagSettings", {"rerank_section_weight": True}, "rerank_section_weight=True"),
+    ],
+)
+def test_a_bool_is_not_a_number_in_any_settings_model(
+    model: str, values: dict[str, object], setting: str
+) -> None:
+    """Regression (issue 20): pydantic's lax mode took ``search={"top_k": True}`` as 1 (and
+    True as 1.0 for a float), so a typo'd flag silently became a setting."""
+    from kbgraph.graphs import RagSettings
+    from kbgraph.retrieval import ChunkConfig, ScanConfig
+
+    cls = {"SearchConfig": SearchConfig, "ChunkConfig": ChunkConfig, "ScanConfig": ScanConfig}
+    with pytest.raises(ConfigError, match="a number, not True or False") as caught:
+        {**cls, "RagSettings": RagSettings}[model].model_validate(values)
+    assert setting in str(caught.value)
+
+
+def test_bool_settings_and_numbers_are_still_taken() -> None:
+    from kbgraph.graphs import RagSettings
+    from kbgraph.retrieval import ChunkConfig
+
+    settings = RagSettings(live=True, search={"top_k": 3, "weights": {"vector": 0.7}})
+    assert settings.live and settings.search.top_k == 3
+    assert ChunkConfig(by_kind=False, chunk_size=100).chunk_size == 100
+    assert SearchConfig(score_threshold=1).score_threshold == 1.0  # an int for a float

@@ -57,8 +57,9 @@ def test_debug_updates_append_and_a_new_run_replaces() -> None:
     assert reduce_debug(second, {"steps": [{"node": "decide_retrieve", "attempt": 0}]}) == {
         "steps": [{"node": "decide_retrieve", "attempt": 0}],
         "fallbacks": [],
+        "overrulings": [],
     }
-    assert reduce_debug(second, None) == {"steps": [], "fallbacks": []}
+    assert reduce_debug(second, None) == {"steps": [], "fallbacks": [], "overrulings": []}
     json.dumps(second)  # plain JSON, for checkpoints and Studio
 
 

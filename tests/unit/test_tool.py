@@ -122,13 +122,16 @@ def test_mistyped_context_key_is_an_error_status(docs: Path) -> None:
 
 
 def test_nothing_found_says_where_it_looked_and_what_to_do(tmp_path: Path) -> None:
-    (tmp_path / "empty").mkdir()
+    (tmp_path / "menu").mkdir()
+    (tmp_path / "menu" / "café.md").write_text("Crème brûlée, 6 €.\n", encoding="utf-8")
     context = RagSettings(
-        knowledge_bases=[{"name": "empty", "folder": str(tmp_path / "empty")}], embedding="fake"
+        knowledge_bases=[{"name": "menu", "folder": str(tmp_path / "menu")}],
+        embedding="fake",
+        search={"mode": "bm25"},  # no shared word: nothing to find
     )
     message = _call({"query": "retry policy"}, _runtime(context))
     assert message.artifact["citations"] == []
-    assert _text(message).startswith('Nothing relevant found in empty for "retry policy"')
+    assert _text(message).startswith('Nothing relevant found in menu for "retry policy"')
     assert "other words" in message.content
     assert "add documents" in message.content
 

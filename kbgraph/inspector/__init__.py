@@ -1,0 +1,37 @@
+"""``kbgraph inspect``: a local web app that shows why retrieval did what it did.
+
+It sits above the graphs and the evals (it shows both): a search lab that runs the real
+subgraph and shows each result's rank and score in every list, the source view with cited
+lines highlighted, the index view (files, skips, versions, freshness), recorded runs as
+timelines and ``kbgraph eval`` reports. It binds to loopback, serves only files the index
+holds, writes nothing without a POST carrying its per-process token, and ships its own
+assets (nothing is fetched from the internet).
+
+    from kbgraph.inspector import InspectorConfig, create_app
+    app = create_app(InspectorConfig.from_folders(["docs/"]))   # any ASGI server
+
+``kbgraph.inspector.http_app:app`` is the same app mounted at ``/kbgraph/inspect`` beside
+the context check, for ``langgraph.json``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .config import InspectedBase, InspectorConfig
+
+if TYPE_CHECKING:
+    from .app import create_app
+
+# Starlette loads with the app, not with the configuration.
+_LAZY = {"create_app": ".app"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["InspectedBase", "InspectorConfig", "create_app"]

@@ -1,0 +1,83 @@
+"""What every response of the inspector goes through: a Host check (a page of another site
+that rebinds its DNS name to 127.0.0.1 would otherwise read the inspector, token included;
+only loopback names are answered unless the server was bound to another interface on
+purpose), and headers that keep pages from running or loading anything but the app's own
+files (Content-Security-Policy), from being framed, and from being cached."""
+
+from __future__ import annotations
+
+import hmac
+
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .config import InspectorConfig, is_loopback
+
+SECURITY_HEADERS = [
+    (
+        b"content-security-policy",
+        b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        b"connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    ),
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cache-control", b"no-store"),
+]
+TOKEN_HEADER = "x-kbgraph-token"
+
+
+def host_name(host: str) -> str:
+    """``127.0.0.1:8765`` → ``127.0.0.1``; ``[::1]:8765`` → ``::1``."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[1:].split("]", 1)[0]
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def token_matches(given: str | None, config: InspectorConfig) -> bool:
+    return bool(given) and hmac.compare_digest(str(given).encode(), config.token.encode())
+
+
+class Guard:
+    """Pure ASGI middleware: refuses other Host names (421) and adds the security headers."""
+
+    def __init__(self, app: ASGIApp, config: InspectorConfig) -> None:
+        self.app = app
+        self.config = config
+
+    def _allowed(self, host: str) -> bool:
+        name = host_name(host)
+        return self.config.any_host or name in self.config.allowed_hosts or is_loopback(name)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        host = Headers(scope=scope).get("host", "")
+        if not self._allowed(host):
+            body = (
+                f"kbgraph inspect answers on loopback names only, not {host_name(host)!r}; "
+                "open it as http://127.0.0.1:PORT/"
+            ).encode()
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 421,
+                    "headers": [(b"content-type", b"text/plain; charset=utf-8"), *SECURITY_HEADERS],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                names = {name for name, _ in message.get("headers", [])}
+                extra = [(n, v) for n, v in SECURITY_HEADERS if n not in names]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+__all__ = ["SECURITY_HEADERS", "TOKEN_HEADER", "Guard", "host_name", "token_matches"]

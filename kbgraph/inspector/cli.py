@@ -1,0 +1,130 @@
+"""``kbgraph inspect FOLDER...``: serve the inspector on loopback until Ctrl-C.
+
+The first line on stdout is the URL to open (``--port 0`` picks a free port; the URL says
+which). A host other than a loopback address needs ``--host`` and prints a warning: the
+inspector shows the documents' text to whoever can reach it. Logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import click
+
+from kbgraph.errors import ConfigError
+from kbgraph.exit_codes import failing_as
+
+from .config import InspectorConfig, is_loopback
+
+DEFAULT_PORT = 8765
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(
+            f"cannot listen on {host}:{port} ({exc.strerror}); "
+            "pick another --port (0: any free one)"
+        ) from exc
+    sock.listen(128)
+    return sock
+
+
+def served_url(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/"
+
+
+@click.command("inspect")
+@click.argument(
+    "folders",
+    nargs=-1,
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+)
+@click.option(
+    "--store",
+    default=None,
+    metavar="URL",
+    envvar="KBGRAPH_STORE",
+    help="Where the indexes live (default: the folder index; postgresql://...).",
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Interface to listen on; anything but loopback prints a warning.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=DEFAULT_PORT,
+    show_default=True,
+    help="0 picks a free port.",
+)
+@click.option(
+    "--eval",
+    "evals",
+    multiple=True,
+    metavar="DIR",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="A `kbgraph eval --out` folder, or a folder of them (repeatable). "
+    "Default: ./eval-results when it exists.",
+)
+@click.option(
+    "--runs",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    metavar="DIR",
+    help="Recorded runs (default: $KBGRAPH_RUNS_DIR, else the cache's runs/).",
+)
+@click.option(
+    "--embedding",
+    default="auto",
+    show_default=True,
+    metavar="SPEC",
+    help="auto (each index's own model), or a spec; none searches BM25 only.",
+)
+@failing_as("kbgraph inspect")
+def inspect(
+    folders: tuple[Path, ...],
+    store: str | None,
+    host: str,
+    port: int,
+    evals: tuple[Path, ...],
+    runs: Path | None,
+    embedding: str,
+) -> None:
+    """Open a local web app over FOLDER's index: search lab, sources, index, runs, evals."""
+    try:
+        import uvicorn
+
+        from .app import create_app
+    except ImportError as exc:
+        raise ConfigError(
+            f"kbgraph inspect needs Starlette and uvicorn ({exc}); pip install 'kbgraph[inspect]'"
+        ) from exc
+    loopback = is_loopback(host)
+    config = InspectorConfig.from_folders(
+        folders, store=store, runs=runs, evals=evals, embedding=embedding, any_host=not loopback
+    )
+    if not loopback:
+        click.echo(
+            f"kbgraph inspect: warning: listening on {host}: anyone who can reach this machine "
+            "can read the indexed documents and restore index versions through it",
+            err=True,
+        )
+    sock = _listen(host, port)
+    click.echo(served_url(sock))
+    server = uvicorn.Server(uvicorn.Config(create_app(config), log_level="warning"))
+    server.run(sockets=[sock])
+
+
+__all__ = ["DEFAULT_PORT", "inspect", "served_url"]
