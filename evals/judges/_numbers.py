@@ -147,7 +147,8 @@ def number_slots(text: str) -> list[NumberSlot]:
         near = frozenset(
             w for w in content_words(" ".join(tokens[j] for j in around)) if not w[:1].isdigit()
         )
-        unit = _kind(token, number, unit, before, near)
+        after = tokens[i + 1] if i + 1 < len(tokens) else ""
+        unit = _kind(token, number, unit, before, near, after)
         out.append(NumberSlot(number, unit, near))
     return out
 
@@ -243,7 +244,7 @@ def _is_number(token: str) -> bool:
 
 
 def _kind(
-    token: str, number: str, unit: str | None, before: str, near: frozenset[str]
+    token: str, number: str, unit: str | None, before: str, near: frozenset[str], after: str = ""
 ) -> str | None:
     """Dates and ranks: a day beside a month, a year, "No 1"."""
     if before in _RANK_BEFORE:
@@ -251,12 +252,68 @@ def _kind(
     integer = number.isdigit()
     beside_month = unit in _MONTHS or bool(near & _MONTHS)
     if token.isdigit() and len(token) == 4 and YEARS[0] <= int(token) <= YEARS[1]:
-        # "the 2020 Olympics", "in 1998": a year, whatever word follows it; a count of
-        # that size is written "2,020".
-        return YEAR
+        # "the 2020 Olympics", "in 1998": a year; a count of that size is mostly written
+        # "2,020", but "won 1905 titles" (a verb, then the number and a plural noun) counts.
+        return unit if _counts(before, unit, after) else YEAR
     if integer and beside_month and 1 <= int(number) <= 31 and (unit is None or unit in _MONTHS):
         return DAY
     return unit
+
+
+_YEAR_BEFORE = frozenset(
+    [
+        "in",
+        "on",
+        "of",
+        "since",
+        "by",
+        "from",
+        "until",
+        "till",
+        "to",
+        "during",
+        "before",
+        "after",
+        "and",
+        "or",
+        "between",
+        "the",
+        "a",
+        "an",
+        "its",
+        "their",
+        "his",
+        "her",
+        "our",
+        "this",
+        "that",
+        "last",
+        "next",
+        "early",
+        "late",
+        "mid",
+        "the's",
+    ]
+)
+"""Words before a year: "in 1998", "the 2015 election", "between 2010 and 2015"."""
+
+
+def _counts(before: str, unit: str | None, after: str) -> bool:
+    """A four-digit number in the years' range counts ``unit`` rather than naming a year:
+    a plural noun follows it ("1905 titles", "2000 workers") and a word precedes it that
+    stands before no year ("won", not "in" or "the")."""
+    return (
+        unit is not None
+        and not unit.startswith("<")
+        and unit not in _MONTHS
+        and before not in _YEAR_BEFORE
+        and not before[:1].isdigit()
+        and bool(before[:1].isalpha())
+        and len(after) > 3
+        and after.endswith("s")
+        and not after.endswith(("ss", "us", "is"))
+        and content_words(after)[:1] == [unit]
+    )
 
 
 def derivable(slot: NumberSlot, pool: Sequence[NumberSlot]) -> bool:

@@ -278,3 +278,11 @@ def test_every_verdict_names_its_source_sentence_and_cause(judge: OfflineJudge) 
     assert unsupported.cause == "missing_words" and "not in the source" in unsupported.reason
     assert unsupported.evidence == "Harbor retries failed calls up to 5 times."
     assert (unrelated.cause, unrelated.evidence) == ("no_aligned_sentence", "")
+
+
+def test_a_year_does_not_support_a_count_of_that_size(judge: OfflineJudge) -> None:
+    context = "The club was founded in 1905 and has won 3 titles since the war."
+    (judged,) = judge.judge_claims(["The club has won 1905 titles since the war."], context)
+    assert judged.verdict != "supported", judged.reason
+    assert [s.unit for s in number_slots("it won 1905 titles")] == ["titl"]
+    assert [s.unit for s in number_slots("in 2015 sales rose, the 2020 Olympics")] == [YEAR, YEAR]
