@@ -196,6 +196,7 @@ Cause = Literal[
     "number_mismatch",
     "negation",
     "role_swap",
+    "entity_swap",
     "unsupported_number",
     "missing_words",
     "no_aligned_sentence",
@@ -207,12 +208,13 @@ Cause = Literal[
 """Why a verdict was given, for code that acts on it (an answer check that flags a made-up
 number): ``number_mismatch`` (the source has another number for the same thing),
 ``negation`` (it says the opposite), ``role_swap`` (two names trade places),
-``unsupported_number`` (a number the source does not state for this), ``missing_words``
-(words the source lacks or a paraphrase too far), ``no_aligned_sentence`` (no source
-sentence shares the claim's words), ``quoted`` (word for word from the source),
-``supported``; set by the faithfulness metric: ``unknown_citation`` (it cites a source the
-context lacks), ``wrong_citation`` (not its cited source but another supports it),
-``repeated`` (it repeats an earlier claim), ``empty_context``; ``""`` when the judge does not
+``entity_swap`` (the source says it of another name), ``unsupported_number`` (a number the
+source does not state for this), ``missing_words`` (words the source lacks or a paraphrase
+too far), ``no_aligned_sentence`` (no source sentence shares the claim's words),
+``quoted`` (word for word from the source), ``supported``; set by the faithfulness metric:
+``unknown_citation`` (it cites a source the context lacks), ``wrong_citation`` (not its
+cited source but another supports it), ``repeated`` (it repeats an earlier claim),
+``empty_context``; ``""`` when the judge does not
 say (an LLM judge's verdict has its reason in words only)."""
 
 

@@ -5,6 +5,10 @@ two names that trade places around the word that relates them.
   elsewhere, between two claim words the best sentence has: a name or word swapped in from
   another sentence ("Smith was arrested in Leeds" where the sentence says "Jones was
   arrested in Leeds" and Smith appears further on), or two namesakes merged.
+- ``entity_swap``: the claim's best sentence holds every word of it but one name, and has
+  another name in its place, while the context names the claim's one elsewhere: "Smith was
+  arrested in Leeds" against "Police arrested Jones in Leeds. Smith, his brother, was
+  questioned in York". The claim is then not supported (the evidence is about Jones).
 - ``role_swaps``: every word of the claim is in its sentence, but two of them sit on the
   other sides of the word between them ("Arsenal beat Chelsea" against "Chelsea beat
   Arsenal"; "Smith told Jones" against "Jones told Smith"). A passive on one side only
@@ -16,7 +20,7 @@ two names that trade places around the word that relates them.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from kbgraph.retrieval.text import FUNCTION_WORDS, words
@@ -32,6 +36,14 @@ _SYMMETRIC = frozenset(
     )
 )
 _PASSIVE = "by"
+_NAME_WORDS = 3
+"""At most this many words of one name ("Marc Petit") are missing from the sentence."""
+_CALENDAR = frozenset(
+    content_words(
+        "monday tuesday wednesday thursday friday saturday sunday january february march "
+        "april may june july august september october november december"
+    )
+)
 
 
 def substitutions(words: Sequence[str], best: Collection[str], elsewhere: Collection[str]) -> int:
@@ -66,6 +78,7 @@ class _Word:
     raw: str
     position: int  # index among the text's words
     named: bool  # written with a capital, not as the first word
+    capital: bool = False  # written with a capital, wherever it stands
 
 
 def _words(text: str) -> tuple[list[_Word], list[str]]:
@@ -78,7 +91,8 @@ def _words(text: str) -> tuple[list[_Word], list[str]]:
             if piece not in FUNCTION_WORDS and len(piece) > 1:
                 stemmed = content_words(piece)
                 if stemmed:
-                    out.append(_Word(stemmed[0], piece, len(pieces), capital and bool(pieces)))
+                    named = capital and bool(pieces)
+                    out.append(_Word(stemmed[0], piece, len(pieces), named, capital))
             pieces.append(piece)
     return out, pieces
 
@@ -112,6 +126,45 @@ def role_swaps(claim: str, sentence: str) -> RoleSwap | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class EntitySwap:
+    claimed: str
+    source: str
+
+    def describe(self) -> str:
+        return f"another name: the claim has {self.claimed!r}, the source {self.source!r}"
+
+
+def entity_swap(
+    claim: str, sentence: str, names_elsewhere: Callable[[str], bool]
+) -> EntitySwap | None:
+    """A name of ``claim`` (up to ``_NAME_WORDS`` words) that ``sentence`` (its best-aligned
+    sentence) lacks while it holds every other content word of the claim and a name the
+    claim lacks: "Smith
+    was arrested in Leeds" against "Police arrested Jones in Leeds", Smith being a name
+    elsewhere in the context (``names_elsewhere(stem)``). Days and months are no names."""
+    said, _ = _words(claim)
+    source, _ = _words(sentence)
+    have = {w.stem for w in source}
+    absent = [w for w in said if w.stem not in have]
+    if not 0 < len(absent) <= _NAME_WORDS or not all(
+        w.capital and names_elsewhere(w.stem) for w in absent
+    ):
+        return None
+    claimed = {w.stem for w in said}
+    other = next(
+        (w for w in source if w.named and w.stem not in claimed and w.stem not in _CALENDAR),
+        None,
+    )
+    claimed_name = " ".join(w.raw for w in absent)
+    return None if other is None else EntitySwap(claimed_name, other.raw)
+
+
+def names(text: str) -> frozenset[str]:
+    """Stems ``text`` writes with a capital (a name, or a sentence's first word)."""
+    return frozenset(w.stem for w in _words(text)[0] if w.capital)
+
+
 def _once(found: list[_Word]) -> dict[str, _Word]:
     counts: dict[str, int] = {}
     for w in found:
@@ -119,4 +172,4 @@ def _once(found: list[_Word]) -> dict[str, _Word]:
     return {w.stem: w for w in found if counts[w.stem] == 1}
 
 
-__all__ = ["RoleSwap", "role_swaps", "substitutions"]
+__all__ = ["EntitySwap", "RoleSwap", "entity_swap", "names", "role_swaps", "substitutions"]

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from .._text import content_words
 from ._alignment import NO_ALIGNMENT, Alignment
 from ._checks import NumberFinding, number_findings, role_swap
-from ._conflicts import RoleSwap, substitutions
+from ._conflicts import EntitySwap, RoleSwap, entity_swap, names, substitutions
 from ._context import ContextText, claim_words
 from ._polarity import Flip, polarity_flip
 
@@ -76,6 +76,12 @@ CONTRADICTION_FACTOR = 0.1
 SUPPORTED_AT = 0.5
 """A claim is supported when its support score reaches this: the fitted model's even odds
 (``benchmarks/tune_judge.py``, step 5)."""
+
+ENTITY_SWAP_FACTOR = 0.45
+"""A claim whose best sentence names someone else in its place (``_conflicts.entity_swap``)
+keeps this share of its support: below ``SUPPORTED_AT`` whatever its words, since the
+evidence is about another person or thing; not a contradiction, since the context may
+say it of the claim's one too in words the judge does not align."""
 
 CONTRADICTED_MIN_OVERLAP = 0.6
 """A negation flip or number conflict means contradiction only when the claim otherwise
@@ -107,6 +113,7 @@ class Evidence:
     missing_words: tuple[str, ...] = ()
     quoted: bool = False  # the claim is the context's, word for word
     role_swap: bool = False
+    entity_swap: str = ""  # a name the best sentence has another one for: "Smith ≠ Jones"
     problem: str = ""  # what contradicts the claim, for a person: "number mismatch: 49 ≠ 29"
     conflicting: str = ""  # the source sentence that contradicts the claim
     numbers: tuple[NumberFinding, ...] = ()
@@ -148,6 +155,7 @@ class _Clause:
     alignment: Alignment
     numbers: list[NumberFinding]
     swap: RoleSwap | None
+    entity: EntitySwap | None = None
 
     @classmethod
     def of(cls, text: str, context: ContextText) -> _Clause:
@@ -159,7 +167,22 @@ class _Clause:
             alignment,
             number_findings(text, words, alignment, context),
             role_swap(words, alignment, text, context),
+            _entity_swap(text, alignment, context),
         )
+
+
+def _entity_swap(text: str, alignment: Alignment, context: ContextText) -> EntitySwap | None:
+    """``_conflicts.entity_swap`` between the clause and its best sentence."""
+    if not alignment.top:
+        return None
+    best = alignment.top[0]
+
+    def named_elsewhere(stem: str) -> bool:
+        return any(
+            stem in names(context.sentences[i]) for i in context.index.get(stem, ()) if i != best
+        )
+
+    return entity_swap(text, context.sentences[best], named_elsewhere)
 
 
 def lexical_evidence(claim: str, context: ContextText, similarity: float) -> Evidence:
@@ -214,6 +237,7 @@ def lexical_evidence(claim: str, context: ContextText, similarity: float) -> Evi
         missing_words=(*lacking, *lacking_numbers),
         quoted=context.is_quote(claim),
         role_swap=swap is not None,
+        entity_swap=next((p.entity.describe() for p in parts if p.entity is not None), ""),
         problem=problem,
         conflicting=conflicting,
         numbers=tuple(findings),
@@ -257,6 +281,8 @@ def support_score(
         score = max(score, SUPPORTED_AT)
     elif is_contradiction(evidence):
         score *= contradiction_factor
+    elif evidence.entity_swap:
+        score *= ENTITY_SWAP_FACTOR
     return min(1.0, max(0.0, score))
 
 
@@ -272,6 +298,7 @@ def is_contradiction(evidence: Evidence) -> bool:
 
 __all__ = [
     "CONTRADICTION_FACTOR",
+    "ENTITY_SWAP_FACTOR",
     "SUPPORTED_AT",
     "WEIGHTS",
     "Evidence",

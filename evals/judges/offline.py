@@ -260,6 +260,9 @@ def judgement_of(evidence: Evidence, score: float) -> Judgement:
         return Judgement(
             "supported", score, f"supported ({score:.2f}) by {quote}", evidence.aligned, "supported"
         )
+    if evidence.entity_swap:
+        reason = f"not supported ({score:.2f}): {evidence.entity_swap}; source: {quote}"
+        return Judgement("not_supported", score, reason, evidence.aligned, "entity_swap")
     if not evidence.aligned:
         return Judgement(
             "not_supported",

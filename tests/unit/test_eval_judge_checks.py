@@ -250,6 +250,32 @@ def test_a_subject_swapped_with_every_word_present_is_caught(
     assert (judged.verdict == "contradicted") is swapped
 
 
+NAMESAKES = (
+    "Tom Smith, the chief executive, said profits rose. His brother John Smith said sales "
+    "fell on Monday. Police arrested a man in Leeds."
+)
+
+
+@pytest.mark.parametrize(
+    ("claim", "swapped"),
+    [
+        ("Tom Smith said sales fell.", True),  # two namesakes merged
+        ("John Smith said sales fell.", False),
+        ("John Smith said sales fell on Monday.", False),  # a day is no other name
+        ("Tom Smith said profits rose.", False),
+    ],
+)
+def test_a_name_the_source_says_of_someone_else_is_not_supported(
+    judge: OfflineJudge, claim: str, swapped: bool
+) -> None:
+    (judged,) = judge.judge_claims([claim], NAMESAKES)
+    assert (judged.cause == "entity_swap") is swapped, judged.reason
+    assert (judged.verdict == "supported") is not swapped, judged.reason
+    if swapped:
+        assert "'tom'" in judged.reason and "'john'" in judged.reason
+        assert judged.evidence.startswith("His brother John Smith")
+
+
 def test_a_repeated_claim_is_penalised(judge: OfflineJudge) -> None:
     context = "Harbor retries failed calls. Webhooks are signed with HMAC-SHA256."
     once = "Harbor retries failed calls. Webhooks are signed with HMAC-SHA256."
