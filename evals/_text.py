@@ -99,13 +99,14 @@ def numbers(text: str) -> set[str]:
     """Numbers in ``text``, normalised: thousands separators dropped (``2,500`` = ``2500``,
     and a tokenised ``2 , 500`` too), number words mapped to digits. A citation marker or
     passage header (``[1]``) is no number of the text."""
-    text = _MARKER.sub(" ", normalise(text))
+    text = PASSAGE_MARKER.sub(" ", normalise(text))
     found = {m.group(0).replace(",", "") for m in _NUMBER.finditer(text)}
     found |= {_NUMBER_WORDS[w] for w in words(text, min_len=2) if w in _NUMBER_WORDS}
     return {n.rstrip(".") for n in found if n}
 
 
-_MARKER = re.compile(r"\[\d+(?:\s*[,-]\s*\d+)*\]")
+PASSAGE_MARKER = re.compile(r"\[\d+(?:\s*[,-]\s*\d+)*\]")
+"""A citation marker or passage header (``[1]``, ``[2, 3]``): no number of the text."""
 
 NEGATION_CUES: frozenset[str] = NEGATIONS - _CONTRACTION_STUBS
 """Words that negate their clause; a contraction ("doesn't", "n't") is a cue as a whole."""
@@ -287,6 +288,7 @@ def split_sentences(text: str, *, glued: bool = False) -> list[str]:
 
 __all__ = [
     "NEGATION_CUES",
+    "PASSAGE_MARKER",
     "content_words",
     "is_negation_cue",
     "negating_spans",

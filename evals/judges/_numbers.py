@@ -30,7 +30,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .._text import content_words, normalise, numbers
+from .._text import PASSAGE_MARKER, content_words, normalise, numbers
 
 NUMBER_SCOPE = 2
 """Words on each side of a number whose content words say what it is about (a wider scope
@@ -48,7 +48,6 @@ _NOT_DERIVED = frozenset({YEAR, DAY, RANK, AGE})
 YEARS = (1800, 2100)
 
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*[a-z]{0,3}(?![\w])|[^\W\d_][\w'-]*|[^\w\s]")
-_MARKER = re.compile(r"\[\d+(?:\s*[,-]\s*\d+)*\]")
 _ORDINAL = re.compile(r"^(\d+)(st|nd|rd|th)$")
 _GLUED = re.compile(r"^(\d+(?:[.,]\d+)*)([a-z]{1,3})$")
 _MONTHS = frozenset(
@@ -130,7 +129,7 @@ def number_slots(text: str) -> list[NumberSlot]:
     """Every number of ``text`` with its unit and neighbouring words (punctuation between
     words is skipped for the neighbours: "| `max_attempts` | `5` |" is a table row, but it
     ends a unit's search: "the boy, 14, was hurt" has a bare 14)."""
-    tokens = _TOKEN.findall(_MARKER.sub(" ", normalise(text)).lower())
+    tokens = _TOKEN.findall(PASSAGE_MARKER.sub(" ", normalise(text)).lower())
     word_positions = [i for i, token in enumerate(tokens) if token[0].isalnum()]
     out: list[NumberSlot] = []
     for k, i in enumerate(word_positions):
