@@ -38,6 +38,9 @@ _SYMMETRIC = frozenset(
 _PASSIVE = "by"
 _NAME_WORDS = 3
 """At most this many words of one name ("Marc Petit") are missing from the sentence."""
+_TITLES = frozenset(
+    content_words("mr mrs ms miss dr prof sir dame lord lady president minister king queen")
+)
 _CALENDAR = frozenset(
     content_words(
         "monday tuesday wednesday thursday friday saturday sunday january february march "
@@ -138,22 +141,35 @@ class EntitySwap:
 def entity_swap(
     claim: str, sentence: str, names_elsewhere: Callable[[str], bool]
 ) -> EntitySwap | None:
-    """A name of ``claim`` (up to ``_NAME_WORDS`` words) that ``sentence`` (its best-aligned
-    sentence) lacks while it holds every other content word of the claim and a name the
-    claim lacks: "Smith
-    was arrested in Leeds" against "Police arrested Jones in Leeds", Smith being a name
-    elsewhere in the context (``names_elsewhere(stem)``). Days and months are no names."""
+    """A name of ``claim`` (up to ``_NAME_WORDS`` words, together) that ``sentence`` (its
+    best-aligned sentence) lacks, while it holds every other content word of the claim and,
+    in the name's place (next to a word beside the name in the claim), a name the claim
+    lacks: "Smith was arrested in Leeds" against "Police arrested Jones in Leeds", Smith
+    being a name elsewhere in the context (``names_elsewhere(stem)``). A pronoun resolved
+    ("Locke replaced" for "since he replaced"), a first name added ("Alberto Bueno" for
+    "Bueno") or a title ("Ms Moon" for "Natalia Moon") is no swap; days and months are no
+    names."""
     said, _ = _words(claim)
     source, _ = _words(sentence)
     have = {w.stem for w in source}
-    absent = [w for w in said if w.stem not in have]
-    if not 0 < len(absent) <= _NAME_WORDS or not all(
-        w.capital and names_elsewhere(w.stem) for w in absent
-    ):
+    gaps = [i for i, w in enumerate(said) if w.stem not in have]
+    if not 0 < len(gaps) <= _NAME_WORDS or gaps[-1] - gaps[0] != len(gaps) - 1:
         return None
+    absent = [said[i] for i in gaps]
+    if not all(w.capital and w.stem not in _TITLES and names_elsewhere(w.stem) for w in absent):
+        return None
+    beside = {said[i].stem for i in (gaps[0] - 1, gaps[-1] + 1) if 0 <= i < len(said)}
+    anchors = [w.position for w in source if w.stem in beside]
     claimed = {w.stem for w in said}
     other = next(
-        (w for w in source if w.named and w.stem not in claimed and w.stem not in _CALENDAR),
+        (
+            w
+            for w in source
+            if w.named
+            and w.stem not in claimed
+            and w.stem not in _CALENDAR
+            and any(abs(w.position - p) == 1 for p in anchors)
+        ),
         None,
     )
     claimed_name = " ".join(w.raw for w in absent)

@@ -312,3 +312,30 @@ def test_a_year_does_not_support_a_count_of_that_size(judge: OfflineJudge) -> No
     assert judged.verdict != "supported", judged.reason
     assert [s.unit for s in number_slots("it won 1905 titles")] == ["titl"]
     assert [s.unit for s in number_slots("in 2015 sales rose, the 2020 Olympics")] == [YEAR, YEAR]
+
+
+@pytest.mark.parametrize(
+    ("context", "claim"),
+    [
+        # A pronoun resolved with the name the article gives elsewhere.
+        (
+            "Jim Locke was named manager. The chairman Jim Mann praised him since he replaced "
+            "Allan Johnston in February.",
+            "Locke replaced Allan Johnston in February.",
+        ),
+        # A first name the sentence leaves out, and a title for a first name.
+        (
+            "Alberto Bueno joined in May. Bueno played for Derby on loan.",
+            "Alberto Bueno played for Derby on loan.",
+        ),
+        (
+            "Natalia Moon moved in 2012. Ms Moon is an actress. Natalia Moon is also a model.",
+            "Ms Moon is also a model.",
+        ),
+    ],
+)
+def test_a_name_from_elsewhere_in_the_context_is_no_swap(
+    judge: OfflineJudge, context: str, claim: str
+) -> None:
+    (judged,) = judge.judge_claims([claim], context)
+    assert judged.cause != "entity_swap", judged.reason
