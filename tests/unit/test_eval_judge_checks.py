@@ -339,3 +339,14 @@ def test_a_name_from_elsewhere_in_the_context_is_no_swap(
 ) -> None:
     (judged,) = judge.judge_claims([claim], context)
     assert judged.cause != "entity_swap", judged.reason
+
+
+def test_a_claim_with_numbers_the_context_never_states_is_not_supported(
+    judge: OfflineJudge,
+) -> None:
+    context = "The HTTP API listens on port 8080 and Prometheus metrics are served on port 9102."
+    (judged,) = judge.judge_claims(
+        ["The HTTP API listens on port 8443 and metrics are served on port 9090."], context
+    )
+    assert judged.verdict == "not_supported" and judged.cause == "unsupported_number"
+    assert "8443" in judged.reason
