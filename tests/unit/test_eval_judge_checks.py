@@ -350,3 +350,8 @@ def test_a_claim_with_numbers_the_context_never_states_is_not_supported(
     )
     assert judged.verdict == "not_supported" and judged.cause == "unsupported_number"
     assert "8443" in judged.reason
+    # What follows "and" is no unit of the number before it ("8080 and metrics").
+    (right,) = judge.judge_claims(
+        ["The HTTP API listens on port 8080 and metrics are served on port 9102."], context
+    )
+    assert right.verdict == "supported", right.reason
