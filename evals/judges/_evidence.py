@@ -83,12 +83,6 @@ keeps this share of its support: below ``SUPPORTED_AT`` whatever its words, sinc
 evidence is about another person or thing; not a contradiction, since the context may
 say it of the claim's one too in words the judge does not align."""
 
-UNSUPPORTED_NUMBER_FACTOR = 0.45
-"""A claim with a number the context states nowhere for what the claim is about
-(``_checks``: "port 8443" where the source says 8080) keeps this share of its support:
-below ``SUPPORTED_AT`` however well its words match, since a made-up number is a
-made-up claim."""
-
 CONTRADICTED_MIN_OVERLAP = 0.6
 """A negation flip or number conflict means contradiction only when the claim otherwise
 matches the context this well; else the claim is just about something else."""
@@ -289,8 +283,6 @@ def support_score(
         score *= contradiction_factor
     elif evidence.entity_swap:
         score *= ENTITY_SWAP_FACTOR
-    elif any(f.status == "unsupported" for f in evidence.numbers):
-        score *= UNSUPPORTED_NUMBER_FACTOR
     return min(1.0, max(0.0, score))
 
 
@@ -308,7 +300,6 @@ __all__ = [
     "CONTRADICTION_FACTOR",
     "ENTITY_SWAP_FACTOR",
     "SUPPORTED_AT",
-    "UNSUPPORTED_NUMBER_FACTOR",
     "WEIGHTS",
     "Evidence",
     "clauses",

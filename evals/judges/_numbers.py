@@ -85,9 +85,6 @@ _ELLIPSIS = frozenset(
     ]
 )  # "4 more", "4 autres": the thing counted before
 _RANGE = frozenset({"-", "–", "to", "and", "or"})
-_CONJUNCTIONS = frozenset(
-    {"and", "or", "but", "nor", "while", "whereas", "et", "ou", "und", "oder", "y", "o"}
-)
 _RANK_BEFORE = frozenset({"no", "#", "number"})
 _UNIT_REACH = 2  # "12 other cities": the unit may follow a function word
 
@@ -216,8 +213,7 @@ def _unit(tokens: Sequence[str], i: int) -> str | None:
         # "4-6 weeks", "between 4 and 6 weeks": both ends count what the second does.
         following = following[2:]
     for token in following[:_UNIT_REACH]:
-        if not token[0].isalnum() or _is_number(token) or token in _CONJUNCTIONS:
-            # "port 8080 and metrics": what follows "and" is another thing.
+        if not token[0].isalnum() or _is_number(token):
             return None
         if token in _ELLIPSIS:
             rest = [t for t in following[1:_UNIT_REACH] if t[0].isalnum()]
