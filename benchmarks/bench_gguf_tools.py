@@ -5,7 +5,7 @@ a reply without a call.
     python benchmarks/bench_gguf_tools.py                      # SmolLM2-135M, 10 questions
     python benchmarks/bench_gguf_tools.py --model path/to/model.gguf --questions 40
 
-The questions are the bundled examples/docs set (``evals/datasets/examples_docs.jsonl``);
+The questions are the bundled examples/docs set (``evals/data/examples_docs.jsonl``);
 the prompt is the tool agent's (its system prompt, ``rag_search`` bound). Per tool choice
 (``auto``; ``rag_search`` forced, as the tool agent's first step does) it runs ``ChatGGUF``
 as shipped (a cut call is made once more with repeat_penalty 1.1) and greedy only

@@ -1,7 +1,14 @@
 """CPU and wall time of the faithfulness metric with the offline judge, per 100 rows, and the
-AUROC of its score against the rows' labels; prints a Markdown table, not a test.
+AUROC of its score against the rows' labels; and the judge on the contrast set. Prints
+Markdown tables, not a test.
 
-    python benchmarks/bench_judge.py [FILE.jsonl ...] [--limit 200] [--threads 1]
+    python benchmarks/bench_judge.py [FILE.jsonl ...] [--limit 200] [--threads 1] [--no-contrast]
+
+The contrast set (``evals/data/judge_contrast.jsonl``, written for this repository) is
+pairs of answers to one context that differ by one number, one negation or one entity (the
+consistent one a paraphrase, not a copy): per kind, the share of pairs whose consistent
+answer scores higher (pairwise accuracy), and the share of answers whose verdict is right
+(every claim of the consistent one supported; a claim of the other one not supported).
 
 Each FILE is labelled JSON lines ``{"context", "answer", "grounded"}`` (for example the sets
 ``judge_dev_sets.py`` writes); without one, HaluEval ``qa_one_turn`` and BEGIN's wow test
@@ -23,6 +30,7 @@ import time
 from pathlib import Path
 
 from kbgraph.evals import _benchmarks as bench
+from kbgraph.evals import bundled_dataset_path
 from kbgraph.evals.evaluators.faithfulness import FaithfulnessEvaluator
 from kbgraph.evals.judges import OfflineJudge
 from kbgraph.evals.meta import _prefetch
@@ -68,13 +76,41 @@ def measure(
     return cpu, wall, claims, area
 
 
+def contrast(threads: int | None) -> None:
+    """The contrast set's table (see the module docstring)."""
+    judge = OfflineJudge("local", model_threads=threads)
+    metric = FaithfulnessEvaluator(judge)
+    path = bundled_dataset_path("judge_contrast.jsonl")
+    rows = [json.loads(line) for line in path.read_text("utf-8").splitlines() if line]
+    kinds: dict[str, list[tuple[bool, bool, bool]]] = {}
+    for row in rows:
+        judged = [
+            metric.evaluate(EvalRecord("", row[key], (Passage(1, row["context"]),)))
+            for key in ("consistent", "inconsistent")
+        ]
+        good, bad = (r.score or 0.0 for r in judged)
+        right = judged[0].details.get("supported_share") == 1.0
+        caught = judged[1].details.get("supported_share", 1.0) < 1.0
+        kinds.setdefault(row["kind"], []).append((good > bad, right, caught))
+    print("| contrast pairs | n | pairwise accuracy | consistent supported | inconsistent caught |")
+    print("|---|---|---|---|---|")
+    everything = [v for found in kinds.values() for v in found]
+    for kind, found in [*kinds.items(), ("all", everything)]:
+        share = [sum(v[i] for v in found) / len(found) for i in range(3)]
+        print(f"| {kind} | {len(found)} | {share[0]:.3f} | {share[1]:.3f} | {share[2]:.3f} |")
+    print()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="*", type=Path)
     parser.add_argument("--limit", type=int, default=200)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--no-contrast", action="store_true", help="skip the contrast set")
     args = parser.parse_args()
     threads = args.threads or None
+    if not args.no_contrast:
+        contrast(threads)
     print(
         f"| rows | n | claims | AUROC | CPU s / 100 rows | wall s / 100 rows | threads: "
         f"{args.threads} |"

@@ -1,6 +1,6 @@
-"""kbgraph's evaluators: faithfulness, context recall, context precision and answer
-relevance over LLM or offline judges, batch runs with reports and a baseline gate, and a
-meta-evaluation of the judges against human labels.
+"""kbgraph's evaluators: faithfulness, context recall, context precision, answer
+relevance and answer correctness over LLM or offline judges, batch runs with reports and
+gates (a baseline, minimums), and a meta-evaluation of the judges against human labels.
 
     from kbgraph.evals import FaithfulnessEvaluator, OfflineJudge, EvalRecord
     judge = OfflineJudge("local")
@@ -19,6 +19,7 @@ from .claims import split_claims
 from .datasets import DatasetError, bundled_dataset_path, load_dataset
 from .decompose import Decomposition, decompose
 from .evaluators import (
+    AnswerCorrectnessEvaluator,
     AnswerRelevanceEvaluator,
     ContextPrecisionEvaluator,
     ContextRecallEvaluator,
@@ -42,6 +43,7 @@ from .records import (
     Claim,
     ClaimVerdict,
     EvalRecord,
+    EvalResults,
     EvalRow,
     GoldSource,
     Judgement,
@@ -61,6 +63,7 @@ __all__ = [
     "Agent",
     "AgentOutput",
     "AnswerCheck",
+    "AnswerCorrectnessEvaluator",
     "AnswerRelevanceEvaluator",
     "Claim",
     "ClaimCheck",
@@ -72,6 +75,7 @@ __all__ = [
     "DatasetError",
     "Decomposition",
     "EvalRecord",
+    "EvalResults",
     "EvalRow",
     "Evaluator",
     "FaithfulnessEvaluator",

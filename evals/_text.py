@@ -1,5 +1,5 @@
 """Text helpers shared by claims, the offline judge and the baseline: sentences, content
-words (stemmed), numbers and negations.
+words (stemmed), numbers and negation cues.
 
 Words, stems and stop lists are :mod:`kbgraph.retrieval.text`'s (the ones BM25 and the
 subgraph use): content words are its words of two characters or more, Snowball-stemmed,
@@ -24,6 +24,56 @@ _NUMBER_WORDS = {
     ))
 }  # fmt: skip
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*(?![\w])|\b\d+(?=[a-zA-Z%])")
+_SPACED_THOUSANDS = re.compile(
+    r"(?<![\d.,])\d{1,3}(?:\s?,\s?\d{3})*\s?,\s?0\d{2}(?:\s?,\s?\d{3})*(?![\d.]|\s?,\s?\d)"
+    r"|(?<=[$€£¥])\s?\d{1,3}(?:\s?,\s?\d{3})+(?![\d.]|\s?,\s?\d)"
+)
+"""``50, 000`` / ``1 , 250 , 000`` / ``£38 , 831``: a thousands separator that tokenising or
+a summariser spaced out. Only a group starting with 0, or a currency sign, tells it from a
+list ("408, 429, 500")."""
+_CONTRACTION = re.compile(r"(?i)\b(\w+) n't\b")  # tokenised "does n't" -> "doesn't"
+_WHOLE_NEGATIONS = (
+    (re.compile(r"(?i)\bwon't\b"), "will not"),
+    (re.compile(r"(?i)\bcan't\b"), "can not"),
+    (re.compile(r"(?i)\bshan't\b"), "shall not"),
+)
+_CONTRACTION_STUBS = frozenset(
+    [
+        "don",
+        "doesn",
+        "didn",
+        "isn",
+        "aren",
+        "wasn",
+        "weren",
+        "hasn",
+        "haven",
+        "hadn",
+        "won",
+        "wouldn",
+        "shouldn",
+        "couldn",
+    ]
+)
+"""What :func:`words` leaves of a contraction ("don't" -> "don", "t"). After
+:func:`normalise` has spelt out "won't", a bare "won" is the verb (Chelsea won the final),
+not a negation, and a content word."""
+_SKIPPED = (FUNCTION_WORDS | NEGATIONS | frozenset(_NUMBER_WORDS)) - {"won"}
+
+
+def normalise(text: str) -> str:
+    """Curly apostrophes made straight, tokenised contractions ("does n't") joined, "won't"
+    / "can't" spelt out, and a tokenised thousands separator ("50 , 000") closed up: so
+    that words, negations and numbers read the same in every source."""
+    if "\u2019" in text or "\u2018" in text:
+        text = text.replace("\u2019", "'").replace("\u2018", "'")
+    if "n't" in text:
+        text = _CONTRACTION.sub(r"\1n't", text)
+        for pattern, spelt in _WHOLE_NEGATIONS:
+            text = pattern.sub(spelt, text)
+    if "," in text:
+        text = _SPACED_THOUSANDS.sub(lambda m: re.sub(r"\s", "", m.group(0)), text)
+    return text
 
 
 def content_words(text: str) -> list[str]:
@@ -32,8 +82,8 @@ def content_words(text: str) -> list[str]:
     setting matches the setting's name. Number words (``five``) are left to
     :func:`numbers`, which maps them to digits."""
     out: list[str] = []
-    for word in words(text, min_len=2):
-        if word in FUNCTION_WORDS or word in NEGATIONS or word in _NUMBER_WORDS:
+    for word in words(normalise(text), min_len=2):
+        if word in _SKIPPED:
             continue
         out.append(stem(word))
         if "_" in word:
@@ -46,57 +96,68 @@ def content_words(text: str) -> list[str]:
 
 
 def numbers(text: str) -> set[str]:
-    """Numbers in ``text``, normalised: thousands separators dropped (``2,500`` = ``2500``),
-    number words mapped to digits."""
+    """Numbers in ``text``, normalised: thousands separators dropped (``2,500`` = ``2500``,
+    and a tokenised ``2 , 500`` too), number words mapped to digits. A citation marker or
+    passage header (``[1]``) is no number of the text."""
+    text = PASSAGE_MARKER.sub(" ", normalise(text))
     found = {m.group(0).replace(",", "") for m in _NUMBER.finditer(text)}
     found |= {_NUMBER_WORDS[w] for w in words(text, min_len=2) if w in _NUMBER_WORDS}
     return {n.rstrip(".") for n in found if n}
 
 
-NEGATION_SCOPE = 3
-"""A negation cue negates the next few content words of its clause (a fixed window is the
-classic NegEx-style scope, Chapman et al. 2001)."""
+PASSAGE_MARKER = re.compile(r"\[\d+(?:\s*[,-]\s*\d+)*\]")
+"""A citation marker or passage header (``[1]``, ``[2, 3]``): no number of the text."""
 
-_CLAUSE_TOKEN = re.compile(r"\w+(?:'t)?|[.,;:!?()\[\]]")
-_SCOPE_ENDS = frozenset({
-    "but", "as", "because", "since", "which", "who", "whom", "whose", "while", "whereas",
-    "although", "though", "however", "except", "when", "after", "before", "until", "if",
-})  # fmt: skip
-"""Words that open another clause and end a negation's scope (NegEx's termination terms):
-"it did not get much better as the Yorkshiremen …" does not negate the Yorkshiremen."""
+NEGATION_CUES: frozenset[str] = NEGATIONS - _CONTRACTION_STUBS
+"""Words that negate their clause; a contraction ("doesn't", "n't") is a cue as a whole."""
+
+_NOT_NEGATING = re.compile(
+    r"\b(?:not\s+(?:only|just|least|to\s+mention|merely|simply)|no\s+(?:doubt|matter|longer\s+"
+    r"than)|never\s+mind"
+    r"|(?:told|tells|tell|asked|asks|urged|urges|warned|warns|ordered|orders|advised|advises|"
+    r"begged|instructed|reminded)\s+(?:\w+\s+){0,2}not\s+to)\b",
+    re.IGNORECASE,
+)
+"""Cues that negate nothing: "not only X but Y" says X; "the judge told him not to swear"
+reports a request, not that he did not."""
+_IMPLICIT_NEGATION = re.compile(
+    r"\b(?:(?:has|have|had|is|are|was|were)\s+yet\s+to|(?:failed|fails|fail|refused|refuses|"
+    r"declined|declines|unable)\s+to)\b",
+    re.IGNORECASE,
+)
+"""Phrases that deny what follows as "not" does: "the contracts have yet to be signed" =
+"have not been signed"."""
 
 
-def negated_terms(text: str, scope: int = NEGATION_SCOPE) -> frozenset[str]:
-    """Stemmed content words that a negation cue (``not``, ``never``, ``doesn't`` …) governs:
-    up to ``scope`` content words after the cue, within its clause (punctuation or a word of
-    ``_SCOPE_ENDS`` ends it). A bare "No" / "No," opening a sentence answers a question and
-    negates nothing."""
-    out: set[str] = set()
-    remaining = 0
-    previous = "."
-    for token in _CLAUSE_TOKEN.findall(text.lower()):
-        if not token[0].isalnum() or token in _SCOPE_ENDS:
-            remaining = 0
-            previous = token
-            continue
-        if token.endswith("'t") or token in NEGATIONS:
-            opening = token == "no" and previous in ".!?"
-            remaining = 0 if opening else scope
-        elif remaining and token not in FUNCTION_WORDS and len(token) > 1:
-            out.add(stem(token))
-            remaining -= 1
-        previous = token
-    return frozenset(out)
+def is_negation_cue(token: str, previous: str, following: str) -> bool:
+    """``token`` (lower-cased, a contraction whole) negates its clause. A bare "No" or "No,"
+    opening a sentence answers a question; "No 1" / "No. 5" is a rank."""
+    if token.endswith("n't"):
+        return True
+    if token not in NEGATION_CUES:
+        return False
+    if token == "no":
+        if following[:1].isdigit() or following == ".":
+            return False
+        if previous in {"", ".", "!", "?"} and following in {"", ",", ".", "!", "?", ";"}:
+            return False
+    return True
+
+
+def negating_spans(text: str) -> str:
+    """``text`` with the phrases that look like a negation but are none ("not only", "no
+    doubt", "told him not to") blanked out, and those that negate without a cue ("has yet
+    to", "failed to") written as "not"."""
+    return _IMPLICIT_NEGATION.sub(" not ", _NOT_NEGATING.sub(" ", text))
 
 
 _BLOCK_START = re.compile(r"^\s*(?:[-*+•]\s|\d+[.)]\s|\||#|```|~~~|>)")
 
 
-def _blocks(text: str) -> list[str]:
-    """Paragraphs with hard line wraps joined; list items, table rows, headings, quotes and
-    every line of a fenced code block stay lines of their own (Markdown's block structure,
-    roughly)."""
-    blocks: list[str] = []
+def _blocks(text: str) -> list[list[str]]:
+    """The lines of each paragraph; list items, table rows, headings, quotes and every line
+    of a fenced code block are blocks of their own (Markdown's block structure, roughly)."""
+    blocks: list[list[str]] = []
     current: list[str] = []
     in_fence = False
     for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
@@ -104,15 +165,79 @@ def _blocks(text: str) -> list[str]:
         fence = stripped.startswith(("```", "~~~"))
         if not stripped or fence or in_fence or _BLOCK_START.match(line) or _is_line_block(current):
             if current:
-                blocks.append(" ".join(current))
+                blocks.append(current)
             current = []
         if fence:
             in_fence = not in_fence
         if stripped:
             current.append(stripped)
     if current:
-        blocks.append(" ".join(current))
+        blocks.append(current)
     return blocks
+
+
+_CONNECTORS = frozenset(
+    [
+        "to",
+        "and",
+        "or",
+        "of",
+        "in",
+        "for",
+        "with",
+        "but",
+        "which",
+        "that",
+        "from",
+        "by",
+        "on",
+        "at",
+        "as",
+        "than",
+        "who",
+        "whose",
+        "where",
+        "when",
+        "while",
+        "nor",
+        "into",
+        "onto",
+        "over",
+        "under",
+        "about",
+        "after",
+        "before",
+        "because",
+        "if",
+        "unless",
+        "until",
+    ]
+)
+_OPEN_END = re.compile(r"[,;(\[{/&+=\-–—]$")
+
+
+def _wrapped(previous: str, following: str) -> bool:
+    """``following`` continues the sentence of ``previous`` across a hard line wrap: the
+    line ends open (a comma, a hyphen, a function word) or the next starts with a word
+    that joins ("than", "and", "which")."""
+    if _OPEN_END.search(previous):
+        return True
+    last = words(previous[-30:])
+    first = words(following[:30])
+    if last and last[-1] in FUNCTION_WORDS and not previous.endswith((".", "!", "?", ":")):
+        return True
+    return bool(first) and following[:1].islower() and first[0] in _CONNECTORS
+
+
+def _line_groups(lines: list[str]) -> list[str]:
+    """Lines joined where a sentence wraps, split where one ends without punctuation."""
+    groups = [lines[0]]
+    for previous, line in itertools.pairwise(lines):
+        if _wrapped(previous, line):
+            groups[-1] = f"{groups[-1]} {line}"
+        else:
+            groups.append(line)
+    return groups
 
 
 def _is_line_block(current: list[str]) -> bool:
@@ -124,7 +249,7 @@ _GLUED_END = re.compile(r"(?<=[^\W\d_A-Z]{2}[.!?])(?=[A-Z][^\W\d_A-Z]+\s)")
 """A full stop after a lower-case word and before a capitalised word, without a space."""
 
 
-def split_blocks(text: str, *, glued: bool = False) -> list[list[str]]:
+def split_blocks(text: str, *, glued: bool = False, lines: bool = False) -> list[list[str]]:
     """The sentences of ``text`` grouped by block (paragraph, list item, table row …);
     hard-wrapped lines of one paragraph are joined. A sentence ends at ``.!?…`` and
     whitespace, or at CJK ``。！？``, whatever the next letter's case: lower-cased,
@@ -134,11 +259,15 @@ def split_blocks(text: str, *, glued: bool = False) -> list[list[str]]:
 
     ``glued=True`` also ends a sentence where a full stop joins two without a space
     ("funds.In the"), as text scraped from web pages often does; only for sources, not
-    answers, where ``pathlib.Path`` is a name."""
+    answers, where ``pathlib.Path`` is a name.
+
+    ``lines=True`` also ends a sentence at a line break that no punctuation marks, unless the
+    line wraps a sentence (it ends on a comma or a function word, or the next one starts with
+    "than", "and" …): a summary written one sentence a line has one claim a line."""
     out: list[list[str]] = []
-    for block in _blocks(text):
-        cuts = [0, *sentence_starts(block), len(block)]
-        pieces = [block[start:end].strip() for start, end in itertools.pairwise(cuts)]
+    for block_lines in _blocks(text):
+        groups = _line_groups(block_lines) if lines else [" ".join(block_lines)]
+        pieces = [piece for group in groups for piece in _sentence_pieces(group)]
         if glued:
             pieces = [part for piece in pieces for part in _GLUED_END.split(piece)]
         sentences = [piece for piece in pieces if piece]
@@ -147,14 +276,23 @@ def split_blocks(text: str, *, glued: bool = False) -> list[list[str]]:
     return out
 
 
+def _sentence_pieces(block: str) -> list[str]:
+    cuts = [0, *sentence_starts(block), len(block)]
+    return [block[start:end].strip() for start, end in itertools.pairwise(cuts)]
+
+
 def split_sentences(text: str, *, glued: bool = False) -> list[str]:
     """Every sentence of :func:`split_blocks`, in order."""
     return [sentence for block in split_blocks(text, glued=glued) for sentence in block]
 
 
 __all__ = [
+    "NEGATION_CUES",
+    "PASSAGE_MARKER",
     "content_words",
-    "negated_terms",
+    "is_negation_cue",
+    "negating_spans",
+    "normalise",
     "numbers",
     "split_blocks",
     "split_sentences",

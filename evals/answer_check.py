@@ -36,8 +36,9 @@ ClaimVerdictName = Literal["supported", "not_supported", "contradicted"]
 class ClaimCheck(TypedDict):
     """One claim of an answer: its text (citation markers removed), whether the sources
     support it, the judge's verdict and support score, the source numbers it cites, the
-    chunk id of the source that supports it (``None`` when none does) and the judge's
-    reason."""
+    chunk id of the source that supports it (``None`` when none does), the judge's reason,
+    the source sentence the claim was aligned with (``""`` when none was) and the reason's
+    kind (``cause``: ``number_mismatch``, ``negation``, ``no_aligned_sentence`` …)."""
 
     text: str
     supported: bool
@@ -46,6 +47,8 @@ class ClaimCheck(TypedDict):
     citations: list[int]
     evidence: str | None
     reason: str
+    source: str
+    cause: str
 
 
 class AnswerCheck(TypedDict):
@@ -137,6 +140,8 @@ def _claim(verdict: ClaimVerdict, passages: Sequence[Passage]) -> ClaimCheck:
         "citations": list(verdict.citations),
         "evidence": evidence_of(verdict, passages) if supported else None,
         "reason": verdict.reason,
+        "source": verdict.evidence,
+        "cause": verdict.cause,
     }
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kbgraph.retrieval.citations import find_markers
@@ -104,7 +105,7 @@ def _sentences(answer: str) -> list[_Sentence]:
     out: list[_Sentence] = []
     intro: _Sentence | None = None
     skip_items = False
-    for block in split_blocks(text):
+    for block in split_blocks(text, lines=True):
         if _HEADING.match(block[0]):
             intro, skip_items = None, False
             continue
@@ -125,11 +126,48 @@ def _sentences(answer: str) -> list[_Sentence]:
             intro, skip_items = None, False
         if is_item and intro is not None and not skip_items:
             first = sentences[0]
-            sentences[0] = _Sentence(
-                f"{intro.text} {first.text}", first.citations or intro.citations
-            )
+            text = first.text if _stands_alone(first.text) else f"{intro.text} {first.text}"
+            sentences[0] = _Sentence(text, first.citations or intro.citations)
         out.extend(sentences)
     return out
+
+
+def _stands_alone(item: str) -> bool:
+    """A list item that is a sentence of its own ("- The council rejected the plan.") does not
+    need the sentence that introduces the list; a fragment ("- 408 and 429") does."""
+    return item[:1].isupper() and item.endswith((".", "!", "?")) and len(item.split()) >= ITEM_WORDS
+
+
+ITEM_WORDS = 4
+"""A list item of at least this many words, capitalised and ending like a sentence, is one."""
+
+
+def repeats(claims: Sequence[Claim]) -> dict[int, int]:
+    """Claims that say again what an earlier claim said — the same content words, or all but
+    one of at least ``REPEAT_WORDS`` — mapped to the first claim that said it."""
+    seen: list[tuple[int, frozenset[str]]] = []
+    out: dict[int, int] = {}
+    for i, claim in enumerate(claims):
+        words = frozenset(content_words(claim.text)) | frozenset(numbers(claim.text))
+        earlier = next((j for j, other in seen if _same(words, other)), None)
+        if earlier is not None:
+            out[i] = earlier
+        else:
+            seen.append((i, words))
+    return out
+
+
+REPEAT_WORDS = 2
+"""A claim of fewer content words and numbers than this repeats nothing ("Yes.")."""
+
+
+def _same(a: frozenset[str], b: frozenset[str]) -> bool:
+    if len(a) < REPEAT_WORDS or len(b) < REPEAT_WORDS:
+        return False
+    if a == b:
+        return True
+    small, large = sorted((a, b), key=len)
+    return len(small) >= 5 and len(large - small) <= 1 and len(small - large) <= 1
 
 
 def _block_sentences(block: list[str], is_item: bool) -> list[_Sentence]:
@@ -192,10 +230,13 @@ def _with_citations(claim: Claim, more: tuple[int, ...]) -> Claim:
 
 
 __all__ = [
+    "ITEM_WORDS",
     "NON_CLAIM_PATTERNS",
     "REFUSAL_PATTERNS",
+    "REPEAT_WORDS",
     "citation_numbers",
     "is_refusal",
+    "repeats",
     "split_claims",
     "strip_markers",
 ]

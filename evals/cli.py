@@ -1,15 +1,19 @@
 """``kbgraph eval``: score a data set, compare with a baseline, measure the judges.
 
     kbgraph eval DATASET --kb FOLDER [--judge offline|<model spec>] [--concurrency N]
-                 [--baseline FILE] [--out DIR] [--embedding SPEC] [--chat-model SPEC] [--json]
+                 [--baseline FILE] [--min METRIC=VALUE ...] [--out DIR] [--resume]
+                 [--row-timeout S] [--top-k N] [--mode M] [--rerank R] [--settings FILE]
+                 [--embedding SPEC] [--chat-model SPEC] [--json]
     kbgraph eval meta [--limit N] [--judge offline|<model spec> ...]
 
 ``eval`` is a group whose first argument is either a subcommand (``run``, ``meta``,
 ``retrieval`` from ``kbgraph.evals.beir``, and any other added with ``eval_group.add_command`` or
 ``eval_group.lazy``) or a data-set path, which runs ``run``.
 
-Exit codes: 0 success, 1 failure, 2 usage or configuration error (a bad data set, a
-missing ``--kb``, a baseline of other rows), 6 regression against ``--baseline``.
+Exit codes: 0 success (rows that failed are reported, and counted by the gate), 1 failure,
+2 usage or configuration error (a data set that cannot be read, a missing ``--kb``, a
+baseline of other rows, a ``--resume`` of other rows), 6 a gate failed: a regression
+against ``--baseline`` or a metric below its ``--min``.
 """
 
 from __future__ import annotations
@@ -25,12 +29,13 @@ import click
 from kbgraph.exit_codes import failing_as
 
 from .baseline import (
+    COMPARED,
     DEFAULT_TOLERANCE,
     REGRESSION_EXIT_CODE,
     check_comparable,
-    compare_summaries,
     format_comparison,
     load_summary,
+    parse_minimums,
 )
 from .datasets import bundled_dataset_path, load_dataset
 from .records import METRIC_NAMES
@@ -107,7 +112,8 @@ def eval_group() -> None:
     type=click.IntRange(1, 64),
     default=4,
     show_default=True,
-    help="Rows in flight at once.",
+    help="Rows in flight at once; the offline judge scores them in up to this many "
+    "processes (at most one per CPU core).",
 )
 @click.option(
     "--baseline",
@@ -116,11 +122,23 @@ def eval_group() -> None:
 )
 @click.option("--tolerance", type=float, default=DEFAULT_TOLERANCE, show_default=True)
 @click.option(
+    "--min",
+    "minimums",
+    multiple=True,
+    metavar="METRIC=VALUE",
+    help=f"Exit 6 when METRIC's mean is below VALUE (repeatable; {', '.join(COMPARED)}).",
+)
+@click.option(
     "--out",
     "out_dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("eval-results"),
     show_default=True,
+)
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Keep the rows a killed run already finished in --out, and run the others.",
 )
 @click.option(
     "--embedding",
@@ -135,8 +153,34 @@ def eval_group() -> None:
     metavar="SPEC",
     help="The agent's chat model (default: none, extractive answers).",
 )
+@click.option("--top-k", type=click.IntRange(1, 1000), default=None, help="Chunks retrieved.")
+@click.option(
+    "--mode",
+    type=click.Choice(["hybrid", "bm25", "vector"]),
+    default=None,
+    help="Retrieval mode (default: hybrid when the index has vectors).",
+)
+@click.option(
+    "--rerank",
+    type=click.Choice(["heuristic", "llm", "none", "cross_encoder"]),
+    default=None,
+    help="How the subgraph reranks (default heuristic).",
+)
+@click.option(
+    "--settings",
+    "settings_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="A JSON or TOML file of the agent's settings (RagSettings fields, as in a "
+    "LangGraph context); --top-k, --mode and --rerank override it.",
+)
 @click.option("--limit", type=click.IntRange(1), default=None, help="Only the first N rows.")
-@click.option("--row-timeout", type=float, default=None, help="Seconds per row.")
+@click.option(
+    "--row-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Seconds per row, answering and judging together; a row past it fails.",
+)
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json to stdout.")
 @fail_cleanly
@@ -147,24 +191,33 @@ def run_command(
     concurrency: int,
     baseline: Path | None,
     tolerance: float,
+    minimums: tuple[str, ...],
     out_dir: Path,
+    resume: bool,
     embedding: str,
     chat_model: str | None,
+    top_k: int | None,
+    mode: str | None,
+    rerank: str | None,
+    settings_file: Path | None,
     limit: int | None,
     row_timeout: float | None,
     quiet: bool,
     as_json: bool,
 ) -> None:
     """Answer and score every row of DATASET (JSON lines; `bundled` for the Harbor set)."""
+    from ._pool import worker_count
     from .batch import run_evaluation
 
     path = bundled_dataset_path() if dataset == "bundled" else Path(dataset)
-    rows = load_dataset(path)[:limit]
-    if folder is None and any(not row.precomputed for row in rows):
+    rows = load_dataset(path, on_error="row")[:limit]
+    if folder is None and any(row.needs_agent for row in rows):
         raise click.UsageError(
             "some rows have no 'answer', so the chat agent must answer them: pass --kb "
             "FOLDER (the documents to answer from), or give every row 'answer' and 'contexts'."
         )
+    floors = parse_minimums(minimums)
+    settings = agent_settings(settings_file, top_k=top_k, mode=mode, rerank=rerank)
     previous = load_summary(baseline) if baseline else None
     if previous is not None:
         # Fail before a long run, not after it.
@@ -182,19 +235,24 @@ def run_command(
         judge=judge,
         embedding=embedding,
         chat_model=chat_model,
+        settings=settings,
         concurrency=concurrency,
+        workers=worker_count(concurrency),
         row_timeout=row_timeout,
         progress=not quiet,
         out_dir=out_dir,
         dataset=str(path),
+        resume=resume,
+        baseline=previous,
+        baseline_source=str(baseline) if baseline else None,
+        tolerance=tolerance,
+        minimums=floors,
     )
-    comparison = (
-        compare_summaries(outcome.summary, previous, tolerance=tolerance) if previous else None
-    )
+    gate = outcome.gate
     if as_json:
         data = dict(outcome.summary)
-        if comparison is not None:
-            data["baseline"] = comparison.to_dict()
+        if gate is not None:
+            data["baseline"] = gate.to_dict()
         click.echo(json.dumps(data, ensure_ascii=False, indent=2))
     else:
         click.echo(format_summary(outcome.summary))
@@ -207,10 +265,57 @@ def run_command(
                 else " (no chart: pip install 'kbgraph[eval]')"
             )
         )
-        if comparison is not None:
-            click.echo(format_comparison(comparison))
-    if comparison is not None and not comparison.ok:
+        if gate is not None:
+            click.echo(format_comparison(gate))
+    failed = outcome.summary["rows"]["failed"]
+    if failed:
+        click.echo(f"kbgraph eval: {failed} row(s) failed; see report.md", err=True)
+    if gate is not None and not gate.ok:
         sys.exit(REGRESSION_EXIT_CODE)
+
+
+def agent_settings(
+    path: Path | None, *, top_k: int | None, mode: str | None, rerank: str | None
+) -> dict[str, Any]:
+    """The chat agent's settings: the file's (JSON, or TOML by its ``.toml`` suffix), then
+    the options. Unknown fields are refused when the agent is built (``RagSettings``)."""
+    settings: dict[str, Any] = {}
+    if path is not None:
+        settings = _read_settings(path)
+    search = dict(settings.get("search") or {})
+    if top_k is not None:
+        search["top_k"] = top_k
+    if mode is not None:
+        search["mode"] = mode
+    if search:
+        settings["search"] = search
+    if rerank is not None:
+        settings["rerank"] = rerank
+    return settings
+
+
+def _read_settings(path: Path) -> dict[str, Any]:
+    from kbgraph.errors import ConfigError
+
+    text = path.read_text(encoding="utf-8")
+    try:
+        if path.suffix.lower() == ".toml":
+            import tomllib
+
+            data: Any = tomllib.loads(text)
+        else:
+            data = json.loads(text)
+    except (ValueError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"--settings {path}: not valid {path.suffix or 'JSON'} ({exc})") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"--settings {path}: give an object of RagSettings fields")
+    for owned in ("knowledge_bases", "embedding", "chat_model"):
+        if owned in data:
+            raise ConfigError(
+                f"--settings {path}: {owned!r} comes from --kb, --embedding and --chat-model; "
+                "remove it from the file."
+            )
+    return data
 
 
 def format_summary(summary: dict[str, Any]) -> str:
@@ -222,13 +327,13 @@ def format_summary(summary: dict[str, Any]) -> str:
     ]
     lines.append(
         f"{'id':<14} {'faithfulness':>12} {'ctx recall':>10} {'ctx prec':>9} "
-        f"{'relevance':>9}  status"
+        f"{'relevance':>9} {'correctness':>11}  status"
     )
     for row in summary["per_row"]:
-        cells = [_num(row[name]) for name in METRIC_NAMES]
+        cells = [_num(row.get(name)) for name in METRIC_NAMES]
         lines.append(
             f"{row['id']:<14} {cells[0]:>12} {cells[1]:>10} {cells[2]:>9} "
-            f"{cells[3]:>9}  {row['status']}"
+            f"{cells[3]:>9} {cells[4]:>11}  {row['status']}"
         )
     lines.append("")
     for name in (*METRIC_NAMES, "gold_source_recall"):
@@ -331,4 +436,4 @@ def meta_command(
             click.echo(f"{judge.name}: {judge.usage.to_dict()}")
 
 
-__all__ = ["DefaultCommandGroup", "eval_group", "format_summary"]
+__all__ = ["DefaultCommandGroup", "agent_settings", "eval_group", "format_summary"]

@@ -16,7 +16,10 @@ share retrieved); the members of an ``any_of`` group are alternatives, one suffi
 a fact the docs state in two places.
 ``contexts`` items are strings or subgraph citations (``rag_citations`` and ``citations``
 are accepted as other names for it), so that a run's ``results.jsonl`` reads back as a
-data set of pre-computed rows and can be re-scored with another judge.
+data set of pre-computed rows and can be re-scored with another judge. A key the reader
+does not know (``context_docs``, a misspelt ``refrence``) is an error for that row, not a
+field quietly dropped; a pre-computed row with no contexts at all has its context metrics
+undetermined, with the reason.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import json
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from kbgraph.errors import DatasetError
 
@@ -33,6 +36,14 @@ from .records import EvalRow, GoldSource, Passage
 
 BUNDLED = "examples_docs.jsonl"
 _ROW_SHAPE = '{"question": "...", "reference": "...", "gold_sources": [...]}'
+CONTEXT_KEYS = ("contexts", "rag_citations", "citations")
+ROW_KEYS = frozenset({
+    "id", "question", "reference", "ground_truth", "gold_sources", "answer", *CONTEXT_KEYS,
+    "metadata",
+    # A results.jsonl line reads back as a row: what it adds is not read.
+    "status", "error", "metrics", "seconds",
+})  # fmt: skip
+OnError = Literal["raise", "row"]
 
 
 def bundled_dataset_path(name: str = BUNDLED) -> Path:
@@ -40,8 +51,10 @@ def bundled_dataset_path(name: str = BUNDLED) -> Path:
     return Path(str(resources.files("kbgraph.evals").joinpath("data", name)))
 
 
-def load_dataset(path: str | Path) -> list[EvalRow]:
-    """Every row of the JSON-lines file at ``path``; blank lines are skipped."""
+def load_dataset(path: str | Path, *, on_error: OnError = "raise") -> list[EvalRow]:
+    """Every row of the JSON-lines file at ``path``; blank lines are skipped. A line that
+    is not a valid row raises :class:`DatasetError`, or with ``on_error="row"`` becomes a
+    row with ``error`` set (a batch run reports it as a failed row and runs the others)."""
     file = Path(path)
     if not file.is_file():
         raise DatasetError(
@@ -54,11 +67,16 @@ def load_dataset(path: str | Path) -> list[EvalRow]:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
-            row = parse_row(_json(line, number, file), number, file)
-            if row.id in seen:
-                raise DatasetError(
-                    f"{file}:{number}: id {row.id!r} is used twice; ids must be unique."
-                )
+            try:
+                row = parse_row(_json(line, number, file), number, file)
+                if row.id in seen:
+                    raise DatasetError(
+                        f"{file}:{number}: id {row.id!r} is used twice; ids must be unique."
+                    )
+            except DatasetError as error:
+                if on_error == "raise":
+                    raise
+                row = _invalid_row(line, number, str(error), seen)
             seen.add(row.id)
             rows.append(row)
     if not rows:
@@ -66,10 +84,33 @@ def load_dataset(path: str | Path) -> list[EvalRow]:
     return rows
 
 
+def _invalid_row(line: str, number: int, error: str, seen: set[str]) -> EvalRow:
+    """A stand-in for a line that is not a valid row: its id (or ``line-N``) and question
+    where they can be read, and the error."""
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError:
+        data = None
+    data = data if isinstance(data, Mapping) else {}
+    row_id = str(data.get("id", f"line-{number}"))
+    if row_id in seen:
+        row_id = f"{row_id} (line {number})"
+    question = data.get("question")
+    return EvalRow(id=row_id, question=question if isinstance(question, str) else "", error=error)
+
+
 def parse_row(data: Any, number: int, file: Path | str = "<row>") -> EvalRow:
     where = f"{file}:{number}"
     if not isinstance(data, Mapping):
         raise DatasetError(f"{where}: a row must be a JSON object like {_ROW_SHAPE}.")
+    unknown = sorted(str(k) for k in data if k not in ROW_KEYS)
+    if unknown:
+        raise DatasetError(
+            f"{where}: unknown key {', '.join(map(repr, unknown))}; a row has "
+            f"{', '.join(sorted(ROW_KEYS - {'status', 'error', 'metrics', 'seconds'}))} "
+            "(contexts under 'contexts', 'rag_citations' or 'citations'; anything else under "
+            "'metadata')."
+        )
     question = data.get("question")
     if not isinstance(question, str) or not question.strip():
         raise DatasetError(f'{where}: "question" is missing or empty; every row needs one.')
@@ -79,6 +120,7 @@ def parse_row(data: Any, number: int, file: Path | str = "<row>") -> EvalRow:
     answer = data.get("answer")
     if answer is not None and not isinstance(answer, str):
         raise DatasetError(f'{where}: "answer" must be a string.')
+    given = any(key in data for key in CONTEXT_KEYS)
     return EvalRow(
         id=str(data.get("id", number)),
         question=question.strip(),
@@ -87,6 +129,12 @@ def parse_row(data: Any, number: int, file: Path | str = "<row>") -> EvalRow:
         answer=answer,
         contexts=_contexts(data, where) if answer is not None else None,
         metadata=data.get("metadata") or {},
+        context_note=(
+            None
+            if answer is None or given
+            else "the row has an answer but no contexts (under 'contexts', 'rag_citations' "
+            "or 'citations'); give them, or an empty list for a retrieval that found nothing"
+        ),
     )
 
 
@@ -147,4 +195,13 @@ def _contexts(data: Mapping[str, Any], where: str) -> tuple[Passage, ...]:
         raise DatasetError(f'{where}: invalid "contexts": {exc}.') from exc
 
 
-__all__ = ["BUNDLED", "DatasetError", "bundled_dataset_path", "load_dataset", "parse_row"]
+__all__ = [
+    "BUNDLED",
+    "CONTEXT_KEYS",
+    "ROW_KEYS",
+    "DatasetError",
+    "OnError",
+    "bundled_dataset_path",
+    "load_dataset",
+    "parse_row",
+]

@@ -20,12 +20,15 @@ from kbgraph.retrieval.camel import camel, to_camel_dict
 Verdict = Literal["supported", "not_supported", "contradicted"]
 VERDICTS: tuple[Verdict, ...] = ("supported", "not_supported", "contradicted")
 
-MetricName = Literal["faithfulness", "context_recall", "context_precision", "answer_relevance"]
+MetricName = Literal[
+    "faithfulness", "context_recall", "context_precision", "answer_relevance", "answer_correctness"
+]
 METRIC_NAMES: tuple[MetricName, ...] = (
     "faithfulness",
     "context_recall",
     "context_precision",
     "answer_relevance",
+    "answer_correctness",
 )
 
 MetricStatus = Literal["scored", "undetermined", "failed"]
@@ -129,7 +132,10 @@ class Passage:
 @dataclass(frozen=True, slots=True)
 class EvalRow:
     """One data-set row. ``answer``/``contexts`` are set for pre-computed rows, which are
-    scored without running the agent."""
+    scored without running the agent. ``context_note`` says why a pre-computed row has no
+    contexts (none under any key the data set reader knows): the metrics that need them are
+    then undetermined with that reason, not 0. ``error`` says why a line of the data set is
+    not a valid row: the row fails with that reason and the others run."""
 
     id: str
     question: str
@@ -138,10 +144,16 @@ class EvalRow:
     answer: str | None = None
     contexts: tuple[Passage, ...] | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    context_note: str | None = None
+    error: str | None = None
 
     @property
     def precomputed(self) -> bool:
         return self.answer is not None
+
+    @property
+    def needs_agent(self) -> bool:
+        return self.answer is None and self.error is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,13 +168,16 @@ class AgentOutput:
 
 @dataclass(frozen=True, slots=True)
 class EvalRecord:
-    """Everything an evaluator may look at for one question."""
+    """Everything an evaluator may look at for one question. ``context_note`` is set when
+    no contexts were given at all (rather than an empty retrieval): why, for the metrics
+    that need them to report "undetermined"."""
 
     question: str
     answer: str
     passages: tuple[Passage, ...] = ()
     reference: str | None = None
     gold_sources: tuple[GoldSource, ...] = ()
+    context_note: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,14 +189,48 @@ class Claim:
     citations: tuple[int, ...] = ()
 
 
+Cause = Literal[
+    "",
+    "supported",
+    "quoted",
+    "number_mismatch",
+    "negation",
+    "role_swap",
+    "entity_swap",
+    "unsupported_number",
+    "missing_words",
+    "no_aligned_sentence",
+    "empty_context",
+    "unknown_citation",
+    "wrong_citation",
+    "repeated",
+]
+"""Why a verdict was given, for code that acts on it (an answer check that flags a made-up
+number): ``number_mismatch`` (the source has another number for the same thing),
+``negation`` (it says the opposite), ``role_swap`` (two names trade places),
+``entity_swap`` (the source says it of another name), ``unsupported_number`` (a number the
+source does not state for this), ``missing_words`` (words the source lacks or a paraphrase
+too far), ``no_aligned_sentence`` (no source sentence shares the claim's words),
+``quoted`` (word for word from the source), ``supported``; set by the faithfulness metric:
+``unknown_citation`` (it cites a source the context lacks), ``wrong_citation`` (not its
+cited source but another supports it), ``repeated`` (it repeats an earlier claim),
+``empty_context``; ``""`` when the judge does not
+say (an LLM judge's verdict has its reason in words only)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Judgement:
     """A judge's verdict on one claim against one context. ``score`` is the judge's
-    confidence that the claim is supported, in [0, 1] (used for AUROC)."""
+    confidence that the claim is supported, in [0, 1] (used for AUROC). ``reason`` says
+    why for a person ("number mismatch: 49 euro ≠ 29 euro"), ``evidence`` is the source
+    sentence the claim was aligned with (or the one that contradicts it; ``""`` when no
+    sentence shares its words), ``cause`` the reason's kind (:data:`Cause`)."""
 
     verdict: Verdict
     score: float
     reason: str = ""
+    evidence: str = ""
+    cause: Cause = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,9 +254,30 @@ class ClaimVerdict:
     citations: tuple[int, ...] = ()
     judged_against: tuple[int, ...] = ()
     reason: str = ""
+    evidence: str = ""
+    cause: Cause = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {**to_camel_dict(self), "score": round(self.score, 4)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ClaimVerdict:
+        """A verdict read back from ``results.jsonl``."""
+        verdict = data.get("verdict")
+        if verdict not in VERDICTS:
+            raise ValueError(
+                f"a claim verdict must be one of {', '.join(VERDICTS)}, not {verdict!r}"
+            )
+        return cls(
+            claim=str(data.get("claim", "")),
+            verdict=verdict,
+            score=float(data.get("score") or 0.0),
+            citations=tuple(int(n) for n in data.get("citations") or ()),
+            judged_against=tuple(int(n) for n in data.get("judgedAgainst") or ()),
+            reason=str(data.get("reason") or ""),
+            evidence=str(data.get("evidence") or ""),
+            cause=data.get("cause") or "",
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,6 +319,26 @@ class MetricResult:
             **_plain(dict(self.details)),
         }
 
+    @classmethod
+    def from_dict(cls, name: MetricName, data: Mapping[str, Any]) -> MetricResult:
+        """A metric read back from ``results.jsonl`` (claim verdicts become
+        :class:`ClaimVerdict` again)."""
+        details = {k: v for k, v in data.items() if k not in ("status", "score", "reason")}
+        for key in _VERDICT_LISTS:
+            if isinstance(details.get(key), list):
+                details[key] = [ClaimVerdict.from_dict(v) for v in details[key]]
+        status = data.get("status")
+        if status not in ("scored", "undetermined", "failed"):
+            raise ValueError(f"{name}: unknown metric status {status!r}")
+        score = data.get("score")
+        return cls(
+            name,
+            status,
+            None if score is None else float(score),
+            str(data.get("reason") or ""),
+            details,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class RowResult:
@@ -282,6 +372,69 @@ class RowResult:
             "seconds": round(self.seconds, 3),
         }
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RowResult:
+        """A line of ``results.jsonl`` read back (``kbgraph eval --resume``)."""
+        status = data.get("status")
+        if status not in ("ok", "failed"):
+            raise ValueError(f"a result row's status must be 'ok' or 'failed', not {status!r}")
+        metrics = data.get("metrics") or {}
+        return cls(
+            row_id=str(data["id"]),
+            question=str(data.get("question") or ""),
+            status=status,
+            answer=data.get("answer"),
+            passages=tuple(
+                Passage.from_any(p, i) for i, p in enumerate(data.get("citations") or [], start=1)
+            ),
+            metrics={
+                name: MetricResult.from_dict(name, metrics[name])
+                for name in METRIC_NAMES
+                if isinstance(metrics.get(name), Mapping)
+            },
+            error=data.get("error"),
+            seconds=float(data.get("seconds") or 0.0),
+            reference=data.get("reference"),
+            gold_sources=tuple(GoldSource.from_dict(g) for g in data.get("gold_sources") or ()),
+        )
+
+    def flat(self) -> dict[str, Any]:
+        """One flat row for a table: id, status, question, answer, error, and per metric its
+        score, status and reason (``faithfulness``, ``faithfulness_status`` …)."""
+        out: dict[str, Any] = {
+            "id": self.row_id,
+            "status": self.status,
+            "question": self.question,
+            "answer": self.answer,
+            "error": self.error,
+            "seconds": self.seconds,
+        }
+        for name in METRIC_NAMES:
+            metric = self.metrics.get(name)
+            out[name] = None if metric is None else metric.score
+            out[f"{name}_status"] = None if metric is None else metric.status
+            out[f"{name}_reason"] = None if metric is None else metric.reason
+        return out
+
+
+class EvalResults(list[RowResult]):
+    """The results of a batch run, in data-set order: a list of :class:`RowResult` that
+    also converts to a table."""
+
+    def to_pandas(self) -> Any:
+        """A ``pandas.DataFrame`` with one row per data-set row (:meth:`RowResult.flat`).
+        Needs pandas (``pip install 'kbgraph[eval]'``)."""
+        try:
+            import pandas as pd
+        except ImportError as exc:  # an optional dependency
+            from kbgraph.errors import EvaluationError
+
+            raise EvaluationError(
+                "results.to_pandas() needs pandas; install it with pip install 'kbgraph[eval]' "
+                "(or pip install pandas)."
+            ) from exc
+        return pd.DataFrame([row.flat() for row in self])
+
 
 @dataclass
 class TokenUsage:
@@ -307,6 +460,9 @@ class TokenUsage:
         }
 
 
+_VERDICT_LISTS = ("claims", "reference_claims", "answer_claims")
+
+
 def _opt_str(value: Any) -> str | None:
     return None if value is None else str(value)
 
@@ -328,9 +484,11 @@ __all__ = [
     "METRIC_NAMES",
     "VERDICTS",
     "AgentOutput",
+    "Cause",
     "Claim",
     "ClaimVerdict",
     "EvalRecord",
+    "EvalResults",
     "EvalRow",
     "GoldSource",
     "Judgement",

@@ -1,13 +1,15 @@
-"""Outputs of a batch run: ``results.jsonl`` (one row per line, every claim verdict),
-``summary.json`` (per metric ``{mean, n_scored, n_undetermined, n_failed}`` under the
-metric's name, plus per-row scores), ``report.md`` and ``scores.png`` (the distribution of
-each metric's scores)."""
+"""Outputs of a batch run: ``results.jsonl`` (one row per line, every claim verdict with its
+reason and source sentence), ``summary.json`` (per metric ``{mean, n_scored,
+n_undetermined, n_failed}`` under the metric's name, per-row scores, and the ``gate``: the
+baseline comparison with the rows that got worse, and the minimums), ``report.md`` and
+``scores.png`` (the distribution of each metric's scores)."""
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
 import json
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -102,9 +104,13 @@ def write_report(
         markdown=out_dir / "report.md",
         chart=chart,
     )
-    with files.results.open("w", encoding="utf-8", newline="\n") as handle:
+    # In data-set order, replacing the file the run appended to as rows finished: written
+    # beside it and renamed, so that the rows are never lost halfway.
+    partial = files.results.with_name(files.results.name + ".partial")
+    with partial.open("w", encoding="utf-8", newline="\n") as handle:
         for row in results:
             handle.write(json.dumps(row.to_dict(), ensure_ascii=False) + "\n")
+    os.replace(partial, files.results)
     files.summary.write_text(
         json.dumps(summary, ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
     )
@@ -125,7 +131,7 @@ def render_markdown(
     summary: Mapping[str, Any], results: Sequence[RowResult], chart: str | None = None
 ) -> str:
     lines = ["# Evaluation report", ""]
-    for key in ("dataset", "judge", "agent", "created"):
+    for key in ("dataset", "judge", "agent", "created", "resumed_rows"):
         if summary.get(key):
             lines.append(f"- {key}: {summary[key]}")
     rows = summary["rows"]
@@ -149,10 +155,41 @@ def render_markdown(
         "|---|---|" + "---|" * len(METRIC_NAMES),
     ]
     for row in summary["per_row"]:
-        cells = " | ".join(_fmt(row[name]) for name in METRIC_NAMES)
+        cells = " | ".join(_fmt(row.get(name)) for name in METRIC_NAMES)
         lines.append(f"| {row['id']} | {row['status']} | {cells} |")
+    lines += _gate(summary.get("gate"))
     lines += _problems(results)
     return "\n".join(lines) + "\n"
+
+
+def _gate(gate: Mapping[str, Any] | None) -> list[str]:
+    """The gate: each metric's mean against the baseline, the minimums, the verdict and
+    the rows that got worse."""
+    if not gate:
+        return []
+    out = ["", "## Gate", ""]
+    if gate.get("baseline"):
+        out.append(f"Baseline: {gate['baseline']} (tolerance {gate['tolerance']:.3f})")
+    if gate.get("minimums"):
+        out.append("Minimums: " + ", ".join(f"{k} >= {v:g}" for k, v in gate["minimums"].items()))
+    out.append("")
+    out.append("**" + ("passed" if gate["ok"] else "FAILED") + "**")
+    out += [f"- {r}" for r in gate.get("regressions", [])]
+    changes = gate.get("changes") or {}
+    if changes:
+        out += ["", "| metric | baseline | now | change |", "|---|---|---|---|"]
+        for name, c in changes.items():
+            out.append(f"| {name} | {c['baseline']:.3f} | {c['current']:.3f} | {c['delta']:+.3f} |")
+    worse = gate.get("worse_rows") or []
+    if worse:
+        out += ["", f"Rows that got worse ({len(worse)}, worst first):", ""]
+        out += ["| id | metric | baseline | now | change |", "|---|---|---|---|---|"]
+        for r in worse:
+            out.append(
+                f"| {r['id']} | {r['metric']} | {r['baseline']:.3f} | {_fmt(r['current'])} "
+                f"| {r['delta']:+.3f} |"
+            )
+    return out
 
 
 def _problems(results: Sequence[RowResult]) -> list[str]:
@@ -165,7 +202,7 @@ def _problems(results: Sequence[RowResult]) -> list[str]:
     for r in results:
         faith = r.metrics.get("faithfulness")
         for verdict in faith.details.get("claims", []) if faith else []:
-            if verdict.verdict != "supported":
+            if verdict.verdict != "supported" or verdict.cause == "repeated":
                 weak.append(f"- {r.row_id} [{verdict.verdict}] {verdict.claim} — {verdict.reason}")
     if weak:
         out += ["", "## Claims not supported by their sources", "", *weak]
@@ -195,7 +232,7 @@ def plot_distributions(results: Sequence[RowResult], path: Path) -> None:
         raise EvaluationError(
             "the score chart needs matplotlib; install it with pip install 'kbgraph[eval]'"
         ) from exc
-    fig, axes = plt.subplots(1, len(METRIC_NAMES), figsize=(4 * len(METRIC_NAMES), 3.2))
+    fig, axes = plt.subplots(1, len(METRIC_NAMES), figsize=(3.6 * len(METRIC_NAMES), 3.2))
     for ax, name in zip(axes, METRIC_NAMES, strict=True):
         scores = [
             m.score

@@ -24,6 +24,7 @@ every layer may import it.
     │   └── ContextLengthError             the prompt does not fit its context window
     └── EvaluationError                    an evaluation could not be run
         └── JudgeError                     a judge gave no verdict
+            └── JudgeTimeoutError (TimeoutError)  not within a row's time limit
 """
 
 from __future__ import annotations
@@ -127,6 +128,10 @@ class JudgeError(EvaluationError):
     """A judge could not give a verdict (an LLM that keeps failing or replying nonsense)."""
 
 
+class JudgeTimeoutError(JudgeError, TimeoutError):
+    """A judge had not finished when its row's time (``--row-timeout``) ran out."""
+
+
 __all__ = [
     "BaselineMismatchError",
     "ChatModelError",
@@ -143,6 +148,7 @@ __all__ = [
     "IndexNotFoundError",
     "InvalidSettingError",
     "JudgeError",
+    "JudgeTimeoutError",
     "KbgraphError",
     "LlmRefusalError",
     "ModelMismatchError",

@@ -1,4 +1,4 @@
-"""The four RAG metrics. Each evaluator is a small class with ``evaluate(record) ->
+"""The RAG metrics. Each evaluator is a small class with ``evaluate(record) ->
 MetricResult`` and, called as ``evaluator(inputs, outputs, reference_outputs)``, the
 LangSmith / openevals evaluator shape ``{"key", "score", "comment"}``."""
 
@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..judges.base import Judge
 from ._adapter import LangSmithAdapter, passages_from, record_from_langsmith, to_langsmith
+from .answer_correctness import AnswerCorrectnessEvaluator
 from .answer_relevance import AnswerRelevanceEvaluator
 from .context_precision import ContextPrecisionEvaluator
 from .context_recall import ContextRecallEvaluator
@@ -17,20 +18,23 @@ Evaluator = (
     | ContextRecallEvaluator
     | ContextPrecisionEvaluator
     | AnswerRelevanceEvaluator
+    | AnswerCorrectnessEvaluator
 )
 
 
 def default_evaluators(judge: Judge) -> list[Evaluator]:
-    """All four metrics over one judge, in report order."""
+    """Every metric over one judge, in report order."""
     return [
         FaithfulnessEvaluator(judge),
         ContextRecallEvaluator(judge),
         ContextPrecisionEvaluator(judge),
         AnswerRelevanceEvaluator(judge),
+        AnswerCorrectnessEvaluator(judge),
     ]
 
 
 __all__ = [
+    "AnswerCorrectnessEvaluator",
     "AnswerRelevanceEvaluator",
     "ContextPrecisionEvaluator",
     "ContextRecallEvaluator",

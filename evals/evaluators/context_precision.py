@@ -24,7 +24,8 @@ class ContextPrecisionEvaluator(LangSmithAdapter):
 
     def evaluate(self, record: EvalRecord) -> MetricResult:
         if not record.passages:
-            return MetricResult.undetermined("context_precision", "no context was retrieved")
+            reason = record.context_note or "no context was retrieved"
+            return MetricResult.undetermined("context_precision", reason)
         judged = self.judge.judge_passages(
             record.question, [p.text for p in record.passages], reference=record.reference
         )

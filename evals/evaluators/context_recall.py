@@ -31,6 +31,8 @@ class ContextRecallEvaluator(LangSmithAdapter):
             return MetricResult.undetermined(
                 "context_recall", "the row has no reference answer and no gold sources"
             )
+        if record.context_note and not record.passages:
+            return MetricResult.undetermined("context_recall", record.context_note)
         details: dict[str, object] = {}
         parts: list[str] = []
         source_recall: float | None = None
@@ -66,7 +68,15 @@ class ContextRecallEvaluator(LangSmithAdapter):
         judged = self.judge.judge_claims(claims, context, question=record.question)
         every = tuple(p.n for p in record.passages)
         return [
-            ClaimVerdict(c, j.verdict, j.score, judged_against=every, reason=j.reason)
+            ClaimVerdict(
+                c,
+                j.verdict,
+                j.score,
+                judged_against=every,
+                reason=j.reason,
+                evidence=j.evidence,
+                cause=j.cause,
+            )
             for c, j in zip(claims, judged, strict=True)
         ]
 

@@ -17,6 +17,9 @@ cites, when several), so that a true fact cited to the wrong source is not suppo
 a claim is judged once more against the whole context, only to say in its reason whether
 the fact is there under another number (a wrong citation) or nowhere (unsupported).
 
+A claim that repeats an earlier one (``claims.repeats``) keeps ``REPEAT_FACTOR`` of its
+score, and its reason says so.
+
 An answer without claims — a refusal, "I don't know", an empty answer — is undetermined,
 with the reason; never a NaN and never a silent 0 or 1.
 """
@@ -25,9 +28,10 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
+from ..claims import repeats
 from ..decompose import decompose
 from ..judges.base import Judge
 from ..records import Claim, ClaimVerdict, EvalRecord, Judgement, MetricName, MetricResult, Passage
@@ -44,6 +48,8 @@ class FaithfulnessEvaluator(LangSmithAdapter):
     def evaluate(self, record: EvalRecord) -> MetricResult:
         if not record.answer.strip():
             return MetricResult.undetermined("faithfulness", "the answer is empty")
+        if record.context_note and not record.passages:
+            return MetricResult.undetermined("faithfulness", record.context_note)
         split = decompose(self.judge, record.answer, record.question)
         claims = split.claims
         if not claims:
@@ -52,7 +58,9 @@ class FaithfulnessEvaluator(LangSmithAdapter):
                 "the answer makes no claims (a refusal or no content)",
                 claim_split=split.describe(),
             )
-        verdicts = self.judge_claims(claims, record.passages, record.question)
+        verdicts = _discount_repeats(
+            claims, self.judge_claims(claims, record.passages, record.question)
+        )
         counts = Counter(v.verdict for v in verdicts)
         score = sum(v.score for v in verdicts) / len(verdicts)
         reason = (
@@ -66,7 +74,7 @@ class FaithfulnessEvaluator(LangSmithAdapter):
             claims=list(verdicts),
             counts={v: counts[v] for v in ("supported", "not_supported", "contradicted")},
             supported_share=counts["supported"] / len(verdicts),
-            wrong_citations=sum("wrong citation" in v.reason for v in verdicts),
+            wrong_citations=sum(v.cause == "wrong_citation" for v in verdicts),
             claim_split=split.describe(),
         )
 
@@ -89,7 +97,12 @@ class FaithfulnessEvaluator(LangSmithAdapter):
             judged = (
                 self.judge.judge_claims(texts, context, question=question)
                 if target
-                else [Judgement("not_supported", 0.0, "no context was retrieved") for _ in texts]
+                else [
+                    Judgement(
+                        "not_supported", 0.0, "no context was retrieved", cause="empty_context"
+                    )
+                    for _ in texts
+                ]
             )
             for i, judgement in zip(members, judged, strict=True):
                 results[i] = _verdict(claims[i], target, judgement)
@@ -130,9 +143,7 @@ class FaithfulnessEvaluator(LangSmithAdapter):
                     f"wrong citation: not supported by its cited source {cited}, "
                     f"but supported elsewhere in the context; {old.reason}"
                 )
-                results[i] = ClaimVerdict(
-                    old.claim, old.verdict, old.score, old.citations, old.judged_against, reason
-                )
+                results[i] = replace(old, reason=reason, cause="wrong_citation")
 
 
 def _verdict(claim: Claim, target: tuple[int, ...], judgement: Judgement) -> ClaimVerdict:
@@ -143,7 +154,27 @@ def _verdict(claim: Claim, target: tuple[int, ...], judgement: Judgement) -> Cla
         citations=claim.citations,
         judged_against=target,
         reason=judgement.reason,
+        evidence=judgement.evidence,
+        cause=judgement.cause,
     )
+
+
+REPEAT_FACTOR = 0.75
+"""A claim that repeats an earlier one keeps this share of its support score: a summary that
+says one thing twice has told less than its length claims (degenerate repetition is
+commoner in unfaithful summaries: 8.9% against 2.9% of FRANK's CNN/DM summaries)."""
+
+
+def _discount_repeats(claims: Sequence[Claim], verdicts: list[ClaimVerdict]) -> list[ClaimVerdict]:
+    for i, first in repeats(claims).items():
+        old = verdicts[i]
+        verdicts[i] = replace(
+            old,
+            score=old.score * REPEAT_FACTOR,
+            reason=f"repeats claim {first + 1}, counted at {REPEAT_FACTOR:g}; {old.reason}",
+            cause="repeated",
+        )
+    return verdicts
 
 
 def _unknown_citation(claim: Claim, known: list[int]) -> ClaimVerdict:
@@ -156,6 +187,7 @@ def _unknown_citation(claim: Claim, known: list[int]) -> ClaimVerdict:
         citations=claim.citations,
         judged_against=(),
         reason=f"cites {cited}, but the context has {have}",
+        cause="unknown_citation",
     )
 
 

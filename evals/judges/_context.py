@@ -4,20 +4,32 @@ texts the embedding model compares a claim with.
 
 Sentences come from ``kbgraph.evals._text.split_sentences`` with ``glued=True``: sources
 scraped from web pages join sentences without a space ("funds.In the"), and lower-cased,
-tokenised sources end sentences before lower-case words.
+tokenised sources end sentences before lower-case words. A passage header line ("[2]" or
+"[2] docs/faq.txt", as the evaluators number passages) is not part of the text: its number
+is no number of the context.
 """
 
 from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
 from .._framing import SOURCE_NOUNS
 from .._text import content_words, numbers, split_sentences
-from ._alignment import Alignment, align, sentence_idf
+from ._alignment import Alignment, absent_weight, align, sentence_idf
+from ._numbers import NumberSlot, number_slots
+from ._polarity import Clause, clauses
+
+_HEADER = re.compile(r"^\[\d+\](?:[ \t]+\S+)?[ \t]*$", re.MULTILINE)
+_MARKUP = re.compile(r"\*\*|__|`")
+_BOUNDARY_BEFORE = frozenset(".!?:;,|(>-*\u2022\"'[{")
+_BOUNDARY_AFTER = frozenset(".!?:;,|)\"']}")
+QUOTE_WORDS = 4
+"""A claim of at least this many words that the context holds word for word, between
+clause boundaries, is a quote; a shorter one only when it is a whole line or sentence."""
 
 CONTEXT_CACHE = 256
 """Prepared contexts kept (``context_text``): a row's metrics and the prefetch share one."""
@@ -59,8 +71,14 @@ class ContextText:
     text: str
 
     @cached_property
+    def body(self) -> str:
+        """The text without passage header lines."""
+        return _HEADER.sub("", self.text) if "[" in self.text else self.text
+
+    @cached_property
     def sentences(self) -> list[str]:
-        return split_sentences(self.text, glued=True) or ([self.text] if self.text.strip() else [])
+        body = self.body
+        return split_sentences(body, glued=True) or ([body] if body.strip() else [])
 
     @cached_property
     def sentence_lists(self) -> list[list[str]]:
@@ -93,13 +111,89 @@ class ContextText:
 
     @cached_property
     def numbers(self) -> frozenset[str]:
-        return frozenset(numbers(self.text))
+        return frozenset(numbers(self.body))
+
+    @cached_property
+    def number_index(self) -> dict[str, list[int]]:
+        """Number → the sentences holding it."""
+        out: dict[str, list[int]] = {}
+        for i, sentence in enumerate(self.sentences):
+            for number in numbers(sentence):
+                out.setdefault(number, []).append(i)
+        return out
+
+    @cached_property
+    def _slots(self) -> dict[int, list[NumberSlot]]:
+        return {}
+
+    def slots_of(self, i: int) -> list[NumberSlot]:
+        """The numbers of sentence ``i`` with their units (``_numbers``), cached."""
+        found = self._slots.get(i)
+        if found is None:
+            found = self._slots[i] = number_slots(self.sentences[i])
+        return found
+
+    @cached_property
+    def _clauses(self) -> dict[int, list[Clause]]:
+        return {}
+
+    def clauses_of(self, i: int) -> list[Clause]:
+        """The clauses of sentence ``i`` with their polarity (``_polarity``), cached."""
+        found = self._clauses.get(i)
+        if found is None:
+            found = self._clauses[i] = clauses(self.sentences[i])
+        return found
+
+    def coverage(self, words: Iterable[str], i: int) -> float:
+        """The idf-weighted share of ``words`` that sentence ``i`` holds (``_alignment``'s
+        weights)."""
+        wanted = set(words)
+        if not wanted:
+            return 0.0
+        absent = absent_weight(len(self.sentences))
+        weight = {w: self.idf.get(w, absent) for w in wanted}
+        held = self.sentence_words[i]
+        return sum(v for w, v in weight.items() if w in held) / sum(weight.values())
 
     @cached_property
     def quotable(self) -> frozenset[str]:
         """Every line and sentence, normalised as :func:`quote_key` does."""
-        units = [*self.text.splitlines(), *self.sentences]
+        units = [*self.body.splitlines(), *self.sentences]
         return frozenset(key for key in map(quote_key, units) if key)
+
+    @cached_property
+    def marked(self) -> str:
+        """The text as :func:`quote_key` normalises a claim, its lines joined by ``"\\n"``
+        (a clause boundary)."""
+        lines = (" ".join(_MARKUP.sub("", line).split()).lower() for line in self.body.splitlines())
+        return "\n".join(line for line in lines if line)
+
+    @cached_property
+    def flat(self) -> str:
+        return self.marked.replace("\n", " ")
+
+    def is_quote(self, claim: str) -> bool:
+        """``claim`` is a whole line or sentence of the context, or at least
+        ``QUOTE_WORDS`` words of it word for word (across lines) that start and end at a
+        clause boundary: "Other 4xx responses are never retried" quotes "Other 4xx
+        responses are never retried, because …", but "the plan passed" does not quote
+        "the plan passed without opposition", nor "the cache is enabled" "it is false that
+        the cache is enabled"."""
+        key = quote_key(claim)
+        if not key:
+            return False
+        if key in self.quotable:
+            return True
+        if len(key.split()) < QUOTE_WORDS:
+            return False
+        marked, flat = self.marked, self.flat
+        start = flat.find(key)
+        while start >= 0:
+            end = start + len(key)
+            if _bounded(marked, flat, start, end):
+                return True
+            start = flat.find(key, start + 1)
+        return False
 
     @cached_property
     def _alignments(self) -> dict[tuple[str, ...], Alignment]:
@@ -149,6 +243,23 @@ class ContextText:
         return out
 
 
+def _bounded(marked: str, flat: str, start: int, end: int) -> bool:
+    """``flat[start:end]`` starts and ends at a clause boundary: punctuation, a line's end
+    (``marked`` is ``flat`` with the line ends kept as ``"\\n"``) or the text's."""
+    if start > 0 and marked[start - 1] != "\n":
+        before = flat[start - 1]
+        if before == " ":
+            before = flat[start - 2] if start > 1 else "."
+        if before not in _BOUNDARY_BEFORE:
+            return False
+    return (
+        end >= len(flat)
+        or marked[end] == "\n"
+        or flat[end] in _BOUNDARY_AFTER
+        or flat[end - 1] in ".!?|)"
+    )
+
+
 def span(sentence: str, wanted: frozenset[str], limit: int) -> str:
     """At most ``limit`` words of ``sentence``: the stretch from the first to the last word
     whose stem is in ``wanted``, widened evenly by up to ``SPAN_MARGIN`` words on each side
@@ -175,10 +286,10 @@ def context_text(text: str) -> ContextText:
 
 
 def quote_key(text: str) -> str:
-    """Case, spacing, code quotes and final punctuation left out: the claim splitter
-    capitalises a claim's first letter, drops ``inline code`` quotes and ends it with a full
-    stop."""
-    return " ".join(text.replace("`", "").split()).lower().rstrip(".:;,")
+    """Case, spacing, code quotes, bold and final punctuation left out: the claim splitter
+    capitalises a claim's first letter, drops ``inline code`` quotes and ``**bold**`` marks
+    and ends it with a full stop."""
+    return " ".join(_MARKUP.sub("", text).split()).lower().rstrip(".:;, ")
 
 
 def claim_words(claim: str, context: ContextText) -> list[str]:
@@ -208,6 +319,7 @@ __all__ = [
     "CONTEXT_CACHE",
     "EMBED_SENTENCES",
     "META_WORDS",
+    "QUOTE_WORDS",
     "SPAN_MARGIN",
     "SPAN_WORDS",
     "WINDOW_WORDS",

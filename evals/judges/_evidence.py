@@ -7,8 +7,9 @@ The evidence (all cheap, no LLM):
   the plain baseline;
 - ``missing`` — how many content words and numbers of the claim the context lacks: each
   one is a possible hallucination, so the count matters, not only the share. Words naming
-  the source ("article", "summary") do not count, and neither does a number the aligned
-  sentences let one derive (``_conflicts.derivable``);
+  the source ("article", "summary") do not count. A number counts as found only where the
+  context states the same quantity about the same thing, or the parts it sums
+  (``_checks``);
 - ``single`` / ``pair`` — idf-weighted share of the claim's words held by its best-aligned
   sentence (for a compound claim, each clause's own best sentence: ``clauses``), and by
   the best sentence plus the one that best completes it (``_alignment``): words in the
@@ -18,13 +19,16 @@ The evidence (all cheap, no LLM):
   sentence (and of the aligned pair joined) that holds its words, from a sentence embedding
   model: paraphrase support that words miss. A fragment answer ("Delhi") is embedded with
   its question;
-- ``numbers_match`` — share of the claim's numbers found in the context (or derived);
+- ``numbers_match`` — share of the claim's numbers found so (``_checks``);
 - ``substituted`` — claim words the best sentence lacks but the context has elsewhere,
   between words the best sentence has: a swapped name (``_conflicts.substitutions``);
-- ``negation_flip`` / ``number_conflict`` — the aligned sentences say the opposite
-  (``_conflicts``), checked clause by clause. Either, on a claim that otherwise matches
-  the context, makes the verdict "contradicted" — unless the claim is a whole line or
-  sentence of the context (``quoted``): a quoted line cannot contradict its source.
+- ``negation_flip`` / ``number_conflict`` / ``role_swap`` — the context says the opposite,
+  checked clause by clause against the whole context: a polarity flip judged on meaning
+  (``_polarity``), another number of the same unit about the same subject (``_checks``),
+  two names trading places (``_conflicts.role_swaps``). Any of them, on a claim that
+  otherwise matches the context, makes the verdict "contradicted" (``problem`` says why,
+  ``conflicting`` is the sentence) — unless the claim is the context's word for word
+  (``quoted``): a quote cannot contradict its source, and is always supported.
 
 The support score is ``σ(b + w·x) / σ(b + Σw⁺)``: a logistic model over the features,
 scaled so that a claim with perfect evidence scores 1; a contradicted claim keeps
@@ -42,17 +46,12 @@ import math
 import re
 from dataclasses import dataclass
 
-from .._text import content_words, numbers
-from ._alignment import NO_ALIGNMENT
-from ._conflicts import (
-    NumberSlot,
-    derivable,
-    negation_flip,
-    number_conflict,
-    number_slots,
-    substitutions,
-)
-from ._context import ContextText, claim_words, quote_key
+from .._text import content_words
+from ._alignment import NO_ALIGNMENT, Alignment
+from ._checks import NumberFinding, number_findings, role_swap
+from ._conflicts import EntitySwap, RoleSwap, entity_swap, names, substitutions
+from ._context import ContextText, claim_words
+from ._polarity import Flip, polarity_flip
 
 FRAGMENT_WORDS = 3
 """A claim with fewer content words than this is a fragment, embedded with its question."""
@@ -77,6 +76,12 @@ CONTRADICTION_FACTOR = 0.1
 SUPPORTED_AT = 0.5
 """A claim is supported when its support score reaches this: the fitted model's even odds
 (``benchmarks/tune_judge.py``, step 5)."""
+
+ENTITY_SWAP_FACTOR = 0.45
+"""A claim whose best sentence names someone else in its place (``_conflicts.entity_swap``)
+keeps this share of its support: below ``SUPPORTED_AT`` whatever its words, since the
+evidence is about another person or thing; not a contradiction, since the context may
+say it of the claim's one too in words the judge does not align."""
 
 CONTRADICTED_MIN_OVERLAP = 0.6
 """A negation flip or number conflict means contradiction only when the claim otherwise
@@ -106,7 +111,12 @@ class Evidence:
     aligned: str
     substituted: int = 0
     missing_words: tuple[str, ...] = ()
-    quoted: bool = False  # the claim is a whole line or sentence of the context
+    quoted: bool = False  # the claim is the context's, word for word
+    role_swap: bool = False
+    entity_swap: str = ""  # a name the best sentence has another one for: "Smith ≠ Jones"
+    problem: str = ""  # what contradicts the claim, for a person: "number mismatch: 49 ≠ 29"
+    conflicting: str = ""  # the source sentence that contradicts the claim
+    numbers: tuple[NumberFinding, ...] = ()
 
     def vector(self) -> dict[str, float]:
         return {
@@ -138,58 +148,76 @@ def clauses(claim: str) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class _Clause:
-    """One clause aligned on its own: its words, aligned sentences and their numbers."""
+    """One clause aligned on its own: its words, alignment and the checks on it."""
 
     text: str
     words: list[str]
-    single: float
-    aligned: list[str]
-    numbers: list[list[NumberSlot]]
+    alignment: Alignment
+    numbers: list[NumberFinding]
+    swap: RoleSwap | None
+    entity: EntitySwap | None = None
 
     @classmethod
     def of(cls, text: str, context: ContextText) -> _Clause:
         words = claim_words(text, context)
         alignment = context.align(words) if words else NO_ALIGNMENT
-        near = sorted({*alignment.top, *alignment.pair_indices})
         return cls(
             text,
             words,
-            alignment.single,
-            [context.sentences[i] for i in alignment.top],
-            [number_slots(context.sentences[i]) for i in near],
+            alignment,
+            number_findings(text, words, alignment, context),
+            role_swap(words, alignment, text, context),
+            _entity_swap(text, alignment, context),
         )
+
+
+def _entity_swap(text: str, alignment: Alignment, context: ContextText) -> EntitySwap | None:
+    """``_conflicts.entity_swap`` between the clause and its best sentence."""
+    if not alignment.top:
+        return None
+    best = alignment.top[0]
+
+    def named_elsewhere(stem: str) -> bool:
+        return any(
+            stem in names(context.sentences[i]) for i in context.index.get(stem, ()) if i != best
+        )
+
+    return entity_swap(text, context.sentences[best], named_elsewhere)
 
 
 def lexical_evidence(claim: str, context: ContextText, similarity: float) -> Evidence:
     """Evidence for ``claim`` in ``context``; ``similarity`` comes from the embedding model
     (best cosine with :meth:`ContextText.candidates`, computed by the caller in batches).
     The clauses of a compound claim are aligned one by one: a summary sentence that fuses
-    two source sentences is held by two sentences, one per clause."""
+    two source sentences is held by two sentences, one per clause. Numbers, negations and
+    roles are checked against the whole context (``_checks``, ``_polarity``)."""
     words = claim_words(claim, context)
     alignment = context.align(words) if words else NO_ALIGNMENT
     parts = [_Clause.of(text, context) for text in clauses(claim)]
-    near_slots = [slot for part in parts for slots in part.numbers for slot in slots]
-    near_slots += [
-        slot for i in alignment.pair_indices for slot in number_slots(context.sentences[i])
-    ]
-    claim_slots = number_slots(claim)
-    nums = {slot.number for slot in claim_slots} | numbers(claim)
+    findings = [f for part in parts for f in part.numbers]
     # Numbers are alignment anchors, but found or missing as numbers, not as words.
-    text_words = [w for w in words if not w.isdigit()]
+    text_words = [w for w in words if not w[:1].isdigit()]
     lacking = tuple(w for w in text_words if w not in context.words)
-    derived = {slot.number for slot in claim_slots if derivable(slot, near_slots)}
-    lacking_numbers = sorted(nums - context.numbers - derived)
+    lacking_numbers = tuple(
+        f.slot.describe() for f in findings if f.status in ("clash", "unsupported")
+    )
+    found = len(findings) - len(lacking_numbers)
     overlap = (
         1.0 - len(lacking) / len(text_words)
         if text_words
-        else 1.0 - len(lacking_numbers) / len(nums)
-        if nums
+        else found / len(findings)
+        if findings
         else 0.0
     )
     sized = sum(len(p.words) for p in parts)
-    single = sum(p.single * len(p.words) for p in parts) / sized if sized else overlap
+    single = sum(p.alignment.single * len(p.words) for p in parts) / sized if sized else overlap
     pairs = set(itertools.pairwise(words))
-    aligned = [context.sentences[i] for i in alignment.top]
+    flip = polarity_flip(
+        claim, context.clauses_of, context.index, context.words, context.sentence_words.__getitem__
+    )
+    clash = next((f for f in findings if f.status == "clash"), None)
+    swap = next((p.swap for p in parts if p.swap is not None), None)
+    problem, conflicting = _problem(flip, clash, swap, parts, context)
     return Evidence(
         overlap=overlap,
         missing=len(lacking) + len(lacking_numbers),
@@ -197,18 +225,41 @@ def lexical_evidence(claim: str, context: ContextText, similarity: float) -> Evi
         pair=alignment.pair if words else overlap,
         bigrams=len(pairs & context.bigrams) / len(pairs) if pairs else overlap,
         similarity=similarity,
-        numbers_match=1.0 - len(lacking_numbers) / len(nums) if nums else 1.0,
-        negation_flip=any(negation_flip(p.text, p.words, p.aligned) for p in parts),
-        number_conflict=any(number_conflict(number_slots(p.text), p.numbers) for p in parts),
+        numbers_match=found / len(findings) if findings else 1.0,
+        negation_flip=flip is not None,
+        number_conflict=clash is not None,
         substituted=sum(
-            substitutions(p.words, context.sentence_words[i], context.words)
+            substitutions(p.words, context.sentence_words[p.alignment.top[0]], context.words)
             for p in parts
-            for i in context.align(p.words).top[:1]
+            if p.alignment.top
         ),
-        aligned=aligned[0] if aligned else "",
+        aligned=context.sentences[alignment.top[0]] if alignment.top else "",
         missing_words=(*lacking, *lacking_numbers),
-        quoted=quote_key(claim) in context.quotable,
+        quoted=context.is_quote(claim),
+        role_swap=swap is not None,
+        entity_swap=next((p.entity.describe() for p in parts if p.entity is not None), ""),
+        problem=problem,
+        conflicting=conflicting,
+        numbers=tuple(findings),
     )
+
+
+def _problem(
+    flip: Flip | None,
+    clash: NumberFinding | None,
+    swap: RoleSwap | None,
+    parts: list[_Clause],
+    context: ContextText,
+) -> tuple[str, str]:
+    """What contradicts the claim, said for a person, and the source sentence that does."""
+    if clash is not None and clash.sentence is not None:
+        return clash.describe(), context.sentences[clash.sentence]
+    if flip is not None:
+        return flip.describe(), context.sentences[flip.sentence]
+    if swap is not None:
+        part = next(p for p in parts if p.swap is swap)
+        return swap.describe(), context.sentences[part.alignment.top[0]]
+    return "", ""
 
 
 def support_score(
@@ -217,15 +268,21 @@ def support_score(
     contradiction_factor: float = CONTRADICTION_FACTOR,
 ) -> float:
     """In [0, 1]: 1 for perfect evidence (every word, pair and number found, the closest
-    sentence an exact match), lower for each kind of missing evidence; scaled by
+    sentence an exact match), lower for each kind of missing evidence, at least
+    ``SUPPORTED_AT`` for a quote (``Evidence.quoted``); scaled by
     ``contradiction_factor`` when the evidence says the context contradicts the claim."""
     w = WEIGHTS if weights is None else weights
     features = evidence.vector()
     z = w["bias"] + sum(w.get(name, 0.0) * value for name, value in features.items())
     best = w["bias"] + sum(max(0.0, w.get(name, 0.0)) for name in features)
     score = _sigmoid(z) / _sigmoid(best)
-    if is_contradiction(evidence):
+    if evidence.quoted:
+        # A quote is supported: never below the cut, graded above it like any claim.
+        score = max(score, SUPPORTED_AT)
+    elif is_contradiction(evidence):
         score *= contradiction_factor
+    elif evidence.entity_swap:
+        score *= ENTITY_SWAP_FACTOR
     return min(1.0, max(0.0, score))
 
 
@@ -236,11 +293,12 @@ def _sigmoid(z: float) -> float:
 def is_contradiction(evidence: Evidence) -> bool:
     if evidence.quoted or evidence.overlap < CONTRADICTED_MIN_OVERLAP:
         return False
-    return evidence.negation_flip or evidence.number_conflict
+    return evidence.negation_flip or evidence.number_conflict or evidence.role_swap
 
 
 __all__ = [
     "CONTRADICTION_FACTOR",
+    "ENTITY_SWAP_FACTOR",
     "SUPPORTED_AT",
     "WEIGHTS",
     "Evidence",

@@ -1,10 +1,12 @@
 """A judge that needs no LLM and no network: lexical evidence plus a sentence embedding
 model (the packaged all-MiniLM-L6-v2 by default; ``fake`` embeddings in fast tests).
 
-Claims are scored by ``_evidence.support_score``; a claim whose aligned context sentences
-say the opposite (a negation flip, another number) is contradicted. The embedding model
-compares a claim only with the few sentences it is aligned with (``_alignment``), not with
-the whole context: that is most of the judge's cost. Passages are
+Claims are scored by ``_evidence.support_score``; a claim the context says the opposite of
+(a negation flip, another number for the same thing, two names trading places) is
+contradicted, and a quote is supported. Each :class:`Judgement` says why
+(:func:`judgement_of`): the reason for a person, the source sentence and the cause. The
+embedding model compares a claim only with the few sentences it is aligned with
+(``_alignment``), not with the whole context: that is most of the judge's cost. Passages are
 relevant when they support part of the reference answer, or — without a reference — when
 they cover the question's distinctive words (idf over the retrieved passages) and are
 close to it in embedding space. Answers are relevant when they address each part of the
@@ -27,10 +29,11 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from .._deadline import check_deadline
 from .._hedges import without_hedges
 from .._text import content_words, split_sentences
 from ..claims import split_claims
-from ..records import Judgement, Relevance, TokenUsage
+from ..records import Cause, Judgement, Relevance, TokenUsage
 from ._context import ContextText, context_text
 from ._evidence import (
     SUPPORTED_AT,
@@ -40,7 +43,13 @@ from ._evidence import (
     lexical_evidence,
     support_score,
 )
-from ._relevance import HEDGED_SENTENCE_EVASION, answer_evidence, question_parts, rescale
+from ._relevance import (
+    HEDGED_SENTENCE_EVASION,
+    answer_evidence,
+    mask_numbers,
+    question_parts,
+    rescale,
+)
 
 CACHE_SIZE = 50_000
 PASSAGE_RELEVANT_AT = 0.5
@@ -89,7 +98,10 @@ class OfflineJudge:
         if not claims:
             return []
         if not context_text(context).sentences:
-            return [Judgement("not_supported", 0.0, "the context is empty") for _ in claims]
+            return [
+                Judgement("not_supported", 0.0, "the context is empty", cause="empty_context")
+                for _ in claims
+            ]
         return [self._judgement(e) for e in self.evidence(claims, context, question=question)]
 
     def evidence(
@@ -98,9 +110,11 @@ class OfflineJudge:
         """The evidence behind each claim's verdict (``_evidence.Evidence``): what the
         support score weighs, for debugging a verdict or tuning the weights."""
         ctx = context_text(context)
-        return [
-            lexical_evidence(claim, ctx, self._similarity(claim, ctx, question)) for claim in claims
-        ]
+        out = []
+        for claim in claims:
+            check_deadline()
+            out.append(lexical_evidence(claim, ctx, self._similarity(claim, ctx, question)))
+        return out
 
     def judge_passages(
         self, question: str, passages: Sequence[str], *, reference: str | None = None
@@ -113,7 +127,8 @@ class OfflineJudge:
 
     def judge_answer(self, question: str, answer: str) -> Relevance:
         """Whether each part of the question gets an answer with information of its own,
-        without evasion (``_relevance``)."""
+        without padding or evasion (``_relevance``); numbers masked."""
+        question, answer = mask_numbers(question), mask_numbers(answer)
         sentences = [s for s in split_sentences(answer) if s.strip()] or [answer]
         stripped = [without_hedges(s) for s in sentences]
         kept = [s for s in stripped if s is not None]
@@ -184,6 +199,7 @@ class OfflineJudge:
         with self._cache_lock:
             missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
         if missing:
+            check_deadline()
             with self._model_lock:
                 raw = self._embeddings.embed_documents(list(missing))
             matrix = np.asarray(raw, dtype=np.float32)
@@ -198,15 +214,7 @@ class OfflineJudge:
             return np.stack([self._cache[t] for t in texts])
 
     def _judgement(self, evidence: Evidence) -> Judgement:
-        p = support_score(evidence, self._weights)
-        if is_contradiction(evidence):
-            what = "a negation" if evidence.negation_flip else "the numbers"
-            reason = f"contradicted ({what} differ): {evidence.aligned[:160]!r}"
-            return Judgement("contradicted", p, reason)
-        if p >= SUPPORTED_AT:
-            return Judgement("supported", p, f"support {p:.2f}")
-        lacking = ", ".join(evidence.missing_words[:6]) or "nothing specific"
-        return Judgement("not_supported", p, f"support {p:.2f}; not in context: {lacking}")
+        return judgement_of(evidence, support_score(evidence, self._weights))
 
     def _supports_reference(self, claims: list[str], passage: str, question: str) -> Relevance:
         judged = self.judge_claims(claims, passage, question=question)
@@ -230,6 +238,47 @@ class OfflineJudge:
         return Relevance(score >= PASSAGE_RELEVANT_AT, score, reason)
 
 
+def judgement_of(evidence: Evidence, score: float) -> Judgement:
+    """The verdict, a reason a person can act on, the source sentence and the cause."""
+    quote = f"{evidence.aligned[:200]!r}"
+    if evidence.quoted:
+        return Judgement(
+            "supported", score, "quoted word for word from the source", evidence.aligned, "quoted"
+        )
+    if is_contradiction(evidence):
+        cause: Cause = (
+            "number_mismatch"
+            if evidence.number_conflict
+            else "negation"
+            if evidence.negation_flip
+            else "role_swap"
+        )
+        source = evidence.conflicting or evidence.aligned
+        reason = f"contradicted: {evidence.problem}; source: {source[:200]!r}"
+        return Judgement("contradicted", score, reason, source, cause)
+    if score >= SUPPORTED_AT:
+        return Judgement(
+            "supported", score, f"supported ({score:.2f}) by {quote}", evidence.aligned, "supported"
+        )
+    if evidence.entity_swap:
+        reason = f"not supported ({score:.2f}): {evidence.entity_swap}; source: {quote}"
+        return Judgement("not_supported", score, reason, evidence.aligned, "entity_swap")
+    if not evidence.aligned:
+        return Judgement(
+            "not_supported",
+            score,
+            "no aligned sentence: no source sentence shares the claim's words",
+            "",
+            "no_aligned_sentence",
+        )
+    unsupported = [f for f in evidence.numbers if f.status in ("clash", "unsupported")]
+    lacking = ", ".join(evidence.missing_words[:6])
+    what = f"not in the source: {lacking}" if lacking else "worded too far from the source"
+    cause = "unsupported_number" if unsupported else "missing_words"
+    reason = f"not supported ({score:.2f}): {what}; closest source sentence: {quote}"
+    return Judgement("not_supported", score, reason, evidence.aligned, cause)
+
+
 def _term_weights(question: str, passages: Sequence[str]) -> dict[str, float]:
     """Weight of each question term: its inverse document frequency among the retrieved
     passages, ``log(1 + N / (1 + df))`` (a smoothed Robertson–Spärck Jones idf). A term that
@@ -241,4 +290,4 @@ def _term_weights(question: str, passages: Sequence[str]) -> dict[str, float]:
     return {t: math.log(1 + n / (1 + sum(t in s for s in sets))) for t in terms}
 
 
-__all__ = ["OfflineJudge"]
+__all__ = ["OfflineJudge", "judgement_of"]

@@ -168,3 +168,22 @@ def test_the_faithfulness_score_ranks_summaries_of_a_news_source(judge: OfflineJ
     assert scores["faithful"] > max(scores["swapped_name"], scores["number"], scores["negation"])
     assert min(scores["swapped_name"], scores["number"], scores["negation"]) > scores["made_up"]
     assert all(score is not None and 0.0 <= score <= 1.0 for score in scores.values())
+
+
+def test_no_padded_wrong_or_off_topic_answer_is_more_relevant_than_the_correct_one(
+    judge: OfflineJudge,
+) -> None:
+    """The bundled variants: per question a correct concise answer, the same padded with
+    unrelated sentences, one with a wrong number, and an answer to another question."""
+    from kbgraph.evals import AnswerRelevanceEvaluator, bundled_dataset_path, load_dataset
+
+    metric = AnswerRelevanceEvaluator(judge)
+    scores: dict[str, dict[str, float]] = {}
+    for row in load_dataset(bundled_dataset_path("examples_docs_variants.jsonl")):
+        result = metric.evaluate(EvalRecord(row.question, row.answer or ""))
+        assert result.score is not None
+        scores.setdefault(row.metadata["of"], {})[row.metadata["variant"]] = result.score
+    assert len(scores) >= 8
+    for question, found in scores.items():
+        worse = {k: v for k, v in found.items() if k != "correct" and v > found["correct"]}
+        assert not worse, (question, found)

@@ -14,13 +14,14 @@ from click.testing import CliRunner
 from langchain_core.messages import AIMessage, HumanMessage
 
 from kbgraph.evals import check_answer
+from kbgraph.evals.judges import OfflineJudge
 from kbgraph.graphs import _trace
 from kbgraph.graphs.agents import build_chat_agent, build_tool_agent
 from kbgraph.graphs.cli import json_view
 from kbgraph.graphs.settings import RagSettings
 from kbgraph.graphs.tool import TOOL_NAME
 from kbgraph.graphs.turns import marker_of
-from kbgraph.testing import ScriptedChatModel, ScriptedJudge, tool_call_message
+from kbgraph.testing import FakeEmbeddings, ScriptedChatModel, ScriptedJudge, tool_call_message
 
 DOCS = {
     "retry.md": "# Retry policy\n\nThe client retries failed requests 4 times with exponential "
@@ -188,3 +189,13 @@ def test_an_answer_without_claims_has_no_score(docs: Path) -> None:
     check = check_answer("I don't know.", [], judge=_judge())
     assert check["score"] is None and check["claims"] == []
     assert "no claims" in check["reason"]
+
+
+def test_a_made_up_number_names_its_source_sentence_and_cause() -> None:
+    # The offline judge's reason reaches answer_check with the sentence it was aligned with.
+    citations = [{"n": 1, "chunkId": "c1", "source": "retry.md", "text": DOCS["retry.md"]}]
+    check = check_answer(MADE_UP, citations, judge=OfflineJudge(FakeEmbeddings()))
+    (claim,) = check["claims"]
+    assert claim["verdict"] == "contradicted" and claim["cause"] == "number_mismatch"
+    assert "9" in claim["reason"] and "4" in claim["reason"]
+    assert "retries failed requests 4 times" in claim["source"]

@@ -150,6 +150,21 @@ def test_hard_wrapped_paragraphs_are_joined() -> None:
     ]
 
 
+def test_unpunctuated_line_breaks_end_claims_and_whole_sentence_items_stand_alone() -> None:
+    # A summary written one sentence a line: each line is a claim, not one fused claim.
+    answer = "Le maire a ouvert le pont lundi\nThe council rejected the plan\r\nIt met again"
+    assert [c.text for c in split_claims(answer)] == [
+        "Le maire a ouvert le pont lundi",
+        "The council rejected the plan",
+        "It met again",
+    ]
+    listed = "Key points:\n- The council rejected the plan.\n- The mayor resigned on Monday."
+    assert [c.text for c in split_claims(listed)] == [
+        "The council rejected the plan.",
+        "The mayor resigned on Monday.",
+    ]
+
+
 @pytest.mark.parametrize(
     ("answer", "expected"),
     [

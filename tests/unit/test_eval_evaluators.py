@@ -346,7 +346,10 @@ def test_langsmith_runs_the_evaluator_as_its_own() -> None:
     )
     result = run_evaluator(fn).evaluate_run(run, example)
     assert (result.key, result.score) == ("faithfulness", 0.0)
-    assert result.comment == "0 of 1 claims supported (0 contradicted); mean claim support 0.00"
+    summary, claim = result.comment.split("\n")
+    assert summary == "0 of 1 claims supported (0 contradicted); mean claim support 0.00"
+    # The comment says which claim failed and why, for a person to act on.
+    assert claim.startswith("- [not_supported] Harbor makes 5 attempts by default. — wrong ")
 
 
 def test_an_any_of_gold_group_is_recalled_by_either_member() -> None:

@@ -51,3 +51,35 @@ def test_evasion_scales_the_score_down(evasive: float) -> None:
     hedged = answer_evidence([0.6], [0.6], [frozenset("abcdef")], evasive)
     assert hedged.score == pytest.approx(base.score * (1 - evasive))
     assert "evasive" in hedged.reason()
+
+
+def test_padding_lowers_the_score_of_an_answer() -> None:
+    """The same on-topic sentence, then the same with two sentences about nothing that was
+    asked: padding adds no new on-topic words, and now dilutes the sentences' focus."""
+    concise = answer_evidence(
+        part_best=[0.7],
+        sentence_on_topic=[0.7],
+        sentence_new_words=[frozenset({"five", "attempt"})],
+        evasive_share=0.0,
+    )
+    padded = answer_evidence(
+        part_best=[0.7],
+        sentence_on_topic=[0.7, 0.2, 0.15],
+        sentence_new_words=[frozenset({"five", "attempt"}), frozenset(), frozenset()],
+        evasive_share=0.0,
+    )
+    assert padded.score < concise.score
+    assert padded.focus < concise.focus == 1.0
+
+
+def test_numbers_are_masked_for_relevance() -> None:
+    from kbgraph.evals.judges import OfflineJudge
+    from kbgraph.evals.judges._relevance import mask_numbers
+    from kbgraph.testing import FakeEmbeddings
+
+    assert mask_numbers("Port 8080, not 9102; GPT-4 on 1.6 s") == "Port N, not N; GPT-4 on N s"
+    judge = OfflineJudge(FakeEmbeddings())
+    question = "On which port does Harbor listen?"
+    right = judge.judge_answer(question, "Harbor listens on port 8080.")
+    wrong = judge.judge_answer(question, "Harbor listens on port 9090.")
+    assert right.score == wrong.score

@@ -37,7 +37,7 @@ def row(row_id: str, faith: float | None, status: str = "ok") -> RowResult:
     return RowResult(row_id, "q", "ok", answer="a", metrics=metrics)
 
 
-def test_summary_has_the_four_metrics_with_counts() -> None:
+def test_summary_has_every_metric_with_counts() -> None:
     summary = summarize([row("a", 1.0), row("b", 0.5), row("c", None), row("d", 0, "failed")])
     assert summary["faithfulness"] == {
         "mean": 0.75,
@@ -64,6 +64,7 @@ def test_summary_has_the_four_metrics_with_counts() -> None:
         "context_recall": 1.0,
         "context_precision": None,
         "answer_relevance": None,
+        "answer_correctness": None,
         "gold_source_recall": 0.5,
     }
 
@@ -160,12 +161,12 @@ def test_cli_runs_a_dataset_and_gates_on_a_baseline(tmp_path: Path) -> None:
     assert json.loads(gated.output)["baseline"]["ok"] is False
 
 
-def test_cli_reports_bad_input_with_exit_code_2(tmp_path: Path) -> None:
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"question": "ok"}\n{not json}\n', encoding="utf-8")
-    result = CliRunner().invoke(eval_group, [str(bad), "--embedding", "fake", "--quiet"])
+def test_cli_reports_an_unreadable_data_set_with_exit_code_2(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        eval_group, [str(tmp_path / "missing.jsonl"), "--embedding", "fake", "--quiet"]
+    )
     assert result.exit_code == 2
-    assert "bad.jsonl:2: not valid JSON" in result.output
+    assert "missing.jsonl does not exist" in result.output
 
 
 def test_group_routes_subcommands_and_lazy_commands() -> None:
