@@ -75,14 +75,17 @@ def recorded_of(meta: IndexMeta | None) -> Recorded:
 
 def recorded_settings(layout: IndexLayout) -> Recorded:
     """The settings of the index in ``layout`` (see the module docstring)."""
+    layout.check_folder()
+    kept = layout.kept_without_pointer()
     try:
-        if not layout.has_pointer():
+        if not layout.has_pointer() and not kept:
             return Recorded()  # never published (or a first run killed): a new index
         live = layout.current_name()
         why = f"{layout.generation(live) / 'meta.json'} is damaged" if live else ""
     except (IndexCorruptError, OSError):
         live, why = None, f"{layout.current} is damaged"
-    candidates = [layout.generation(live)] if live else []
+    # CURRENT lost: the newest version HISTORY keeps names the model, never the default.
+    candidates = [layout.generation(live)] if live else [layout.generation(n) for n in kept]
     with contextlib.suppress(OSError):
         candidates += [g for g in layout.generations() if g.name != live]
     for generation in candidates:

@@ -48,7 +48,13 @@ from ._search import (
 )
 from ._search import search as _search
 from .config import ChunkConfig, ScanConfig, SearchConfig, SearchMode
-from .embeddings import DEFAULT_TIMEOUT, BatchEmbedder, describe_embeddings, resolve_embeddings
+from .embeddings import (
+    DEFAULT_TIMEOUT,
+    BatchEmbedder,
+    call_timeout_for,
+    describe_embeddings,
+    resolve_embeddings,
+)
 from .filters import SearchFilters
 from .progress import ProgressCallback, ignore_progress
 from .records import SearchResult
@@ -187,7 +193,8 @@ class KnowledgeBase:
                     if isinstance(spec, str)
                     else spec
                 )
-                self._embedder = BatchEmbedder(model)
+                bound = call_timeout_for(spec, self.embedding_timeout)
+                self._embedder = BatchEmbedder(model, call_timeout=bound)
             return self._embedder
 
     # -- indexing -----------------------------------------------------------------------
@@ -281,8 +288,12 @@ class KnowledgeBase:
         return settings_match(meta, plan)
 
     def is_fresh(self) -> bool:
-        """True when the folder matches the index; reads file metadata only."""
-        return self.stale_files() == 0
+        """True when the folder matches the index; reads file metadata only. A damaged
+        index is not fresh: the next ``ensure_fresh`` repairs it."""
+        try:
+            return self.stale_files() == 0
+        except IndexCorruptError:
+            return False
 
     def ensure_fresh(
         self, *, progress: ProgressCallback | None = None, allow_model_change: bool = False
@@ -489,13 +500,18 @@ class KnowledgeBase:
 
     def validate(self) -> None:
         """Open the live generation and check every file of it, then the chunks of every
-        file still as indexed against the file's bytes (raises IndexCorruptError)."""
+        file still as indexed against the file's bytes, and the BM25 index against the
+        chunks (raises IndexCorruptError)."""
         reader = self._open()
         reader.validate()
-        # Another engine version chunks otherwise; a database's rows are checked by it.
-        if isinstance(reader, FolderSnapshot) and reader.meta.engine_version == __version__:
+        if not isinstance(reader, FolderSnapshot):
+            return  # a database's rows are checked by it
+        # Another engine version chunks otherwise.
+        if reader.meta.engine_version == __version__:
             chunking = _recorded(ChunkConfig, reader.meta.chunking)
-            check_against_documents(reader, self.folder, chunking)
+            scan = _recorded(ScanConfig, reader.meta.scan)
+            check_against_documents(reader, self.folder, chunking, scan)
+        reader.check_lexical()
 
     def _version_count(self) -> int:
         """Versions kept for ``restore``: the folder index keeps generations; a database

@@ -83,6 +83,7 @@ class PgPrevious:
         assert writer._meta is not None
         self._writer, self.meta = writer, writer._meta
         self._failed = set(self.meta.failed_embeddings)
+        self.upgrading = False  # a database's rows have no older format
 
     def rows_of(self, rel: str, record: FileRecord) -> FileRows:
         chunks, matrix = self._writer.rows_of(rel)

@@ -5,7 +5,7 @@ from ._chunks import ChunkReader, write_chunks
 from ._generation import IndexReader, chunk_problem, read_meta, sound_vectors, write_generation
 from ._layout import INDEX_DIR_NAME, REPAIR, IndexLayout, write_file_atomic
 from ._lock import LockMode, file_lock
-from ._meta import FORMAT_VERSION, EmbeddingMeta, FileRecord, IndexMeta, SkipRecord
+from ._meta import FORMAT_VERSION, EmbeddingMeta, FileRecord, IndexMeta, SkipRecord, meta_bytes
 from ._vectors import open_vectors, write_vectors
 from ._versions import (
     DEFAULT_KEEP_VERSIONS,
@@ -36,6 +36,7 @@ __all__ = [
     "chunk_problem",
     "file_lock",
     "list_versions",
+    "meta_bytes",
     "open_vectors",
     "read_meta",
     "resolve_version",
