@@ -110,6 +110,11 @@ class FolderWriter:
         except (IndexCorruptError, OSError, ValueError) as exc:  # damage, whatever its form
             repaired.append(str(exc) if isinstance(exc, IndexCorruptError) else repr(exc))
             self._old = self._newest_intact()
+        if self._old is not None and not self._old.legacy:
+            try:  # a run that changes no file writes nothing: damage here must be seen
+                self._old.bm25.verify_all()
+            except IndexCorruptError as exc:
+                repaired.append(f"{exc}".split("; ", 1)[0] + "; built again from the chunks")
         if self._old is not None and self._old.legacy:
             repaired.append(
                 f"{self._old.path}: index format 1 (no checksums) upgraded: every file read "

@@ -480,10 +480,17 @@ class KnowledgeBase:
         """The kept generations, newest first (``kbgraph versions``)."""
         return list_versions(self._published_layout())
 
-    def restore(self, version: str) -> VersionInfo:
+    def restore(self, version: str | int) -> VersionInfo:
         """Make a kept generation current again, atomically: ``version`` is its name, a
         unique prefix of it, or its row in :meth:`versions` (1 = newest)."""
-        info = restore_version(self._published_layout(), version, lock_timeout=self.lock_timeout)
+        if isinstance(version, bool) or not isinstance(version, str | int):
+            raise ConfigError(
+                f"version must be a row number of versions() (1 = newest), a generation name "
+                f"or a unique prefix of one, got {type(version).__name__} {version!r}; e.g. "
+                "kb.restore(1) or kb.restore('gen-18a7')"
+            )
+        wanted = str(version)
+        info = restore_version(self._published_layout(), wanted, lock_timeout=self.lock_timeout)
         self._freshness.forget()
         return info
 

@@ -183,7 +183,8 @@ class IndexReader:
         if not self.bm25.same_as(BM25Index.build([index_text(c) for c in chunks])):
             raise IndexCorruptError(
                 f"{self.path}/bm25: the BM25 index is not the one its chunks give (its files "
-                f"agree with their checksums, so they were written so); {REPAIR}"
+                "agree with their checksums, so they were written so); run `kbgraph index "
+                "--rebuild` to build it again"
             )
 
     def size_bytes(self) -> int:
