@@ -82,7 +82,7 @@ class IndexedOpenAIEmbeddings(OpenAIEmbeddings):
         return vectors
 
 
-class IndexedAzureOpenAIEmbeddings(AzureOpenAIEmbeddings, IndexedOpenAIEmbeddings):  # type: ignore[misc]
+class IndexedAzureOpenAIEmbeddings(AzureOpenAIEmbeddings, IndexedOpenAIEmbeddings):
     """``AzureOpenAIEmbeddings`` matching vectors by index."""
 
 

@@ -37,8 +37,9 @@ def _element_hashes(data: np.ndarray, indices: np.ndarray, positions: np.ndarray
 
 def column_sums(data: np.ndarray, indices: np.ndarray, indptr: np.ndarray) -> np.ndarray:
     """The checksum of every column (uint64, one per term); 0 for an empty column."""
-    starts = np.asarray(indptr[:-1], dtype=np.int64)
-    lengths = np.diff(np.asarray(indptr, dtype=np.int64))
+    bounds: np.ndarray = np.asarray(indptr, dtype=np.int64)
+    starts: np.ndarray = bounds[:-1]
+    lengths: np.ndarray = bounds[1:] - bounds[:-1]
     sums = np.zeros(len(lengths), dtype=np.uint64)
     if not len(data):
         return sums
