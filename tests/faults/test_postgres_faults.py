@@ -21,9 +21,14 @@ from tests.support.postgres import new_database, url_for
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(90)]
 
 
-def _docs(folder: Path, version: int) -> Path:
+def _docs(folder: Path, version: int, paragraphs: int = 1) -> Path:
+    """40 notes; ``paragraphs`` of ~60 bytes each (many make many chunks to copy in)."""
     docs = {
-        f"notes/n{i:02d}.md": f"# Note {i}\n\nretry backoff {i} v{version}\n" for i in range(40)
+        f"notes/n{i:02d}.md": f"# Note {i}\n\n"
+        + "".join(
+            f"retry backoff {i} paragraph {p} of version {version}.\n\n" for p in range(paragraphs)
+        )
+        for i in range(40)
     }
     return write_docs(folder, docs)  # type: ignore[arg-type]
 
@@ -99,9 +104,15 @@ def test_a_connection_lost_in_the_middle_of_a_copy_is_one_line(
 ) -> None:
     """Regression (issue 24): a server-side termination mid-COPY added psycopg's "error
     ignored terminating <psycopg.Copy [BAD]>" to the one-line reason."""
-    folder = _docs(tmp_path / "docs", 0)
-    assert _index(folder, database).code == 0
-    _docs(folder, 1)  # every file changed: the next run copies every row in again
+    # Rows enough (~600, ~400 KB) that the client is still writing when the server cuts
+    # the connection: the write fails inside the COPY block and psycopg's clean-up fails
+    # again, the case that logged "error ignored terminating" (a few rows fit in one
+    # buffer and only fail at the end, which never logged it).
+    folder = _docs(tmp_path / "docs", 0, paragraphs=150)
+    first = _index(folder, database)
+    assert first.code == 0, first.stderr
+    rows = json.loads(first.stdout)["chunkCount"]
+    _docs(folder, 1, paragraphs=150)  # every file changed: the next run copies every row in
     with psycopg.connect(database, autocommit=True) as admin:
         kb_id = admin.execute(
             "SELECT id FROM kbgraph_kbs WHERE folder = %s", (str(folder.resolve()),)
@@ -124,4 +135,4 @@ def test_a_connection_lost_in_the_middle_of_a_copy_is_one_line(
     again = _index(folder, database)
     assert again.code == 0, again.stderr
     report = json.loads(again.stdout)
-    assert (report["chunkCount"], report["embedded"]) == (40, 0)
+    assert (report["chunkCount"], report["embedded"]) == (rows, 0)
