@@ -105,7 +105,7 @@ def test_a_folder_swapped_for_a_link_after_the_scan_is_not_followed(tmp_path: Pa
 
 GROWER = textwrap.dedent(
     """
-    import json, os, resource, sys
+    import json, os, sys
     from kbgraph.retrieval import KnowledgeBase, ScanConfig
     folder = sys.argv[1]
     def grow(event):
@@ -113,7 +113,10 @@ GROWER = textwrap.dedent(
             os.truncate(os.path.join(folder, "grows.txt"), 1 << 30)  # sparse: 1 GiB of zeros
     with KnowledgeBase(folder, embedding=None, scan=ScanConfig(max_file_bytes=1_000_000)) as kb:
         report = kb.index(progress=grow)
-    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # VmHWM, not getrusage's ru_maxrss: Linux carries the parent's peak over exec into
+    # ru_maxrss, so a child of a big pytest process reported the parent's ~1 GiB.
+    with open("/proc/self/status") as fh:
+        peak_mib = next(int(l.split()[1]) for l in fh if l.startswith("VmHWM:")) / 1024
     print(json.dumps({"skipped": {s.path: s.reason for s in report.skipped}, "peak": peak_mib}))
     """
 )
