@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import random
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -17,6 +16,7 @@ from langchain_core.embeddings import Embeddings
 
 from kbgraph.errors import DimensionMismatchError, EmbeddingError, KbgraphError
 
+from ._calls import call_within, one_line
 from ._retry import ErrorVerdict, backoff_delay, classify_error
 from ._spec import EmbeddingInfo, describe_embeddings
 
@@ -453,42 +453,12 @@ def _describe(verdict: ErrorVerdict, exc: BaseException) -> str:
     return f"{status}{type(exc).__name__}: {one_line(str(exc))}"
 
 
-def one_line(text: str) -> str:
-    """A provider's message on one line (servers answer with tracebacks and JSON spread
-    over lines; a failure is one line on stderr)."""
-    return " ".join(text.split())
-
-
-def call_within(call: Callable[[], _T], timeout: float, who: str) -> _T:
-    """``call()`` in a daemon thread; ``TimeoutError`` when it has not returned within
-    ``timeout`` seconds (classified as a timed-out request: retried, then a failure)."""
-    result: list[_T] = []
-    error: list[BaseException] = []
-
-    def work() -> None:
-        try:
-            result.append(call())
-        except BaseException as exc:  # handed to the caller's thread
-            error.append(exc)
-
-    worker = threading.Thread(target=work, name="kbgraph-embed", daemon=True)
-    worker.start()
-    worker.join(timeout)
-    if error:
-        raise error[0]
-    if not result:
-        raise TimeoutError(f"{who} did not return within {timeout:g}s")
-    return result[0]
-
-
 __all__ = [
     "BatchEmbedder",
     "EmbedOutcome",
     "EmbeddedBatch",
     "InputLimited",
-    "call_within",
     "check_dims",
     "l2_normalise",
     "length_order",
-    "one_line",
 ]
