@@ -92,6 +92,7 @@ def section_exact(work: Path, rows: int, dims: int, qs: np.ndarray) -> dict[str,
 
 def section_ann(work: Path, rows: int, dims: int, qs: np.ndarray) -> dict[str, Any]:
     from kbgraph.retrieval.folder import AnnIndex, FolderRanking, open_vectors, write_ann
+    from kbgraph.retrieval.storage import sound_vectors
 
     if not (work / "vectors.bin").exists():
         _write_vectors(work, rows, dims)
@@ -103,9 +104,18 @@ def section_ann(work: Path, rows: int, dims: int, qs: np.ndarray) -> dict[str, A
     if not written:
         raise SystemExit(f"{rows} rows is below the ANN threshold; pass --rows 50000 or more")
     ann = AnnIndex.open(work, rows)
+
+    def check_vector_rows(keys: Any) -> None:  # as IndexReader checks the rows it ranks by
+        if not sound_vectors(np.asarray(matrix[np.asarray(keys, dtype=np.int64)])).all():
+            raise SystemExit(f"{work / 'vectors.bin'} holds a damaged vector")
+
     # The product's query path: FolderRanking over a generation with a graph.
     reader = SimpleNamespace(
-        vectors=matrix, ann=ann, meta=SimpleNamespace(embedding=None), mask=lambda filters: None
+        vectors=matrix,
+        ann=ann,
+        meta=SimpleNamespace(embedding=None),
+        mask=lambda filters: None,
+        check_vector_rows=check_vector_rows,
     )
 
     def run(q: np.ndarray) -> list[int]:

@@ -180,7 +180,7 @@ def _writer(folder: Path, first: int, stop: Path, max_version: int, rebuild: boo
 
 
 def _reader(folder: Path, stop: Path, max_version: int) -> None:
-    from kbgraph.retrieval.folder import IndexLayout, IndexReader
+    from kbgraph.retrieval.folder import FolderSnapshot, IndexLayout
     from tests.integration._reader_child import check
 
     layout = IndexLayout(folder / ".kbgraph")
@@ -188,7 +188,8 @@ def _reader(folder: Path, stop: Path, max_version: int) -> None:
     checked, torn, errors = 0, [], []
     while not stop.exists():
         try:
-            reader = IndexReader(layout, lock_timeout=600)
+            # A snapshot, as the reader child opens: search() asks it has_vectors.
+            reader = FolderSnapshot(layout, lock_timeout=600)
         except Exception as exc:
             errors.append(f"open: {type(exc).__name__}: {exc}")
             continue

@@ -11,7 +11,7 @@ from kbgraph.retrieval.backends import describe_store
 from kbgraph.retrieval.storage import is_database, no_versions
 
 from .cli import _open_kb, folder_arg, index_dir_opt, json_opt, lock_timeout_opt, store_opt
-from .exit_codes import emit_json, fail_cleanly
+from .exit_codes import emit_json, fail_cleanly, printable
 
 
 def _folder_index_only(folder: Path, store: str | None) -> None:
@@ -44,7 +44,7 @@ def versions(
     for n, v in enumerate(rows, 1):
         mark = "*" if v.current else " "
         if v.problem:
-            click.echo(f"{mark}{n:>2}  {v.name:<26} unreadable: {v.problem}")
+            click.echo(printable(f"{mark}{n:>2}  {v.name:<26} unreadable: {v.problem}"))
             continue
         click.echo(
             f"{mark}{n:>2}  {v.name:<26} {v.indexed_at or '?':<25} {v.file_count:>6} "

@@ -31,7 +31,7 @@ from .cli import (
     read_store_opt,
     store_opt,
 )
-from .exit_codes import fail_cleanly
+from .exit_codes import fail_cleanly, printable
 
 
 def _clock() -> str:
@@ -68,9 +68,9 @@ def _printer(as_json: bool) -> Any:
         if as_json:
             click.echo(json.dumps(run.to_dict(), ensure_ascii=False))
         elif run.ok:
-            click.echo(describe_run(run))
+            click.echo(printable(describe_run(run)))
         else:
-            click.echo(describe_run(run), err=True)
+            click.echo(printable(describe_run(run)), err=True)
 
     return on_run
 

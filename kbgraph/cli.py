@@ -23,7 +23,7 @@ from kbgraph.retrieval.config import ChunkConfig, ScanConfig, SearchConfig
 from kbgraph.retrieval.filters import SEARCH_KINDS, SearchFilters
 
 from ._progress import TqdmProgress
-from .exit_codes import emit_json, end_quietly, fail_cleanly, stdout_closed
+from .exit_codes import emit_json, end_quietly, fail_cleanly, printable, stdout_closed
 
 
 def _open_kb(
@@ -333,7 +333,8 @@ def index(
     )
     _echo_skipped(data["skipped"])
     for warning in data["warnings"]:
-        click.echo(f"  warning {warning['path']}: {warning['reason']} ({warning['detail']})")
+        line = f"  warning {warning['path']}: {warning['reason']} ({warning['detail']})"
+        click.echo(printable(line))
 
 
 # Left out by the user's patterns or by design: counted, not listed (they can be many);
@@ -349,7 +350,7 @@ def _echo_skipped(skipped: list[dict[str, str]]) -> None:
     for s in skipped:
         if s["reason"] not in _ROUTINE:
             detail = f" ({s['detail']})" if s.get("detail") else ""
-            click.echo(f"  skipped {s['path']}: {s['reason']}{detail}")
+            click.echo(printable(f"  skipped {s['path']}: {s['reason']}{detail}"))
 
 
 @main.command()
@@ -443,7 +444,8 @@ def search(
         c = r.chunk
         where = f"{c.source}:{c.line_start}-{c.line_end}"
         extra = f" § {c.section}" if c.section else ""
-        click.echo(click.style(f"[{n}] {where}{extra}  score {r.score:.4f}", bold=True))
+        header = printable(f"[{n}] {where}{extra}  score {r.score:.4f}")
+        click.echo(click.style(header, bold=True))
         click.echo("    " + c.text.strip().replace("\n", "\n    "))
 
 

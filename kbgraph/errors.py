@@ -15,6 +15,7 @@ every layer may import it.
     ├── IndexNotFoundError                 the folder has no index yet
     ├── IndexLockedError (TimeoutError)    another process held the index too long
     ├── IndexCorruptError                  an index file failed validation
+    ├── IndexUnreadableError               the index folder may not be read (permissions)
     ├── ModelMismatchError                 another embedding model than the index's
     │   └── DimensionMismatchError         vectors of another size
     ├── DatabaseUnavailableError           PostgreSQL did not answer
@@ -89,6 +90,11 @@ class IndexCorruptError(KbgraphError):
     """An index file failed validation (bad magic, version, length or content)."""
 
 
+class IndexUnreadableError(KbgraphError):
+    """The index folder exists but this user may not read it (its permissions): not damage
+    that an index run could repair, so the message says what access to give."""
+
+
 class ModelMismatchError(KbgraphError):
     """The embedding model in use is not the one the index was built with (another
     provider or model name, or vectors of another size)."""
@@ -146,6 +152,7 @@ __all__ = [
     "IndexCorruptError",
     "IndexLockedError",
     "IndexNotFoundError",
+    "IndexUnreadableError",
     "InvalidSettingError",
     "JudgeError",
     "JudgeTimeoutError",

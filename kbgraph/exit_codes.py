@@ -42,6 +42,22 @@ _OPTION_OF = {
 }
 
 
+# Line breaks and other control characters, as escapes: a failure is one line on stderr
+# and a listed file one line on stdout, whatever a file name or a server's message holds.
+_ESCAPES = {
+    **{code: f"\\x{code:02x}" for code in [*range(0x20), 0x7F, 0x85] if code != 0x09},
+    0x0A: "\\n",
+    0x0D: "\\r",
+    0x2028: "\\u2028",
+    0x2029: "\\u2029",
+}
+
+
+def printable(text: str) -> str:
+    """``text`` on one line: a newline in a file name is shown as ``\\n``, not printed."""
+    return text.translate(_ESCAPES)
+
+
 def describe_invalid(exc: InvalidSettingError) -> str:
     """The settings model's one-line refusal, naming the command-line option that set the
     value rather than the settings field."""
@@ -61,16 +77,16 @@ def failing_as(prefix: str) -> Callable[[F], F]:
             try:
                 return func(*args, **kwargs)
             except InvalidSettingError as exc:  # a bad option value
-                click.echo(f"{prefix}: {describe_invalid(exc)}", err=True)
+                click.echo(f"{prefix}: {printable(describe_invalid(exc))}", err=True)
                 sys.exit(EXIT_USAGE)
             except KbgraphError as exc:
                 code = next((c for t, c in EXIT_CODES.items() if isinstance(exc, t)), 1)
-                click.echo(f"{prefix}: {exc}", err=True)
+                click.echo(f"{prefix}: {printable(str(exc))}", err=True)
                 sys.exit(code)
             except (OSError, ValueError) as exc:
                 if isinstance(exc, BrokenPipeError) and stdout_closed():
                     end_quietly()  # not a failure: the reader had read enough
-                click.echo(f"{prefix}: {type(exc).__name__}: {exc}", err=True)
+                click.echo(f"{prefix}: {type(exc).__name__}: {printable(str(exc))}", err=True)
                 sys.exit(1)
 
         return cast(F, wrapper)
@@ -123,5 +139,6 @@ __all__ = [
     "end_quietly",
     "fail_cleanly",
     "failing_as",
+    "printable",
     "stdout_closed",
 ]

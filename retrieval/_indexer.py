@@ -200,15 +200,22 @@ def _add_file(plan: IndexPlan, old: Previous | None, file: ScannedFile, p: _Pend
         p.skips.append(SkippedFile(file.rel, prev_skip.reason, prev_skip.detail))
         return
     record = meta.files.get(file.rel) if meta else None
-    if old and record and (record.size, record.mtime_ns) == (file.size, file.mtime_ns):
-        reused = reuse_unchanged(old, record, file.rel)
+    trusted = record
+    if record is not None and record.kind != file.kind:
+        # The kind is the file name's: another one recorded is damage (an edited meta.json).
+        p.repaired.append(f"{file.rel} was recorded as {record.kind}, not {file.kind}; read again")
+        trusted = None
+    if old and old.upgrading:
+        trusted = None  # an older format: its records are derived again, only vectors reused
+    if old and trusted and (trusted.size, trusted.mtime_ns) == (file.size, file.mtime_ns):
+        reused = reuse_unchanged(old, trusted, file.rel)
         if isinstance(reused, Reused):
-            _take(plan, p, record, file, reused)
-            p.previous[file.rel] = record
+            _take(plan, p, trusted, file, reused)
+            p.previous[file.rel] = trusted
             return
         p.repaired.append(f"{reused}; {file.rel} read again")
     try:
-        loaded = load_file(file)
+        loaded = load_file(file, max_bytes=plan.scan.max_file_bytes)
     except SkipFile as exc:
         skip = exc.skipped
         p.skipped[file.rel] = SkipRecord.of(
@@ -220,8 +227,8 @@ def _add_file(plan: IndexPlan, old: Previous | None, file: ScannedFile, p: _Pend
     # generation are not trusted to hold the file's text; only their vectors are reused.
     chunks = chunk_file(loaded.segments, plan.chunking, loaded.kind, file.rel)
     known = vectors_by_id(old, record, file.rel)
-    if old and record and record.sha256 == loaded.sha256:
-        if not same_chunks(old, record, file.rel, chunks):
+    if old and trusted and trusted.sha256 == loaded.sha256:
+        if not same_chunks(old, trusted, file.rel, chunks):
             p.repaired.append(
                 f"the previous chunks of {file.rel} did not match its bytes; chunked again"
             )

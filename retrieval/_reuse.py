@@ -20,12 +20,12 @@ from kbgraph.errors import IndexCorruptError
 
 from . import __version__
 from .chunking import chunk_file
-from .config import ChunkConfig
+from .config import ChunkConfig, ScanConfig
 from .folder import IndexReader
 from .loaders import SkipFile, load_file
 from .records import Chunk
-from .scan import ScannedFile
-from .storage import FileRecord, FileRows, usable_vectors
+from .scan import scan_one
+from .storage import REPAIR, FileRecord, FileRows, usable_vectors
 
 if TYPE_CHECKING:
     from .storage import Previous
@@ -74,20 +74,26 @@ def same_chunks(previous: Previous, record: FileRecord, rel: str, chunks: list[C
     return [c.id if c else None for c in held] == [c.id for c in chunks]
 
 
-def check_against_documents(reader: IndexReader, folder: Path, chunking: ChunkConfig) -> None:
+def check_against_documents(
+    reader: IndexReader, folder: Path, chunking: ChunkConfig, scan: ScanConfig
+) -> None:
     """For every file whose bytes are still those the index recorded (same sha256), chunk
     it again and compare with the index's records: text the file does not hold (planted
-    by a crafted index, whose ids are right) is damage even where the checksums agree."""
+    by a crafted index, whose ids are right) is damage even where the checksums agree.
+    Documents are read as an indexing run reads them (the scan's rules, no link followed
+    out of the folder)."""
     for rel in reader.sources:
         record = reader.meta.files[rel]
-        path = folder / rel
-        try:
-            stat = path.stat()
-        except OSError:
+        scanned = scan_one(folder, rel, scan)
+        if scanned is None:
             continue  # gone since: stale, not damaged
-        scanned = ScannedFile(path, rel, stat.st_size, stat.st_mtime_ns, record.kind)
+        if scanned.kind != record.kind:
+            raise IndexCorruptError(
+                f"{reader.path / 'meta.json'}: {rel} is recorded as {record.kind}, but its "
+                f"name makes it {scanned.kind}; {REPAIR}"
+            )
         try:
-            loaded = load_file(scanned)
+            loaded = load_file(scanned, max_bytes=scan.max_file_bytes)
         except SkipFile:
             continue
         if loaded.sha256 != record.sha256:

@@ -52,6 +52,12 @@ def search_config(
             )
         if isinstance(given, bool):
             raise ConfigError(f"{name} must not be a bool (got {given!r})")
+        if name == "top_k" and not isinstance(given, int):
+            # A str or float would be coerced by the settings model ("5" and 5.0 to 5).
+            raise ConfigError(
+                f"top_k must be a whole number from 1 to 1000, got {type(given).__name__} "
+                f"{given!r}; e.g. top_k=5"
+            )
         values[name] = given
     return SearchConfig.model_validate(values)  # ConfigError naming the bad setting
 

@@ -54,7 +54,13 @@ from ._search import search as _search
 from .backends import open_store
 from .chunking import code_chunker_id
 from .config import ChunkConfig, ScanConfig, SearchConfig, SearchMode
-from .embeddings import DEFAULT_TIMEOUT, BatchEmbedder, describe_embeddings, resolve_embeddings
+from .embeddings import (
+    DEFAULT_TIMEOUT,
+    BatchEmbedder,
+    call_timeout_for,
+    describe_embeddings,
+    resolve_embeddings,
+)
 from .filters import SearchFilters
 from .folder import (
     FolderSnapshot,
@@ -213,7 +219,8 @@ class KnowledgeBase:
                     if isinstance(spec, str)
                     else spec
                 )
-                self._embedder = BatchEmbedder(model)
+                bound = call_timeout_for(spec, self.embedding_timeout)
+                self._embedder = BatchEmbedder(model, call_timeout=bound)
             return self._embedder
 
     # -- indexing -----------------------------------------------------------------------
@@ -328,8 +335,12 @@ class KnowledgeBase:
         return [*scanned.skipped, *loaded]
 
     def is_fresh(self) -> bool:
-        """True when the folder matches the index; reads file metadata only."""
-        return self.stale_files() == 0
+        """True when the folder matches the index; reads file metadata only. A damaged
+        index is not fresh: the next ``ensure_fresh`` repairs it."""
+        try:
+            return self.stale_files() == 0
+        except IndexCorruptError:
+            return False
 
     def ensure_fresh(
         self, *, progress: ProgressCallback | None = None, allow_model_change: bool = False
@@ -541,10 +552,17 @@ class KnowledgeBase:
         """The kept generations, newest first (``kbgraph versions``)."""
         return list_versions(self._published_layout())
 
-    def restore(self, version: str) -> VersionInfo:
+    def restore(self, version: str | int) -> VersionInfo:
         """Make a kept generation current again, atomically: ``version`` is its name, a
         unique prefix of it, or its row in :meth:`versions` (1 = newest)."""
-        info = restore_version(self._published_layout(), version, lock_timeout=self.lock_timeout)
+        if isinstance(version, bool) or not isinstance(version, str | int):
+            raise ConfigError(
+                f"version must be a row number of versions() (1 = newest), a generation name "
+                f"or a unique prefix of one, got {type(version).__name__} {version!r}; e.g. "
+                "kb.restore(1) or kb.restore('gen-18a7')"
+            )
+        wanted = str(version)
+        info = restore_version(self._published_layout(), wanted, lock_timeout=self.lock_timeout)
         self._freshness.forget()
         return info
 
@@ -561,17 +579,21 @@ class KnowledgeBase:
 
     def validate(self) -> None:
         """Open the live generation and check every file of it, then the chunks of every
-        file still as indexed against the file's bytes (raises IndexCorruptError)."""
+        file still as indexed against the file's bytes, and the BM25 index against the
+        chunks (raises IndexCorruptError)."""
         reader = self._open()
         reader.validate()
-        # Another engine version chunks otherwise; a database's rows are checked by it.
+        if not isinstance(reader, FolderSnapshot):
+            return  # a database's rows are checked by it
+        # Another engine version (or code chunker) chunks otherwise.
         if (
-            isinstance(reader, FolderSnapshot)
-            and reader.meta.engine_version == __version__
+            reader.meta.engine_version == __version__
             and reader.meta.code_chunker == code_chunker_id()
         ):
             chunking = _recorded(ChunkConfig, reader.meta.chunking)
-            check_against_documents(reader, self.folder, chunking)
+            scan = _recorded(ScanConfig, reader.meta.scan)
+            check_against_documents(reader, self.folder, chunking, scan)
+        reader.check_lexical()
 
     def _version_count(self) -> int:
         """Versions kept for ``restore``: the folder index keeps generations; a database

@@ -8,6 +8,7 @@ the contract in ``ARCHITECTURE.md``, by pydantic aliases (:mod:`kbgraph.retrieva
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, get_args
 
@@ -49,6 +50,15 @@ def chunk_id(source: str, byte_start: int, byte_end: int, text: str) -> str:
 def text_hash(text: str) -> str:
     """Key of the embedding cache (together with the model name)."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def json_checksum(value: Any) -> str:
+    """The checksum of a JSON record of the index (a chunk line, meta.json, bm25.json):
+    sha256 of its canonical JSON (sorted keys, no spaces), 16 hex digits as chunk ids. It
+    catches damage, not a forger, who can compute it as well (``stats --validate`` checks
+    the records against the documents for that)."""
+    body = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 @camel

@@ -11,7 +11,9 @@ Rules, in the order they apply:
    ``conda-meta`` (a virtualenv or conda env, whatever its name) are reported once each as
    ``excluded-dir`` (``path/``), never file by file, so that the report stays short on a
    big repository. The index folder (``index_dir`` and ``<root>/.kbgraph``) is kbgraph's
-   own and is not reported.
+   own and is not reported; any other kbgraph index (a ``.kbgraph`` folder at any depth,
+   or a folder holding ``CURRENT`` beside ``gen-*`` folders) is ``excluded-dir``: an index
+   holds the text of other documents, never documents of its own.
 2. Files matching an exclude pattern: ``excluded``.
 3. Secrets (:data:`~kbgraph.retrieval.config.SECRET_DENY`, matched ignoring case): reported as
    ``secret`` even when an include pattern matches them; a secret folder (``.ssh/``) is
@@ -48,6 +50,8 @@ _ENV_MARKERS = {
     "pyvenv.cfg": "a Python virtual environment",
     "conda-meta": "a conda environment",
 }
+_GENERATION = re.compile(r"gen-[0-9a-f]+-[0-9a-f]+")
+OTHER_INDEX = "another kbgraph index; an index is never indexed as documents"
 
 _KIND_BY_SUFFIX: dict[str, FileKind] = {
     **dict.fromkeys(("md", "markdown", "mdx"), "markdown"),
@@ -74,6 +78,14 @@ class ScannedFile:
     # The inode's change time: a chmod/chown changes it, not the size or mtime. Compared
     # only for files an earlier run could not read (see SkipRecord.ctime_ns).
     ctime_ns: int = 0
+    # What the scan saw, so that the reader opens exactly that file (loaders/_read.py):
+    # the scanned root, the path to open below it (a link's target inside the folder, else
+    # ``rel``) and the identity of the inode found there. Unset for a file described by
+    # hand: then only the last component is opened without following links.
+    root: Path | None = None
+    target: str | None = None
+    dev: int | None = None
+    ino: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +211,9 @@ class _Scanner:
         if rel_dir and marker is not None:
             self._skip(rel_dir + "/", "excluded-dir", f"{_ENV_MARKERS[marker]} ({marker})")
             return []
+        if rel_dir and _holds_an_index(entries):
+            self._skip(rel_dir + "/", "excluded-dir", f"{OTHER_INDEX} (CURRENT, gen-*)")
+            return []
         subdirs: list[tuple[str, str]] = []
         for entry in entries:
             rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
@@ -224,6 +239,9 @@ class _Scanner:
         rules = self.rules
         if abs_path in self.pruned_dirs:
             return False  # the index itself
+        if rel.rsplit("/", 1)[-1] == DEFAULT_INDEX_DIRNAME:
+            self._skip(rel + "/", "excluded-dir", OTHER_INDEX)
+            return False
         if rules.dir_matches(rules.exclude, rel):
             self._skip(rel + "/", "excluded-dir", "the folder matches an exclude pattern")
             return False
@@ -284,10 +302,12 @@ class _Scanner:
             self._skip(rel, "secret", f"the link points at {target_rel}, a secret")
         elif any(target.is_relative_to(d) for d in self.pruned_dirs):
             self._skip(rel, "excluded", "the link points into the index folder")
+        elif DEFAULT_INDEX_DIRNAME in target_rel.split("/"):
+            self._skip(rel, "excluded", "the link points into another kbgraph index")
         else:
-            self._add(Path(abs_path), rel, st)
+            self._add(Path(abs_path), rel, st, target_rel)
 
-    def _add(self, path: Path, rel: str, st: os.stat_result) -> None:
+    def _add(self, path: Path, rel: str, st: os.stat_result, target: str | None = None) -> None:
         if not stat.S_ISREG(st.st_mode):
             self._skip(rel, "unreadable", "not a regular file (pipe, socket or device)")
         elif st.st_size > self.rules.max_bytes:
@@ -296,8 +316,24 @@ class _Scanner:
         else:
             kind = file_kind(rel)
             self.files.append(
-                ScannedFile(path, rel, st.st_size, st.st_mtime_ns, kind, st.st_ctime_ns)
-            )
+                ScannedFile(
+                    path, rel, st.st_size, st.st_mtime_ns, kind, st.st_ctime_ns,
+                    root=self.root, target=target or rel, dev=st.st_dev, ino=st.st_ino,
+                )
+            )  # fmt: skip
+
+    def one(self, rel: str) -> ScannedFile | None:
+        """``rel`` judged alone, as the walk would judge it (its folders are not checked)."""
+        path = os.path.join(self.root, rel)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return None
+        if stat.S_ISLNK(st.st_mode):
+            self._link(path, rel)
+        elif self._wanted(rel):
+            self._add(Path(path), rel, st)
+        return self.files[-1] if self.files and self.files[-1].rel == rel else None
 
 
 class PathRules:
@@ -327,6 +363,10 @@ class PathRules:
             return True
         rules, pruned = self._scanner.rules, self._scanner.pruned_dirs
         parts = rel.split("/")
+        if DEFAULT_INDEX_DIRNAME in parts[:-1] or (
+            parts[-1] == DEFAULT_INDEX_DIRNAME and os.path.isdir(os.path.join(self.root, rel))
+        ):
+            return False  # any kbgraph index, this folder's own or another
         for depth in range(1, len(parts) + 1):
             folder = "/".join(parts[:depth])
             absolute = os.path.join(self.root, folder)
@@ -343,6 +383,13 @@ class PathRules:
     def includes(self, rel: str) -> bool:
         """Whether a file of that relative path matches an include pattern."""
         return bool(self._scanner.rules.include.fullmatch(rel))
+
+
+def _holds_an_index(entries: list[os.DirEntry[str]]) -> bool:
+    """The folder is a kbgraph index, whatever its name: a ``CURRENT`` pointer beside
+    generation folders (names only: the scan reads no file)."""
+    names = {e.name for e in entries}
+    return "CURRENT" in names and any(_GENERATION.fullmatch(n) for n in names)
 
 
 def _is_utf8(name: str) -> bool:
@@ -369,6 +416,12 @@ def scan_folder(root: Path, config: ScanConfig, *, index_dir: Path | None = None
     return _Scanner(real_root, config, index_dir).run()
 
 
+def scan_one(root: Path, rel: str, config: ScanConfig) -> ScannedFile | None:
+    """The scan's record of one file of ``root`` (None when the scan would not index it):
+    what ``stats --validate`` reads a document through, as an indexing run would."""
+    return _Scanner(Path(os.path.realpath(root)), config, None).one(rel)
+
+
 __all__ = [
     "DEFAULT_INDEX_DIRNAME",
     "PathRules",
@@ -378,4 +431,5 @@ __all__ = [
     "file_kind",
     "glob_to_regex",
     "scan_folder",
+    "scan_one",
 ]

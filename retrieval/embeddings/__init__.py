@@ -19,7 +19,7 @@ from ._batching import (
 from ._cache import CachedEmbedOutcome, EmbeddingCache, VectorCache, embed_with_cache
 from ._identity import describe_embeddings
 from ._local import LocalEmbeddings, packaged_model_dir
-from ._providers import DEFAULT_TIMEOUT, resolve_embeddings
+from ._providers import DEFAULT_TIMEOUT, call_timeout_for, resolve_embeddings
 from ._retry import ErrorVerdict, backoff_delay, classify_error, parse_retry_after
 from ._spec import (
     ALLOWED_FORMS,
@@ -47,6 +47,7 @@ __all__ = [
     "LocalEmbeddings",
     "VectorCache",
     "backoff_delay",
+    "call_timeout_for",
     "check_dims",
     "classify_error",
     "describe_embeddings",

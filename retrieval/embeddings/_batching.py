@@ -9,18 +9,21 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
 from kbgraph.errors import DimensionMismatchError, EmbeddingError, KbgraphError
 
+from ._calls import call_within, one_line
 from ._identity import describe_embeddings
 from ._retry import ErrorVerdict, backoff_delay, classify_error
 from ._spec import EmbeddingInfo
 
 logger = logging.getLogger("kbgraph.retrieval.embeddings")
+_T = TypeVar("_T")
+_PROBE_TEXT = "probe"
 
 _HINTS = {
     401: "check the API key",
@@ -97,7 +100,13 @@ class BatchEmbedder:
     ``max_timeout_retries`` times, as each one costs the client's whole timeout. A batch
     the provider rejects (400, 413, 422) is bisected until the refused inputs are found;
     they, and vectors of the wrong length or not finite, are reported in ``failed`` and
-    get zero rows, so one bad input never fails the run. Texts longer
+    get zero rows, so one bad input never fails the run. A refusal of the request itself
+    is not bisected: when the provider has accepted nothing yet (or refused every input
+    of a batch one by one) a one-word probe is sent, and if it is refused too the run
+    fails at once (``EmbeddingError``) instead of sending a request per input.
+    ``call_timeout`` bounds each call of the ``Embeddings`` object (it runs in a worker
+    thread; a call that does not return in time counts as a timed-out request): for
+    objects whose own client has no timeout. Texts longer
     than ``max_chars`` are cut; models that know their token limit (:class:`InputLimited`,
     the local sentence-transformers model) truncate further, and one warning per call
     counts the texts cut either way. Texts are embedded longest first, so that each batch
@@ -115,6 +124,7 @@ class BatchEmbedder:
         max_retry_after: float = 120.0,
         max_chars: int = 8000,
         max_timeout_retries: int = 2,
+        call_timeout: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
     ) -> None:
@@ -128,7 +138,10 @@ class BatchEmbedder:
         self.max_retry_after = max_retry_after
         self.max_chars = max_chars
         self.max_timeout_retries = max_timeout_retries
+        self.call_timeout = call_timeout
         self._sleep = sleep
+        self._accepted = False  # the provider answered a request with vectors
+        self._refused = 0  # inputs refused one by one so far
         self._rng = rng or random.Random()
         self.info: EmbeddingInfo = describe_embeddings(embeddings)
         self.dims: int | None = None  # known after the first successful call
@@ -172,7 +185,10 @@ class BatchEmbedder:
         embedded_any = False
         for start in range(0, len(order), self.batch_size):
             indices = order[start : start + self.batch_size]
+            refused_before = self._refused
             rows = self._embed_span([prepared[i] for i in indices], indices)
+            if len(rows) > 1 and self._refused - refused_before == len(rows):
+                self._check_requests_accepted(force=True)
             failed = [indices[k] for k, row in enumerate(rows) if row is None]
             embedded_any = embedded_any or len(failed) < len(rows)
             if not embedded_any and len(order) > 1 and start + len(indices) == len(order):
@@ -188,11 +204,13 @@ class BatchEmbedder:
             logger.warning("query truncated to %d characters", self.max_chars)
         query = text[: self.max_chars]
         try:
-            vector = self._with_retries(lambda: [self.embeddings.embed_query(query)], 1)
+            vector = self._with_retries(
+                lambda: [self._call(lambda: self.embeddings.embed_query(query))], 1
+            )
         except _Rejected as rejected:
             raise EmbeddingError(
                 f"{self.info.key} refused the query (HTTP {rejected.verdict.status}: "
-                f"{rejected.__cause__}); try rephrasing it"
+                f"{one_line(str(rejected.__cause__))}); try rephrasing it"
             ) from rejected.__cause__
         row = self._rows(vector, 1)[0]
         if row is None:
@@ -259,21 +277,24 @@ class BatchEmbedder:
         """Rows for ``texts`` (at ``positions`` of the caller's list); ``None`` for the
         inputs the provider refused, found by bisection."""
         try:
-            raw = self._with_retries(lambda: self.embeddings.embed_documents(texts), len(texts))
+            raw = self._with_retries(lambda: self._documents(texts), len(texts))
         except _Rejected as rejected:
+            self._check_requests_accepted(rejected)
             if len(texts) == 1:
+                self._refused += 1
                 logger.warning(
                     "input %d was refused by %s (HTTP %s) and is left out: %s",
                     positions[0],
                     self.info.key,
                     rejected.verdict.status,
-                    rejected.__cause__,
+                    one_line(str(rejected.__cause__)),
                 )
                 return [None]
             half = len(texts) // 2
             return self._embed_span(texts[:half], positions[:half]) + self._embed_span(
                 texts[half:], positions[half:]
             )
+        self._accepted = True
         rows = self._rows(raw, len(texts))
         out: list[np.ndarray | None] = []
         for k, row in enumerate(rows):
@@ -291,6 +312,36 @@ class BatchEmbedder:
             else:
                 out.append(l2_normalise(row[None, :])[0])
         return out
+
+    def _documents(self, texts: list[str]) -> object:
+        return self._call(lambda: self.embeddings.embed_documents(texts))
+
+    def _call(self, call: Callable[[], _T]) -> _T:
+        """``call()``, in a worker thread given ``call_timeout`` seconds when set (an
+        ``Embeddings`` object that never returns cannot be interrupted: its thread is left
+        behind, a daemon, and the call counts as timed out)."""
+        if self.call_timeout is None:
+            return call()
+        return call_within(call, self.call_timeout, self.info.key)
+
+    def _check_requests_accepted(
+        self, rejected: _Rejected | None = None, *, force: bool = False
+    ) -> None:
+        """Raise ``EmbeddingError`` when the provider refuses requests, not inputs: nothing
+        was accepted yet (or ``force``) and a one-word probe is refused as well."""
+        if self._accepted and not force:
+            return
+        try:
+            self._with_retries(lambda: self._documents([_PROBE_TEXT]), 1)
+        except _Rejected as probe:
+            cause = rejected or probe
+            raise EmbeddingError(
+                f"{self.info.key} refuses the requests themselves (HTTP "
+                f"{cause.verdict.status}: {one_line(str(cause.__cause__))}), a one-word probe "
+                "included, so no input is to blame; check the model name, the base URL "
+                "and the server's logs"
+            ) from cause.__cause__
+        self._accepted = True
 
     def _rows(self, raw: object, expected: int) -> list[np.ndarray | None]:
         """One float32 row per text; None for a row whose length is not the model's (the
@@ -400,7 +451,7 @@ class _Rejected(Exception):
 
 def _describe(verdict: ErrorVerdict, exc: BaseException) -> str:
     status = f"HTTP {verdict.status}: " if verdict.status is not None else ""
-    return f"{status}{type(exc).__name__}: {exc}"
+    return f"{status}{type(exc).__name__}: {one_line(str(exc))}"
 
 
 __all__ = [

@@ -1,10 +1,11 @@
 """Specs to LangChain ``Embeddings`` objects.
 
-Every remote client is built with ``max_retries=0`` (``BatchEmbedder`` retries, with backoff
-that honours Retry-After, and isolates bad inputs; retries inside the client would multiply
-with ours) and ``check_embedding_ctx_length=False`` (otherwise langchain-openai tokenises
-with tiktoken, which downloads its encodings at run time; ``BatchEmbedder`` caps input length
-instead)."""
+The OpenAI family is built on ``_openai``'s subclasses, which match every vector to its
+input by the response's ``index``. Every remote client is built with ``max_retries=0``
+(``BatchEmbedder`` retries, with backoff that honours Retry-After, and isolates bad inputs;
+retries inside the client would multiply with ours) and
+``check_embedding_ctx_length=False`` (otherwise langchain-openai tokenises with tiktoken,
+which downloads its encodings at run time; ``BatchEmbedder`` caps input length instead)."""
 
 from __future__ import annotations
 
@@ -41,19 +42,21 @@ def _remote_options(timeout: float) -> dict[str, Any]:
 
 
 def _build_openai(spec: EmbeddingSpec, timeout: float) -> Embeddings:
-    from langchain_openai import OpenAIEmbeddings
+    from ._openai import IndexedOpenAIEmbeddings
 
     key = _require_env("OPENAI_API_KEY", "OpenAI")
-    return OpenAIEmbeddings(model=spec.model, api_key=SecretStr(key), **_remote_options(timeout))
+    return IndexedOpenAIEmbeddings(
+        model=spec.model, api_key=SecretStr(key), **_remote_options(timeout)
+    )
 
 
 def _build_azure(spec: EmbeddingSpec, timeout: float) -> Embeddings:
-    from langchain_openai import AzureOpenAIEmbeddings
+    from ._openai import IndexedAzureOpenAIEmbeddings
 
     endpoint = _require_env("AZURE_OPENAI_ENDPOINT", "Azure OpenAI")
     key = _require_env("AZURE_OPENAI_API_KEY", "Azure OpenAI")
     version = _require_env("OPENAI_API_VERSION", "Azure OpenAI")
-    return AzureOpenAIEmbeddings(
+    return IndexedAzureOpenAIEmbeddings(
         azure_deployment=spec.model,
         model=spec.model,
         azure_endpoint=endpoint,
@@ -64,10 +67,10 @@ def _build_azure(spec: EmbeddingSpec, timeout: float) -> Embeddings:
 
 
 def _build_compatible(spec: EmbeddingSpec, timeout: float) -> Embeddings:
-    from langchain_openai import OpenAIEmbeddings
+    from ._openai import IndexedOpenAIEmbeddings
 
     key = os.environ.get("OPENAI_API_KEY", "").strip() or _DUMMY_KEY
-    return OpenAIEmbeddings(
+    return IndexedOpenAIEmbeddings(
         model=spec.model, base_url=spec.base_url, api_key=SecretStr(key), **_remote_options(timeout)
     )
 
@@ -113,4 +116,20 @@ def resolve_embeddings(spec: str | Embeddings, *, timeout: float = DEFAULT_TIMEO
     return embeddings_from_spec(parse_spec(spec), timeout=timeout)
 
 
-__all__ = ["DEFAULT_TIMEOUT", "embeddings_from_spec", "resolve_embeddings"]
+def call_timeout_for(spec: str | Embeddings, timeout: float) -> float | None:
+    """The bound for each call of the ``Embeddings`` a spec resolves to (``BatchEmbedder``
+    runs it in a worker thread): None for the OpenAI family, whose clients kbgraph builds
+    with ``timeout``, and for the in-process models (local, fake), which answer or fail;
+    ``timeout`` for anything else (an ``Embeddings`` object, a LangChain integration),
+    whose own client may wait forever."""
+    from .fake import FakeEmbeddings
+
+    if isinstance(spec, str):
+        provider = parse_spec(spec).provider
+        return timeout if provider == "langchain" else None
+    if isinstance(spec, FakeEmbeddings | LocalEmbeddings):
+        return None
+    return timeout
+
+
+__all__ = ["DEFAULT_TIMEOUT", "call_timeout_for", "embeddings_from_spec", "resolve_embeddings"]

@@ -1,5 +1,11 @@
 """``chunks.jsonl`` (one chunk per line) and ``offsets.bin`` (u64 LE byte offset of each
-line), so that chunk ``i`` is fetched in O(1) without parsing the file."""
+line), so that chunk ``i`` is fetched in O(1) without parsing the file.
+
+Every line carries ``check``: a checksum of all the record's other fields (its canonical
+JSON), so that no field a reader serves (line numbers, byte span, section, page …) is
+trusted unchecked; the chunk id itself hashes the source, span and text only, as it keys
+vectors and the embedding cache. Lines of index format 1 have no ``check``.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +19,7 @@ import numpy as np
 
 from kbgraph.errors import IndexCorruptError
 
-from ..records import Chunk
+from ..records import Chunk, json_checksum
 from ..storage import REPAIR
 
 
@@ -33,12 +39,22 @@ def _check_types(chunk: Chunk) -> None:
         raise TypeError("a field has the wrong type")
 
 
+CHECK_KEY = "check"
+
+
+def record_line(chunk: Chunk) -> bytes:
+    """One line of chunks.jsonl: the chunk's fields and their checksum."""
+    fields = chunk.to_dict()
+    fields[CHECK_KEY] = json_checksum(fields)
+    return json.dumps(fields, ensure_ascii=False).encode("utf-8") + b"\n"
+
+
 def write_chunks(chunks_path: Path, offsets_path: Path, chunks: Iterable[Chunk]) -> int:
     offsets: list[int] = []
     position = 0
     with open(chunks_path, "wb") as fh:
         for chunk in chunks:
-            line = json.dumps(chunk.to_dict(), ensure_ascii=False).encode("utf-8") + b"\n"
+            line = record_line(chunk)
             offsets.append(position)
             fh.write(line)
             position += len(line)
@@ -54,8 +70,10 @@ def write_chunks(chunks_path: Path, offsets_path: Path, chunks: Iterable[Chunk])
 class ChunkReader:
     """Random access to the chunks of one generation through a memory map."""
 
-    def __init__(self, chunks_path: Path, offsets_path: Path) -> None:
+    def __init__(self, chunks_path: Path, offsets_path: Path, *, checked: bool = True) -> None:
+        """``checked``: lines carry their checksum (False only for index format 1)."""
         self.path = chunks_path
+        self._checked = checked
         self._size = _size_of(chunks_path)
         try:
             raw = offsets_path.read_bytes()
@@ -111,13 +129,20 @@ class ChunkReader:
         start = int(self._offsets[index])
         end = int(self._offsets[index + 1]) if index + 1 < len(self._offsets) else self._size
         try:
-            chunk = Chunk.from_dict(json.loads(self._map[start:end]))
+            fields = json.loads(self._map[start:end])
+            check = fields.pop(CHECK_KEY, None)
+            chunk = Chunk.from_dict(fields)
             _check_types(chunk)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise IndexCorruptError(
                 f"{self.path}: line {index + 1} is not a chunk record "
                 f"({type(exc).__name__}); {REPAIR}"
             ) from None
+        if self._checked and check != json_checksum(fields):
+            raise IndexCorruptError(
+                f"{self.path}: line {index + 1} does not match its record checksum (a field "
+                f"was changed since it was written); {REPAIR}"
+            )
         return chunk
 
     def __iter__(self) -> Iterator[Chunk]:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
-from pydantic import ValidationError
 
 from kbgraph.errors import IndexCorruptError, IndexNotFoundError
 
@@ -15,11 +15,12 @@ from ..filters import SearchFilters
 from ..lexical import BM25Index
 from ..records import Chunk, chunk_id, index_text
 from ..storage import (
-    FORMAT_VERSION,
+    LEGACY_FORMAT,
     REPAIR,
     IndexMeta,
     check_files,
-    first_error,
+    meta_bytes,
+    parse_meta,
     sound_vectors,
 )
 from ._ann import AnnIndex
@@ -37,7 +38,7 @@ def write_generation(
     if vectors is not None:
         write_vectors(target / "vectors.bin", vectors)
     BM25Index.build([index_text(c) for c in chunks], tokenizer=meta.tokenizer).save(target / "bm25")
-    data = meta.model_dump_json(indent=1).encode("utf-8")
+    data = meta_bytes(meta)
     fd = os.open(target / "meta.json", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         os.write(fd, data)
@@ -52,10 +53,18 @@ class IndexReader:
     open, so a writer may publish and delete this generation while it is being read."""
 
     def __init__(
-        self, layout: IndexLayout, *, lock_timeout: float, name: str | None = None
+        self,
+        layout: IndexLayout,
+        *,
+        lock_timeout: float,
+        name: str | None = None,
+        for_writer: bool = False,
     ) -> None:
         """The live generation, or the one called ``name`` (to recover from a damaged
-        CURRENT)."""
+        CURRENT). A file that cannot be read is damage naming it (``IndexCorruptError``).
+        ``for_writer``: opened by an indexing run to reuse what is sound, which checks
+        every vector it takes (so no sample here) and also opens index format 1, whose
+        records carry no checksums (never served: only its vectors are reused)."""
         with file_lock(layout.lock, "shared", lock_timeout, "open index"):
             name = name or layout.current_name()
             if name is None:
@@ -64,24 +73,24 @@ class IndexReader:
                 )
             self.name = name
             self.path = layout.generation(name)
-            self.meta = read_meta(self.path / "meta.json")
-            self.chunks = ChunkReader(self.path / "chunks.jsonl", self.path / "offsets.bin")
+            self.meta = read_meta(self.path / "meta.json", legacy_ok=for_writer)
+            self.legacy = self.meta.format_version == LEGACY_FORMAT
+            with _unreadable_is_damage(self.path):
+                self.chunks = ChunkReader(
+                    self.path / "chunks.jsonl", self.path / "offsets.bin", checked=not self.legacy
+                )
             try:
-                self.vectors = (
-                    open_vectors(self.path / "vectors.bin") if self.meta.embedding else None
-                )
-                self.bm25 = _load_bm25(self.path / "bm25")
-                self.ann = (
-                    AnnIndex.open(self.path, self.meta.chunk_count)
-                    if self.vectors is not None
-                    else None
-                )
+                with _unreadable_is_damage(self.path):
+                    self._open_rest(legacy_ok=for_writer)
             except BaseException:
                 self.chunks.close()
                 raise
         try:
             self._check_counts()
             self.sources = check_files(self.meta, self.path / "meta.json")
+            self._failed = np.asarray(sorted(set(self.meta.failed_embeddings)), dtype=np.int64)
+            if self.vectors is not None and not for_writer:
+                self.check_vector_rows(_sample_rows(len(self.vectors)))
         except BaseException:
             self.chunks.close()
             raise
@@ -89,6 +98,36 @@ class IndexReader:
         for i, source in enumerate(self.sources):
             record = self.meta.files[source]
             self.chunk_file[record.chunk_start : record.chunk_end] = i
+
+    def _open_rest(self, *, legacy_ok: bool) -> None:
+        self.vectors = open_vectors(self.path / "vectors.bin") if self.meta.embedding else None
+        self.bm25 = _load_bm25(self.path / "bm25", legacy_ok)
+        self.ann = (
+            AnnIndex.open(self.path, self.meta.chunk_count) if self.vectors is not None else None
+        )
+
+    def check_vector_rows(self, rows: np.ndarray | Sequence[int]) -> None:
+        """The vectors of ``rows`` are finite with unit length (zero only where the
+        embedding failed): what search checks of every row it ranks by, and ``open``
+        of a sample. ``IndexCorruptError`` names vectors.bin and the first bad row."""
+        if self.vectors is None or not len(rows):
+            return
+        keys = np.asarray(rows, dtype=np.int64)
+        block = np.asarray(self.vectors[keys])
+        bad = ~sound_vectors(block)
+        if bad.any():
+            bad &= ~(np.isin(keys, self._failed) & zero_rows(block))
+        if bad.any():
+            self._bad_vector(int(keys[np.flatnonzero(bad)[0]]), int(bad.sum()))
+
+    def _bad_vector(self, row: int, count: int) -> None:
+        assert self.vectors is not None
+        with np.errstate(invalid="ignore", over="ignore"):
+            norm = float(np.linalg.norm(np.asarray(self.vectors[row], dtype=np.float64)))
+        raise IndexCorruptError(
+            f"{self.path}/vectors.bin: vector {row} has length {norm:.4g}, not 1 "
+            f"({count} such among the rows checked); {REPAIR}"
+        )
 
     def chunk(self, row: int) -> Chunk:
         """Chunk ``row``, checked: its id must be the checksum of its source, span and
@@ -130,32 +169,32 @@ class IndexReader:
 
     def validate(self) -> None:
         """Full check: counts agree (meta, chunks, offsets, vectors, BM25), offsets.bin
-        points at line starts, every chunk parses, carries its own id (a checksum of its
-        source, span and text), names the file whose span holds it, and every vector is
-        finite with unit length (zero only for a chunk whose embedding failed)."""
+        points at line starts, every chunk parses, matches its record checksum and its id
+        (a checksum of its source, span and text), names the file whose span holds it,
+        every vector is finite with unit length (zero only for a chunk whose embedding
+        failed) and every BM25 column matches its checksum."""
         self._check_counts()
         problem = self.chunks.check_offsets()
         if problem is not None:
             raise IndexCorruptError(f"{self.path}/offsets.bin: {problem}; {REPAIR}")
         for row in range(len(self.chunks)):
             self.chunk(row)
-        if self.vectors is not None:
-            self._check_norms(self.vectors)
+        count = 0 if self.vectors is None else len(self.vectors)
+        for start in range(0, count, _NORM_BLOCK):  # bounded memory on big indexes
+            self.check_vector_rows(np.arange(start, min(start + _NORM_BLOCK, count)))
+        self.bm25.verify_all()
 
-    def _check_norms(self, vectors: np.ndarray) -> None:
-        failed = np.asarray(self.meta.failed_embeddings, dtype=np.int64)
-        for start in range(0, len(vectors), _NORM_BLOCK):  # bounded memory on big indexes
-            rows = np.arange(start, min(start + _NORM_BLOCK, len(vectors)))
-            bad = ~sound_vectors(np.asarray(vectors[start : start + _NORM_BLOCK]))
-            bad &= ~np.isin(rows, failed) | ~zero_rows(vectors[start : start + _NORM_BLOCK])
-            if bad.any():
-                row = int(rows[np.flatnonzero(bad)[0]])
-                with np.errstate(invalid="ignore", over="ignore"):
-                    norm = float(np.linalg.norm(np.asarray(vectors[row], dtype=np.float64)))
-                raise IndexCorruptError(
-                    f"{self.path}/vectors.bin: vector {row} has length {norm:.4f}, not 1 "
-                    f"({int(bad.sum())} such in rows {rows[0]}-{rows[-1]}); {REPAIR}"
-                )
+    def check_lexical(self) -> None:
+        """The BM25 index is the one the chunk texts give (built again and compared): a
+        crafted index whose checksums were all computed again fails here."""
+        chunks = [self.chunk(row) for row in range(len(self.chunks))]
+        rebuilt = BM25Index.build([index_text(c) for c in chunks], tokenizer=self.meta.tokenizer)
+        if not self.bm25.same_as(rebuilt):
+            raise IndexCorruptError(
+                f"{self.path}/bm25: the BM25 index is not the one its chunks give (its files "
+                "agree with their checksums, so they were written so); run `kbgraph index "
+                "--rebuild` to build it again"
+            )
 
     def size_bytes(self) -> int:
         return sum(
@@ -167,6 +206,27 @@ class IndexReader:
 
 
 _NORM_BLOCK = 65536
+_OPEN_SAMPLE = 64  # rows whose vectors an open checks: a whole bad file, not a bad row
+
+
+def _sample_rows(count: int) -> np.ndarray:
+    """Up to ``_OPEN_SAMPLE`` rows spread over ``count``, the first and last included."""
+    if count <= _OPEN_SAMPLE:
+        return np.arange(count, dtype=np.int64)
+    return np.unique(np.linspace(0, count - 1, _OPEN_SAMPLE).astype(np.int64))
+
+
+@contextmanager
+def _unreadable_is_damage(generation: Path) -> Iterator[None]:
+    """A generation file that cannot be opened (permissions, a folder where a file
+    belongs) is damage of that generation: one line naming it, not an ``OSError``."""
+    try:
+        yield
+    except OSError as exc:
+        where = exc.filename or generation
+        raise IndexCorruptError(
+            f"{where} cannot be read ({exc.strerror or type(exc).__name__}); {REPAIR}"
+        ) from None
 
 
 def zero_rows(rows: np.ndarray) -> np.ndarray:
@@ -184,28 +244,20 @@ def chunk_problem(chunk: Chunk) -> str | None:
     return None
 
 
-def _load_bm25(directory: Path) -> BM25Index:
+def _load_bm25(directory: Path, legacy_ok: bool = False) -> BM25Index:
     try:
-        return BM25Index.load(directory)
+        return BM25Index.load(directory, legacy_ok=legacy_ok)
     except IndexNotFoundError as exc:  # inside a generation, a missing part is damage
         raise IndexCorruptError(f"{exc} ({REPAIR})") from None
 
 
-def read_meta(path: Path) -> IndexMeta:
-    """meta.json of a generation; every problem is one line naming the file."""
+def read_meta(path: Path, *, legacy_ok: bool = False) -> IndexMeta:
+    """meta.json of a generation, checked (:func:`parse_meta`); every problem is one line
+    naming the file."""
     try:
-        meta = IndexMeta.model_validate_json(path.read_bytes())
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise IndexCorruptError(f"{path} is missing; {REPAIR}") from None
     except OSError as exc:
         raise IndexCorruptError(f"{path} cannot be read ({exc.strerror}); {REPAIR}") from None
-    except ValidationError as exc:
-        raise IndexCorruptError(
-            f"{path} is not valid index metadata ({first_error(exc)}); {REPAIR}"
-        ) from None
-    if meta.format_version != FORMAT_VERSION:
-        raise IndexCorruptError(
-            f"{path}: index format {meta.format_version}, this kbgraph reads {FORMAT_VERSION}; "
-            "re-index with `kbgraph index --rebuild`"
-        )
-    return meta
+    return parse_meta(raw, path, legacy_ok=legacy_ok)

@@ -5,7 +5,8 @@
         .lock             readers shared, generation swap exclusive
         .write.lock       one writer at a time
         CURRENT           name of the live generation (replaced atomically)
-        HISTORY           the published generations still kept, oldest first
+        HISTORY           the published generations still kept, oldest first, then a
+                          ``# checksum <hex>`` line
         cache.sqlite      embedding cache, kept across generations and rebuilds
         gen-<id>/         meta.json, chunks.jsonl, offsets.bin, vectors.bin, bm25/
 
@@ -19,6 +20,7 @@ folders of writers that died).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import secrets
@@ -27,9 +29,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kbgraph.errors import ConfigError, IndexCorruptError, IndexNotFoundError
+from kbgraph.errors import (
+    ConfigError,
+    IndexCorruptError,
+    IndexNotFoundError,
+    IndexUnreadableError,
+)
 
 from .._fs import fsync_dir
+from ..records import json_checksum
 from ..storage import REPAIR
 from ._lock import file_lock
 
@@ -45,6 +53,8 @@ _INDEX_ENTRY = re.compile(
 )
 _GENERATION_NAME = re.compile(r"gen-[0-9a-f]+-[0-9a-f]+")
 _TMP_NAME = re.compile(r"\.[^/]+\.(\d+)\.tmp")
+_HISTORY_SUM = "# checksum "
+_LOCK_FILES = (".lock", ".write.lock")
 _GENERATION_ENTRY = re.compile(
     r"^(?:meta\.json|chunks\.jsonl|offsets\.bin|vectors\.bin|bm25|ann\.(?:usearch|keys\.npy"
     r"|rows\.npy)|\.[^/]+\.\d+\.tmp)$"
@@ -78,12 +88,34 @@ class IndexLayout:
     def generation(self, name: str) -> Path:
         return self.root / name
 
-    def ensure(self) -> None:
+    def check_folder(self) -> None:
+        """The index folder, where it exists, is a folder this user can read: a file in
+        its place, or a folder without permission, is said as such (not as a missing or
+        damaged index)."""
+        if not os.path.lexists(self.root):
+            return
+        if not self.root.is_dir():
+            raise IndexCorruptError(
+                f"{self.root} is a file, not an index folder; kbgraph does not remove files it "
+                "did not write: rename or delete it, then run `kbgraph index` (or pass "
+                "--index-dir)"
+            )
+        if not os.access(self.root, os.R_OK | os.X_OK):
+            raise IndexUnreadableError(
+                f"cannot read the index folder {self.root} (permission denied); give this "
+                f"user access (chmod u+rwx {self.root}) or use another --index-dir"
+            )
+
+    def ensure(self) -> list[str]:
         """Create the index folder, or adopt an existing one that is an index or empty.
         Only a folder created here or already an index is made private (0700): an
-        ``--index-dir`` pointing at some other folder must not change its mode."""
+        ``--index-dir`` pointing at some other folder must not change its mode. Damage to
+        kbgraph's own names is repaired (a lock file that is a folder, a generation that
+        is a file); the list says what was."""
+        self.check_folder()
         created = not self.root.exists()
         self.root.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+        repaired = [] if created else self._repair_names()
         if not created:
             foreign = self.foreign_entries()
             if foreign and not self.root.joinpath(".gitignore").is_file():
@@ -101,6 +133,30 @@ class IndexLayout:
         gitignore = self.root / ".gitignore"
         if not gitignore.exists():
             write_file_atomic(gitignore, GITIGNORE)
+        return repaired
+
+    def _repair_names(self) -> list[str]:
+        """Remove what stands where kbgraph's lock files and generation folders go (a
+        folder for ``.lock``, a file named like a generation) in a folder that is an
+        index (its ``*`` .gitignore): kbgraph's own names, nothing of anyone else's."""
+        try:
+            if (self.root / ".gitignore").read_bytes() != GITIGNORE:
+                return []
+        except OSError:
+            return []
+        repaired = []
+        for entry in sorted(self.root.iterdir(), key=lambda e: e.name):
+            wrong = (entry.name in _LOCK_FILES and (entry.is_symlink() or not entry.is_file())) or (
+                _GENERATION_NAME.fullmatch(entry.name) is not None
+                and (entry.is_symlink() or not entry.is_dir())
+            )
+            if wrong:
+                what = "a folder" if entry.is_dir() and not entry.is_symlink() else "not a folder"
+                if entry.name in _LOCK_FILES:
+                    what = "not a file"
+                _remove(entry)
+                repaired.append(f"{entry} was {what}; removed")
+        return repaired
 
     def foreign_entries(self) -> list[str]:
         """Names in the index folder (and its generations) that no index writes."""
@@ -112,10 +168,14 @@ class IndexLayout:
                 if not entry.is_dir() or entry.is_symlink():
                     foreign.append(entry.name)
                     continue
+                try:
+                    inner = sorted(entry.iterdir(), key=lambda e: e.name)
+                except OSError:
+                    continue  # an unreadable generation: damage of ours, not a foreign file
                 foreign += [
-                    f"{entry.name}/{inner.name}"
-                    for inner in sorted(entry.iterdir(), key=lambda e: e.name)
-                    if not _GENERATION_ENTRY.match(inner.name)
+                    f"{entry.name}/{item.name}"
+                    for item in inner
+                    if not _GENERATION_ENTRY.match(item.name)
                 ]
         return foreign
 
@@ -164,6 +224,7 @@ class IndexLayout:
     def current_name(self) -> str | None:
         """The live generation's name; None when there is no index yet. A CURRENT that is
         not the name of an existing generation folder is damage (IndexCorruptError)."""
+        self.check_folder()
         try:
             raw = self.current.read_bytes()
         except FileNotFoundError:
@@ -184,7 +245,19 @@ class IndexLayout:
 
     def has_pointer(self) -> bool:
         """CURRENT exists (an index was published here, whether or not it is intact)."""
-        return self.current.exists()
+        return os.path.lexists(self.current)
+
+    def kept_without_pointer(self) -> list[str]:
+        """Generations HISTORY lists as published whose folders are there, newest first,
+        while CURRENT is missing (a deleted pointer: damage, not a new index); [] when
+        CURRENT exists or nothing was published."""
+        if self.has_pointer():
+            return []
+        try:
+            names = self.history_names()
+        except IndexCorruptError:
+            names = []
+        return [n for n in reversed(names) if self._exists(n)]
 
     def generations(self) -> list[Path]:
         """The generation folders, newest first (names start with the creation time)."""
@@ -205,13 +278,59 @@ class IndexLayout:
         path.mkdir(mode=DIR_MODE)
         return path
 
+    def history_names(self) -> list[str]:
+        """The generations HISTORY lists, oldest first ([] without HISTORY). HISTORY that
+        is not a list of generation names or does not match its checksum line is damage
+        (``IndexCorruptError``): a plain ``kbgraph index`` rebuilds it. HISTORY written
+        before the checksum line existed is read if every line is a generation name."""
+        try:
+            raw = self.history.read_bytes()
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise self._history_damaged(f"cannot be read: {exc.strerror}") from None
+        try:
+            lines = raw.decode("utf-8").split("\n")
+        except UnicodeDecodeError:
+            raise self._history_damaged("it is not UTF-8 text") from None
+        while lines and not lines[-1]:
+            lines.pop()
+        if lines and lines[-1].startswith(_HISTORY_SUM):
+            check = lines.pop()[len(_HISTORY_SUM) :]
+            if check != json_checksum(lines):
+                raise self._history_damaged("it does not match its checksum")
+        bad = next((line for line in lines if not _GENERATION_NAME.fullmatch(line)), None)
+        if bad is not None:
+            raise self._history_damaged(f"it holds {_shown(bad.encode())}, not a generation name")
+        return lines
+
+    def _history_damaged(self, why: str) -> IndexCorruptError:
+        return IndexCorruptError(
+            f"{self.history} is damaged ({why}); run `kbgraph index` to repair it (the list "
+            "of kept versions is rebuilt from the generation folders)"
+        )
+
+    def _write_history(self, names: list[str]) -> None:
+        lines = [*names, _HISTORY_SUM + json_checksum(names)]
+        write_file_atomic(self.history, "".join(f"{n}\n" for n in lines).encode("utf-8"))
+
+    def repair_history(self) -> list[str]:
+        """A damaged HISTORY rebuilt from the generation folders whose meta.json is there
+        (oldest first), so that no kept version is pruned for it; call with the writer's
+        lock held. Returns what was repaired."""
+        try:
+            self.history_names()
+            return []
+        except IndexCorruptError as exc:
+            damage = str(exc).split("; ", 1)[0]
+        names = [g.name for g in reversed(self.generations()) if (g / "meta.json").is_file()]
+        self._write_history(names)
+        return [f"{damage}; rebuilt from {len(names)} generation folder(s)"]
+
     def published(self) -> list[str]:
         """The kept published generations, oldest first, the current one last. An index
         written before ``HISTORY`` existed has its current generation only."""
-        try:
-            names = self.history.read_text(encoding="utf-8").split()
-        except FileNotFoundError:
-            names = []
+        names = self.history_names()
         try:
             current = self.current_name()
         except IndexCorruptError:
@@ -229,7 +348,7 @@ class IndexLayout:
         the exclusive ``.lock`` held). Publishing a kept generation again restores it."""
         fsync_dir(generation)
         names = [n for n in self.published() if n != generation.name] + [generation.name]
-        write_file_atomic(self.history, "".join(f"{n}\n" for n in names).encode("utf-8"))
+        self._write_history(names)
         write_file_atomic(self.current, generation.name.encode("utf-8") + b"\n")
 
     def prune(self, keep_versions: int) -> list[str]:
@@ -244,11 +363,11 @@ class IndexLayout:
         if len(kept) < len(published):
             # HISTORY first: a writer killed mid-prune leaves folders no longer listed (the
             # next prune deletes them), never a listed version whose folder is gone.
-            write_file_atomic(self.history, "".join(f"{n}\n" for n in kept).encode("utf-8"))
+            self._write_history(kept)
         removed = []
         for entry in self.root.iterdir():
             if entry.is_dir() and entry.name.startswith("gen-") and entry.name not in kept:
-                shutil.rmtree(entry, ignore_errors=True)
+                _remove(entry)
                 removed.append(entry.name)
             elif (match := _TMP_NAME.fullmatch(entry.name)) and not _alive(int(match[1])):
                 entry.unlink(missing_ok=True)
@@ -267,6 +386,23 @@ def _alive(pid: int) -> bool:
     except OSError:
         return True  # it exists, owned by someone else
     return True
+
+
+def _remove(path: Path) -> None:
+    """Remove a file or a whole folder of the index, one this user made unreadable
+    included (a folder of mode 000 cannot be listed, so it is opened up first)."""
+    if path.is_symlink() or not path.is_dir():
+        path.unlink(missing_ok=True)
+        return
+    with contextlib.suppress(OSError):
+        os.chmod(path, DIR_MODE)
+    for dirpath, dirs, _files in os.walk(path, onerror=lambda _exc: None):
+        for name in dirs:
+            inner = os.path.join(dirpath, name)
+            if not os.path.islink(inner):
+                with contextlib.suppress(OSError):
+                    os.chmod(inner, DIR_MODE)
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def _shown(raw: bytes, limit: int = 24) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,11 +16,12 @@ from typing import IO, Literal
 
 import portalocker
 
-from kbgraph.errors import IndexLockedError, IndexNotFoundError
+from kbgraph.errors import IndexCorruptError, IndexLockedError, IndexNotFoundError
 
 LockMode = Literal["shared", "exclusive"]
 _POLL_S = 0.05
 _READ_ONLY = {errno.EACCES, errno.EPERM, errno.EROFS}
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 @contextmanager
@@ -60,10 +62,10 @@ def _open_lock_file(path: Path, mode: LockMode, purpose: str) -> IO[bytes] | Non
     try:
         if mode == "shared":
             try:
-                return os.fdopen(os.open(path, os.O_RDONLY), "rb")
+                return _as_file(os.open(path, os.O_RDONLY | _NOFOLLOW), path, "rb")
             except FileNotFoundError:
                 pass  # never locked yet: create it below, if the folder lets us
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW, 0o600)
     except FileNotFoundError:
         raise IndexNotFoundError(
             f"{purpose}: the index folder {path.parent} no longer exists (deleted by another "
@@ -72,8 +74,26 @@ def _open_lock_file(path: Path, mode: LockMode, purpose: str) -> IO[bytes] | Non
     except OSError as exc:
         if mode == "shared" and exc.errno in _READ_ONLY:
             return None
+        if exc.errno in (errno.EISDIR, errno.ELOOP):
+            raise _not_a_lock_file(path) from None
         raise
-    return os.fdopen(fd, "r+b")
+    return _as_file(fd, path, "r+b")
+
+
+def _as_file(fd: int, path: Path, how: str) -> IO[bytes]:
+    """The lock file as a file object, once it is known to be a regular file (a folder
+    or a link in its place is damage that ``kbgraph index`` repairs)."""
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise _not_a_lock_file(path)
+    return os.fdopen(fd, how)
+
+
+def _not_a_lock_file(path: Path) -> IndexCorruptError:
+    return IndexCorruptError(
+        f"{path} is not a lock file (a folder or a link took its place); run `kbgraph index` "
+        "to repair it"
+    )
 
 
 def _acquire(

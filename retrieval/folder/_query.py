@@ -55,7 +55,7 @@ class FolderRanking:
         vector = self._query_vector()
         if vector is None or reader.vectors is None:
             return None
-        return _finite(dot_scores(reader.vectors, vector), reader, "vectors.bin")
+        return _cosines(dot_scores(reader.vectors, vector), reader)
 
     def _query_vector(self) -> np.ndarray | None:
         reader = self._reader
@@ -70,9 +70,8 @@ class FolderRanking:
     ) -> tuple[list[int], list[float]]:
         """The ``limit`` best of ``rows`` (ascending), scored exactly from vectors.bin."""
         assert self._reader.vectors is not None
-        scores = _finite(
-            dot_scores(np.asarray(self._reader.vectors[rows]), vector), self._reader, "vectors.bin"
-        )
+        self._reader.check_vector_rows(rows)
+        scores = dot_scores(np.asarray(self._reader.vectors[rows]), vector)
         best, top = top_k_of(scores, limit)
         return [int(rows[i]) for i in best], [float(s) for s in top]
 
@@ -110,10 +109,14 @@ class FolderRanking:
         if scores is None:
             return [], []
         rows, best = select(scores, ranker, limit, self._reader.mask(filters))
+        if ranker == "vector":  # every row the list ranks by is checked, not only in open
+            self._reader.check_vector_rows(rows)
         return [int(i) for i in rows], [float(s) for s in best]
 
     def exact(self, ranker: RankerName, keys: Sequence[int]) -> np.ndarray:
         vector = self._query_vector() if ranker == "vector" else None
+        if vector is not None:
+            self._reader.check_vector_rows(keys)
         if vector is not None and "vector" not in self._scores:  # a few rows, not all
             rows = np.asarray(keys, dtype=np.int64)
             assert self._reader.vectors is not None
@@ -125,6 +128,24 @@ class FolderRanking:
 
     def chunks(self, keys: Sequence[int]) -> list[Chunk]:
         return [self._reader.chunk(int(i)) for i in keys]
+
+
+_COSINE_BOUND = 1.0 + 1e-3  # unit vectors: |cosine| <= 1, up to float32 rounding
+
+
+def _cosines(scores: np.ndarray, reader: IndexReader) -> np.ndarray:
+    """Cosines of unit vectors lie in [-1, 1]: a score outside (or NaN) comes from a
+    damaged row, which would rank first for every query. Two reductions, no copy."""
+    if len(scores) and not (
+        float(scores.min()) >= -_COSINE_BOUND and float(scores.max()) <= _COSINE_BOUND
+    ):
+        bad = ~(np.abs(scores) <= _COSINE_BOUND)
+        row = int(np.flatnonzero(bad)[0])
+        raise IndexCorruptError(
+            f"{reader.path / 'vectors.bin'}: row {row} gives the score {float(scores[row]):.4g}, "
+            f"which no unit vector gives (damaged); {REPAIR}"
+        )
+    return scores
 
 
 def _finite(scores: np.ndarray, reader: IndexReader, name: str) -> np.ndarray:

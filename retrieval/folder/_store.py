@@ -40,14 +40,17 @@ from ._query import FolderRanking, folder_ranking
 
 def recorded_settings(layout: IndexLayout) -> Recorded:
     """The settings of the index in ``layout`` (see the module docstring)."""
+    layout.check_folder()
+    kept = layout.kept_without_pointer()
     try:
-        if not layout.has_pointer():
+        if not layout.has_pointer() and not kept:
             return Recorded()  # never published (or a first run killed): a new index
         live = layout.current_name()
         why = f"{layout.generation(live) / 'meta.json'} is damaged" if live else ""
     except (IndexCorruptError, OSError):
         live, why = None, f"{layout.current} is damaged"
-    candidates = [layout.generation(live)] if live else []
+    # CURRENT lost: the newest version HISTORY keeps names the model, never the default.
+    candidates = [layout.generation(live)] if live else [layout.generation(n) for n in kept]
     with contextlib.suppress(OSError):
         candidates += [g for g in layout.generations() if g.name != live]
     for generation in candidates:
@@ -105,6 +108,10 @@ class FolderPrevious:
     def meta(self) -> IndexMeta:
         return self.reader.meta
 
+    @property
+    def upgrading(self) -> bool:
+        return self.reader.legacy
+
     def rows_of(self, rel: str, record: FileRecord) -> FileRows:
         chunks: list[Chunk | None] = []
         problem = None
@@ -126,32 +133,51 @@ class FolderWriter:
     """One run's view of the folder index, under the writer's lock: it reuses the live
     generation, or repairs from the newest one that still opens."""
 
-    def __init__(self, layout: IndexLayout, lock_timeout: float) -> None:
+    def __init__(
+        self, layout: IndexLayout, lock_timeout: float, repairs: list[str] | None = None
+    ) -> None:
+        """``repairs``: damage of the index folder already repaired (``ensure``)."""
         self.layout = layout
         self.lock_timeout = lock_timeout
-        self.had_previous = layout.has_pointer()
+        self.had_previous = layout.has_pointer() or bool(layout.kept_without_pointer())
         self._old: IndexReader | None = None
+        self._repairs = repairs or []
 
     def open_previous(self) -> tuple[FolderPrevious | None, list[str]]:
         """A live generation that does not open (a damaged CURRENT, a missing or damaged
         file) is damage to repair: the newest generation folder that does open is reused
         instead, else nothing (the documents and the embedding cache rebuild it)."""
-        repaired: list[str] = []
+        repaired = list(self._repairs)
         try:
-            self._old = IndexReader(self.layout, lock_timeout=self.lock_timeout)
+            self._old = self._open(None)
         except IndexNotFoundError:
-            return None, []
+            if not self.layout.kept_without_pointer():
+                return None, repaired
+            # CURRENT is gone but published generations are kept: damage, not a new index.
+            repaired.append(f"{self.layout.current} was missing")
+            self._old = self._newest_intact()
         except (IndexCorruptError, OSError, ValueError) as exc:  # damage, whatever its form
             repaired.append(str(exc) if isinstance(exc, IndexCorruptError) else repr(exc))
             self._old = self._newest_intact()
+        if self._old is not None and not self._old.legacy:
+            try:  # a run that changes no file writes nothing: damage here must be seen
+                self._old.bm25.verify_all()
+            except IndexCorruptError as exc:
+                repaired.append(f"{exc}".split("; ", 1)[0] + "; built again from the chunks")
+        if self._old is not None and self._old.legacy:
+            repaired.append(
+                f"{self._old.path}: index format 1 (no checksums) upgraded: every file read "
+                "and chunked again, vectors reused by chunk id"
+            )
         return (FolderPrevious(self._old) if self._old else None), repaired
+
+    def _open(self, name: str | None) -> IndexReader:
+        return IndexReader(self.layout, lock_timeout=self.lock_timeout, name=name, for_writer=True)
 
     def _newest_intact(self) -> IndexReader | None:
         for generation in self.layout.generations():
             try:
-                return IndexReader(
-                    self.layout, lock_timeout=self.lock_timeout, name=generation.name
-                )
+                return self._open(generation.name)
             except (IndexCorruptError, OSError, ValueError):
                 continue
         return None
@@ -186,6 +212,17 @@ class FolderWriter:
             self._old.close()
 
 
+def pointer_lost(folder: Path, layout: IndexLayout, kept: list[str]) -> IndexCorruptError:
+    """What a search says when CURRENT is gone but published generations are kept: the
+    index is damaged, not missing, and one command makes the newest current again."""
+    return IndexCorruptError(
+        f"{layout.current} is missing, but {len(kept)} published version(s) of the index are "
+        f"kept (newest {kept[0]}); run `kbgraph restore {folder} 1` to make the newest current "
+        f"again (`kbgraph versions {folder}` lists them), or `kbgraph index {folder}` to "
+        "repair it from the documents"
+    )
+
+
 def no_index(folder: Path) -> IndexNotFoundError:
     """What a read of a folder that was never indexed (or whose index was deleted) says."""
     return IndexNotFoundError(f"{folder} has no index yet; run `kbgraph index {folder}`")
@@ -216,14 +253,18 @@ class FolderStore:
 
     def open(self) -> FolderSnapshot:
         if self.current_key() is None:
+            kept = self.layout.kept_without_pointer()
+            if kept:
+                raise pointer_lost(self.folder, self.layout, kept)
             raise no_index(self.folder)
         return FolderSnapshot(self.layout, lock_timeout=self.lock_timeout)
 
     @contextmanager
     def writing(self, lock_timeout: float) -> Iterator[FolderWriter]:
-        self.layout.ensure()
+        repairs = self.layout.ensure()
         with file_lock(self.layout.write_lock, "exclusive", lock_timeout, "index"):
-            writer = FolderWriter(self.layout, lock_timeout)
+            repairs += self.layout.repair_history()
+            writer = FolderWriter(self.layout, lock_timeout, repairs)
             try:
                 yield writer
             finally:

@@ -6,10 +6,14 @@ Files, all inside the directory the caller names (they share it with other index
 - ``bm25.data.npy``     float32, the scores, column after column
 - ``bm25.indices.npy``  int32, the document of each score
 - ``bm25.indptr.npy``   int64, ``n_terms + 1`` column starts
-- ``bm25.json``         format version, tokenizer id, k1, b, document count, avgdl, vocabulary
+- ``bm25.sums.npy``     uint64, the checksum of each column (format 2, see ``_integrity``)
+- ``bm25.json``         format version, tokenizer id, k1, b, document count, avgdl,
+                        vocabulary, the digests of the column starts and sums, and the
+                        checksum of all that (format 2)
 
 The caller makes the set atomic (it writes into a fresh generation folder); this module just
-writes files, the JSON last.
+writes files, the JSON last. Format 1 (no checksums) is read only where asked for
+(``legacy_ok``: to reuse an old index's work while upgrading it).
 """
 
 from __future__ import annotations
@@ -26,17 +30,24 @@ from kbgraph.errors import ConfigError, IndexCorruptError, IndexNotFoundError
 
 from .._fs import fsync_dir
 from ..ranking import check_k, check_mask, top_k_indices
+from ..records import json_checksum
 from ._bm25 import DEFAULT_B, DEFAULT_K1, ScoreColumns, avg_doc_len, query_scores, score_columns
+from ._integrity import array_digest, column_sum, column_sums
 from ._tokenize import TOKENIZER_ID, check_tokenizer, tokenize, tokenize_corpus
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 META_FILE = "bm25.json"
+SUMS_FILE = "bm25.sums.npy"
 ARRAY_FILES: dict[str, tuple[str, np.dtype[Any]]] = {
     "data": ("bm25.data.npy", np.dtype(np.float32)),
     "indices": ("bm25.indices.npy", np.dtype(np.int32)),
     "indptr": ("bm25.indptr.npy", np.dtype(np.int64)),
 }
-BM25_FILES: tuple[str, ...] = (*(name for name, _ in ARRAY_FILES.values()), META_FILE)
+BM25_FILES: tuple[str, ...] = (
+    *(name for name, _ in ARRAY_FILES.values()),
+    SUMS_FILE,
+    META_FILE,
+)
 """Every file :meth:`BM25Index.save` writes, for callers that size or copy an index."""
 
 _REBUILD = "rebuild the index (kbgraph index <folder>)"
@@ -56,7 +67,11 @@ class BM25Index:
         b: float = DEFAULT_B,
         avgdl: float = 0.0,
         tokenizer: str = TOKENIZER_ID,
+        sums: np.ndarray | None = None,
+        directory: Path | None = None,
     ) -> None:
+        """``sums``: the column checksums to verify reads against (None: not checked, an
+        index built in memory or read from format 1); ``directory`` names it in errors."""
         # Plain ndarray views of memory maps: np.memmap's per-slice Python hooks cost more
         # than the slices themselves on short posting lists.
         self._columns = ScoreColumns(
@@ -71,6 +86,9 @@ class BM25Index:
         self.b = b
         self.avgdl = avgdl
         self.tokenizer = tokenizer
+        self._sums = sums
+        self._verified: set[int] = set()
+        self._where = str(directory) if directory is not None else "the BM25 index"
 
     @classmethod
     def build(
@@ -122,14 +140,58 @@ class BM25Index:
         return [t for t in (lookup(term) for term in terms) if t is not None]
 
     def scores(self, query: str) -> np.ndarray:
-        """BM25 of every document (float32, length ``len(self)``); 0 where no term matches."""
-        scores = query_scores(self._columns, self.term_ids(query), self.n_docs)
+        """BM25 of every document (float32, length ``len(self)``); 0 where no term matches.
+        Every column read is first checked against its checksum (``IndexCorruptError``)."""
+        terms = self.term_ids(query)
+        self._verify(terms)
+        scores = query_scores(self._columns, terms, self.n_docs)
         if len(scores) != self.n_docs:
             raise IndexCorruptError(
                 f"BM25 index refers to document {len(scores) - 1} but holds {self.n_docs} "
                 f"documents; {_REBUILD}."
             )
         return scores
+
+    def _verify(self, terms: list[int]) -> None:
+        if self._sums is None:
+            return
+        columns = self._columns
+        for term in set(terms) - self._verified:
+            start, end = int(columns.indptr[term]), int(columns.indptr[term + 1])
+            found = column_sum(columns.data[start:end], columns.indices[start:end])
+            if found != self._sums[term]:
+                raise IndexCorruptError(
+                    f"{self._where}: the scores of the term {self._vocab[term]!r} do not "
+                    f"match their checksum (bm25.data.npy or bm25.indices.npy is damaged); "
+                    f"{_REBUILD}."
+                )
+            self._verified.add(term)
+
+    def verify_all(self) -> None:
+        """Check every column against its checksum at once (``IndexCorruptError``)."""
+        if self._sums is None:
+            return
+        columns = self._columns
+        found = column_sums(columns.data, columns.indices, columns.indptr)
+        bad = np.flatnonzero(found != self._sums)
+        if len(bad):
+            raise IndexCorruptError(
+                f"{self._where}: {len(bad)} term column(s) do not match their checksums, "
+                f"the first of {self._vocab[int(bad[0])]!r} (bm25.data.npy or "
+                f"bm25.indices.npy is damaged); {_REBUILD}."
+            )
+
+    def same_as(self, other: BM25Index) -> bool:
+        """Whether ``other`` holds the same terms and scores (to compare an index with
+        one built again from its texts)."""
+        mine, theirs = self._columns, other._columns
+        return (
+            self._vocab == other._vocab
+            and self.n_docs == other.n_docs
+            and np.array_equal(mine.indptr, theirs.indptr)
+            and np.array_equal(mine.indices, theirs.indices)
+            and np.allclose(mine.data, theirs.data, rtol=1e-5, atol=0)
+        )
 
     def top_k(
         self, query: str, k: int, mask: np.ndarray | None = None
@@ -153,12 +215,12 @@ class BM25Index:
         that a generation published after this call survives a crash."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
+        columns = self._columns
+        sums = column_sums(columns.data, columns.indices, columns.indptr)
         for attr, (name, dtype) in ARRAY_FILES.items():
-            array = np.ascontiguousarray(getattr(self._columns, attr), dtype=dtype)
-            with open(directory / name, "wb") as fh:
-                np.save(fh, array, allow_pickle=False)
-                _sync(fh)
-        meta = {
+            _save_array(directory / name, np.ascontiguousarray(getattr(columns, attr), dtype=dtype))
+        _save_array(directory / SUMS_FILE, sums)
+        meta: dict[str, Any] = {
             "format": FORMAT_VERSION,
             "tokenizer": self.tokenizer,
             "k1": self.k1,
@@ -166,7 +228,9 @@ class BM25Index:
             "n_docs": self.n_docs,
             "avgdl": self.avgdl,
             "vocab": self._vocab,
+            "digests": {"indptr": array_digest(columns.indptr), "sums": array_digest(sums)},
         }
+        meta["checksum"] = json_checksum(meta)
         # Written last: a folder with the JSON has every array file too.
         with open(directory / META_FILE, "w", encoding="utf-8") as fh:
             json.dump(meta, fh, ensure_ascii=False)
@@ -174,15 +238,21 @@ class BM25Index:
         fsync_dir(directory)
 
     @classmethod
-    def load(cls, directory: Path) -> BM25Index:
-        """Open an index written by :meth:`save`; the arrays stay on disk (memory-mapped)."""
+    def load(cls, directory: Path, *, legacy_ok: bool = False) -> BM25Index:
+        """Open an index written by :meth:`save`; the arrays stay on disk (memory-mapped).
+        The metadata, the column starts and the column checksums are checked here, each
+        column when a query first reads it. ``legacy_ok`` also opens format 1, unchecked."""
         directory = Path(directory)
-        meta = _read_meta(directory)
+        meta = _read_meta(directory, legacy_ok=legacy_ok)
         arrays = {
             attr: _open_array(directory, name, dtype) for attr, (name, dtype) in ARRAY_FILES.items()
         }
         columns = ScoreColumns(**arrays)
         _check_shapes(columns, meta, directory)
+        sums = None
+        if meta["format"] >= 2:
+            sums = _open_array(directory, SUMS_FILE, np.dtype(np.uint64))
+            _check_digests(meta, columns.indptr, sums, directory)
         return cls(
             columns,
             meta["vocab"],
@@ -191,6 +261,28 @@ class BM25Index:
             b=meta["b"],
             avgdl=meta["avgdl"],
             tokenizer=meta["tokenizer"],
+            sums=sums,
+            directory=directory,
+        )
+
+
+def _save_array(path: Path, array: np.ndarray) -> None:
+    with open(path, "wb") as fh:
+        np.save(fh, array, allow_pickle=False)
+        _sync(fh)
+
+
+def _check_digests(
+    meta: dict[str, Any], indptr: np.ndarray, sums: np.ndarray, directory: Path
+) -> None:
+    digests = meta.get("digests")
+    expected = {"indptr": array_digest(indptr), "sums": array_digest(sums)}
+    recorded = digests if isinstance(digests, dict) else {}
+    damaged = [f"bm25.{name}.npy" for name in expected if recorded.get(name) != expected[name]]
+    if damaged or len(sums) != len(indptr) - 1:
+        files = " and ".join(damaged) or SUMS_FILE
+        raise IndexCorruptError(
+            f"{directory}: {files} does not match the digest bm25.json records; {_REBUILD}."
         )
 
 
@@ -205,7 +297,7 @@ def _read_only(array: np.ndarray) -> np.ndarray:
     return view
 
 
-def _read_meta(directory: Path) -> dict[str, Any]:
+def _read_meta(directory: Path, *, legacy_ok: bool = False) -> dict[str, Any]:
     path = directory / META_FILE
     if not path.is_file():
         raise IndexNotFoundError(
@@ -221,7 +313,8 @@ def _read_meta(directory: Path) -> dict[str, Any]:
         ) from exc
     if missing:
         raise IndexCorruptError(f"{path} lacks {', '.join(missing)}; {_REBUILD}.")
-    if meta["format"] != FORMAT_VERSION:
+    formats = (1, FORMAT_VERSION) if legacy_ok else (FORMAT_VERSION,)
+    if meta["format"] not in formats:
         raise IndexCorruptError(
             f"{path} has format {meta['format']}; this version reads format "
             f"{FORMAT_VERSION}; {_REBUILD}."
@@ -230,6 +323,10 @@ def _read_meta(directory: Path) -> dict[str, Any]:
         check_tokenizer(meta["tokenizer"])
     except IndexCorruptError as exc:
         raise IndexCorruptError(f"{path}: {exc}") from None
+    if meta["format"] >= 2:
+        fields = {k: v for k, v in meta.items() if k != "checksum"}
+        if meta.get("checksum") != json_checksum(fields):
+            raise IndexCorruptError(f"{path} does not match its checksum (damaged); {_REBUILD}.")
     return dict(meta)
 
 

@@ -3,24 +3,18 @@
 from __future__ import annotations
 
 import hashlib
-import os
-import stat
-import threading
-from pathlib import Path
 
+from ..config import ScanConfig
 from ..records import FileKind, SkippedFile
 from ..scan import ScannedFile
 from ..segments import Segment
-from ._base import LoadedFile, skip
+from ._base import LoadedFile
 from ._csv import with_record_units
 from ._docx import load_docx
 from ._html import extract_html
 from ._pdf import load_pdf
 from ._plain import decode_text_file
-
-READ_TIMEOUT_S = 30.0
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # POSIX; Windows has no FIFOs to open
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+from ._read import READ_TIMEOUT_S, read_scanned, read_with_timeout
 
 
 def load_bytes(data: bytes, rel: str, kind: FileKind) -> LoadedFile:
@@ -43,54 +37,14 @@ def load_bytes(data: bytes, rel: str, kind: FileKind) -> LoadedFile:
     return LoadedFile(segments=segments, kind=kind, sha256=sha256, notes=notes)
 
 
-def load_file(file: ScannedFile, *, timeout: float = READ_TIMEOUT_S) -> LoadedFile:
-    """Read and load one scanned file."""
-    return load_bytes(read_document(file.path, file.rel, timeout=timeout), file.rel, file.kind)
+def load_file(
+    file: ScannedFile, *, timeout: float = READ_TIMEOUT_S, max_bytes: int | None = None
+) -> LoadedFile:
+    """Read (safely: :mod:`._read`) and load one scanned file; ``max_bytes`` defaults to
+    the scan's default ``max_file_bytes``."""
+    limit = ScanConfig().max_file_bytes if max_bytes is None else max_bytes
+    data = read_scanned(file, max_bytes=limit, timeout=timeout)
+    return load_bytes(data, file.rel, file.kind)
 
 
-def read_document(path: Path, rel: str, *, timeout: float = READ_TIMEOUT_S) -> bytes:
-    """The bytes of a regular file, never blocking on anything else: the file is opened
-    non-blocking (a FIFO swapped in since the scan would block a plain open until a writer
-    came) and its type checked on the open descriptor, and the read must finish within
-    ``timeout`` seconds (a hung network mount), else the file is skipped as unreadable."""
-    try:
-        fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC)
-    except OSError as exc:
-        raise skip(rel, "unreadable", exc.strerror or str(exc)) from exc
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise skip(rel, "unreadable", "not a regular file (pipe, socket or device)")
-        if _NONBLOCK:
-            os.set_blocking(fd, True)
-    except BaseException:
-        os.close(fd)
-        raise
-    data = read_with_timeout(fd, timeout)  # takes the descriptor over
-    if isinstance(data, OSError):
-        raise skip(rel, "unreadable", data.strerror or str(data)) from data
-    if data is None:
-        raise skip(rel, "unreadable", f"reading it took longer than {timeout:g}s")
-    return data
-
-
-def read_with_timeout(fd: int, timeout: float) -> bytes | OSError | None:
-    """Read ``fd`` to its end in a helper thread, which closes it; None when the read did
-    not finish within ``timeout`` seconds (the thread is left to finish or hang alone: a
-    read blocked in the kernel cannot be cancelled)."""
-    result: list[bytes | OSError] = []
-
-    def work() -> None:
-        try:
-            with os.fdopen(fd, "rb") as fh:
-                result.append(fh.read())
-        except OSError as exc:
-            result.append(exc)
-
-    reader = threading.Thread(target=work, name="kbgraph-read", daemon=True)
-    reader.start()
-    reader.join(timeout)
-    return result[0] if result else None
-
-
-__all__ = ["READ_TIMEOUT_S", "load_bytes", "load_file", "read_document", "read_with_timeout"]
+__all__ = ["READ_TIMEOUT_S", "load_bytes", "load_file", "read_with_timeout"]

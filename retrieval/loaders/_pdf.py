@@ -4,12 +4,17 @@ A PDF has no lines of its own, so the coordinates of a PDF chunk are relative to
 extracted from its page: ``page`` is the 1-based page number, line numbers are lines of
 that page's extracted text (``line_base=1``), and byte offsets are offsets into that text
 encoded as UTF-8 (not into the PDF file). A page whose extraction fails is left out with
-an ``extract-failed`` note; a PDF that cannot be read at all is skipped.
+an ``extract-failed`` note; a PDF that cannot be read at all is skipped (with what pypdf
+warned about it, which never reaches stderr).
 """
 
 from __future__ import annotations
 
 import io
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from ..records import SkippedFile
@@ -20,7 +25,32 @@ if TYPE_CHECKING:
     from pypdf import PdfReader
 
 
-def _open(data: bytes, rel: str) -> PdfReader:
+class _Collect(logging.Handler):
+    """pypdf's warnings of this thread (a damaged file's "EOF marker not found"), kept for
+    the file's skip reason instead of reaching stderr through logging's last resort."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.thread = threading.get_ident()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.thread == self.thread:
+            self.messages.append(" ".join(record.getMessage().split()))
+
+
+@contextmanager
+def _pypdf_warnings() -> Iterator[list[str]]:
+    logger = logging.getLogger("pypdf")
+    handler = _Collect()
+    logger.addHandler(handler)
+    try:
+        yield handler.messages
+    finally:
+        logger.removeHandler(handler)
+
+
+def _open(data: bytes, rel: str, warnings: list[str]) -> PdfReader:
     # Imported here: pypdf takes a noticeable share of a cold `kbgraph search`, which
     # loads no PDF.
     from pypdf import PdfReader
@@ -34,13 +64,21 @@ def _open(data: bytes, rel: str) -> PdfReader:
     except SkipFile:
         raise
     except Exception as exc:  # pypdf raises many exception types on damaged files
-        raise skip(rel, "extract-failed", f"pypdf cannot read the PDF: {exc}") from exc
+        said = f" ({'; '.join(dict.fromkeys(warnings))})" if warnings else ""
+        raise skip(rel, "extract-failed", f"pypdf cannot read the PDF: {exc}{said}") from exc
     return reader
 
 
 def load_pdf(data: bytes, rel: str) -> tuple[list[Segment], list[SkippedFile]]:
     """One segment per page with text; raise ``SkipFile`` when no page gives any."""
-    reader = _open(data, rel)
+    with _pypdf_warnings() as warnings:
+        return _load_pdf(data, rel, warnings)
+
+
+def _load_pdf(
+    data: bytes, rel: str, warnings: list[str]
+) -> tuple[list[Segment], list[SkippedFile]]:
+    reader = _open(data, rel, warnings)
     segments: list[Segment] = []
     notes: list[SkippedFile] = []
     for number, page in enumerate(reader.pages, start=1):

@@ -6,6 +6,7 @@ driver gives back is scrubbed of it (and of the whole URL) before it is raised.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,6 +21,18 @@ from kbgraph.errors import ConfigError, DatabaseSetupError, DatabaseUnavailableE
 
 CONNECT_TIMEOUT_S = 10
 URL_FORM = "postgresql://user[:password]@host[:port]/dbname"
+
+
+class _AbortedCopyNoise(logging.Filter):
+    """psycopg logs "error ignored terminating <psycopg.Copy [BAD]>" when a COPY (or a
+    pipeline) is cut by the error that ends the run, which kbgraph reports on its own
+    line; through logging's last resort that second message reached stderr."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("error ignored terminating")
+
+
+logging.getLogger("psycopg").addFilter(_AbortedCopyNoise())
 
 
 @dataclass(frozen=True)
@@ -94,7 +107,12 @@ class Database:
                 "the user the privilege (CREATE on the schema to index, SELECT to search) or "
                 "use a user that has it"
             ) from None
-        except (psycopg.OperationalError, pg_errors.SerializationFailure) as exc:
+        except (
+            psycopg.OperationalError,
+            psycopg.InterfaceError,
+            pg_errors.SerializationFailure,
+        ) as exc:
+            # InterfaceError: the connection was already closed by an earlier loss.
             # SerializationFailure: a standby cancelled the query to replay the primary's
             # changes (a recovery conflict); a new attempt succeeds.
             raise DatabaseUnavailableError(

@@ -55,11 +55,12 @@ class PgEmbeddingCache:
         found: dict[str, np.ndarray] = {}
         wanted = list(dict.fromkeys(hashes))
         for start in range(0, len(wanted), 5000):
-            rows = self._conn.execute(
-                "SELECT hash, vector FROM kbgraph_embedding_cache "
-                "WHERE model = %s AND hash = ANY(%s)",
-                (self.model, wanted[start : start + 5000]),
-            ).fetchall()
+            with self.db.errors("read the embedding cache"):
+                rows = self._conn.execute(
+                    "SELECT hash, vector FROM kbgraph_embedding_cache "
+                    "WHERE model = %s AND hash = ANY(%s)",
+                    (self.model, wanted[start : start + 5000]),
+                ).fetchall()
             for digest, blob in rows:
                 found[str(digest)] = np.frombuffer(bytes(blob), dtype="<f4").astype(np.float32)
         return found
@@ -68,7 +69,11 @@ class PgEmbeddingCache:
         rows = [(self.model, d, np.asarray(v, dtype="<f4").tobytes()) for d, v in items.items()]
         if not rows:
             return
-        with self._conn.transaction(), self._conn.cursor() as cur:
+        with (
+            self.db.errors("write the embedding cache"),
+            self._conn.transaction(),
+            self._conn.cursor() as cur,
+        ):
             cur.executemany(
                 "INSERT INTO kbgraph_embedding_cache (model, hash, vector) VALUES (%s, %s, %s) "
                 "ON CONFLICT (model, hash) DO NOTHING",
@@ -89,6 +94,7 @@ class PgPrevious:
         assert writer._meta is not None
         self._writer, self.meta = writer, writer._meta
         self._failed = set(self.meta.failed_embeddings)
+        self.upgrading = False  # a database's rows have no older format
 
     def rows_of(self, rel: str, record: FileRecord) -> FileRows:
         chunks, matrix = self._writer.rows_of(rel)
@@ -308,9 +314,10 @@ class PostgresStore:
     def _lock(self, conn: psycopg.Connection[Any], kb_id: int, timeout: float, doing: str) -> None:
         deadline = time.monotonic() + timeout
         while True:
-            got = conn.execute(
-                "SELECT pg_try_advisory_lock(%s, %s)", (ADVISORY_CLASS, kb_id)
-            ).fetchone()
+            with self.db.errors(f"lock the knowledge base to {doing}"):
+                got = conn.execute(
+                    "SELECT pg_try_advisory_lock(%s, %s)", (ADVISORY_CLASS, kb_id)
+                ).fetchone()
             if got and got[0]:
                 return
             if time.monotonic() >= deadline:

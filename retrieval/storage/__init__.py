@@ -4,6 +4,7 @@ records both stores share (an index's meta, a file's rows, what an index recorde
 from ._meta import (
     DEFAULT_KEEP_VERSIONS,
     FORMAT_VERSION,
+    LEGACY_FORMAT,
     REPAIR,
     EmbeddingMeta,
     FileRecord,
@@ -11,6 +12,8 @@ from ._meta import (
     SkipRecord,
     check_files,
     first_error,
+    meta_bytes,
+    parse_meta,
     unsafe_source,
 )
 from ._protocol import (
@@ -36,6 +39,7 @@ __all__ = [
     "DATABASE_SCHEMES",
     "DEFAULT_KEEP_VERSIONS",
     "FORMAT_VERSION",
+    "LEGACY_FORMAT",
     "RANKERS",
     "REPAIR",
     "EmbeddingMeta",
@@ -61,7 +65,9 @@ __all__ = [
     "check_query_vector",
     "first_error",
     "is_database",
+    "meta_bytes",
     "no_versions",
+    "parse_meta",
     "recorded_of",
     "sound_vectors",
     "unsafe_source",

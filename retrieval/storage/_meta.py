@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any, Self
 
@@ -10,11 +11,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from kbgraph.errors import IndexCorruptError
 
 from ..lexical import LEGACY_TOKENIZER_ID
-from ..records import FileKind, SkipReason
+from ..records import FileKind, SkipReason, json_checksum
 
-FORMAT_VERSION = 1
+# 2: chunk lines, meta.json and bm25.json carry checksums, bm25 column checksums. Format 1
+# is read only by a writer, to reuse its vectors while upgrading it (never served).
+FORMAT_VERSION = 2
+LEGACY_FORMAT = 1
 REPAIR = "run `kbgraph index` to repair it from the documents"
 DEFAULT_KEEP_VERSIONS = 3
+CHECKSUM_KEY = "checksum"
+UPGRADE = "run `kbgraph index` to upgrade it (no text is embedded again)"
 LEGACY_CODE_CHUNKER = "code-1"
 """How code was chunked by indexes that did not record it (keyword boundaries)."""
 
@@ -98,6 +104,51 @@ class IndexMeta(BaseModel):
     # a change of settings (a rebuild); an index that predates them has the old ones.
     tokenizer: str = LEGACY_TOKENIZER_ID
     code_chunker: str = LEGACY_CODE_CHUNKER
+
+
+def meta_bytes(meta: IndexMeta) -> bytes:
+    """meta.json's content: the fields and their checksum (``checksum``)."""
+    data = meta.model_dump(mode="json")
+    data[CHECKSUM_KEY] = json_checksum(data)
+    return json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8")
+
+
+def parse_meta(raw: bytes, path: Path, *, legacy_ok: bool = False) -> IndexMeta:
+    """meta.json's content, checked: valid JSON of this format whose checksum matches
+    (format 1, which has none, only with ``legacy_ok``); every problem is one line
+    naming the file."""
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        why = exc.msg if isinstance(exc, json.JSONDecodeError) else "not UTF-8 text"
+        raise IndexCorruptError(
+            f"{path} is not valid index metadata (not JSON: {why}); {REPAIR}"
+        ) from None
+    if not isinstance(data, dict):
+        raise IndexCorruptError(f"{path} is not valid index metadata (not an object); {REPAIR}")
+    version = data.get("format_version")
+    if version == LEGACY_FORMAT and not legacy_ok:
+        raise IndexCorruptError(
+            f"{path}: index format {LEGACY_FORMAT} was written by an earlier kbgraph without "
+            f"checksums, so it is not searched as it is; {UPGRADE}"
+        )
+    if version not in (FORMAT_VERSION, LEGACY_FORMAT):
+        raise IndexCorruptError(
+            f"{path}: index format {version!r}, this kbgraph reads {FORMAT_VERSION}; "
+            "re-index with `kbgraph index --rebuild` (or use the kbgraph that wrote it)"
+        )
+    check = data.pop(CHECKSUM_KEY, None)
+    if version == FORMAT_VERSION and check != json_checksum(data):
+        raise IndexCorruptError(
+            f"{path} does not match its checksum (a value was changed since it was written); "
+            f"{REPAIR}"
+        )
+    try:
+        return IndexMeta.model_validate(data)
+    except ValidationError as exc:
+        raise IndexCorruptError(
+            f"{path} is not valid index metadata ({first_error(exc)}); {REPAIR}"
+        ) from None
 
 
 def first_error(exc: ValidationError) -> str:

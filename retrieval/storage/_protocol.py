@@ -90,6 +90,12 @@ class Previous(Protocol):
     @property
     def meta(self) -> IndexMeta: ...
 
+    @property
+    def upgrading(self) -> bool:
+        """True when the version is of an older format whose records may not be reused as
+        they are (every file is read again; vectors are still reused by chunk id)."""
+        ...
+
     def rows_of(self, rel: str, record: FileRecord) -> FileRows:
         """File ``rel``'s chunks and vectors in this version (damaged parts as None)."""
 

@@ -16,6 +16,7 @@ import pytest
 
 from kbgraph.retrieval.folder import write_chunks
 from kbgraph.retrieval.records import Chunk, chunk_id
+from kbgraph.retrieval.storage import IndexMeta, meta_bytes
 from tests.faults.conftest import (
     INDEX,
     cli,
@@ -37,6 +38,12 @@ def _chunks(gen: Path) -> list[dict[str, object]]:
 def _rewrite(gen: Path, rows: list[dict[str, object]]) -> None:
     """Write chunk rows as a well-formed chunks.jsonl + offsets.bin (a crafted index)."""
     write_chunks(gen / "chunks.jsonl", gen / "offsets.bin", [Chunk.from_dict(r) for r in rows])
+
+
+def _reseal(gen: Path, meta: dict[str, object]) -> None:
+    """Write an edited meta.json with its checksum computed again (a crafted index)."""
+    meta.pop("checksum", None)
+    (gen / "meta.json").write_bytes(meta_bytes(IndexMeta.model_validate(meta)))
 
 
 def _row_of(gen: Path, source: str) -> int:
@@ -98,7 +105,7 @@ def source_escapes_folder(folder: Path) -> None:
     _rewrite(gen, rows)
     meta = json.loads((gen / "meta.json").read_bytes())
     meta["files"][evil] = meta["files"].pop("retry.md")
-    (gen / "meta.json").write_text(json.dumps(meta))
+    _reseal(gen, meta)
 
 
 def _poke_vector(folder: Path, value: float) -> None:

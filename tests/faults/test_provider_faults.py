@@ -6,16 +6,24 @@ failed run embedded is kept, so the next run embeds only the rest."""
 
 from __future__ import annotations
 
+import json
 import math
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
+from langchain_core.embeddings import Embeddings
 
+from kbgraph.errors import EmbeddingError
+from kbgraph.retrieval import KnowledgeBase
+from kbgraph.retrieval.embeddings import l2_normalise
+from kbgraph.retrieval.records import Chunk, index_text
 from kbgraph.testing import FakeEmbeddings
-from tests.faults.conftest import cli, one_line_reason, snapshot, write_docs
-from tests.support.openai_server import OpenAIServer
+from tests.faults.conftest import cli, generation, one_line_reason, snapshot, write_docs
+from tests.support.openai_server import EMBEDDINGS_PATH, OpenAIServer
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(60)]
 FAKE = FakeEmbeddings()
@@ -171,3 +179,92 @@ def one_line_reason_of(stderr: str) -> str:
     from tests.faults.conftest import Run
 
     return one_line_reason(Run(1, "", stderr))
+
+
+def test_vectors_are_matched_to_their_texts_by_index(folder: Path, server: OpenAIServer) -> None:
+    """Regression (issue 24, hole 4): a server that answers the `data` items in reverse
+    order, each with its correct `index`, got every vector attached to another text
+    (128/128) and the index validated."""
+    server.shape_items(lambda items: items[::-1])
+    code, report, stderr = index(folder, server)
+    assert code == 0, stderr
+    assert report["embedded"] == 153
+    gen = generation(folder)
+    rows = [Chunk.from_dict(json.loads(line)) for line in (gen / "chunks.jsonl").read_bytes()
+            .splitlines()]  # fmt: skip
+    expected = l2_normalise(np.asarray(FAKE.embed_documents([index_text(c) for c in rows])))
+    raw = (gen / "vectors.bin").read_bytes()
+    vectors = np.frombuffer(raw[16:], dtype="<f4").reshape(len(rows), -1)
+    matched = int(np.sum(np.isclose(np.sum(vectors * expected, axis=1), 1.0, atol=1e-4)))
+    assert matched == len(rows), f"{len(rows) - matched} vectors belong to other texts"
+
+
+def test_items_without_an_index_and_one_missing_are_refused(
+    folder: Path, server: OpenAIServer
+) -> None:
+    def drop(items: list[dict[str, object]]) -> list[dict[str, object]]:
+        return [{k: v for k, v in item.items() if k != "index"} for item in items[:-1]]
+
+    server.shape_items(drop)
+    code, _, stderr = index(folder, server)
+    assert code == 1
+    assert "without an index" in one_line_reason_of(stderr)
+
+
+def test_a_provider_that_refuses_every_request_fails_at_once(
+    folder: Path, server: OpenAIServer
+) -> None:
+    """Regression (issue 24, hole 9): a provider answering 400 to everything was bisected
+    down to every input (15,990 requests, 709 s, 8,058 warning lines on a real folder)
+    before the one-line failure."""
+    server.reject_inputs_containing("")  # every text contains the empty string
+    started = time.monotonic()
+    code, _, stderr = index(folder, server)
+    assert code == 1
+    reason = one_line_reason_of(stderr)
+    assert "refuses the requests themselves" in reason and "HTTP 400" in reason, reason
+    assert len(server.requests_to(EMBEDDINGS_PATH)) <= 3
+    assert time.monotonic() - started < 20
+
+
+def test_a_provider_message_over_several_lines_is_one_line(
+    folder: Path, server: OpenAIServer
+) -> None:
+    """Regression (issue 24, hole 9): a provider's message with newlines broke the
+    one-line rule."""
+    message = "invalid key\nTraceback (most recent call last):\n  File 'app.py', line 3"
+    server.fail_next(1, status=401, message=message)
+    code, _, stderr = index(folder, server)
+    assert code == 1
+    assert "invalid key Traceback" in one_line_reason_of(stderr)
+
+
+class HangingEmbeddings(Embeddings):
+    """An Embeddings object whose calls do not return until ``released`` is set."""
+
+    def __init__(self) -> None:
+        self.released = threading.Event()
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        self.released.wait(50)
+        return FAKE.embed_documents(texts)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+def test_an_embeddings_object_that_hangs_is_timed_out(tmp_path: Path) -> None:
+    """Regression (issue 24, hole 9): the timeout covered remote specs only; an Embeddings
+    object that never answered hung the run."""
+    folder = write_docs(tmp_path / "docs")
+    hanging = HangingEmbeddings()
+    started = time.monotonic()
+    try:
+        with (
+            KnowledgeBase(folder, embedding=hanging, embedding_timeout=0.5) as kb,
+            pytest.raises(EmbeddingError, match="did not answer within the request timeout"),
+        ):
+            kb.index()
+    finally:
+        hanging.released.set()
+    assert time.monotonic() - started < 20

@@ -6,6 +6,7 @@
                                check_embedding_ctx_length=False, max_retries=0)
         server.rate_limit_next(1, retry_after=2)        # next request: 429, Retry-After: 2
         server.reject_inputs_containing("POISON")       # any batch holding it: 400
+        server.shape_items(lambda items: items[::-1])   # `data` reversed, each with its index
         server.queue_reply("plain answer", ChatReply.tool("search", {"q": "x"}))
         chat = ChatOpenAI(model="fake-chat", base_url=server.base_url, api_key="x")
         ...
@@ -38,6 +39,7 @@ from langchain_core.embeddings import Embeddings
 from kbgraph.testing import FakeEmbeddings
 
 EmbedFn = Callable[[list[str]], list[list[float]]]
+ItemShaper = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
 EMBEDDINGS_PATH = "/v1/embeddings"
 CHAT_PATH = "/v1/chat/completions"
 MODELS_PATH = "/v1/models"
@@ -148,6 +150,7 @@ class OpenAIServer:
         self._lock = threading.Lock()
         self._faults: deque[_Fault] = deque()
         self._markers: dict[str, int] = {}
+        self._shape: ItemShaper | None = None
         self._replies: deque[ChatReply] = deque()
         self._requests: list[RecordedRequest] = []
         self._stopping = threading.Event()
@@ -259,10 +262,18 @@ class OpenAIServer:
         with self._lock:
             self._markers[marker] = status
 
+    def shape_items(self, shaper: ItemShaper | None) -> None:
+        """From now on, the ``data`` items of every embeddings answer (each
+        ``{"object", "index", "embedding"}``, in input order) go through ``shaper`` first:
+        reorder them, drop their ``index``, drop items … (None: as computed)."""
+        with self._lock:
+            self._shape = shaper
+
     def clear_faults(self) -> None:
         with self._lock:
             self._faults.clear()
             self._markers.clear()
+            self._shape = None
 
     # -- chat script --------------------------------------------------------------------
 
@@ -457,6 +468,10 @@ class _Handler(BaseHTTPRequestHandler):
             {"object": "embedding", "index": i, "embedding": _encode_vector(v, encoding)}
             for i, v in enumerate(vectors)
         ]
+        with self.app._lock:
+            shape = self.app._shape
+        if shape is not None:
+            data = shape(data)
         tokens = sum(len(t.split()) for t in texts)
         payload = {
             "object": "list",
@@ -580,6 +595,7 @@ __all__ = [
     "ChatReply",
     "ChatResponder",
     "EmbedFn",
+    "ItemShaper",
     "OpenAIServer",
     "RecordedRequest",
     "ToolCall",

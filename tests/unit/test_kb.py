@@ -105,19 +105,19 @@ def test_a_file_that_could_not_be_opened_is_tried_again_on_the_next_run(
     opened again while they held, so a fixed permission or a mount back online changed
     nothing. The open fails at the loader's seam (tests run as root, who reads any file;
     tests/faults has the real permission case, as another user)."""
-    from kbgraph.retrieval.loaders import _load
+    from kbgraph.retrieval.loaders import _read
 
     real_open = os.open
-    victim = str(folder / "guide" / "auth.md")
 
-    def failing_open(path: object, flags: int, *args: int) -> int:
-        if str(path) == victim:
+    def failing_open(path: object, flags: int, *args: int, **kwargs: int) -> int:
+        # The reader opens each component below the folder (dir_fd), the file last.
+        if str(path) == "auth.md":
             raise error
-        return real_open(path, flags, *args)  # type: ignore[arg-type]
+        return real_open(path, flags, *args, **kwargs)  # type: ignore[arg-type]
 
     kb = _kb(folder)
     with monkeypatch.context() as patch:
-        patch.setattr(_load.os, "open", failing_open)
+        patch.setattr(_read.os, "open", failing_open)
         first = kb.index()
     assert {s.path: s.reason for s in first.skipped}["guide/auth.md"] == "unreadable"
     assert kb.is_fresh()  # nothing changed on disk: no freshness run for it

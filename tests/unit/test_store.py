@@ -22,6 +22,7 @@ from kbgraph.retrieval.folder import (
     write_vectors,
 )
 from kbgraph.retrieval.records import Chunk
+from kbgraph.retrieval.storage import IndexMeta, meta_bytes
 
 
 def _vectors(n: int, d: int) -> np.ndarray:
@@ -161,12 +162,18 @@ def test_validate_checks_every_vector_norm(
         kb.validate()
 
 
+def _reseal_meta(generation: Path, meta: dict[str, object]) -> None:
+    """Write an edited meta.json with its checksum, as a crafted index would."""
+    meta.pop("checksum", None)
+    (generation / "meta.json").write_bytes(meta_bytes(IndexMeta.model_validate(meta)))
+
+
 def test_validate_accepts_a_zero_vector_of_a_failed_embedding(tmp_path: Path) -> None:
     kb, generation = _built(tmp_path)
     _rewrite_vectors(generation, lambda v: v.__setitem__(3, 0.0))
     meta = json.loads((generation / "meta.json").read_text())
     meta["failed_embeddings"] = [3]
-    (generation / "meta.json").write_text(json.dumps(meta))
+    _reseal_meta(generation, meta)
     kb.validate()
 
 
@@ -192,6 +199,6 @@ def test_validate_checks_counts_of_meta_and_file_spans(tmp_path: Path) -> None:
     meta = json.loads((generation / "meta.json").read_text())
     first = sorted(meta["files"])[0]
     meta["files"][first]["chunk_end"] -= 1
-    (generation / "meta.json").write_text(json.dumps(meta))
+    _reseal_meta(generation, meta)
     with pytest.raises(IndexCorruptError, match="chunk span of"):
         kb.validate()
