@@ -5,9 +5,9 @@ The model is the packaged SmolLM2-135M, steered (``tests.support.gguf.steered_sm
 llama.cpp's grammar makes it propose what it was seen proposing to a new user (issue 20) —
 "no search needed" for a documented question, a timestamp and a sentence said over and over
 as rewrites of "How do I use HTTP/2?", a knowledge base that holds nothing on the question —
-while it writes everything else itself. Unsteered, a small model proposes these often but
-not reproducibly (llama.cpp's prompt cache changes its greedy choices between calls), so a
-test of the guards must not wait for it to. About a minute on a loaded 2-core machine."""
+while it writes everything else itself. Unsteered, a small model proposes these often, but
+which question draws which bad proposal depends on the exact prompt, so a test of the guards
+must not wait for it to. About a minute on a loaded 2-core machine."""
 
 from __future__ import annotations
 
