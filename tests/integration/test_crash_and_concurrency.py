@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from kbgraph.retrieval import KnowledgeBase
+from kbgraph.retrieval.folder import IndexLayout
 from kbgraph.retrieval.segments import normalize_newlines
 from kbgraph.testing import FakeEmbeddings
 from tests.integration._corpus import write_corpus
@@ -148,7 +149,7 @@ def test_kill_at_random_moments_leaves_an_index_that_opens(tmp_path: Path) -> No
     # What the killed writers left unpublished is gone; the kept versions stay (default 3).
     root = folder / ".kbgraph"
     leftovers = sorted(p.name for p in root.iterdir() if p.name.startswith("gen-"))
-    published = sorted((root / "HISTORY").read_text(encoding="utf-8").split())
+    published = sorted(IndexLayout(root).history_names())  # HISTORY ends with its checksum
     assert leftovers == published and 1 <= len(leftovers) <= 3, (leftovers, published)
 
 
