@@ -180,6 +180,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--json", type=Path, default=None, help="write every row here")
     args = parser.parse_args(argv)
+    measured = commit()  # the code that runs, not the checkout at the end of a long run
     rows = list(load_dataset(args.questions))[: args.limit]
     model = args.chat_model or default_model()
     with tempfile.TemporaryDirectory() as tmp:
@@ -194,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             run_path(f"chat model {Path(model.split('?')[0]).name}", model, rows, folder),
         ]
     print(
-        f"\n{time.strftime('%Y-%m-%d')}, commit {commit()}, {platform.machine()}, "
+        f"\n{time.strftime('%Y-%m-%d')}, commit {measured}, {platform.machine()}, "
         f"Python {platform.python_version()}\n"
     )
     print_table(results)
