@@ -95,6 +95,12 @@ def _score(row: Mapping[str, Any], name: str) -> float | None:
     return None if value is None else float(value)
 
 
+def _in_run(rows: Sequence[Mapping[str, Any]], name: str) -> bool:
+    """Whether any row carries the metric, scored or not (a run without reference answers
+    has no answer correctness; a report written before a metric existed has none)."""
+    return any(name in (row.get("metrics") or {}) for row in rows)
+
+
 def report_view(ref: EvalRef) -> dict[str, Any]:
     """The JSON twin of a report page."""
     rows = read_rows(ref)
@@ -102,8 +108,8 @@ def report_view(ref: EvalRef) -> dict[str, Any]:
     metrics = []
     for name in (*METRIC_NAMES, SOURCE_RECALL):
         scores = [s for r in rows if (s := _score(r, name)) is not None]
-        if not scores and name == SOURCE_RECALL:
-            continue
+        if not scores and (name == SOURCE_RECALL or not _in_run(rows, name)):
+            continue  # not measured by this run (no gold sources, or an older report)
         metrics.append(
             {
                 "name": name,

@@ -188,6 +188,11 @@ def test_eval_json_twins(client: TestClient) -> None:
     report = client.get("/api/evals/first-run").json()
     faith = next(m for m in report["metrics"] if m["name"] == "faithfulness")
     assert faith["histogram"][5] == 1 and faith["histogram"][9] == 1 and faith["n_scored"] == 2
+    # Only what the run measured: it had no reference answers to score correctness by.
+    assert [m["name"] for m in report["metrics"]] == [
+        "faithfulness", "context_recall", "context_precision", "answer_relevance",
+        "gold_source_recall",
+    ]  # fmt: skip
     row = client.get("/api/evals/first-run/rows/retry-1").json()
     assert [c["verdict"] for c in row["claims"]] == ["supported", "contradicted"]
     assert [g["recalled"] for g in row["gold_sources"]] == [True, False]
