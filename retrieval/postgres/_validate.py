@@ -10,10 +10,8 @@ from psycopg import sql
 
 from kbgraph.errors import IndexCorruptError
 
-from ..storage import IndexMeta
+from ..storage import UNIT_NORM_TOLERANCE, IndexMeta
 from ._schema import Tables
-
-_NORM_TOLERANCE = 1e-3
 
 
 def validate(conn: psycopg.Connection[Any], tables: Tables, meta: IndexMeta, where: str) -> None:
@@ -59,7 +57,7 @@ def validate(conn: psycopg.Connection[Any], tables: Tables, meta: IndexMeta, whe
                 "SELECT count(*) FROM {} WHERE embedding IS NOT NULL AND "
                 "abs(vector_norm(embedding) - 1) > %s"
             ).format(c),
-            _NORM_TOLERANCE,
+            UNIT_NORM_TOLERANCE,  # the bound of sound_vectors, as in the folder index
         )
         if bad:
             problems.append(f"{bad} vectors whose length is not 1")

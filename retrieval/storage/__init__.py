@@ -33,7 +33,13 @@ from ._protocol import (
     no_versions,
 )
 from ._recorded import ModelLost, ObjectOnly, Recorded, auto_spec, recorded_of
-from ._rows import FileRows, check_query_vector, sound_vectors, usable_vectors
+from ._rows import (
+    UNIT_NORM_TOLERANCE,
+    FileRows,
+    check_query_vector,
+    sound_vectors,
+    usable_vectors,
+)
 
 __all__ = [
     "DATABASE_SCHEMES",
@@ -42,6 +48,7 @@ __all__ = [
     "LEGACY_FORMAT",
     "RANKERS",
     "REPAIR",
+    "UNIT_NORM_TOLERANCE",
     "EmbeddingMeta",
     "FileEntry",
     "FileRecord",

@@ -12,7 +12,7 @@ from kbgraph.errors import DimensionMismatchError
 from ..records import Chunk
 from ._meta import EmbeddingMeta
 
-_NORM_TOLERANCE = 1e-3  # float32 rounding of a unit vector is far below this
+UNIT_NORM_TOLERANCE = 1e-3  # float32 rounding of a unit vector is far below this
 
 
 @dataclass
@@ -32,7 +32,7 @@ def sound_vectors(rows: np.ndarray) -> np.ndarray:
     block = np.asarray(rows, dtype=np.float32)
     with np.errstate(invalid="ignore", over="ignore"):
         norms = np.linalg.norm(block, axis=1)
-        return np.isfinite(block).all(axis=1) & (np.abs(norms - 1.0) <= _NORM_TOLERANCE)
+        return np.isfinite(block).all(axis=1) & (np.abs(norms - 1.0) <= UNIT_NORM_TOLERANCE)
 
 
 def usable_vectors(
@@ -69,4 +69,10 @@ def check_query_vector(vector: np.ndarray, dims: int, embedding: EmbeddingMeta |
         )
 
 
-__all__ = ["FileRows", "check_query_vector", "sound_vectors", "usable_vectors"]
+__all__ = [
+    "UNIT_NORM_TOLERANCE",
+    "FileRows",
+    "check_query_vector",
+    "sound_vectors",
+    "usable_vectors",
+]

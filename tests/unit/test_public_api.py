@@ -1047,6 +1047,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "ServedStore",
         "SkipRecord",
         "Snapshot",
+        "UNIT_NORM_TOLERANCE",
         "auto_spec",
         "check_files",
         "check_query_vector",
