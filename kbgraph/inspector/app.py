@@ -107,6 +107,8 @@ class Inspector:
         settings = _lab.lab_settings(self.config, query)
         state = _lab.run_subgraph(settings, query)
         report = _lab.lab_report(state, settings, query)
+        bases = _lab.chosen_bases(self.config, query)
+        report["freshness"] = _lab.freshness(bases, lambda kb: self.kb(kb.name))
         why = None
         if query.why:
             why = _why.why_not(query.why, state, settings, lambda kb: self.kb(kb.name))
