@@ -61,6 +61,24 @@ def discover(dirs: Sequence[Path]) -> list[EvalRef]:
     return refs
 
 
+def report_list(dirs: Sequence[Path]) -> list[dict[str, Any]]:
+    """The reports of ``dirs`` (:func:`discover`): ``{slug, folder, created, rows}``."""
+    out = []
+    for ref in discover(dirs):
+        summary = read_summary(ref)
+        rows = mapping(summary.get("rows")).get("total")
+        created = summary.get("created")
+        out.append(
+            {
+                "slug": ref.slug,
+                "folder": str(ref.folder),
+                "created": created if isinstance(created, str) else None,
+                "rows": rows if isinstance(rows, int) else None,
+            }
+        )
+    return out
+
+
 def find(dirs: Sequence[Path], slug: str) -> EvalRef:
     for ref in discover(dirs):
         if ref.slug == slug:
@@ -249,6 +267,7 @@ __all__ = [
     "mapping",
     "read_rows",
     "read_summary",
+    "report_list",
     "report_view",
     "row_view",
 ]

@@ -290,28 +290,12 @@ class Inspector:
 
     # -- evals -----------------------------------------------------------------------
     async def evals(self, request: Request) -> Response:
-        refs = await run_in_threadpool(self._eval_list)
+        refs = await run_in_threadpool(_evals.report_list, self.config.eval_dirs)
         if _is_api(request, self):
             return JSONResponse({"reports": refs})
         return self.html(
             request, "Eval reports", render_report_list(refs, self.root(request)), "evals"
         )
-
-    def _eval_list(self) -> list[dict[str, Any]]:
-        out = []
-        for ref in _evals.discover(self.config.eval_dirs):
-            summary = _evals.read_summary(ref)
-            rows = _evals.mapping(summary.get("rows")).get("total")
-            created = summary.get("created")
-            out.append(
-                {
-                    "slug": ref.slug,
-                    "folder": str(ref.folder),
-                    "created": created if isinstance(created, str) else None,
-                    "rows": rows if isinstance(rows, int) else None,
-                }
-            )
-        return out
 
     async def eval_report(self, request: Request) -> Response:
         ref = _evals.find(self.config.eval_dirs, request.path_params["slug"])
