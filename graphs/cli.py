@@ -27,7 +27,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, conver
 
 from kbgraph import errors
 from kbgraph.errors import ConfigError, KbgraphError
-from kbgraph.exit_codes import failing_as
+from kbgraph.exit_codes import failing_as, printable
 
 from . import _trace
 from .recording import RECORDED_EVENT
@@ -209,34 +209,40 @@ class StderrProgress:
             stage = (str(event.get("kb")), str(event.get("stage")))
             if stage != self._stage:
                 self._stage = stage
-                click.echo(f"indexing {stage[0]}: {stage[1]} ({event.get('total')})", err=True)
+                _err(f"indexing {stage[0]}: {stage[1]} ({event.get('total')})")
         elif name == RECORDED_EVENT:
-            click.echo(f"recorded run {event.get('id')}: {event.get('path')}", err=True)
+            _err(f"recorded run {event.get('id')}: {event.get('path')}")
         elif name == "knowledge.index.done" and event.get("indexed"):
-            click.echo(
+            _err(
                 f"indexed {event.get('kb')}: {event.get('fileCount')} files, "
                 f"{event.get('chunkCount')} chunks ({event.get('embedded')} embedded, "
-                f"{event.get('reused')} reused)",
-                err=True,
+                f"{event.get('reused')} reused)"
             )
 
 
+def _err(line: str) -> None:
+    click.echo(printable(line), err=True)
+
+
 def print_human(state: Mapping[str, Any], *, trace: bool) -> None:
+    """The answer, its sources and verdicts for a terminal: every line from documents or
+    a model goes through :func:`~kbgraph.exit_codes.printable` (their control characters
+    shown as escapes, never acting on the terminal)."""
     if trace:
         click.echo("Trace:")
         for line in _trace.trace_lines(state):
-            click.echo(f"  {line}")
+            click.echo(f"  {printable(line)}")
         click.echo()
-    click.echo(state.get("answer") or "")
+    click.echo(printable(str(state.get("answer") or ""), lines=True))
     citations = state.get("rag_citations") or []
     if citations:
         click.echo("\nSources:")
         for line in _trace.source_lines(citations):
-            click.echo(f"  {line}")
+            click.echo(f"  {printable(line)}")
     click.echo()
     lines = _trace.verdict_lines(state) + _trace.check_lines(state)
     for line in lines + _trace.unresolved_lines(state):
-        click.echo(line)
+        click.echo(printable(line))
 
 
 @click.command("ask")
@@ -306,7 +312,7 @@ def ask(
         click.echo(json.dumps(json_view(state), ensure_ascii=False, indent=2, default=str))
         if trace:
             for line in _trace.trace_lines(state):
-                click.echo(line, err=True)
+                _err(line)
         return
     print_human(state, trace=trace)
 

@@ -33,6 +33,7 @@ from langgraph.graph.message import add_messages
 from kbgraph.errors import ConfigError
 from kbgraph.retrieval.cache import cache_root
 from kbgraph.retrieval.folder import write_file_atomic
+from kbgraph.retrieval.loaders import read_regular_file
 
 from .nodes._text import question_of
 from .settings import RagSettings, _without_password, settings_from_runtime
@@ -46,6 +47,9 @@ RECORD_FORMAT = 1
 RECORDED_EVENT = "knowledge.run.recorded"
 RUN_ID = re.compile(r"[0-9]{8}T[0-9]{6}-[0-9a-f]{8}")
 _LISTED = 500  # the newest runs a listing reads; older files stay on disk
+# A record is read whole; none is near this. Read non-blocking: a FIFO named like a run
+# (which no process writes) would block the open, and the server's shutdown with it.
+_MAX_RECORD_BYTES = 64 * 1024 * 1024
 _REDUCERS: dict[str, Callable[[Any, Any], Any]] = {
     "messages": add_messages,
     "rag_retrieval_debug": reduce_debug,
@@ -126,9 +130,7 @@ def read_run(run_id: str, folder: Path | None = None) -> dict[str, Any]:
         raise ConfigError(f"{run_id!r} is not a run id; ids look like 20261126T101500-0a1b2c3d")
     path = (runs_dir() if folder is None else folder) / f"{run_id}.json"
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        with os.fdopen(fd, "rb") as handle:
-            record = json.loads(handle.read().decode("utf-8"))
+        record = json.loads(read_regular_file(path, _MAX_RECORD_BYTES).decode("utf-8"))
     except (OSError, ValueError) as exc:
         raise ConfigError(f"no recorded run {run_id} in {path.parent} ({exc})") from exc
     if not isinstance(record, dict) or record.get("kind") != RECORD_KIND:
@@ -153,13 +155,30 @@ def list_runs(folder: Path | None = None) -> list[dict[str, Any]]:
             record = read_run(run_id, folder)
         except ConfigError:
             continue
-        state = record.get("state") or {}
-        summary = {k: record.get(k) for k in ("id", "graph", "created", "question", "thread_id")}
-        summary["knowledge_bases"] = record.get("knowledge_bases") or []
-        summary["grounded"] = state.get("rag_grounded")
-        summary["answer_mode"] = state.get("answer_mode")
-        out.append(summary)
+        out.append(_summary(run_id, record))
     return out
+
+
+def _summary(run_id: str, record: Mapping[str, Any]) -> dict[str, Any]:
+    """A listing's line of a record, each field of the type it should have (a record is a
+    file anyone may have edited: a wrong type shows as missing, never fails the list)."""
+    found = record.get("state")
+    state: Mapping[str, Any] = found if isinstance(found, dict) else {}
+    summary: dict[str, Any] = {"id": run_id}
+    for key in ("graph", "created", "question", "thread_id"):
+        value = record.get(key)
+        summary[key] = value if isinstance(value, str) else None
+    bases = record.get("knowledge_bases")
+    summary["knowledge_bases"] = [
+        {"name": str(kb.get("name") or ""), "folder": str(kb.get("folder") or "")}
+        for kb in (bases if isinstance(bases, list) else [])
+        if isinstance(kb, dict)
+    ]
+    grounded = state.get("rag_grounded")
+    summary["grounded"] = grounded if isinstance(grounded, bool) else None
+    mode = state.get("answer_mode")
+    summary["answer_mode"] = mode if isinstance(mode, str) else None
+    return summary
 
 
 def merged_state(state: Mapping[str, Any], update: Mapping[str, Any] | None) -> dict[str, Any]:

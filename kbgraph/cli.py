@@ -446,7 +446,7 @@ def search(
         extra = f" § {c.section}" if c.section else ""
         header = printable(f"[{n}] {where}{extra}  score {r.score:.4f}")
         click.echo(click.style(header, bold=True))
-        click.echo("    " + c.text.strip().replace("\n", "\n    "))
+        click.echo("    " + printable(c.text.strip(), lines=True).replace("\n", "\n    "))
 
 
 @main.command()

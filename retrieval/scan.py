@@ -12,16 +12,21 @@ Rules, in the order they apply:
    ``excluded-dir`` (``path/``), never file by file, so that the report stays short on a
    big repository. The index folder (``index_dir`` and ``<root>/.kbgraph``) is kbgraph's
    own and is not reported; any other kbgraph index (a ``.kbgraph`` folder at any depth,
-   or a folder holding ``CURRENT`` beside ``gen-*`` folders) is ``excluded-dir``: an index
-   holds the text of other documents, never documents of its own.
+   or a folder holding ``CURRENT`` beside ``gen-*`` folders, or ``gen-*`` folders holding
+   ``meta.json`` or ``chunks.jsonl`` when ``CURRENT`` was lost) is ``excluded-dir``: an
+   index holds the text of other documents, never documents of its own.
 2. Files matching an exclude pattern: ``excluded``.
 3. Secrets (:data:`~kbgraph.retrieval.config.SECRET_DENY`, matched ignoring case): reported as
    ``secret`` even when an include pattern matches them; a secret folder (``.ssh/``) is
    reported once and not entered.
 4. Files matching no include pattern: ``not-included``.
 5. Symbolic links are never followed out of the folder (``symlink-outside``). A link to a
-   file inside the folder is indexed once, under the link's own path; a link to a folder
-   is not entered (its target is scanned under its real path), so link loops cannot occur.
+   file inside the folder is indexed once, under the link's own path, when its target is
+   a file the walk could index too: a target in a folder the walk does not enter (rule 1:
+   ``.git/config``, ``node_modules/``, a virtualenv, an index) is ``excluded``, a target
+   whose path is excluded or secret is ``excluded`` or ``secret``, the detail naming the
+   target. A link to a folder is not entered (its target is scanned under its real path),
+   so link loops cannot occur.
 6. Files larger than ``max_file_bytes``: ``too-large``.
 
 Globs match the POSIX path relative to the root: ``*`` and ``?`` stay inside one folder,
@@ -35,12 +40,12 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from kbgraph.errors import ConfigError
 
+from ._globs import compile_globs, glob_to_regex
 from .config import SECRET_DENY, ScanConfig
 from .records import FileKind, SkippedFile, SkipReason
 
@@ -51,6 +56,7 @@ _ENV_MARKERS = {
     "conda-meta": "a conda environment",
 }
 _GENERATION = re.compile(r"gen-[0-9a-f]+-[0-9a-f]+")
+_GENERATION_FILES = ("meta.json", "chunks.jsonl")
 OTHER_INDEX = "another kbgraph index; an index is never indexed as documents"
 
 _KIND_BY_SUFFIX: dict[str, FileKind] = {
@@ -101,65 +107,6 @@ def file_kind(rel: str) -> FileKind:
     return _KIND_BY_SUFFIX.get(suffix, "text")
 
 
-def glob_to_regex(pattern: str) -> str:
-    """Translate one glob to a regular expression over POSIX relative paths (semantics in
-    the module docstring; ``[...]`` classes as in :mod:`fnmatch`, ``[!...]`` negates)."""
-    pattern = pattern.strip()
-    while pattern.startswith("./"):
-        pattern = pattern[2:]
-    pattern = pattern.lstrip("/")
-    if pattern.endswith("/"):
-        pattern += "**"
-    if "/" not in pattern:
-        pattern = "**/" + pattern
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        ch = pattern[i]
-        if pattern.startswith("**", i):
-            i += 2
-            if pattern.startswith("/", i):
-                out.append("(?:.*/)?")
-                i += 1
-            else:
-                out.append(".*")
-            continue
-        if ch == "*":
-            out.append("[^/]*")
-        elif ch == "?":
-            out.append("[^/]")
-        elif ch == "[" and (close := _class_end(pattern, i)) > 0:
-            body = pattern[i + 1 : close].replace("\\", "\\\\").replace("[", "\\[")
-            if body.startswith("!"):
-                body = "^" + body[1:]
-            elif body.startswith("^"):  # a literal caret, as in fnmatch
-                body = "\\" + body
-            out.append(f"[{body}]")
-            i = close
-        else:
-            out.append(re.escape(ch))
-        i += 1
-    return "".join(out)
-
-
-def _class_end(pattern: str, start: int) -> int:
-    """Index of the ``]`` closing the class opened at ``start``, or -1 (a literal ``[``)."""
-    j = start + 1
-    if j < len(pattern) and pattern[j] == "!":
-        j += 1
-    if j < len(pattern) and pattern[j] == "]":
-        j += 1
-    close = pattern.find("]", j)
-    return close if close > 0 and "/" not in pattern[start:close] else -1
-
-
-def compile_globs(patterns: Iterable[str], *, ignore_case: bool = False) -> re.Pattern[str]:
-    """One regex matching any of ``patterns`` (use ``fullmatch``); none matches nothing."""
-    parts = [f"(?:{glob_to_regex(p)})" for p in patterns if p.strip()]
-    flags = re.IGNORECASE if ignore_case else 0
-    return re.compile("|".join(parts) if parts else "(?!)", flags)
-
-
 class _Rules:
     """The compiled patterns of one scan."""
 
@@ -207,12 +154,9 @@ class _Scanner:
         except OSError as exc:
             self._skip(rel_dir + "/", "unreadable", f"cannot list the folder: {exc.strerror}")
             return []
-        marker = next((e.name for e in entries if e.name in _ENV_MARKERS), None)
-        if rel_dir and marker is not None:
-            self._skip(rel_dir + "/", "excluded-dir", f"{_ENV_MARKERS[marker]} ({marker})")
-            return []
-        if rel_dir and _holds_an_index(entries):
-            self._skip(rel_dir + "/", "excluded-dir", f"{OTHER_INDEX} (CURRENT, gen-*)")
+        marked = _marked(entries)
+        if rel_dir and marked is not None:
+            self._skip(rel_dir + "/", "excluded-dir", marked)
             return []
         subdirs: list[tuple[str, str]] = []
         for entry in entries:
@@ -236,19 +180,44 @@ class _Scanner:
         return subdirs
 
     def _enter_dir(self, abs_path: str, rel: str) -> bool:
+        refused = self._refused_dir(rel)
+        if refused is None:
+            return True
+        if abs_path not in self.pruned_dirs:  # the index itself goes unreported
+            self._skip(rel + "/", *refused)
+        return False
+
+    def _refused_dir(self, rel: str) -> tuple[SkipReason, str] | None:
+        """Why the walk does not enter folder ``rel`` by its path alone (None: it does)."""
         rules = self.rules
-        if abs_path in self.pruned_dirs:
-            return False  # the index itself
+        if os.path.join(self.root, rel) in self.pruned_dirs:
+            return "excluded-dir", "kbgraph's own index folder"
         if rel.rsplit("/", 1)[-1] == DEFAULT_INDEX_DIRNAME:
-            self._skip(rel + "/", "excluded-dir", OTHER_INDEX)
-            return False
+            return "excluded-dir", OTHER_INDEX
         if rules.dir_matches(rules.exclude, rel):
-            self._skip(rel + "/", "excluded-dir", "the folder matches an exclude pattern")
-            return False
+            return "excluded-dir", "the folder matches an exclude pattern"
         if rules.dir_matches(rules.secret, rel):
-            self._skip(rel + "/", "secret", "the folder matches a secret pattern; not entered")
-            return False
-        return True
+            return "secret", "the folder matches a secret pattern; not entered"
+        return None
+
+    def _refused_target(self, target_rel: str) -> tuple[SkipReason, str] | None:
+        """Why a link's target (inside the root) is a file the walk would not index: in a
+        folder it does not enter, or excluded or secret by its own path. Without this a
+        link ``docs/cfg.md -> ../.git/config`` serves what the walk keeps out."""
+        parts = target_rel.split("/")
+        for depth in range(1, len(parts)):
+            folder = "/".join(parts[:depth])
+            refused = self._refused_dir(folder)
+            if refused is None and (marked := _marked_folder(os.path.join(self.root, folder))):
+                refused = "excluded-dir", marked
+            if refused is not None:
+                reason: SkipReason = "secret" if refused[0] == "secret" else "excluded"
+                return reason, f"the link points at {target_rel}, in {folder}/: {refused[1]}"
+        if self.rules.secret.fullmatch(target_rel):
+            return "secret", f"the link points at {target_rel}, a secret"
+        if self.rules.exclude.fullmatch(target_rel):
+            return "excluded", f"the link points at {target_rel}, which an exclude pattern matches"
+        return None
 
     def _wanted(self, rel: str) -> bool:
         """Exclude and secret rules, then include; reports every file it turns away."""
@@ -298,12 +267,9 @@ class _Scanner:
             self._skip(rel, "symlink-outside", "the link points outside the folder")
             return
         target_rel = target.relative_to(self.root).as_posix()
-        if rules.secret.fullmatch(target_rel):
-            self._skip(rel, "secret", f"the link points at {target_rel}, a secret")
-        elif any(target.is_relative_to(d) for d in self.pruned_dirs):
-            self._skip(rel, "excluded", "the link points into the index folder")
-        elif DEFAULT_INDEX_DIRNAME in target_rel.split("/"):
-            self._skip(rel, "excluded", "the link points into another kbgraph index")
+        refused = self._refused_target(target_rel)
+        if refused is not None:
+            self._skip(rel, *refused)
         else:
             self._add(Path(abs_path), rel, st, target_rel)
 
@@ -361,21 +327,15 @@ class PathRules:
             return False
         if rel == ".":
             return True
-        rules, pruned = self._scanner.rules, self._scanner.pruned_dirs
+        scanner, rules = self._scanner, self._scanner.rules
         parts = rel.split("/")
-        if DEFAULT_INDEX_DIRNAME in parts[:-1] or (
-            parts[-1] == DEFAULT_INDEX_DIRNAME and os.path.isdir(os.path.join(self.root, rel))
-        ):
-            return False  # any kbgraph index, this folder's own or another
         for depth in range(1, len(parts) + 1):
             folder = "/".join(parts[:depth])
             absolute = os.path.join(self.root, folder)
-            if absolute in pruned:
-                return False
             if depth == len(parts) and not os.path.isdir(absolute):
                 return not (rules.exclude.fullmatch(rel) or rules.secret.fullmatch(rel))
-            if rules.dir_matches(rules.exclude, folder) or rules.dir_matches(rules.secret, folder):
-                return False
+            if scanner._refused_dir(folder) is not None:
+                return False  # any kbgraph index, an excluded or secret folder
             if any(os.path.exists(os.path.join(absolute, m)) for m in _ENV_MARKERS):
                 return False
         return True
@@ -385,11 +345,39 @@ class PathRules:
         return bool(self._scanner.rules.include.fullmatch(rel))
 
 
-def _holds_an_index(entries: list[os.DirEntry[str]]) -> bool:
-    """The folder is a kbgraph index, whatever its name: a ``CURRENT`` pointer beside
-    generation folders (names only: the scan reads no file)."""
+def _marked(entries: list[os.DirEntry[str]]) -> str | None:
+    """Why a folder of these entries is not entered whatever its name (None: it is): it
+    is a Python environment, or a kbgraph index."""
+    marker = next((e.name for e in entries if e.name in _ENV_MARKERS), None)
+    if marker is not None:
+        return f"{_ENV_MARKERS[marker]} ({marker})"
     names = {e.name for e in entries}
-    return "CURRENT" in names and any(_GENERATION.fullmatch(n) for n in names)
+    generations = [e for e in entries if _GENERATION.fullmatch(e.name)]
+    if generations and "CURRENT" in names:
+        return f"{OTHER_INDEX} (CURRENT, gen-*)"
+    # An index that lost CURRENT is still one: its generations hold the index files
+    # (checked by stat only: the scan reads no file).
+    if any(_is_generation(e) for e in generations):
+        return f"{OTHER_INDEX} (gen-* folders with index files; CURRENT is missing)"
+    return None
+
+
+def _is_generation(entry: os.DirEntry[str]) -> bool:
+    try:
+        if not entry.is_dir(follow_symlinks=False):
+            return False
+    except OSError:
+        return False
+    return any(os.path.lexists(os.path.join(entry.path, name)) for name in _GENERATION_FILES)
+
+
+def _marked_folder(path: str) -> str | None:
+    """:func:`_marked` of the folder at ``path`` (None when it cannot be listed)."""
+    try:
+        with os.scandir(path) as it:
+            return _marked(list(it))
+    except OSError:
+        return None
 
 
 def _is_utf8(name: str) -> bool:

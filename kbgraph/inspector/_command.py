@@ -2,7 +2,10 @@
 
 The first line on stdout is the URL to open (``--port 0`` picks a free port; the URL says
 which). A host other than a loopback address needs ``--host`` and prints a warning: the
-inspector shows the documents' text to whoever can reach it. Logs go to stderr.
+inspector shows the documents' text to whoever can reach it. Whatever the interface, only
+exact Host names are answered (loopback names, the ``--host`` address, ``--allow-host``
+names, the address a connection came in on): a DNS name rebound to 127.0.0.1 gets 421.
+Logs go to stderr.
 """
 
 from __future__ import annotations
@@ -15,9 +18,10 @@ import click
 from kbgraph.errors import ConfigError
 from kbgraph.exit_codes import failing_as
 
-from .config import InspectorConfig, is_loopback
+from .config import LOOPBACK_HOSTS, InspectorConfig, is_loopback
 
 DEFAULT_PORT = 8765
+_EVERY_INTERFACE = ("", "0.0.0.0", "::", "[::]")
 
 
 def _listen(host: str, port: int) -> socket.socket:
@@ -34,6 +38,14 @@ def _listen(host: str, port: int) -> socket.socket:
         ) from exc
     sock.listen(128)
     return sock
+
+
+def allowed_hosts(host: str, extra: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The Host names answered: loopback names, the address listened on (not a wildcard:
+    the guard answers to the address each connection came in on) and ``--allow-host``'s."""
+    bound = () if host.strip() in _EVERY_INTERFACE else (host.strip().strip("[]").lower(),)
+    named = tuple(name.strip().lower() for name in extra if name.strip())
+    return tuple(dict.fromkeys((*LOOPBACK_HOSTS, *bound, *named)))
 
 
 def served_url(sock: socket.socket) -> str:
@@ -61,6 +73,14 @@ def served_url(sock: socket.socket) -> str:
     default="127.0.0.1",
     show_default=True,
     help="Interface to listen on; anything but loopback prints a warning.",
+)
+@click.option(
+    "--allow-host",
+    "allow_hosts",
+    multiple=True,
+    metavar="NAME",
+    help="Also answer to this Host name (repeatable), e.g. the machine's name with "
+    "--host 0.0.0.0. Loopback names and the --host address are always answered.",
 )
 @click.option(
     "--port",
@@ -97,6 +117,7 @@ def inspect(
     folders: tuple[Path, ...],
     store: str | None,
     host: str,
+    allow_hosts: tuple[str, ...],
     port: int,
     evals: tuple[Path, ...],
     runs: Path | None,
@@ -113,7 +134,12 @@ def inspect(
         ) from exc
     loopback = is_loopback(host)
     config = InspectorConfig.from_folders(
-        folders, store=store, runs=runs, evals=evals, embedding=embedding, any_host=not loopback
+        folders,
+        store=store,
+        runs=runs,
+        evals=evals,
+        embedding=embedding,
+        allowed_hosts=allowed_hosts(host, allow_hosts),
     )
     if not loopback:
         click.echo(
@@ -127,4 +153,4 @@ def inspect(
     server.run(sockets=[sock])
 
 
-__all__ = ["DEFAULT_PORT", "inspect", "served_url"]
+__all__ = ["DEFAULT_PORT", "allowed_hosts", "inspect", "served_url"]

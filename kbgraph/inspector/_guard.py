@@ -1,17 +1,18 @@
 """What every response of the inspector goes through: a Host check (a page of another site
-that rebinds its DNS name to 127.0.0.1 would otherwise read the inspector, token included;
-only loopback names are answered unless the server was bound to another interface on
-purpose), and headers that keep pages from running or loading anything but the app's own
+that rebinds its DNS name to 127.0.0.1 would otherwise read the inspector, token included),
+and headers that keep pages from running or loading anything but the app's own
 files (Content-Security-Policy), from being framed, and from being cached."""
 
 from __future__ import annotations
 
 import hmac
+import ipaddress
+import re
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .config import InspectorConfig, is_loopback
+from .config import LOOPBACK_HOSTS, InspectorConfig
 
 SECURITY_HEADERS = [
     (
@@ -27,12 +28,26 @@ SECURITY_HEADERS = [
 TOKEN_HEADER = "x-kbgraph-token"
 
 
+# A Host header: a name or IPv4 address, or a bracketed IPv6 address, and an optional port.
+_HOST = re.compile(r"(?:\[(?P<v6>[0-9a-f:.]+)\]|(?P<name>[^\[\]:]+))(?::[0-9]{1,5})?")
+
+
 def host_name(host: str) -> str:
-    """``127.0.0.1:8765`` → ``127.0.0.1``; ``[::1]:8765`` → ``::1``."""
+    """``127.0.0.1:8765`` → ``127.0.0.1``; ``[::1]:8765`` → ``::1``; a bare ``::1`` stays;
+    anything else that is not a host and port (``[::1]x``, ``a:b:c``) → ``""``."""
     host = host.strip().lower()
-    if host.startswith("["):
-        return host[1:].split("]", 1)[0]
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    match = _HOST.fullmatch(host)
+    if match is None:
+        return host if _is_ip(host) else ""
+    return match["v6"] or match["name"]
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
 
 
 def token_matches(given: str | None, config: InspectorConfig) -> bool:
@@ -46,19 +61,31 @@ class Guard:
         self.app = app
         self.config = config
 
-    def _allowed(self, host: str) -> bool:
+    def _allowed(self, host: str, scope: Scope) -> bool:
+        """An exact name: loopback, one the config allows (the address bound), or the IP
+        address this connection came in on (a server bound to every interface answers to
+        the address a client dialled). A DNS name that merely resolves to 127.0.0.1
+        (``127.0.0.1.rebind.example``, ``127.evil.com``) is none of them."""
+        if self.config.any_host:
+            return True
         name = host_name(host)
-        return self.config.any_host or name in self.config.allowed_hosts or is_loopback(name)
+        if not name:
+            return False
+        if name in self.config.allowed_hosts or name in LOOPBACK_HOSTS:
+            return True
+        local = (scope.get("server") or ("",))[0]
+        return isinstance(local, str) and _is_ip(name) and name == local.lower()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         host = Headers(scope=scope).get("host", "")
-        if not self._allowed(host):
+        if not self._allowed(host, scope):
             body = (
-                f"kbgraph inspect answers on loopback names only, not {host_name(host)!r}; "
-                "open it as http://127.0.0.1:PORT/"
+                f"kbgraph inspect answers to loopback names and the address it listens on "
+                f"only, not {host[:200]!r} (a DNS name pointing at it could be another site's); "
+                "open it as http://127.0.0.1:PORT/, or name the host with --allow-host"
             ).encode()
             await send(
                 {

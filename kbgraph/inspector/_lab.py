@@ -6,6 +6,10 @@ set in the lab are a scope the user chose: the run starts after SelectScope with
 (``update_state(..., as_node="select_scope")`` on a throw-away in-memory checkpointer), so
 the filters reach the engine before ranking, as SelectScope's own would.
 
+A search is a GET, so it never writes: the subgraph runs without ``auto_index`` (any page
+could otherwise make a browser index a folder and prune its oldest kept version with an
+``<img src>``). A stale index is searched as it is, and :func:`freshness` says so.
+
 Every figure comes from the run's final state (its ``rag_candidates`` and the debug steps
 of its last attempt): each list's rank and raw score, the list's Reciprocal Rank Fusion
 term (``weight / (rrf_k + rank)``, :func:`kbgraph.retrieval.ranking.rrf_contribution`), the
@@ -16,19 +20,19 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from langchain_core.messages import HumanMessage
 
-from kbgraph.errors import ConfigError
+from kbgraph.errors import ConfigError, IndexNotFoundError, KbgraphError
 from kbgraph.graphs.settings import RagSettings
 from kbgraph.retrieval.config import SearchConfig, SearchMode
 from kbgraph.retrieval.ranking import rrf_contribution
 from kbgraph.retrieval.records import FILE_KINDS
 
-from .config import InspectorConfig
+from .config import InspectedBase, InspectorConfig
 
 MAX_TOP_K = 50
 MODES: tuple[SearchMode, ...] = ("hybrid", "vector", "bm25")
@@ -92,7 +96,8 @@ class LabQuery:
         }
 
 
-def lab_settings(config: InspectorConfig, query: LabQuery) -> RagSettings:
+def chosen_bases(config: InspectorConfig, query: LabQuery) -> list[InspectedBase]:
+    """The knowledge bases a query searches; ``ConfigError`` when none."""
     if not config.knowledge_bases:
         raise ConfigError(
             "the inspector shows no knowledge base: pass folders to `kbgraph inspect`, or set "
@@ -101,6 +106,12 @@ def lab_settings(config: InspectorConfig, query: LabQuery) -> RagSettings:
     chosen = [kb for kb in config.knowledge_bases if not query.kbs or kb.name in query.kbs]
     if not chosen:
         raise ConfigError(f"none of {', '.join(query.kbs)} is a knowledge base here")
+    return chosen
+
+
+def lab_settings(config: InspectorConfig, query: LabQuery) -> RagSettings:
+    """The subgraph's settings for ``query``: never ``auto_index`` (see the module)."""
+    chosen = chosen_bases(config, query)
     specs: list[dict[str, Any]] = [
         {"name": kb.name, "folder": str(kb.folder), **({"store": kb.store} if kb.store else {})}
         for kb in chosen
@@ -109,7 +120,46 @@ def lab_settings(config: InspectorConfig, query: LabQuery) -> RagSettings:
         knowledge_bases=specs,  # type: ignore[arg-type]
         embedding=config.embedding,
         search=SearchConfig(top_k=query.top_k, mode=query.mode),
+        auto_index=False,
     )
+
+
+def freshness(
+    bases: Sequence[InspectedBase], open_kb: Callable[[InspectedBase], Any]
+) -> list[dict[str, Any]]:
+    """Whether each index matches its folder (file metadata only, nothing written):
+    ``{kb, indexed, stale, rebuild, text}``; ``stale`` counts the files added, modified or
+    deleted since the last run."""
+    out: list[dict[str, Any]] = []
+    for base in bases:
+        item: dict[str, Any] = {"kb": base.name, "indexed": True, "stale": 0, "rebuild": False}
+        try:
+            changes = open_kb(base).changes()
+        except IndexNotFoundError:
+            item.update(indexed=False, stale=None)
+        except (KbgraphError, OSError) as exc:
+            item.update(stale=None, problem=str(exc))
+        else:
+            item.update(stale=changes.count, rebuild=bool(changes.rebuild))
+        item["text"] = _freshness_text(base, item)
+        out.append(item)
+    return out
+
+
+def _freshness_text(base: InspectedBase, item: Mapping[str, Any]) -> str:
+    run = f"run `kbgraph index {base.folder}` to update it"
+    if not item["indexed"]:
+        return f"{base.name} has no index yet: nothing to search; {run}"
+    if item.get("problem"):
+        return f"{base.name}: freshness unknown ({item['problem']})"
+    if item["rebuild"]:
+        return f"{base.name} is stale: built with other settings; searched as it is; {run}"
+    if item["stale"]:
+        return (
+            f"{base.name} is stale: {item['stale']} file(s) changed since the last run; "
+            f"searched as it is; {run}"
+        )
+    return f"{base.name} is up to date"
 
 
 _graph_lock = threading.Lock()
@@ -290,7 +340,9 @@ __all__ = [
     "MAX_TOP_K",
     "MODES",
     "LabQuery",
+    "chosen_bases",
     "fate_of",
+    "freshness",
     "lab_report",
     "lab_settings",
     "last_attempt",

@@ -275,6 +275,10 @@ def render_lab(report: Mapping[str, Any], href: Href, why: Mapping[str, Any] | N
     ]
     if not report.get("retrieved"):
         parts.append(el("p", "DecideRetrieve skipped retrieval for this question."))
+    for item in report.get("freshness") or []:
+        if not item.get("indexed") or item.get("stale") or item.get("rebuild"):
+            label = "stale" if item.get("indexed") else "not indexed"
+            parts.append(el("p", badge(label, "warn"), f" {item['text']}", class_="stale"))
     for kb, errors in (report.get("errors") or {}).items():
         parts.append(el("p", badge("error", "bad"), f" {kb}: {'; '.join(errors)}"))
     if why is not None:

@@ -12,15 +12,32 @@ before a key existed (``answer_check``, ``overrulings``) still shows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
-from kbgraph.errors import KbgraphError
+from kbgraph.errors import ConfigError, KbgraphError
 from kbgraph.graphs.recording import message_dict
 from kbgraph.graphs.settings import RagSettings, knowledge_base_specs
 from kbgraph.graphs.trace import summarize_step
 
 from ._html import Html, badge, el, json_block, link, number, table
+
+T = TypeVar("T")
+# What a record of the wrong shape raises in code written for the right one.
+MALFORMED = (TypeError, AttributeError, ValueError, KeyError, IndexError)
+
+
+def well_formed(what: str, build: Callable[[], T]) -> T:
+    """``build()``, a view of a record read from disk or a server; a record of another
+    shape than the one written (a hand-edited ``"state": [1, 2]``) is a ``ConfigError``
+    naming it (a 400 page), never a 500."""
+    try:
+        return build()
+    except MALFORMED as exc:
+        raise ConfigError(
+            f"{what} is not a well-formed record ({type(exc).__name__}: {exc}); "
+            "the other records still show"
+        ) from exc
 
 
 def _question(messages: Sequence[Any]) -> str:
@@ -330,6 +347,7 @@ def render_run_list(runs: Sequence[Mapping[str, Any]], href: Any) -> Html:
 
 
 __all__ = [
+    "MALFORMED",
     "context_knowledge_bases",
     "render_answer",
     "render_check",
@@ -340,4 +358,5 @@ __all__ = [
     "run_view",
     "thread_record",
     "timeline",
+    "well_formed",
 ]

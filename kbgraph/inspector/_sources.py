@@ -8,6 +8,10 @@ opened one folder at a time from the knowledge base's folder with ``O_NOFOLLOW``
 symbolic link is followed only when its target resolves inside the folder (the scan
 indexes such a link under its own path), never out of it.
 
+What is read and shown is bounded: no more bytes than the index lets a file have
+(``max_file_bytes``; a file grown past it since the last run is refused, not read), and no
+more than :data:`MAX_SHOWN_LINES` lines at a time, around the ones asked for.
+
 Lines are those of the text the index was built from (:func:`kbgraph.retrieval.loaders.
 load_bytes`): a text file's lines (newlines normalised), an HTML file's markup lines, a
 PDF page's extracted lines, a Word document's paragraphs.
@@ -18,7 +22,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +33,9 @@ from kbgraph.retrieval.scan import file_kind
 from ._html import Html, el, link, url
 
 MAX_BYTES = 64 * 1024 * 1024
+MAX_SHOWN_LINES = 2000  # lines of one page (and its JSON twin)
+MAX_LINE_CHARS = 10_000  # characters of one line in a page (the JSON twin has all)
+_BEFORE = 200  # lines shown above the first one asked for
 _FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS = _FLAGS | getattr(os, "O_DIRECTORY", 0)
 _FILE_FLAGS = _FLAGS | getattr(os, "O_NONBLOCK", 0)
@@ -88,8 +95,14 @@ def read_inside(root: Path, rel: str, limit: int = MAX_BYTES) -> bytes:
         if not stat.S_ISREG(info.st_mode):
             raise RefusedPath(f"{rel} is not a regular file")
         if info.st_size > limit:
-            raise RefusedPath(f"{rel} is larger than {limit // (1024 * 1024)} MiB")
-        return handle.read(limit + 1)[:limit]
+            raise RefusedPath(
+                f"{rel} is {info.st_size} bytes now, over max_file_bytes {limit} of its "
+                "index: it grew since the last run; run `kbgraph index` to see it again"
+            )
+        data = handle.read(limit + 1)
+    if len(data) > limit:  # grew while being read
+        raise RefusedPath(f"{rel} grew past max_file_bytes {limit} while being read")
+    return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +117,25 @@ class SourceText:
     page: int | None = None
     pages: tuple[int, ...] = ()
     unit: str = "lines"
+    total_lines: int | None = None  # set when ``lines`` is a window of more
+
+    @property
+    def line_count(self) -> int:
+        """The lines of the whole text (a final newline ends a line; it starts none)."""
+        if self.total_lines is not None:
+            return self.total_lines
+        return len(self.lines) - (1 if len(self.lines) > 1 and self.lines[-1] == "" else 0)
+
+    def around(self, start: int | None) -> SourceText:
+        """At most :data:`MAX_SHOWN_LINES` lines: from a little above ``start`` (the
+        first line when None)."""
+        total = self.line_count
+        if len(self.lines) <= MAX_SHOWN_LINES:
+            return self
+        offset = 0 if start is None else max(0, start - self.first_line - _BEFORE)
+        offset = min(offset, len(self.lines) - MAX_SHOWN_LINES)
+        shown = self.lines[offset : offset + MAX_SHOWN_LINES]
+        return replace(self, lines=shown, first_line=self.first_line + offset, total_lines=total)
 
     def to_dict(self, start: int | None = None, end: int | None = None) -> dict[str, Any]:
         return {
@@ -114,17 +146,27 @@ class SourceText:
             "page": self.page,
             "pages": list(self.pages),
             "firstLine": self.first_line,
+            "totalLines": self.line_count,
             "lines": self.lines,
             "highlight": _span(start, end),
         }
 
 
-def source_text(kb: str, folder: Path, rel: str, indexed: set[str], page: int | None) -> SourceText:
-    """The text of ``rel`` if it is a file of the index (``indexed``), else ``RefusedPath``."""
+def source_text(
+    kb: str,
+    folder: Path,
+    rel: str,
+    indexed: set[str],
+    page: int | None,
+    *,
+    limit: int = MAX_BYTES,
+) -> SourceText:
+    """The text of ``rel`` if it is a file of the index (``indexed``), else ``RefusedPath``;
+    ``limit``: the index's ``max_file_bytes`` (no file of it may be larger)."""
     check_relative(rel)
     if rel not in indexed:
         raise RefusedPath(f"{rel} is not a file of the index of {kb}; only indexed files are shown")
-    data = read_inside(folder, rel)
+    data = read_inside(folder, rel, min(limit, MAX_BYTES))
     kind = file_kind(rel)
     try:
         # HTML: the lines of the markup, which is what an HTML chunk's lines count.
@@ -141,6 +183,12 @@ def source_text(kb: str, folder: Path, rel: str, indexed: set[str], page: int | 
     text = "\n".join(s.text for s in segments)
     unit = "paragraphs" if kind == "docx" else "lines"
     return SourceText(kb, rel, kind, text.split("\n"), segments[0].line_base, unit=unit)
+
+
+def _cut(line: str) -> str:
+    if len(line) <= MAX_LINE_CHARS:
+        return line
+    return f"{line[:MAX_LINE_CHARS]} … ({len(line) - MAX_LINE_CHARS} more characters)"
 
 
 def _span(start: int | None, end: int | None) -> list[int] | None:
@@ -180,7 +228,7 @@ def render_source(text: SourceText, start: int | None, end: int | None, base: st
             el(
                 "tr",
                 el("th", el("a", number, href=f"#L{number}"), scope="row", class_="ln"),
-                el("td", el("code", line or " ")),
+                el("td", el("code", _cut(line) or " ")),
                 id=f"L{number}",
                 class_="hl" if marked else None,
                 aria_current="true" if marked and number == span[0] else None,  # type: ignore[index]
@@ -191,6 +239,12 @@ def render_source(text: SourceText, start: int | None, end: int | None, base: st
         caption += f", page {text.page} (lines of the page's extracted text)"
     if span:
         caption += f", {text.unit} {span[0]}-{span[1]} highlighted"
+    if text.total_lines is not None:
+        last = text.first_line + len(text.lines) - 1
+        caption += (
+            f"; showing {text.unit} {text.first_line}-{last} of {text.total_lines} "
+            f"{text.unit} (ask for others with ?lines=N)"
+        )
     pages = [
         link(
             source_href(base, text.kb, text.path, page=p),
@@ -215,6 +269,7 @@ def render_source(text: SourceText, start: int | None, end: int | None, base: st
 
 __all__ = [
     "MAX_BYTES",
+    "MAX_SHOWN_LINES",
     "RefusedPath",
     "SourceText",
     "check_relative",

@@ -107,6 +107,8 @@ class Inspector:
         settings = _lab.lab_settings(self.config, query)
         state = _lab.run_subgraph(settings, query)
         report = _lab.lab_report(state, settings, query)
+        bases = _lab.chosen_bases(self.config, query)
+        report["freshness"] = _lab.freshness(bases, lambda kb: self.kb(kb.name))
         why = None
         if query.why:
             why = _why.why_not(query.why, state, settings, lambda kb: self.kb(kb.name))
@@ -143,14 +145,15 @@ class Inspector:
 
     # -- source ----------------------------------------------------------------------
     def _source(self, name: str, rel: str, page_no: int | None) -> Any:
-        base = self.config.base(name)
-        return source_text(name, base.folder, rel, set(self.kb(name).indexed_files()), page_no)
+        base, kb = self.config.base(name), self.kb(name)
+        limit = kb.scan_config.max_file_bytes
+        return source_text(name, base.folder, rel, set(kb.indexed_files()), page_no, limit=limit)
 
     async def source(self, request: Request) -> Response:
         name, rel = request.path_params["kb"], request.path_params["path"]
         start, end = parse_lines(request.query_params.get("lines"))
         page_no = _int(request.query_params.get("page"))
-        text = await run_in_threadpool(self._source, name, rel, page_no)
+        text = (await run_in_threadpool(self._source, name, rel, page_no)).around(start)
         if _is_api(request, self):
             return JSONResponse(text.to_dict(start, end))
         body = render_source(text, start, end, self.root(request))
@@ -252,11 +255,14 @@ class Inspector:
             record = await run_in_threadpool(
                 read_run, request.path_params["run_id"], self.config.runs_dir
             )
-        view = _runs.run_view(record)
+        what = f"run {record.get('id')}"
+        view = _runs.well_formed(what, lambda: _runs.run_view(record))
         if _is_api(request, self):
             return JSONResponse(view)
-        folders = {kb["name"]: kb["folder"] for kb in record.get("knowledge_bases") or []}
-        body = _runs.render_run(view, self.source_link(request, folders))
+        bases = [kb for kb in record.get("knowledge_bases") or [] if isinstance(kb, dict)]
+        folders = {str(kb.get("name")): str(kb.get("folder")) for kb in bases}
+        link = self.source_link(request, folders)
+        body = _runs.well_formed(what, lambda: _runs.render_run(view, link))
         return self.html(request, f"Run {view.get('id')}", body, "runs")
 
     async def _thread(self, thread_id: str) -> dict[str, Any]:
@@ -284,27 +290,12 @@ class Inspector:
 
     # -- evals -----------------------------------------------------------------------
     async def evals(self, request: Request) -> Response:
-        refs = await run_in_threadpool(self._eval_list)
+        refs = await run_in_threadpool(_evals.report_list, self.config.eval_dirs)
         if _is_api(request, self):
             return JSONResponse({"reports": refs})
         return self.html(
             request, "Eval reports", render_report_list(refs, self.root(request)), "evals"
         )
-
-    def _eval_list(self) -> list[dict[str, Any]]:
-        out = []
-        for ref in _evals.discover(self.config.eval_dirs):
-            summary = _evals.read_summary(ref)
-            rows = (summary.get("rows") or {}).get("total")
-            out.append(
-                {
-                    "slug": ref.slug,
-                    "folder": str(ref.folder),
-                    "created": summary.get("created"),
-                    "rows": rows,
-                }
-            )
-        return out
 
     async def eval_report(self, request: Request) -> Response:
         ref = _evals.find(self.config.eval_dirs, request.path_params["slug"])
@@ -320,7 +311,11 @@ class Inspector:
         if _is_api(request, self):
             return JSONResponse(view)
         back = link(url(self.root(request), f"/evals/{ref.slug}"), f"← {ref.slug}")
-        body = [el("p", back), render_row(view, self.source_link(request))]
+        row = _runs.well_formed(
+            f"row {view['id']!r} of {ref.slug}",
+            lambda: render_row(view, self.source_link(request)),
+        )
+        body = [el("p", back), row]
         return self.html(request, f"{ref.slug}: {view['id']}", body, "evals")
 
     # -- plumbing --------------------------------------------------------------------

@@ -9,6 +9,7 @@ the folders the graphs search when a run names none), ``KBGRAPH_STORE``,
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
 from collections.abc import Sequence
@@ -43,7 +44,9 @@ class InspectorConfig:
     runs_dir: Path
     eval_dirs: tuple[Path, ...] = ()
     embedding: str = "auto"
-    # The Host headers answered: loopback names, plus any when bound to another interface.
+    # The Host names answered, exactly (any port): loopback names and those given (the
+    # address the server was bound to), and the address a request came in on. ``any_host``
+    # answers every name: a DNS name rebound to 127.0.0.1 then reads everything.
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
     any_host: bool = False
     # Runs of this process's LangGraph server can be shown by thread id (when mounted).
@@ -105,7 +108,17 @@ class InspectorConfig:
 
 
 def is_loopback(host: str) -> bool:
-    return host.strip("[]") in LOOPBACK_HOSTS or host.startswith("127.")
+    """Whether an address to listen on is loopback only: ``localhost`` or a loopback IP
+    address (``127.0.0.2``, ``[::1]``). Never a test of a Host header: ``127.evil.com`` is
+    a DNS name (see :class:`kbgraph.inspector._guard.Guard`)."""
+    name = host.strip().lower()
+    name = name[1:-1] if name.startswith("[") and name.endswith("]") else name
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 __all__ = [

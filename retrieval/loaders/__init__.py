@@ -9,5 +9,14 @@ PDF page that failed) come back as ``LoadedFile.notes``.
 
 from ._base import LoadedFile, SkipFile, binary_reason
 from ._load import load_bytes, load_file
+from ._read import open_regular_file, read_regular_file
 
-__all__ = ["LoadedFile", "SkipFile", "binary_reason", "load_bytes", "load_file"]
+__all__ = [
+    "LoadedFile",
+    "SkipFile",
+    "binary_reason",
+    "load_bytes",
+    "load_file",
+    "open_regular_file",
+    "read_regular_file",
+]

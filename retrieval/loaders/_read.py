@@ -136,6 +136,35 @@ def read_with_timeout(fd: int, timeout: float, *, limit: int = -1) -> bytes | OS
     return result[0] if result else None
 
 
+def open_regular_file(path: Path) -> IO[bytes]:
+    """``path`` open for reading when it is a regular file, else ``OSError`` saying why:
+    opened non-blocking and without following a link, so a FIFO nobody writes (in a
+    folder of records anyone may drop files in) never blocks."""
+    fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC | _NOFOLLOW)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, f"{path} is not a regular file (pipe, socket or device)")
+        if _NONBLOCK:
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+
+
+def read_regular_file(path: Path, limit: int) -> bytes:
+    """The bytes of ``path`` when it is a regular file (:func:`open_regular_file`) of at
+    most ``limit`` bytes, else ``OSError`` saying why."""
+    with open_regular_file(path) as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if size > limit:
+            raise OSError(errno.EFBIG, f"{path} is {size} bytes, over {limit}")
+        data = _read_upto(handle, limit + 1)
+    if len(data) > limit:
+        raise OSError(errno.EFBIG, f"{path} grew past {limit} bytes while being read")
+    return data
+
+
 def _read_upto(fh: IO[bytes], limit: int) -> bytes:
     """At most ``limit`` bytes (all when negative), read in pieces: a file that keeps
     growing is never taken whole into memory."""
@@ -152,4 +181,11 @@ def _read_upto(fh: IO[bytes], limit: int) -> bytes:
     return b"".join(pieces)
 
 
-__all__ = ["READ_TIMEOUT_S", "open_below", "read_scanned", "read_with_timeout"]
+__all__ = [
+    "READ_TIMEOUT_S",
+    "open_below",
+    "open_regular_file",
+    "read_regular_file",
+    "read_scanned",
+    "read_with_timeout",
+]

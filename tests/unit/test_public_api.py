@@ -952,6 +952,8 @@ PUBLIC_API: dict[str, list[str]] = {
         "binary_reason",
         "load_bytes",
         "load_file",
+        "open_regular_file",
+        "read_regular_file",
     ],
     "kbgraph.retrieval.postgres": [
         "Database",
