@@ -23,7 +23,8 @@ sources about the same subject — the verdict becomes ``not_supported``, the ca
 ``unstated_fact`` and the reason names the token ("8443 is in no cited source"). This is
 a verdict layer only: it never changes a claim's score, so the metric's score (what ``kbgraph
 eval meta``'s AUROCs read) is the judge's graded support whatever the layer decides; a claim
-the judge already rejects keeps its verdict, its reason led by the fact's when it has one.
+the judge already rejects gets the fact's reason too. The reason keeps the judge's verdict
+and score: "8443 is in no cited source (judge: supported, 0.51)".
 ``check_facts=False`` turns the layer off.
 
 A claim that repeats an earlier one (``claims.repeats``) keeps ``REPEAT_FACTOR`` of its
@@ -170,11 +171,8 @@ def _stated(claim: Claim, judgement: Judgement, context: str, *, cited: bool = T
     if not facts:
         return judgement
     fact = facts[0]
-    reason = "; ".join(f.reason for f in facts[:3])
-    if judgement.verdict == "supported":
-        reason = f"{reason} (the judge's support: {judgement.score:.2f})"
-    else:
-        reason = f"{reason}; {judgement.reason}"
+    said = judgement.verdict.replace("_", " ")
+    reason = f"{'; '.join(f.reason for f in facts[:3])} (judge: {said}, {judgement.score:.2f})"
     return replace(
         judgement,
         verdict="not_supported",
@@ -198,16 +196,7 @@ def _verdict(claim: Claim, target: tuple[int, ...], judgement: Judgement) -> Cla
 
 
 REPEAT_FACTOR = 0.75
-"""Checkable facts (``judges._facts``): a claim the judge supports is still not supported when
-one of its numbers, dates, quantities, names, codes or negations is not stated by its
-sources about the same subject — the verdict becomes ``not_supported``, the cause
-``unstated_fact`` and the reason names the token ("8443 is in no cited source"). This is
-a verdict layer only: it never changes a claim's score, so the metric's score (what ``kbgraph
-eval meta``'s AUROCs read) is the judge's graded support whatever the layer decides; a claim
-the judge already rejects keeps its verdict, its reason led by the fact's when it has one.
-``check_facts=False`` turns the layer off.
-
-A claim that repeats an earlier one keeps this share of its support score: a summary that
+"""A claim that repeats an earlier one keeps this share of its support score: a summary that
 says one thing twice has told less than its length claims (degenerate repetition is
 commoner in unfaithful summaries: 8.9% against 2.9% of FRANK's CNN/DM summaries)."""
 

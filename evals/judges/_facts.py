@@ -408,7 +408,8 @@ def _flip(clause: Clause, present: frozenset[str], ctx: ContextText) -> Unstated
         (
             (i, other)
             for i, other in top
-            if other.denies(present) != negative and _about_it(other, present, negative, wanted)
+            if other.denies(present) != negative
+            and _about_it(other, present, negative, wanted, clause.denied)
         ),
         None,
     )
@@ -428,12 +429,18 @@ def _flip(clause: Clause, present: frozenset[str], ctx: ContextText) -> Unstated
 
 
 def _about_it(
-    other: Clause, present: frozenset[str], negative: bool, wanted: frozenset[str]
+    other: Clause,
+    present: frozenset[str],
+    negative: bool,
+    wanted: frozenset[str],
+    denied: frozenset[str],
 ) -> bool:
     """A source clause of the other polarity says the claim clause's thing: mostly made of
     its words (source negative), or holding what the claim denies (claim negative)."""
     if negative:
-        return bool(wanted) and wanted <= other.words
+        # Every word the claim denies is in the source ("is not shared between workers"
+        # says nothing against "each worker keeps its own cache": nothing is shared there).
+        return bool(wanted) and wanted == denied and wanted <= other.words
     return 2 * len(other.words & present) >= len(other.words)
 
 
