@@ -23,46 +23,62 @@ from kbgraph.evals.records import EvalRecord, Passage
 from kbgraph.graphs import _trace
 from kbgraph.testing import FakeEmbeddings
 
+UPLOADS = (
+    "Uploads go through the gateway at /v1/files. Each file may be at most 25 MB. A larger "
+    "upload is rejected with status 413, and the response body names the limit. Files of "
+    "a type the gateway does not accept are refused with status 415."
+)
+SERVER = (
+    "The server reads its settings from server.toml when it starts. By default it listens "
+    "on port 8080 on all interfaces. Set port to change the port, and bind to listen on "
+    "one address only. TLS stays off until a certificate is configured."
+)
+KEYS = (
+    "Every account has two kinds of API keys. Live keys charge the customer's card when an "
+    "order is placed. Sandbox keys run against the test environment: orders go through "
+    "the full checkout flow, but no card is ever charged. Use sandbox keys in CI and in "
+    "staging."
+)
+COMPANY = (
+    "Northwind Analytics was founded in 1998 by Ada Park in Rotterdam. It started as a "
+    "two-person consultancy selling shipping forecasts. In 2012 the company moved its "
+    "headquarters to Amsterdam. Today it employs about 300 people."
+)
+DESK = (
+    "The support desk is staffed around the clock in two shifts. The day shift has 8 "
+    "people and covers the hours from 07:00 to 19:00. The night shift is a smaller "
+    "on-call rota that only handles priority-one incidents. Both shifts hand over in a "
+    "short stand-up."
+)
+
 FIVE = [
     pytest.param(
         "The upload was rejected with status 400.",
-        "Uploads go through the gateway at /v1/files. Each file may be at most 25 MB. A larger "
-        "upload is rejected with status 413, and the response body names the limit. Files of "
-        "a type the gateway does not accept are refused with status 415.",
+        UPLOADS,
         ["400 is in no cited source"],
         id="status",
     ),
     pytest.param(
         "The server listens on port 8443.",
-        "The server reads its settings from server.toml when it starts. By default it listens "
-        "on port 8080 on all interfaces. Set port to change the port, and bind to listen on "
-        "one address only. TLS stays off until a certificate is configured.",
+        SERVER,
         ["8443 is in no cited source"],
         id="port",
     ),
     pytest.param(
         "Sandbox keys charge the card for every order.",
-        "Every account has two kinds of API keys. Live keys charge the customer's card when an "
-        "order is placed. Sandbox keys run against the test environment: orders go through "
-        "the full checkout flow, but no card is ever charged. Use sandbox keys in CI and in "
-        "staging.",
+        KEYS,
         ["negation", "no card is ever charged"],
         id="negation",
     ),
     pytest.param(
         "The company was founded in 1998 by Tom Lee.",
-        "Northwind Analytics was founded in 1998 by Ada Park in Rotterdam. It started as a "
-        "two-person consultancy selling shipping forecasts. In 2012 the company moved its "
-        "headquarters to Amsterdam. Today it employs about 300 people.",
+        COMPANY,
         ["Tom Lee is in no cited source"],
         id="name",
     ),
     pytest.param(
         "The night shift has 8 people.",
-        "The support desk is staffed around the clock in two shifts. The day shift has 8 "
-        "people and covers the hours from 07:00 to 19:00. The night shift is a smaller "
-        "on-call rota that only handles priority-one incidents. Both shifts hand over in a "
-        "short stand-up.",
+        DESK,
         ["8 people", "the source says 'the day shift has 8 people'", "'night'"],
         id="subject",
     ),
@@ -110,8 +126,7 @@ def test_the_layer_leaves_the_graded_score_alone(
 
 def test_a_supported_claim_turned_unsupported_keeps_the_judges_view() -> None:
     supports = ScriptedJudge(rules=[lambda claim, context: "supported"])
-    _, port, _ = FIVE[1].values
-    check = check_answer("The server listens on port 8443 [1].", _cited(port), judge=supports)
+    check = check_answer("The server listens on port 8443 [1].", _cited(SERVER), judge=supports)
     (found,) = check["claims"]
     assert found["verdict"] == "not_supported" and found["evidence"] is None
     assert found["reason"] == "8443 is in no cited source (judge: supported, 1.00)"
@@ -126,14 +141,14 @@ def test_a_supported_claim_turned_unsupported_keeps_the_judges_view() -> None:
         ("The pool holds 1000 connections.", "The pool holds up to 1,000 connections."),
         ("Harbor makes three attempts.", "Harbor makes 3 attempts."),
         ("Rescuers found 12 survivors.", "Rescuers found 8 survivors on Monday and 4 more."),
-        ("The company was founded in 1998 by Ada Park.", FIVE[3].values[1]),
-        ("Ada Park founded Northwind Analytics in 1998.", FIVE[3].values[1]),
+        ("The company was founded in 1998 by Ada Park.", COMPANY),
+        ("Ada Park founded Northwind Analytics in 1998.", COMPANY),
         (
             "Benedict XVI resigned on February 28, 2013.",
             "Pope Benedict XVI resigned on 28 February 2013.",
         ),
         ("Harbor 2.3.1 supports HTTP/2.", "Harbor v2.3.1 added HTTP/2 support."),
-        ("Sandbox keys never charge the card.", FIVE[2].values[1]),
+        ("Sandbox keys never charge the card.", KEYS),
         ("The cache is not shared between workers.", "Each worker keeps its own cache."),
     ],
 )
