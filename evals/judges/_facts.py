@@ -11,11 +11,10 @@ Each must be *stated* by the context:
   another unit ("30 s" for "30,000 ms", ``_units``), or the sum or difference of two numbers
   of the sentences the claim is aligned with (``_numbers.derivable``); the name's words
   together in one sentence (any case, any inflection); the code as a token;
-- about the same subject: the sentence that holds it, or that sentence and a neighbour
-  (a pronoun's antecedent), hold the claim clause's other content words that the context
-  has at all (a paraphrase's own words are in no sentence, and say nothing). A neighbour
-  does not cover a word the sentence itself replaces: "The night shift has 8 people"
-  against "The day shift has 8 people. The night shift is on call." is about the day shift;
+- about the same subject: the sentence that holds it does not put another word in the
+  place of one of the claim's ("The day shift has 8 people" for "The night shift has 8
+  people"), and it, or it with a neighbour, holds half of the claim clause's words that the
+  context has (``_subject``);
 - and not negated the other way: a clause of the sentences most about the claim clause
   denies what the claim affirms ("no card is ever charged" against "Sandbox keys charge the
   card"), or affirms what it denies, and none of them says it the claim's way.
@@ -31,12 +30,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .._text import PASSAGE_MARKER, content_words, is_negation_cue, normalise, numbers
-from ._conflicts import names
 from ._context import META_WORDS, ContextText, claim_words, context_text
 from ._evidence import clauses as claim_clauses
 from ._numbers import YEAR, NumberSlot, derivable, number_slots
 from ._polarity import MIN_WORDS, Clause
 from ._polarity import clauses as polarity_clauses
+from ._subject import WORD, other_subject
 from ._units import dimension_of, quantities
 
 FactKind = Literal["number", "name", "code", "negation"]
@@ -47,7 +46,6 @@ _CODE = re.compile(
 )
 """A token mixing letters and digits ("E1234", "v2.3.1", "HTTP/2"), or a dotted version or
 address ("2.3.1", "10.0.0.1")."""
-_WORD = re.compile(r"[A-Za-z][\w'\u2019-]*")
 _CONNECTORS = frozenset({"of", "de", "van", "von", "der", "den", "da", "la", "le", "du", "del"})
 _OPENS = re.compile(r"(?:^|[.!?:;]\s+|[\n(\"\u201c\-*\u2022]\s*)$")
 
@@ -109,11 +107,7 @@ def _number(
     written = _as_written(slot, text)
     claimed = [q for q in quantities(text) if q.number == slot.number]
     candidates = ctx.number_index.get(slot.number, [])
-    found = [
-        i
-        for i in candidates
-        if any(slot.number == t.number and _compatible(slot, t) for t in ctx.slots_of(i))
-    ]
+    found = [i for i in candidates if _states(slot, ctx.slots_of(i))]
     if claimed and not found:
         found = [
             i
@@ -126,6 +120,13 @@ def _number(
             return None
         return UnstatedFact(written, "number", f"{written} is in {where}")
     return _same_subject(written, "number", found, about, ctx, text)
+
+
+def _states(slot: NumberSlot, stated: list[NumberSlot]) -> bool:
+    """A sentence whose numbers hold ``slot``'s: the same number in a compatible unit, or
+    one its words spell that no slot reads ("a twelve-bar blues")."""
+    same = [t for t in stated if t.number == slot.number]
+    return not same or any(_compatible(slot, t) for t in same)
 
 
 def _compatible(claimed: NumberSlot, stated: NumberSlot) -> bool:
@@ -208,7 +209,7 @@ def proper_names(text: str) -> list[str]:
     runs: list[list[tuple[str, bool]]] = []
     current: list[tuple[str, bool]] = []
     gap = 0
-    for match in _WORD.finditer(text):
+    for match in WORD.finditer(text):
         word = match.group(0).removesuffix("'s")
         joined = bool(current) and text[gap : match.start()].strip() in ("", "-")
         if word[:1].isupper():
@@ -237,9 +238,9 @@ def _name_of(run: list[tuple[str, bool]]) -> str | None:
     alone_at_start = len(words) == 1 and len(run) == 1 and run[0][1]
     if alone_at_start and not (len(words[0]) > 1 and words[0].isupper()):
         return None
-    while words[-1].lower() in _CONNECTORS:
+    while words and words[-1].lower() in _CONNECTORS:
         words = words[:-1]
-    return " ".join(words)
+    return " ".join(words) or None
 
 
 def _name(
@@ -259,115 +260,11 @@ def _name(
     return _same_subject(name, "name", found, rest, ctx, text)
 
 
-# The same subject -------------------------------------------------------------------------
-
-
 def _same_subject(
     token: str, kind: FactKind, found: list[int], about: list[str], ctx: ContextText, claim: str
 ) -> UnstatedFact | None:
-    """``None`` when a sentence holding ``token`` is about the clause; else the fact, with
-    the sentence that says it of something else (see the module docstring)."""
-    replaced: dict[int, tuple[str, str]] = {}
-    for i in found:
-        swap = next((s for s in (_replaced(w, claim, i, ctx) for w in about) if s), None)
-        if swap is None and _holds_half(about, i, ctx):
-            return None
-        if swap is not None:
-            replaced[i] = swap
-    if not replaced:
-        return None  # about nothing the clause says: the graded score weighs that
-    best = min(replaced)
-    sentence = ctx.sentences[best]
-    mine, theirs = replaced[best]
-    said = _clause_with(sentence, token)
-    reason = (
-        f"{token} is said of {_written_word(theirs, sentence)!r}, not "
-        f"{_written_word(mine, claim)!r}: the source says {said!r}"
-    )
-    return UnstatedFact(token, kind, reason, sentence)
-
-
-def _holds_half(about: list[str], i: int, ctx: ContextText) -> bool:
-    """Sentence ``i``, or it and a neighbour (a pronoun's antecedent), holds at least half
-    of the clause's words."""
-    if not about:
-        return True
-    for j in (i, i - 1, i + 1):
-        if 0 <= j < len(ctx.sentences):
-            held = ctx.sentence_words[i] | ctx.sentence_words[j]
-            if 2 * sum(w in held for w in about) >= len(about):
-                return True
-    return False
-
-
-def _replaced(word: str, claim: str, i: int, ctx: ContextText) -> tuple[str, str] | None:
-    """``(word, other)`` when sentence ``i`` lacks the claim's ``word`` and has ``other``
-    right before the word that right follows it in the claim: "day shift" for "night
-    shift". Not a reworded verb ("keys work during" / "keys are accepted during": words
-    between), not an inflection ("failed" / "failure"), not a name ("Northwind Analytics was
-    founded" names what the claim calls "the company")."""
-    if word in ctx.sentence_words[i]:
-        return None
-    said, stated = _sequence(claim), _sequence(ctx.sentences[i])
-    for k in (k for k, w in enumerate(said[:-1]) if w == word):
-        after = said[k + 1]
-        if after is None or after[:1].isdigit():
-            continue
-        for j in (j for j, w in enumerate(stated) if w == after and j > 0):
-            other = stated[j - 1]
-            if (
-                other is not None
-                and not other[:1].isdigit()
-                and other not in said
-                and other[:4] != word[:4]
-                and other not in names(ctx.sentences[i])
-                and _side_by_side(other, after, ctx, i)
-            ):
-                return word, other
-    return None
-
-
-def _side_by_side(first: str, second: str, ctx: ContextText, i: int) -> bool:
-    """The context writes ``first`` and ``second`` on one line, a space apart (a sentence
-    of code is its lines joined: "raise" ends one, "delay = …" starts the next)."""
-    sentence = ctx.sentences[i]
-    a, b = _written_word(first, sentence), _written_word(second, sentence)
-    return re.search(rf"{re.escape(a)}[ \t]+{re.escape(b)}", ctx.body, re.IGNORECASE) is not None
-
-
-def _sequence(text: str) -> list[str | None]:
-    """The text's words in order, each its first stem, ``None`` for a function word, a
-    punctuation mark or a line end: so that only words written side by side are
-    neighbours."""
-    stems = (content_words(t) for t in _TOKENS.findall(normalise(text)))
-    return [found[0] if found else None for found in stems]
-
-
-_TOKENS = re.compile(r"\w[\w'-]*|[^\w\s]|\n")
-"""Words, punctuation and line ends: the last two part neighbours ("X, Y" in a list, a line
-of code and the next)."""
-
-
-def _written_word(stem: str, claim: str) -> str:
-    """A claim word as the claim writes it, from its stem."""
-    return next((w for w in _WORD.findall(claim) if content_words(w)[:1] == [stem]), stem)
-
-
-_CLAUSE_END = re.compile(r"[,;:()]|\s(?:and|but|while|whereas|which|because|so)\s", re.IGNORECASE)
-
-
-def _clause_with(sentence: str, token: str) -> str:
-    """The stretch of ``sentence`` between clause boundaries that holds ``token`` (the whole
-    sentence when it is not found as written)."""
-    text = sentence.strip().rstrip(".")
-    at = text.lower().find(token.lower())
-    if at < 0:
-        return text[:200]
-    cuts = [m for m in _CLAUSE_END.finditer(text)]
-    start = max((m.end() for m in cuts if m.end() <= at), default=0)
-    end = min((m.start() for m in cuts if m.start() >= at + len(token)), default=len(text))
-    clause = text[start:end].strip()
-    return clause[:1].lower() + clause[1:] if clause[:2].istitle() else clause
+    other = other_subject(token, found, about, ctx, claim)
+    return None if other is None else UnstatedFact(token, kind, *other)
 
 
 # Negation ---------------------------------------------------------------------------------

@@ -140,6 +140,7 @@ def test_a_supported_claim_turned_unsupported_keeps_the_judges_view() -> None:
         ("The cache holds two gigabytes.", "The cache is 2 GB."),
         ("The pool holds 1000 connections.", "The pool holds up to 1,000 connections."),
         ("Harbor makes three attempts.", "Harbor makes 3 attempts."),
+        ("Hound Dog is a 12 bar blues song.", "Hound Dog is a twelve-bar blues song."),
         ("Rescuers found 12 survivors.", "Rescuers found 8 survivors on Monday and 4 more."),
         ("The company was founded in 1998 by Ada Park.", COMPANY),
         ("Ada Park founded Northwind Analytics in 1998.", COMPANY),
@@ -175,6 +176,8 @@ def test_units_and_names() -> None:
         "API",
     ]
     assert proper_names("The Team plan costs 29 euros.") == ["Team"]
+    # A run left with a connector only is no name (it raised IndexError).
+    assert proper_names("He said The de.") == []
 
 
 def _gold_text(items: list[Any], docs: Path) -> str:
