@@ -35,7 +35,7 @@ from ._evidence import clauses as claim_clauses
 from ._numbers import YEAR, NumberSlot, derivable, number_slots
 from ._polarity import MIN_WORDS, Clause
 from ._polarity import clauses as polarity_clauses
-from ._subject import WORD, other_subject
+from ._subject import TOKENS, WORD, other_subject
 from ._units import dimension_of, quantities
 
 FactKind = Literal["number", "name", "code", "negation"]
@@ -106,7 +106,7 @@ def _number(
 ) -> UnstatedFact | None:
     written = _as_written(slot, text)
     claimed = [q for q in quantities(text) if q.number == slot.number]
-    candidates = ctx.number_index.get(slot.number, [])
+    candidates = ctx.number_index.get(slot.number) or _written_in(slot.number, ctx)
     found = [i for i in candidates if _states(slot, ctx.slots_of(i))]
     if claimed and not found:
         found = [
@@ -120,6 +120,15 @@ def _number(
             return None
         return UnstatedFact(written, "number", f"{written} is in {where}")
     return _same_subject(written, "number", found, about, ctx, text)
+
+
+def _written_in(number: str, ctx: ContextText) -> list[int]:
+    """The sentences that write ``number``'s digits where the number reader does not see
+    them: a bracketed list ("[408, 429, 500]") reads as a citation marker."""
+    if not number.replace(".", "").isdigit():
+        return []
+    digits = re.compile(rf"(?<![\w.,]){re.escape(number)}(?![\w]|[.,]\d)")
+    return [i for i, sentence in enumerate(ctx.sentences) if digits.search(sentence)]
 
 
 def _states(slot: NumberSlot, stated: list[NumberSlot]) -> bool:
@@ -250,6 +259,8 @@ def _name(
     if not stems:
         return None
     found = [i for i, held in enumerate(ctx.sentence_words) if stems <= held]
+    if not found and _ACRONYM.fullmatch(name):
+        found = _spelt_out(name.lower(), ctx)
     first, _, rest_of_name = name.partition(" ")
     if not found and rest_of_name and text.lstrip().startswith(first):
         # "Set HARBOR_RETRY_MAX_ATTEMPTS": a sentence's first word joined to a name.
@@ -258,6 +269,19 @@ def _name(
         return UnstatedFact(name, "name", f"{name} is in {where}")
     rest = [w for w in about if w not in stems]
     return _same_subject(name, "name", found, rest, ctx, text)
+
+
+_ACRONYM = re.compile(r"[A-Z]{2,6}")
+
+
+def _spelt_out(acronym: str, ctx: ContextText) -> list[int]:
+    """The sentences with consecutive words whose initials spell ``acronym`` ("transport
+    layer security" for TLS)."""
+    return [
+        i
+        for i, sentence in enumerate(ctx.sentences)
+        if acronym in "".join(w[0] for w in TOKENS.findall(sentence.lower()) if w[0].isalpha())
+    ]
 
 
 def _same_subject(

@@ -103,11 +103,11 @@ def _sequence(text: str) -> list[str | None]:
     """The text's words in order, each its first stem, ``None`` for a function word, a
     punctuation mark or a line end: so that only words written side by side are
     neighbours."""
-    stems = (content_words(t) for t in _TOKENS.findall(normalise(text)))
+    stems = (content_words(t) for t in TOKENS.findall(normalise(text)))
     return [found[0] if found else None for found in stems]
 
 
-_TOKENS = re.compile(r"\w[\w'-]*|[^\w\s]|\n")
+TOKENS = re.compile(r"\w[\w'-]*|[^\w\s]|\n")
 """Words, punctuation and line ends: the last two part neighbours ("X, Y" in a list, a line
 of code and the next)."""
 
@@ -134,4 +134,4 @@ def _clause_with(sentence: str, token: str) -> str:
     return clause[:1].lower() + clause[1:] if clause[:2].istitle() else clause
 
 
-__all__ = ["WORD", "other_subject"]
+__all__ = ["TOKENS", "WORD", "other_subject"]

@@ -141,6 +141,8 @@ def test_a_supported_claim_turned_unsupported_keeps_the_judges_view() -> None:
         ("The pool holds 1000 connections.", "The pool holds up to 1,000 connections."),
         ("Harbor makes three attempts.", "Harbor makes 3 attempts."),
         ("Hound Dog is a 12 bar blues song.", "Hound Dog is a twelve-bar blues song."),
+        ("Harbor retries 429 and 503.", "retry.status_codes defaults to [408, 429, 503]."),
+        ("TLS is required.", "Transport layer security is required for every connection."),
         ("Rescuers found 12 survivors.", "Rescuers found 8 survivors on Monday and 4 more."),
         ("The company was founded in 1998 by Ada Park.", COMPANY),
         ("Ada Park founded Northwind Analytics in 1998.", COMPANY),
