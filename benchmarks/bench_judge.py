@@ -8,7 +8,9 @@ The contrast set (``evals/data/judge_contrast.jsonl``, written for this reposito
 pairs of answers to one context that differ by one number, one negation or one entity (the
 consistent one a paraphrase, not a copy): per kind, the share of pairs whose consistent
 answer scores higher (pairwise accuracy), and the share of answers whose verdict is right
-(every claim of the consistent one supported; a claim of the other one not supported).
+(every claim of the consistent one supported; a claim of the other one not supported): the
+verdicts the answer check gives, checkable facts checked (``judges._facts``); the scores
+and the rows' AUROC are the judge's graded support, without that layer.
 
 Each FILE is labelled JSON lines ``{"context", "answer", "grounded"}`` (for example the sets
 ``judge_dev_sets.py`` writes); without one, HaluEval ``qa_one_turn`` and BEGIN's wow test
@@ -60,7 +62,7 @@ def measure(
     unscored row counts 0; None when the rows hold one label only)."""
     judge = OfflineJudge("local", model_threads=threads)
     judge.vectors(["Load and warm the model before the clock starts."])
-    metric = FaithfulnessEvaluator(judge)
+    metric = FaithfulnessEvaluator(judge, check_facts=False)  # as kbgraph eval meta runs it
     cpu, wall = time.process_time(), time.perf_counter()
     _prefetch(judge, [(item.answer, item.context, item.question) for item in items])
     claims = 0

@@ -204,6 +204,7 @@ Cause = Literal[
     "unknown_citation",
     "wrong_citation",
     "repeated",
+    "unstated_fact",
 ]
 """Why a verdict was given, for code that acts on it (an answer check that flags a made-up
 number): ``number_mismatch`` (the source has another number for the same thing),
@@ -214,6 +215,8 @@ too far), ``no_aligned_sentence`` (no source sentence shares the claim's words),
 ``quoted`` (word for word from the source), ``supported``; set by the faithfulness metric:
 ``unknown_citation`` (it cites a source the context lacks), ``wrong_citation`` (not its
 cited source but another supports it), ``repeated`` (it repeats an earlier claim),
+``unstated_fact`` (a number, date, name, code or negation its sources do not state about
+the same subject: ``judges._facts``),
 ``empty_context``; ``""`` when the judge does not
 say (an LLM judge's verdict has its reason in words only)."""
 

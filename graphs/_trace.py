@@ -193,7 +193,9 @@ def check_lines(state: Mapping[str, Any]) -> list[str]:
     for claim in claims:
         if not claim.get("supported"):
             how = "contradicted" if claim.get("verdict") == "contradicted" else "not supported"
-            lines.append(f"  {how}: {claim.get('text')}")
+            # A fact the sources do not state is named: "8443 is in no cited source".
+            why = f" — {claim.get('reason')}" if claim.get("cause") == "unstated_fact" else ""
+            lines.append(f"  {how}: {claim.get('text')}{why}")
     return lines
 
 

@@ -17,6 +17,16 @@ cites, when several), so that a true fact cited to the wrong source is not suppo
 a claim is judged once more against the whole context, only to say in its reason whether
 the fact is there under another number (a wrong citation) or nowhere (unsupported).
 
+Checkable facts (``judges._facts``): a claim the judge supports is still not supported when
+one of its numbers, dates, quantities, names, codes or negations is not stated by its
+sources about the same subject — the verdict becomes ``not_supported``, the cause
+``unstated_fact`` and the reason names the token ("8443 is in no cited source"). This is
+a verdict layer only: it never changes a claim's score, so the metric's score (what ``kbgraph
+eval meta``'s AUROCs read) is the judge's graded support whatever the layer decides; a claim
+the judge already rejects gets the fact's reason too. The reason keeps the judge's verdict
+and score: "8443 is in no cited source (judge: supported, 0.51)".
+``check_facts=False`` turns the layer off.
+
 A claim that repeats an earlier one (``claims.repeats``) keeps ``REPEAT_FACTOR`` of its
 score, and its reason says so.
 
@@ -33,6 +43,7 @@ from typing import ClassVar
 
 from ..claims import repeats
 from ..decompose import decompose
+from ..judges._facts import unstated_facts
 from ..judges.base import Judge
 from ..records import Claim, ClaimVerdict, EvalRecord, Judgement, MetricName, MetricResult, Passage
 from ._adapter import LangSmithAdapter
@@ -43,6 +54,7 @@ from ._context import join_passages
 class FaithfulnessEvaluator(LangSmithAdapter):
     judge: Judge
     check_citations: bool = True
+    check_facts: bool = True
     name: ClassVar[MetricName] = "faithfulness"
 
     def evaluate(self, record: EvalRecord) -> MetricResult:
@@ -105,6 +117,8 @@ class FaithfulnessEvaluator(LangSmithAdapter):
                 ]
             )
             for i, judgement in zip(members, judged, strict=True):
+                if self.check_facts:
+                    judgement = _stated(claims[i], judgement, context)
                 results[i] = _verdict(claims[i], target, judgement)
         self._explain_wrong_citations(claims, results, passages, question)
         return [results[i] for i in range(len(claims))]
@@ -136,6 +150,8 @@ class FaithfulnessEvaluator(LangSmithAdapter):
             [claims[i].text for i in suspects], context, question=question
         )
         for i, judgement in zip(suspects, second, strict=True):
+            if self.check_facts:
+                judgement = _stated(claims[i], judgement, context, cited=False)
             if judgement.verdict == "supported":
                 old = results[i]
                 cited = ", ".join(f"[{n}]" for n in old.citations)
@@ -144,6 +160,26 @@ class FaithfulnessEvaluator(LangSmithAdapter):
                     f"but supported elsewhere in the context; {old.reason}"
                 )
                 results[i] = replace(old, reason=reason, cause="wrong_citation")
+
+
+def _stated(claim: Claim, judgement: Judgement, context: str, *, cited: bool = True) -> Judgement:
+    """The judgement, not supported when a checkable fact of the claim is not stated by
+    ``context`` (see the module docstring); a contradiction is left as the judge said it."""
+    if judgement.verdict == "contradicted" or not claim.text.strip():
+        return judgement
+    facts = unstated_facts(claim.text, context, cited=cited and bool(claim.citations))
+    if not facts:
+        return judgement
+    fact = facts[0]
+    said = judgement.verdict.replace("_", " ")
+    reason = f"{'; '.join(f.reason for f in facts[:3])} (judge: {said}, {judgement.score:.2f})"
+    return replace(
+        judgement,
+        verdict="not_supported",
+        reason=reason,
+        evidence=fact.source or judgement.evidence,
+        cause="unstated_fact",
+    )
 
 
 def _verdict(claim: Claim, target: tuple[int, ...], judgement: Judgement) -> ClaimVerdict:

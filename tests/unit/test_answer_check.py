@@ -155,7 +155,10 @@ def test_ask_prints_the_unsupported_sentences_and_json_has_the_check(docs: Path)
     assert lines[0] == (
         "Answer check (scripted): 0 of 1 claims supported by the sources (score 0.00)"
     )
-    assert lines[1:] == ["  not supported: The client retries failed requests 9 times."]
+    assert lines[1:] == [
+        "  not supported: The client retries failed requests 9 times. — 9 times is in no "
+        "cited source (judge: not supported, 0.00)"
+    ]
     assert json.loads(json.dumps(json_view(out), default=str))["answer_check"]["score"] == 0.0
     last = _trace.trace_lines(out)[-1]
     assert last.split(". ", 1)[1].startswith("check_answer [scripted, flag] score 0.00, flagged")

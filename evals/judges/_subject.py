@@ -1,0 +1,137 @@
+"""Whether the source sentence that states a claim's fact states it about the claim's
+subject (``_facts``): "The day shift has 8 people" holds the 8 of "The night shift has 8
+people", about another shift.
+
+A sentence holding the fact is about the claim clause unless it *replaces* one of the
+clause's words: it lacks the word and has another one, not a name, right before the word
+that right follows it in the claim ("day shift" for "night shift"); and it, or it with a
+neighbour (a pronoun's antecedent), holds at least half of the clause's words that the
+context has. Only words written side by side count as neighbours (a reworded verb, "keys
+work during" / "keys are accepted during", replaces nothing), an inflection is no other
+word ("failed" / "failure"), and a name in the other word's place names what the claim
+says in common words ("Northwind Analytics was founded" for "the company was founded").
+A clause the sentence merely shares few words with is left to the judge's graded score.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .._text import content_words, normalise
+from ._conflicts import names
+from ._context import ContextText
+
+WORD = re.compile(r"[A-Za-z][\w'\u2019-]*")
+"""A word as written: a letter, then letters, digits, apostrophes and hyphens."""
+
+
+def other_subject(
+    token: str, found: list[int], about: list[str], ctx: ContextText, claim: str
+) -> tuple[str, str] | None:
+    """``None`` when a sentence of ``found`` (those holding ``token``) is about the claim
+    clause (``about``: its content words the context has); else the reason, naming the
+    token, and the sentence that says it of something else (see the module docstring)."""
+    replaced: dict[int, tuple[str, str]] = {}
+    for i in found:
+        swap = next((s for s in (_replaced(w, claim, i, ctx) for w in about) if s), None)
+        if swap is None and _holds_half(about, i, ctx):
+            return None
+        if swap is not None:
+            replaced[i] = swap
+    if not replaced:
+        return None  # about nothing the clause says: the graded score weighs that
+    best = min(replaced)
+    sentence = ctx.sentences[best]
+    mine, theirs = replaced[best]
+    said = _clause_with(sentence, token)
+    reason = (
+        f"{token} is said of {_written_word(theirs, sentence)!r}, not "
+        f"{_written_word(mine, claim)!r}: the source says {said!r}"
+    )
+    return reason, sentence
+
+
+def _holds_half(about: list[str], i: int, ctx: ContextText) -> bool:
+    """Sentence ``i``, or it and a neighbour (a pronoun's antecedent), holds at least half
+    of the clause's words."""
+    if not about:
+        return True
+    for j in (i, i - 1, i + 1):
+        if 0 <= j < len(ctx.sentences):
+            held = ctx.sentence_words[i] | ctx.sentence_words[j]
+            if 2 * sum(w in held for w in about) >= len(about):
+                return True
+    return False
+
+
+def _replaced(word: str, claim: str, i: int, ctx: ContextText) -> tuple[str, str] | None:
+    """``(word, other)`` when sentence ``i`` lacks the claim's ``word`` and has ``other``
+    right before the word that right follows it in the claim: "day shift" for "night
+    shift". Not a reworded verb ("keys work during" / "keys are accepted during": words
+    between), not an inflection ("failed" / "failure"), not a name ("Northwind Analytics was
+    founded" names what the claim calls "the company")."""
+    if word in ctx.sentence_words[i]:
+        return None
+    said, stated = _sequence(claim), _sequence(ctx.sentences[i])
+    for k in (k for k, w in enumerate(said[:-1]) if w == word):
+        after = said[k + 1]
+        if after is None or after[:1].isdigit():
+            continue
+        for j in (j for j, w in enumerate(stated) if w == after and j > 0):
+            other = stated[j - 1]
+            if (
+                other is not None
+                and not other[:1].isdigit()
+                and other not in said
+                and other[:4] != word[:4]
+                and other not in names(ctx.sentences[i])
+                and _side_by_side(other, after, ctx, i)
+            ):
+                return word, other
+    return None
+
+
+def _side_by_side(first: str, second: str, ctx: ContextText, i: int) -> bool:
+    """The context writes ``first`` and ``second`` on one line, a space apart (a sentence
+    of code is its lines joined: "raise" ends one, "delay = …" starts the next)."""
+    sentence = ctx.sentences[i]
+    a, b = _written_word(first, sentence), _written_word(second, sentence)
+    return re.search(rf"{re.escape(a)}[ \t]+{re.escape(b)}", ctx.body, re.IGNORECASE) is not None
+
+
+def _sequence(text: str) -> list[str | None]:
+    """The text's words in order, each its first stem, ``None`` for a function word, a
+    punctuation mark or a line end: so that only words written side by side are
+    neighbours."""
+    stems = (content_words(t) for t in TOKENS.findall(normalise(text)))
+    return [found[0] if found else None for found in stems]
+
+
+TOKENS = re.compile(r"\w[\w'-]*|[^\w\s]|\n")
+"""Words, punctuation and line ends: the last two part neighbours ("X, Y" in a list, a line
+of code and the next)."""
+
+
+def _written_word(stem: str, claim: str) -> str:
+    """A claim word as the claim writes it, from its stem."""
+    return next((w for w in WORD.findall(claim) if content_words(w)[:1] == [stem]), stem)
+
+
+_CLAUSE_END = re.compile(r"[,;:()]|\s(?:and|but|while|whereas|which|because|so)\s", re.IGNORECASE)
+
+
+def _clause_with(sentence: str, token: str) -> str:
+    """The stretch of ``sentence`` between clause boundaries that holds ``token`` (the whole
+    sentence when it is not found as written)."""
+    text = sentence.strip().rstrip(".")
+    at = text.lower().find(token.lower())
+    if at < 0:
+        return text[:200]
+    cuts = [m for m in _CLAUSE_END.finditer(text)]
+    start = max((m.end() for m in cuts if m.end() <= at), default=0)
+    end = min((m.start() for m in cuts if m.start() >= at + len(token)), default=len(text))
+    clause = text[start:end].strip()
+    return clause[:1].lower() + clause[1:] if clause[:2].istitle() else clause
+
+
+__all__ = ["TOKENS", "WORD", "other_subject"]
