@@ -31,6 +31,7 @@ import sys
 import time
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Literal, TypeVar, get_args
@@ -92,6 +93,7 @@ def run_meta(
     kept); ``workers`` threads call each judge (for LLMs). The held-out sets are read from
     ``heldout_dir`` (default ``_heldout.default_heldout_dir()``)."""
     root = data_dir or bench.default_data_dir()
+    held = _HeldOut.read(heldout_dir or test_sets.default_heldout_dir(), benchmarks)
     runner = _Runner(judges, workers, progress)
     results: list[MetaResult] = []
     if "wikieval" in benchmarks:
@@ -127,33 +129,42 @@ def run_meta(
                 "answer_relevance",
             )
         )
-    if any(b in benchmarks for b in HELDOUT_BENCHMARKS):
-        results += _heldout_results(
-            runner, heldout_dir or test_sets.default_heldout_dir(), benchmarks, limit
+    return results + held.run(runner, limit)
+
+
+@dataclass(frozen=True, slots=True)
+class _HeldOut:
+    """The held-out sets asked for, read before anything runs: a missing file fails the
+    command at once, not after an hour of other benchmarks."""
+
+    ragtruth: dict[str, list[bench.Labelled]]
+    lfqa: list[bench.Labelled] | None
+    attributionbench: dict[str, list[bench.Labelled]]
+
+    @classmethod
+    def read(cls, root: Path, benchmarks: Collection[Benchmark]) -> _HeldOut:
+        return cls(
+            test_sets.ragtruth(root) if "ragtruth" in benchmarks else {},
+            test_sets.lfqa(root) if "lfqa" in benchmarks else None,
+            test_sets.attributionbench(root) if "attributionbench" in benchmarks else {},
         )
-    return results
 
-
-def _heldout_results(
-    runner: _Runner, root: Path, benchmarks: Collection[Benchmark], limit: int | None
-) -> list[MetaResult]:
-    results: list[MetaResult] = []
-    if "ragtruth" in benchmarks:
-        tasks = [
+    def run(self, runner: _Runner, limit: int | None) -> list[MetaResult]:
+        results = [
             runner.heldout("RAGTruth", task, bench.sample(items, limit))
-            for task, items in test_sets.ragtruth(root).items()
+            for task, items in self.ragtruth.items()
         ]
-        mean = test_sets.RAGTRUTH_MEAN
-        results += [*tasks, macro("RAGTruth", mean, tasks, test_sets.anchors("RAGTruth", mean))]
-    if "lfqa" in benchmarks:
-        items = bench.sample(test_sets.lfqa(root), limit)
-        results.append(runner.heldout("LFQA-Verification", test_sets.LFQA_SPLIT, items))
-    if "attributionbench" in benchmarks:
+        if results:
+            mean = test_sets.RAGTRUTH_MEAN
+            results.append(macro("RAGTruth", mean, results, test_sets.anchors("RAGTruth", mean)))
+        if self.lfqa is not None:
+            items = bench.sample(self.lfqa, limit)
+            results.append(runner.heldout("LFQA-Verification", test_sets.LFQA_SPLIT, items))
         results += [
             runner.heldout("AttributionBench", subset, bench.sample(items, limit))
-            for subset, items in test_sets.attributionbench(root).items()
+            for subset, items in self.attributionbench.items()
         ]
-    return results
+        return results
 
 
 class _Runner:

@@ -286,3 +286,20 @@ def test_meta_command_finds_the_heldout_folder_by_environment(
     result = CliRunner().invoke(eval_group, args)
     assert result.exit_code == 2
     assert "nowhere/attributionbench/rows.jsonl is missing" in result.output
+
+
+def test_a_missing_heldout_set_fails_before_any_benchmark_runs(
+    heldout_dir: Path, tmp_path: Path
+) -> None:
+    """The held-out files are read first: a missing one must not cost an hour of RAGTruth
+    (or of the other sets) before it is found out."""
+    (heldout_dir / "attributionbench" / "rows.jsonl").unlink()
+    judge = ScriptedJudge(default="supported")
+    with pytest.raises(DatasetError, match="attributionbench/rows.jsonl is missing"):
+        run_meta(
+            [judge],
+            data_dir=tmp_path / "no-evals",
+            heldout_dir=heldout_dir,
+            benchmarks=["begin", "ragtruth", "attributionbench"],
+        )
+    assert judge.calls == []
