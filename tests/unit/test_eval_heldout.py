@@ -295,7 +295,7 @@ def test_a_missing_heldout_set_fails_before_any_benchmark_runs(
     (or of the other sets) before it is found out."""
     (heldout_dir / "attributionbench" / "rows.jsonl").unlink()
     judge = ScriptedJudge(default="supported")
-    with pytest.raises(DatasetError, match="attributionbench/rows.jsonl is missing"):
+    with pytest.raises(DatasetError, match=r"attributionbench/rows\.jsonl is missing"):
         run_meta(
             [judge],
             data_dir=tmp_path / "no-evals",
