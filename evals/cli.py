@@ -4,7 +4,8 @@
                  [--baseline FILE] [--min METRIC=VALUE ...] [--out DIR] [--resume]
                  [--row-timeout S] [--top-k N] [--mode M] [--rerank R] [--settings FILE]
                  [--embedding SPEC] [--chat-model SPEC] [--json]
-    kbgraph eval meta [--limit N] [--judge offline|<model spec> ...]
+    kbgraph eval meta [--limit N] [--judge offline|<model spec> ...] [--benchmark B ...]
+                      [--heldout DIR]
 
 ``eval`` is a group whose first argument is either a subcommand (``run``, ``meta``,
 ``retrieval`` from ``kbgraph.evals.beir``, and any other added with ``eval_group.add_command`` or
@@ -43,6 +44,10 @@ from .report import dataset_fingerprint
 
 if TYPE_CHECKING:
     from .meta import Benchmark
+
+# The choices of `eval meta --benchmark`, spelt out so that `--help` does not import the
+# meta-evaluation; tests/unit/test_eval_meta.py holds them equal to meta.ALL_BENCHMARKS.
+META_BENCHMARKS = ("wikieval", "halueval", "begin", "ragtruth", "lfqa", "attributionbench")
 
 
 class DefaultCommandGroup(click.Group):
@@ -388,8 +393,19 @@ def _num(value: float | None) -> str:
     "--benchmark",
     "benchmarks",
     multiple=True,
-    type=click.Choice(["wikieval", "halueval", "begin"]),
-    help="Only these benchmarks (repeatable; default all).",
+    type=click.Choice(META_BENCHMARKS),
+    help="Only these benchmarks (repeatable; default wikieval, halueval and begin). "
+    "ragtruth, lfqa and attributionbench are the held-out test sets of --heldout: they "
+    "run only when named.",
+)
+@click.option(
+    "--heldout",
+    "heldout_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Folder with ragtruth/, lfqa_verification/, attributionbench/ "
+    "(default $KBGRAPH_HELDOUT_DATA or ../shared/data/heldout). Test sets: report on "
+    "them, never tune on them.",
 )
 @click.option(
     "--workers",
@@ -408,12 +424,16 @@ def meta_command(
     summedits_dir: Path | None,
     embedding: str,
     benchmarks: tuple[Benchmark, ...],
+    heldout_dir: Path | None,
     workers: int,
     quiet: bool,
     as_json: bool,
 ) -> None:
     """Agreement of the judges with human labels (WikiEval, HaluEval, BEGIN, and SummEdits
-    with --summedits), next to a plain content-word-overlap baseline."""
+    with --summedits), next to a plain content-word-overlap baseline. Named with
+    --benchmark, the held-out test sets too (RAGTruth per task, LFQA-Verification,
+    AttributionBench per subset), with balanced accuracy at 0.5, AUROC within answer-length
+    quartiles, two more floors and published figures."""
     from .judges import resolve_judge
     from .meta import BENCHMARKS, format_table, run_meta
 
@@ -426,6 +446,7 @@ def meta_command(
         progress=not quiet,
         benchmarks=benchmarks or BENCHMARKS,
         summedits=summedits_dir,
+        heldout_dir=heldout_dir,
     )
     if as_json:
         click.echo(json.dumps([r.to_dict() for r in results], ensure_ascii=False, indent=2))

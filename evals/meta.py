@@ -15,6 +15,14 @@ Every figure is computed in the same run for each judge and for the plain conten
 overlap baseline (``judges.overlap.content_overlap``). An answer's faithfulness score is
 the faithfulness metric's own score (the mean support score of its claims), what a user
 gets; 0 when it makes no claim.
+
+The held-out test sets (``../shared/data/heldout``, read by ``_heldout``; only when named:
+``ragtruth``, ``lfqa``, ``attributionbench``) — RAGTruth per task and the mean task AUROC,
+LFQA-Verification's answer sentences, AttributionBench per subset — report more per judge:
+the balanced accuracy at the judge's own threshold (a score of 0.5 or more = faithful), the
+AUROC within answer-length quartiles (``stats.auroc_within_groups``: answer length alone
+separates RAGTruth QA at 0.725), two more floors (``_novelty``) and the published figures
+of other checkers (``_heldout.ANCHORS``). They are test sets: report, never tune.
 """
 
 from __future__ import annotations
@@ -23,49 +31,35 @@ import sys
 import time
 from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Literal, TypeVar, get_args
 
 from tqdm import tqdm
 
 from . import _benchmarks as bench
+from . import _heldout as test_sets
+from ._meta_results import (
+    BASELINE,
+    LENGTH_GROUPS,
+    NOVEL_FACTS,
+    NOVEL_WORDS,
+    THRESHOLD,
+    MetaResult,
+    format_table,
+    macro,
+)
+from ._novelty import novel_fact_count, novel_word_share
 from .claims import split_claims
 from .evaluators.faithfulness import FaithfulnessEvaluator
 from .judges.base import Judge
 from .judges.overlap import content_overlap
 from .records import EvalRecord, Passage
-from .stats import auroc, pairwise_accuracy
+from .stats import auroc, auroc_within_groups, balanced_accuracy, pairwise_accuracy
 
 T = TypeVar("T")
-BASELINE = "overlap baseline"
-Measure = Literal["pairwise accuracy", "AUROC"]
 Kind = Literal["faithfulness", "answer_relevance"]
-
-
-@dataclass(frozen=True, slots=True)
-class MetaResult:
-    benchmark: str
-    split: str
-    measure: Measure
-    n: int
-    scores: dict[str, float] = field(default_factory=dict)
-    seconds: dict[str, float] = field(default_factory=dict)
-    cpu_per_100: dict[str, float] = field(default_factory=dict)
-    """CPU seconds of the process (``time.process_time``, every thread) per 100 judged
-    answers: less sensitive than ``seconds`` to other load on a shared machine."""
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "benchmark": self.benchmark,
-            "split": self.split,
-            "measure": self.measure,
-            "n": self.n,
-            "scores": {k: round(v, 4) for k, v in self.scores.items()},
-            "seconds": {k: round(v, 1) for k, v in self.seconds.items()},
-            "cpu_per_100": {k: round(v, 2) for k, v in self.cpu_per_100.items()},
-        }
 
 
 def faithfulness_score(judge: Judge, question: str | None, context: str, answer: str) -> float:
@@ -78,8 +72,11 @@ def faithfulness_score(judge: Judge, question: str | None, context: str, answer:
     return 0.0 if result.score is None else result.score
 
 
-Benchmark = Literal["wikieval", "halueval", "begin"]
+Benchmark = Literal["wikieval", "halueval", "begin", "ragtruth", "lfqa", "attributionbench"]
 BENCHMARKS: tuple[Benchmark, ...] = ("wikieval", "halueval", "begin")
+"""What runs when none is named: the held-out test sets only run when asked for."""
+HELDOUT_BENCHMARKS: tuple[Benchmark, ...] = ("ragtruth", "lfqa", "attributionbench")
+ALL_BENCHMARKS: tuple[Benchmark, ...] = get_args(Benchmark)
 
 
 def run_meta(
@@ -91,11 +88,14 @@ def run_meta(
     progress: bool = False,
     benchmarks: Collection[Benchmark] = BENCHMARKS,
     summedits: Path | None = None,
+    heldout_dir: Path | None = None,
 ) -> list[MetaResult]:
     """The chosen benchmarks for every judge and the baseline, and SummEdits from the folder
     ``summedits`` when given. ``limit`` caps the items per split (sampled evenly, labels
-    kept); ``workers`` threads call each judge (for LLMs)."""
+    kept); ``workers`` threads call each judge (for LLMs). The held-out sets are read from
+    ``heldout_dir`` (default ``_heldout.default_heldout_dir()``)."""
     root = data_dir or bench.default_data_dir()
+    held = _HeldOut.read(heldout_dir or test_sets.default_heldout_dir(), benchmarks)
     runner = _Runner(judges, workers, progress)
     results: list[MetaResult] = []
     if "wikieval" in benchmarks:
@@ -131,25 +131,42 @@ def run_meta(
                 "answer_relevance",
             )
         )
-    return results
+    return results + held.run(runner, limit)
 
 
-def macro(benchmark: str, split: str, parts: Sequence[MetaResult]) -> MetaResult:
-    """The unweighted mean of ``parts``' figures (each judge's seconds summed, its CPU per
-    100 answers averaged over all of them)."""
-    names = [n for n in parts[0].scores if all(n in p.scores for p in parts)]
-    return MetaResult(
-        benchmark,
-        split,
-        parts[0].measure,
-        sum(p.n for p in parts),
-        {n: sum(p.scores[n] for p in parts) / len(parts) for n in names},
-        {n: sum(p.seconds.get(n, 0.0) for p in parts) for n in parts[0].seconds},
-        {
-            n: sum(p.cpu_per_100.get(n, 0.0) * p.n for p in parts) / sum(p.n for p in parts)
-            for n in parts[0].cpu_per_100
-        },
-    )
+@dataclass(frozen=True, slots=True)
+class _HeldOut:
+    """The held-out sets asked for, read before anything runs: a missing file fails the
+    command at once, not after an hour of other benchmarks."""
+
+    ragtruth: dict[str, list[bench.Labelled]]
+    lfqa: list[bench.Labelled] | None
+    attributionbench: dict[str, list[bench.Labelled]]
+
+    @classmethod
+    def read(cls, root: Path, benchmarks: Collection[Benchmark]) -> _HeldOut:
+        return cls(
+            test_sets.ragtruth(root) if "ragtruth" in benchmarks else {},
+            test_sets.lfqa(root) if "lfqa" in benchmarks else None,
+            test_sets.attributionbench(root) if "attributionbench" in benchmarks else {},
+        )
+
+    def run(self, runner: _Runner, limit: int | None) -> list[MetaResult]:
+        results = [
+            runner.heldout("RAGTruth", task, bench.sample(items, limit))
+            for task, items in self.ragtruth.items()
+        ]
+        if results:
+            mean = test_sets.RAGTRUTH_MEAN
+            results.append(macro("RAGTruth", mean, results, test_sets.anchors("RAGTruth", mean)))
+        if self.lfqa is not None:
+            items = bench.sample(self.lfqa, limit)
+            results.append(runner.heldout("LFQA-Verification", test_sets.LFQA_SPLIT, items))
+        results += [
+            runner.heldout("AttributionBench", subset, bench.sample(items, limit))
+            for subset, items in self.attributionbench.items()
+        ]
+        return results
 
 
 class _Runner:
@@ -159,26 +176,61 @@ class _Runner:
         self.progress = progress
 
     def labelled(self, benchmark: str, split: str, items: list[bench.Labelled]) -> MetaResult:
-        positives = [i for i, item in enumerate(items) if item.grounded]
-        negatives = [i for i, item in enumerate(items) if not item.grounded]
-        scores: dict[str, float] = {}
+        labels = [item.grounded for item in items]
+        base = [content_overlap(item.answer, item.context) for item in items]
+        scores = {BASELINE: _auroc_of(base, labels)}
         seconds: dict[str, float] = {}
         cpu: dict[str, float] = {}
-        base = [content_overlap(item.answer, item.context) for item in items]
-        scores[BASELINE] = auroc([base[i] for i in positives], [base[i] for i in negatives])
         for judge in self.judges:
-            # The clock starts before the prefetch: embedding ahead is part of the work.
-            started, started_cpu = time.perf_counter(), time.process_time()
-            _prefetch(judge, [(item.answer, item.context, item.question) for item in items])
-            values = self._map(
-                judge, partial(_labelled_score, judge), items, f"{benchmark} {split}"
+            values, seconds[judge.name], cpu[judge.name] = self._scored(
+                judge, items, f"{benchmark} {split}"
             )
-            seconds[judge.name] = time.perf_counter() - started
-            cpu[judge.name] = _per_100(time.process_time() - started_cpu, len(items))
-            scores[judge.name] = auroc(
-                [values[i] for i in positives], [values[i] for i in negatives]
-            )
+            scores[judge.name] = _auroc_of(values, labels)
         return MetaResult(benchmark, split, "AUROC", len(items), scores, seconds, cpu)
+
+    def heldout(self, benchmark: str, split: str, items: list[bench.Labelled]) -> MetaResult:
+        """A held-out split: AUROC for the judges and the three floors, and also the
+        judges' balanced accuracy at ``THRESHOLD`` and everyone's AUROC within answer-length
+        quartiles."""
+        labels = [item.grounded for item in items]
+        lengths = [len(item.answer.split()) for item in items]
+        # The floors rank faithful answers first: less novelty, higher score.
+        values: dict[str, list[float]] = {
+            BASELINE: [content_overlap(i.answer, i.context) for i in items],
+            NOVEL_WORDS: [-novel_word_share(i.answer, i.context) for i in items],
+            NOVEL_FACTS: [-float(novel_fact_count(i.answer, i.context)) for i in items],
+        }
+        seconds: dict[str, float] = {}
+        cpu: dict[str, float] = {}
+        balanced: dict[str, float] = {}
+        for judge in self.judges:
+            values[judge.name], seconds[judge.name], cpu[judge.name] = self._scored(
+                judge, items, f"{benchmark} {split}"
+            )
+            balanced[judge.name] = balanced_accuracy(values[judge.name], labels, THRESHOLD)
+        scores = {name: _auroc_of(v, labels) for name, v in values.items()}
+        within = {
+            name: figure
+            for name, v in values.items()
+            if (figure := auroc_within_groups(v, labels, lengths, LENGTH_GROUPS)) is not None
+        }
+        return MetaResult(
+            benchmark, split, "AUROC", len(items), scores, seconds, cpu,
+            heldout=True, balanced_accuracy=balanced, within_length=within,
+            anchors=test_sets.anchors(benchmark, split),
+        )  # fmt: skip
+
+    def _scored(
+        self, judge: Judge, items: list[bench.Labelled], label: str
+    ) -> tuple[list[float], float, float]:
+        """The judge's faithfulness score of every item, its wall seconds and its CPU
+        seconds per 100 items."""
+        # The clock starts before the prefetch: embedding ahead is part of the work.
+        started, started_cpu = time.perf_counter(), time.process_time()
+        _prefetch(judge, [(item.answer, item.context, item.question) for item in items])
+        values = self._map(judge, partial(_labelled_score, judge), items, label)
+        seconds = time.perf_counter() - started
+        return values, seconds, _per_100(time.process_time() - started_cpu, len(items))
 
     def pairs(self, benchmark: str, split: str, pairs: list[bench.Pair], kind: Kind) -> MetaResult:
         scores = {
@@ -225,6 +277,13 @@ class _Runner:
         return out
 
 
+def _auroc_of(values: Sequence[float], labels: Sequence[bool]) -> float:
+    return auroc(
+        [v for v, good in zip(values, labels, strict=True) if good],
+        [v for v, good in zip(values, labels, strict=True) if not good],
+    )
+
+
 def _per_100(cpu_seconds: float, answers: int) -> float:
     return 100 * cpu_seconds / answers if answers else 0.0
 
@@ -257,34 +316,15 @@ def _prefetch(
     warm(claims=[c for c in claims if c[1]], texts=texts)
 
 
-def format_table(results: Sequence[MetaResult]) -> str:
-    """One Markdown table: a row per benchmark split, a column per judge and the baseline,
-    then each judge's seconds for the split and its CPU seconds per 100 answers (prefetch
-    included)."""
-    names = [n for n in dict.fromkeys(k for r in results for k in r.scores) if n != BASELINE]
-    head = ["benchmark", "split", "measure", "n", *names, BASELINE]
-    head += [f"{n} seconds" for n in names]
-    head += [f"{n} CPU s/100" for n in names]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in results:
-        cells = [r.benchmark, r.split, r.measure, str(r.n)]
-        cells += [_cell(r.scores.get(n), r.scores[BASELINE]) for n in names]
-        cells.append(f"{r.scores[BASELINE]:.3f}")
-        cells += [f"{r.seconds[n]:.1f}" if n in r.seconds else "—" for n in names]
-        cells += [f"{r.cpu_per_100[n]:.1f}" if n in r.cpu_per_100 else "—" for n in names]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def _cell(value: float | None, baseline: float) -> str:
-    if value is None:
-        return "—"
-    return f"{value:.3f} ({value - baseline:+.3f})"
-
-
 __all__ = [
+    "ALL_BENCHMARKS",
     "BASELINE",
     "BENCHMARKS",
+    "HELDOUT_BENCHMARKS",
+    "LENGTH_GROUPS",
+    "NOVEL_FACTS",
+    "NOVEL_WORDS",
+    "THRESHOLD",
     "Benchmark",
     "MetaResult",
     "faithfulness_score",

@@ -60,8 +60,64 @@ def average_precision(relevant: Sequence[bool]) -> float:
     return total / hits if hits else 0.0
 
 
+def balanced_accuracy(
+    scores: Sequence[float], labels: Sequence[bool], threshold: float = 0.5
+) -> float:
+    """The mean of the two classes' recalls when ``score >= threshold`` predicts the positive
+    class (Brodersen et al. 2010, "The balanced accuracy and its posterior distribution"):
+    0.5 for any constant prediction, whatever the class mix. This is the measure of
+    LLM-AggreFact and of the HHEM model card, so a judge at its own threshold reads beside
+    their figures."""
+    if len(scores) != len(labels):
+        raise ValueError("balanced accuracy needs one label per score.")
+    positives = [s for s, label in zip(scores, labels, strict=True) if label]
+    negatives = [s for s, label in zip(scores, labels, strict=True) if not label]
+    if not positives or not negatives:
+        raise ValueError("balanced accuracy needs at least one positive and one negative.")
+    hits = sum(s >= threshold for s in positives) / len(positives)
+    rejections = sum(s < threshold for s in negatives) / len(negatives)
+    return (hits + rejections) / 2
+
+
+def auroc_within_groups(
+    scores: Sequence[float], labels: Sequence[bool], sizes: Sequence[float], groups: int = 4
+) -> float | None:
+    """AUROC with what ``sizes`` alone explains taken out: the items are sorted by size
+    (stable, so ties keep their order) and cut into ``groups`` runs as equal as possible
+    (the first ``n % groups`` runs one longer), the AUROC is taken within each run that
+    holds both labels, and those AUROCs are averaged weighted by run size (a stratified
+    AUROC). With answer word counts as ``sizes`` it says whether a score separates
+    faithful from unfaithful answers of similar length: on RAGTruth QA length alone reaches
+    AUROC 0.725. None when no run holds both labels."""
+    if not len(scores) == len(labels) == len(sizes):
+        raise ValueError("AUROC within groups needs one label and one size per score.")
+    if groups < 1:
+        raise ValueError("AUROC within groups needs at least one group.")
+    order = sorted(range(len(scores)), key=lambda i: sizes[i])
+    base, extra = divmod(len(order), groups)
+    weighted = 0.0
+    counted = 0
+    start = 0
+    for g in range(groups):
+        run = order[start : start + base + (g < extra)]
+        start += len(run)
+        positives = [scores[i] for i in run if labels[i]]
+        negatives = [scores[i] for i in run if not labels[i]]
+        if positives and negatives:
+            weighted += len(run) * auroc(positives, negatives)
+            counted += len(run)
+    return weighted / counted if counted else None
+
+
 def mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-__all__ = ["auroc", "average_precision", "mean", "pairwise_accuracy"]
+__all__ = [
+    "auroc",
+    "auroc_within_groups",
+    "average_precision",
+    "balanced_accuracy",
+    "mean",
+    "pairwise_accuracy",
+]
