@@ -136,18 +136,19 @@ class FolderWriter:
     def __init__(
         self, layout: IndexLayout, lock_timeout: float, repairs: list[str] | None = None
     ) -> None:
-        """``repairs``: damage of the index folder already repaired (``ensure``)."""
+        """``repairs``: damage of the index folder already repaired (``ensure``, HISTORY):
+        reported, but no reason to publish a new version (which would prune a kept one)."""
         self.layout = layout
         self.lock_timeout = lock_timeout
         self.had_previous = layout.has_pointer() or bool(layout.kept_without_pointer())
         self._old: IndexReader | None = None
-        self._repairs = repairs or []
+        self.repaired_in_place = list(repairs or [])
 
     def open_previous(self) -> tuple[FolderPrevious | None, list[str]]:
         """A live generation that does not open (a damaged CURRENT, a missing or damaged
         file) is damage to repair: the newest generation folder that does open is reused
         instead, else nothing (the documents and the embedding cache rebuild it)."""
-        repaired = list(self._repairs)
+        repaired: list[str] = []
         try:
             self._old = self._open(None)
         except IndexNotFoundError:
