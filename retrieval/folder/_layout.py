@@ -57,7 +57,7 @@ _TMP_NAME = re.compile(r"\.[^/]+\.(\d+)\.tmp")
 _HISTORY_SUM = "# checksum "
 _LOCK_FILES = (".lock", ".write.lock")
 _GENERATION_ENTRY = re.compile(
-    r"^(?:meta\.json|chunks\.jsonl|offsets\.bin|vectors\.bin|bm25|ann\.(?:usearch|keys\.npy"
+    r"^(?:meta\.json|chunks\.jsonl|offsets\.bin|vectors\.(?:bin|sums)|bm25|ann\.(?:usearch|keys\.npy"
     r"|rows\.npy)|\.[^/]+\.\d+\.tmp)$"
 )
 
