@@ -8,7 +8,8 @@
         HISTORY           the published generations still kept, oldest first, then a
                           ``# checksum <hex>`` line
         cache.sqlite      embedding cache, kept across generations and rebuilds
-        gen-<id>/         meta.json, chunks.jsonl, offsets.bin, vectors.bin, bm25/
+        gen-<id>/         meta.json, chunks.jsonl, offsets.bin, vectors.bin, vectors.sums,
+                          bm25/, ann.*
 
 A writer builds a new ``gen-*`` folder beside the live one and publishes it by replacing
 ``CURRENT``; a process killed at any instant leaves either the old or the new pointer,
