@@ -95,7 +95,8 @@ class IndexReader:
                 record = self.meta.files[source]
                 self.chunk_file[record.chunk_start : record.chunk_end] = i
             if self.vectors is not None and not for_writer:
-                self.check_vector_rows(_sample_rows(len(self.vectors)))
+                # Soundness only: binding reads chunk records, which validate checks first.
+                self.check_vector_rows(_sample_rows(len(self.vectors)), bind=False)
         except BaseException:
             self.chunks.close()
             raise
@@ -110,9 +111,10 @@ class IndexReader:
             AnnIndex.open(self.path, self.meta.chunk_count) if self.vectors is not None else None
         )
 
-    def check_vector_rows(self, rows: np.ndarray | Sequence[int]) -> None:
+    def check_vector_rows(self, rows: np.ndarray | Sequence[int], *, bind: bool = True) -> None:
         """The vectors of ``rows`` are finite with unit length (zero only where the
-        embedding failed): what search checks of every row it ranks by, and ``open``
+        embedding failed) and, with ``bind``, the ones written for their chunks
+        (``vectors.sums``): what search checks of every row it ranks by, and ``open``
         of a sample. ``IndexCorruptError`` names vectors.bin and the first bad row."""
         if self.vectors is None or not len(rows):
             return
@@ -123,7 +125,15 @@ class IndexReader:
             bad &= ~(np.isin(keys, self._failed) & zero_rows(block))
         if bad.any():
             self._bad_vector(int(keys[np.flatnonzero(bad)[0]]), int(bad.sum()))
-        moved = [int(k) for k, row in zip(keys, block, strict=True) if not self.bound(int(k), row)]
+        if not bind:
+            return
+        # A failed embedding's zero row carries nothing to rank by: exempt, as above.
+        unranked = np.isin(keys, self._failed) & zero_rows(block)
+        moved = [
+            int(k)
+            for k, row, skip in zip(keys, block, unranked, strict=True)
+            if not skip and not self.bound(int(k), row)
+        ]
         if moved:
             source = self.sources[int(self.chunk_file[moved[0]])]
             raise IndexCorruptError(
