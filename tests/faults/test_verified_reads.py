@@ -216,8 +216,8 @@ def test_a_wholly_crafted_record_is_found_by_validate_which_names_rebuild(indexe
     gen = generation(indexed)
     rows = _rows(gen)
     row = next(r for r in rows if r["source"] == "retry.md")
-    row["text"] = PLANTED
-    row["id"] = chunk_id("retry.md", row["byteStart"], row["byteEnd"], PLANTED)  # type: ignore[arg-type]
+    row["text"] = planted = f"{PLANTED}\n\n{PLANTED}\n"  # as many lines as it cites
+    row["id"] = chunk_id("retry.md", row["byteStart"], row["byteEnd"], planted)  # type: ignore[arg-type]
     write_chunks(
         gen / "chunks.jsonl", gen / "offsets.bin", [Chunk.from_dict(_strip(r)) for r in rows]
     )
