@@ -41,7 +41,7 @@ ROW_KEYS = frozenset({
     "id", "question", "reference", "ground_truth", "gold_sources", "answer", *CONTEXT_KEYS,
     "metadata",
     # A results.jsonl line reads back as a row: what it adds is not read.
-    "status", "error", "metrics", "seconds",
+    "status", "error", "metrics", "seconds", "notes",
 })  # fmt: skip
 OnError = Literal["raise", "row"]
 
@@ -63,11 +63,15 @@ def load_dataset(path: str | Path, *, on_error: OnError = "raise") -> list[EvalR
         )
     rows: list[EvalRow] = []
     seen: set[str] = set()
-    with file.open(encoding="utf-8-sig") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
+    # Bytes, decoded a line at a time: a byte that is not UTF-8 fails its own row (named
+    # by its line), not the whole run.
+    with file.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            line = ""
             try:
+                line = _decoded(raw, number, file)
+                if not line.strip():
+                    continue
                 row = parse_row(_json(line, number, file), number, file)
                 if row.id in seen:
                     raise DatasetError(
@@ -82,6 +86,18 @@ def load_dataset(path: str | Path, *, on_error: OnError = "raise") -> list[EvalR
     if not rows:
         raise DatasetError(f"data set {file} has no rows; add one {_ROW_SHAPE} per line.")
     return rows
+
+
+def _decoded(raw: bytes, number: int, file: Path) -> str:
+    """One line of the data set as text (a UTF-8 byte-order mark on the first dropped)."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(
+            f"{file}:{number}: not UTF-8 text (byte {raw[exc.start]:#04x} at byte "
+            f"{exc.start + 1} of the line); save the data set as UTF-8."
+        ) from None
+    return line.removeprefix("\ufeff") if number == 1 else line
 
 
 def _invalid_row(line: str, number: int, error: str, seen: set[str]) -> EvalRow:
@@ -107,7 +123,7 @@ def parse_row(data: Any, number: int, file: Path | str = "<row>") -> EvalRow:
     if unknown:
         raise DatasetError(
             f"{where}: unknown key {', '.join(map(repr, unknown))}; a row has "
-            f"{', '.join(sorted(ROW_KEYS - {'status', 'error', 'metrics', 'seconds'}))} "
+            f"{', '.join(sorted(ROW_KEYS - {'status', 'error', 'metrics', 'seconds', 'notes'}))} "
             "(contexts under 'contexts', 'rag_citations' or 'citations'; anything else under "
             "'metadata')."
         )

@@ -357,6 +357,7 @@ class RowResult:
     seconds: float = 0.0
     reference: str | None = None
     gold_sources: tuple[GoldSource, ...] = ()
+    notes: tuple[str, ...] = ()  # what the judge was not given whole (kbgraph.evals._bounds)
 
     def to_dict(self) -> dict[str, Any]:
         """One line of ``results.jsonl``; it reads back as a pre-computed data-set row, so
@@ -373,6 +374,7 @@ class RowResult:
             "citations": [p.to_dict() for p in self.passages],
             "metrics": {name: m.to_dict() for name, m in self.metrics.items()},
             "seconds": round(self.seconds, 3),
+            "notes": list(self.notes),
         }
 
     @classmethod
@@ -399,6 +401,7 @@ class RowResult:
             seconds=float(data.get("seconds") or 0.0),
             reference=data.get("reference"),
             gold_sources=tuple(GoldSource.from_dict(g) for g in data.get("gold_sources") or ()),
+            notes=tuple(str(n) for n in data.get("notes") or () if isinstance(n, str)),
         )
 
     def flat(self) -> dict[str, Any]:

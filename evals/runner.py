@@ -12,6 +12,7 @@ event loop; each row's result is handed to ``on_result`` as soon as it is done.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -22,6 +23,12 @@ from tqdm import tqdm
 
 from kbgraph.errors import ConfigError, JudgeTimeoutError
 
+from ._bounds import (
+    MAX_ANSWER_CHARS,
+    MAX_QUESTION_CHARS,
+    bound_passages,
+    bound_text,
+)
 from ._deadline import deadline
 from .evaluators import Evaluator
 from .records import (
@@ -171,14 +178,8 @@ async def _run_row(
             else f"{type(error).__name__}: {error}"
         )
         return _failed(row, names, message, started)
-    record = EvalRecord(
-        question=row.question,
-        answer=output.answer,
-        passages=output.passages,
-        reference=row.reference,
-        gold_sources=row.gold_sources,
-        context_note=row.context_note if row.precomputed else None,
-    )
+    record, notes = _bounded_record(row, output)
+    output = dataclasses.replace(output, answer=record.answer, passages=record.passages)
     left = None if timeout is None else max(0.0, timeout - (time.perf_counter() - started))
     try:
         metrics = await score(record, left)
@@ -188,18 +189,37 @@ async def _run_row(
             if isinstance(error, TimeoutError)
             else f"scoring failed: {type(error).__name__}: {error}"
         )
-        return _failed(row, names, message, started, output)
+        return _failed(row, names, message, started, output, notes)
     return RowResult(
         row.id,
-        row.question,
+        record.question,
         "ok",
         output.answer,
         output.passages,
         metrics,
         seconds=time.perf_counter() - started,
-        reference=row.reference,
+        reference=record.reference,
         gold_sources=row.gold_sources,
+        notes=notes,
     )
+
+
+def _bounded_record(row: EvalRow, output: AgentOutput) -> tuple[EvalRecord, tuple[str, ...]]:
+    """The record a judge scores, every input cut to its bound (``kbgraph.evals._bounds``),
+    and the notes saying what was cut."""
+    notes: list[str] = []
+    reference = row.reference
+    record = EvalRecord(
+        question=bound_text(row.question, MAX_QUESTION_CHARS, "the question", notes),
+        answer=bound_text(output.answer, MAX_ANSWER_CHARS, "the answer", notes),
+        passages=bound_passages(output.passages, notes),
+        reference=None
+        if reference is None
+        else bound_text(reference, MAX_ANSWER_CHARS, "the reference", notes),
+        gold_sources=row.gold_sources,
+        context_note=row.context_note if row.precomputed else None,
+    )
+    return record, tuple(notes)
 
 
 def _failed(
@@ -208,6 +228,7 @@ def _failed(
     message: str,
     started: float,
     output: AgentOutput | None = None,
+    notes: tuple[str, ...] = (),
 ) -> RowResult:
     return RowResult(
         row.id,
@@ -220,6 +241,7 @@ def _failed(
         seconds=time.perf_counter() - started,
         reference=row.reference,
         gold_sources=row.gold_sources,
+        notes=notes,
     )
 
 

@@ -109,6 +109,7 @@ def run_index(plan: IndexPlan, progress: ProgressCallback) -> RunResult:
         if old is not None and not settings_match(old.meta, plan):
             old = None
         result = _build(plan, writer, old, progress, repaired)
+        result.repaired[:0] = writer.repaired_in_place
         result.rebuilt = writer.had_previous and old is None
         return result
 

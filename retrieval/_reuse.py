@@ -98,14 +98,25 @@ def check_against_documents(
             continue
         if loaded.sha256 != record.sha256:
             continue
-        expected = [c.id for c in chunk_file(loaded.segments, chunking, loaded.kind, rel)]
-        held = [reader.chunk(row).id for row in range(record.chunk_start, record.chunk_end)]
-        if expected != held:
+        expected = chunk_file(loaded.segments, chunking, loaded.kind, rel)
+        held = [reader.chunk(row) for row in range(record.chunk_start, record.chunk_end)]
+        if [c.id for c in expected] != [c.id for c in held]:
             raise IndexCorruptError(
                 f"{reader.chunks.path}: the chunks of {rel} do not match the file's bytes "
                 "(text the file does not hold); run `kbgraph index --rebuild` to index it "
                 "again from the documents"
             )
+        # Same text at the same bytes: every other field (lines, section, page) must be
+        # what the file gives too, or a crafted record cites other lines than it holds.
+        for row, (want, have) in enumerate(zip(expected, held, strict=True), record.chunk_start):
+            if want != have:
+                raise IndexCorruptError(
+                    f"{reader.chunks.path}: line {row + 1} ({rel}) cites lines "
+                    f"{have.line_start}-{have.line_end}, section {have.section!r}, but the "
+                    f"file gives lines {want.line_start}-{want.line_end}, section "
+                    f"{want.section!r}; run `kbgraph index --rebuild` to index it again "
+                    "from the documents"
+                )
 
 
 __all__ = [

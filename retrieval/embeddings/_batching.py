@@ -103,7 +103,12 @@ class BatchEmbedder:
     get zero rows, so one bad input never fails the run. A refusal of the request itself
     is not bisected: when the provider has accepted nothing yet (or refused every input
     of a batch one by one) a one-word probe is sent, and if it is refused too the run
-    fails at once (``EmbeddingError``) instead of sending a request per input.
+    fails at once (``EmbeddingError``) instead of sending a request per input. A provider
+    that accepts the probe but refuses the first real input alone, before any real input
+    was accepted, is asked for the run's shortest input alone: refused too, it refuses
+    every input (a server's input limit, a proxy that refuses the content) and the run
+    fails at once with one line; until a real input is accepted, the warnings of refused
+    inputs are held back, so that failure is the only line.
     ``call_timeout`` bounds each call of the ``Embeddings`` object (it runs in a worker
     thread; a call that does not return in time counts as a timed-out request): for
     objects whose own client has no timeout. Texts longer
@@ -142,6 +147,9 @@ class BatchEmbedder:
         self._sleep = sleep
         self._accepted = False  # the provider answered a request with vectors
         self._refused = 0  # inputs refused one by one so far
+        self._real_accepted = False  # a request with a real input (not the probe) succeeded
+        self._held: list[str] = []  # warnings of refused inputs until then
+        self._shortest: tuple[int, str] | None = None  # the run's shortest input (position)
         self._rng = rng or random.Random()
         self.info: EmbeddingInfo = describe_embeddings(embeddings)
         self.dims: int | None = None  # known after the first successful call
@@ -182,6 +190,7 @@ class BatchEmbedder:
         """``iter_batches`` without the truncation warning (the caller gave it)."""
         prepared = [text[: self.max_chars] for text in texts]
         order = length_order(prepared)
+        self._shortest = (order[-1], prepared[order[-1]]) if order else None
         embedded_any = False
         for start in range(0, len(order), self.batch_size):
             indices = order[start : start + self.batch_size]
@@ -282,19 +291,19 @@ class BatchEmbedder:
             self._check_requests_accepted(rejected)
             if len(texts) == 1:
                 self._refused += 1
-                logger.warning(
-                    "input %d was refused by %s (HTTP %s) and is left out: %s",
-                    positions[0],
-                    self.info.key,
-                    rejected.verdict.status,
-                    one_line(str(rejected.__cause__)),
+                self._warn(
+                    f"input {positions[0]} was refused by {self.info.key} (HTTP "
+                    f"{rejected.verdict.status}) and is left out: "
+                    f"{one_line(str(rejected.__cause__))}"
                 )
+                self._check_inputs_accepted(rejected, positions[0])
                 return [None]
             half = len(texts) // 2
             return self._embed_span(texts[:half], positions[:half]) + self._embed_span(
                 texts[half:], positions[half:]
             )
         self._accepted = True
+        self._real_input_accepted()
         rows = self._rows(raw, len(texts))
         out: list[np.ndarray | None] = []
         for k, row in enumerate(rows):
@@ -342,6 +351,40 @@ class BatchEmbedder:
                 "and the server's logs"
             ) from cause.__cause__
         self._accepted = True
+
+    def _warn(self, message: str) -> None:
+        """A refused input's warning; held back while no real input has been accepted
+        (the provider may refuse them all: then the run's one line says so instead)."""
+        if self._real_accepted:
+            logger.warning("%s", message)
+        else:
+            self._held.append(message)
+
+    def _real_input_accepted(self) -> None:
+        if not self._real_accepted:
+            self._real_accepted = True
+            for message in self._held:
+                logger.warning("%s", message)
+            self._held.clear()
+
+    def _check_inputs_accepted(self, rejected: _Rejected, position: int) -> None:
+        """Raise ``EmbeddingError`` when the provider accepts the probe but no real input:
+        the first input refused alone before any was accepted makes the run's shortest
+        input be sent alone; refused too, every input would be (a request per input)."""
+        if self._real_accepted or self._shortest is None or self._shortest[0] == position:
+            return
+        shortest = self._shortest[1]
+        try:
+            self._with_retries(lambda: self._documents([shortest]), 1)
+        except _Rejected as again:
+            raise EmbeddingError(
+                f"{self.info.key} refuses every input it is given (HTTP "
+                f"{again.verdict.status}: {one_line(str(again.__cause__))}) while it accepts "
+                f"a one-word probe: {self._refused + 1} inputs refused alone, the shortest "
+                f"({len(shortest)} characters) included, and none accepted; check the "
+                "server's input limit (a smaller --chunk-size) and its logs"
+            ) from again.__cause__
+        self._real_input_accepted()
 
     def _rows(self, raw: object, expected: int) -> list[np.ndarray | None]:
         """One float32 row per text; None for a row whose length is not the model's (the

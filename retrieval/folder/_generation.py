@@ -27,7 +27,7 @@ from ._ann import AnnIndex
 from ._chunks import ChunkReader, write_chunks
 from ._layout import IndexLayout, secure_tree
 from ._lock import file_lock
-from ._vectors import open_vectors, write_vectors
+from ._vectors import SUMS, open_sums, open_vectors, row_sum, write_sums, write_vectors
 
 
 def write_generation(
@@ -37,6 +37,7 @@ def write_generation(
     write_chunks(target / "chunks.jsonl", target / "offsets.bin", chunks)
     if vectors is not None:
         write_vectors(target / "vectors.bin", vectors)
+        write_sums(target / SUMS, [c.id for c in chunks], vectors)
     BM25Index.build([index_text(c) for c in chunks], tokenizer=meta.tokenizer).save(target / "bm25")
     data = meta_bytes(meta)
     fd = os.open(target / "meta.json", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -89,26 +90,31 @@ class IndexReader:
             self._check_counts()
             self.sources = check_files(self.meta, self.path / "meta.json")
             self._failed = np.asarray(sorted(set(self.meta.failed_embeddings)), dtype=np.int64)
+            self.chunk_file = np.zeros(self.meta.chunk_count, dtype=np.int32)
+            for i, source in enumerate(self.sources):
+                record = self.meta.files[source]
+                self.chunk_file[record.chunk_start : record.chunk_end] = i
             if self.vectors is not None and not for_writer:
-                self.check_vector_rows(_sample_rows(len(self.vectors)))
+                # Soundness only: binding reads chunk records, which validate checks first.
+                self.check_vector_rows(_sample_rows(len(self.vectors)), bind=False)
         except BaseException:
             self.chunks.close()
             raise
-        self.chunk_file = np.zeros(self.meta.chunk_count, dtype=np.int32)
-        for i, source in enumerate(self.sources):
-            record = self.meta.files[source]
-            self.chunk_file[record.chunk_start : record.chunk_end] = i
 
     def _open_rest(self, *, legacy_ok: bool) -> None:
         self.vectors = open_vectors(self.path / "vectors.bin") if self.meta.embedding else None
+        self.row_sums = (
+            None if self.vectors is None else open_sums(self.path / SUMS, len(self.vectors))
+        )
         self.bm25 = _load_bm25(self.path / "bm25", legacy_ok)
         self.ann = (
             AnnIndex.open(self.path, self.meta.chunk_count) if self.vectors is not None else None
         )
 
-    def check_vector_rows(self, rows: np.ndarray | Sequence[int]) -> None:
+    def check_vector_rows(self, rows: np.ndarray | Sequence[int], *, bind: bool = True) -> None:
         """The vectors of ``rows`` are finite with unit length (zero only where the
-        embedding failed): what search checks of every row it ranks by, and ``open``
+        embedding failed) and, with ``bind``, the ones written for their chunks
+        (``vectors.sums``): what search checks of every row it ranks by, and ``open``
         of a sample. ``IndexCorruptError`` names vectors.bin and the first bad row."""
         if self.vectors is None or not len(rows):
             return
@@ -119,6 +125,30 @@ class IndexReader:
             bad &= ~(np.isin(keys, self._failed) & zero_rows(block))
         if bad.any():
             self._bad_vector(int(keys[np.flatnonzero(bad)[0]]), int(bad.sum()))
+        if not bind:
+            return
+        # A failed embedding's zero row carries nothing to rank by: exempt, as above.
+        unranked = np.isin(keys, self._failed) & zero_rows(block)
+        moved = [
+            int(k)
+            for k, row, skip in zip(keys, block, unranked, strict=True)
+            if not skip and not self.bound(int(k), row)
+        ]
+        if moved:
+            source = self.sources[int(self.chunk_file[moved[0]])]
+            raise IndexCorruptError(
+                f"{self.path}/vectors.bin: vector {moved[0]} is not the one written for its "
+                f"chunk ({source}, line {moved[0] + 1} of chunks.jsonl; {len(moved)} such "
+                "among the rows checked): the vector or the chunk record was changed since "
+                f"(rows swapped, a bit flipped, a record crafted); {REPAIR}"
+            )
+
+    def bound(self, row: int, vector: np.ndarray) -> bool:
+        """Whether ``vector`` is the one written at ``row`` for its chunk (True for a
+        generation written before ``vectors.sums``)."""
+        if self.row_sums is None:
+            return True
+        return row_sum(self.chunks.get(row).id, vector) == int(self.row_sums[row])
 
     def _bad_vector(self, row: int, count: int) -> None:
         assert self.vectors is not None
@@ -135,7 +165,7 @@ class IndexReader:
         outside the folder, say). Anything else is damage (IndexCorruptError)."""
         chunk = self.chunks.get(row)
         expected = self.sources[int(self.chunk_file[row])]
-        problem = chunk_problem(chunk)
+        problem = chunk_problem(chunk) or lines_problem(chunk, self.meta.files[expected].kind)
         if problem is None and chunk.source != expected:
             problem = f"names {chunk.source!r}, but meta.json places that row in {expected!r}"
         if problem is not None:
@@ -241,6 +271,23 @@ def chunk_problem(chunk: Chunk) -> str | None:
         return "does not match its checksum (the chunk id)"
     if not 0 <= chunk.byte_start <= chunk.byte_end or not 1 <= chunk.line_start <= chunk.line_end:
         return "has an impossible line or byte span"
+    return None
+
+
+def lines_problem(chunk: Chunk, kind: str) -> str | None:
+    """Whether the chunk's line span is the one its text spans, or None. A chunk's lines
+    are those of its first and last character, so the span holds one line more than the
+    text has line breaks before its last character; except in HTML, whose lines count the
+    file's markup, not the extracted text. (A span shifted whole is found by ``stats
+    --validate``, which reads the file.)"""
+    if kind == "html":
+        return None
+    breaks = chunk.text.count("\n", 0, max(0, len(chunk.text) - 1))
+    if chunk.line_end - chunk.line_start != breaks:
+        return (
+            f"cites lines {chunk.line_start}-{chunk.line_end}, but its text spans "
+            f"{breaks + 1} line(s)"
+        )
     return None
 
 

@@ -8,7 +8,8 @@
         HISTORY           the published generations still kept, oldest first, then a
                           ``# checksum <hex>`` line
         cache.sqlite      embedding cache, kept across generations and rebuilds
-        gen-<id>/         meta.json, chunks.jsonl, offsets.bin, vectors.bin, bm25/
+        gen-<id>/         meta.json, chunks.jsonl, offsets.bin, vectors.bin, vectors.sums,
+                          bm25/, ann.*
 
 A writer builds a new ``gen-*`` folder beside the live one and publishes it by replacing
 ``CURRENT``; a process killed at any instant leaves either the old or the new pointer,
@@ -21,6 +22,7 @@ folders of writers that died).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import secrets
@@ -38,7 +40,7 @@ from kbgraph.errors import (
 
 from .._fs import fsync_dir
 from ..records import json_checksum
-from ..storage import REPAIR
+from ..storage import LEGACY_FORMAT, REPAIR
 from ._lock import file_lock
 
 DIR_MODE = 0o700
@@ -56,7 +58,7 @@ _TMP_NAME = re.compile(r"\.[^/]+\.(\d+)\.tmp")
 _HISTORY_SUM = "# checksum "
 _LOCK_FILES = (".lock", ".write.lock")
 _GENERATION_ENTRY = re.compile(
-    r"^(?:meta\.json|chunks\.jsonl|offsets\.bin|vectors\.bin|bm25|ann\.(?:usearch|keys\.npy"
+    r"^(?:meta\.json|chunks\.jsonl|offsets\.bin|vectors\.(?:bin|sums)|bm25|ann\.(?:usearch|keys\.npy"
     r"|rows\.npy)|\.[^/]+\.\d+\.tmp)$"
 )
 
@@ -282,10 +284,16 @@ class IndexLayout:
         """The generations HISTORY lists, oldest first ([] without HISTORY). HISTORY that
         is not a list of generation names or does not match its checksum line is damage
         (``IndexCorruptError``): a plain ``kbgraph index`` rebuilds it. HISTORY written
-        before the checksum line existed is read if every line is a generation name."""
+        before the checksum line existed is read if every line is a generation name, but
+        only on an index no format-2 writer published: one always writes the line (and
+        HISTORY before CURRENT), so a missing line or file there is damage, which would
+        otherwise make the next run prune the kept versions HISTORY no longer lists."""
         try:
             raw = self.history.read_bytes()
         except FileNotFoundError:
+            current = self._current_or_none()
+            if current is not None and self._sealed_by_writer([current]):
+                raise self._history_damaged("it is missing") from None
             return []
         except OSError as exc:
             raise self._history_damaged(f"cannot be read: {exc.strerror}") from None
@@ -299,10 +307,28 @@ class IndexLayout:
             check = lines.pop()[len(_HISTORY_SUM) :]
             if check != json_checksum(lines):
                 raise self._history_damaged("it does not match its checksum")
+        elif self._sealed_by_writer([*lines, self._current_or_none()]):
+            raise self._history_damaged("its checksum line is missing")
         bad = next((line for line in lines if not _GENERATION_NAME.fullmatch(line)), None)
         if bad is not None:
             raise self._history_damaged(f"it holds {_shown(bad.encode())}, not a generation name")
         return lines
+
+    def _current_or_none(self) -> str | None:
+        try:
+            return self.current_name()
+        except IndexCorruptError:
+            return None
+
+    def _sealed_by_writer(self, names: list[str | None]) -> bool:
+        """Whether one of these published generations was written by a format-2 writer
+        (its meta.json says a later format than 1): that writer sealed HISTORY."""
+        return any(
+            name is not None
+            and _GENERATION_NAME.fullmatch(name)
+            and _format_of(self.generation(name) / "meta.json") not in (None, LEGACY_FORMAT)
+            for name in names
+        )
 
     def _history_damaged(self, why: str) -> IndexCorruptError:
         return IndexCorruptError(
@@ -372,6 +398,15 @@ class IndexLayout:
             elif (match := _TMP_NAME.fullmatch(entry.name)) and not _alive(int(match[1])):
                 entry.unlink(missing_ok=True)
         return sorted(removed)
+
+
+def _format_of(meta: Path) -> object:
+    """The ``format_version`` a generation's meta.json names (None: unreadable)."""
+    try:
+        data = json.loads(meta.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return data.get("format_version") if isinstance(data, dict) else None
 
 
 def _alive(pid: int) -> bool:

@@ -70,10 +70,12 @@ class FolderRanking:
     ) -> tuple[list[int], list[float]]:
         """The ``limit`` best of ``rows`` (ascending), scored exactly from vectors.bin."""
         assert self._reader.vectors is not None
-        self._reader.check_vector_rows(rows)
+        self._reader.check_vector_rows(rows, bind=False)  # the digests: of the rows returned
         scores = dot_scores(np.asarray(self._reader.vectors[rows]), vector)
         best, top = top_k_of(scores, limit)
-        return [int(rows[i]) for i in best], [float(s) for s in top]
+        found = [int(rows[i]) for i in best]
+        self._reader.check_vector_rows(found)
+        return found, [float(s) for s in top]
 
     def _ann_top(self, limit: int, mask: np.ndarray | None) -> tuple[list[int], list[float]] | None:
         """The vector list from the generation's HNSW graph (None: no graph, or the exact

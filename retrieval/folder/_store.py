@@ -126,7 +126,23 @@ class FolderPrevious:
             matrix = np.array(self.reader.vectors[record.chunk_start : record.chunk_end])
         failed = {row - record.chunk_start for row in self._failed}
         vectors, damaged = usable_vectors(matrix, len(chunks), failed)
+        for pos, vector in enumerate(vectors):
+            if vector is not None and not self._bound(record.chunk_start + pos, vector):
+                # A sound vector written for another chunk, or a record crafted since its
+                # vector was written: neither is trusted, so the file is read again.
+                vectors[pos] = None
+                damaged += 1
+                problem = problem or (
+                    f"{self.reader.path}/vectors.bin: vector {record.chunk_start + pos} is "
+                    f"not the one written for its chunk ({rel})"
+                )
         return FileRows(chunks, vectors, damaged, problem)
+
+    def _bound(self, row: int, vector: np.ndarray) -> bool:
+        try:
+            return self.reader.bound(row, vector)
+        except IndexCorruptError:
+            return False  # its record is damaged: the file is read again anyway
 
 
 class FolderWriter:
@@ -136,18 +152,19 @@ class FolderWriter:
     def __init__(
         self, layout: IndexLayout, lock_timeout: float, repairs: list[str] | None = None
     ) -> None:
-        """``repairs``: damage of the index folder already repaired (``ensure``)."""
+        """``repairs``: damage of the index folder already repaired (``ensure``, HISTORY):
+        reported, but no reason to publish a new version (which would prune a kept one)."""
         self.layout = layout
         self.lock_timeout = lock_timeout
         self.had_previous = layout.has_pointer() or bool(layout.kept_without_pointer())
         self._old: IndexReader | None = None
-        self._repairs = repairs or []
+        self.repaired_in_place = list(repairs or [])
 
     def open_previous(self) -> tuple[FolderPrevious | None, list[str]]:
         """A live generation that does not open (a damaged CURRENT, a missing or damaged
         file) is damage to repair: the newest generation folder that does open is reused
         instead, else nothing (the documents and the embedding cache rebuild it)."""
-        repaired = list(self._repairs)
+        repaired: list[str] = []
         try:
             self._old = self._open(None)
         except IndexNotFoundError:
@@ -164,6 +181,12 @@ class FolderWriter:
                 self._old.bm25.verify_all()
             except IndexCorruptError as exc:
                 repaired.append(f"{exc}".split("; ", 1)[0] + "; built again from the chunks")
+        old = self._old
+        if old is not None and not old.legacy and old.vectors is not None and old.row_sums is None:
+            repaired.append(
+                f"{old.path}: vectors not yet bound to their chunks (written before "
+                "vectors.sums); bound now, nothing embedded"
+            )
         if self._old is not None and self._old.legacy:
             repaired.append(
                 f"{self._old.path}: index format 1 (no checksums) upgraded: every file read "

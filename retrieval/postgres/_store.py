@@ -111,6 +111,7 @@ class PgWriter:
         self.tables = Tables(kb_id)
         self._meta = store.load_meta(conn, kb_id)
         self.had_previous = self._meta is not None
+        self.repaired_in_place: list[str] = []
 
     def open_previous(self) -> tuple[PgPrevious | None, list[str]]:
         return (PgPrevious(self) if self._meta is not None else None), []

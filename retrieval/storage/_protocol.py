@@ -130,6 +130,9 @@ class IndexWriter(Protocol):
     """What one indexing run sees while it holds the writer's lock."""
 
     had_previous: bool  # a version existed (even one that no longer opens)
+    # Damage to the store's own bookkeeping repaired where it lay (a rebuilt list of
+    # kept versions, a lock file made again): reported, but no reason for a new version.
+    repaired_in_place: list[str]
 
     def open_previous(self) -> tuple[Previous | None, list[str]]:
         """The version to reuse and the damage found on the way (a store that can repair

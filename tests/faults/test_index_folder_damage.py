@@ -219,3 +219,34 @@ def test_an_unreadable_index_folder_says_so(nobody_folders: tuple[Path, Path]) -
         reason = _reason(failed)
         assert "cannot read the index folder" in reason and "chmod" in reason, reason
     assert again["code"] == 0, again
+
+
+def _unsealed(folder: Path) -> None:
+    """HISTORY without its checksum line (what an earlier kbgraph wrote, before format 2)."""
+    path = folder / INDEX / "HISTORY"
+    lines = path.read_text().splitlines()
+    path.write_text("".join(f"{line}\n" for line in lines if not line.startswith("#")))
+
+
+def _deleted(folder: Path) -> None:
+    (folder / INDEX / "HISTORY").unlink()
+
+
+@pytest.mark.parametrize("damage", [_unsealed, _deleted], ids=["no-checksum-line", "deleted"])
+def test_history_that_lost_its_checksum_or_was_deleted_is_damage(versions3: Path, damage) -> None:  # type: ignore[no-untyped-def]
+    """Regression (issue 35, hole 7): on a format-2 index, HISTORY without its checksum
+    line (or deleted) was trusted, and the next `index` pruned kept versions (3 -> 2,
+    3 -> 1). It is damage: exit 5 naming it, and a plain `index` rebuilds it from the
+    generation folders, pruning nothing."""
+    kept = _versions(versions3)
+    damage(versions3)
+    for command in (["stats"], ["versions"], ["restore", "2"]):
+        run = cli(command[0], str(versions3), *command[1:])
+        assert run.code == 5, (command, run.stderr)
+        assert "HISTORY" in one_line_reason(run) and "kbgraph index" in one_line_reason(run)
+    run = cli("index", str(versions3), "--json")  # nothing changed: nothing to publish
+    assert run.code == 0, run.stderr
+    assert any("HISTORY" in r for r in run.json()["repaired"]), run.json()["repaired"]
+    assert _versions(versions3) == kept
+    assert cli("stats", str(versions3), "--validate").code == 0
+    assert cli("index", str(versions3), "--json").json()["repaired"] == []

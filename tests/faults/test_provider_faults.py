@@ -268,3 +268,69 @@ def test_an_embeddings_object_that_hangs_is_timed_out(tmp_path: Path) -> None:
     finally:
         hanging.released.set()
     assert time.monotonic() - started < 20
+
+
+def test_a_provider_that_accepts_the_probe_but_refuses_every_input_stops_at_once(
+    folder: Path, server: OpenAIServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Regression (issue 35, hole 10): a provider that embeds the one-word probe but answers
+    400 to every real input got 8,343 requests and 4,172 warning lines (each input bisected
+    down to itself); it stops after a few requests with one line."""
+    server.reject_inputs_containing(" ")  # every chunk has a space, the probe "probe" none
+    started = time.monotonic()
+    code, _, stderr = index(folder, server)
+    assert code == 1
+    reason = one_line_reason_of(stderr)
+    assert "refuses every input" in reason and "HTTP 400" in reason, reason
+    warnings = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings == [], [r.getMessage() for r in warnings][:3]  # the one line only
+    assert len(server.requests_to(EMBEDDINGS_PATH)) <= 12
+    assert time.monotonic() - started < 20
+
+
+def test_one_refused_input_first_in_line_does_not_stop_the_run(
+    folder: Path, server: OpenAIServer
+) -> None:
+    """The stop above must not fire on one bad input that happens to come first (the
+    longest text is embedded first): the shortest input is accepted, so the run goes on."""
+    path = folder / "poison.md"
+    path.write_text("# Poison\n\nPOISON " + "long words to be embedded first " * 20 + "\n")
+    server.reject_inputs_containing("POISON")
+    code, report, stderr = index(folder, server)
+    assert code == 0, stderr
+    assert report["failedEmbeddings"] == 1, report
+    assert report["embedded"] == report["chunkCount"] - 1, report
+
+
+def test_items_without_an_index_in_another_order_are_refused(
+    folder: Path, server: OpenAIServer
+) -> None:
+    """Regression (issue 35, hole 10): items answered in reverse order *without* their
+    `index` were attached to the wrong texts (126/127); the order is checked once against
+    inputs embedded alone, and a server that reorders is refused with one line."""
+
+    def reverse_without_index(items: list[dict[str, object]]) -> list[dict[str, object]]:
+        return [{k: v for k, v in item.items() if k != "index"} for item in items[::-1]]
+
+    server.shape_items(reverse_without_index)
+    code, _, stderr = index(folder, server)
+    assert code == 1
+    reason = one_line_reason_of(stderr)
+    assert "without an index" in reason and "order" in reason, reason
+    assert not (folder / ".kbgraph" / "CURRENT").exists()
+
+
+def test_items_without_an_index_in_input_order_are_taken(
+    folder: Path, server: OpenAIServer
+) -> None:
+    """A server that answers in input order without `index` (allowed: the count matches)
+    passes the order check and costs two requests more."""
+
+    def no_index(items: list[dict[str, object]]) -> list[dict[str, object]]:
+        return [{k: v for k, v in item.items() if k != "index"} for item in items]
+
+    server.shape_items(no_index)
+    code, report, stderr = index(folder, server)
+    assert code == 0, stderr
+    assert report["embedded"] == 153
+    assert len(server.requests_to(EMBEDDINGS_PATH)) == 3 + 2

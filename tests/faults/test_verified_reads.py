@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from kbgraph.retrieval.folder import write_chunks
-from kbgraph.retrieval.records import Chunk, chunk_id
+from kbgraph.retrieval.records import Chunk, chunk_id, json_checksum
 from kbgraph.retrieval.storage import IndexMeta, meta_bytes
 from tests.faults.conftest import INDEX, cli, generation, one_line_reason, snapshot
 
@@ -103,7 +103,52 @@ def meta_value_edited(folder: Path) -> None:
 
 # name: (damage, what the one-line reason names, the search mode that must not serve it;
 # None: a search cannot tell, as the crafted file agrees with its checksum)
+def _reseal(row: dict[str, object]) -> None:
+    """The record checksum computed again over the edited fields (a crafted record)."""
+    row.pop("check", None)
+    row["check"] = json_checksum(row)
+
+
+def line_span_resealed(folder: Path) -> None:
+    """lineStart/lineEnd edited, the record checksum computed again (the chunk id does not
+    cover lines): other lines cited for the same text."""
+
+    def edit(row: dict[str, object]) -> None:
+        row.update(lineStart=int(row["lineStart"]) + 1, lineEnd=int(row["lineEnd"]) + 7)  # type: ignore[call-overload]
+        _reseal(row)
+
+    _edit_row(folder, edit)
+
+
+def _vector_rows(folder: Path) -> tuple[Path, bytearray, int]:
+    path = generation(folder) / "vectors.bin"
+    data = bytearray(path.read_bytes())
+    dims = struct.unpack_from("<I", data, 8)[0]
+    return path, data, dims
+
+
+def vectors_swapped(folder: Path) -> None:
+    """Rows 0 and 1 of vectors.bin swapped: both unit vectors, each of the other chunk."""
+    path, data, dims = _vector_rows(folder)
+    size = 4 * dims
+    first, second = data[16 : 16 + size], data[16 + size : 16 + 2 * size]
+    data[16 : 16 + size], data[16 + size : 16 + 2 * size] = second, first
+    path.write_bytes(bytes(data))
+
+
+def vector_sign_flipped(folder: Path) -> None:
+    """One bit: the sign of the largest component of row 1 (still of unit length)."""
+    path, data, dims = _vector_rows(folder)
+    row = np.frombuffer(bytes(data[16 + 4 * dims : 16 + 8 * dims]), dtype="<f4")
+    at = 16 + 4 * dims + 4 * int(np.argmax(np.abs(row))) + 3
+    data[at] ^= 0x80
+    path.write_bytes(bytes(data))
+
+
 CASES: dict[str, tuple[Damage, str, str | None]] = {
+    "line-span-resealed": (line_span_resealed, "chunks.jsonl", "hybrid"),
+    "vectors-swapped": (vectors_swapped, "vectors.bin", "vector"),
+    "vector-sign-flipped": (vector_sign_flipped, "vectors.bin", "vector"),
     "line-start-flipped": (line_start_flipped, "chunks.jsonl", "hybrid"),
     "section-planted": (section_planted, "chunks.jsonl", "hybrid"),
     "text-planted-with-its-id": (text_planted_with_its_id, "chunks.jsonl", "hybrid"),
@@ -171,15 +216,58 @@ def test_a_wholly_crafted_record_is_found_by_validate_which_names_rebuild(indexe
     gen = generation(indexed)
     rows = _rows(gen)
     row = next(r for r in rows if r["source"] == "retry.md")
-    row["text"] = PLANTED
-    row["id"] = chunk_id("retry.md", row["byteStart"], row["byteEnd"], PLANTED)  # type: ignore[arg-type]
+    row["text"] = planted = f"{PLANTED}\n\n{PLANTED}\n"  # as many lines as it cites
+    row["id"] = chunk_id("retry.md", row["byteStart"], row["byteEnd"], planted)  # type: ignore[arg-type]
     write_chunks(
         gen / "chunks.jsonl", gen / "offsets.bin", [Chunk.from_dict(_strip(r)) for r in rows]
     )
     validate = cli("stats", str(indexed), "--validate")
     assert validate.code == 5
     reason = one_line_reason(validate)
+    # Its vector was written for the chunk id it had: vectors.sums tells first.
+    assert "retry.md" in reason and "vectors.bin" in reason, reason
+    assert cli("index", str(indexed)).code == 0
+    assert cli("stats", str(indexed), "--validate").code == 0
+    results = cli("search", str(indexed), "retry", "--top-k", "50", "--json").json()["results"]
+    assert all(PLANTED not in str(r["text"]) for r in results)
+
+
+def test_a_wholly_crafted_record_without_vectors_is_found_by_validate(docs: Path) -> None:
+    """In a BM25-only index only the documents tell; validate's one line names the command.
+    (The planted text spans as many lines as the record cites.)"""
+    assert cli("index", str(docs), "--embedding", "none").code == 0
+    gen = generation(docs)
+    rows = _rows(gen)
+    row = next(r for r in rows if r["source"] == "retry.md")
+    row["text"] = planted = f"{PLANTED}\n\n{PLANTED}\n"
+    row["id"] = chunk_id("retry.md", row["byteStart"], row["byteEnd"], planted)  # type: ignore[arg-type]
+    write_chunks(
+        gen / "chunks.jsonl", gen / "offsets.bin", [Chunk.from_dict(_strip(r)) for r in rows]
+    )
+    validate = cli("stats", str(docs), "--validate")
+    assert validate.code == 5
+    reason = one_line_reason(validate)
     assert "retry.md" in reason and "kbgraph index --rebuild" in reason
+    assert cli("index", str(docs), "--rebuild").code == 0
+    assert cli("stats", str(docs), "--validate").code == 0
+
+
+def test_a_line_span_shifted_whole_is_found_by_validate(indexed: Path) -> None:
+    """Regression (issue 35, hole 5): lineStart and lineEnd shifted alike with the record
+    checksum computed again (the text's line count still agrees) were served as the
+    citation and validate exited 0. Validate reads the file, whose bytes give other lines;
+    `--rebuild` repairs, and so does a plain `index` once the file changes."""
+
+    def shift(row: dict[str, object]) -> None:
+        row.update(lineStart=int(row["lineStart"]) + 40, lineEnd=int(row["lineEnd"]) + 40)  # type: ignore[call-overload]
+        _reseal(row)
+
+    _edit_row(indexed, shift)
+    validate = cli("stats", str(indexed), "--validate")
+    assert validate.code == 5
+    reason = one_line_reason(validate)
+    assert "retry.md" in reason and "chunks.jsonl" in reason, reason
+    assert "kbgraph index --rebuild" in reason and "lines 41-43" in reason, reason
     assert cli("index", str(indexed), "--rebuild").code == 0
     assert cli("stats", str(indexed), "--validate").code == 0
 
@@ -220,3 +308,22 @@ def test_an_index_of_the_previous_format_is_upgraded_by_a_plain_index(indexed: P
     assert any("format 1" in r for r in report["repaired"])
     assert cli("stats", str(indexed), "--validate").code == 0
     assert cli("search", str(indexed), "retry", "--json").json()["results"]
+
+
+def test_a_format_2_index_without_row_digests_opens_and_is_bound_by_a_plain_index(
+    indexed: Path,
+) -> None:
+    """An index written before vectors.sums (format 2 as the previous kbgraph wrote it) is
+    searched and validated as it is; the next plain `index` binds its vectors (nothing
+    embedded), and from then on a swapped row is found."""
+    (generation(indexed) / "vectors.sums").unlink()
+    assert cli("search", str(indexed), "retry", "--json").code == 0
+    assert cli("stats", str(indexed), "--validate").code == 0
+    run = cli("index", str(indexed), "--json")
+    assert run.code == 0, run.stderr
+    report = run.json()
+    assert report["embedded"] == 0 and any("vectors.sums" in r for r in report["repaired"])
+    assert (generation(indexed) / "vectors.sums").is_file()
+    assert cli("index", str(indexed), "--json").json()["repaired"] == []
+    vectors_swapped(indexed)
+    assert cli("stats", str(indexed), "--validate").code == 5

@@ -118,6 +118,12 @@ def test_a_reader_of_a_pruned_generation_keeps_working(folder: Path) -> None:
 def test_an_index_from_before_the_history_lists_its_current_generation(folder: Path) -> None:
     with _indexed(folder, 1) as kb:
         kb.layout.history.unlink()
+        # Written before HISTORY existed: index format 1 (a format-2 writer always writes
+        # HISTORY, so there its loss is damage: tests/faults/test_index_folder_damage.py).
+        meta_path = kb.layout.generation(kb.layout.current_name() or "") / "meta.json"
+        meta = json.loads(meta_path.read_bytes())
+        meta["format_version"] = 1
+        meta_path.write_text(json.dumps(meta))
         assert [r.current for r in kb.versions()] == [True]
         _write_version(folder, 2)
         kb.index()
