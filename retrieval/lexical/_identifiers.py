@@ -117,4 +117,21 @@ def split_compound(compound: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(parts), tuple(dict.fromkeys(wholes))
 
 
-__all__ = ["COMPOUND_PATTERN", "compounds", "segment_parts", "split_compound"]
+@lru_cache(maxsize=1 << 18)
+def glued_parts(compound: str) -> tuple[bool, ...]:
+    """For each part of :func:`split_compound` (same order): whether it was glued into a
+    word of code (``snake_case``, ``camelCase``, ``sha256``) rather than a word on its own
+    (a plain word, or a plain piece of a hyphenated word or a dotted path: ``IL-6``,
+    ``HB-601``, ``os.environ``). The analyser weighs glued parts below whole words."""
+    if _plain(compound):
+        return (False,)
+    flags: list[bool] = []
+    for segment in _SEGMENT_SPLIT.split(compound):
+        for piece in segment.split("-"):
+            if piece:
+                glued = not _plain(piece.strip("_"))  # ``_private`` is the word private
+                flags.extend([glued] * len(segment_parts(piece)))
+    return tuple(flags)
+
+
+__all__ = ["COMPOUND_PATTERN", "compounds", "glued_parts", "segment_parts", "split_compound"]
