@@ -1,9 +1,13 @@
-"""The answer given when no chat model is configured: the best passages of the cited
-sources, quoted with their ``[N]`` markers and exact line numbers, under a header that
-says the answer is extractive.
+"""The answer given when no chat model is configured: the passages of the cited sources that
+state the fact, quoted with their ``[N]`` markers and exact line numbers, under a header
+that says the answer is extractive.
 
-A passage is a run of whole lines: the best-scoring lines of a source, each carried on to
-the end of its sentence (documents hard-wrap sentences across lines), neighbours merged."""
+A document's passage is whole sentences without markup and the code, config and command
+lines that answer (:mod:`._passages`): the units scored best against the question across
+the sources, only those close to the best one (an answer padded with near misses states the
+fact less clearly), and a sentence that introduces a code block ("run:", "in harbor.yaml:")
+brings the block. A code or CSV source is quoted by lines, each carried on to the end of
+its sentence (a docstring wraps), neighbours merged."""
 
 from __future__ import annotations
 
@@ -15,11 +19,19 @@ from typing import Any
 
 from kbgraph.prompts import render_prompt
 from kbgraph.retrieval.citations import escape_markers
+from kbgraph.retrieval.languages import language_of
 from kbgraph.retrieval.text import stems
 
+from ._passages import Unit, units
 from .nodes._text import content_terms, question_of
 
 MAX_QUOTE_CHARS = 400
+MAX_SENTENCE_CHARS = 1000
+"""A sentence is quoted whole up to this length; only a longer one is cut."""
+CLOSE_TO_BEST = 0.6
+"""A unit is quoted when it scores at least this share of the best unit's score."""
+MAX_QUOTES = 4
+MAX_CODE_LINES = 8
 # How many lines a passage may grow by to finish its sentence.
 MAX_CONTINUATION_LINES = 2
 _HEADING = re.compile(r"\s{0,3}#{1,6}\s")
@@ -36,12 +48,16 @@ class Quote:
     source: str
     first: int | None
     last: int | None
+    code: tuple[str, ...] = ()  # code lines shown as they are, after ``text``
 
 
 def terms(text: str) -> set[str]:
     """The stems of the topic words of ``text`` (the heuristic nodes' notion of a term, so
-    that the quoted lines match the question the way GroundingCheck judged it)."""
-    return set(stems(content_terms(text)))
+    that the quoted lines match the question the way GroundingCheck judged it), and of the
+    words of its ``snake_case`` names (``MAX_CONTENT_LENGTH``: content, length)."""
+    found = content_terms(text)
+    parts = [p for word in found if "_" in word for p in word.split("_") if len(p) > 1]
+    return set(stems([*found, *parts]))
 
 
 def line_scores(question: str, lines: Sequence[str]) -> list[float]:
@@ -63,28 +79,116 @@ def best_quotes(
     max_sources: int = 3,
     lines_per_source: int = 2,
 ) -> list[Quote]:
-    """Passages around the best ``lines_per_source`` lines of each of the first
-    ``max_sources`` citations (they arrive ranked), in file order within a source. A source
-    none of whose lines shares a term with the question is left out when another does."""
+    """Quotes of the units close to the best one over the first ``max_sources`` citations
+    (they arrive ranked), at most ``lines_per_source`` units of a source and
+    :data:`MAX_QUOTES` in all, in file order within a source. When no unit shares a term
+    with the question, the first unit of each source stands in."""
     chosen = list(citations)[:max_sources]
-    candidates = [(pos, i) for pos, c in enumerate(chosen) for i in _quotable(_lines(c))]
-    scores = line_scores(question, [_lines(chosen[pos])[i] for pos, i in candidates])
-    per_source: dict[int, list[tuple[float, int]]] = {}
-    for score, (pos, index) in zip(scores, candidates, strict=True):
-        per_source.setdefault(pos, []).append((score, index))
-    matched = any(score > 0 for score in scores)
+    found = [(pos, unit) for pos, c in enumerate(chosen) for unit in _units(c)]
+    scores = line_scores(question, [unit.text for _, unit in found])
+    best = max(scores, default=0.0)
+    picked: dict[int, list[Unit]] = {}
+    if best > 0:
+        order = sorted(range(len(found)), key=lambda k: (-scores[k], k))
+        total = 0
+        for k in order:
+            pos, unit = found[k]
+            mine = picked.setdefault(pos, [])
+            if scores[k] >= CLOSE_TO_BEST * best and len(mine) < lines_per_source:
+                mine.append(unit)
+                total += 1
+            if total == MAX_QUOTES:
+                break
+    else:
+        for pos, unit in found:
+            picked.setdefault(pos, [unit])
     quotes: list[Quote] = []
     for pos, citation in enumerate(chosen):
-        mine = per_source.get(pos, [])
-        if matched and not any(score > 0 for score, _ in mine):
-            continue
-        ranked = sorted(mine, key=lambda item: (-item[0], item[1]))
-        # Lines that share no term with the question only stand in when nothing matched.
-        best = [item for item in ranked if item[0] > 0][:lines_per_source] or ranked[:1]
-        lines = _lines(citation)
-        for start, end in passages(lines, sorted(index for _, index in best)):
-            quotes.append(_quote(citation, pos + 1, lines, start, end))
+        if picked.get(pos):
+            quotes.extend(_quotes(citation, pos + 1, sorted(picked[pos], key=lambda u: u.first)))
     return quotes
+
+
+def _units(citation: Mapping[str, Any]) -> list[Unit]:
+    """A prose source's sentences and code lines; a code or CSV file's quotable lines."""
+    lines = _lines(citation)
+    if _by_lines(citation):
+        return [Unit(i, i, lines[i]) for i in _quotable(lines)]
+    return units(lines)
+
+
+def _by_lines(citation: Mapping[str, Any]) -> bool:
+    source = str(citation.get("source", ""))
+    return language_of(source) is not None or source.lower().endswith((".csv", ".tsv"))
+
+
+def _quotes(citation: Mapping[str, Any], position: int, picked: list[Unit]) -> list[Quote]:
+    lines = _lines(citation)
+    if _by_lines(citation):
+        spans = passages(lines, [u.first for u in picked])
+        return [_quote(citation, position, lines, start, end) for start, end in spans]
+    every = units(lines)
+    groups: list[list[Unit]] = []
+    for unit in picked:
+        if groups and _follows(every, groups[-1][-1], unit):
+            groups[-1].append(unit)
+        else:
+            groups.append([unit])
+    return [_unit_quote(citation, position, lines, every, group) for group in groups]
+
+
+def _follows(every: list[Unit], before: Unit, unit: Unit) -> bool:
+    """``unit`` comes right after ``before`` in the source: the next sentence of its
+    paragraph, or the next line of its code."""
+    index = every.index(before)
+    if index + 1 >= len(every) or every[index + 1] != unit or unit.code != before.code:
+        return False
+    return unit.code or unit.paragraph == before.paragraph
+
+
+def _unit_quote(
+    citation: Mapping[str, Any],
+    position: int,
+    lines: list[str],
+    every: list[Unit],
+    group: list[Unit],
+) -> Quote:
+    prose = [u for u in group if not u.code]
+    code = [lines[u.first].rstrip() for u in group if u.code]
+    last = group[-1]
+    block = _introduced_block(every, last)
+    if block is not None and not code:
+        code = [line.rstrip() for line in lines[block[0] : block[1] + 1] if line.strip()]
+        code = code[:MAX_CODE_LINES]
+        last = Unit(block[0], min(block[1], block[0] + MAX_CODE_LINES - 1), "")
+    text = " ".join(u.text for u in prose)
+    if len(text) > MAX_SENTENCE_CHARS:
+        text = text[: MAX_SENTENCE_CHARS - 1].rstrip() + "…"
+    n = int(citation.get("n") or position)
+    first = _file_line(citation, lines, group[0].first)
+    end = _file_line(citation, lines, max(last.last, group[-1].last))
+    return Quote(
+        n,
+        escape_markers(text),
+        str(citation.get("source", "")),
+        first,
+        end,
+        tuple(escape_markers(line) for line in _dedent(code)),
+    )
+
+
+def _introduced_block(every: list[Unit], unit: Unit) -> tuple[int, int] | None:
+    """The code block a sentence ending in ``:`` introduces (the next unit, a code line)."""
+    if unit.code or not unit.text.endswith(":"):
+        return None
+    index = every.index(unit)
+    following = every[index + 1] if index + 1 < len(every) else None
+    return following.block if following is not None and following.code else None
+
+
+def _dedent(code: list[str]) -> list[str]:
+    margin = min((len(line) - len(line.lstrip()) for line in code if line.strip()), default=0)
+    return [line[margin:] for line in code]
 
 
 def passages(lines: Sequence[str], picked: Sequence[int]) -> list[tuple[int, int]]:
@@ -110,6 +214,8 @@ def passages(lines: Sequence[str], picked: Sequence[int]) -> list[tuple[int, int
 
 
 def render(header: str, quotes: Sequence[Quote]) -> str:
+    """The header, then one bullet per quote; a quote's code follows its text, inline
+    when it is one short line, else as a fenced block under the bullet."""
     out = [header.strip(), ""]
     for q in quotes:
         if q.first is None or q.last is None:
@@ -118,7 +224,11 @@ def render(header: str, quotes: Sequence[Quote]) -> str:
             where = f"{q.source}:{q.first}"
         else:
             where = f"{q.source}:{q.first}-{q.last}"
-        out.append(f"- {q.text} [{q.n}] ({where})")
+        inline = len(q.code) == 1 and len(q.code[0]) <= 100 and "`" not in q.code[0]
+        text = " ".join(filter(None, [q.text, f"`{q.code[0].strip()}`" if inline else ""]))
+        out.append(f"- {text} [{q.n}] ({where})")
+        if q.code and not inline:
+            out.extend(["  ```", *(f"  {line}" for line in q.code), "  ```"])
     return "\n".join(out)
 
 
@@ -172,6 +282,7 @@ def extractive_text(state: Mapping[str, Any], why: str = NO_MODEL) -> str:
 
 
 __all__ = [
+    "CLOSE_TO_BEST",
     "MAX_CONTINUATION_LINES",
     "MAX_QUOTE_CHARS",
     "NO_MODEL",

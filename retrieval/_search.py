@@ -15,6 +15,7 @@ from kbgraph.errors import (
     ModelMismatchError,
 )
 
+from ._definitions import DEFINITION_DEPTH, DEFINITION_RANKER, definition_rows
 from .config import SearchConfig, SearchMode
 from .filters import SearchFilters
 from .ranking import convex_fuse, rrf_fuse, top_k_of
@@ -205,41 +206,60 @@ def search(
         if mode != "hybrid":
             results = rank_one(ranking, mode, config.top_k, filters)
         elif config.fusion == "convex":
-            results = _convex(ranking, config, filters)
+            results = _convex(ranking, query, config, filters)
         else:
-            results = _rrf(ranking, config, filters)
+            results = _rrf(ranking, query, config, filters)
     if config.score_threshold is not None:
         results = [r for r in results if r.score >= config.score_threshold]
     return results
 
 
+def _definitions(ranking: QueryRanking, query: str, bm25: Sequence[int]) -> list[int]:
+    """BM25's best rows that define an identifier the query names (``_definitions``)."""
+    head = list(bm25[:DEFINITION_DEPTH])
+    return definition_rows(head, ranking.chunks(head), query) if head else []
+
+
+def _with_definitions(weights: dict[str, float], defined: list[int]) -> dict[str, float]:
+    return {**weights, DEFINITION_RANKER: weights.get("bm25", 1.0)} if defined else weights
+
+
 def _rrf(
-    ranking: QueryRanking, config: SearchConfig, filters: SearchFilters | None
+    ranking: QueryRanking, query: str, config: SearchConfig, filters: SearchFilters | None
 ) -> list[SearchResult]:
     lists = {name: ranking.top(name, config.candidates(), filters) for name in RANKERS}
     raw = {name: dict(zip(*hits, strict=True)) for name, hits in lists.items()}
     rankings: dict[str, Sequence[Hashable]] = {name: keys for name, (keys, _) in lists.items()}
-    fused = rrf_fuse(rankings, k=config.rrf_k, weights=config.weights)[: config.top_k]
+    defined = _definitions(ranking, query, lists["bm25"][0])
+    if defined:
+        rankings[DEFINITION_RANKER] = defined
+    weights = _with_definitions(config.weights, defined)
+    fused = rrf_fuse(rankings, k=config.rrf_k, weights=weights)[: config.top_k]
     rows = [int(item.key) for item in fused]  # type: ignore[call-overload]
     results = []
     for item, row, chunk in zip(fused, rows, ranking.chunks(rows), strict=True):
         scores: dict[str, float] = {n: raw[n][row] for n in RANKERS if row in raw[n]}
-        results.append(SearchResult(chunk, item.score, dict(item.ranks), scores))
+        ranks = {n: r for n, r in item.ranks.items() if n != DEFINITION_RANKER}
+        results.append(SearchResult(chunk, item.score, ranks, scores))
     return results
 
 
 def _convex(
-    ranking: QueryRanking, config: SearchConfig, filters: SearchFilters | None
+    ranking: QueryRanking, query: str, config: SearchConfig, filters: SearchFilters | None
 ) -> list[SearchResult]:
     """Candidates are the union of each ranker's top ``candidates()``; each candidate is
     scored by *every* ranker (exact scores, not a default for the ones a list missed), the
-    scores are min-max normalised over the candidates and combined by ``weights``."""
+    scores are min-max normalised over the candidates and combined by ``weights``. The
+    definitions of identifiers the query names count as one more ranker (1 or 0)."""
     lists = {name: ranking.top(name, config.candidates(), filters)[0] for name in RANKERS}
     rows = sorted({row for keys in lists.values() for row in keys})
     if not rows:
         return []
     per_ranker: dict[str, np.ndarray] = {name: ranking.exact(name, rows) for name in RANKERS}
-    fused = convex_fuse(per_ranker, config.weights)
+    defined = _definitions(ranking, query, lists["bm25"])
+    if defined:
+        per_ranker[DEFINITION_RANKER] = np.isin(np.asarray(rows), defined).astype(np.float64)
+    fused = convex_fuse(per_ranker, _with_definitions(config.weights, defined))
     order, top = top_k_of(fused, config.top_k)
     rank_of = {name: {row: i for i, row in enumerate(keys, 1)} for name, keys in lists.items()}
     chosen = [rows[int(pos)] for pos in order]

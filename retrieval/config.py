@@ -20,6 +20,7 @@ DEFAULT_INCLUDE: tuple[str, ...] = tuple(
         "md",
         "txt",
         "rst",
+        "adoc",
         "py",
         "js",
         "ts",

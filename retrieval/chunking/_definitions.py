@@ -12,9 +12,10 @@ from ._python import python_nodes
 from ._syntax import Node, syntax_chunks
 from ._treesitter import GRAMMARS, available, treesitter_nodes
 
-CODE_CHUNKER_VERSION = 2
+CODE_CHUNKER_VERSION = 3
 """1: the keyword chunker for every language; 2: syntax trees, symbol sections, chunks
-that start at line starts."""
+that start at line starts; 3: a split definition's signature stays with its body's first
+piece (no ``@property`` + ``def`` chunk of two lines)."""
 
 
 def code_chunker_id() -> str:

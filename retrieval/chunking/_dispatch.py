@@ -14,7 +14,8 @@ from kbgraph.retrieval.segments import Segment, Span, spans_to_chunks
 
 from ._code import code
 from ._definitions import definitions
-from ._markdown import markdown, outlined
+from ._markdown import by_headings, markdown, outlined
+from ._markup import markup_headings, markup_of
 from ._prose import fixed_size, paragraph, recursive, sentence
 from ._units import chunk_units
 
@@ -75,7 +76,8 @@ def chunk_segment(
 ) -> list[Span]:
     """Spans of ``segment.text``; records (``segment.units``) are always kept whole, the
     ``markdown`` strategy takes a structured document's headings from its outline, and the
-    ``code`` strategy parses a file whose language ``source`` names."""
+    ``code`` strategy parses a file whose language ``source`` names. A text file in
+    reStructuredText or AsciiDoc (by its name) is sectioned at its headings like Markdown."""
     choice = choose(config, kind)
     if segment.units is not None:
         return chunk_units(segment.text, segment.units, choice.size, 0, choice.cap)
@@ -84,6 +86,10 @@ def chunk_segment(
     if choice.strategy == "code" and source is not None:
         language = language_of(source)
         return definitions(segment.text, choice.size, choice.overlap, choice.cap, language)
+    markup = markup_of(source) if config.by_kind and kind == "text" else None
+    if markup is not None:
+        marks = markup_headings(segment.text, markup)
+        return by_headings(segment.text, marks, choice.size, choice.overlap, choice.cap)
     chunker = CHUNKERS[choice.strategy]
     return chunker(segment.text, choice.size, choice.overlap, choice.cap)
 

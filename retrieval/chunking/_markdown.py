@@ -91,7 +91,7 @@ def _sections(text: str, marks: list[Heading]) -> list[tuple[int, int, str | Non
 
 
 def markdown(text: str, size: int, overlap: int, cap: int) -> list[Span]:
-    return _by_section(text, headings(text), size, overlap, cap)
+    return by_headings(text, headings(text), size, overlap, cap)
 
 
 def outlined(
@@ -104,10 +104,12 @@ def outlined(
         end = text.find("\n", entry.pos)
         body = len(text) if end < 0 else end + 1
         marks.append(Heading(entry.pos, body, entry.level, entry.title))
-    return _by_section(text, marks, size, overlap, cap)
+    return by_headings(text, marks, size, overlap, cap)
 
 
-def _by_section(text: str, marks: list[Heading], size: int, overlap: int, cap: int) -> list[Span]:
+def by_headings(text: str, marks: list[Heading], size: int, overlap: int, cap: int) -> list[Span]:
+    """The ``markdown`` strategy over headings found otherwise (reStructuredText,
+    AsciiDoc: :mod:`._markup`)."""
     size, overlap = checked_settings(size, overlap, cap)
     plan = recursive_plan(text)
     spans: list[Span] = []

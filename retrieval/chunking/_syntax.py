@@ -87,7 +87,7 @@ def syntax_chunks(
     """Spans of ``text`` following ``nodes`` (the file's top-level nodes, in order)."""
     size, overlap = checked_settings(size, overlap, cap)
     lines = _Lines(text)
-    packer = _Packer(lines, size, overlap)
+    packer = _Packer(lines, size, overlap, cap)
     packer.tiles(nodes, 0, len(text))
     spans = finalize(text, packer.spans, cap, keep_indent=True)
     symbols = _symbols(nodes, lines, "")
@@ -95,10 +95,11 @@ def syntax_chunks(
 
 
 class _Packer:
-    def __init__(self, lines: _Lines, size: int, overlap: int) -> None:
+    def __init__(self, lines: _Lines, size: int, overlap: int, cap: int) -> None:
         self.lines = lines
         self.size = size
         self.overlap = overlap
+        self.cap = cap
         self.spans: list[Span] = []
         text = lines.text
         self._fine = ((line_starts(text),), (word_starts(text),))
@@ -146,7 +147,21 @@ class _Packer:
             line_overlap=True,
             keep_indent=True,
         )
-        self.spans.extend(pack(self.lines.text, lo, hi, plan, self.size, self.overlap))
+        pieces = pack(self.lines.text, lo, hi, plan, self.size, self.overlap)
+        self.spans.extend(self._with_header(node, pieces))
+
+    def _with_header(self, node: Node, pieces: list[Span]) -> list[Span]:
+        """``pieces`` with a first piece that holds only the definition's header (its
+        decorators and signature: ``@property`` + ``def name(self):`` before a long
+        docstring) joined to the next, which starts its body: a signature alone answers
+        nothing and is found for its name only. The cap still holds."""
+        if len(pieces) < 2 or not node.children:
+            return pieces
+        body = self.lines.pos(node.children[0].first)
+        first, second = pieces[0], pieces[1]
+        if first.end > body or second.end - first.start > self.cap:
+            return pieces
+        return [Span(first.start, second.end), *pieces[2:]]
 
 
 def _by_depth(node: Node) -> list[list[Node]]:

@@ -6,11 +6,14 @@ from ._bm25 import DEFAULT_B, DEFAULT_K1, idf, tf_part
 from ._identifiers import split_compound
 from ._index import BM25_FILES, BM25Index
 from ._tokenize import (
+    GLUED_PART_WEIGHT,
+    IDENTIFIERS_1_ID,
     LEGACY_TOKENIZER_ID,
     TOKENIZER_ID,
     TOKENIZERS,
     TokenizedCorpus,
     analyse,
+    analyse_weighted,
     tokenize,
     tokenize_corpus,
 )
@@ -19,12 +22,15 @@ __all__ = [
     "BM25_FILES",
     "DEFAULT_B",
     "DEFAULT_K1",
+    "GLUED_PART_WEIGHT",
+    "IDENTIFIERS_1_ID",
     "LEGACY_TOKENIZER_ID",
     "TOKENIZERS",
     "TOKENIZER_ID",
     "BM25Index",
     "TokenizedCorpus",
     "analyse",
+    "analyse_weighted",
     "idf",
     "split_compound",
     "tf_part",

@@ -69,19 +69,25 @@ def score_columns(
     k1: float = DEFAULT_K1,
     b: float = DEFAULT_B,
     norm_lengths: np.ndarray | None = None,
+    weights: np.ndarray | None = None,
 ) -> ScoreColumns:
     """Eager BM25 scores of every (term, document) pair of a tokenized corpus.
 
     ``term_ids`` holds every document's terms back to back, ``doc_lengths`` how many belong to
     each document; ``norm_lengths`` the lengths BM25 normalises by when they differ (terms
-    at overlapping positions counted once; default ``doc_lengths``). One sort of
+    at overlapping positions counted once; default ``doc_lengths``); ``weights`` what each
+    term occurrence adds to its term frequency (default 1 each). One sort of
     ``term · N + doc`` keys yields the term frequencies already in column order (term,
     then document), so no per-document Python loop is needed.
     """
     n_docs = len(doc_lengths)
     doc_of = np.repeat(np.arange(n_docs, dtype=np.int64), doc_lengths)
     keys = np.asarray(term_ids, dtype=np.int64) * max(n_docs, 1) + doc_of
-    pairs, tf = np.unique(keys, return_counts=True)
+    if weights is None:
+        pairs, tf = np.unique(keys, return_counts=True)
+    else:
+        pairs, inverse = np.unique(keys, return_inverse=True)
+        tf = np.bincount(inverse.ravel(), weights=weights, minlength=len(pairs))
     term = pairs // max(n_docs, 1)
     doc = pairs - term * max(n_docs, 1)
     df = np.bincount(term, minlength=n_terms)
@@ -97,15 +103,26 @@ def score_columns(
     )
 
 
-def query_scores(columns: ScoreColumns, query_terms: Sequence[int], n_docs: int) -> np.ndarray:
+def query_scores(
+    columns: ScoreColumns,
+    query_terms: Sequence[int],
+    n_docs: int,
+    term_weights: Sequence[float] | None = None,
+) -> np.ndarray:
     """BM25 of every document for a query given as term ids: the sum of the query terms'
-    columns (a term repeated in the query counts once per occurrence). Float32, length N."""
+    columns (a term repeated in the query counts once per occurrence), each times its
+    ``term_weights`` entry when given. Float32, length N."""
     if not len(query_terms):
         return np.zeros(n_docs, dtype=np.float32)
     indptr = columns.indptr
     spans = [(int(indptr[t]), int(indptr[t + 1])) for t in query_terms]
     docs = np.concatenate([columns.indices[s:e] for s, e in spans])
     weights = np.concatenate([columns.data[s:e] for s, e in spans])
+    if term_weights is not None and any(w != 1.0 for w in term_weights):
+        factors = [
+            np.full(e - s, w, np.float32) for (s, e), w in zip(spans, term_weights, strict=True)
+        ]
+        weights = weights * np.concatenate(factors)
     return np.bincount(docs, weights=weights, minlength=n_docs).astype(np.float32)
 
 

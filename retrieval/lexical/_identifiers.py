@@ -117,4 +117,32 @@ def split_compound(compound: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return tuple(parts), tuple(dict.fromkeys(wholes))
 
 
-__all__ = ["COMPOUND_PATTERN", "compounds", "segment_parts", "split_compound"]
+def _glued(piece: str) -> bool:
+    """A name glued from words: ``snake_case`` (an inner ``_``; ``_private`` is the word
+    private) or two runs of lower case (``maxRedirects``, ``RetryableError``)."""
+    inner = piece.strip("_")
+    if "_" in inner:
+        return True
+    shape = _shape(inner)
+    return len(re.findall(r"[as]+", shape)) >= 2
+
+
+@lru_cache(maxsize=1 << 18)
+def glued_parts(compound: str) -> tuple[bool, ...]:
+    """For each part of :func:`split_compound` (same order): whether it was glued into a
+    name of code (``snake_case``, ``camelCase``, ``PascalCase``) rather than a word on its
+    own: a plain word, a plain piece of a hyphenated word or a dotted path (``IL-6``,
+    ``HB-601``, ``os.environ``), or a term of science glued from one word and letters or
+    digits (``mRNA``, ``p53``, ``sha256``, ``HTTPServer``). The analyser weighs glued parts
+    below whole words."""
+    if _plain(compound):
+        return (False,)
+    flags: list[bool] = []
+    for segment in _SEGMENT_SPLIT.split(compound):
+        for piece in segment.split("-"):
+            if piece:
+                flags.extend([_glued(piece)] * len(segment_parts(piece)))
+    return tuple(flags)
+
+
+__all__ = ["COMPOUND_PATTERN", "compounds", "glued_parts", "segment_parts", "split_compound"]

@@ -33,7 +33,7 @@ from ..ranking import check_k, check_mask, top_k_indices
 from ..records import json_checksum
 from ._bm25 import DEFAULT_B, DEFAULT_K1, ScoreColumns, avg_doc_len, query_scores, score_columns
 from ._integrity import array_digest, column_sum, column_sums
-from ._tokenize import TOKENIZER_ID, check_tokenizer, tokenize, tokenize_corpus
+from ._tokenize import TOKENIZER_ID, analyse_weighted, check_tokenizer, tokenize_corpus
 
 FORMAT_VERSION = 2
 META_FILE = "bm25.json"
@@ -114,6 +114,7 @@ class BM25Index:
             k1,
             b,
             norm_lengths=corpus.norm_lengths,
+            weights=corpus.weights,
         )
         return cls(
             columns,
@@ -135,16 +136,21 @@ class BM25Index:
 
     def term_ids(self, query: str) -> list[int]:
         """The query's terms that occur in the corpus, as term ids (repeats kept)."""
+        return self._weighted_terms(query)[0]
+
+    def _weighted_terms(self, query: str) -> tuple[list[int], list[float]]:
         lookup = self._term_id.get
-        terms = tokenize(query, self.tokenizer)
-        return [t for t in (lookup(term) for term in terms) if t is not None]
+        terms, weights, _ = analyse_weighted(query, self.tokenizer)
+        found = [(lookup(term), w) for term, w in zip(terms, weights, strict=True)]
+        kept = [(t, w) for t, w in found if t is not None]
+        return [t for t, _ in kept], [w for _, w in kept]
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 of every document (float32, length ``len(self)``); 0 where no term matches.
         Every column read is first checked against its checksum (``IndexCorruptError``)."""
-        terms = self.term_ids(query)
+        terms, weights = self._weighted_terms(query)
         self._verify(terms)
-        scores = query_scores(self._columns, terms, self.n_docs)
+        scores = query_scores(self._columns, terms, self.n_docs, weights)
         if len(scores) != self.n_docs:
             raise IndexCorruptError(
                 f"BM25 index refers to document {len(scores) - 1} but holds {self.n_docs} "

@@ -1,7 +1,14 @@
-"""Text to BM25 terms, by one of two recorded analysers.
+"""Text to BM25 terms, by one of three recorded analysers.
 
-- :data:`TOKENIZER_ID` (the current one): identifier-aware. Every compound (``\\w+`` runs
-  joined by ``.``, ``::`` or ``-``) gives its parts and its whole forms
+- :data:`TOKENIZER_ID` (the current one): identifier-aware, as :data:`IDENTIFIERS_1_ID`
+  below, and a part glued into a word of code (``RetryableError``'s retryable and error,
+  ``DEFAULT_STATUS_CODES``' codes) counts :data:`GLUED_PART_WEIGHT` of a whole word's
+  occurrence in the term frequency (documents and queries alike), so that "Is it
+  retryable?" ranks the passage that says "retryable" above code that only names things
+  with it. Plain pieces of hyphenated words and dotted paths (``IL-6``, ``HB-601``,
+  ``os.environ``) are words and count in full (:func:`._identifiers.glued_parts`).
+- :data:`IDENTIFIERS_1_ID`: identifier-aware, every term counted in full. Every
+  compound (``\\w+`` runs joined by ``.``, ``::`` or ``-``) gives its parts and its whole forms
   (:mod:`._identifiers`): ``DEFAULT_TIMEOUT_CONFIG`` gives default, timeout, config and
   defaulttimeoutconfig. Parts shorter than two characters and Lucene's English stop words
   are dropped, as bm25s does for words; every term is Snowball-stemmed. A plain word is
@@ -27,13 +34,18 @@ import numpy as np
 from kbgraph.errors import IndexCorruptError
 
 from ..text import BM25_STOP_WORDS, stems, words
-from ._identifiers import compounds, split_compound
+from ._identifiers import compounds, glued_parts, split_compound
 
-TOKENIZER_ID = "identifiers-1|stop-en-lucene33|snowball-english"
+TOKENIZER_ID = "identifiers-2|stop-en-lucene33|snowball-english"
 """Names the pipeline; stored with an index so that a changed analyser means a rebuild."""
+IDENTIFIERS_1_ID = "identifiers-1|stop-en-lucene33|snowball-english"
+"""Identifier-aware without weights (issue 22); indexes built with it are still searched."""
 LEGACY_TOKENIZER_ID = "regex-w2+|stop-en-lucene33|snowball-english"
 """The analyser before identifiers were split; indexes built with it are still searched."""
-TOKENIZERS: tuple[str, ...] = (TOKENIZER_ID, LEGACY_TOKENIZER_ID)
+TOKENIZERS: tuple[str, ...] = (TOKENIZER_ID, IDENTIFIERS_1_ID, LEGACY_TOKENIZER_ID)
+GLUED_PART_WEIGHT = 0.5
+"""What one occurrence of a part glued into an identifier counts in the term frequency,
+against 1 for a word (and for the whole identifier)."""
 
 MIN_TERM_CHARS = 2
 
@@ -53,24 +65,49 @@ def compound_words(compound: str) -> tuple[tuple[str, ...], int]:
     """The unstemmed terms of one compound (kept parts, then wholes) and the positions it
     takes in a document."""
     parts, wholes = split_compound(compound)
-    kept = [p for p in parts if len(p) >= MIN_TERM_CHARS and p not in BM25_STOP_WORDS]
+    kept = [p for p in parts if _kept(p)]
     positions = len(kept) or (1 if wholes else 0)
     return (*kept, *wholes), positions
+
+
+def _kept(part: str) -> bool:
+    return len(part) >= MIN_TERM_CHARS and part not in BM25_STOP_WORDS
+
+
+@lru_cache(maxsize=1 << 18)
+def compound_weights(compound: str) -> tuple[float, ...]:
+    """What each term of :func:`compound_words` counts in the current analyser."""
+    parts, wholes = split_compound(compound)
+    glued = glued_parts(compound)
+    kept = [GLUED_PART_WEIGHT if g else 1.0 for p, g in zip(parts, glued, strict=True) if _kept(p)]
+    return (*kept, *(1.0 for _ in wholes))
 
 
 def analyse(text: str, tokenizer: str = TOKENIZER_ID) -> tuple[list[str], int]:
     """The terms of ``text`` in order, repeats kept (a query term repeated counts twice, as
     in Lucene's BooleanQuery and bm25s), and the document length BM25 divides by."""
+    terms, _, length = analyse_weighted(text, tokenizer)
+    return terms, length
+
+
+def analyse_weighted(
+    text: str, tokenizer: str = TOKENIZER_ID
+) -> tuple[list[str], list[float], int]:
+    """:func:`analyse` with what each term occurrence counts (1.0 for every term but the
+    glued parts of identifiers, and for every term of the older analysers)."""
     if check_tokenizer(tokenizer) == LEGACY_TOKENIZER_ID:
         terms = stems([w for w in words(text, min_len=MIN_TERM_CHARS) if w not in BM25_STOP_WORDS])
-        return terms, len(terms)
+        return terms, [1.0] * len(terms), len(terms)
+    weighted = tokenizer == TOKENIZER_ID
     found: list[str] = []
+    weights: list[float] = []
     length = 0
     for compound in compounds(text):
         unstemmed, positions = compound_words(compound)
         found.extend(unstemmed)
+        weights.extend(compound_weights(compound) if weighted else [1.0] * len(unstemmed))
         length += positions
-    return stems(found), length
+    return stems(found), weights, length
 
 
 def tokenize(text: str, tokenizer: str = TOKENIZER_ID) -> list[str]:
@@ -83,12 +120,14 @@ class TokenizedCorpus:
     """Many texts as term ids: ``term_ids`` is the concatenation of every document's terms,
     ``doc_lengths[i]`` the number of terms of document ``i`` (so document ``i`` is the slice
     that starts at ``doc_lengths[:i].sum()``), ``vocab[t]`` the term of id ``t``, and
-    ``norm_lengths[i]`` the length BM25 normalises by (whole forms not counted)."""
+    ``norm_lengths[i]`` the length BM25 normalises by (whole forms not counted), and
+    ``weights`` what each term occurrence counts (None: every one counts 1)."""
 
     term_ids: np.ndarray  # int32, flat
     doc_lengths: np.ndarray  # int64, one per document
     vocab: list[str]
     norm_lengths: np.ndarray  # int64, one per document
+    weights: np.ndarray | None = None  # float32, like term_ids
 
 
 def tokenize_corpus(texts: Iterable[str], tokenizer: str = TOKENIZER_ID) -> TokenizedCorpus:
@@ -103,7 +142,11 @@ def tokenize_corpus(texts: Iterable[str], tokenizer: str = TOKENIZER_ID) -> Toke
         # setdefault evaluates len() before inserting: new tokens get consecutive ids.
         flat.extend([token_ids.setdefault(w, len(token_ids)) for w in found])
         lengths.append(len(found))
-    expansion = _legacy_terms(list(token_ids)) if legacy else _compound_terms(list(token_ids))
+    distinct = list(token_ids)
+    if legacy:
+        expansion = _legacy_terms(distinct)
+    else:
+        expansion = _compound_terms(distinct, weighted=tokenizer == TOKENIZER_ID)
     return _expand(np.asarray(flat, dtype=np.int64), np.asarray(lengths, np.int64), expansion)
 
 
@@ -116,6 +159,7 @@ class _Expansion:
     values: np.ndarray
     positions: np.ndarray
     vocab: list[str]
+    weights: np.ndarray | None = None  # like values; None: every term counts 1
 
 
 def _expand(raw: np.ndarray, lengths: np.ndarray, ex: _Expansion) -> TokenizedCorpus:
@@ -132,6 +176,7 @@ def _expand(raw: np.ndarray, lengths: np.ndarray, ex: _Expansion) -> TokenizedCo
         doc_lengths=doc_terms.astype(np.int64),
         vocab=ex.vocab,
         norm_lengths=norm.astype(np.int64),
+        weights=None if ex.weights is None else ex.weights[index].astype(np.float32),
     )
 
 
@@ -158,21 +203,29 @@ def _legacy_terms(distinct: Sequence[str]) -> _Expansion:
     return _Expansion(ex.offsets, ex.values, positions, ex.vocab)
 
 
-def _compound_terms(distinct: Sequence[str]) -> _Expansion:
+def _compound_terms(distinct: Sequence[str], *, weighted: bool) -> _Expansion:
     analysed = [compound_words(c) for c in distinct]
     ex = _terms_of([terms for terms, _ in analysed])
     positions = np.asarray([p for _, p in analysed], dtype=np.int64)
-    return _Expansion(ex.offsets, ex.values, positions, ex.vocab)
+    weights = None
+    if weighted:
+        flat = [w for c in distinct for w in compound_weights(c)]
+        weights = np.asarray(flat, dtype=np.float64)
+    return _Expansion(ex.offsets, ex.values, positions, ex.vocab, weights)
 
 
 __all__ = [
+    "GLUED_PART_WEIGHT",
+    "IDENTIFIERS_1_ID",
     "LEGACY_TOKENIZER_ID",
     "MIN_TERM_CHARS",
     "TOKENIZERS",
     "TOKENIZER_ID",
     "TokenizedCorpus",
     "analyse",
+    "analyse_weighted",
     "check_tokenizer",
+    "compound_weights",
     "tokenize",
     "tokenize_corpus",
 ]

@@ -6,7 +6,9 @@ words, the Snowball English stemmer; the analyser the knowledge base's meta name
 index finds the chunks sharing a term with the query and both stores rank by the same
 BM25 (Lucene variant, ``lexical._bm25``): ``idf`` comes from a per-knowledge-base table of
 document frequencies kept in the same transaction as the rows, the term frequency from the
-number of positions a lexeme has in the ``tsvector``.
+positions a lexeme has in the ``tsvector``: each counts 1, or ``GLUED_PART_WEIGHT`` when
+labelled ``C``, the label of an identifier's glued part (``RetryableError``'s retryable) in
+the current analyser; the older analysers' rows carry no labels.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..lexical import TOKENIZER_ID, analyse, idf
+from ..lexical import GLUED_PART_WEIGHT, TOKENIZER_ID, analyse_weighted, idf
 
 MAX_POSITIONS = 256
 """PostgreSQL keeps at most 256 positions per lexeme: a term's frequency in one chunk is
@@ -38,19 +40,32 @@ def tsvector_literal(text: str, tokenizer: str = TOKENIZER_ID) -> tuple[str, int
     """The ``tsvector`` of ``text``'s terms (term frequency as the count of positions) and
     the document length BM25 divides by (every term, stop words excluded; an identifier's
     whole forms stand at its parts' positions and are not counted again)."""
-    terms, length = analyse(text, tokenizer)
-    counts = Counter(t for t in terms if _usable(t))
+    terms, weights, length = analyse_weighted(text, tokenizer)
+    whole: Counter[str] = Counter()
+    glued: Counter[str] = Counter()
+    for term, weight in zip(terms, weights, strict=True):
+        if _usable(term):
+            (whole if weight == 1.0 else glued)[term] += 1
     parts = []
-    for term, tf in sorted(counts.items()):
-        positions = ",".join(str(p) for p in range(1, min(tf, MAX_POSITIONS) + 1))
-        parts.append(f"{_quoted(term)}:{positions}")
+    for term in sorted(whole.keys() | glued.keys()):
+        full = min(whole[term], MAX_POSITIONS)
+        labelled = min(glued[term], MAX_POSITIONS - full)
+        positions = [str(p) for p in range(1, full + 1)]
+        positions += [f"{p}C" for p in range(full + 1, full + labelled + 1)]
+        parts.append(f"{_quoted(term)}:{','.join(positions)}")
     return " ".join(parts), length
 
 
-def query_terms(query: str, tokenizer: str = TOKENIZER_ID) -> dict[str, int]:
-    """The query's terms with how often each occurs (a repeated term counts each time, as
-    in the folder index's BM25), by the analyser the knowledge base was built with."""
-    return dict(Counter(t for t in analyse(query, tokenizer)[0] if _usable(t)))
+def query_terms(query: str, tokenizer: str = TOKENIZER_ID) -> dict[str, float]:
+    """The query's terms with how much each counts (a repeated term counts each time, as
+    in the folder index's BM25; a glued identifier part ``GLUED_PART_WEIGHT``), by the
+    analyser the knowledge base was built with."""
+    counts: dict[str, float] = {}
+    terms, weights, _ = analyse_weighted(query, tokenizer)
+    for term, weight in zip(terms, weights, strict=True):
+        if _usable(term):
+            counts[term] = counts.get(term, 0.0) + weight
+    return counts
 
 
 def tsquery_literal(terms: Sequence[str]) -> str:
@@ -64,7 +79,7 @@ def sparse_literal(weights: dict[int, float]) -> str:
     return f"{{{body}}}/{SPARSE_DIMS}"
 
 
-def term_weights(counts: dict[str, int], df: dict[str, int], n_docs: int) -> dict[str, float]:
+def term_weights(counts: dict[str, float], df: dict[str, int], n_docs: int) -> dict[str, float]:
     """``idf(t) × count of t in the query`` for the terms the index holds."""
     present = [t for t in counts if df.get(t, 0) > 0]
     if not present:
@@ -73,9 +88,20 @@ def term_weights(counts: dict[str, int], df: dict[str, int], n_docs: int) -> dic
     return {t: float(w) * counts[t] for t, w in zip(present, idfs, strict=True)}
 
 
+GLUED_DISCOUNT_SQL = repr(1 - GLUED_PART_WEIGHT)
+"""What a position labelled ``C`` counts less than 1, as an SQL literal."""
+TERM_FREQUENCY_SQL = (
+    f"(cardinality(u.positions) - {GLUED_DISCOUNT_SQL} * "
+    "(cardinality(u.weights) - cardinality(array_remove(u.weights, 'C'))))::float8"
+)
+"""A lexeme's term frequency in a row of ``unnest(lexemes) u``: its positions, a ``C``
+(glued identifier part) counting ``GLUED_PART_WEIGHT``."""
+
 __all__ = [
+    "GLUED_DISCOUNT_SQL",
     "MAX_POSITIONS",
     "SPARSE_DIMS",
+    "TERM_FREQUENCY_SQL",
     "query_terms",
     "sparse_literal",
     "term_weights",

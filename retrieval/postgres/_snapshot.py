@@ -24,7 +24,7 @@ from ..lexical import DEFAULT_B, DEFAULT_K1
 from ..records import Chunk
 from ..storage import IndexMeta, QueryEmbedder, RankerName, check_query_vector
 from ._features import Layout
-from ._lexical import query_terms, sparse_literal, term_weights, tsquery_literal
+from ._lexical import GLUED_DISCOUNT_SQL, query_terms, sparse_literal, term_weights, tsquery_literal
 from ._schema import Tables
 from ._servers import Servers
 
@@ -153,11 +153,17 @@ class PgRanking:
         # Each matched chunk's tsvector is cut to the query's lexemes in C (setweight marks
         # them 'A', ts_filter keeps those; stored lexemes carry the default 'D') before it
         # becomes rows: unnesting every lexeme of every match took 124.5 ms p50 on SciFact,
-        # this 54.8 (bench_pg_quality.py --section lexical), same scores.
+        # this 54.8 (bench_pg_quality.py --section lexical), same scores. The positions
+        # labelled 'C' (glued identifier parts) are counted apart, the same way, and weigh
+        # GLUED_PART_WEIGHT.
         return sql.SQL(
             "SELECT c.rid, sum(w.weight * t.tf / (t.tf + %(k1)s * (1 - %(b)s + %(b)s * "
             "c.dl / %(avgdl)s))) AS score FROM {} c "
-            "CROSS JOIN LATERAL (SELECT u.lexeme, cardinality(u.positions)::float8 AS tf "
+            "CROSS JOIN LATERAL (SELECT u.lexeme, cardinality(u.positions)::float8 - "
+            + GLUED_DISCOUNT_SQL
+            + " * coalesce((SELECT cardinality(g.positions) FROM unnest(ts_filter(setweight("
+            "ts_filter(c.lexemes, '{{c}}'), 'A', %(terms)s::text[]), '{{a}}')) g "
+            "WHERE g.lexeme = u.lexeme), 0) AS tf "
             "FROM unnest(ts_filter(setweight(c.lexemes, 'A', %(terms)s::text[]), '{{a}}')) u) t "
             "JOIN unnest(%(terms)s::text[], %(weights)s::float8[]) AS w(lexeme, weight) "
             "ON w.lexeme = t.lexeme WHERE {} GROUP BY c.rid {}"

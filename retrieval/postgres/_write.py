@@ -14,7 +14,7 @@ from ..lexical import DEFAULT_B, DEFAULT_K1
 from ..records import Chunk, index_text
 from ..storage import FileEntry, IndexMeta, IndexUpdate
 from ._features import PgVector, layout_of
-from ._lexical import SPARSE_DIMS, tsvector_literal
+from ._lexical import SPARSE_DIMS, TERM_FREQUENCY_SQL, tsvector_literal
 from ._schema import Tables
 
 BM25_DRIFT = 0.1
@@ -172,15 +172,19 @@ def _add_terms(conn: psycopg.Connection[Any], tables: Tables, sources: list[str]
     )
 
 
-_WEIGHTS = """
+_WEIGHTS = (
+    """
 UPDATE {c} c SET bm25 = w.v FROM (
     SELECT x.rid, ('{{' || string_agg(t.id || ':' || (x.tf / (x.tf + %(k1)s * (1 - %(b)s
         + %(b)s * x.dl / %(avgdl)s))), ',' ORDER BY t.id) || '}}/' || %(dims)s)::sparsevec AS v
-    FROM (SELECT c2.rid, c2.dl, u.lexeme, cardinality(u.positions)::float8 AS tf
+    FROM (SELECT c2.rid, c2.dl, u.lexeme, """
+    + TERM_FREQUENCY_SQL
+    + """ AS tf
           FROM {c} c2, unnest(c2.lexemes) u WHERE {which}) x
     JOIN {t} t ON t.lexeme = x.lexeme GROUP BY x.rid
 ) w WHERE c.rid = w.rid
 """
+)
 
 
 def _weigh(conn: psycopg.Connection[Any], tables: Tables, kb_id: int, sources: list[str]) -> None:

@@ -14,7 +14,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from kbgraph.errors import ConfigError
-from kbgraph.graphs import _extractive, _trace
+from kbgraph.graphs import _extractive, _passages, _trace
 from kbgraph.graphs.agents import build_chat_agent, build_tool_agent, chat_agent
 from kbgraph.graphs.cli import ask, json_view
 from kbgraph.graphs.settings import RagSettings
@@ -94,7 +94,8 @@ def test_extractive_answer_quotes_cited_lines_exactly(docs: Path, settings: RagS
         n, where = rest.split("] (")
         source, span = where.rstrip(")").rsplit(":", 1)
         first, _, last = span.partition("-")
-        assert _file_passage(docs, source, int(first), int(last or first)) == quote
+        # Whole sentences of the cited lines, their markup (`code`, **bold**) taken off.
+        assert quote in _passages.clean(_file_passage(docs, source, int(first), int(last or first)))
         assert out["rag_citations"][int(n) - 1]["source"] == source
     assert "max_attempts" in answer
     assert not any(b.lstrip("- ").startswith("#") for b in bullets), "headings are not quotes"
@@ -379,7 +380,7 @@ def test_best_quotes_pick_matching_lines_with_file_line_numbers() -> None:
 
 
 def test_best_quotes_keep_file_order_within_a_source() -> None:
-    text = "cache two.\nfiller.\ncache one and two."
+    text = "cache two.\nfiller.\ncache one."
     quotes = _extractive.best_quotes("cache one two", [_citation(1, text)])
     assert [(q.first, q.last) for q in quotes] == [(1, 1), (3, 3)]
 
@@ -552,3 +553,64 @@ def test_trace_lines_cover_unknown_nodes_and_fallbacks() -> None:
     assert lines[0] == '1. custom [attempt 0, llm, 1 ms] {"x": 1}'
     assert "bad json" in lines[1]
     assert lines[2] == "2. answer [fallback] chat model failed: TimeoutError: slow"
+
+
+# -- issue 30: quotes that state the fact -------------------------------------------------
+
+RST_PAGE = """Configuration Handling
+======================
+
+.. admonition:: Keep it secret
+
+   The **SECRET_KEY** signs the session cookie, see :data:`SECRET_KEY`.
+
+A good secret key is random. Use this command to generate a secret key:
+
+.. code-block:: text
+
+    $ python -c 'import secrets; print(secrets.token_hex())'
+
+Uploads are refused above ``MAX_CONTENT_LENGTH``. To limit the upload size, set the
+key::
+
+    app.config['MAX_CONTENT_LENGTH'] = 16 * 1000 * 1000
+"""
+
+
+def _answer(question: str, text: str, source: str = "config.rst") -> str:
+    citation = _citation(1, text.rstrip("\n"), source=source)
+    return _extractive.render("H", _extractive.best_quotes(question, [citation]))
+
+
+def test_a_sentence_that_introduces_a_command_or_config_line_brings_it() -> None:
+    secret = _answer("How do I generate a secret key?", RST_PAGE)
+    assert "$ python -c 'import secrets; print(secrets.token_hex())'" in secret
+    assert "Use this command to generate a secret key:" in secret
+    upload = _answer("How do I limit the upload size?", RST_PAGE)
+    assert "app.config['MAX_CONTENT_LENGTH'] = 16 * 1000 * 1000" in upload
+    assert "(config.rst:14-17)" in upload  # the sentence through the code line
+
+
+def test_quotes_carry_no_markup_and_no_heading() -> None:
+    answer = _answer("What does the secret key sign?", RST_PAGE)
+    assert "The SECRET_KEY signs the session cookie, see SECRET_KEY. [1] (config.rst:6)" in answer
+    for markup in ("..", "admonition", "**", ":data:", "``", "====", "Configuration Handling"):
+        assert markup not in answer.split("\n", 1)[1], markup
+    markdown = "## Limits\n\nThe **default** limit is `10` [requests](limits.md) per *second*.\n"
+    assert "- The default limit is 10 requests per second. [1]" in _answer(
+        "What is the default limit?", markdown, "limits.md"
+    )
+
+
+def test_a_quote_never_starts_mid_sentence() -> None:
+    text = (
+        "Sessions are cookies. It is stored in a cookie and the permanent session\n"
+        "lifetime is 31 days.\n"
+        "- A list item that wraps\n  onto a second line about the lifetime in days.\n"
+    )
+    answer = _answer("lifetime days", text, "sessions.md")
+    assert "- It is stored in a cookie and the permanent session lifetime is 31 days. [1] " in (
+        answer
+    )
+    assert "- A list item that wraps onto a second line about the lifetime in days. [1]" in answer
+    assert "Sessions are cookies." not in answer

@@ -252,6 +252,72 @@ def test_markdown_sibling_heading_without_text_stays_its_own_section() -> None:
     ]
 
 
+RST = """=========
+ Flask
+=========
+
+Intro paragraph.
+
+Configuration
+=============
+
+Builtin Values
+--------------
+
+.. code-block:: python
+
+    app.config['MAX_CONTENT_LENGTH'] = 16 * 1000 * 1000
+    Title
+    =====
+
+A transition follows.
+
+----------
+
+Other text.
+
+Sessions
+========
+
+The session lifetime is 31 days.
+"""
+
+ADOC = """= Guide
+
+Preface.
+
+== Install
+
+----
+== not a heading inside a listing block
+----
+
+=== From source
+
+Build it.
+"""
+
+
+def test_rst_and_asciidoc_headings_become_sections_like_markdown() -> None:
+    # Issue 30: a .rst file was chunked as plain text, its headings not sections.
+    config = ChunkConfig()
+    rst = chunk_segment(decode_bytes(RST.encode()), config, "text", "docs/config.rst")
+    by_section = {s.section: RST[s.start : s.end] for s in rst}
+    assert list(by_section) == [
+        "Flask",
+        "Flask > Configuration > Builtin Values",
+        "Flask > Sessions",
+    ]
+    assert "MAX_CONTENT_LENGTH" in by_section["Flask > Configuration > Builtin Values"]
+    assert by_section["Flask > Sessions"].startswith("Sessions\n========")
+    assert_invariants(RST, rst, config.max_chunk_chars)
+    adoc = chunk_segment(decode_bytes(ADOC.encode()), config, "text", "guide.adoc")
+    sections = ["Guide", "Guide > Install", "Guide > Install > From source"]
+    assert [s.section for s in adoc] == sections
+    plain = chunk_segment(decode_bytes(RST.encode()), config, "text", "notes.txt")
+    assert {s.section for s in plain} == {None}
+
+
 # --- code --------------------------------------------------------------------------------
 
 PYTHON = """import os

@@ -135,6 +135,20 @@ def test_a_long_python_definition_is_split_at_statement_boundaries() -> None:
         assert not text.endswith(("(", ",", ":")), text  # ends where a statement ends
 
 
+def test_a_split_definitions_signature_stays_with_its_body() -> None:
+    # Issue 30: a long docstring left "@property" + "def debug(self)" a chunk of two lines.
+    words = " ".join(f"word{i}" for i in range(90))
+    text = (
+        'class App:\n    """The app."""\n\n    name = "x"\n\n    @property\n'
+        f'    def debug(self) -> bool:\n        """Whether debug mode is on. {words[:200]}\n'
+        f'        {words[200:420]}\n        """\n        return self.config["DEBUG"]\n'
+    )
+    pieces = [t for s, t in spans_of(text, 300, "python") if s == "App.debug"]
+    assert len(pieces) > 1
+    assert pieces[0].startswith('    @property\n    def debug(self) -> bool:\n        """Whether')
+    assert all(len(t.splitlines()) > 2 or "def debug" not in t for t in pieces)
+
+
 @pytest.mark.parametrize(
     "broken",
     [
@@ -240,5 +254,5 @@ def test_chunk_file_cites_exact_bytes_and_lines_with_crlf_and_a_bom() -> None:
 
 def test_the_code_chunker_id_names_the_version_and_the_grammars() -> None:
     chunker = code_chunker_id()
-    assert chunker.startswith("code-2|python-ast|tree-sitter:")
+    assert chunker.startswith("code-3|python-ast|tree-sitter:")
     assert ("typescript" in chunker) == available("typescript")

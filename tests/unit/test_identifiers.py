@@ -10,10 +10,13 @@ from pathlib import Path
 import pytest
 
 from kbgraph.retrieval.lexical import (
+    GLUED_PART_WEIGHT,
+    IDENTIFIERS_1_ID,
     LEGACY_TOKENIZER_ID,
     TOKENIZER_ID,
     BM25Index,
     analyse,
+    analyse_weighted,
     split_compound,
     tokenize,
     tokenize_corpus,
@@ -119,3 +122,40 @@ def test_an_index_of_the_previous_analyser_is_searched_with_it(tmp_path: Path) -
     new = BM25Index.load(tmp_path)
     assert new.tokenizer == TOKENIZER_ID
     assert sorted(new.top_k("timeout", 2)[0].tolist()) == [0, 1]
+
+
+# Issue 30: "Is it retryable?" ranked code naming RetryableError above the row saying it.
+RETRYABLE_DOCS = ["raise RetryableError", "HB-601 is retryable"]
+
+
+def test_a_part_glued_into_an_identifier_weighs_below_the_word() -> None:
+    terms, weights, _ = analyse_weighted("RetryableError HB-601 os.environ retryable")
+    counted = dict(zip(terms, weights, strict=True))
+    assert counted == {
+        "retryabl": 1.0,  # the plain word, last (a dict keeps the last value)
+        "error": GLUED_PART_WEIGHT,
+        "retryableerror": 1.0,
+        "hb": 1.0,  # plain pieces of a hyphenated word or a dotted path are words
+        "601": 1.0,
+        "hb601": 1.0,
+        "os": 1.0,
+        "environ": 1.0,
+        "os.environ": 1.0,
+    }
+    assert weights[0] == GLUED_PART_WEIGHT  # RetryableError's retryable
+    index = BM25Index.build(RETRYABLE_DOCS)
+    assert index.top_k("Is it retryable?", 2)[0].tolist() == [1, 0]
+    corpus = tokenize_corpus(RETRYABLE_DOCS)
+    assert corpus.weights is not None and corpus.weights.tolist() == [
+        w for text in RETRYABLE_DOCS for w in analyse_weighted(text)[1]
+    ]
+
+
+def test_an_index_of_the_unweighted_analyser_keeps_its_ranking(tmp_path: Path) -> None:
+    BM25Index.build(RETRYABLE_DOCS, tokenizer=IDENTIFIERS_1_ID).save(tmp_path)
+    old = BM25Index.load(tmp_path)
+    assert old.tokenizer == IDENTIFIERS_1_ID
+    # The shorter document wins when every term counts 1, as it did before.
+    assert old.top_k("Is it retryable?", 2)[0].tolist() == [0, 1]
+    assert analyse_weighted("RetryableError", IDENTIFIERS_1_ID)[1] == [1.0, 1.0, 1.0]
+    assert old.same_as(BM25Index.build(RETRYABLE_DOCS, tokenizer=IDENTIFIERS_1_ID))
