@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test lint typecheck pytest bench clean
+.PHONY: demo test lint typecheck pytest bench verifier clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +44,12 @@ test: lint typecheck pytest
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/bench_engine.py
+
+# The answer verifier's weights (evals/judges/verifier/): data, then training on the CPU
+# (training/README.md). Only commit a new model.onnx when `kbgraph eval meta` improves.
+verifier: $(VENV)/.installed
+	$(BIN)/python training/verifier_data.py --out training/out/pairs.jsonl --seed 13
+	$(BIN)/python training/train_verifier.py --pairs training/out/pairs.jsonl --seed 13 --epochs 1.5
 
 clean:
 	rm -rf $(VENV) build examples/docs/.kbgraph .pytest_cache .mypy_cache .ruff_cache

@@ -54,6 +54,9 @@ WINDOW_WORDS = 60
 """For passage relevance, context sentences are packed into windows of up to this many
 words: a whole passage would exceed the model's input and dilute a one-sentence match."""
 
+VERIFIER_WORDS = 90
+"""Words of evidence the verifier reads with a claim: within its 128 tokens."""
+
 META_WORDS: frozenset[str] = frozenset(
     content_words(" ".join(SOURCE_NOUNS))
     + content_words("summary summarise summarize discusses describes mentions highlights")
@@ -225,6 +228,22 @@ class ContextText:
             texts.append(" ".join(span(self.sentences[i], wanted, SPAN_WORDS // 2) for i in pair))
         return texts
 
+    def verifier_evidence(self, claim: str) -> list[str]:
+        """What the trained verifier reads ``claim`` against: its best aligned sentence with
+        one neighbour on each side (``VERIFIER_WORDS`` at most), and the best pair of
+        sentences when its second one lies outside that window; the first window when no
+        sentence shares a word. One or two pairs per claim: each costs a model run."""
+        alignment = self.align(claim_words(claim, self))
+        if not alignment.top:
+            return self.windows[:1]
+        best = alignment.top[0]
+        around = range(max(0, best - 1), min(len(self.sentences), best + 2))
+        texts = [_cut(" ".join(self.sentences[i] for i in around), VERIFIER_WORDS)]
+        pair = alignment.pair_indices
+        if len(pair) > 1 and any(i not in around for i in pair):
+            texts.append(_cut(" ".join(self.sentences[i] for i in pair), VERIFIER_WORDS))
+        return texts
+
     @cached_property
     def windows(self) -> list[str]:
         """Consecutive sentences packed up to ``WINDOW_WORDS`` words."""
@@ -241,6 +260,11 @@ class ContextText:
         if current:
             out.append(" ".join(current))
         return out
+
+
+def _cut(text: str, limit: int) -> str:
+    words = text.split()
+    return text if len(words) <= limit else " ".join(words[:limit])
 
 
 def _bounded(marked: str, flat: str, start: int, end: int) -> bool:

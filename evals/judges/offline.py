@@ -21,6 +21,7 @@ spin between them — measured on the 2-core machine under load, 300 short sente
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 from collections import OrderedDict
@@ -50,6 +51,7 @@ from ._relevance import (
     question_parts,
     rescale,
 )
+from ._verifier import SupportVerifier
 
 CACHE_SIZE = 50_000
 PASSAGE_RELEVANT_AT = 0.5
@@ -59,7 +61,11 @@ _WH_WORDS = frozenset(content_words("what which who whom whose when where why ho
 
 class OfflineJudge:
     """The offline judge. ``embeddings`` is a LangChain ``Embeddings`` or a spec for
-    ``kbgraph.retrieval.embeddings.resolve_embeddings`` (``local``, ``fake`` …)."""
+    ``kbgraph.retrieval.embeddings.resolve_embeddings`` (``local``, ``fake`` …).
+    ``verifier``: a trained verifier (``_verifier``: weights from ``make verifier``) whose
+    probability moves each unsure claim's support score (``_evidence.graded``); ``None``
+    (the default) judges on the lexical evidence alone. No weights ship yet: the first
+    verifier lowered the held-out figures (``training/README.md``)."""
 
     def __init__(
         self,
@@ -67,6 +73,7 @@ class OfflineJudge:
         *,
         weights: dict[str, float] | None = None,
         model_threads: int | None = 1,
+        verifier: SupportVerifier | None = None,
     ) -> None:
         from kbgraph.retrieval.embeddings import LocalEmbeddings, resolve_embeddings
 
@@ -83,10 +90,11 @@ class OfflineJudge:
         # Local models are not guaranteed to be safe under concurrent calls.
         self._model_lock = threading.Lock()
         self._usage = TokenUsage()
+        self._verifier = verifier
 
     @property
     def name(self) -> str:
-        return "offline"
+        return "offline" if self._verifier is None else "offline+verifier"
 
     @property
     def usage(self) -> TokenUsage:
@@ -114,7 +122,18 @@ class OfflineJudge:
         for claim in claims:
             check_deadline()
             out.append(lexical_evidence(claim, ctx, self._similarity(claim, ctx, question)))
-        return out
+        verifier = self._verifier
+        if verifier is None:
+            return out
+        check_deadline()
+        asked = [embedding_text(claim, question) for claim in claims]
+        windows = [ctx.verifier_evidence(claim) for claim in claims]
+        pairs = [(a, w) for a, ws in zip(asked, windows, strict=True) for w in ws]
+        scores = iter(verifier.scores(pairs))
+        return [
+            dataclasses.replace(e, verified=max(next(scores) for _ in ws))
+            for e, ws in zip(out, windows, strict=True)
+        ]
 
     def judge_passages(
         self, question: str, passages: Sequence[str], *, reference: str | None = None

@@ -1,0 +1,121 @@
+"""The answer verifier's seam (``kbgraph.evals.judges._verifier``), how the offline judge mixes
+a verifier into a claim's graded support score, and the training data's edits."""
+
+from __future__ import annotations
+
+import random
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from kbgraph.errors import ConfigError
+from kbgraph.evals._text import content_words
+from kbgraph.evals.judges import OfflineJudge
+from kbgraph.evals.judges._evidence import VERIFIER_WEIGHT, graded, lexical_score
+from kbgraph.evals.judges._verifier import Verifier
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE = (
+    "Uploads larger than 10 MB are refused. The upload is then rejected with status 413, "
+    "and the client is told to retry with a smaller file."
+)
+
+
+class OverlapVerifier:
+    """A fake verifier: the share of the claim's content words in the evidence; records
+    what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, str]] = []
+
+    def scores(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        self.asked += pairs
+        out = []
+        for claim, evidence in pairs:
+            words, held = set(content_words(claim)), set(content_words(evidence))
+            out.append(len(words & held) / len(words) if words else 0.0)
+        return out
+
+
+def test_graded_lets_the_verifier_decide_only_where_the_words_do_not() -> None:
+    assert graded(0.8, None) == 0.8  # no verifier ran
+    # Certain lexical evidence (a near-copy, or nothing shared) is not moved.
+    assert graded(1.0, 0.0) == 1.0 and graded(0.0, 1.0) == 0.0
+    # At even odds the verifier moves the score by the whole weight.
+    assert graded(0.5, 1.0, 1.0) == pytest.approx(1.0)
+    assert graded(0.5, 0.0, 0.5) == pytest.approx(0.25)
+    assert graded(0.5, 0.9) == pytest.approx(0.5 + VERIFIER_WEIGHT * 0.4)
+    # In between, less: 4 * 0.9 * 0.1 = 0.36 of the weight.
+    assert graded(0.9, 0.1, 1.0) == pytest.approx(0.9 - 0.36 * 0.8)
+
+
+def test_missing_weights_are_a_config_error_saying_what_to_do(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"weights are missing.*make verifier"):
+        Verifier(tmp_path)
+
+
+def test_without_a_verifier_the_judge_is_the_lexical_one() -> None:
+    judge = OfflineJudge("fake")
+    evidence = judge.evidence(["The upload is rejected with status 413."], SOURCE)
+    assert evidence[0].verified is None and judge.name == "offline"
+
+
+def test_the_judge_asks_the_verifier_about_each_claim_and_mixes_its_answer() -> None:
+    fake = OverlapVerifier()
+    judge = OfflineJudge("fake", verifier=fake)
+    claims = ["The upload is rejected with status 413.", "Lunch is served at noon."]
+    evidence = judge.evidence(claims, SOURCE)
+    assert judge.name == "offline+verifier"
+    assert [e.verified for e in evidence] == [1.0, 0.0]
+    # Each claim read against its best sentence with its neighbours, not the whole text.
+    assert fake.asked[0][0] == claims[0] and "413" in fake.asked[0][1]
+    score = judge.judge_claims(claims[:1], SOURCE)[0].score
+    plain = OfflineJudge("fake").judge_claims(claims[:1], SOURCE)[0].score
+    lexical = lexical_score(evidence[0])
+    assert score == pytest.approx(graded(lexical, 1.0)) and score >= plain
+
+
+def test_a_fragment_answer_is_verified_with_its_question() -> None:
+    fake = OverlapVerifier()
+    OfflineJudge("fake", verifier=fake).evidence(
+        ["413"], SOURCE, question="Which status rejects a large upload?"
+    )
+    assert [claim for claim, _ in fake.asked] == ["Which status rejects a large upload? 413"]
+
+
+@pytest.fixture(scope="module")
+def edits():
+    sys.path.insert(0, str(ROOT / "training"))
+    import _edits
+
+    return _edits
+
+
+def test_the_training_edits_change_what_they_say_they_change(edits) -> None:
+    doc = edits.Doc(
+        "d",
+        [
+            "The gateway was built by Ada Park in Oslo and serves 120 requests per second.",
+            "It does not retry a request that failed with status 413.",
+            "Grace Hopper reviewed the design, the tests and the deployment plan.",
+        ],
+    )
+    rng = random.Random(3)
+    assert edits.change_number(doc, 0, [doc], rng) != doc.sentences[0]
+    assert "120" not in edits.change_number(doc, 0, [doc], rng)
+    assert (
+        edits.negate(doc, 1, [doc], rng) == "It does retry a request that failed with status 413."
+    )
+    # A name of the same document takes the place of one of the sentence's names.
+    swapped = edits.swap_name(doc, 0, [doc], rng)
+    assert swapped != doc.sentences[0] and "Hopper" in swapped
+    bracketed = edits.Doc("e", ["The service (written in Go) runs on port 80."])
+    assert edits.drop_clause(bracketed, 0, [doc], rng) == "The service runs on port 80."
+    assert (
+        edits.reverse_relation(
+            edits.Doc("f", ["In this setup the proxy wraps the transport."]), 0, [doc], rng
+        )
+        == "In this setup transport wraps the proxy."
+    )
