@@ -14,13 +14,18 @@ from .scripted import ScriptedJudge
 
 
 def resolve_judge(spec: str | Judge, *, embeddings: Embeddings | str = "local") -> Judge:
-    """``offline`` → :class:`OfflineJudge` over ``embeddings``; ``overlap`` → the baseline;
+    """``offline`` → :class:`OfflineJudge` over ``embeddings`` (``offline+verifier``: with
+    the trained verifier whose weights ``make verifier`` writes); ``overlap`` → the baseline;
     any other string is a chat model spec for :class:`LLMJudge`; a judge is returned as is."""
     if not isinstance(spec, str):
         return spec
     key = spec.strip().lower()
     if key == "offline":
         return OfflineJudge(embeddings)
+    if key == "offline+verifier":
+        from ._verifier import Verifier
+
+        return OfflineJudge(embeddings, verifier=Verifier())
     if key == "overlap":
         return OverlapJudge()
     return LLMJudge(spec)

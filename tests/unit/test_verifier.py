@@ -56,6 +56,16 @@ def test_missing_weights_are_a_config_error_saying_what_to_do(tmp_path: Path) ->
         Verifier(tmp_path)
 
 
+def test_the_verifier_judge_spec_without_weights_says_how_to_make_them(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from kbgraph.evals.judges import _verifier, resolve_judge
+
+    monkeypatch.setattr(_verifier.Verifier.__init__, "__defaults__", (tmp_path,))
+    with pytest.raises(ConfigError, match=r"make verifier"):
+        resolve_judge("offline+verifier", embeddings="fake")
+
+
 def test_without_a_verifier_the_judge_is_the_lexical_one() -> None:
     judge = OfflineJudge("fake")
     evidence = judge.evidence(["The upload is rejected with status 413."], SOURCE)
