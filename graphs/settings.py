@@ -29,7 +29,7 @@ from kbgraph.retrieval.config import ChunkConfig, SearchConfig
 from kbgraph.retrieval.validation import Settings
 
 RerankMode = Literal["heuristic", "llm", "none", "cross_encoder"]
-AnswerPolicy = Literal["flag", "regenerate", "extractive", "off"]
+AnswerPolicy = Literal["repair", "flag", "regenerate", "extractive", "off"]
 FOLDER_ENV = "KBGRAPH_FOLDER"
 MAX_REWRITES_LIMIT = 5
 
@@ -66,14 +66,17 @@ class AnswerCheckSettings(Settings):
     """How the ready agents check a generated answer against the sources it cites
     (:func:`kbgraph.evals.check_answer`). ``judge``: ``offline`` (default: no LLM, the
     packaged local model), ``overlap`` (word overlap, no model) or a chat model spec for an
-    LLM judge. ``policy``: ``flag`` (default) records the check and the unsupported claims;
+    LLM judge. ``policy``: ``repair`` (default) never shows an answer that loops, was cut
+    off, cites no source while sources exist or scores below ``threshold``: it is written
+    once more with those reasons, then replaced by the extractive answer saying why (both
+    attempts kept in ``answer_check``); ``flag`` records the check and the unsupported claims;
     ``regenerate`` asks the chat model once more, naming the unsupported claims, when any
     claim is unsupported (the better-supported answer is kept); ``extractive`` replaces an
     answer scored below ``threshold`` by the extractive answer (quotes of the sources);
     ``off`` checks nothing."""
 
     judge: str = Field(default="offline", min_length=1)
-    policy: AnswerPolicy = "flag"
+    policy: AnswerPolicy = "repair"
     threshold: float = Field(default=0.5, ge=0.0, le=1.0, allow_inf_nan=False)
 
 

@@ -386,6 +386,7 @@ PUBLIC_API: dict[str, list[str]] = {
     "kbgraph.graphs.agents": [
         "AgentInput",
         "AnswerAction",
+        "AnswerAttempt",
         "AnswerCheckRecord",
         "AnswerKeys",
         "AnswerMode",
@@ -402,6 +403,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "NODES",
         "RAG_NODE",
         "Reply",
+        "answer_message",
         "answer_prompt",
         "build_chat_agent",
         "compose_answer",
@@ -423,6 +425,7 @@ PUBLIC_API: dict[str, list[str]] = {
     "kbgraph.graphs.agents.state": [
         "AgentInput",
         "AnswerAction",
+        "AnswerAttempt",
         "AnswerCheckRecord",
         "AnswerKeys",
         "AnswerMode",
@@ -586,6 +589,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "checked_choice",
         "checked_scope",
         "heuristic_scope",
+        "screened_choice",
         "select_scope",
         "widest_scope",
         "with_terms",
