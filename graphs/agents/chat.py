@@ -83,7 +83,7 @@ def compose_answer(
         skipped = f"chat model not called: {outage['node']} found it down ({outage['error']})"
     if not state.get("rag_should_retrieve"):
         reply = reply_without_retrieval(state, settings, model)
-        return Reply(reply.text, reply.mode, reply.error or skipped)
+        return Reply(reply.text, reply.mode, reply.error or skipped, source=reply.source)
     if not state.get("rag_grounded") or not state.get("rag_citations"):
         return Reply(not_grounded_text(state, settings), "not_grounded")
     if model is None and skipped:
