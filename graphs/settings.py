@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NotRequired
 
+from langgraph.config import get_config
 from pydantic import Field, PrivateAttr, field_validator
 from typing_extensions import TypedDict
 
@@ -285,10 +286,25 @@ def settings_from_context(context: Any) -> RagSettings:
 
 def settings_from_runtime(runtime: Any) -> RagSettings:
     """The settings of a run: ``runtime`` is a LangGraph ``Runtime`` (its ``context`` may be
-    ``None``, a dict or a dataclass), or ``None``; a context passed directly also works."""
+    ``None``, a dict or a dataclass), or ``None``; a context passed directly also works.
+    Without a context, the settings named in the run's ``config["configurable"]`` are used,
+    as the LangGraph server does (it copies ``configurable`` into a missing context): in
+    process they were ignored without a word, and the run searched nothing."""
     if isinstance(runtime, (Mapping, RagSettings)):
         return settings_from_context(runtime)
-    return settings_from_context(getattr(runtime, "context", None))
+    context = getattr(runtime, "context", None)
+    return settings_from_context(configurable_settings() if context is None else context)
+
+
+def configurable_settings() -> dict[str, Any] | None:
+    """The ``RagSettings`` keys of the current run's ``config["configurable"]`` (other keys,
+    such as ``thread_id``, are not settings), or ``None`` outside a run or without any."""
+    try:
+        configurable = get_config().get("configurable") or {}
+    except RuntimeError:  # not inside a LangGraph run
+        return None
+    named = {k: v for k, v in configurable.items() if k in RagSettings.model_fields}
+    return named or None
 
 
 __all__ = [
@@ -300,6 +316,7 @@ __all__ = [
     "RagSettings",
     "RerankMode",
     "ResolvedKnowledgeBase",
+    "configurable_settings",
     "knowledge_base_specs",
     "settings_from_context",
     "settings_from_runtime",
