@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
@@ -21,6 +22,7 @@ from kbgraph.errors import (
 )
 from kbgraph.retrieval.config import ChunkConfig, ScanConfig, SearchConfig
 from kbgraph.retrieval.filters import SEARCH_KINDS, SearchFilters
+from kbgraph.retrieval.records import SearchResult
 
 from ._progress import TqdmProgress
 from .exit_codes import emit_json, end_quietly, fail_cleanly, printable, stdout_closed
@@ -440,13 +442,26 @@ def search(
         return
     if not results:
         click.echo("No results.")
+    shown = shown_score(results, config)
     for n, r in enumerate(results, 1):
         c = r.chunk
         where = f"{c.source}:{c.line_start}-{c.line_end}"
         extra = f" § {c.section}" if c.section else ""
-        header = printable(f"[{n}] {where}{extra}  score {r.score:.4f}")
+        header = printable(f"[{n}] {where}{extra}  score {shown(r.score)}")
         click.echo(click.style(header, bold=True))
         click.echo("    " + c.text.strip().replace("\n", "\n    "))
+
+
+def shown_score(results: list[SearchResult], config: SearchConfig) -> Callable[[float], str]:
+    """How ``search`` prints a score, saying which one it is. A hybrid RRF score (0.0325)
+    is shown on the scale ``kbgraph ask`` and the subgraph use: over the best one possible,
+    first in every ranked list (so 1.00 is the top), the raw RRF beside it."""
+    rankers = {name for r in results for name in r.ranks}
+    if config.mode is not None or config.fusion != "rrf" or not rankers:
+        kind = config.mode or config.fusion
+        return lambda score: f"{score:.4f} ({kind})"
+    best = sum(config.weights.get(name, 1.0) for name in rankers) / (config.rrf_k + 1)
+    return lambda score: f"{score / best:.2f} (RRF {score:.4f}; 1.00 = first in every list)"
 
 
 @main.command()

@@ -1,0 +1,36 @@
+"""Smaller CLI defects of issue 30, each a regression test that failed before its fix."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from kbgraph.cli import main
+
+DOCS = {
+    "retry.md": "# Retry policy\n\nThe client retries failed requests 4 times.\n",
+    "auth.md": "# Authentication\n\nRotate an API key every 90 days.\n",
+}
+
+
+def _docs(root: Path) -> Path:
+    for rel, text in DOCS.items():
+        (root / rel).write_text(text, encoding="utf-8")
+    return root
+
+
+def test_search_prints_the_score_on_the_scale_ask_uses(tmp_path: Path) -> None:
+    # It printed the raw RRF score (0.0325) where ask printed 0.94 for the same chunk.
+    folder = _docs(tmp_path)
+    assert CliRunner().invoke(main, ["index", str(folder), "--embedding", "fake"]).exit_code == 0
+    args = ["search", str(folder), "How does the client retry?", "--embedding", "fake"]
+    out = CliRunner().invoke(main, args)
+    assert out.exit_code == 0, out.output
+    shown = r"score (\d\.\d\d) \(RRF (0\.\d{4}); 1\.00 = first in every list\)"
+    first = re.search(shown, out.output)
+    assert first, out.output
+    raw = json.loads(CliRunner().invoke(main, [*args, "--json"]).stdout)["results"][0]["score"]
+    assert float(first[1]) == round(raw / (2 / 61), 2) and float(first[2]) == round(raw, 4)
