@@ -308,3 +308,22 @@ def test_a_looping_reason_is_overruled_and_a_long_one_cut(tmp_path: Path) -> Non
     assert out["rag_grounded"] is False
     assert len(out["rag_grounding"]["reasons"][0]) == 300
     assert all(len(g) < 600 for g in out["rag_grounding"]["guidance"])
+
+
+@pytest.mark.parametrize(
+    ("question", "missing"),
+    [
+        ("Comment configurer la politique de réessai ?", ["politique", "réessai"]),
+        (
+            "Wie ändere ich die Anzahl der Wiederholungen?",
+            ["ändere", "die", "anzahl", "wiederholungen"],
+        ),  # fmt: skip
+        ("¿Cómo cambio el número de reintentos?", ["cambio", "número", "reintentos"]),
+    ],
+)
+def test_missing_terms_of_a_question_in_another_language(
+    tmp_path: Path, question: str, missing: list[str]
+) -> None:
+    # issue 30: its stop words ("comment", "la", "wie") were listed as missing terms.
+    out = _run(_state(question), _settings(tmp_path))
+    assert debug_of(out)["steps"][0]["data"]["missing"] == missing
