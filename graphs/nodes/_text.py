@@ -20,7 +20,6 @@ from kbgraph.retrieval.text import QUESTION_STOP_WORDS, stems, word_set, words
 
 from ..turns import marker_of
 
-
 OTHER_STOP_WORDS = word_set(
     """
     le la les une des du de et est ce cette ces qui que quoi comment pourquoi quand où dans

@@ -317,7 +317,7 @@ def test_a_looping_reason_is_overruled_and_a_long_one_cut(tmp_path: Path) -> Non
         (
             "Wie ändere ich die Anzahl der Wiederholungen?",
             ["ändere", "die", "anzahl", "wiederholungen"],
-        ),  # fmt: skip
+        ),
         ("¿Cómo cambio el número de reintentos?", ["cambio", "número", "reintentos"]),
     ],
 )
