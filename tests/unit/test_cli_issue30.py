@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from click.testing import CliRunner
 
@@ -34,3 +35,17 @@ def test_search_prints_the_score_on_the_scale_ask_uses(tmp_path: Path) -> None:
     assert first, out.output
     raw = json.loads(CliRunner().invoke(main, [*args, "--json"]).stdout)["results"][0]["score"]
     assert float(first[1]) == round(raw / (2 / 61), 2) and float(first[2]) == round(raw, 4)
+
+
+def test_ctrl_c_during_index_says_nothing_was_lost(tmp_path: Path, monkeypatch: Any) -> None:
+    # click printed "Aborted!" and exited 1.
+    from kbgraph.retrieval import KnowledgeBase
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(KnowledgeBase, "index", interrupted)
+    out = CliRunner().invoke(main, ["index", str(_docs(tmp_path)), "--embedding", "fake"])
+    assert out.exit_code == 130
+    assert "Aborted!" not in out.output
+    assert out.stderr.startswith("kbgraph: interrupted (Ctrl-C); nothing was lost")

@@ -341,8 +341,10 @@ PUBLIC_API: dict[str, list[str]] = {
     ],
     "kbgraph.exit_codes": [
         "EXIT_CODES",
+        "EXIT_INTERRUPTED",
         "EXIT_STDOUT_CLOSED",
         "EXIT_USAGE",
+        "INTERRUPTED",
         "describe_invalid",
         "emit_json",
         "end_quietly",
