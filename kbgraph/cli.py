@@ -325,6 +325,8 @@ def index(
     with TqdmProgress(enabled=not quiet) as progress:
         report = kb.index(progress=progress, rebuild=rebuild, allow_model_change=False)
     data = report.to_dict()
+    if not data["fileCount"]:
+        _warn_empty(folder, data)
     if as_json:
         emit_json(data)
         return
@@ -335,8 +337,24 @@ def index(
     )
     _echo_skipped(data["skipped"])
     for warning in data["warnings"]:
+        if warning["reason"] == "no-documents":
+            continue  # said on stderr already
         line = f"  warning {warning['path']}: {warning['reason']} ({warning['detail']})"
         click.echo(printable(line))
+
+
+def _warn_empty(folder: Path, data: dict[str, Any]) -> None:
+    """Say on stderr, and in ``data["warnings"]`` (``--json``), that the index holds no
+    document: an empty folder (or one whose files were all left out) indexed and searched
+    without a word, and every search quietly found nothing."""
+    detail = (
+        f"{folder} holds no document kbgraph reads: searches find nothing; add files, or "
+        "check --include / --exclude (kbgraph index --json lists what was skipped)"
+    )
+    click.echo(printable(f"kbgraph: warning: {detail}"), err=True)
+    data.setdefault("warnings", []).append(
+        {"path": ".", "reason": "no-documents", "detail": detail}
+    )
 
 
 # Left out by the user's patterns or by design: counted, not listed (they can be many);
@@ -437,8 +455,11 @@ def search(
     )
     filters = SearchFilters(paths=paths, kinds=kinds)  # type: ignore[arg-type]
     results = kb.search(query, filters=filters, config=config)
+    out: dict[str, Any] = {"results": [r.to_dict() for r in results]}
+    if not results and not kb.stats().to_dict()["fileCount"]:
+        _warn_empty(folder, out)
     if as_json:
-        emit_json({"results": [r.to_dict() for r in results]})
+        emit_json(out)
         return
     if not results:
         click.echo("No results.")

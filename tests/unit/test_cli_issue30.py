@@ -49,3 +49,19 @@ def test_ctrl_c_during_index_says_nothing_was_lost(tmp_path: Path, monkeypatch: 
     assert out.exit_code == 130
     assert "Aborted!" not in out.output
     assert out.stderr.startswith("kbgraph: interrupted (Ctrl-C); nothing was lost")
+
+
+def test_an_empty_folder_indexes_and_searches_with_a_warning(tmp_path: Path) -> None:
+    # It indexed and searched without a word: every search quietly found nothing.
+    folder = tmp_path / "empty"
+    folder.mkdir()
+    index = CliRunner().invoke(main, ["index", str(folder), "--embedding", "fake", "--json"])
+    assert index.exit_code == 0, index.output
+    assert "kbgraph: warning: " in index.stderr and "holds no document" in index.stderr
+    assert [w["reason"] for w in json.loads(index.stdout)["warnings"]] == ["no-documents"]
+    args = ["search", str(folder), "retry", "--embedding", "fake"]
+    search = CliRunner().invoke(main, [*args, "--json"])
+    assert search.exit_code == 0 and "holds no document" in search.stderr
+    assert [w["reason"] for w in json.loads(search.stdout)["warnings"]] == ["no-documents"]
+    plain = CliRunner().invoke(main, args)
+    assert plain.stdout == "No results.\n" and plain.stderr.count("holds no document") == 1
