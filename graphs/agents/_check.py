@@ -295,7 +295,9 @@ def _replaced(
     last = _answer_message(state)
     if last is not None and last.id is not None:
         new_id = (source.id if source is not None else None) or f"kbgraph-{uuid.uuid4()}"
-        message = mark_answer(AIMessage(content=text, id=new_id), state, mode)
+        message = AIMessage(content=text, id=new_id)
+        if "rag_should_retrieve" in state:  # the chat agent's turns are marked; the tool
+            message = mark_answer(message, state, mode)  # agent's are not
         update["messages"] = [RemoveMessage(id=last.id), message]
     return update
 
