@@ -5,12 +5,18 @@ Pure functions of the final state, so they are easy to test and reuse."""
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kbgraph.retrieval.context import line_span
 
 _MAX_DATA_CHARS = 240
+MAX_LINE_CHARS = 400
+"""Every line of a trace is at most this long: a chat model's reason or proposal can run
+to thousands of characters (a looping small model), and the trace is read line by line."""
+_ATTEMPT_CHARS = 160
 
 
 def _decide(data: Mapping[str, Any]) -> str:
@@ -83,8 +89,13 @@ SUMMARIES: dict[str, Callable[[Mapping[str, Any]], str]] = {
 
 
 def _short(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= _MAX_DATA_CHARS else text[: _MAX_DATA_CHARS - 1] + "…"
+    return bounded(json.dumps(value, ensure_ascii=False, default=str), _MAX_DATA_CHARS)
+
+
+def bounded(text: str, limit: int = MAX_LINE_CHARS) -> str:
+    """``text`` on one line, cut to ``limit`` characters (ending in "…" when cut)."""
+    line = re.sub(r"\s*[\r\n]+\s*", " ", str(text)).rstrip()
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def summarize_step(step: Mapping[str, Any]) -> str:
@@ -96,7 +107,7 @@ def summarize_step(step: Mapping[str, Any]) -> str:
     except (KeyError, TypeError, AttributeError):
         text = _short(data)
     head = f"{step.get('node')} [attempt {step.get('attempt', 0)}, {step.get('path', '?')}"
-    return f"{head}, {float(step.get('ms') or 0):.0f} ms] {text}"
+    return bounded(f"{head}, {float(step.get('ms') or 0):.0f} ms] {text}")
 
 
 def trace_lines(state: Mapping[str, Any]) -> list[str]:
@@ -106,19 +117,26 @@ def trace_lines(state: Mapping[str, Any]) -> list[str]:
     lines = [f"{i}. {summarize_step(step)}" for i, step in enumerate(steps, 1)]
     for fallback in debug.get("fallbacks") or []:
         lines.append(
-            f"   ! {fallback.get('node')} fell back to its heuristic "
-            f"({fallback.get('stage')}): {fallback.get('error')}"
+            "   ! "
+            + bounded(
+                f"{fallback.get('node')} fell back to its heuristic "
+                f"({fallback.get('stage')}): {fallback.get('error')}"
+            )
         )
     for overruling in debug.get("overrulings") or []:
         lines.append(
-            f"   ! {overruling.get('node')} overruled the chat model: {overruling.get('reason')}"
+            "   ! "
+            + bounded(
+                f"{overruling.get('node')} overruled the chat model: {overruling.get('reason')}"
+            )
         )
     n = len(steps)
     mode = state.get("answer_mode", "?")
     error = state.get("answer_error")
-    lines.append(f"{n + 1}. answer [{mode}]" + (f" chat model failed: {error}" if error else ""))
+    failed = f" chat model failed: {error}" if error else ""
+    lines.append(bounded(f"{n + 1}. answer [{mode}]{failed}"))
     if state.get("answer_trimmed"):
-        lines.append(f"   ! {state['answer_trimmed']}")
+        lines.append("   ! " + bounded(state["answer_trimmed"]))
     resolved = len(state.get("answer_citations") or [])
     unresolved = len(state.get("answer_unresolved") or [])
     lines.append(f"{n + 2}. extract_citations {resolved} markers resolved, {unresolved} unresolved")
@@ -130,7 +148,20 @@ def trace_lines(state: Mapping[str, Any]) -> list[str]:
             f"{n + 3}. check_answer [{check.get('judge')}, {check.get('policy')}] {shown}, "
             f"{check.get('action')}, {float(check.get('ms') or 0):.0f} ms"
         )
+        lines += [f"   ! {line}" for line in attempt_lines(check)]
     return lines
+
+
+def attempt_lines(check: Mapping[str, Any]) -> list[str]:
+    """The chat model's answers that ``policy="repair"`` did not show, each with why."""
+    out = []
+    for i, attempt in enumerate(check.get("attempts") or [], 1):
+        problems = "; ".join(attempt.get("problems") or [])
+        if not problems:
+            continue
+        text = bounded(str(attempt.get("text") or ""), _ATTEMPT_CHARS)
+        out.append(bounded(f"answer {i} not shown ({problems}): {text!r}"))
+    return out
 
 
 def source_lines(citations: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -169,6 +200,10 @@ _ACTIONS = {
     "regenerated": "the first answer was written again (it had unsupported claims)",
     "replaced": "the answer was replaced by quotes of the sources (its score was below {t})",
 }
+_REPAIRED = {
+    "regenerated": "the first answer was written again ({why})",
+    "replaced": "the answer was replaced by quotes of the sources ({why})",
+}
 
 
 def check_lines(state: Mapping[str, Any]) -> list[str]:
@@ -187,16 +222,28 @@ def check_lines(state: Mapping[str, Any]) -> list[str]:
         f"Answer check ({check.get('judge')}): {supported} of {len(claims)} claims supported "
         f"by the sources (score {float(check['score']):.2f})"
     ]
-    action = _ACTIONS.get(str(check.get("action")))
+    attempts = check.get("attempts") or []
+    why = "; ".join(attempts[0].get("problems") or []) if attempts else ""
+    action = (_REPAIRED if why else _ACTIONS).get(str(check.get("action")))
     if action:
-        lines.append(f"  {action.format(t=check.get('threshold'))}")
+        lines.append(bounded(f"  {action.format(t=check.get('threshold'), why=why)}"))
+    return lines + _unsupported_lines(claims)
+
+
+def _unsupported_lines(claims: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each unsupported claim once, with how often the answer made it (a looping answer
+    makes one claim dozens of times)."""
+    counts: Counter[tuple[str, str]] = Counter()
     for claim in claims:
         if not claim.get("supported"):
             how = "contradicted" if claim.get("verdict") == "contradicted" else "not supported"
             # A fact the sources do not state is named: "8443 is in no cited source".
             why = f" — {claim.get('reason')}" if claim.get("cause") == "unstated_fact" else ""
-            lines.append(f"  {how}: {claim.get('text')}{why}")
-    return lines
+            counts[(how, f"{claim.get('text')}{why}")] += 1
+    return [
+        bounded(f"  {how}{f' ({n} times)' if n > 1 else ''}: {text}")
+        for (how, text), n in counts.items()
+    ]
 
 
 def unresolved_lines(state: Mapping[str, Any]) -> list[str]:
@@ -207,7 +254,10 @@ def unresolved_lines(state: Mapping[str, Any]) -> list[str]:
 
 
 __all__ = [
+    "MAX_LINE_CHARS",
     "SUMMARIES",
+    "attempt_lines",
+    "bounded",
     "check_lines",
     "source_lines",
     "summarize_step",

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NotRequired
 
+from langgraph.config import get_config
 from pydantic import Field, PrivateAttr, field_validator
 from typing_extensions import TypedDict
 
@@ -29,7 +30,7 @@ from kbgraph.retrieval.config import ChunkConfig, SearchConfig
 from kbgraph.retrieval.validation import Settings
 
 RerankMode = Literal["heuristic", "llm", "none", "cross_encoder"]
-AnswerPolicy = Literal["flag", "regenerate", "extractive", "off"]
+AnswerPolicy = Literal["repair", "flag", "regenerate", "extractive", "off"]
 FOLDER_ENV = "KBGRAPH_FOLDER"
 MAX_REWRITES_LIMIT = 5
 
@@ -66,14 +67,17 @@ class AnswerCheckSettings(Settings):
     """How the ready agents check a generated answer against the sources it cites
     (:func:`kbgraph.evals.check_answer`). ``judge``: ``offline`` (default: no LLM, the
     packaged local model), ``overlap`` (word overlap, no model) or a chat model spec for an
-    LLM judge. ``policy``: ``flag`` (default) records the check and the unsupported claims;
+    LLM judge. ``policy``: ``repair`` (default) never shows an answer that loops, was cut
+    off, cites no source while sources exist or scores below ``threshold``: it is written
+    once more with those reasons, then replaced by the extractive answer saying why (both
+    attempts kept in ``answer_check``); ``flag`` records the check and the unsupported claims;
     ``regenerate`` asks the chat model once more, naming the unsupported claims, when any
     claim is unsupported (the better-supported answer is kept); ``extractive`` replaces an
     answer scored below ``threshold`` by the extractive answer (quotes of the sources);
     ``off`` checks nothing."""
 
     judge: str = Field(default="offline", min_length=1)
-    policy: AnswerPolicy = "flag"
+    policy: AnswerPolicy = "repair"
     threshold: float = Field(default=0.5, ge=0.0, le=1.0, allow_inf_nan=False)
 
 
@@ -282,10 +286,25 @@ def settings_from_context(context: Any) -> RagSettings:
 
 def settings_from_runtime(runtime: Any) -> RagSettings:
     """The settings of a run: ``runtime`` is a LangGraph ``Runtime`` (its ``context`` may be
-    ``None``, a dict or a dataclass), or ``None``; a context passed directly also works."""
+    ``None``, a dict or a dataclass), or ``None``; a context passed directly also works.
+    Without a context, the settings named in the run's ``config["configurable"]`` are used,
+    as the LangGraph server does (it copies ``configurable`` into a missing context): in
+    process they were ignored without a word, and the run searched nothing."""
     if isinstance(runtime, (Mapping, RagSettings)):
         return settings_from_context(runtime)
-    return settings_from_context(getattr(runtime, "context", None))
+    context = getattr(runtime, "context", None)
+    return settings_from_context(configurable_settings() if context is None else context)
+
+
+def configurable_settings() -> dict[str, Any] | None:
+    """The ``RagSettings`` keys of the current run's ``config["configurable"]`` (other keys,
+    such as ``thread_id``, are not settings), or ``None`` outside a run or without any."""
+    try:
+        configurable = get_config().get("configurable") or {}
+    except RuntimeError:  # not inside a LangGraph run
+        return None
+    named = {k: v for k, v in configurable.items() if k in RagSettings.model_fields}
+    return named or None
 
 
 __all__ = [
@@ -297,6 +316,7 @@ __all__ = [
     "RagSettings",
     "RerankMode",
     "ResolvedKnowledgeBase",
+    "configurable_settings",
     "knowledge_base_specs",
     "settings_from_context",
     "settings_from_runtime",

@@ -26,6 +26,8 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from typing_extensions import TypedDict
 
+from kbgraph.errors import ConfigError
+
 TURN_KEY = "kbgraph"
 MAX_SOURCES = 3
 
@@ -66,8 +68,32 @@ def turn_marker(state: Mapping[str, Any], mode: str | None = None) -> TurnMarker
     return marker
 
 
+MARKED_KEYS = ("rag_should_retrieve", "rag_grounded", "rag_citations")
+"""The state keys a marker is made of: a parent graph's ``State`` must declare all three
+(LangGraph drops the subgraph's keys its parent does not declare)."""
+_SUBGRAPH_KEYS = (*MARKED_KEYS, "rag_context", "rag_queries", "rag_grounding")
+
+
+def check_marked_keys(state: Mapping[str, Any]) -> None:
+    """Raise a ``ConfigError`` when ``state`` holds the subgraph's output but not every key a
+    marker reads: a parent ``State`` without ``rag_should_retrieve`` marked each reply
+    "retrieved: False" after a real retrieval, and later turns reasoned on it."""
+    if not any(key in state for key in _SUBGRAPH_KEYS):
+        return  # no retrieval in this conversation yet: nothing to mark wrongly
+    missing = [key for key in MARKED_KEYS if key not in state]
+    if missing:
+        raise ConfigError(
+            f"mark_answer: the state has no {', '.join(missing)}, so the turn marker would "
+            "be wrong; declare rag_should_retrieve: bool, rag_grounded: bool and "
+            "rag_citations: list[dict] in your graph's State (or subclass "
+            "kbgraph.graphs.RagOutput)"
+        )
+
+
 def mark_answer(message: AIMessage, state: Mapping[str, Any], mode: str | None = None) -> AIMessage:
-    """A copy of ``message`` carrying the marker of the turn in ``state``."""
+    """A copy of ``message`` carrying the marker of the turn in ``state`` (a ``ConfigError``
+    when ``state`` lacks a key the marker reads: see :func:`check_marked_keys`)."""
+    check_marked_keys(state)
     metadata = {**message.response_metadata, TURN_KEY: dict(turn_marker(state, mode))}
     return message.model_copy(update={"response_metadata": metadata})
 
@@ -106,10 +132,12 @@ def reply_after(messages: Sequence[BaseMessage], index: int) -> AIMessage | None
 
 
 __all__ = [
+    "MARKED_KEYS",
     "MAX_SOURCES",
     "TURN_KEY",
     "TurnMarker",
     "TurnSource",
+    "check_marked_keys",
     "mark_answer",
     "marker_of",
     "reply_after",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
@@ -21,6 +22,7 @@ from kbgraph.errors import (
 )
 from kbgraph.retrieval.config import ChunkConfig, ScanConfig, SearchConfig
 from kbgraph.retrieval.filters import SEARCH_KINDS, SearchFilters
+from kbgraph.retrieval.records import SearchResult
 
 from ._progress import TqdmProgress
 from .exit_codes import emit_json, end_quietly, fail_cleanly, printable, stdout_closed
@@ -323,6 +325,8 @@ def index(
     with TqdmProgress(enabled=not quiet) as progress:
         report = kb.index(progress=progress, rebuild=rebuild, allow_model_change=False)
     data = report.to_dict()
+    if not data["fileCount"]:
+        _warn_empty(folder, data)
     if as_json:
         emit_json(data)
         return
@@ -333,8 +337,24 @@ def index(
     )
     _echo_skipped(data["skipped"])
     for warning in data["warnings"]:
+        if warning["reason"] == "no-documents":
+            continue  # said on stderr already
         line = f"  warning {warning['path']}: {warning['reason']} ({warning['detail']})"
         click.echo(printable(line))
+
+
+def _warn_empty(folder: Path, data: dict[str, Any]) -> None:
+    """Say on stderr, and in ``data["warnings"]`` (``--json``), that the index holds no
+    document: an empty folder (or one whose files were all left out) indexed and searched
+    without a word, and every search quietly found nothing."""
+    detail = (
+        f"{folder} holds no document kbgraph reads: searches find nothing; add files, or "
+        "check --include / --exclude (kbgraph index --json lists what was skipped)"
+    )
+    click.echo(printable(f"kbgraph: warning: {detail}"), err=True)
+    data.setdefault("warnings", []).append(
+        {"path": ".", "reason": "no-documents", "detail": detail}
+    )
 
 
 # Left out by the user's patterns or by design: counted, not listed (they can be many);
@@ -435,18 +455,34 @@ def search(
     )
     filters = SearchFilters(paths=paths, kinds=kinds)  # type: ignore[arg-type]
     results = kb.search(query, filters=filters, config=config)
+    out: dict[str, Any] = {"results": [r.to_dict() for r in results]}
+    if not results and not kb.stats().to_dict()["fileCount"]:
+        _warn_empty(folder, out)
     if as_json:
-        emit_json({"results": [r.to_dict() for r in results]})
+        emit_json(out)
         return
     if not results:
         click.echo("No results.")
+    shown = shown_score(results, config)
     for n, r in enumerate(results, 1):
         c = r.chunk
         where = f"{c.source}:{c.line_start}-{c.line_end}"
         extra = f" § {c.section}" if c.section else ""
-        header = printable(f"[{n}] {where}{extra}  score {r.score:.4f}")
+        header = printable(f"[{n}] {where}{extra}  score {shown(r.score)}")
         click.echo(click.style(header, bold=True))
         click.echo("    " + printable(c.text.strip(), lines=True).replace("\n", "\n    "))
+
+
+def shown_score(results: list[SearchResult], config: SearchConfig) -> Callable[[float], str]:
+    """How ``search`` prints a score, saying which one it is. A hybrid RRF score (0.0325)
+    is shown on the scale ``kbgraph ask`` and the subgraph use: over the best one possible,
+    first in every ranked list (so 1.00 is the top), the raw RRF beside it."""
+    rankers = {name for r in results for name in r.ranks}
+    if config.mode is not None or config.fusion != "rrf" or not rankers:
+        kind = config.mode or config.fusion
+        return lambda score: f"{score:.4f} ({kind})"
+    best = sum(config.weights.get(name, 1.0) for name in rankers) / (config.rrf_k + 1)
+    return lambda score: f"{score / best:.2f} (RRF {score:.4f}; 1.00 = first in every list)"
 
 
 @main.command()

@@ -26,6 +26,12 @@ from kbgraph.errors import (
 EXIT_USAGE = 2
 # 128 + SIGPIPE: what a shell reports for a Unix tool whose reader went away (`| head -1`).
 EXIT_STDOUT_CLOSED = 141
+# 128 + SIGINT: what a shell reports for a tool stopped with Ctrl-C.
+EXIT_INTERRUPTED = 130
+INTERRUPTED = (
+    "interrupted (Ctrl-C); nothing was lost: an index changes only when a run completes, "
+    "so it is as it was before this run; run the command again to finish"
+)
 EXIT_CODES: dict[type[Exception], int] = {
     ConfigError: EXIT_USAGE,
     IndexNotFoundError: 3,
@@ -91,6 +97,11 @@ def failing_as(prefix: str) -> Callable[[F], F]:
                 code = next((c for t, c in EXIT_CODES.items() if isinstance(exc, t)), 1)
                 click.echo(f"{prefix}: {printable(str(exc))}", err=True)
                 sys.exit(code)
+            except KeyboardInterrupt:
+                # click would print "Aborted!" and exit 1, which says neither what became of
+                # the index nor that the user stopped it.
+                click.echo(f"{prefix}: {INTERRUPTED}", err=True)
+                sys.exit(EXIT_INTERRUPTED)
             except (OSError, ValueError) as exc:
                 if isinstance(exc, BrokenPipeError) and stdout_closed():
                     end_quietly()  # not a failure: the reader had read enough
@@ -140,8 +151,10 @@ def emit_json(data: Any) -> None:
 
 __all__ = [
     "EXIT_CODES",
+    "EXIT_INTERRUPTED",
     "EXIT_STDOUT_CLOSED",
     "EXIT_USAGE",
+    "INTERRUPTED",
     "describe_invalid",
     "emit_json",
     "end_quietly",

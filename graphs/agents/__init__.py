@@ -26,6 +26,7 @@ from .react import build_tool_agent
 from .state import (
     AgentInput,
     AnswerAction,
+    AnswerAttempt,
     AnswerCheckRecord,
     AnswerKeys,
     AnswerMode,
@@ -40,6 +41,7 @@ tool_agent = build_tool_agent()
 __all__ = [
     "AgentInput",
     "AnswerAction",
+    "AnswerAttempt",
     "AnswerCheckRecord",
     "AnswerKeys",
     "AnswerMode",

@@ -3,7 +3,13 @@ checked against the sources it cites (:func:`kbgraph.evals.check_answer`, the of
 by default), and ``RagSettings.answer_check.policy`` decides what happens to an answer the
 sources do not support:
 
-* ``flag`` (default): nothing changes but ``answer_check`` (and ``kbgraph ask`` prints the
+* ``repair`` (default): an answer that must not be shown (it loops, was cut off, cites no
+  source while sources exist, or scores below ``threshold``; see
+  :mod:`kbgraph.graphs.agents._problems`) is written once more with those reasons named;
+  when the second answer has a problem too, the extractive answer replaces it, its header
+  saying why. Both attempts stay in ``answer_check["attempts"]`` (and ``--trace``). An
+  answer with none of these problems is never touched;
+* ``flag``: nothing changes but ``answer_check`` (and ``kbgraph ask`` prints the
   unsupported sentences);
 * ``regenerate``: when a claim is unsupported, the model answers once more with those claims
   named; the answer the sources support better is kept;
@@ -12,17 +18,20 @@ sources do not support:
 
 Extractive answers, canned replies and not-found messages are not the model's and are not
 checked. A reply made without retrieval (small talk, an off-topic question) is checked
-against no source: what it claims, nothing supports. Replacing an answer replaces its
-message in ``messages`` (same id) and resolves its ``[N]`` markers again.
+against no source: what it claims, nothing supports. Replacing an answer removes its
+message from ``messages`` and appends the new one under a new id (so that
+``stream_mode="messages"`` shows the replacement, once), and resolves its ``[N]`` markers
+again. A second answer is not streamed token by token (it may be replaced in turn).
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage
 from langgraph.runtime import Runtime
 
 from kbgraph.evals.answer_check import AnswerCheck, unsupported
@@ -33,19 +42,21 @@ from kbgraph.prompts import render_prompt
 from ..nodes._base import run_outage
 from ..nodes._text import question_of
 from ..settings import AnswerCheckSettings, RagSettings, settings_from_runtime
-from ..structured import describe_error
+from ..structured import INTERNAL, describe_error
 from ..turns import mark_answer
 from ._common import citation_update, model_for
-from .state import AnswerAction, AnswerCheckRecord
+from ._problems import answer_problems
+from .state import AnswerAction, AnswerAttempt, AnswerCheckRecord
 
 PromptFor = Callable[[Mapping[str, Any], BaseChatModel, RagSettings], list[BaseMessage]]
 """The messages a state's answer was written from (regeneration repeats them)."""
+Extractive = Callable[[Mapping[str, Any], str], str]
 
 
 def make_check_node(
     chat_model: BaseChatModel | None,
     prompt_for: PromptFor,
-    extractive: Callable[[Mapping[str, Any], str], str],
+    extractive: Extractive,
     judge: Judge | None = None,
 ) -> Any:
     """The node; ``judge`` (any :class:`kbgraph.evals.Judge`) overrides the settings'
@@ -66,12 +77,18 @@ def make_check_node(
         check = check_with(answer, citations, question=question, judge=chosen)
         flagged: AnswerAction = "flagged" if unsupported(check) else "none"
         update: dict[str, Any] = {"answer_check": _record(check, config, flagged)}
-        if not with_sources or check["error"] or model is None or run_outage(state):
+        if not with_sources:
+            return update
+        if config.policy == "repair":
+            usable = model is not None and run_outage(state) is None
+            redo = _Redo(state, model, settings, prompt_for, chosen) if usable else None
+            return _repaired(state, check, config, citations, extractive, update, redo)
+        if check["error"] or model is None or run_outage(state):
             return update
         if config.policy == "regenerate" and unsupported(check):
             prompt = _regeneration_prompt(state, model, settings, prompt_for, check)
-            redo = _regenerated(state, model, prompt, check, config, citations, chosen)
-            return redo or update
+            redo_once = _regenerated(state, model, prompt, check, config, citations, chosen)
+            return redo_once or update
         if config.policy == "extractive" and (check["score"] or 0.0) < config.threshold:
             why = f"the chat model's answer scored {check['score'] or 0:.2f} against its sources"
             return _replaced(state, extractive(state, why), "extractive", check, config, citations)
@@ -103,17 +120,20 @@ def _regeneration_prompt(
     settings: RagSettings,
     prompt_for: PromptFor,
     check: AnswerCheck,
+    request: str | None = None,
 ) -> Callable[[], list[BaseMessage]]:
-    """The answer's own prompt, the answer, then the unsupported claims named."""
+    """The answer's own prompt, the answer, then ``request`` (by default: the unsupported
+    claims named)."""
 
     def prompt() -> list[BaseMessage]:
         claims = "\n".join(f"- {c['text']}" for c in unsupported(check))
+        asked = request or render_prompt("agent_regenerate", claims=claims)
         last = _answer_message(state)
         before = list(state.get("messages") or [])[: -1 if last is not None else None]
         return [
             *prompt_for({**state, "messages": before}, model, settings),
             AIMessage(str(state.get("answer") or "")),
-            HumanMessage(render_prompt("agent_regenerate", claims=claims).strip()),
+            HumanMessage(asked.strip()),
         ]
 
     return prompt
@@ -131,16 +151,119 @@ def _regenerated(
     """The answer written again, when the sources support it better than the first (else
     ``None``: the first stays, flagged)."""
     try:
-        text = model.invoke(prompt()).text
+        message = model.invoke(prompt(), config=INTERNAL)
     except Exception as exc:  # the first answer stands; say why the second is missing
         record = _record(check, config, "flagged")
         record["error"] = f"regeneration failed: {describe_error(exc)}"
         return {"answer_check": record}
+    text = message.text
     question = question_of(dict(state))
     second = check_with(text, citations, question=question, judge=judge)
     if not text.strip() or (second["score"] or 0.0) <= (check["score"] or 0.0):
         return None
-    return _replaced(state, text, "llm", second, config, citations, first=check)
+    return _replaced(state, text, "llm", second, config, citations, first=check, source=message)
+
+
+class _Redo:
+    """The ``repair`` policy's one more try: the answer's own prompt, the answer, and why
+    it cannot be shown."""
+
+    def __init__(
+        self,
+        state: Mapping[str, Any],
+        model: BaseChatModel | None,
+        settings: RagSettings,
+        prompt_for: PromptFor,
+        judge: Judge | str,
+    ) -> None:
+        self.state, self.model, self.settings = state, model, settings
+        self.prompt_for, self.judge = prompt_for, judge
+
+    def __call__(
+        self, problems: list[str], check: AnswerCheck, citations: list[Any]
+    ) -> tuple[AIMessage, AnswerCheck] | str:
+        """The second answer and its check, or why there is none."""
+        assert self.model is not None  # _Redo is only made with a model
+        claims = list(dict.fromkeys(c["text"] for c in unsupported(check)))[:MAX_CLAIMS_NAMED]
+        reasons = [*problems, *(f"the sources do not say: {c}" for c in claims)]
+        request = render_prompt("agent_repair", problems="\n".join(f"- {r}" for r in reasons))
+        prompt = _regeneration_prompt(
+            self.state, self.model, self.settings, self.prompt_for, check, request
+        )
+        try:
+            # Not streamed: this answer may be replaced in turn; the one kept is emitted
+            # whole when the node ends.
+            message = self.model.invoke(prompt(), config=INTERNAL)
+        except Exception as exc:
+            return f"writing it again failed: {describe_error(exc)}"
+        question = question_of(dict(self.state))
+        return message, check_with(message.text, citations, question=question, judge=self.judge)
+
+
+MAX_CLAIMS_NAMED = 3
+MAX_WHY_CHARS = 300
+
+
+def _attempt(
+    text: str,
+    message: AIMessage | None,
+    check: AnswerCheck,
+    citations: list[Any],
+    config: AnswerCheckSettings,
+) -> AnswerAttempt:
+    cited = citation_update(text, citations)["answer_citations"]
+    score = None if check["error"] else check["score"]
+    problems = answer_problems(
+        text, message=message, sources=len(citations), cited=len(cited), score=score,
+        threshold=config.threshold,
+    )  # fmt: skip
+    return {"text": text, "score": check["score"], "problems": problems}
+
+
+def _repaired(
+    state: Mapping[str, Any],
+    check: AnswerCheck,
+    config: AnswerCheckSettings,
+    citations: list[Any],
+    extractive: Extractive,
+    update: dict[str, Any],
+    redo: _Redo | None,
+) -> dict[str, Any]:
+    """The ``repair`` policy: the answer as it is when it may be shown; else written once
+    more with the reasons; else the extractive answer, saying why."""
+    text = str(state.get("answer") or "")
+    first = _attempt(text, _answer_message(state), check, citations, config)
+    if not first["problems"] or not citations:
+        # Without sources (the tool agent answered without a search) there is nothing to
+        # quote instead: the check's verdict is recorded, as under ``flag``.
+        return update
+    attempts = [first]
+    if redo is not None:
+        second = redo(first["problems"], check, citations)
+        if isinstance(second, str):
+            attempts.append({"text": "", "score": None, "problems": [second]})
+        else:
+            message, checked = second
+            attempts.append(_attempt(message.text, message, checked, citations, config))
+            if not attempts[-1]["problems"]:
+                out = _replaced(
+                    state, message.text, "llm", checked, config, citations, first=check,
+                    source=message,
+                )  # fmt: skip
+                out["answer_check"]["attempts"] = attempts
+                return out
+    out = _replaced(state, extractive(state, _why(attempts)), "fallback", check, config, citations)
+    out["answer_check"]["attempts"] = attempts
+    return out
+
+
+def _why(attempts: list[AnswerAttempt]) -> str:
+    """One line: why the extractive answer is shown."""
+    why = f"the chat model's answer was not shown: {'; '.join(attempts[0]['problems'])}"
+    if len(attempts) > 1:
+        why += f"; written again, {'; '.join(attempts[1]['problems'])}"
+    why = " ".join(why.split())
+    return why if len(why) <= MAX_WHY_CHARS else why[: MAX_WHY_CHARS - 1] + "…"
 
 
 def _replaced(
@@ -152,8 +275,13 @@ def _replaced(
     citations: list[Any],
     *,
     first: AnswerCheck | None = None,
+    source: AIMessage | None = None,
 ) -> dict[str, Any]:
-    """The state update that puts ``text`` in place of the answer (and of its message)."""
+    """The state update that puts ``text`` in place of the answer (and of its message).
+    The old message is removed and the new one appended under a new id (the second
+    answer's own, when the model wrote it): LangGraph's ``stream_mode="messages"`` emits a
+    message whose id it has seen never again, so a replacement under the old id would never
+    reach a chat UI."""
     action: AnswerAction = "regenerated" if first is not None else "replaced"
     record = _record(check, config, action)
     if first is not None:
@@ -165,8 +293,12 @@ def _replaced(
         **citation_update(text, citations),
     }
     last = _answer_message(state)
-    if last is not None:
-        update["messages"] = [mark_answer(last.model_copy(update={"content": text}), state, mode)]
+    if last is not None and last.id is not None:
+        new_id = (source.id if source is not None else None) or f"kbgraph-{uuid.uuid4()}"
+        message = AIMessage(content=text, id=new_id)
+        if "rag_should_retrieve" in state:  # the chat agent's turns are marked; the tool
+            message = mark_answer(message, state, mode)  # agent's are not
+        update["messages"] = [RemoveMessage(id=last.id), message]
     return update
 
 

@@ -67,6 +67,9 @@ class Reply:
     mode: AnswerMode
     error: str | None = None
     trimmed: str | None = None  # how the sources were cut to fit the model's window
+    # The chat model's own message: its id (the one its streamed tokens carried) and its
+    # metadata (finish_reason) are the answer message's.
+    source: AIMessage | None = None
 
 
 def compose_answer(
@@ -80,7 +83,7 @@ def compose_answer(
         skipped = f"chat model not called: {outage['node']} found it down ({outage['error']})"
     if not state.get("rag_should_retrieve"):
         reply = reply_without_retrieval(state, settings, model)
-        return Reply(reply.text, reply.mode, reply.error or skipped)
+        return Reply(reply.text, reply.mode, reply.error or skipped, source=reply.source)
     if not state.get("rag_grounded") or not state.get("rag_citations"):
         return Reply(not_grounded_text(state, settings), "not_grounded")
     if model is None and skipped:
@@ -91,7 +94,8 @@ def compose_answer(
     trimmed = None
     try:
         prompt, trimmed = answer_prompt(state, model)
-        text = model.invoke(prompt).text
+        message = model.invoke(prompt)
+        text = message.text
         if not text.strip():
             raise ValueError("the chat model returned an empty answer")
     # Any failure of the model (timeout, refusal to connect, bad output, a context window
@@ -101,7 +105,7 @@ def compose_answer(
         error = f"{type(exc).__name__}: {exc}"
         why = f"the chat model failed: {type(exc).__name__}"
         return Reply(extractive_text(state, why), "fallback", error, trimmed)
-    return Reply(text, "llm", trimmed=trimmed)
+    return Reply(text, "llm", trimmed=trimmed, source=message)
 
 
 def answer_prompt(
@@ -134,9 +138,9 @@ def reply_without_retrieval(
     if model is not None:
         system = SystemMessage(load_prompt("agent_chitchat_system").strip())
         try:
-            text = model.invoke([system, *state.get("messages", [])]).text
-            if text.strip():
-                return Reply(text, mode)
+            message = model.invoke([system, *state.get("messages", [])])
+            if message.text.strip():
+                return Reply(message.text, mode, source=message)
         except Exception as exc:  # same reason as in compose_answer
             return Reply(_canned(mode, question, settings), mode, f"{type(exc).__name__}: {exc}")
     return Reply(_canned(mode, question, settings), mode)
@@ -184,7 +188,7 @@ def make_answer_node(chat_model: BaseChatModel | None = None) -> Any:
         settings = settings_from_runtime(runtime)
         reply = compose_answer(state, settings, model_for(chat_model, settings))
         return {
-            "messages": [mark_answer(AIMessage(content=reply.text), state, reply.mode)],
+            "messages": [mark_answer(answer_message(reply), state, reply.mode)],
             "answer": reply.text,
             "answer_mode": reply.mode,
             "answer_error": reply.error,
@@ -192,6 +196,19 @@ def make_answer_node(chat_model: BaseChatModel | None = None) -> Any:
         }
 
     return answer
+
+
+def answer_message(reply: Reply) -> AIMessage:
+    """The reply as the answer's message. A model's reply keeps the id its tokens streamed
+    under: ``stream_mode="messages"`` emits a node's new message unless its id was
+    streamed already, so a message without it showed the answer a second time."""
+    if reply.source is None:
+        return AIMessage(content=reply.text)
+    return AIMessage(
+        content=reply.text,
+        id=reply.source.id,
+        response_metadata=dict(reply.source.response_metadata or {}),
+    )
 
 
 def extract_citations_node(state: ChatAgentState) -> dict[str, Any]:
@@ -242,6 +259,7 @@ __all__ = [
     "NODES",
     "RAG_NODE",
     "Reply",
+    "answer_message",
     "answer_prompt",
     "build_chat_agent",
     "compose_answer",

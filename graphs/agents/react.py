@@ -123,9 +123,11 @@ def make_extract_node(tool_name: str) -> Any:
         answer = next((m.text for m in reversed(messages) if isinstance(m, AIMessage)), "")
         by_number = {c["n"]: c for c in previous_citations(messages, tool_name)}
         citations = [by_number[n] for n in sorted(by_number)]
+        # The step-limit message is the agent's, not the model's: it is not checked.
+        stopped = answer == load_prompt("agent_step_limit").strip()
         return {
             "answer": answer,
-            "answer_mode": "llm",
+            "answer_mode": "stopped" if stopped else "llm",
             "answer_error": None,
             "rag_citations": citations,
             **citation_update(answer, citations),

@@ -14,10 +14,14 @@ from kbgraph.evals.answer_check import AnswerCheck
 from ..citations import ResolvedCitation, UncitedSource, UnresolvedMarker
 from ..state import Citation, RagOutput
 
-AnswerMode = Literal["llm", "extractive", "fallback", "small_talk", "answered", "not_grounded"]
+AnswerMode = Literal[
+    "llm", "extractive", "fallback", "small_talk", "answered", "not_grounded", "stopped"
+]
 """How the answer was made: by the chat model from the sources; extractively (no chat
-model); extractively because the chat model failed; a reply without retrieval (small talk,
-or a question the conversation already answers); or a not-found message with guidance."""
+model); extractively because the chat model failed or its answer could not be shown
+(``answer_check.policy="repair"``); a reply without retrieval (small talk,
+or a question the conversation already answers); a not-found message with guidance; or
+the tool agent's message that it stopped at its limit of searches or steps."""
 
 
 class AgentInput(TypedDict, total=False):
@@ -28,18 +32,31 @@ class AgentInput(TypedDict, total=False):
 AnswerAction = Literal["none", "flagged", "regenerated", "replaced"]
 """What the answer check did: nothing to do (every claim supported, or none made), flagged
 unsupported claims (``policy="flag"``, or a regeneration that did not do better), wrote
-the answer again (``regenerate``), or replaced it by the extractive one (``extractive``)."""
+the answer again (``regenerate``, or ``repair`` with a second answer that may be shown),
+or replaced it by the extractive one (``extractive``, or ``repair`` when neither answer may
+be shown)."""
+
+
+class AnswerAttempt(TypedDict):
+    """One answer the chat model wrote under ``policy="repair"``: its text, its answer
+    check's score, and why it was not shown (empty: it was)."""
+
+    text: str
+    score: float | None
+    problems: list[str]
 
 
 class AnswerCheckRecord(AnswerCheck):
     """``answer_check``: the check of the answer (:class:`kbgraph.evals.AnswerCheck`: score,
-    claims with verdicts and evidence, judge), the policy and threshold it ran under, what it
-    did, and after a regeneration the check of the ``first`` answer."""
+        claims with verdicts and evidence, judge), the policy and threshold it ran under, what it
+        did, after a regeneration the check of the ``first`` answer, and under ``repair``, when
+    an answer was not shown, each ``attempts`` of the chat model (kept here, never lost)."""
 
     policy: str
     threshold: float
     action: AnswerAction
     first: NotRequired[AnswerCheck]
+    attempts: NotRequired[list[AnswerAttempt]]
 
 
 class AnswerKeys(TypedDict, total=False):
@@ -79,6 +96,7 @@ class ToolAgentState(ToolAgentOutput, total=False):
 __all__ = [
     "AgentInput",
     "AnswerAction",
+    "AnswerAttempt",
     "AnswerCheckRecord",
     "AnswerKeys",
     "AnswerMode",

@@ -1,4 +1,5 @@
-"""Which of a chat model's rewrites of a question are worth a search.
+"""Which of a chat model's rewrites of a question are worth a search, and which of its
+other free-text proposals (a node's reason, a scope's list of kinds) can be taken.
 
 A small model asked for a standalone question, a keyword query and a paraphrase may answer
 with a timestamp, forty repetitions of one sentence, a topic of its own or another
@@ -88,4 +89,39 @@ def screen_rewrites(
     return kept, dropped
 
 
-__all__ = ["dominant_script", "is_repetitive", "rewrite_problem", "screen_rewrites"]
+REASON_CHARS = 300
+"""A chat model's reason (DecideRetrieve, SelectScope, GroundingCheck) is one short sentence
+by its prompt; a small model may write two thousand characters of one sentence looping."""
+
+
+def screen_reason(reason: str, limit: int = REASON_CHARS) -> tuple[str, str | None]:
+    """A model's reason as it may be kept, and what was wrong with it (``None``: nothing).
+    A long reason that repeats itself says nothing: it is dropped (``""``); any other long
+    one is cut to ``limit`` characters."""
+    text = " ".join(reason.split())
+    if len(text) <= limit:
+        return text, None
+    if is_repetitive(words(text)):
+        return "", f"its reason repeats itself ({len(text)} characters)"
+    return text[: limit - 1] + "…", f"its reason was cut to {limit} characters (of {len(text)})"
+
+
+def list_problem(items: Sequence[str], limit: int) -> str | None:
+    """Why a proposed list (a scope's kinds or paths) is junk, or ``None``: more entries than
+    there are to choose from (``limit``), or the same entries again and again."""
+    folded = [item.strip().casefold() for item in items]
+    distinct = len(set(folded))
+    if len(folded) > limit or (len(folded) > 1 and is_repetitive(folded)):
+        return f"{len(folded)} entries, {distinct} distinct"
+    return None
+
+
+__all__ = [
+    "REASON_CHARS",
+    "dominant_script",
+    "is_repetitive",
+    "list_problem",
+    "rewrite_problem",
+    "screen_reason",
+    "screen_rewrites",
+]

@@ -16,17 +16,37 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from kbgraph.prompts import load_prompt
-from kbgraph.retrieval.text import QUESTION_STOP_WORDS, stems, words
+from kbgraph.retrieval.text import QUESTION_STOP_WORDS, stems, word_set, words
 
 from ..turns import marker_of
 
+OTHER_STOP_WORDS = word_set(
+    """
+    le la les une des du de et est ce cette ces qui que quoi comment pourquoi quand où dans
+    sur pour avec sans par au aux je tu il elle nous vous ils elles mon ma mes sa ses leur
+    leurs ne pas qu est-ce quel quelle quels quelles être avoir faire peut dois
+    der das dem den ein eine einer eines einem einen und ist sind wie wo wann warum wer
+    welche welcher welches mit für von zu zum zur im auf aus bei nach über unter ich du er
+    wir ihr es nicht kein keine kann können muss soll wird werden haben oder auch noch nur
+    sich mich mir dich dir
+    el los las unos unas del al para qué cómo como cuándo dónde donde cuál cuáles quién
+    mi su sus lo les más muy está están puedo puede
+    il gli della dei delle nel nella che chi cosa dove perché quale è sono non ci
+    um uma são dos das nas em com sem onde porque qual quais eu você ela não
+    """
+)
+"""Function and question words of French, German, Spanish, Italian and Portuguese that are
+no English word a document might be about: a question asked in another language than the
+documents listed them as "missing terms" (``la``, ``comment``, ``wie``)."""
+
 
 def content_terms(text: str) -> list[str]:
-    """The topic words of ``text``: no stop words, no one-letter words, each once, in
-    order of first appearance."""
+    """The topic words of ``text``: no stop words (English, or the commonest of five other
+    languages), no one-letter words, each once, in order of first appearance."""
     seen: dict[str, None] = {}
     for word in words(text):
-        if word not in QUESTION_STOP_WORDS and (len(word) > 1 or word.isdigit()):
+        stop = word in QUESTION_STOP_WORDS or word in OTHER_STOP_WORDS
+        if not stop and (len(word) > 1 or word.isdigit()):
             seen.setdefault(word, None)
     return list(seen)
 
@@ -112,6 +132,7 @@ def coverage(question_terms: Sequence[str], text: str) -> tuple[float, list[str]
 
 
 __all__ = [
+    "OTHER_STOP_WORDS",
     "content_terms",
     "coverage",
     "format_turns",

@@ -34,6 +34,7 @@ from ..turns import marker_of, reply_after
 from ._base import END, NodeDeps, StepRecorder
 from ._closings import ClosingDetector, default_detector
 from ._probe import probe
+from ._rewrite_guard import screen_reason
 from ._text import format_turns, message_text, previous_turns, question_of, term_stems
 from .rewrite_query import standalone
 
@@ -189,9 +190,9 @@ def decide_retrieve(
             conversation=format_turns(previous_turns(state.get("messages") or [])),
             knowledge_bases=", ".join(k.name for k in kbs) or "(none configured)",
         )
-        if proposal is not None:
-            should, reason = proposal.retrieve, proposal.reason or "chat model decision"
-            rec.data["proposal"] = {"retrieve": proposal.retrieve, "reason": proposal.reason}
+        taken = None if proposal is None else _proposed(proposal, heuristic, rec)
+        if taken is not None:
+            should, reason = taken
             if not should:
                 should, reason = _checked_skip(state, question, reason, heuristic, rec, deps)
     rec.data |= {
@@ -207,6 +208,22 @@ def decide_retrieve(
         "reason": "",
     }
     return {**_reset(should, reason, scope), "rag_retrieval_debug": rec.update()}
+
+
+def _proposed(
+    proposal: RetrieveDecision, heuristic: tuple[bool, str], rec: StepRecorder
+) -> tuple[bool, str] | None:
+    """The model's decision and reason, unless its reason repeats itself: a looping model's
+    decision is no evidence, so the heuristic decides (``None``; the overruling recorded).
+    A long reason is cut."""
+    reason, problem = screen_reason(proposal.reason)
+    rec.data["proposal"] = {"retrieve": proposal.retrieve, "reason": reason}
+    if problem and not reason:
+        shown = {"retrieve": proposal.retrieve, "reason": proposal.reason[:120] + "…"}
+        why = f"the chat model's decision is not taken: {problem}"
+        rec.overrule(shown, {"heuristic": heuristic[1]}, {"retrieve": heuristic[0]}, why)
+        return None
+    return proposal.retrieve, reason or "chat model decision"
 
 
 def _checked_skip(

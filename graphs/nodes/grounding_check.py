@@ -43,6 +43,7 @@ from ._base import END, NodeDeps, StepRecorder
 from ._fit_sources import fit_sources
 from ._fusion import SIMILARITY
 from ._llm import context_fallback, prompt_messages
+from ._rewrite_guard import screen_reason
 from ._text import content_terms, coverage, question_of
 from .rewrite_query import plan_queries, tried_queries
 from .select_scope import widest_scope
@@ -52,6 +53,8 @@ NODE = "grounding_check"
 # for the parent graph's own next step.
 STEPS_PER_ATTEMPT = 5
 _CONTEXT_CHARS = 12000
+_SHOWN_CHARS = 120
+MISSING_CHARS = 160
 
 
 class GroundingVerdict(BaseModel):
@@ -221,11 +224,25 @@ def _verdict(state: RagState, rec: StepRecorder, deps: NodeDeps) -> Verdict:
     verdict.trimmed = fit.describe() if fit.trimmed else None
     answer = rec.ask(model, GroundingVerdict, question=full, context=fit.context)
     if answer is not None:
-        verdict.grounded = answer.grounded
-        verdict.reasons = [answer.reason or "chat model verdict", *verdict.reasons]
-        if answer.missing.strip() and not answer.grounded:
-            verdict.missing = [answer.missing.strip(), *verdict.missing]
+        _take(answer, verdict, rec)
     return verdict
+
+
+def _take(answer: GroundingVerdict, verdict: Verdict, rec: StepRecorder) -> None:
+    """The model's verdict in place of the heuristic one, unless its reason repeats itself
+    (a looping model's verdict is no evidence: overruled, the heuristic stands); a long
+    reason or list of missing information is cut."""
+    reason, problem = screen_reason(answer.reason)
+    if problem and not reason:
+        proposal = {"grounded": answer.grounded, "reason": answer.reason[:_SHOWN_CHARS] + "…"}
+        why = f"the chat model's verdict is not taken: {problem}"
+        rec.overrule(proposal, {"heuristic": verdict.reasons}, {"grounded": verdict.grounded}, why)
+        return
+    verdict.grounded = answer.grounded
+    verdict.reasons = [reason or "chat model verdict", *verdict.reasons]
+    missing, _ = screen_reason(answer.missing, MISSING_CHARS)
+    if missing and not answer.grounded:
+        verdict.missing = [missing, *verdict.missing]
 
 
 def grounding_check(

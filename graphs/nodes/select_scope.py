@@ -33,11 +33,13 @@ from ._paths import (
     scope_terms,
 )
 from ._probe import in_scope, probe
+from ._rewrite_guard import list_problem, screen_reason
 from ._text import question_of, term_stems
 from .rewrite_query import standalone
 
 NODE = "select_scope"
 _PROMPT_PATHS = 60
+MAX_PROPOSED_PATHS = 20
 
 
 class ScopeChoice(BaseModel):
@@ -147,6 +149,29 @@ def checked_choice(
     }
 
 
+def screened_choice(choice: ScopeChoice, rec: StepRecorder) -> ScopeChoice:
+    """The model's choice without junk: a list of kinds or paths longer than there is to
+    choose from, or the same entries again and again (a small model wrote 125 kinds), is
+    overruled (no restriction of that kind) and a long reason cut; repeats are dropped."""
+    kinds, paths = list(dict.fromkeys(choice.kinds)), list(dict.fromkeys(choice.paths))
+    for field, items, limit in (("kinds", choice.kinds, len(SCOPE_KINDS)),
+                                ("paths", choice.paths, MAX_PROPOSED_PATHS)):  # fmt: skip
+        problem = list_problem(items, limit)
+        if problem is None:
+            continue
+        shown = list(dict.fromkeys(items))[:10]
+        why = f"the chat model's {field} list is junk ({problem}): no restriction by {field}"
+        rec.overrule({field: shown, "entries": len(items)}, {"limit": limit}, {field: []}, why)
+        if field == "kinds":
+            kinds = []
+        else:
+            paths = []
+    reason, problem = screen_reason(choice.reason)
+    if problem:
+        reason = reason or f"chat model choice ({problem})"
+    return choice.model_copy(update={"kinds": kinds, "paths": paths, "reason": reason})
+
+
 def checked_scope(
     proposed: RagScope,
     state: RagState,
@@ -205,6 +230,7 @@ def select_scope(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps)
     if model is not None:
         choice = rec.ask(model, ScopeChoice, question=question, **_describe(kbs, listings))
         if choice is not None:
+            choice = screened_choice(choice, rec)
             scope = checked_scope(checked_choice(choice, kbs, listings), state, kbs, rec, deps)
     scope = with_terms(scope, question)
     rec.data = {
@@ -219,6 +245,7 @@ __all__ = [
     "checked_choice",
     "checked_scope",
     "heuristic_scope",
+    "screened_choice",
     "select_scope",
     "widest_scope",
     "with_terms",

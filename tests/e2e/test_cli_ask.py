@@ -158,9 +158,14 @@ def test_ask_with_a_local_gguf_model_generates_the_answer_offline(docs_folder: P
     spec = smollm2_spec(n_ctx=2048, max_tokens=48)
     data = ask_json(docs_folder, "How do I change the number of retries?",
                     "--embedding", "fake", "--chat-model", spec)  # fmt: skip
-    assert data["answer_mode"] not in ("extractive", "fallback"), data.get("answer_error")
-    assert data["answer"].strip() and not data["answer"].startswith("Extractive answer")
     assert data["answer_error"] is None
+    if data["answer_mode"] == "fallback":  # written, but not shown (policy "repair"): it
+        # loops, is cut off at max_tokens or cites nothing; the model's text is on record
+        (first, *_) = data["answer_check"]["attempts"]
+        assert first["text"].strip() and first["problems"]
+    else:
+        assert data["answer_mode"] == "llm"
+        assert data["answer"].strip() and not data["answer"].startswith("Extractive answer")
     for marker in data["answer_unresolved"]:
         assert marker["reason"]
     steps = data["rag_retrieval_debug"]["steps"]

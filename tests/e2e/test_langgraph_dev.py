@@ -319,3 +319,34 @@ def test_a_thread_of_the_server_opens_as_a_run_by_its_id(
     assert f'href="{INSPECT}/source/{docs_folder.name}/retry.md?lines=' in html
     missing = httpx.get(f"{base}/api/runs/thread/00000000-0000-4000-8000-000000000000")
     assert missing.status_code == 400 and "no thread" in missing.json()["detail"]
+
+
+def _chat_model(body: dict[str, Any]) -> str:
+    """The subgraph's structured calls get prose (its nodes fall back to their heuristics);
+    the answer cites [1]."""
+    if body.get("response_format") or body.get("tools"):
+        return "not the JSON you asked for"
+    return "Set max_attempts in client.toml to change the number of retries [1]."
+
+
+def test_chat_agent_streams_its_answer_once(client: SyncLangGraphClient, docs_folder: Path) -> None:
+    """stream_mode="messages-tuple" over the server (issue 30): the answer's tokens come
+    under one id, and the whole answer never comes again as a message of its own."""
+    texts: dict[str, str] = {}
+    with OpenAIServer(chat_responder=_chat_model) as chat:
+        spec = f"openai_compatible:fake-chat@{chat.base_url}"
+        for part in client.runs.stream(
+            None,
+            _assistant(client, "chat_agent"),
+            input=_user(QUESTION),
+            context=_context(docs_folder, chat_model=spec, answer_check={"policy": "flag"}),
+            stream_mode="messages-tuple",
+        ):
+            assert part.event != "error", part.data
+            if part.event == "messages":
+                message = part.data[0]
+                if str(message.get("type")).lower().startswith("ai"):  # AIMessageChunk too
+                    key = str(message["id"])
+                    texts[key] = texts.get(key, "") + str(message.get("content") or "")
+    answer = "Set max_attempts in client.toml to change the number of retries [1]."
+    assert list(texts.values()) == [answer], texts

@@ -147,3 +147,28 @@ def test_internal_model_calls_do_not_stream_as_chat(tmp_path: Path) -> None:
 
 def all_runs(runs: list[Run]) -> list[Run]:
     return [r for run in runs for r in (run, *all_runs(run.child_runs))]
+
+
+def test_configurable_settings_are_honoured_in_process(tmp_path: Path) -> None:
+    """issue 30: ``config={"configurable": {...}}`` in process was ignored without a word
+    (0 sources); it is used when no context is given, as the LangGraph server does."""
+    from kbgraph.graphs.agents import chat_agent
+
+    folder = tmp_path / "docs"
+    fake_kb(folder)
+    configurable: dict[str, Any] = {
+        "thread_id": "t1",  # not a setting: left alone
+        "knowledge_bases": [{"name": "docs", "folder": str(folder)}],
+        "embedding": "fake",
+    }
+    question: Any = {"messages": [HumanMessage("How do I rotate an API key?")]}
+    config: Any = {"configurable": configurable}
+    out = chat_agent.invoke(question, config)
+    assert "docs/authentication.md" in {c["source"] for c in out["rag_citations"]}
+    # A context, when given, is the run's settings: configurable does not add to it.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    context: Any = {"knowledge_bases": [{"name": "docs", "folder": str(empty)}],
+                    "embedding": "fake"}  # fmt: skip
+    other = chat_agent.invoke(question, config, context=context)
+    assert other["rag_citations"] == []

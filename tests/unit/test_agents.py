@@ -17,7 +17,7 @@ from kbgraph.errors import ConfigError
 from kbgraph.graphs import _extractive, _passages, _trace
 from kbgraph.graphs.agents import build_chat_agent, build_tool_agent, chat_agent
 from kbgraph.graphs.cli import ask, json_view
-from kbgraph.graphs.settings import RagSettings
+from kbgraph.graphs.settings import AnswerCheckSettings, RagSettings
 from kbgraph.graphs.subgraph import NODE_ORDER, build_rag_graph
 from kbgraph.graphs.tool import TOOL_NAME
 from kbgraph.graphs.turns import marker_of
@@ -49,6 +49,11 @@ def settings(docs: Path) -> RagSettings:
 
 def _ask(graph: Any, question: str, settings: RagSettings, **config: Any) -> dict[str, Any]:
     return dict(graph.invoke({"messages": [HumanMessage(question)]}, context=settings, **config))
+
+
+def _flagging(settings: RagSettings) -> RagSettings:
+    """``settings`` with answers checked and flagged, never replaced."""
+    return settings.model_copy(update={"answer_check": AnswerCheckSettings(policy="flag")})
 
 
 def _trajectory(graph: Any, question: str, settings: RagSettings) -> list[str]:
@@ -257,7 +262,9 @@ def test_llm_answer_gets_context_and_instructions_and_markers_resolve(
     settings: RagSettings,
 ) -> None:
     model = ScriptedChatModel(responses=["Set max_attempts in client.toml [1]. Also see [9]."])
-    out = _ask(_with_model(model), RETRY_QUESTION, settings)
+    # The offline judge scores this answer just below 0.5: the default policy ("repair")
+    # would replace it; this test is about its markers.
+    out = _ask(_with_model(model), RETRY_QUESTION, _flagging(settings))
     assert out["answer_mode"] == "llm"
     assert [c["n"] for c in out["answer_citations"]] == [1]
     assert out["answer_citations"][0]["source"] == "retry.md"
@@ -328,7 +335,7 @@ def test_tool_agent_trajectory(settings: RagSettings) -> None:
 
 def test_tool_agent_resolves_markers_against_every_search(settings: RagSettings) -> None:
     model = _two_searches_then_answer()
-    out = _ask(build_tool_agent(chat_model=model), "retries and tokens?", settings)
+    out = _ask(build_tool_agent(chat_model=model), "retries and tokens?", _flagging(settings))
     places = [(c["source"], c["lineStart"], c["lineEnd"]) for c in out["rag_citations"]]
     numbers = [c["n"] for c in out["rag_citations"]]
     assert len(set(places)) == len(places) == len(set(numbers)), "one number per source"

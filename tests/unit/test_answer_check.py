@@ -70,7 +70,7 @@ def _ask(docs: Path, model: ScriptedChatModel, judge: Any = None, **check: Any) 
 
 
 def test_an_answer_with_a_made_up_number_is_flagged_with_its_claim(docs: Path) -> None:
-    out = _ask(docs, _model(MADE_UP))
+    out = _ask(docs, _model(MADE_UP), policy="flag")
     check = out["answer_check"]
     assert out["answer"] == MADE_UP and out["answer_mode"] == "llm"
     assert check["score"] == 0.0 and check["judge"] == "scripted"
@@ -144,13 +144,14 @@ def test_the_tool_agent_checks_its_final_answer(docs: Path) -> None:
         responses=[tool_call_message(TOOL_NAME, {"query": "retry failed requests"}), MADE_UP]
     )
     agent = build_tool_agent(chat_model=model, answer_judge=_judge())
-    out = agent.invoke({"messages": [HumanMessage(QUESTION)]}, context=_settings(docs))
+    context = _settings(docs, policy="flag")
+    out = agent.invoke({"messages": [HumanMessage(QUESTION)]}, context=context)
     assert out["answer_check"]["claims"][0]["supported"] is False
     assert out["answer_check"]["action"] == "flagged"
 
 
 def test_ask_prints_the_unsupported_sentences_and_json_has_the_check(docs: Path) -> None:
-    out = _ask(docs, _model(MADE_UP, TRUE + " It also retries forever."))
+    out = _ask(docs, _model(MADE_UP, TRUE + " It also retries forever."), policy="flag")
     lines = _trace.check_lines(out)
     assert lines[0] == (
         "Answer check (scripted): 0 of 1 claims supported by the sources (score 0.00)"

@@ -240,3 +240,19 @@ def test_chat_model_from_settings_spec() -> None:
     out = _run(state_of("How do I configure retries?"), settings=RagSettings(chat_model="fake"))
     assert out["rag_should_retrieve"] is True
     assert out["rag_retrieval_debug"]["steps"][0]["path"] == "fallback"
+
+
+def test_a_looping_reason_is_overruled() -> None:
+    # issue 30: a 2,000-character reason that loops is no evidence; the heuristic decides.
+    reply = {"retrieve": False, "reason": "This is a greeting and needs no search. " * 50}
+    out = _run(state_of("How do I configure retries?"), model=ScriptedChatModel(responses=[reply]))
+    assert out["rag_should_retrieve"] is True
+    debug = out["rag_retrieval_debug"]
+    (overruled,) = debug["overrulings"]
+    assert overruled["reason"].startswith("the chat model's decision is not taken: its reason")
+    assert debug["steps"][0]["data"]["reason"] == "the question may be answered by the documents"
+    long = " ".join(f"word{i}" for i in range(400))
+    out = _run(
+        state_of("hello"), model=ScriptedChatModel(responses=[{"retrieve": True, "reason": long}])
+    )
+    assert len(out["rag_retrieval_debug"]["steps"][0]["data"]["reason"]) == 300

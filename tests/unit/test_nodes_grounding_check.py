@@ -290,3 +290,40 @@ def test_no_retry_when_nothing_new_is_left(tmp_path: Path) -> None:
     assert out["rag_next"] == "end" and "rag_attempt" not in out
     data = debug_of(out)["steps"][0]["data"]
     assert data["retry"] is False and data["retry_reason"].startswith("nothing new to search")
+
+
+def test_a_looping_reason_is_overruled_and_a_long_one_cut(tmp_path: Path) -> None:
+    # A small model's 2,000-character reason (issue 30): when it loops the verdict is not
+    # taken (the heuristic's stands, the overruling recorded); otherwise it is cut.
+    loop = {"grounded": False, "reason": "The sources do not say it. " * 80, "missing": "x " * 500}
+    model = ScriptedChatModel(responses=[loop])
+    out = _run(_state("How do I configure the retry policy?"), _settings(tmp_path), model)
+    assert out["rag_grounded"] is True  # the heuristic's verdict
+    (overruled,) = debug_of(out)["overrulings"]
+    assert overruled["reason"].startswith("the chat model's verdict is not taken: its reason ")
+    assert len(overruled["proposal"]["reason"]) <= 121
+    words = " ".join(f"word{i}" for i in range(400))
+    model = ScriptedChatModel(responses=[{"grounded": False, "reason": words, "missing": words}])
+    out = _run(_state("How do I configure the retry policy?"), _settings(tmp_path), model)
+    assert out["rag_grounded"] is False
+    assert len(out["rag_grounding"]["reasons"][0]) == 300
+    assert all(len(g) < 600 for g in out["rag_grounding"]["guidance"])
+
+
+@pytest.mark.parametrize(
+    ("question", "missing"),
+    [
+        ("Comment configurer la politique de réessai ?", ["politique", "réessai"]),
+        (
+            "Wie ändere ich die Anzahl der Wiederholungen?",
+            ["ändere", "die", "anzahl", "wiederholungen"],
+        ),
+        ("¿Cómo cambio el número de reintentos?", ["cambio", "número", "reintentos"]),
+    ],
+)
+def test_missing_terms_of_a_question_in_another_language(
+    tmp_path: Path, question: str, missing: list[str]
+) -> None:
+    # issue 30: its stop words ("comment", "la", "wie") were listed as missing terms.
+    out = _run(_state(question), _settings(tmp_path))
+    assert debug_of(out)["steps"][0]["data"]["missing"] == missing

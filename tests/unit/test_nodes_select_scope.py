@@ -224,3 +224,26 @@ def test_heuristic_scope_knows_languages_and_tests(
     write_docs(tmp_path / "code", files)
     settings = RagSettings(knowledge_bases=[{"name": "code", "folder": str(tmp_path / "code")}])
     assert _run(state_of(question), settings)["rag_scope"]["kinds"] == kinds
+
+
+def test_a_junk_list_of_kinds_is_overruled_and_a_long_reason_cut(tmp_path: Path) -> None:
+    # A small model wrote a 125-entry kinds list (issue 30): no restriction by kind, the
+    # overruling recorded; a 2,000-character reason is cut.
+    kinds = ["markdown", "python", "code", "test", "csv"] * 25
+    reason = "The question is about deployment and the deployment guide. " * 35
+    model = ScriptedChatModel(responses=[{"kinds": kinds, "paths": [], "reason": reason}])
+    out = _run(state_of("How do we deploy?"), _two_kbs(tmp_path), model)
+    assert out["rag_scope"]["kinds"] == []
+    assert len(out["rag_scope"]["reason"]) <= 300
+    (overruled,) = debug_of(out)["overrulings"]
+    assert overruled["reason"] == (
+        "the chat model's kinds list is junk (125 entries, 5 distinct): no restriction by kinds"
+    )
+    assert overruled["proposal"]["kinds"] == ["markdown", "python", "code", "test", "csv"]
+
+
+def test_a_short_list_of_kinds_stands(tmp_path: Path) -> None:
+    model = ScriptedChatModel(responses=[{"kinds": ["markdown", "markdown"], "reason": "docs"}])
+    out = _run(state_of("How do we deploy?"), _two_kbs(tmp_path), model)
+    assert out["rag_scope"]["kinds"] == ["markdown"]
+    assert debug_of(out)["overrulings"] == []

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from langchain_core.messages import ToolMessage
 
+from kbgraph.errors import ConfigError
+from kbgraph.graphs.turns import marker_of
 from kbgraph.retrieval import KnowledgeBase
 from kbgraph.testing import FakeEmbeddings, ScriptedChatModel, tool_call_message
 
@@ -49,7 +51,9 @@ def run(name: str, model: ScriptedChatModel, workdir: Path, monkeypatch: Any) ->
 
 
 def test_every_example_is_found() -> None:
-    assert set(examples()) == {"parent-graph", "create-agent", "lcel", "vector-store"}
+    assert set(examples()) == {
+        "parent-graph", "custom-events", "create-agent", "lcel", "vector-store",
+    }  # fmt: skip
 
 
 def test_parent_graph_with_a_checkpointer(workdir: Path, monkeypatch: Any) -> None:
@@ -59,6 +63,42 @@ def test_parent_graph_with_a_checkpointer(workdir: Path, monkeypatch: Any) -> No
     assert [m.type for m in state["messages"]] == ["human", "ai", "human", "ai"]
     assert any(c["source"] == "data/error_codes.csv" for c in state["rag_citations"])
     assert "[1] Source:" in model.calls[1].messages[0].text  # the context reached the model
+    # Its State declares every key of the turn marker (issue 30: without
+    # rag_should_retrieve each reply was marked "not retrieved" after a retrieval).
+    for reply in state["messages"][1::2]:
+        marker = marker_of(reply)
+        assert marker is not None
+        assert (marker.get("retrieved"), marker.get("grounded")) == (True, True)
+
+
+def test_a_parent_state_without_a_marker_key_is_a_clear_error(
+    workdir: Path, monkeypatch: Any
+) -> None:
+    source = examples()["parent-graph"].replace(
+        "    rag_should_retrieve: bool  # these three make the turn marker (mark_answer)\n", ""
+    )
+    assert source != examples()["parent-graph"]
+    monkeypatch.chdir(workdir)
+    namespace = {"my_chat_model": ScriptedChatModel(default=ANSWER), "__name__": "readme"}
+    with pytest.raises(ConfigError, match="the state has no rag_should_retrieve"):
+        exec(compile(source, "README.md:parent-graph", "exec"), namespace)
+
+
+def test_custom_events_of_the_subgraph(workdir: Path, monkeypatch: Any, capsys: Any) -> None:
+    ns = run("parent-graph", ScriptedChatModel(default=ANSWER), workdir, monkeypatch)
+    exec(compile(examples()["custom-events"], "README.md:custom-events", "exec"), ns)
+    printed = capsys.readouterr().out
+    assert "knowledge.search.started" in printed and "('rag:" in printed
+    # Without subgraphs=True the parent streams none of them, as the README says.
+    quiet = list(
+        ns["graph"].stream(
+            {"messages": [("user", "How do I rotate an API key?")]},
+            {"configurable": {"thread_id": "user-8"}},
+            context=ns["settings"],
+            stream_mode="custom",
+        )
+    )
+    assert quiet == []
 
 
 def test_create_agent_with_the_tool(workdir: Path, monkeypatch: Any) -> None:

@@ -1,0 +1,91 @@
+"""Why a chat model's answer must not be shown as the answer (``answer_check.policy =
+"repair"``): it loops (one sentence, or one long run of words, said again and again), it
+was cut off at the model's token limit, it cites no source while sources exist, or the
+answer check scored it below its threshold. A small model does each of these on real
+questions ("The permanent session lifetime is 30 seconds" 43 times, no ``[N]`` at all),
+and each reads worse than quotes of the sources would. A capable model's answer has none
+of them, so it is never replaced."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.messages import AIMessage
+
+from kbgraph.retrieval.text import words
+
+SENTENCE_REPEATS = 3
+"""A sentence said three times is a loop, whatever its length ..."""
+LONG_SENTENCE_WORDS = 6
+"""... and a sentence of six words or more said twice is one too."""
+RUN_WORDS = 8
+"""A run of eight words said three times is a loop that ran without a full stop."""
+QUOTE_CHARS = 80
+_CUT_OFF = frozenset({"length", "max_tokens", "model_length_limit"})
+_MARKER = re.compile(r"\[\d+\]")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def repetition(text: str) -> str | None:
+    """How ``text`` loops (``'repeats "…" 43 times'``), or ``None`` when it does not."""
+    plain = _MARKER.sub("", text)
+    sentences = [" ".join(words(s)) for s in _SENTENCE_END.split(plain)]
+    counts = Counter(s for s in sentences if len(s.split()) >= 3)
+    for sentence, n in counts.most_common(3):
+        if n >= SENTENCE_REPEATS or (n >= 2 and len(sentence.split()) >= LONG_SENTENCE_WORDS):
+            return f"it repeats {_quoted(sentence)} {n} times"
+    tokens = words(plain)
+    runs = Counter(tuple(tokens[i : i + RUN_WORDS]) for i in range(len(tokens) - RUN_WORDS + 1))
+    if runs:
+        run, n = runs.most_common(1)[0]
+        if n >= SENTENCE_REPEATS:
+            return f"it repeats {_quoted(' '.join(run))} {n} times"
+    return None
+
+
+def cut_off(message: AIMessage | None) -> bool:
+    """Whether the model stopped at its token limit (OpenAI and llama.cpp say
+    ``finish_reason="length"``, Anthropic ``stop_reason="max_tokens"``, Ollama
+    ``done_reason="length"``)."""
+    if message is None:
+        return False
+    meta: Mapping[str, Any] = message.response_metadata or {}
+    return any(str(meta.get(k) or "") in _CUT_OFF for k in ("finish_reason", "stop_reason",
+                                                             "done_reason"))  # fmt: skip
+
+
+def answer_problems(
+    text: str,
+    *,
+    message: AIMessage | None,
+    sources: int,
+    cited: int,
+    score: float | None,
+    threshold: float,
+) -> list[str]:
+    """Each reason the answer must not be shown (empty: it may). ``sources``: how many
+    sources the model was given; ``cited``: how many ``[N]`` markers of the answer name
+    one of them; ``score``: the answer check's (``None``: not checked, or no claim)."""
+    problems: list[str] = []
+    looped = repetition(text)
+    if looped:
+        problems.append(looped)
+    if cut_off(message):
+        problems.append("it was cut off at the chat model's token limit")
+    if sources and not cited:
+        problems.append(f"it cites none of the {sources} sources")
+    if score is not None and score < threshold:
+        shown = math.floor(score * 100) / 100  # 0.4997 is below 0.50: never print "0.50"
+        problems.append(f"the answer check scored it {shown:.2f}, below {threshold:.2f}")
+    return problems
+
+
+def _quoted(text: str) -> str:
+    return f'"{text}"' if len(text) <= QUOTE_CHARS else f'"{text[: QUOTE_CHARS - 1]}…"'
+
+
+__all__ = ["answer_problems", "cut_off", "repetition"]

@@ -1,0 +1,200 @@
+"""Junk is never the answer (issue 30): under the default policy ``repair`` a chat model's
+answer that loops, was cut off, cites nothing while sources exist or scores below the
+check's threshold is written once more with the reasons, then replaced by the extractive
+answer saying why, the model's attempts kept in ``answer_check`` and in the trace. A
+correct answer from a capable model is never touched. Scripted models and judges."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage
+
+from kbgraph.graphs import _trace
+from kbgraph.graphs.agents import build_chat_agent, build_tool_agent
+from kbgraph.graphs.agents._problems import answer_problems, repetition
+from kbgraph.graphs.settings import AnswerCheckSettings, RagSettings
+from kbgraph.graphs.tool import TOOL_NAME
+from kbgraph.testing import ScriptedChatModel, ScriptedJudge, tool_call_message
+
+DOCS = {
+    "retry.md": "# Retry policy\n\nThe client retries failed requests 4 times with exponential "
+    "backoff.\nSet `max_attempts` in `client.toml` to change the number of retries.\n\n"
+    "```toml\n[retry]\nmax_attempts = 4\n```\n",
+    "session.md": "# Sessions\n\nA permanent session lasts 31 days.\n",
+}
+QUESTION = "How many times does the client retry a failed request?"
+TRUE = "The client retries failed requests 4 times [1]."
+LOOP = "The client retries failed requests 4 times [1]. " * 43
+UNCITED = "The client retries failed requests 4 times."
+MADE_UP = "The client retries failed requests 9 times [1]."
+GOOD_ANSWERS = [
+    TRUE,
+    "The client retries failed requests 4 times with exponential backoff [1]. "
+    "Set `max_attempts` in `client.toml` to change the number of retries [1].",
+    "It retries 4 times [1]:\n\n```toml\n[retry]\nmax_attempts = 4\n```\n\n"
+    "Change `max_attempts` in `client.toml` for more or fewer [1].",
+    "- The client retries failed requests 4 times [1].\n"
+    "- The retries use exponential backoff [1].\n"
+    "- Set `max_attempts` in `client.toml` to change the number of retries [1].",
+]
+
+
+@pytest.fixture(scope="module")
+def docs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("docs")
+    for rel, text in DOCS.items():
+        (root / rel).write_text(text, encoding="utf-8")
+    return root
+
+
+def _judge() -> ScriptedJudge:
+    """A capable judge of these sources: a claim with a number they do not hold is not
+    supported, any other claim is."""
+    return ScriptedJudge(
+        rules=[lambda claim, _: "not_supported" if re.search(r"\b(9|30)\b", claim) else None],
+        default="supported",
+    )
+
+
+def _model(*answers: Any) -> ScriptedChatModel:
+    # The subgraph's nodes fall back to their heuristics on replies that are no JSON; the
+    # answers are then the answer node's reply and the one regeneration.
+    return ScriptedChatModel(responses=[ValueError("no JSON")] * 8 + list(answers))
+
+
+def _ask(docs: Path, model: ScriptedChatModel, **check: Any) -> dict[str, Any]:
+    agent = build_chat_agent(chat_model=model, answer_judge=_judge())
+    context = RagSettings(
+        knowledge_bases=[{"name": "docs", "folder": str(docs)}],
+        embedding="fake",
+        answer_check=check,  # type: ignore[arg-type]
+    )
+    return dict(agent.invoke({"messages": [HumanMessage(QUESTION)]}, context=context))
+
+
+def _replies(out: dict[str, Any]) -> list[AIMessage]:
+    return [m for m in out["messages"] if isinstance(m, AIMessage)]
+
+
+def test_repair_is_the_default_policy() -> None:
+    assert AnswerCheckSettings().policy == "repair"
+
+
+@pytest.mark.parametrize("good", GOOD_ANSWERS)
+def test_a_correct_answer_is_never_replaced(docs: Path, good: str) -> None:
+    model = _model(good)
+    out = _ask(docs, model)
+    assert out["answer"] == good and out["answer_mode"] == "llm"
+    assert out["answer_check"]["action"] == "none"
+    assert "attempts" not in out["answer_check"]
+    assert model.remaining == 0  # no second answer was asked for
+    assert [m.text for m in _replies(out)] == [good]
+
+
+def test_a_looping_answer_is_written_again_with_the_reason(docs: Path) -> None:
+    model = _model(LOOP, TRUE)
+    out = _ask(docs, model)
+    assert out["answer"] == TRUE and out["answer_mode"] == "llm"
+    check = out["answer_check"]
+    assert check["action"] == "regenerated"
+    first, second = check["attempts"]
+    assert first["text"] == LOOP and second == {"text": TRUE, "score": 1.0, "problems": []}
+    assert first["problems"] == ['it repeats "the client retries failed requests 4 times" 43 times']
+    asked = model.calls[-1].messages[-1].text
+    assert "Your answer cannot be shown" in asked and "43 times" in asked
+    assert [m.text for m in _replies(out)] == [TRUE]  # the loop's message is gone
+
+
+def test_junk_twice_falls_back_to_the_extractive_answer_saying_why(docs: Path) -> None:
+    out = _ask(docs, _model(LOOP, UNCITED))
+    assert out["answer_mode"] == "fallback"
+    assert out["answer_check"]["action"] == "replaced"
+    header = out["answer"].splitlines()[0]
+    assert header.startswith("Extractive answer (the chat model's answer was not shown: it ")
+    assert "43 times" in header and "cites none of the" in header
+    assert [a["text"] for a in out["answer_check"]["attempts"]] == [LOOP, UNCITED]
+    assert [m.text for m in _replies(out)] == [out["answer"]]
+    assert out["answer_citations"]  # the quotes cite their sources
+    # --trace keeps what the model wrote; every line bounded.
+    trace = _trace.trace_lines(out)
+    assert any("answer 1 not shown (it repeats" in line for line in trace)
+    assert any("answer 2 not shown (it cites none" in line for line in trace)
+    assert all(len(line) <= _trace.MAX_LINE_CHARS + 8 for line in trace)
+    assert "  the answer was replaced by quotes of the sources (it repeats" in "\n".join(
+        _trace.check_lines(out)
+    )
+
+
+def test_an_answer_cut_off_at_the_token_limit_is_not_shown(docs: Path) -> None:
+    cut = AIMessage("The client retries failed requests 4 times [1] and then", response_metadata={
+        "finish_reason": "length"})  # fmt: skip
+    out = _ask(docs, _model(cut, cut))
+    assert out["answer_mode"] == "fallback"
+    assert out["answer_check"]["attempts"][0]["problems"] == [
+        "it was cut off at the chat model's token limit"
+    ]
+
+
+def test_an_answer_citing_nothing_is_written_again(docs: Path) -> None:
+    out = _ask(docs, _model(UNCITED, TRUE))
+    assert out["answer"] == TRUE
+    (problem,) = out["answer_check"]["attempts"][0]["problems"]
+    assert problem.startswith("it cites none of the ") and problem.endswith(" sources")
+
+
+def test_an_answer_below_the_threshold_is_not_shown(docs: Path) -> None:
+    out = _ask(docs, _model(MADE_UP, MADE_UP))
+    assert out["answer_mode"] == "fallback"
+    assert out["answer_check"]["attempts"][1]["problems"] == [
+        "the answer check scored it 0.00, below 0.50"
+    ]
+    assert "The client retries failed requests 4 times" in out["answer"]
+
+
+def test_flag_stays_an_option_and_shows_the_answer(docs: Path) -> None:
+    model = _model(LOOP)
+    out = _ask(docs, model, policy="flag")
+    assert out["answer"] == LOOP and out["answer_check"]["policy"] == "flag"
+    assert model.remaining == 0
+
+
+def test_the_tool_agent_repairs_its_final_answer(docs: Path) -> None:
+    model = ScriptedChatModel(
+        responses=[
+            tool_call_message(TOOL_NAME, {"query": "retry failed requests"}),
+            UNCITED,
+            UNCITED,
+        ]
+    )
+    agent = build_tool_agent(chat_model=model, answer_judge=_judge())
+    context = RagSettings(knowledge_bases=[{"name": "docs", "folder": str(docs)}],
+                          embedding="fake")  # fmt: skip
+    out = agent.invoke({"messages": [HumanMessage(QUESTION)]}, context=context)
+    assert out["answer_mode"] == "fallback"
+    assert out["answer"].startswith("Extractive answer (the chat model's answer was not shown")
+    assert _replies(dict(out))[-1].text == out["answer"]
+
+
+def test_repeated_unsupported_claims_are_listed_once_with_a_count() -> None:
+    claim = {"text": "The lifetime is 30 seconds.", "supported": False, "verdict": "not_supported"}
+    state = {"answer_check": {"judge": "offline", "score": 0.0, "claims": [claim] * 43,
+                              "action": "flagged", "threshold": 0.5}}  # fmt: skip
+    assert _trace.check_lines(state)[1:] == [
+        "  not supported (43 times): The lifetime is 30 seconds."
+    ]
+
+
+def test_repetition() -> None:
+    assert repetition(LOOP) is not None
+    assert repetition("Yes [1]. Yes [2]. Yes [3].") is None  # too short to be a sentence
+    run = "the permanent session lifetime is thirty seconds long " * 3
+    assert repetition(run) == (
+        'it repeats "the permanent session lifetime is thirty seconds long" 3 times'
+    )
+    for good in GOOD_ANSWERS:
+        assert repetition(good) is None
+    assert answer_problems(TRUE, message=None, sources=2, cited=1, score=None, threshold=0.5) == []
