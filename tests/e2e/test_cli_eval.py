@@ -118,6 +118,9 @@ def test_a_row_past_its_time_limit_fails_alone(tmp_path: Path) -> None:
     rows = (data.read_text(encoding="utf-8")).splitlines()
     slow = json.loads(rows[1])
     slow["answer"] = long_answer
+    # Within the judge's input bounds (evals/_bounds.py: answers and each passage cut to
+    # 20,000 characters) the row must still take longer than its second: a long context too.
+    slow["contexts"] = [long_answer[:20_000].replace("Harbor", f"Port{k}") for k in range(20)]
     rows[1] = json.dumps(slow)
     data.write_text("\n".join(rows) + "\n", encoding="utf-8")
     out = tmp_path / "out"
