@@ -19,6 +19,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
+from kbgraph.graphs import AnswerCheckSettings
 from kbgraph.graphs.agents import build_chat_agent
 from kbgraph.graphs.nodes._base import OVERRULED_EVENT, NodeDeps
 from kbgraph.graphs.nodes._rewrite_guard import rewrite_problem
@@ -124,9 +125,15 @@ def test_a_scope_that_leaves_out_every_probe_hit_is_widened(kbs: dict[str, Path]
 
 def test_the_offline_judge_flags_a_made_up_number_with_its_claim(kbs: dict[str, Path]) -> None:
     answer = "By default Harbor makes 9 attempts [1]. Retries use exponential backoff [1]."
+    # Policy 'flag': the answer is kept and flagged (the default 'repair' would replace it).
+    settings = RagSettings(
+        knowledge_bases=str(kbs["harbor"]),
+        embedding="fake",
+        answer_check=AnswerCheckSettings(policy="flag"),
+    )
     out = build_chat_agent(chat_model=ScriptedChatModel(default=answer)).invoke(
         {"messages": [HumanMessage("How many attempts does Harbor make by default?")]},
-        context=RagSettings(knowledge_bases=str(kbs["harbor"]), embedding="fake"),
+        context=settings,
     )
     check = out["answer_check"]
     assert check["judge"] == "offline" and check["action"] == "flagged"
