@@ -20,6 +20,7 @@ from kbgraph.errors import (
 )
 from kbgraph.layers import imported_as_kbgraph
 
+from ._fs import write_file_atomic
 from .config import ChunkConfig, ChunkStrategy, ScanConfig, SearchConfig, SearchMode
 from .context import ContextEntry, format_context, render_context
 from .filters import SearchFilters
@@ -80,6 +81,7 @@ __all__ = [
     "__version__",
     "format_context",
     "render_context",
+    "write_file_atomic",
 ]
 
 # Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly.

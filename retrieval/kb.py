@@ -22,7 +22,6 @@ from . import _kb_index, _kb_search, _kb_stats, _kb_versions
 from ._arguments import (
     flag,
     path_argument,
-    recorded_or_default,
     seconds,
     settings_argument,
     store_url,
@@ -35,15 +34,23 @@ from ._kb_model import EmbeddingModel, EmbeddingSpec
 from ._kb_reader import LiveReader
 from ._kb_search import Ranker
 from ._search import check_index_model
-from .backends import open_store
+from .backends import IndexLayout, folder_layout, open_store
 from .config import ChunkConfig, ScanConfig, SearchConfig, SearchMode
 from .embeddings import DEFAULT_TIMEOUT, BatchEmbedder
 from .filters import SearchFilters
-from .folder import IndexLayout, VersionInfo, check_keep
 from .progress import ProgressCallback
 from .records import SearchResult, SkippedFile
 from .reports import IndexChanges, IndexReport, IndexStats
-from .storage import DEFAULT_KEEP_VERSIONS, FileRecord, IndexStore, Snapshot, auto_spec
+from .storage import (
+    DEFAULT_KEEP_VERSIONS,
+    FileRecord,
+    IndexStore,
+    Snapshot,
+    VersionInfo,
+    auto_spec,
+    check_keep,
+    recorded_or_default,
+)
 
 if TYPE_CHECKING:
     from .retriever import KnowledgeBaseRetriever
@@ -127,7 +134,7 @@ class KnowledgeBase:
     @property
     def layout(self) -> IndexLayout:
         """The folder index's files (a knowledge base in a database has none)."""
-        return _kb_versions.layout(self.folder, self.store)
+        return folder_layout(self.folder, self.store)
 
     def embedder(self) -> BatchEmbedder:
         """The batching, retrying embedder (the model loads on first use)."""
@@ -336,12 +343,12 @@ class KnowledgeBase:
 
     def versions(self) -> list[VersionInfo]:
         """The kept generations, newest first (``kbgraph versions``)."""
-        return _kb_versions.versions(self.folder, self.store)
+        return self.store.versions()
 
     def restore(self, version: str | int) -> VersionInfo:
         """Make a kept generation current again, atomically: ``version`` is its name, a
         unique prefix of it, or its row in :meth:`versions` (1 = newest)."""
-        info = _kb_versions.restore(self.folder, self.store, version, self.lock_timeout)
+        info = _kb_versions.restore(self.store, version, self.lock_timeout)
         self._mode.freshness.forget()
         return info
 
@@ -349,7 +356,7 @@ class KnowledgeBase:
         """Open the live generation and check every file of it, then the chunks of every
         file still as indexed against the file's bytes, and the BM25 index against the
         chunks (raises IndexCorruptError)."""
-        _kb_versions.validate(self.folder, self._open())
+        self._open().validate(self.folder)
 
     def delete(self) -> None:
         """Remove the index folder (the embedding cache goes with it). Refuses any folder

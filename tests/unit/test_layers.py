@@ -188,6 +188,30 @@ def test_the_storage_seam_knows_no_store() -> None:
     assert not [t for t in EDGES["kbgraph.retrieval.postgres._store"] if "folder" in t]
 
 
+STORES = ("kbgraph.retrieval.folder", "kbgraph.retrieval.postgres")
+
+
+def _store_of(module: str) -> str | None:
+    return next((s for s in STORES if module == s or module.startswith(f"{s}.")), None)
+
+
+def test_only_the_backends_know_the_stores() -> None:
+    """Above the seam, a store is reached through ``kbgraph.retrieval.storage`` only: the
+    one module that names a store is ``backends`` (it opens them), and no store imports the
+    other. Type-level imports count too (a store's type is knowledge of the store)."""
+    knowing = []
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            for target in filter(None, map(_known, _targets(module, path, node))):
+                store = _store_of(target)
+                if store and store != _store_of(module) and module != "kbgraph.retrieval.backends":
+                    knowing.append((module, target))
+    assert sorted(set(knowing)) == []
+
+
 @pytest.mark.parametrize("layer", ["evals", "graphs", "kbgraph.inspector"])
 def test_no_cli_internals_below_the_cli(layer: str) -> None:
     bad = [
