@@ -81,11 +81,24 @@ def settings_argument(cls: type[_Settings], value: object, name: str) -> _Settin
     )
 
 
+def version_argument(version: object) -> str:
+    """``restore``'s version: a row number of ``versions()`` or a generation's name (or a
+    unique prefix of one), as the store resolves it."""
+    if isinstance(version, bool) or not isinstance(version, str | int):
+        raise ConfigError(
+            f"version must be a row number of versions() (1 = newest), a generation name "
+            f"or a unique prefix of one, got {_given(version)}; e.g. "
+            "kb.restore(1) or kb.restore('gen-18a7')"
+        )
+    return str(version)
+
+
 __all__ = [
     "flag",
     "path_argument",
     "seconds",
     "settings_argument",
     "store_url",
+    "version_argument",
     "whole_number",
 ]

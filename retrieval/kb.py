@@ -18,13 +18,14 @@ from langchain_core.embeddings import Embeddings
 
 from kbgraph.errors import ConfigError, IndexCorruptError
 
-from . import _kb_index, _kb_search, _kb_stats, _kb_versions
+from . import _kb_index, _kb_search, _kb_stats
 from ._arguments import (
     flag,
     path_argument,
     seconds,
     settings_argument,
     store_url,
+    version_argument,
     whole_number,
 )
 from ._freshness import DEFAULT_TTL_S
@@ -348,7 +349,7 @@ class KnowledgeBase:
     def restore(self, version: str | int) -> VersionInfo:
         """Make a kept generation current again, atomically: ``version`` is its name, a
         unique prefix of it, or its row in :meth:`versions` (1 = newest)."""
-        info = _kb_versions.restore(self.store, version, self.lock_timeout)
+        info = self.store.restore(version_argument(version), self.lock_timeout)
         self._mode.freshness.forget()
         return info
 
