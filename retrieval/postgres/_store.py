@@ -359,7 +359,7 @@ class PostgresStore:
 
     # -- versions: the live one only (rows are replaced in place, one transaction a run) --
     def read_only(self) -> bool:
-        return False  # a standby refuses the write with ReadOnlyStoreError, before any
+        return False  # a standby says so when written to: ReadOnlyStoreError, before any write
 
     def versions(self) -> list[VersionInfo]:
         raise no_versions(Path(self.folder), self.location)
