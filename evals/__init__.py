@@ -13,6 +13,11 @@ from __future__ import annotations
 
 from kbgraph.layers import imported_as_kbgraph
 
+# Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly, and before
+# any submodule loads, so that a refused import leaves no 'retrieval.*' module behind.
+imported_as_kbgraph(__name__)
+
+
 from .answer_check import AnswerCheck, ClaimCheck, check_answer
 from .baseline import Comparison, compare_summaries, load_summary
 from .claims import split_claims
@@ -111,6 +116,3 @@ __all__ = [
     "summarize",
     "write_report",
 ]
-
-# Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly.
-imported_as_kbgraph(__name__)

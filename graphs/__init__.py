@@ -11,10 +11,14 @@ print(out["rag_context"], out["rag_grounded"])
 
 from __future__ import annotations
 
+from kbgraph.layers import imported_as_kbgraph
+
+# Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly, and before
+# any submodule loads, so that a refused import leaves no 'retrieval.*' module behind.
+imported_as_kbgraph(__name__)
+
 import importlib
 from typing import TYPE_CHECKING, Any
-
-from kbgraph.layers import imported_as_kbgraph
 
 if TYPE_CHECKING:
     from .models import resolve_chat_model
@@ -115,6 +119,3 @@ __all__ = [
     "settings_from_runtime",
     "turn_marker",
 ]
-
-# Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly.
-imported_as_kbgraph(__name__)

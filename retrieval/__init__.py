@@ -4,6 +4,12 @@ fusion, and format citation-tagged context. Usable without LangGraph."""
 
 from __future__ import annotations
 
+from kbgraph.layers import imported_as_kbgraph
+
+# Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly, and before
+# any submodule loads, so that a refused import leaves no 'retrieval.*' module behind.
+imported_as_kbgraph(__name__)
+
 import importlib
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +24,6 @@ from kbgraph.errors import (
     KbgraphError,
     ModelMismatchError,
 )
-from kbgraph.layers import imported_as_kbgraph
 
 from .config import ChunkConfig, ChunkStrategy, ScanConfig, SearchConfig, SearchMode
 from .context import ContextEntry, format_context, render_context
@@ -47,8 +52,8 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-from .progress import ProgressCallback, ProgressEvent  # noqa: E402
-from .records import Chunk, SearchResult, SkippedFile  # noqa: E402
+from .progress import ProgressCallback, ProgressEvent
+from .records import Chunk, SearchResult, SkippedFile
 
 __all__ = [
     "Chunk",
@@ -81,6 +86,3 @@ __all__ = [
     "format_context",
     "render_context",
 ]
-
-# Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly.
-imported_as_kbgraph(__name__)
