@@ -253,6 +253,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "ScriptedJudge",
         "content_overlap",
         "resolve_judge",
+        "unstated_facts",
     ],
     "kbgraph.evals.judges.base": [
         "ClaimDecomposer",
@@ -447,6 +448,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "ChatGGUF",
         "GGUFOptions",
         "ScriptedChatModel",
+        "check_runtime_installed",
         "parse_gguf_spec",
     ],
     "kbgraph.graphs.chat_models.gguf": [
@@ -517,6 +519,8 @@ PUBLIC_API: dict[str, list[str]] = {
         "NodeFn",
         "Reranker",
         "StepRecorder",
+        "content_terms",
+        "question_of",
     ],
     "kbgraph.graphs.nodes.build_context": [
         "Block",
@@ -960,7 +964,9 @@ PUBLIC_API: dict[str, list[str]] = {
         "TokenizedCorpus",
         "analyse",
         "analyse_weighted",
+        "compounds",
         "idf",
+        "segment_parts",
         "split_compound",
         "tf_part",
         "tokenize",
