@@ -30,6 +30,7 @@ def test_chat_models_exports() -> None:
         "ChatGGUF",
         "GGUFOptions",
         "ScriptedChatModel",
+        "check_runtime_installed",
         "parse_gguf_spec",
     ]
 
