@@ -17,8 +17,12 @@ from typing import TYPE_CHECKING, Any
 from kbgraph.layers import imported_as_kbgraph
 
 if TYPE_CHECKING:
+    from ._extractive import extractive_text
     from .models import resolve_chat_model
     from .nodes import NodeDeps, Reranker
+    from .nodes._base import run_outage
+    from .nodes._fit_sources import fit_sources
+    from .nodes._text import question_of
     from .searcher import Searcher, SearcherRegistry, default_registry, open_knowledge_base
     from .settings import (
         AnswerCheckSettings,
@@ -44,6 +48,11 @@ if TYPE_CHECKING:
 # Each name loads its module on first use: importing one module of this package (the
 # evaluators import ``kbgraph.graphs.structured``) must not compile the subgraph.
 _LAZY = {
+    # What the ready agents (kbgraph.agents, a layer above) build their answers with.
+    "extractive_text": "._extractive",
+    "fit_sources": ".nodes._fit_sources",
+    "question_of": ".nodes._text",
+    "run_outage": ".nodes._base",
     "resolve_chat_model": ".models",
     "NodeDeps": ".nodes",
     "Reranker": ".nodes",
@@ -104,13 +113,17 @@ __all__ = [
     "TurnMarker",
     "build_rag_graph",
     "default_registry",
+    "extractive_text",
+    "fit_sources",
     "make_rag_search",
     "mark_answer",
     "marker_of",
     "open_knowledge_base",
+    "question_of",
     "rag_graph",
     "rag_search",
     "resolve_chat_model",
+    "run_outage",
     "settings_from_context",
     "settings_from_runtime",
     "turn_marker",

@@ -28,11 +28,10 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, conver
 from kbgraph import errors
 from kbgraph.errors import ConfigError, KbgraphError
 from kbgraph.exit_codes import failing_as, printable
-
-from . import _trace
-from .recording import RECORDED_EVENT
-from .state import retrieve_records
-from .turns import TURN_KEY
+from kbgraph.graphs import TURN_KEY
+from kbgraph.graphs import trace as _trace
+from kbgraph.graphs.recording import RECORDED_EVENT
+from kbgraph.graphs.state import retrieve_records
 
 EventSink = Callable[[Mapping[str, Any]], None]
 CITATION_KEYS = ("n", "source", "lineStart", "lineEnd", "chunkId", "score", "text")
@@ -40,9 +39,8 @@ CITATION_KEYS = ("n", "source", "lineStart", "lineEnd", "chunkId", "score", "tex
 
 def check_specs(embedding: str, chat_model: str | None) -> None:
     """Fail before any work on a spec that cannot work."""
+    from kbgraph.graphs import resolve_chat_model
     from kbgraph.retrieval.embeddings import parse_spec
-
-    from .models import resolve_chat_model
 
     if embedding.strip().lower() not in ("auto", "none"):
         parse_spec(embedding)
@@ -69,10 +67,10 @@ def run_ask(
     """Run the chat agent once on ``folder``, after the messages of ``history``; return the
     final state. Custom stream events (``knowledge.*``) go to ``on_event`` as they happen.
     ``record``: write the run for ``kbgraph inspect`` (``RagSettings.record_runs``)."""
+    from kbgraph.graphs import RagSettings
     from kbgraph.retrieval.config import SearchConfig
 
-    from .agents import AgentInput, chat_agent
-    from .settings import RagSettings
+    from . import AgentInput, chat_agent
 
     check_specs(embedding, chat_model)
     settings = RagSettings(
