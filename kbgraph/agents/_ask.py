@@ -17,7 +17,6 @@ configuration error, 1 otherwise).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -25,8 +24,7 @@ from typing import Any, TextIO
 import click
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_messages
 
-from kbgraph import errors
-from kbgraph.errors import ConfigError, KbgraphError
+from kbgraph.errors import ConfigError, KbgraphError, error_from_record
 from kbgraph.exit_codes import failing_as, printable
 from kbgraph.graphs import TURN_KEY
 from kbgraph.graphs import trace as _trace
@@ -103,25 +101,9 @@ def raise_on_retrieval_failure(state: Mapping[str, Any]) -> None:
     if state.get("rag_citations"):
         return
     for data in retrieve_records(state):
-        for kb, messages in (data.get("errors") or {}).items():
-            if messages:
-                raise error_of(f"searching {kb} failed: ", str(messages[0]))
-
-
-_ERROR = re.compile(r"(?:^|: )([A-Z]\w*Error): (.*)$", re.DOTALL)
-
-
-def error_of(prefix: str, recorded: str) -> KbgraphError:
-    """The kbgraph error a debug record describes (``"ModelMismatchError: ..."``, possibly
-    after a list or stage name), else a plain ``KbgraphError`` with the record."""
-    found = _ERROR.search(recorded)
-    kind = getattr(errors, found.group(1), None) if found else None
-    if found and isinstance(kind, type) and issubclass(kind, KbgraphError):
-        try:
-            return kind(prefix + found.group(2))
-        except TypeError:  # an error class that needs more than its message
-            pass
-    return KbgraphError(prefix + recorded)
+        for kb, records in (data.get("errors") or {}).items():
+            if records:
+                raise error_from_record(records[0], f"searching {kb} failed: ")
 
 
 def json_view(state: Mapping[str, Any]) -> dict[str, Any]:

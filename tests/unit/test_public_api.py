@@ -58,6 +58,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "DatasetError",
         "DimensionMismatchError",
         "EmbeddingError",
+        "ErrorRecord",
         "EvaluationError",
         "IndexCorruptError",
         "IndexLockedError",
@@ -70,6 +71,10 @@ PUBLIC_API: dict[str, list[str]] = {
         "LlmRefusalError",
         "ModelMismatchError",
         "ReadOnlyStoreError",
+        "error_from_record",
+        "error_record",
+        "error_text",
+        "error_types",
     ],
     "kbgraph.evals": [
         "Agent",
