@@ -239,6 +239,17 @@ def test_exported_graphs_have_no_checkpointer() -> None:
     assert tool_agent.checkpointer is None
 
 
+def test_the_old_import_path_still_works_with_a_deprecation_warning() -> None:
+    from kbgraph.agents import tool_agent
+
+    with pytest.warns(DeprecationWarning, match="from kbgraph.agents import chat_agent"):
+        from kbgraph.graphs.agents import chat_agent as old_chat
+    with pytest.warns(DeprecationWarning, match="from kbgraph.agents import tool_agent"):
+        from kbgraph.graphs.agents import tool_agent as old_tool
+    assert old_chat is chat_agent
+    assert old_tool is tool_agent
+
+
 @pytest.mark.parametrize("graph_name", ["chat_agent", "tool_agent"])
 def test_agents_publish_json_schemas_for_studio(graph_name: str) -> None:
     # pydantic refuses typing.TypedDict on Python < 3.12; the LangGraph server then serves
