@@ -194,13 +194,14 @@ def error_from_record(
     ``InvalidSettingError`` a ``ConfigError``). A type outside the tree (an ``OSError``,
     another library's error) or a record in text gives a ``KbgraphError`` with the whole
     record as its text."""
-    kind = error_types().get(str(record.get("type"))) if isinstance(record, Mapping) else None
-    if kind is None:
+    kind = None if isinstance(record, str) else error_types().get(str(record.get("type")))
+    if kind is None or isinstance(record, str):
         return KbgraphError(prefix + error_text(record))
+    message = prefix + str(record.get("message", ""))
     for base in kind.__mro__:
         if isinstance(base, type) and issubclass(base, KbgraphError):
             try:
-                return base(prefix + str(record.get("message", "")))
+                return base(message)
             # A class built from more than a message fails in its own way (a TypeError for a
             # missing argument, an AttributeError on a string where it wants an object).
             except Exception:
