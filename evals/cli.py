@@ -237,6 +237,8 @@ def run_command(
     outcome = run_evaluation(
         rows,
         folder=folder,
+        # The ready chat agent, given by `kbgraph eval` (kbgraph.agents, above evals).
+        agent_factory=click.get_current_context().obj,
         judge=judge,
         embedding=embedding,
         chat_model=chat_model,

@@ -187,8 +187,8 @@ class LayeredGroup(click.Group):
             raise
 
     lazy: ClassVar[dict[str, tuple[str, str]]] = {
-        "ask": ("kbgraph.graphs.cli", "ask"),
-        "eval": ("kbgraph.evals.cli", "eval_group"),
+        "ask": ("kbgraph.agents._ask", "ask"),
+        "eval": ("kbgraph.agents._eval", "eval_group"),
         "inspect": ("kbgraph.inspector._command", "inspect"),
         "watch": ("kbgraph._watch", "watch"),
         "versions": ("kbgraph._versions", "versions"),

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.embeddings import Embeddings
 from langgraph.runtime import Runtime
 
-from kbgraph.errors import KbgraphError, ModelMismatchError
+from kbgraph.errors import ErrorRecord, KbgraphError, ModelMismatchError, error_record
 from kbgraph.retrieval.config import SearchConfig
 from kbgraph.retrieval.filters import SearchFilters
 from kbgraph.retrieval.progress import ProgressEvent
@@ -123,7 +123,7 @@ class KbRun:
     lists: dict[ListKey, list[SearchResult]] = field(default_factory=dict)
     timings: dict[ListKey, float] = field(default_factory=dict)
     index: dict[str, Any] | None = None
-    errors: list[str] = field(default_factory=list)
+    errors: list[ErrorRecord] = field(default_factory=list)
     empty: bool = False  # searched, and its index holds no document at all
 
 
@@ -156,7 +156,7 @@ def _index(searcher: Searcher, kb: str, run: KbRun, writer: Writer, settings: Ra
         # Embedding "none" asks for BM25 alone: the index is searched as it is, not updated.
         if isinstance(exc, ModelMismatchError) and embedding_spec(settings) is not None:
             raise
-        run.errors.append(f"index: {type(exc).__name__}: {exc}")
+        run.errors.append(error_record(exc, "index"))
         return
     run.index = {
         "indexed": report is not None,
@@ -222,13 +222,13 @@ def search_kb(
                     except KbgraphError as exc:
                         if isinstance(exc, ModelMismatchError):
                             raise
-                        run.errors.append(f"{key.name}: {type(exc).__name__}: {exc}")
+                        run.errors.append(error_record(exc, key.name))
                     run.timings[key] = round((time.perf_counter() - start) * 1000, 3)
             run.empty = not any(run.lists.values()) and _holds_nothing(searcher)
     except (KbgraphError, OSError) as exc:  # opening failed, or another model's index
         if isinstance(exc, ModelMismatchError):
             run.lists.clear()
-        run.errors.append(f"{type(exc).__name__}: {exc}")
+        run.errors.append(error_record(exc))
     return run
 
 
@@ -256,7 +256,7 @@ def _search_langchain(
         source = resolve_source(str(kb.retriever), deps.sources, deps.registry)
         searcher = LangChainSearcher(source, kb.name, embeddings)
     except KbgraphError as exc:
-        run.errors.append(f"{type(exc).__name__}: {exc}")
+        run.errors.append(error_record(exc))
         return run
     limit = candidate_limit(settings)
     for i, query in enumerate(queries):
@@ -269,7 +269,7 @@ def _search_langchain(
                 key = ListKey(kb.name, i, kind)
                 run.lists[key] = found
             except Exception as exc:  # a third-party store: any failure is this list's
-                run.errors.append(f"{key.name}: {type(exc).__name__}: {exc}")
+                run.errors.append(error_record(exc, key.name))
             run.timings[key] = round((time.perf_counter() - start) * 1000, 3)
     return run
 

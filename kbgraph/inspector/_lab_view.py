@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from kbgraph.errors import error_text
 from kbgraph.retrieval.records import FILE_KINDS
 
 from ._html import Html, badge, el, join, link, number, table
@@ -280,7 +281,8 @@ def render_lab(report: Mapping[str, Any], href: Href, why: Mapping[str, Any] | N
             label = "stale" if item.get("indexed") else "not indexed"
             parts.append(el("p", badge(label, "warn"), f" {item['text']}", class_="stale"))
     for kb, errors in (report.get("errors") or {}).items():
-        parts.append(el("p", badge("error", "bad"), f" {kb}: {'; '.join(errors)}"))
+        text = "; ".join(error_text(e) for e in errors)
+        parts.append(el("p", badge("error", "bad"), f" {kb}: {text}"))
     if why is not None:
         parts.append(render_why(why, href))
     if report.get("results"):

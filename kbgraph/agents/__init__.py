@@ -1,4 +1,5 @@
-"""Ready-made agents over the retrieval subgraph.
+"""Ready-made agents over the retrieval subgraph (an application layer above ``evals``,
+whose answer check they run; ``kbgraph.graphs.agents`` is its deprecated old path).
 
 * ``chat_agent`` — subgraph → answer → citation extraction → answer check; answers
   extractively when no chat model is configured.
@@ -11,7 +12,7 @@ offline judge unless ``RagSettings.answer_check`` says otherwise).
 Both are compiled without a checkpointer (``langgraph.json`` exports them; the server, or
 your code, brings one) and take ``RagSettings`` as their context::
 
-    from kbgraph.graphs.agents import chat_agent
+    from kbgraph.agents import chat_agent
     out = chat_agent.invoke(
         {"messages": [("user", "How do I configure retries?")]},
         context={"knowledge_bases": [{"folder": "examples/docs"}]},
@@ -21,9 +22,10 @@ your code, brings one) and take ``RagSettings`` as their context::
 
 from __future__ import annotations
 
-from .chat import build_chat_agent, compose_answer
-from .react import build_tool_agent
-from .state import (
+from ._chat import build_chat_agent, compose_answer
+from ._eval import ChatAgent, output_from_state
+from ._react import build_tool_agent
+from ._state import (
     AgentInput,
     AnswerAction,
     AnswerAttempt,
@@ -45,6 +47,7 @@ __all__ = [
     "AnswerCheckRecord",
     "AnswerKeys",
     "AnswerMode",
+    "ChatAgent",
     "ChatAgentState",
     "ToolAgentOutput",
     "ToolAgentState",
@@ -52,5 +55,6 @@ __all__ = [
     "build_tool_agent",
     "chat_agent",
     "compose_answer",
+    "output_from_state",
     "tool_agent",
 ]
