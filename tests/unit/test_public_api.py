@@ -25,6 +25,10 @@ PUBLIC_API: dict[str, list[str]] = {
         "format_context",
         "rag_search",
     ],
+    "kbgraph.agents": [
+        "RagMiddleware",
+        "RagMiddlewareState",
+    ],
     "kbgraph.cli": [
         "describe_server",
         "main",
