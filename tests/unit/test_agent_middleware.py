@@ -230,3 +230,22 @@ def test_settings_come_from_the_run_context_when_the_middleware_has_none(docs: P
     out = agent.invoke({"messages": [HumanMessage(QUESTION)]}, context=_settings(docs))
     assert out["rag_citations"][0]["source"] == "retry.md"
     assert out["answer_check"]["action"] == "none"
+
+
+def test_sources_are_trimmed_to_the_models_window_and_said_so(docs: Path) -> None:
+    # The scripted model counts words: 180 hold the prompt with the first source only.
+    model = ScriptedChatModel(responses=[TRUE], profile={"max_input_tokens": 180})
+    out = _ask(_agent(docs, model, policy="flag"), QUESTION)
+    system = model.calls[0].messages[0].text
+    assert "[1] Source: retry.md" in system and "[2] Source:" not in system
+    assert out["answer_trimmed"].startswith("context trimmed to fit the model's window of 180")
+    assert out["rag_citations"][1]["source"] == "cache/größe.md"  # the state keeps them all
+
+
+def test_a_window_too_small_for_any_source_gets_the_extractive_answer(docs: Path) -> None:
+    model = ScriptedChatModel(responses=[], profile={"max_input_tokens": 120})
+    out = _ask(_agent(docs, model), QUESTION)
+    assert model.calls == [] and out["answer_mode"] == "fallback"
+    (reply,) = _replies(out)
+    assert reply.startswith("Extractive answer") and "context window" in reply
+    assert out["answer_citations"][0]["source"] == "retry.md"
