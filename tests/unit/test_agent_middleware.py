@@ -249,3 +249,18 @@ def test_a_window_too_small_for_any_source_gets_the_extractive_answer(docs: Path
     (reply,) = _replies(out)
     assert reply.startswith("Extractive answer") and "context window" in reply
     assert out["answer_citations"][0]["source"] == "retry.md"
+
+
+def test_stream_mode_messages_shows_the_answer_kept_once(docs: Path) -> None:
+    model = ScriptedChatModel(responses=[MADE_UP, TRUE])
+    agent = _agent(docs, model, policy="regenerate")
+    streamed = [
+        chunk.text
+        for chunk, _ in agent.stream(
+            {"messages": [HumanMessage(QUESTION)]},
+            {"configurable": {"thread_id": "stream"}},
+            stream_mode="messages",
+        )
+    ]
+    # The first answer streamed as the model wrote it; its replacement follows, once.
+    assert streamed == [MADE_UP, TRUE]
