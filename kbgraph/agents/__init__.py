@@ -18,12 +18,23 @@ your code, brings one) and take ``RagSettings`` as their context::
         context={"knowledge_bases": [{"folder": "examples/docs"}]},
     )
     print(out["answer"], out["answer_citations"], out["answer_check"])
+
+For LangChain's own agents, ``RagMiddleware`` attaches the retrieval subgraph,
+citation-tagged sources and the same answer check to ``langchain.agents.create_agent``::
+
+    from langchain.agents import create_agent
+    from kbgraph.agents import RagMiddleware
+
+    agent = create_agent(model, tools=[], middleware=[RagMiddleware({"knowledge_bases": "docs/"})])
+    out = agent.invoke({"messages": [("user", "How do I configure retries?")]})
+    print(out["messages"][-1].text, out["rag_citations"], out["answer_check"])
 """
 
 from __future__ import annotations
 
 from ._chat import build_chat_agent, compose_answer
 from ._eval import ChatAgent, output_from_state
+from ._middleware import RagMiddleware, RagMiddlewareState
 from ._react import build_tool_agent
 from ._state import (
     AgentInput,
@@ -49,6 +60,8 @@ __all__ = [
     "AnswerMode",
     "ChatAgent",
     "ChatAgentState",
+    "RagMiddleware",
+    "RagMiddlewareState",
     "ToolAgentOutput",
     "ToolAgentState",
     "build_chat_agent",

@@ -34,6 +34,8 @@ PUBLIC_API: dict[str, list[str]] = {
         "AnswerMode",
         "ChatAgent",
         "ChatAgentState",
+        "RagMiddleware",
+        "RagMiddlewareState",
         "ToolAgentOutput",
         "ToolAgentState",
         "build_chat_agent",
