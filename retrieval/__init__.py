@@ -25,7 +25,7 @@ from .context import ContextEntry, format_context, render_context
 from .filters import SearchFilters
 
 if TYPE_CHECKING:
-    from .kb import KnowledgeBase, Ranker
+    from .kb import KnowledgeBase
     from .reports import IndexChanges, IndexReport, IndexStats
     from .retriever import KnowledgeBaseRetriever
 
@@ -37,7 +37,6 @@ _LAZY = {
     "IndexStats": ".reports",
     "KnowledgeBase": ".kb",
     "KnowledgeBaseRetriever": ".retriever",
-    "Ranker": ".kb",
 }
 
 
@@ -47,6 +46,17 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+from ._rankers import (  # noqa: E402
+    FieldRanker,
+    Ranker,
+    RankerName,
+    StoreRanker,
+    get_ranker,
+    rankers,
+    register_ranker,
+    search_modes,
+    unregister_ranker,
+)
 from .progress import ProgressCallback, ProgressEvent  # noqa: E402
 from .records import Chunk, SearchResult, SkippedFile  # noqa: E402
 
@@ -58,6 +68,7 @@ __all__ = [
     "ContextEntry",
     "DimensionMismatchError",
     "EmbeddingError",
+    "FieldRanker",
     "IndexChanges",
     "IndexCorruptError",
     "IndexLockedError",
@@ -71,15 +82,22 @@ __all__ = [
     "ProgressCallback",
     "ProgressEvent",
     "Ranker",
+    "RankerName",
     "ScanConfig",
     "SearchConfig",
     "SearchFilters",
     "SearchMode",
     "SearchResult",
     "SkippedFile",
+    "StoreRanker",
     "__version__",
     "format_context",
+    "get_ranker",
+    "rankers",
+    "register_ranker",
     "render_context",
+    "search_modes",
+    "unregister_ranker",
 ]
 
 # Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly.

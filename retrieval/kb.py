@@ -14,7 +14,7 @@ import os
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -85,6 +85,7 @@ from .storage import (
     ModelLost,
     ObjectOnly,
     QueryEmbedder,
+    RankerName,
     ServedStore,
     Snapshot,
     auto_spec,
@@ -95,7 +96,6 @@ from .watch import FolderWatcher
 if TYPE_CHECKING:
     from .retriever import KnowledgeBaseRetriever
 
-Ranker = Literal["vector", "bm25"]
 logger = logging.getLogger("kbgraph.retrieval")
 _Settings = TypeVar("_Settings", ChunkConfig, ScanConfig)
 _T = TypeVar("_T")
@@ -514,7 +514,7 @@ class KnowledgeBase:
     def rank(
         self,
         query: str,
-        ranker: Ranker,
+        ranker: RankerName,
         *,
         limit: int,
         filters: SearchFilters | None = None,
@@ -647,4 +647,4 @@ def _recorded(cls: type[_Settings], recorded: dict[str, Any] | None) -> _Setting
     return cls()
 
 
-__all__ = ["KnowledgeBase", "Ranker"]
+__all__ = ["KnowledgeBase"]
