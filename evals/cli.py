@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kbgraph.exit_codes import failing_as
+from kbgraph.exit_codes import LiveChoice, failing_as
+from kbgraph.retrieval import search_modes
 
 from .baseline import (
     COMPARED,
@@ -161,7 +162,7 @@ def eval_group() -> None:
 @click.option("--top-k", type=click.IntRange(1, 1000), default=None, help="Chunks retrieved.")
 @click.option(
     "--mode",
-    type=click.Choice(["hybrid", "bm25", "vector"]),
+    type=LiveChoice(search_modes),
     default=None,
     help="Retrieval mode (default: hybrid when the index has vectors).",
 )

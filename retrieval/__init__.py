@@ -47,11 +47,13 @@ def __getattr__(name: str) -> Any:
 
 
 from ._rankers import (  # noqa: E402
+    HYBRID,
     FieldRanker,
     Ranker,
     RankerName,
     StoreRanker,
     get_ranker,
+    hybrid_rankers,
     rankers,
     register_ranker,
     search_modes,
@@ -61,6 +63,7 @@ from .progress import ProgressCallback, ProgressEvent  # noqa: E402
 from .records import Chunk, SearchResult, SkippedFile  # noqa: E402
 
 __all__ = [
+    "HYBRID",
     "Chunk",
     "ChunkConfig",
     "ChunkStrategy",
@@ -93,6 +96,7 @@ __all__ = [
     "__version__",
     "format_context",
     "get_ranker",
+    "hybrid_rankers",
     "rankers",
     "register_ranker",
     "render_context",

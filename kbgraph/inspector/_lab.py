@@ -28,6 +28,7 @@ from langchain_core.messages import HumanMessage
 
 from kbgraph.errors import ConfigError, IndexNotFoundError, KbgraphError
 from kbgraph.graphs.settings import RagSettings
+from kbgraph.retrieval import search_modes
 from kbgraph.retrieval.config import SearchConfig, SearchMode
 from kbgraph.retrieval.ranking import rrf_contribution
 from kbgraph.retrieval.records import FILE_KINDS
@@ -35,7 +36,6 @@ from kbgraph.retrieval.records import FILE_KINDS
 from .config import InspectedBase, InspectorConfig
 
 MAX_TOP_K = 50
-MODES: tuple[SearchMode, ...] = ("hybrid", "vector", "bm25")
 Fate = Literal["context", "budget", "threshold", "top_k"]
 
 
@@ -62,8 +62,8 @@ class LabQuery:
             return str(values[-1]).strip()
 
         mode = one("mode") or None
-        if mode is not None and mode not in MODES:
-            raise ConfigError(f"mode {mode!r} is not one of {', '.join(MODES)}")
+        if mode is not None and mode not in search_modes():
+            raise ConfigError(f"mode {mode!r} is not one of {', '.join(search_modes())}")
         try:
             top_k = int(one("top_k") or 5)
         except ValueError:
@@ -338,7 +338,6 @@ def lab_report(state: Mapping[str, Any], settings: RagSettings, query: LabQuery)
 
 __all__ = [
     "MAX_TOP_K",
-    "MODES",
     "LabQuery",
     "chosen_bases",
     "fate_of",

@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from kbgraph.retrieval import search_modes
 from kbgraph.retrieval.records import FILE_KINDS
 
 from ._html import Html, badge, el, join, link, number, table
-from ._lab import MAX_TOP_K, MODES
+from ._lab import MAX_TOP_K
 from ._runs import render_citations, render_timeline, timeline
 
 Href = Callable[..., str | None]
@@ -53,7 +54,7 @@ def render_form(
             el(
                 "select",
                 el("option", "hybrid (default)", value=""),
-                [el("option", m, value=m, selected=m == mode) for m in MODES],
+                [el("option", m, value=m, selected=m == mode) for m in search_modes()],
                 id="mode",
                 name="mode",
             ),

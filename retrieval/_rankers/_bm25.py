@@ -9,4 +9,5 @@ BM25 = StoreRanker(
     description="BM25 over each chunk's heading path and text",
     lexical=True,
     hybrid_weight=1.0,
+    probe=True,
 )

@@ -25,9 +25,10 @@ class Ranker(Protocol):
     """One way to rank a knowledge base's chunks for a query.
 
     ``needs_vectors``: it ranks by the embedding (a lexical-only index cannot run it);
-    ``lexical``: it lists only chunks sharing a term with the query (what the lexical probe
-    may ask); ``hybrid_weight``: its weight in hybrid search by default, ``None`` to leave it
-    out unless a search weighs it (``SearchConfig.weights``)."""
+    ``lexical``: it lists only chunks sharing a term with the query; ``probe``: the lexical
+    probe (``graphs``) asks it whether a knowledge base holds the question's words, on the
+    index as it is (it must need no vectors); ``hybrid_weight``: its weight in hybrid search
+    by default, ``None`` to leave it out unless a search weighs it (``SearchConfig.weights``)."""
 
     @property
     def name(self) -> RankerName: ...
@@ -44,6 +45,9 @@ class Ranker(Protocol):
     @property
     def hybrid_weight(self) -> float | None: ...
 
+    @property
+    def probe(self) -> bool: ...
+
 
 @dataclass(frozen=True, slots=True)
 class StoreRanker:
@@ -54,6 +58,7 @@ class StoreRanker:
     needs_vectors: bool = False
     lexical: bool = True
     hybrid_weight: float | None = None
+    probe: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +70,7 @@ class FieldRanker:
     description: str
     text: Callable[[Chunk], str]
     hybrid_weight: float | None = None
+    probe: bool = False
     needs_vectors: bool = False
     lexical: bool = True
 
@@ -77,13 +83,18 @@ def register_ranker(ranker: Ranker, *, replace: bool = False) -> Ranker:
     is refused unless ``replace``. Returns it (usable as a module-level statement)."""
     if not isinstance(ranker, Ranker):
         raise ConfigError(
-            f"a ranker needs name, description, needs_vectors, lexical and "
-            f"hybrid_weight; got {type(ranker).__name__}"
+            "a ranker needs name, description, needs_vectors, lexical, hybrid_weight and "
+            f"probe (see kbgraph.retrieval.Ranker); got {type(ranker).__name__}"
         )
     name = ranker.name
     if not isinstance(name, str) or not name.isidentifier() or name == HYBRID:
         raise ConfigError(
             f"a ranker's name must be a Python identifier other than {HYBRID!r}, got {name!r}"
+        )
+    if ranker.probe and (ranker.needs_vectors or not ranker.lexical):
+        raise ConfigError(
+            f"ranker {name!r}: the lexical probe asks only lexical rankers that need no "
+            "vectors; set probe=False"
         )
     if name in _RANKERS and not replace:
         raise ConfigError(
