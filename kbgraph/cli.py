@@ -22,7 +22,7 @@ from kbgraph.errors import (
 )
 from kbgraph.retrieval import hybrid_rankers, rankers, search_modes
 from kbgraph.retrieval.config import ChunkConfig, ScanConfig, SearchConfig
-from kbgraph.retrieval.filters import SEARCH_KINDS, SearchFilters
+from kbgraph.retrieval.filters import SearchFilters, search_kinds
 from kbgraph.retrieval.records import SearchResult
 
 from ._progress import TqdmProgress
@@ -402,7 +402,7 @@ def _echo_skipped(skipped: list[dict[str, str]]) -> None:
     "--kind",
     "kinds",
     multiple=True,
-    type=click.Choice(SEARCH_KINDS),
+    type=LiveChoice(search_kinds),
     help="Only files of this kind, code language or test role (test, non-test); repeatable.",
 )
 @click.option("--threshold", type=float, default=None, help="Minimum score.")
@@ -462,7 +462,7 @@ def search(
         weights={**hybrid_rankers({}), **parse_weights(weights)},
         score_threshold=threshold,
     )
-    filters = SearchFilters(paths=paths, kinds=kinds)  # type: ignore[arg-type]
+    filters = SearchFilters(paths=paths, kinds=kinds)
     results = kb.search(query, filters=filters, config=config)
     out: dict[str, Any] = {"results": [r.to_dict() for r in results]}
     if not results and not kb.stats().to_dict()["fileCount"]:

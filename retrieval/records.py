@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -34,8 +34,9 @@ entered: an exclude pattern, a virtualenv; one entry for the whole folder), ``no
 (no include pattern), ``secret`` ... ``decode-fallback`` and a PDF page's ``extract-failed``
 are reported as warnings of files that are still indexed."""
 
-FileKind = Literal["text", "markdown", "code", "html", "pdf", "docx", "csv", "data"]
-FILE_KINDS: tuple[FileKind, ...] = get_args(FileKind)
+FileKind = str
+"""A file kind of the loader table (``text``, ``markdown``, ``code``, ``html``, ``pdf``,
+``docx``, ``csv``, ``data``, or one registered since): ``loaders.file_kinds()``."""
 
 
 def chunk_id(source: str, byte_start: int, byte_end: int, text: str) -> str:
@@ -141,7 +142,6 @@ class SearchHit:
 
 
 __all__ = [
-    "FILE_KINDS",
     "Chunk",
     "FileKind",
     "SearchHit",

@@ -41,12 +41,13 @@ import os
 import re
 import stat
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from kbgraph.errors import ConfigError
 
 from ._globs import compile_globs, glob_to_regex
 from .config import SECRET_DENY, ScanConfig
+from .loaders._kinds import kind_of
 from .records import FileKind, SkippedFile, SkipReason
 
 DEFAULT_INDEX_DIRNAME = ".kbgraph"
@@ -58,20 +59,6 @@ _ENV_MARKERS = {
 _GENERATION = re.compile(r"gen-[0-9a-f]+-[0-9a-f]+")
 _GENERATION_FILES = ("meta.json", "chunks.jsonl")
 OTHER_INDEX = "another kbgraph index; an index is never indexed as documents"
-
-_KIND_BY_SUFFIX: dict[str, FileKind] = {
-    **dict.fromkeys(("md", "markdown", "mdx"), "markdown"),
-    **dict.fromkeys(
-        ("py", "pyi", "js", "jsx", "mjs", "cjs", "ts", "tsx", "rs", "go", "java", "kt",
-         "c", "h", "cc", "cpp", "hpp", "cs", "rb", "php", "swift", "scala", "sh"),
-        "code",
-    ),
-    **dict.fromkeys(("html", "htm", "xhtml"), "html"),
-    "pdf": "pdf",
-    "docx": "docx",
-    **dict.fromkeys(("csv", "tsv"), "csv"),
-    **dict.fromkeys(("json", "jsonl", "yaml", "yml", "toml"), "data"),
-}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,10 +88,8 @@ class ScanResult:
 
 
 def file_kind(rel: str) -> FileKind:
-    """The kind of a file from its name (``rst`` is plain text: its headings are not
-    Markdown headings)."""
-    suffix = PurePosixPath(rel).suffix.lower().lstrip(".")
-    return _KIND_BY_SUFFIX.get(suffix, "text")
+    """The kind of a file from its name: the loader table's (``loaders/_kinds.py``)."""
+    return kind_of(rel)
 
 
 class _Rules:

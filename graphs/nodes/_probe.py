@@ -24,7 +24,7 @@ from kbgraph.retrieval.scan import file_kind
 
 from ..settings import RagSettings, ResolvedKnowledgeBase
 from ._base import NodeDeps
-from ._paths import SCOPE_KINDS
+from ._paths import scope_kinds
 from ._text import content_terms, coverage
 
 PROBE_HITS = 3
@@ -131,7 +131,7 @@ def in_scope(
     """Whether a scope (knowledge bases, path globs or prefixes, file kinds) holds ``hit``."""
     if kb_names and hit.kb not in kb_names:
         return False
-    chosen = tuple(k for k in SCOPE_KINDS if k in kinds)
+    chosen = tuple(k for k in scope_kinds() if k in kinds)
     filters = SearchFilters(paths=tuple(paths), kinds=chosen)
     return filters.is_empty() or filters.allows(hit.source, file_kind(hit.source))
 

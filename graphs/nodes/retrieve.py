@@ -37,7 +37,7 @@ from ..settings import RagSettings, ResolvedKnowledgeBase
 from ..state import RagScope, RagState
 from ._base import NodeDeps, StepRecorder
 from ._fusion import ListKey, fuse
-from ._paths import SCOPE_KINDS
+from ._paths import scope_kinds
 from .rewrite_query import query_key
 
 NODE = "retrieve"
@@ -111,7 +111,7 @@ def candidate_limit(settings: RagSettings) -> int:
 def scope_filters(scope: RagScope | None) -> SearchFilters | None:
     if not scope:
         return None
-    kinds = tuple(k for k in SCOPE_KINDS if k in scope.get("kinds", []))
+    kinds = tuple(k for k in scope_kinds() if k in scope.get("kinds", []))
     filters = SearchFilters(paths=tuple(scope.get("paths", [])), kinds=kinds)
     return None if filters.is_empty() else filters
 

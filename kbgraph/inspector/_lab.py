@@ -30,8 +30,8 @@ from kbgraph.errors import ConfigError, IndexNotFoundError, KbgraphError
 from kbgraph.graphs.settings import RagSettings
 from kbgraph.retrieval import search_modes
 from kbgraph.retrieval.config import SearchConfig, SearchMode
+from kbgraph.retrieval.loaders import file_kinds
 from kbgraph.retrieval.ranking import rrf_contribution
-from kbgraph.retrieval.records import FILE_KINDS
 
 from .config import InspectedBase, InspectorConfig
 
@@ -71,8 +71,8 @@ class LabQuery:
         if not 1 <= top_k <= MAX_TOP_K:
             raise ConfigError(f"top_k must be from 1 to {MAX_TOP_K}, got {top_k}")
         kinds = tuple(k for k in params.get("kind") or [] if k)
-        if bad := [k for k in kinds if k not in FILE_KINDS]:
-            raise ConfigError(f"kind {bad[0]!r} is not one of {', '.join(FILE_KINDS)}")
+        if bad := [k for k in kinds if k not in file_kinds()]:
+            raise ConfigError(f"kind {bad[0]!r} is not one of {', '.join(file_kinds())}")
         paths = tuple(p.strip() for raw in params.get("path") or [] for p in raw.split(","))
         return cls(
             text=one("q"),

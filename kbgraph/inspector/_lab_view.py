@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kbgraph.retrieval import search_modes
-from kbgraph.retrieval.records import FILE_KINDS
+from kbgraph.retrieval.loaders import file_kinds
 
 from ._html import Html, badge, el, join, link, number, table
 from ._lab import MAX_TOP_K
@@ -95,7 +95,7 @@ def render_form(
                     el("input", type="checkbox", name="kind", value=k, checked=k in kinds),
                     f" {k}",
                 )
-                for k in FILE_KINDS
+                for k in file_kinds()
             ],
             class_="kinds half",
         ),

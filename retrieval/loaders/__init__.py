@@ -8,15 +8,22 @@ PDF page that failed) come back as ``LoadedFile.notes``.
 """
 
 from ._base import LoadedFile, SkipFile, binary_reason
+from ._kinds import Load, Loader, file_kinds, kind_of, register_loader, unregister_loader
 from ._load import load_bytes, load_file
 from ._read import open_regular_file, read_regular_file
 
 __all__ = [
+    "Load",
     "LoadedFile",
+    "Loader",
     "SkipFile",
     "binary_reason",
+    "file_kinds",
+    "kind_of",
     "load_bytes",
     "load_file",
     "open_regular_file",
     "read_regular_file",
+    "register_loader",
+    "unregister_loader",
 ]

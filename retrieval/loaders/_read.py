@@ -25,10 +25,12 @@ import os
 import stat
 import threading
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
-from ..scan import ScannedFile
 from ._base import skip
+
+if TYPE_CHECKING:  # no import of the scan, which imports the loader table
+    from ..scan import ScannedFile
 
 READ_TIMEOUT_S = 30.0
 _PIECE = 1 << 20

@@ -904,10 +904,10 @@ PUBLIC_API: dict[str, list[str]] = {
         "hashed_feature",
     ],
     "kbgraph.retrieval.filters": [
-        "SEARCH_KINDS",
         "SearchFilters",
         "SearchKind",
         "path_matches",
+        "search_kinds",
     ],
     "kbgraph.retrieval.folder": [
         "ANN_MIN_ROWS",
@@ -977,13 +977,19 @@ PUBLIC_API: dict[str, list[str]] = {
         "tokenize_corpus",
     ],
     "kbgraph.retrieval.loaders": [
+        "Load",
         "LoadedFile",
+        "Loader",
         "SkipFile",
         "binary_reason",
+        "file_kinds",
+        "kind_of",
         "load_bytes",
         "load_file",
         "open_regular_file",
         "read_regular_file",
+        "register_loader",
+        "unregister_loader",
     ],
     "kbgraph.retrieval.postgres": [
         "Database",
@@ -1012,7 +1018,6 @@ PUBLIC_API: dict[str, list[str]] = {
     ],
     "kbgraph.retrieval.records": [
         "Chunk",
-        "FILE_KINDS",
         "FileKind",
         "SearchHit",
         "SearchResult",
