@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from kbgraph.layers import imported_as_kbgraph
 
+from ._metrics import MetricEvaluator, metric_names, register_metric, unregister_metric
 from .answer_check import AnswerCheck, ClaimCheck, check_answer
 from .baseline import Comparison, compare_summaries, load_summary
 from .claims import split_claims
@@ -38,7 +39,6 @@ from .judges import (
     resolve_judge,
 )
 from .records import (
-    METRIC_NAMES,
     AgentOutput,
     Claim,
     ClaimVerdict,
@@ -59,7 +59,6 @@ from .runner import Agent, FunctionAgent, arun_dataset, run_dataset
 from .stats import auroc, average_precision, pairwise_accuracy
 
 __all__ = [
-    "METRIC_NAMES",
     "Agent",
     "AgentOutput",
     "AnswerCheck",
@@ -85,6 +84,7 @@ __all__ = [
     "JudgeError",
     "Judgement",
     "LLMJudge",
+    "MetricEvaluator",
     "MetricResult",
     "OfflineJudge",
     "OverlapJudge",
@@ -103,12 +103,15 @@ __all__ = [
     "default_evaluators",
     "load_dataset",
     "load_summary",
+    "metric_names",
     "pairwise_accuracy",
     "passages_from",
+    "register_metric",
     "resolve_judge",
     "run_dataset",
     "split_claims",
     "summarize",
+    "unregister_metric",
     "write_report",
 ]
 
