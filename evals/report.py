@@ -247,7 +247,7 @@ def plot_distributions(results: Sequence[RowResult], path: Path) -> None:
         ax.set_title(f"{name}\n{subtitle}", fontsize=9)
         ax.set_xlim(0, 1)
         ax.set_xlabel("score")
-    axes[0].set_ylabel("rows")
+    axes[0][0].set_ylabel("rows")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

@@ -80,9 +80,9 @@ def _command(
     "modes",
     type=LiveChoice(modes),
     multiple=True,
-    help="Repeat to run several (default: every mode; those needing no vectors with "
-    "--embedding none). A mode is a registered ranker, hybrid, or graph (the whole "
-    "subgraph, heuristic mode).",
+    help="Repeat to run several (default: bm25, vector, hybrid, graph; bm25 and graph with "
+    "--embedding none). A mode is a registered ranker (title too), hybrid, or graph (the "
+    "whole subgraph, heuristic mode).",
 )
 @click.option(
     "--embedding",

@@ -296,24 +296,31 @@ def graph_mode(
     )
 
 
-def modes() -> tuple[Mode, ...]:
+def modes(*, default: bool = False) -> tuple[Mode, ...]:
     """The modes a run can score, from the ranker registry: each ranker that needs no
-    vectors (bm25, title, ...), each that does (vector), ``hybrid``, ``graph``."""
-    lexical = [r.name for r in rankers() if not r.needs_vectors]
-    dense = [r.name for r in rankers() if r.needs_vectors]
+    vectors (bm25, title, ...), each that does (vector), ``hybrid``, ``graph``. With
+    ``default``: only the rankers hybrid fuses by default (the run of no ``--mode``)."""
+    chosen = [r for r in rankers() if not default or r.hybrid_weight is not None]
+    lexical = [r.name for r in chosen if not r.needs_vectors]
+    dense = [r.name for r in chosen if r.needs_vectors]
     return (*lexical, *dense, HYBRID, GRAPH)
 
 
-def lexical_modes() -> tuple[Mode, ...]:
+def lexical_modes(*, default: bool = False) -> tuple[Mode, ...]:
     """The modes of a lexical-only index (no embedding model)."""
-    return (*(r.name for r in rankers() if not r.needs_vectors), GRAPH)
+    return tuple(m for m in modes(default=default) if m == GRAPH or not _needs_vectors(m))
+
+
+def _needs_vectors(mode: Mode) -> bool:
+    return mode == HYBRID or any(r.name == mode and r.needs_vectors for r in rankers())
 
 
 def check_modes(modes_: Sequence[str], embedding: str | None) -> list[Mode]:
-    """The modes to run, in :func:`modes` order. None given: every mode, or the lexical
-    ones (:func:`lexical_modes`) when there is no embedding model."""
+    """The modes to run, in :func:`modes` order. None given: the default ones (vector,
+    BM25, hybrid, graph), or those needing no vectors when there is no embedding model."""
     every = modes()
-    chosen = list(dict.fromkeys(modes_)) or list(every if embedding else lexical_modes())
+    default = modes(default=True) if embedding else lexical_modes(default=True)
+    chosen = list(dict.fromkeys(modes_)) or list(default)
     unknown = [m for m in chosen if m not in every]
     if unknown:
         raise ConfigError(f"unknown mode {unknown[0]!r}; allowed: {', '.join(every)}")
@@ -338,7 +345,8 @@ def run_beir(
 ) -> BeirRun:
     """Index the corpus of ``beir_dir`` (reusing ``work_dir``, default under the cache
     folder; ``fresh`` starts from an empty index) and score every judged query of ``split``
-    in each of ``modes`` (default: every mode the embedding allows)."""
+    in each of ``modes`` (default: the rankers hybrid fuses, hybrid and graph, those the
+    embedding allows)."""
     data = load_beir(beir_dir, split)
     work = Path(work_dir).expanduser() if work_dir else default_work_dir(beir_dir)
     return run_data(data, modes, settings=settings, work_dir=work, fresh=fresh, progress=progress)
