@@ -11,7 +11,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,13 +20,12 @@ from psycopg import sql
 from kbgraph.errors import ConfigError, IndexCorruptError
 
 from .._rankers import BM25, VECTOR, FieldRanker, get_ranker
-from .._rankers._field import FieldIndexes
 from ..filters import SearchFilters
 from ..lexical import DEFAULT_B, DEFAULT_K1
-from ..ranking import top_k_of
 from ..records import Chunk
 from ..storage import IndexMeta, QueryEmbedder, RankerName, check_query_vector
 from ._features import Layout
+from ._fields import FieldRows, PgFieldPart
 from ._lexical import GLUED_DISCOUNT_SQL, query_terms, sparse_literal, term_weights, tsquery_literal
 from ._schema import Tables
 from ._servers import Servers
@@ -65,6 +63,7 @@ class PgRanking:
         self._bm25: tuple[list[str], list[float], float] | None = None
         self._term_ids: dict[str, int] = {}
         self._allowed: dict[SearchFilters | None, tuple[list[str], int] | None] = {}
+        self._fields = PgFieldPart(snap, conn, query, self._all_chunks)
 
     # -- vector ----------------------------------------------------------------------
     def _vector(self) -> str | None:
@@ -208,47 +207,6 @@ class PgRanking:
         tail = sql.SQL("ORDER BY score DESC, c.rid LIMIT %(n)s")
         return _split(self._conn.execute(self._bm25_sql(match, tail), params).fetchall())
 
-    # -- field rankers (title, ...) ------------------------------------------------------
-    def _fields(self) -> _Fields:
-        """Every row's rid and source, read once per version (the snapshot keeps them)."""
-        if self._snap.fields is None:
-            rows = self._conn.execute(
-                sql.SQL("SELECT rid, source FROM {} ORDER BY rid").format(self._t.chunks)
-            ).fetchall()
-            self._snap.fields = _Fields(
-                np.asarray([int(r[0]) for r in rows], dtype=np.int64),
-                np.asarray([str(r[1]) for r in rows], dtype=object),
-                FieldIndexes(self._snap.meta.tokenizer),
-            )
-        return self._snap.fields
-
-    def _all_chunks(self) -> list[Chunk]:
-        query = sql.SQL("SELECT {} FROM {} ORDER BY rid").format(_CHUNK_COLUMNS, self._t.chunks)
-        return [_chunk(r) for r in self._conn.execute(query).fetchall()]
-
-    def _field_scores(self, ranker: FieldRanker) -> np.ndarray:
-        return self._fields().indexes.scores(ranker, self._query, self._all_chunks)
-
-    def _field_top(
-        self, ranker: FieldRanker, limit: int, allowed: list[str] | None
-    ) -> tuple[list[int], list[float]]:
-        fields, scores = self._fields(), self._field_scores(ranker)
-        keep = scores > 0  # lexical: a row sharing no term is no match
-        if allowed is not None:
-            keep &= np.isin(fields.sources, allowed)
-        best, top = top_k_of(scores, limit, np.flatnonzero(keep))
-        return [int(fields.rids[i]) for i in best], [float(x) for x in top]
-
-    def _field_exact(self, ranker: FieldRanker, keys: Sequence[int]) -> np.ndarray:
-        fields, scores = self._fields(), self._field_scores(ranker)
-        wanted = np.asarray(keys, dtype=np.int64)
-        out = np.zeros(len(wanted), dtype=np.float64)
-        if len(fields.rids):
-            at = np.clip(np.searchsorted(fields.rids, wanted), 0, len(fields.rids) - 1)
-            hit = fields.rids[at] == wanted
-            out[hit] = scores[at[hit]]
-        return out
-
     # -- the QueryRanking interface ----------------------------------------------------
     def top(
         self, ranker: RankerName, limit: int, filters: SearchFilters | None
@@ -264,7 +222,7 @@ class PgRanking:
         if found is BM25:
             return self._bm25_top(limit, allowed)
         assert isinstance(found, FieldRanker)
-        return self._field_top(found, limit, allowed)
+        return self._fields.top(found, limit, allowed)
 
     @staticmethod
     def _part(ranker: RankerName) -> object:
@@ -283,7 +241,7 @@ class PgRanking:
         position = {int(k): i for i, k in enumerate(keys)}
         found = self._part(ranker)
         if isinstance(found, FieldRanker):
-            return self._field_exact(found, keys)
+            return self._fields.exact(found, keys)
         if found is VECTOR:
             vector = self._vector()
             if vector is None:
@@ -306,6 +264,10 @@ class PgRanking:
             out[position[int(rid)]] = float(score)
         return out
 
+    def _all_chunks(self) -> list[Chunk]:
+        query = sql.SQL("SELECT {} FROM {} ORDER BY rid").format(_CHUNK_COLUMNS, self._t.chunks)
+        return [_chunk(r) for r in self._conn.execute(query).fetchall()]
+
     def chunks(self, keys: Sequence[int]) -> list[Chunk]:
         if not keys:
             return []
@@ -318,16 +280,6 @@ class PgRanking:
         if missing:
             raise IndexCorruptError(f"rows {missing[:5]} vanished inside one snapshot; re-index")
         return [by_rid[int(k)] for k in keys]
-
-
-@dataclass(frozen=True, slots=True)
-class _Fields:
-    """A version's rows for the field rankers: rids ascending, their sources, the indexes
-    (row i of each index is ``rids[i]``)."""
-
-    rids: np.ndarray
-    sources: np.ndarray
-    indexes: FieldIndexes
 
 
 class PgSnapshot:
@@ -351,7 +303,7 @@ class PgSnapshot:
         self.dims = meta.embedding.dims if meta.embedding else 0
         self._conn: psycopg.Connection[Any] | None = None
         self._lock = threading.Lock()
-        self.fields: _Fields | None = None  # built by the first field ranker's query
+        self.fields: FieldRows | None = None  # built by the first field ranker's query
 
     @property
     def meta(self) -> IndexMeta:

@@ -188,6 +188,21 @@ def test_every_store_ranks_the_title_ranker_and_any_field_ranker(
         unregister_ranker("first_line")
 
 
+def test_the_title_ranker_sees_each_new_version(folder: Path, store: str | None) -> None:
+    """A field ranker's index is built per version: after an update the same knowledge
+    base finds the new file and no longer the deleted one (no row of the old version)."""
+    kb = _kb(folder, store)
+    kb.index()
+    assert [r.chunk.source for r in kb.search("auth", mode="title")] == ["guide/auth.md"]
+    (folder / "guide" / "auth.md").unlink()
+    (folder / "guide" / "authorization.md").write_text("# Roles\n\nAdmins.\n", encoding="utf-8")
+    kb.index()
+    assert [r.chunk.source for r in kb.search("authorization", mode="title")] == [
+        "guide/authorization.md"
+    ]
+    assert not kb.search("auth", mode="title")
+
+
 def test_rank_gives_one_rankers_list(folder: Path, store: str | None) -> None:
     kb = _kb(folder, store)
     kb.index()
