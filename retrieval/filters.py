@@ -10,7 +10,7 @@ from typing import get_args
 from pydantic import field_validator
 
 from .languages import TEST_ROLES, CodeLanguage, TestRole, language_of, test_role
-from .loaders._kinds import file_kinds
+from .loaders import file_kinds
 from .records import FileKind
 from .scan import compile_globs
 from .validation import Settings

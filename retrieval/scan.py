@@ -47,7 +47,7 @@ from kbgraph.errors import ConfigError
 
 from ._globs import compile_globs, glob_to_regex
 from .config import SECRET_DENY, ScanConfig
-from .loaders._kinds import kind_of
+from .loaders import kind_of
 from .records import FileKind, SkippedFile, SkipReason
 
 DEFAULT_INDEX_DIRNAME = ".kbgraph"

@@ -8,11 +8,24 @@ PDF page that failed) come back as ``LoadedFile.notes``.
 """
 
 from ._base import LoadedFile, SkipFile, binary_reason
-from ._kinds import Load, Loader, file_kinds, kind_of, register_loader, unregister_loader
+from ._kinds import (
+    TEXT,
+    ChunkAs,
+    Load,
+    Loader,
+    file_kinds,
+    kind_of,
+    load_text,
+    loader_for,
+    register_loader,
+    unregister_loader,
+)
 from ._load import load_bytes, load_file
 from ._read import open_regular_file, read_regular_file
 
 __all__ = [
+    "TEXT",
+    "ChunkAs",
     "Load",
     "LoadedFile",
     "Loader",
@@ -22,6 +35,8 @@ __all__ = [
     "kind_of",
     "load_bytes",
     "load_file",
+    "load_text",
+    "loader_for",
     "open_regular_file",
     "read_regular_file",
     "register_loader",

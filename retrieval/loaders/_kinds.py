@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import Literal
 
 from kbgraph.errors import ConfigError
 
@@ -25,13 +26,20 @@ cannot be indexed."""
 TEXT = "text"  # a file whose suffix no loader names
 
 
+ChunkAs = Literal["markdown", "code", "data"]
+"""How chunking by kind (``ChunkConfig.by_kind``) cuts a kind: at headings (``markdown``:
+a Markdown file, or a loader's outline), at definitions (``code``), or small (``data``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Loader:
-    """A file kind: its name, its suffixes (lower case, no dot) and its load function."""
+    """A file kind: its name, its suffixes (lower case, no dot), its load function and how
+    chunking by kind cuts it (``None``: the configured strategy)."""
 
     kind: str
     suffixes: tuple[str, ...]
     load: Load
+    chunk_as: ChunkAs | None = None
 
 
 def load_text(data: bytes, rel: str) -> tuple[list[Segment], list[SkippedFile]]:
@@ -55,13 +63,13 @@ _CODE = ("py", "pyi", "js", "jsx", "mjs", "cjs", "ts", "tsx", "rs", "go", "java"
 _BUILT_IN = (
     # rst is plain text: its headings are not Markdown headings.
     Loader(TEXT, (), load_text),
-    Loader("markdown", ("md", "markdown", "mdx"), load_text),
-    Loader("code", _CODE, load_text),
+    Loader("markdown", ("md", "markdown", "mdx"), load_text, "markdown"),
+    Loader("code", _CODE, load_text, "code"),
     Loader("html", ("html", "htm", "xhtml"), _load_html),
     Loader("pdf", ("pdf",), load_pdf),
-    Loader("docx", ("docx",), load_docx),
+    Loader("docx", ("docx",), load_docx, "markdown"),  # sectioned by its heading styles
     Loader("csv", ("csv", "tsv"), _load_csv),
-    Loader("data", ("json", "jsonl", "yaml", "yml", "toml"), load_text),
+    Loader("data", ("json", "jsonl", "yaml", "yml", "toml"), load_text, "data"),
 )
 _LOADERS: dict[str, Loader] = {loader.kind: loader for loader in _BUILT_IN}
 _BY_SUFFIX: dict[str, str] = {s: loader.kind for loader in _BUILT_IN for s in loader.suffixes}
@@ -116,6 +124,7 @@ def loader_for(kind: str) -> Loader:
 
 __all__ = [
     "TEXT",
+    "ChunkAs",
     "Load",
     "Loader",
     "file_kinds",

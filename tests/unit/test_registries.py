@@ -52,10 +52,10 @@ from kbgraph.retrieval.loaders import (
     Loader,
     file_kinds,
     kind_of,
+    load_text,
     register_loader,
     unregister_loader,
 )
-from kbgraph.retrieval.loaders._kinds import load_text
 from kbgraph.retrieval.records import Chunk, SkippedFile
 from kbgraph.retrieval.scan import scan_folder
 from kbgraph.retrieval.segments import Segment
@@ -169,14 +169,14 @@ def toy_loader() -> Iterator[_Calls]:
         calls.rels.append(rel)
         return load_text(data, rel)
 
-    register_loader(Loader(TOY_KIND, ("toy",), load))
+    register_loader(Loader(TOY_KIND, ("toy",), load, chunk_as="markdown"))
     yield calls
     unregister_loader(TOY_KIND)
     assert kind_of("a.toy") == "text" and TOY_KIND not in file_kinds()
 
 
 def test_a_registered_loader_is_scanned_loaded_and_filtered(toy_loader: _Calls, docs: Path) -> None:
-    (docs / "todo.toy").write_text("Call the accountant about invoices.\n", encoding="utf-8")
+    (docs / "todo.toy").write_text("# Taxes\n\nCall the accountant about invoices.\n", "utf-8")
     # The scan's include globs are settings (recorded in the index), not the loader table.
     scan = ScanConfig(include=(*DEFAULT_INCLUDE, "**/*.toy"))
     scanned = {f.rel: f.kind for f in scan_folder(docs, scan).files}
@@ -185,7 +185,8 @@ def test_a_registered_loader_is_scanned_loaded_and_filtered(toy_loader: _Calls, 
     kb.index()
     assert toy_loader.rels == ["todo.toy"]
     only = SearchFilters(kinds=(TOY_KIND,))
-    assert [r.chunk.source for r in kb.search("accountant invoices", filters=only)] == ["todo.toy"]
+    (hit,) = kb.search("accountant invoices", filters=only)
+    assert hit.chunk.source == "todo.toy" and hit.chunk.section == "Taxes"  # cut at headings
     out = CliRunner().invoke(main, ["search", "--help"]).output
     assert TOY_KIND in out
     with pytest.raises(ConfigError, match="the kind 'markdown'"):
