@@ -19,12 +19,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langgraph.runtime import Runtime
 
 from kbgraph.errors import ErrorRecord, KbgraphError, ModelMismatchError, error_record
+from kbgraph.retrieval import RankerName, get_ranker, hybrid_rankers
 from kbgraph.retrieval.config import SearchConfig
 from kbgraph.retrieval.filters import SearchFilters
 from kbgraph.retrieval.progress import ProgressEvent
@@ -36,25 +37,24 @@ from ..settings import RagSettings, ResolvedKnowledgeBase
 from ..state import RagScope, RagState
 from ._base import NodeDeps, StepRecorder
 from ._fusion import ListKey, fuse
-from ._paths import SCOPE_KINDS
+from ._paths import scope_kinds
 from .rewrite_query import query_key
-
-if TYPE_CHECKING:
-    from kbgraph.retrieval.kb import Ranker
 
 NODE = "retrieve"
 Writer = Callable[[Any], None]
 
 
-def rankers_for(settings: RagSettings, *, vectors: bool = True) -> list[Ranker]:
-    """The rankers of a run; BM25 only with ``embedding="none"``, ``search.mode="bm25"`` or
-    an index without vectors (``vectors=False``: a lexical-only index opened with
-    ``auto``)."""
-    if not vectors or settings.embedding.strip().lower() == "none":
-        return ["bm25"]
-    if settings.search.mode == "bm25":
-        return ["bm25"]
-    return ["vector"] if settings.search.mode == "vector" else ["vector", "bm25"]
+def rankers_for(settings: RagSettings, *, vectors: bool = True) -> list[RankerName]:
+    """The rankers of a run: ``search.mode``'s one ranker, or hybrid's (the registered
+    rankers with a hybrid weight, and any other ``search.weights`` names). Without vectors
+    (``embedding="none"``, or a lexical-only index opened with ``auto``: ``vectors=False``)
+    hybrid's rankers that need none (BM25 by default), for a vector mode too."""
+    lexical_only = not vectors or settings.embedding.strip().lower() == "none"
+    mode = settings.search.mode
+    if mode not in (None, "hybrid") and not (lexical_only and get_ranker(mode).needs_vectors):
+        return [mode]
+    names = list(hybrid_rankers(settings.search.weights))
+    return [n for n in names if not (lexical_only and get_ranker(n).needs_vectors)]
 
 
 def _has_vectors(searcher: Searcher) -> bool:
@@ -86,7 +86,7 @@ def one_list(
     convex fusion), ``limit`` deep (default: the settings' candidates per list)."""
     limit = limit or candidate_limit(settings)
     if name != "hybrid":
-        return searcher.rank(query, name, limit=limit, filters=filters)  # type: ignore[arg-type]
+        return searcher.rank(query, name, limit=limit, filters=filters)
     config = SearchConfig(
         mode="hybrid",
         fusion="convex",
@@ -111,7 +111,7 @@ def candidate_limit(settings: RagSettings) -> int:
 def scope_filters(scope: RagScope | None) -> SearchFilters | None:
     if not scope:
         return None
-    kinds = tuple(k for k in SCOPE_KINDS if k in scope.get("kinds", []))
+    kinds = tuple(k for k in scope_kinds() if k in scope.get("kinds", []))
     filters = SearchFilters(paths=tuple(scope.get("paths", [])), kinds=kinds)
     return None if filters.is_empty() else filters
 

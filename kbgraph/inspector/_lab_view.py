@@ -7,10 +7,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kbgraph.errors import error_text
-from kbgraph.retrieval.records import FILE_KINDS
+from kbgraph.retrieval import search_modes
+from kbgraph.retrieval.loaders import file_kinds
 
 from ._html import Html, badge, el, join, link, number, table
-from ._lab import MAX_TOP_K, MODES
+from ._lab import MAX_TOP_K
 from ._runs import render_citations, render_timeline, timeline
 
 Href = Callable[..., str | None]
@@ -54,7 +55,7 @@ def render_form(
             el(
                 "select",
                 el("option", "hybrid (default)", value=""),
-                [el("option", m, value=m, selected=m == mode) for m in MODES],
+                [el("option", m, value=m, selected=m == mode) for m in search_modes()],
                 id="mode",
                 name="mode",
             ),
@@ -95,7 +96,7 @@ def render_form(
                     el("input", type="checkbox", name="kind", value=k, checked=k in kinds),
                     f" {k}",
                 )
-                for k in FILE_KINDS
+                for k in file_kinds()
             ],
             class_="kinds half",
         ),
