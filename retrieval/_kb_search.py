@@ -4,7 +4,6 @@ ranker, or fused: :mod:`._search`) with this knowledge base's query model."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
 
 import numpy as np
 
@@ -15,9 +14,8 @@ from ._search import search as search_snapshot
 from .config import SearchConfig, SearchMode
 from .filters import SearchFilters
 from .records import SearchResult
-from .storage import Snapshot
+from .storage import RankerName, Snapshot
 
-Ranker = Literal["vector", "bm25"]
 Embed = Callable[[str], np.ndarray]
 
 
@@ -46,7 +44,7 @@ def rank(
     model: EmbeddingModel,
     embed: Embed,
     query: str,
-    ranker: Ranker,
+    ranker: RankerName,
     *,
     limit: int,
     filters: SearchFilters | None,
@@ -55,12 +53,11 @@ def rank(
     check_rank_arguments(query, ranker, limit, filters)
 
     def rank(reader: Snapshot) -> list[SearchResult]:
-        if ranker == "vector":
-            resolve_mode(reader.has_vectors, "vector")
+        resolve_mode(reader.has_vectors, ranker)  # a ranker that needs vectors: refused
         with reader.ranking(query, once(model.query_embedder(reader, embed))) as ranking:
             return rank_one(ranking, ranker, limit, filters)
 
     return live.reading(rank)
 
 
-__all__ = ["Embed", "Ranker", "rank", "search"]
+__all__ = ["Embed", "rank", "search"]

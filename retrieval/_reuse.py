@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import __version__
+from kbgraph._version import __version__
+
 from .records import Chunk
 from .storage import FileRecord, FileRows, usable_vectors
 

@@ -33,7 +33,6 @@ from ._indexer import IndexPlan
 from ._kb_live import LiveMode
 from ._kb_model import EmbeddingModel, EmbeddingSpec
 from ._kb_reader import LiveReader
-from ._kb_search import Ranker
 from ._search import check_index_model
 from .backends import IndexLayout, folder_layout, open_store
 from .config import ChunkConfig, ScanConfig, SearchConfig, SearchMode
@@ -46,6 +45,7 @@ from .storage import (
     DEFAULT_KEEP_VERSIONS,
     FileRecord,
     IndexStore,
+    RankerName,
     Snapshot,
     VersionInfo,
     auto_spec,
@@ -319,7 +319,7 @@ class KnowledgeBase:
     def rank(
         self,
         query: str,
-        ranker: Ranker,
+        ranker: RankerName,
         *,
         limit: int,
         filters: SearchFilters | None = None,
@@ -376,4 +376,4 @@ class KnowledgeBase:
         self.close()
 
 
-__all__ = ["KnowledgeBase", "Ranker"]
+__all__ = ["KnowledgeBase"]

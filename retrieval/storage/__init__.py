@@ -18,7 +18,6 @@ from ._meta import (
 )
 from ._protocol import (
     DATABASE_SCHEMES,
-    RANKERS,
     FileEntry,
     IndexStore,
     IndexUpdate,
@@ -54,7 +53,6 @@ __all__ = [
     "FORMAT_VERSION",
     "LEGACY_FORMAT",
     "MAX_KEEP_VERSIONS",
-    "RANKERS",
     "REPAIR",
     "UNIT_NORM_TOLERANCE",
     "EmbeddingMeta",
