@@ -190,6 +190,7 @@ class LayeredGroup(click.Group):
         "ask": ("kbgraph.graphs.cli", "ask"),
         "eval": ("kbgraph.evals.cli", "eval_group"),
         "inspect": ("kbgraph.inspector._command", "inspect"),
+        "mcp": ("kbgraph.mcp._command", "mcp"),
         "watch": ("kbgraph._watch", "watch"),
         "versions": ("kbgraph._versions", "versions"),
         "restore": ("kbgraph._versions", "restore"),
