@@ -4,7 +4,8 @@ down and stay public, and importing kbgraph.evals does not build the LangGraph s
 
 Layers, bottom up: the foundation (``kbgraph.errors``, ``kbgraph.exit_codes``, the version,
 ``kbgraph.layers``), ``prompts``, ``retrieval``, ``graphs``, ``evals``, then the
-application (the CLI, the inspector, ``kbgraph.testing``, the ``kbgraph`` package)."""
+application (the CLI, the inspector, the MCP server ``kbgraph.mcp``, ``kbgraph.testing``,
+the ``kbgraph`` package)."""
 
 from __future__ import annotations
 
@@ -148,6 +149,7 @@ def _layer(module: str) -> str:
 def test_the_graph_sees_every_layer() -> None:
     assert {_layer(m) for m in MODULES} == set(RANK)
     assert EDGES["kbgraph.retrieval.kb"] >= {"kbgraph.retrieval.backends"}
+    assert _layer("kbgraph.mcp._server") == "app"  # above the graphs and evals, beside the CLI
 
 
 def test_no_import_circle() -> None:
@@ -188,7 +190,7 @@ def test_the_storage_seam_knows_no_store() -> None:
     assert not [t for t in EDGES["kbgraph.retrieval.postgres._store"] if "folder" in t]
 
 
-@pytest.mark.parametrize("layer", ["evals", "graphs", "kbgraph.inspector"])
+@pytest.mark.parametrize("layer", ["evals", "graphs", "kbgraph.inspector", "kbgraph.mcp"])
 def test_no_cli_internals_below_the_cli(layer: str) -> None:
     bad = [
         (module, target)

@@ -762,6 +762,16 @@ PUBLIC_API: dict[str, list[str]] = {
         "LAYERS",
         "imported_as_kbgraph",
     ],
+    "kbgraph.mcp": [
+        "MAX_QUERY_CHARS",
+        "MAX_READ_LINES",
+        "McpSettings",
+        "ServedBase",
+        "build_server",
+        "http_app",
+        "serve_http",
+        "serve_stdio",
+    ],
     "kbgraph.prompts": [
         "load_prompt",
         "placeholders",
