@@ -89,7 +89,7 @@ async def test_search_returns_cited_lines_that_match_the_output_schema(docs: Pat
         result = await client.call_tool("search", {"query": "retry policy", "top_k": 3})
     assert not result.isError
     data = result.structuredContent
-    jsonschema.validate(data, schema)  # type: ignore[arg-type]
+    jsonschema.validate(data, schema)
     hits = data["results"]  # type: ignore[index]
     assert len(hits) == 3 and hits[0]["source"] == "docs/configuration.md"
     first = hits[0]
@@ -296,7 +296,7 @@ def test_protocol_stdout_keeps_every_other_write_off_stdout() -> None:
         "print('noise from print')\n"
         "os.write(1, b'noise from fd 1\\n')\n"
         "subprocess.run(['echo', 'noise from a child'])\n"
-        "out.write('{\"jsonrpc\": \"2.0\"}\\n'); out.flush()\n"
+        'out.write(\'{"jsonrpc": "2.0"}\\n\'); out.flush()\n'
     )
     done = subprocess.run(
         [sys.executable, "-c", script],
@@ -308,4 +308,3 @@ def test_protocol_stdout_keeps_every_other_write_off_stdout() -> None:
     assert done.stdout == '{"jsonrpc": "2.0"}\n'
     for noise in ("noise from print", "noise from fd 1", "noise from a child"):
         assert noise in done.stderr
-
