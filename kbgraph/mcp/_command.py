@@ -110,6 +110,8 @@ def mcp(
 ) -> None:
     """Serve FOLDER's knowledge base to MCP clients (search, read, stats, ask)."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="kbgraph mcp: %(message)s")
+    # The SDK warns of every call of a tool it has not listed: the tool error says it.
+    logging.getLogger("mcp.server.lowlevel.server").setLevel(logging.ERROR)
     settings = McpSettings.from_folders(
         folders,
         store=store,
@@ -120,6 +122,12 @@ def mcp(
         watch=watch,
     )
     _check_chat_model(chat_model, embedding)
+    try:
+        import mcp as _sdk  # noqa: F401
+    except ImportError as exc:
+        raise ConfigError(
+            f"kbgraph mcp needs the MCP SDK ({exc}); pip install 'kbgraph[mcp]'"
+        ) from exc
     if not use_http:
         from ._transport import serve_stdio
 
