@@ -112,10 +112,14 @@ def stats(bases: OpenBases, args: KbArgs) -> StatsOutput:
 def ask(bases: OpenBases, args: AskArgs) -> AskOutput:
     """``kbgraph ask``'s path: the chat agent (the retrieval subgraph, the configured chat
     model, the answer check) over the chosen knowledge bases."""
+    from kbgraph.graphs import default_registry
     from kbgraph.graphs.cli import run_ask
 
     settings = bases.settings
     chosen = settings.chosen(args.kb)
+    spec = None if settings.embedding.strip().lower() == "none" else settings.embedding.strip()
+    for base in chosen:  # the agent searches the server's open ones: one model load, one watcher
+        default_registry.register(base.folder, spec, bases.get(base), store=base.store)
     specs = [
         {"name": b.name, "folder": str(b.folder), **({"store": b.store} if b.store else {})}
         for b in chosen

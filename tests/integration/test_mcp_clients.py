@@ -79,10 +79,19 @@ def _rpc(n: int, method: str, params: dict[str, Any]) -> str:
     return json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params}) + "\n"
 
 
-def test_stdout_holds_only_the_protocol(docs: Path) -> None:
+def _gguf_spec() -> str:
+    from tests.support.gguf import smollm2_path
+
+    return f"gguf:{smollm2_path()}?n_ctx=2048&max_tokens=48"
+
+
+@pytest.mark.parametrize("chat_model", [None, "gguf"])
+def test_stdout_holds_only_the_protocol(docs: Path, chat_model: str | None) -> None:
     """Raw pipes, no client library: every line on stdout is a JSON-RPC message, whatever
-    the tools did (an ask runs the agent and its answer check), and the process ends with
+    the tools did (an ask runs the agent and its answer check; with the GGUF model,
+    llama.cpp loads and writes its own log from native code), and the process ends with
     stdin; logs and warnings are on stderr."""
+    models = ["--chat-model", _gguf_spec()] if chat_model else []
     init = {
         "protocolVersion": "2025-06-18",
         "capabilities": {},
@@ -98,7 +107,7 @@ def test_stdout_holds_only_the_protocol(docs: Path) -> None:
         + _rpc(5, "tools/call", {"name": "read", "arguments": {"path": "/etc/passwd"}})
     )
     proc = subprocess.Popen(
-        _command(str(docs), "--embedding", "fake"),
+        _command(str(docs), "--embedding", "fake", *models),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -123,6 +132,8 @@ def test_stdout_holds_only_the_protocol(docs: Path) -> None:
     by_id = {m["id"]: m for m in messages}
     assert sorted(by_id) == [1, 2, 3, 4, 5]
     assert not by_id[2]["result"]["isError"] and by_id[3]["result"]["structuredContent"]["answer"]
+    answered = by_id[3]["result"]["structuredContent"]
+    assert (answered["answer_check"] is not None) == bool(chat_model), answered  # generated
     for n in (4, 5):
         assert by_id[n]["result"]["isError"] and "Traceback" not in stdout
     assert "root:" not in stdout

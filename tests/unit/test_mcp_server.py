@@ -207,6 +207,14 @@ async def test_a_stale_index_is_said_in_the_result_and_auto_index_refreshes_it(
     assert data["note"] is None and data["results"][0]["source"] == "new.md"  # type: ignore[index]
 
 
+async def test_watch_keeps_the_index_live(tmp_path: Path) -> None:
+    folder = _copy(tmp_path / "docs")
+    async with session(folder, watch=True) as client:
+        found = await client.call_tool("search", {"query": "retry policy"})
+    freshness = found.structuredContent["freshness"][0]  # type: ignore[index]
+    assert freshness == {"kb": "docs", "stale_files": 0, "live": True, "note": None}
+
+
 async def test_a_folder_without_an_index_is_a_one_line_error(tmp_path: Path) -> None:
     folder = tmp_path / "empty"
     folder.mkdir()
