@@ -122,12 +122,6 @@ def mcp(
         watch=watch,
     )
     _check_chat_model(chat_model, embedding)
-    try:
-        import mcp as _sdk  # noqa: F401
-    except ImportError as exc:
-        raise ConfigError(
-            f"kbgraph mcp needs the MCP SDK ({exc}); pip install 'kbgraph[mcp]'"
-        ) from exc
     if not use_http:
         from ._transport import serve_stdio
 

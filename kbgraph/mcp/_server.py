@@ -220,7 +220,11 @@ def _refuse(message: str) -> McpError:
 def build_server(settings: McpSettings) -> Server[Any, Any]:
     """An MCP server over ``settings``' knowledge bases (run it with :func:`serve_stdio`,
     :func:`serve_http`, or any transport of the MCP SDK)."""
-    bases = OpenBases(settings)
+    return server_over(OpenBases(settings))
+
+
+def server_over(bases: OpenBases) -> Server[Any, Any]:
+    settings = bases.settings
     server: Server[Any, Any] = Server(
         "kbgraph",
         version=__version__,
@@ -269,4 +273,12 @@ def close_server(server: Server[Any, Any]) -> None:
         bases.close()
 
 
-__all__ = ["SCHEME", "TOOLS", "build_server", "call", "close_server", "resource_uri"]
+__all__ = [
+    "SCHEME",
+    "TOOLS",
+    "build_server",
+    "call",
+    "close_server",
+    "resource_uri",
+    "server_over",
+]

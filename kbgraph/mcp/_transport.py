@@ -18,12 +18,17 @@ import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import anyio
 
-from ._server import build_server, close_server
+from kbgraph.errors import ConfigError
+
+from ._bases import OpenBases
 from ._settings import McpSettings
+
+if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
 
 MCP_PATH = "/mcp"
 
@@ -38,12 +43,26 @@ def protocol_stdout() -> TextIO:
     return io.TextIOWrapper(os.fdopen(protocol, "wb"), encoding="utf-8", newline="\n")
 
 
+def _server(bases: OpenBases) -> Server[Any, Any]:
+    """The server over ``bases``, imported here: the SDK loads while they warm up."""
+    try:
+        from ._server import server_over
+    except ImportError as exc:
+        raise ConfigError(
+            f"kbgraph mcp needs the MCP SDK ({exc}); pip install 'kbgraph[mcp]'"
+        ) from exc
+    return server_over(bases)
+
+
 def serve_stdio(settings: McpSettings) -> None:
     """Serve over stdin/stdout until the client closes stdin."""
+    out = anyio.wrap_file(protocol_stdout())
+    bases = OpenBases(settings)
+    bases.warm()
+    server = _server(bases)
     from mcp.server.stdio import stdio_server
 
-    out = anyio.wrap_file(protocol_stdout())
-    server = build_server(settings)
+    from ._server import close_server
 
     async def run() -> None:
         async with stdio_server(stdout=out) as (read, write):
@@ -63,7 +82,11 @@ def http_app(settings: McpSettings, allowed_hosts: tuple[str, ...]) -> Any:
     from starlette.applications import Starlette
     from starlette.routing import Route
 
-    server = build_server(settings)
+    from ._server import close_server
+
+    bases = OpenBases(settings)
+    bases.warm()
+    server = _server(bases)
     shown = [f"[{h}]" if ":" in h else h for h in allowed_hosts]
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
