@@ -242,3 +242,30 @@ async def test_the_gguf_model_calls_search_through_the_adapter(docs: Path) -> No
     assert '"citation"' in str(results[0].content)
     last = out["messages"][-1]
     assert isinstance(last, AIMessage) and not last.tool_calls
+
+
+async def test_several_knowledge_bases_in_postgresql(tmp_path: Path, pg_url: str) -> None:
+    """``--store postgresql://...`` with two folders: one server, a ``kb`` argument."""
+    folders = []
+    for name, text in (("ops", "Restart the harbor gateway with make restart."), ("faq", "")):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "notes.md").write_text(f"# {name}\n\n{text or 'The gateway restarts at noon.'}\n")
+        KnowledgeBase(folder, embedding="fake", store=pg_url).index()
+        folders.append(str(folder))
+    async with stdio_session(*folders, "--store", pg_url) as session:
+        both = await session.call_tool("search", {"query": "gateway restart"})
+        one = await session.call_tool("search", {"query": "gateway restart", "kb": "faq"})
+        kbs = await session.call_tool("list_knowledge_bases", {})
+        lines = await session.call_tool("read", {"path": "notes.md", "kb": "ops"})
+    hits = both.structuredContent["results"]  # type: ignore[index]
+    assert {h["kb"] for h in hits} == {"ops", "faq"}
+    assert {h["citation"] for h in hits} == {"ops:notes.md:1-3", "faq:notes.md:1-3"}
+    assert [h["kb"] for h in one.structuredContent["results"]] == ["faq"]  # type: ignore[index]
+    listed = kbs.structuredContent["knowledge_bases"]  # type: ignore[index]
+    assert [(kb["name"], kb["store"], kb["indexed"]) for kb in listed] == [
+        ("ops", "postgresql", True),
+        ("faq", "postgresql", True),
+    ]
+    assert "make restart" in lines.structuredContent["text"]  # type: ignore[index]
+    assert pg_url not in str(listed)  # a URL may hold a password: never shown
