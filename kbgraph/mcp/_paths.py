@@ -22,14 +22,14 @@ if TYPE_CHECKING:
     from kbgraph.inspector._sources import SourceText
 
 
-def _holder(bases: OpenBases, args: ReadArgs) -> ServedBase:
-    """The knowledge base ``args.kb`` names, else the one whose index holds the path."""
-    if args.kb is not None:
-        return bases.settings.base(args.kb)
+def _holder(bases: OpenBases, kb: str | None, path: str) -> ServedBase:
+    """The knowledge base ``kb`` names, else the one whose index holds ``path``."""
+    if kb is not None:
+        return bases.settings.base(kb)
     every = bases.settings.knowledge_bases
     if len(every) == 1:
         return every[0]
-    holding = [b for b in every if args.path in bases.get(b).indexed_files()]
+    holding = [b for b in every if path in bases.get(b).indexed_files()]
     if len(holding) == 1:
         return holding[0]
     from kbgraph.inspector._sources import RefusedPath
@@ -37,10 +37,10 @@ def _holder(bases: OpenBases, args: ReadArgs) -> ServedBase:
     names = ", ".join(b.name for b in (holding or every))
     if not holding:
         raise RefusedPath(
-            f"{args.path!r} is not a file of any knowledge base's index ({names}); only "
+            f"{path!r} is not a file of any knowledge base's index ({names}); only "
             "indexed files are read: pass a 'source' that search returned"
         )
-    raise ConfigError(f"{args.path!r} is a file of several knowledge bases ({names}); pass kb")
+    raise ConfigError(f"{path!r} is a file of several knowledge bases ({names}); pass kb")
 
 
 def source_of(bases: OpenBases, kb: str | None, path: str) -> tuple[ServedBase, SourceText]:
@@ -49,7 +49,7 @@ def source_of(bases: OpenBases, kb: str | None, path: str) -> tuple[ServedBase, 
     from kbgraph.inspector._sources import check_relative, source_text
 
     check_relative(path)  # before any index is opened: '..', '/etc', 'a\\b' ...
-    base = _holder(bases, ReadArgs(path=path, kb=kb))
+    base = _holder(bases, kb, path)
     opened = bases.get(base)
     indexed = set(opened.indexed_files())
     limit = opened.scan_config.max_file_bytes

@@ -261,16 +261,12 @@ def server_over(bases: OpenBases) -> Server[Any, Any]:
             text = await anyio.to_thread.run_sync(_read_resource, bases, str(uri))
         except KbgraphError as exc:
             raise _refuse(str(exc)) from None
+        except Exception as exc:
+            logger.exception("reading %s failed", uri)
+            raise _refuse(f"reading the resource failed: {type(exc).__name__}: {exc}") from None
         return [ReadResourceContents(content=text, mime_type="text/plain")]
 
-    server.kbgraph_bases = bases  # type: ignore[attr-defined]  # closed by the serve_* functions
     return server
-
-
-def close_server(server: Server[Any, Any]) -> None:
-    bases = getattr(server, "kbgraph_bases", None)
-    if isinstance(bases, OpenBases):
-        bases.close()
 
 
 __all__ = [
@@ -278,7 +274,6 @@ __all__ = [
     "TOOLS",
     "build_server",
     "call",
-    "close_server",
     "resource_uri",
     "server_over",
 ]

@@ -62,8 +62,6 @@ def serve_stdio(settings: McpSettings) -> None:
     server = _server(bases)
     from mcp.server.stdio import stdio_server
 
-    from ._server import close_server
-
     async def run() -> None:
         async with stdio_server(stdout=out) as (read, write):
             await server.run(read, write, server.create_initialization_options())
@@ -71,7 +69,7 @@ def serve_stdio(settings: McpSettings) -> None:
     try:
         anyio.run(run)
     finally:
-        close_server(server)
+        bases.close()
 
 
 def http_app(settings: McpSettings, allowed_hosts: tuple[str, ...]) -> Any:
@@ -81,8 +79,6 @@ def http_app(settings: McpSettings, allowed_hosts: tuple[str, ...]) -> Any:
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.applications import Starlette
     from starlette.routing import Route
-
-    from ._server import close_server
 
     bases = OpenBases(settings)
     bases.warm()
@@ -101,7 +97,7 @@ def http_app(settings: McpSettings, allowed_hosts: tuple[str, ...]) -> Any:
             async with manager.run():
                 yield
         finally:
-            close_server(server)
+            bases.close()
 
     return Starlette(routes=[Route(MCP_PATH, endpoint=_Endpoint(manager))], lifespan=lifespan)
 

@@ -274,6 +274,7 @@ async def test_files_are_resources_and_only_indexed_ones_are_read(docs: Path) ->
             "kbgraph://docs/%2fetc%2fpasswd",
             "kbgraph://other/README.md",
             "file:///etc/passwd",
+            "kbgraph://docs/" + "a/" * 5000 + "README.md",
         ):
             with pytest.raises(McpError) as refused:
                 await client.read_resource(AnyUrl(uri))
