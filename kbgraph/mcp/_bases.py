@@ -7,7 +7,6 @@ seconds per knowledge base; a search is never slowed by more than that one walk.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -19,7 +18,6 @@ if TYPE_CHECKING:
     from kbgraph.retrieval import KnowledgeBase
 
 FRESHNESS_TTL_S = 5.0
-logger = logging.getLogger("kbgraph.mcp")
 
 
 def stale_note(kb: str, stale: int | None) -> str | None:
@@ -93,27 +91,6 @@ class OpenBases:
         return Freshness(
             kb=base.name, stale_files=stale, live=False, note=stale_note(base.name, stale)
         )
-
-    def warm(self) -> threading.Thread:
-        """Open each knowledge base, load its query model and check its freshness on a
-        background thread, while the server starts (the MCP SDK takes a while to import):
-        the first search then finds them ready. A failure here is left to that search
-        to report."""
-
-        def run() -> None:
-            for base in self.settings.knowledge_bases:
-                try:
-                    kb = self.get(base)
-                    if kb.has_vectors:
-                        kb.embedder().embed_query("warm up")
-                    if not (self.settings.auto_index or self.settings.watch):
-                        self.freshness(base)
-                except Exception as exc:
-                    logger.debug("warming %s up failed: %s", base.name, exc)
-
-        thread = threading.Thread(target=run, name="kbgraph-mcp-warm", daemon=True)
-        thread.start()
-        return thread
 
     def forget_freshness(self, name: str) -> None:
         with self._guard:

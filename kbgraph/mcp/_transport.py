@@ -44,7 +44,7 @@ def protocol_stdout() -> TextIO:
 
 
 def _server(bases: OpenBases) -> Server[Any, Any]:
-    """The server over ``bases``, imported here: the SDK loads while they warm up."""
+    """The server over ``bases``; the SDK is imported here, with a word on a missing one."""
     try:
         from ._server import server_over
     except ImportError as exc:
@@ -58,7 +58,6 @@ def serve_stdio(settings: McpSettings) -> None:
     """Serve over stdin/stdout until the client closes stdin."""
     out = anyio.wrap_file(protocol_stdout())
     bases = OpenBases(settings)
-    bases.warm()
     server = _server(bases)
     from mcp.server.stdio import stdio_server
 
@@ -81,7 +80,6 @@ def http_app(settings: McpSettings, allowed_hosts: tuple[str, ...]) -> Any:
     from starlette.routing import Route
 
     bases = OpenBases(settings)
-    bases.warm()
     server = _server(bases)
     shown = [f"[{h}]" if ":" in h else h for h in allowed_hosts]
     security = TransportSecuritySettings(
