@@ -13,6 +13,13 @@ from __future__ import annotations
 
 from kbgraph.layers import imported_as_kbgraph
 
+# Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly, and before
+# any submodule loads, so that a refused import leaves no 'retrieval.*' module behind.
+imported_as_kbgraph(__name__)
+
+
+from ._metric_evaluator import MetricEvaluator
+from ._metrics import metric_names, register_metric, unregister_metric
 from .answer_check import AnswerCheck, ClaimCheck, check_answer
 from .baseline import Comparison, compare_summaries, load_summary
 from .claims import split_claims
@@ -38,7 +45,6 @@ from .judges import (
     resolve_judge,
 )
 from .records import (
-    METRIC_NAMES,
     AgentOutput,
     Claim,
     ClaimVerdict,
@@ -59,7 +65,6 @@ from .runner import Agent, FunctionAgent, arun_dataset, run_dataset
 from .stats import auroc, average_precision, pairwise_accuracy
 
 __all__ = [
-    "METRIC_NAMES",
     "Agent",
     "AgentOutput",
     "AnswerCheck",
@@ -85,6 +90,7 @@ __all__ = [
     "JudgeError",
     "Judgement",
     "LLMJudge",
+    "MetricEvaluator",
     "MetricResult",
     "OfflineJudge",
     "OverlapJudge",
@@ -103,14 +109,14 @@ __all__ = [
     "default_evaluators",
     "load_dataset",
     "load_summary",
+    "metric_names",
     "pairwise_accuracy",
     "passages_from",
+    "register_metric",
     "resolve_judge",
     "run_dataset",
     "split_claims",
     "summarize",
+    "unregister_metric",
     "write_report",
 ]
-
-# Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly.
-imported_as_kbgraph(__name__)

@@ -11,14 +11,19 @@ print(out["rag_context"], out["rag_grounded"])
 
 from __future__ import annotations
 
+from kbgraph.layers import imported_as_kbgraph
+
+# Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly, and before
+# any submodule loads, so that a refused import leaves no 'retrieval.*' module behind.
+imported_as_kbgraph(__name__)
+
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from kbgraph.layers import imported_as_kbgraph
-
 if TYPE_CHECKING:
+    from ._extractive import extractive_text
     from .models import resolve_chat_model
-    from .nodes import NodeDeps, Reranker
+    from .nodes import NodeDeps, Reranker, fit_sources, question_of, run_outage
     from .searcher import Searcher, SearcherRegistry, default_registry, open_knowledge_base
     from .settings import (
         AnswerCheckSettings,
@@ -44,6 +49,11 @@ if TYPE_CHECKING:
 # Each name loads its module on first use: importing one module of this package (the
 # evaluators import ``kbgraph.graphs.structured``) must not compile the subgraph.
 _LAZY = {
+    # What the ready agents (kbgraph.agents, a layer above) build their answers with.
+    "extractive_text": "._extractive",
+    "fit_sources": ".nodes",
+    "question_of": ".nodes",
+    "run_outage": ".nodes",
     "resolve_chat_model": ".models",
     "NodeDeps": ".nodes",
     "Reranker": ".nodes",
@@ -104,17 +114,18 @@ __all__ = [
     "TurnMarker",
     "build_rag_graph",
     "default_registry",
+    "extractive_text",
+    "fit_sources",
     "make_rag_search",
     "mark_answer",
     "marker_of",
     "open_knowledge_base",
+    "question_of",
     "rag_graph",
     "rag_search",
     "resolve_chat_model",
+    "run_outage",
     "settings_from_context",
     "settings_from_runtime",
     "turn_marker",
 ]
-
-# Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly.
-imported_as_kbgraph(__name__)

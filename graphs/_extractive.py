@@ -23,7 +23,7 @@ from kbgraph.retrieval.languages import language_of
 from kbgraph.retrieval.text import stems
 
 from ._passages import Unit, units
-from .nodes._text import content_terms, question_of
+from .nodes import content_terms, question_of
 
 MAX_QUOTE_CHARS = 400
 MAX_SENTENCE_CHARS = 1000

@@ -33,7 +33,7 @@ from langchain_core.language_models import BaseChatModel
 from kbgraph.errors import ConfigError
 from kbgraph.retrieval.integrations import init_integration
 
-from .chat_models._gguf_spec import GGUFOptions, parse_gguf_spec
+from .chat_models import ChatGGUF, GGUFOptions, check_runtime_installed, parse_gguf_spec
 
 FAKE_REPLY = "This is a scripted reply from the fake chat model."
 _SPECS = (
@@ -68,9 +68,6 @@ def resolve_chat_model(
 
 @lru_cache(maxsize=8)
 def _gguf_model(options: GGUFOptions, timeout: float | None) -> BaseChatModel:
-    from .chat_models._llamacpp import check_runtime_installed
-    from .chat_models.gguf import ChatGGUF
-
     check_runtime_installed()  # a ConfigError here; the model's validator would wrap it
     return ChatGGUF(
         model_path=options.path,

@@ -9,12 +9,17 @@ contain ``{name}`` is not expanded.
 
 from __future__ import annotations
 
+from kbgraph.layers import imported_as_kbgraph
+
+# Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly, and before
+# any submodule loads, so that a refused import leaves no 'retrieval.*' module behind.
+imported_as_kbgraph(__name__)
+
 import re
 from functools import cache
 from importlib import resources
 
 from kbgraph.errors import ConfigError
-from kbgraph.layers import imported_as_kbgraph
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -53,6 +58,3 @@ def render_prompt(name: str, **values: object) -> str:
 
 
 __all__ = ["load_prompt", "placeholders", "render_prompt"]
-
-# Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly.
-imported_as_kbgraph(__name__)

@@ -4,6 +4,12 @@ fusion, and format citation-tagged context. Usable without LangGraph."""
 
 from __future__ import annotations
 
+from kbgraph.layers import imported_as_kbgraph
+
+# Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly, and before
+# any submodule loads, so that a refused import leaves no 'retrieval.*' module behind.
+imported_as_kbgraph(__name__)
+
 import importlib
 from typing import TYPE_CHECKING, Any
 
@@ -18,14 +24,13 @@ from kbgraph.errors import (
     KbgraphError,
     ModelMismatchError,
 )
-from kbgraph.layers import imported_as_kbgraph
 
 from .config import ChunkConfig, ChunkStrategy, ScanConfig, SearchConfig, SearchMode
 from .context import ContextEntry, format_context, render_context
 from .filters import SearchFilters
 
 if TYPE_CHECKING:
-    from .kb import KnowledgeBase, Ranker
+    from .kb import KnowledgeBase
     from .reports import IndexChanges, IndexReport, IndexStats
     from .retriever import KnowledgeBaseRetriever
 
@@ -37,7 +42,6 @@ _LAZY = {
     "IndexStats": ".reports",
     "KnowledgeBase": ".kb",
     "KnowledgeBaseRetriever": ".retriever",
-    "Ranker": ".kb",
 }
 
 
@@ -47,10 +51,24 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-from .progress import ProgressCallback, ProgressEvent  # noqa: E402
-from .records import Chunk, SearchResult, SkippedFile  # noqa: E402
+from ._rankers import (
+    HYBRID,
+    FieldRanker,
+    Ranker,
+    RankerName,
+    StoreRanker,
+    get_ranker,
+    hybrid_rankers,
+    rankers,
+    register_ranker,
+    search_modes,
+    unregister_ranker,
+)
+from .progress import ProgressCallback, ProgressEvent
+from .records import Chunk, SearchResult, SkippedFile
 
 __all__ = [
+    "HYBRID",
     "Chunk",
     "ChunkConfig",
     "ChunkStrategy",
@@ -58,6 +76,7 @@ __all__ = [
     "ContextEntry",
     "DimensionMismatchError",
     "EmbeddingError",
+    "FieldRanker",
     "IndexChanges",
     "IndexCorruptError",
     "IndexLockedError",
@@ -71,16 +90,21 @@ __all__ = [
     "ProgressCallback",
     "ProgressEvent",
     "Ranker",
+    "RankerName",
     "ScanConfig",
     "SearchConfig",
     "SearchFilters",
     "SearchMode",
     "SearchResult",
     "SkippedFile",
+    "StoreRanker",
     "__version__",
     "format_context",
+    "get_ranker",
+    "hybrid_rankers",
+    "rankers",
+    "register_ranker",
     "render_context",
+    "search_modes",
+    "unregister_ranker",
 ]
-
-# Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly.
-imported_as_kbgraph(__name__)

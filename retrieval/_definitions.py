@@ -14,8 +14,7 @@ import re
 from collections.abc import Sequence
 
 from .languages import language_of
-from .lexical import split_compound
-from .lexical._identifiers import compounds, segment_parts
+from .lexical import compounds, segment_parts, split_compound
 from .records import Chunk
 
 DEFINITION_RANKER = "definition"

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__
+from kbgraph._version import __version__
+
 from ._reuse import Reused, reuse_unchanged, same_chunks, vectors_by_id
 from .chunking import chunk_file, code_chunker_id
 from .config import ChunkConfig, ScanConfig

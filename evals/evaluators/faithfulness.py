@@ -43,8 +43,7 @@ from typing import ClassVar
 
 from ..claims import repeats
 from ..decompose import decompose
-from ..judges._facts import unstated_facts
-from ..judges.base import Judge
+from ..judges import Judge, unstated_facts
 from ..records import Claim, ClaimVerdict, EvalRecord, Judgement, MetricName, MetricResult, Passage
 from ._adapter import LangSmithAdapter
 from ._context import join_passages

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from langchain_core.embeddings import Embeddings
 
+from ._facts import unstated_facts
 from .base import ClaimDecomposer, Judge, JudgeError
 from .llm import LLMJudge
 from .offline import OfflineJudge
@@ -41,4 +42,5 @@ __all__ = [
     "ScriptedJudge",
     "content_overlap",
     "resolve_judge",
+    "unstated_facts",
 ]

@@ -9,7 +9,14 @@ spec ``gguf:<path>[?threads=1&n_ctx=4096&max_tokens=512]`` names one.
 from __future__ import annotations
 
 from ._gguf_spec import GGUFOptions, parse_gguf_spec
+from ._llamacpp import check_runtime_installed
 from .gguf import ChatGGUF
 from .scripted import ScriptedChatModel
 
-__all__ = ["ChatGGUF", "GGUFOptions", "ScriptedChatModel", "parse_gguf_spec"]
+__all__ = [
+    "ChatGGUF",
+    "GGUFOptions",
+    "ScriptedChatModel",
+    "check_runtime_installed",
+    "parse_gguf_spec",
+]

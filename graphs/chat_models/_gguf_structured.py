@@ -11,8 +11,9 @@ Pydantic classes (v1 or v2) parse to their instances, TypedDicts and JSON schema
 from __future__ import annotations
 
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.output_parsers import JsonOutputParser, PydanticOutputParser
 from langchain_core.output_parsers.openai_tools import (
     JsonOutputKeyToolsParser,
@@ -25,21 +26,20 @@ from pydantic import BaseModel
 
 from ._gguf_tools import tool_functions
 
-if TYPE_CHECKING:
-    from .gguf import ChatGGUF
-
 StructuredMethod = Literal["json_schema", "function_calling", "json_mode"]
 _METHODS = ("json_schema", "function_calling", "json_mode")
 
 
 def structured_runnable(
-    model: ChatGGUF,
+    model: BaseChatModel,
     schema: dict[str, Any] | type,
     *,
     method: StructuredMethod,
     include_raw: bool,
 ) -> Runnable[Any, Any]:
-    """``model`` bound for ``method`` and piped into the parser of ``schema``."""
+    """``model`` bound for ``method`` and piped into the parser of ``schema``. The model is a
+    ``ChatGGUF``, typed as the LangChain base that declares ``bind`` and ``bind_tools`` so
+    that this module needs nothing of ``gguf.py`` (which imports it)."""
     is_model = is_basemodel_subclass(schema) if isinstance(schema, type) else False
     traced = {"kwargs": {"method": method}, "schema": schema}
     parser: Runnable[Any, Any]

@@ -26,7 +26,7 @@ def _check_chat_model(chat_model: str | None, embedding: str) -> None:
     """Fail at start, not at the first ``ask``, on a spec that cannot work."""
     if chat_model is None and embedding.strip().lower() in ("auto", "none"):
         return
-    from kbgraph.graphs.cli import check_specs
+    from kbgraph.agents import check_specs
 
     check_specs(embedding, chat_model)
 
@@ -133,7 +133,7 @@ def mcp(
 def _serve_http(
     settings: McpSettings, host: str, port: int, allow_remote: bool, allow_hosts: tuple[str, ...]
 ) -> None:
-    from kbgraph.inspector._command import _listen, allowed_hosts, served_url
+    from kbgraph.inspector import allowed_hosts, listen, served_url
     from kbgraph.inspector.config import is_loopback
 
     from ._transport import MCP_PATH, serve_http
@@ -146,7 +146,7 @@ def _serve_http(
                 "to do so anyway"
             )
         click.echo(f"kbgraph mcp: warning: listening on {host} without authentication", err=True)
-    sock = _listen(host, port)
+    sock = listen(host, port)
     click.echo(served_url(sock).rstrip("/") + MCP_PATH, nl=True)
     sys.stdout.flush()
     serve_http(settings, sock, allowed_hosts(host, allow_hosts))

@@ -19,7 +19,7 @@ from ._schemas import ReadArgs, ReadOutput
 from ._settings import MAX_READ_LINES, ServedBase
 
 if TYPE_CHECKING:
-    from kbgraph.inspector._sources import SourceText
+    from kbgraph.inspector import SourceText
 
 
 def _holder(bases: OpenBases, kb: str | None, path: str) -> ServedBase:
@@ -32,7 +32,7 @@ def _holder(bases: OpenBases, kb: str | None, path: str) -> ServedBase:
     holding = [b for b in every if path in bases.get(b).indexed_files()]
     if len(holding) == 1:
         return holding[0]
-    from kbgraph.inspector._sources import RefusedPath
+    from kbgraph.inspector import RefusedPath
 
     names = ", ".join(b.name for b in (holding or every))
     if not holding:
@@ -46,7 +46,7 @@ def _holder(bases: OpenBases, kb: str | None, path: str) -> ServedBase:
 def source_of(bases: OpenBases, kb: str | None, path: str) -> tuple[ServedBase, SourceText]:
     """The numbered text of ``path`` in knowledge base ``kb`` (``None``: the one whose
     index holds it), or ``RefusedPath`` / ``ConfigError`` saying why not."""
-    from kbgraph.inspector._sources import check_relative, source_text
+    from kbgraph.inspector import check_relative, source_text
 
     check_relative(path)  # before any index is opened: '..', '/etc', 'a\\b' ...
     base = _holder(bases, kb, path)

@@ -112,8 +112,8 @@ def stats(bases: OpenBases, args: KbArgs) -> StatsOutput:
 def ask(bases: OpenBases, args: AskArgs) -> AskOutput:
     """``kbgraph ask``'s path: the chat agent (the retrieval subgraph, the configured chat
     model, the answer check) over the chosen knowledge bases."""
+    from kbgraph.agents import run_ask
     from kbgraph.graphs import default_registry
-    from kbgraph.graphs.cli import run_ask
 
     settings = bases.settings
     chosen = settings.chosen(args.kb)

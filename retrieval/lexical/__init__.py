@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._bm25 import DEFAULT_B, DEFAULT_K1, idf, tf_part
-from ._identifiers import split_compound
+from ._identifiers import compounds, segment_parts, split_compound
 from ._index import BM25_FILES, BM25Index
 from ._tokenize import (
     GLUED_PART_WEIGHT,
@@ -31,7 +31,9 @@ __all__ = [
     "TokenizedCorpus",
     "analyse",
     "analyse_weighted",
+    "compounds",
     "idf",
+    "segment_parts",
     "split_compound",
     "tf_part",
     "tokenize",

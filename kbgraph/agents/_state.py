@@ -9,10 +9,9 @@ from langgraph.graph.message import add_messages
 from langgraph.managed import RemainingSteps
 from typing_extensions import TypedDict
 
-from kbgraph.evals.answer_check import AnswerCheck
-
-from ..citations import ResolvedCitation, UncitedSource, UnresolvedMarker
-from ..state import Citation, RagOutput
+from kbgraph.evals import AnswerCheck
+from kbgraph.graphs import Citation, RagOutput
+from kbgraph.graphs.citations import ResolvedCitation, UncitedSource, UnresolvedMarker
 
 AnswerMode = Literal[
     "llm", "extractive", "fallback", "small_talk", "answered", "not_grounded", "stopped"
