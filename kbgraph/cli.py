@@ -191,6 +191,7 @@ class LayeredGroup(click.Group):
         "ask": ("kbgraph.agents._ask", "ask"),
         "eval": ("kbgraph.agents._eval", "eval_group"),
         "inspect": ("kbgraph.inspector._command", "inspect"),
+        "mcp": ("kbgraph.mcp._command", "mcp"),
         "watch": ("kbgraph._watch", "watch"),
         "versions": ("kbgraph._versions", "versions"),
         "restore": ("kbgraph._versions", "restore"),

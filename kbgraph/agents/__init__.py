@@ -32,7 +32,8 @@ citation-tagged sources and the same answer check to ``langchain.agents.create_a
 
 from __future__ import annotations
 
-from ._chat import build_chat_agent, compose_answer
+from ._ask import check_specs, run_ask
+from ._chat import build_chat_agent, compose_answer, exported_chat_agent
 from ._eval import ChatAgent, output_from_state
 from ._middleware import RagMiddleware, RagMiddlewareState
 from ._react import build_tool_agent
@@ -48,7 +49,7 @@ from ._state import (
     ToolAgentState,
 )
 
-chat_agent = build_chat_agent()
+chat_agent = exported_chat_agent()
 tool_agent = build_tool_agent()
 
 __all__ = [
@@ -67,7 +68,9 @@ __all__ = [
     "build_chat_agent",
     "build_tool_agent",
     "chat_agent",
+    "check_specs",
     "compose_answer",
     "output_from_state",
+    "run_ask",
     "tool_agent",
 ]

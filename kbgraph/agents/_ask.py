@@ -61,26 +61,32 @@ def run_ask(
     history: Sequence[HumanMessage | AIMessage] = (),
     on_event: EventSink | None = None,
     record: bool = False,
+    knowledge_bases: Sequence[Mapping[str, Any]] | None = None,
+    auto_index: bool = True,
 ) -> dict[str, Any]:
     """Run the chat agent once on ``folder``, after the messages of ``history``; return the
     final state. Custom stream events (``knowledge.*``) go to ``on_event`` as they happen.
-    ``record``: write the run for ``kbgraph inspect`` (``RagSettings.record_runs``)."""
+    ``record``: write the run for ``kbgraph inspect`` (``RagSettings.record_runs``).
+    ``knowledge_bases``: the knowledge base specs to search instead of ``folder`` alone
+    (``kbgraph mcp`` serves several); ``auto_index=False`` never writes an index."""
     from kbgraph.graphs import RagSettings
     from kbgraph.retrieval.config import SearchConfig
 
-    from . import AgentInput, chat_agent
+    from ._chat import exported_chat_agent
+    from ._state import AgentInput
 
     check_specs(embedding, chat_model)
     settings = RagSettings(
-        knowledge_bases=[{"folder": str(folder)}],
+        knowledge_bases=list(knowledge_bases or [{"folder": str(folder)}]),  # type: ignore[arg-type]
         embedding=embedding,
+        auto_index=auto_index,
         chat_model=chat_model,
         search=SearchConfig(top_k=top_k),
         record_runs=record,
     )
     final: dict[str, Any] = {}
     request: AgentInput = {"messages": [*history, HumanMessage(question)]}
-    for namespace, mode, data in chat_agent.stream(
+    for namespace, mode, data in exported_chat_agent().stream(
         request,
         context=settings,
         stream_mode=["custom", "values"],

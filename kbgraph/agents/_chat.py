@@ -27,6 +27,7 @@ answer does not call the model either (see ``kbgraph.graphs.nodes._base.run_outa
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -258,6 +259,15 @@ def build_chat_agent(
     return graph.compile(checkpointer=checkpointer, name=name)
 
 
+@functools.cache
+def exported_chat_agent() -> CompiledStateGraph[
+    ChatAgentState, RagSettings, AgentInput, ChatAgentState
+]:
+    """The package's ``chat_agent``, built once: ``kbgraph ask`` (and ``kbgraph mcp``'s
+    ``ask``) run this one without importing the package (which exports ``run_ask``)."""
+    return build_chat_agent()
+
+
 __all__ = [
     "NODES",
     "RAG_NODE",
@@ -266,6 +276,7 @@ __all__ = [
     "answer_prompt",
     "build_chat_agent",
     "compose_answer",
+    "exported_chat_agent",
     "extract_citations_node",
     "extractive_text",
     "make_answer_node",

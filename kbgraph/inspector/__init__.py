@@ -22,10 +22,22 @@ from typing import TYPE_CHECKING, Any
 from .config import InspectedBase, InspectorConfig
 
 if TYPE_CHECKING:
+    from ._command import allowed_hosts, listen, served_url
+    from ._sources import RefusedPath, SourceText, check_relative, source_text
     from .app import create_app
 
-# Starlette loads with the app, not with the configuration.
-_LAZY = {"create_app": ".app"}
+# Starlette loads with the app, not with the configuration. The source reads (only
+# indexed files, inside the folder) and the loopback listening serve `kbgraph mcp` too.
+_LAZY = {
+    "create_app": ".app",
+    "allowed_hosts": "._command",
+    "listen": "._command",
+    "served_url": "._command",
+    "RefusedPath": "._sources",
+    "SourceText": "._sources",
+    "check_relative": "._sources",
+    "source_text": "._sources",
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -34,4 +46,15 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["InspectedBase", "InspectorConfig", "create_app"]
+__all__ = [
+    "InspectedBase",
+    "InspectorConfig",
+    "RefusedPath",
+    "SourceText",
+    "allowed_hosts",
+    "check_relative",
+    "create_app",
+    "listen",
+    "served_url",
+    "source_text",
+]

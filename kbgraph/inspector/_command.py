@@ -24,7 +24,9 @@ DEFAULT_PORT = 8765
 _EVERY_INTERFACE = ("", "0.0.0.0", "::", "[::]")
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def listen(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host:port``; a ``ConfigError`` saying what to pass when
+    the address is taken (also ``kbgraph mcp --http``'s)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -147,10 +149,10 @@ def inspect(
             "can read the indexed documents and restore index versions through it",
             err=True,
         )
-    sock = _listen(host, port)
+    sock = listen(host, port)
     click.echo(served_url(sock))
     server = uvicorn.Server(uvicorn.Config(create_app(config), log_level="warning"))
     server.run(sockets=[sock])
 
 
-__all__ = ["DEFAULT_PORT", "allowed_hosts", "inspect", "served_url"]
+__all__ = ["DEFAULT_PORT", "allowed_hosts", "inspect", "listen", "served_url"]

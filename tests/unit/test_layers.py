@@ -6,7 +6,7 @@ importing kbgraph.evals does not build the LangGraph subgraph.
 Layers, bottom up: the foundation (``kbgraph.errors``, ``kbgraph.exit_codes``, the version,
 ``kbgraph.layers``), ``prompts``, ``retrieval``, ``graphs``, ``evals``, the ready agents
 (``kbgraph.agents``: they run the evals' answer check), then the application (the CLI, the
-inspector, ``kbgraph.testing``, the ``kbgraph`` package)."""
+inspector, the MCP server ``kbgraph.mcp``, ``kbgraph.testing``, the ``kbgraph`` package)."""
 
 from __future__ import annotations
 
@@ -166,6 +166,7 @@ def _layer(module: str) -> str:
 def test_the_graph_sees_every_layer() -> None:
     assert {_layer(m) for m in MODULES} == set(RANK)
     assert EDGES["kbgraph.retrieval.kb"] >= {"kbgraph.retrieval.backends"}
+    assert _layer("kbgraph.mcp._server") == "app"  # above the graphs and evals, beside the CLI
 
 
 def test_no_import_circle() -> None:
@@ -298,7 +299,9 @@ def test_only_the_backends_know_the_stores() -> None:
     assert knowing == []
 
 
-@pytest.mark.parametrize("layer", ["evals", "graphs", "kbgraph.agents", "kbgraph.inspector"])
+@pytest.mark.parametrize(
+    "layer", ["evals", "graphs", "kbgraph.agents", "kbgraph.inspector", "kbgraph.mcp"]
+)
 def test_no_cli_internals_below_the_cli(layer: str) -> None:
     bad = [
         (module, target)

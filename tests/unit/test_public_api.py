@@ -41,8 +41,10 @@ PUBLIC_API: dict[str, list[str]] = {
         "build_chat_agent",
         "build_tool_agent",
         "chat_agent",
+        "check_specs",
         "compose_answer",
         "output_from_state",
+        "run_ask",
         "tool_agent",
     ],
     "kbgraph.cli": [
@@ -730,7 +732,14 @@ PUBLIC_API: dict[str, list[str]] = {
     "kbgraph.inspector": [
         "InspectedBase",
         "InspectorConfig",
+        "RefusedPath",
+        "SourceText",
+        "allowed_hosts",
+        "check_relative",
         "create_app",
+        "listen",
+        "served_url",
+        "source_text",
     ],
     "kbgraph.inspector.app": [
         "ASSETS",
@@ -754,6 +763,16 @@ PUBLIC_API: dict[str, list[str]] = {
     "kbgraph.layers": [
         "LAYERS",
         "imported_as_kbgraph",
+    ],
+    "kbgraph.mcp": [
+        "MAX_QUERY_CHARS",
+        "MAX_READ_LINES",
+        "McpSettings",
+        "ServedBase",
+        "build_server",
+        "http_app",
+        "serve_http",
+        "serve_stdio",
     ],
     "kbgraph.prompts": [
         "load_prompt",

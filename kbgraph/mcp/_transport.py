@@ -1,0 +1,122 @@
+"""Serving: over stdio (what desktop clients and editors launch) and over streamable HTTP.
+
+Over stdio, stdout belongs to the protocol. So before anything is served, the real stdout
+is moved to a descriptor of its own that only the protocol writes, and descriptor 1 (and
+``sys.stdout``) is pointed at stderr: a ``print`` anywhere, a library's progress bar or a
+native library writing to descriptor 1 (llama.cpp does) lands on stderr, never between two
+JSON-RPC messages.
+
+Over HTTP the server listens on loopback unless told otherwise, and answers only the Host
+names it was given (the SDK's DNS-rebinding protection): a web page cannot reach it
+through a DNS name rebound to 127.0.0.1."""
+
+from __future__ import annotations
+
+import io
+import os
+import socket
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, TextIO
+
+import anyio
+
+from kbgraph.errors import ConfigError
+
+from ._bases import OpenBases
+from ._settings import McpSettings
+
+if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
+
+MCP_PATH = "/mcp"
+
+
+def protocol_stdout() -> TextIO:
+    """A text stream on the process's real stdout, for the protocol alone; descriptor 1
+    and ``sys.stdout`` go to stderr from now on (see the module docstring)."""
+    sys.stdout.flush()
+    protocol = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return io.TextIOWrapper(os.fdopen(protocol, "wb"), encoding="utf-8", newline="\n")
+
+
+def _server(bases: OpenBases) -> Server[Any, Any]:
+    """The server over ``bases``; the SDK is imported here, with a word on a missing one."""
+    try:
+        from ._server import server_over
+    except ImportError as exc:
+        raise ConfigError(
+            f"kbgraph mcp needs the MCP SDK ({exc}); pip install 'kbgraph[mcp]'"
+        ) from exc
+    return server_over(bases)
+
+
+def serve_stdio(settings: McpSettings) -> None:
+    """Serve over stdin/stdout until the client closes stdin."""
+    out = anyio.wrap_file(protocol_stdout())
+    bases = OpenBases(settings)
+    server = _server(bases)
+    from mcp.server.stdio import stdio_server
+
+    async def run() -> None:
+        async with stdio_server(stdout=out) as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    try:
+        anyio.run(run)
+    finally:
+        bases.close()
+
+
+def http_app(settings: McpSettings, allowed_hosts: tuple[str, ...]) -> Any:
+    """The Starlette app serving MCP at :data:`MCP_PATH`, answering only ``allowed_hosts``
+    (names, any port) and browser origins on them."""
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from mcp.server.transport_security import TransportSecuritySettings
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    bases = OpenBases(settings)
+    server = _server(bases)
+    shown = [f"[{h}]" if ":" in h else h for h in allowed_hosts]
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{h}:*" for h in shown] + shown,
+        allowed_origins=[f"http://{h}:*" for h in shown] + [f"http://{h}" for h in shown],
+    )
+    manager = StreamableHTTPSessionManager(app=server, security_settings=security)
+
+    @asynccontextmanager
+    async def lifespan(_: Any) -> AsyncIterator[None]:
+        try:
+            async with manager.run():
+                yield
+        finally:
+            bases.close()
+
+    return Starlette(routes=[Route(MCP_PATH, endpoint=_Endpoint(manager))], lifespan=lifespan)
+
+
+class _Endpoint:
+    """An ASGI app (not a request function: Starlette then hands it the raw ASGI call)."""
+
+    def __init__(self, manager: Any) -> None:
+        self.manager = manager
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.manager.handle_request(scope, receive, send)
+
+
+def serve_http(settings: McpSettings, sock: socket.socket, allowed_hosts: tuple[str, ...]) -> None:
+    """Serve streamable HTTP on the listening socket ``sock`` until interrupted."""
+    import uvicorn
+
+    app = http_app(settings, allowed_hosts)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    server.run(sockets=[sock])
+
+
+__all__ = ["MCP_PATH", "http_app", "protocol_stdout", "serve_http", "serve_stdio"]
