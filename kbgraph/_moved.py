@@ -21,6 +21,12 @@ REMOVED_IN = "0.3"
 # old public module -> where it lives now (a private module, or another face)
 MOVED: dict[str, str] = {
     # -- generated: begin
+    "kbgraph.evals.agent": "kbgraph.agents._eval",
+    "kbgraph.graphs.agents": "kbgraph.agents",
+    "kbgraph.graphs.agents.chat": "kbgraph.agents._chat",
+    "kbgraph.graphs.agents.react": "kbgraph.agents._react",
+    "kbgraph.graphs.agents.state": "kbgraph.agents._state",
+    "kbgraph.graphs.cli": "kbgraph.agents._ask",
     # -- generated: end
 }
 
@@ -59,12 +65,12 @@ class _MovedModule(types.ModuleType):
         value = getattr(importlib.import_module(new), attribute)
         face = _face_of(new)
         if attribute in getattr(importlib.import_module(face), "__all__", ()):
-            advice = f"import it from {face}"
+            advice = f"write `from {face} import {attribute}`"
         else:
             advice = f"it is internal now ({new}) and may change without notice"
         warnings.warn(
-            f"{self.__name__}.{attribute}: the module {self.__name__} is private since kbgraph "
-            f"0.2 and goes away in {REMOVED_IN}; {advice}.",
+            f"{self.__name__}.{attribute}: the module {self.__name__} is gone since kbgraph "
+            f"0.2 (its old name works until {REMOVED_IN}); {advice}.",
             DeprecationWarning,
             stacklevel=2,
         )

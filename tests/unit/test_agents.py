@@ -242,9 +242,9 @@ def test_exported_graphs_have_no_checkpointer() -> None:
 def test_the_old_import_path_still_works_with_a_deprecation_warning() -> None:
     from kbgraph.agents import tool_agent
 
-    with pytest.warns(DeprecationWarning, match="from kbgraph.agents import chat_agent"):
+    with pytest.warns(DeprecationWarning, match="`from kbgraph.agents import chat_agent`"):
         from kbgraph.graphs.agents import chat_agent as old_chat
-    with pytest.warns(DeprecationWarning, match="from kbgraph.agents import tool_agent"):
+    with pytest.warns(DeprecationWarning, match="`from kbgraph.agents import tool_agent`"):
         from kbgraph.graphs.agents import tool_agent as old_tool
     assert old_chat is chat_agent
     assert old_tool is tool_agent

@@ -37,11 +37,6 @@ PRIVATE_IMPORT_EXCEPTIONS = (
 )
 # Imports that close a circle only for the type checker (none left).
 TYPE_CIRCLE_EXCEPTIONS: set[tuple[str, str]] = set()
-# Old paths of names that moved up a layer: each is a module whose ``__getattr__`` imports
-# the new home when a name is asked for, with a DeprecationWarning. That one lazy edge is
-# the only upward edge allowed, and test_deprecated_aliases_load_their_target_lazily holds
-# each alias to it.
-DEPRECATED_ALIASES = {"kbgraph.graphs.agents": "kbgraph.agents"}
 
 
 def _module_files() -> dict[str, Path]:
@@ -199,27 +194,9 @@ def test_imports_between_layers_point_down() -> None:
         (module, target)
         for module, targets in EDGES.items()
         for target in targets
-        if RANK[_layer(target)] > RANK[_layer(module)] and DEPRECATED_ALIASES.get(module) != target
+        if RANK[_layer(target)] > RANK[_layer(module)]
     )
     assert upward == []
-
-
-@pytest.mark.parametrize(("alias", "target"), sorted(DEPRECATED_ALIASES.items()))
-def test_deprecated_aliases_load_their_target_lazily(alias: str, target: str) -> None:
-    assert EDGES[alias] == {target}  # nothing else, so the exception lets nothing else up
-    code = (
-        "import sys, warnings, importlib\n"
-        f"alias = importlib.import_module({alias!r})\n"
-        f"print({target!r} in sys.modules)\n"
-        "name = sorted(alias.MOVED_NAMES)[0]\n"
-        "with warnings.catch_warnings(record=True) as caught:\n"
-        "    warnings.simplefilter('always')\n"
-        "    value = getattr(alias, name)\n"
-        f"print(value is getattr(sys.modules[{target!r}], name))\n"
-        f"print([w.category.__name__ for w in caught if {target!r} in str(w.message)])\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split("\n")[:3] == ["False", "True", "['DeprecationWarning']"]
 
 
 def _owner(module: str) -> str | None:
