@@ -82,8 +82,11 @@ class _MovedLoader(importlib.abc.Loader):
         self.new = new
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
-        importlib.import_module(self.new)  # an old name that leads nowhere fails here
-        return _MovedModule(spec.name, self.new)
+        new = importlib.import_module(self.new)  # an old name that leads nowhere fails here
+        module = _MovedModule(spec.name, self.new)
+        if hasattr(new, "__path__"):
+            module.__path__ = []  # an old package: its old submodules are found here too
+        return module
 
     def exec_module(self, module: types.ModuleType) -> None:
         return None
