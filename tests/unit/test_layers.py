@@ -30,13 +30,6 @@ RANK = {
     "agents": 5,
     "app": 6,
 }
-# Modules being moved by issue 31 (split, rewritten or moved by other branches); the lead
-# removes them at merge.
-PRIVATE_IMPORT_EXCEPTIONS = (
-    "kbgraph.graphs.nodes.retrieve",  # being moved by issue 31
-)
-# Imports that close a circle only for the type checker (none left).
-TYPE_CIRCLE_EXCEPTIONS: set[tuple[str, str]] = set()
 
 
 def _module_files() -> dict[str, Path]:
@@ -171,11 +164,7 @@ def test_no_import_circle() -> None:
 def test_no_import_circle_for_the_type_checker() -> None:
     # An import under ``if TYPE_CHECKING:`` still ties two modules: neither can be read,
     # moved or type-checked alone.
-    edges = {
-        module: {t for t in targets if (module, t) not in TYPE_CIRCLE_EXCEPTIONS}
-        for module, targets in TYPED_EDGES.items()
-    }
-    assert _circles(edges) == []
+    assert _circles(TYPED_EDGES) == []
 
 
 def test_the_typed_graph_counts_type_checking_imports() -> None:
@@ -225,12 +214,7 @@ def test_no_private_module_of_another_package() -> None:
     # anywhere else its names come through the package's ``__init__``. That holds between
     # layers and between the subpackages of one layer (graphs/_extractive.py may not reach
     # into graphs/nodes/_text.py), type-only imports included.
-    private = [
-        (module, target)
-        for module, target in _private_imports(TYPED_EDGES)
-        if not any(_inside(module, known) for known in PRIVATE_IMPORT_EXCEPTIONS)
-    ]
-    assert private == []
+    assert _private_imports(TYPED_EDGES) == []
 
 
 def test_the_private_import_rule_knows_a_package_from_its_subpackages() -> None:
