@@ -45,7 +45,7 @@ test: lint typecheck pytest
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/bench_engine.py
 
-# The answer verifier's weights (evals/judges/verifier/): data, then training on the CPU
+# The answer verifier's weights (evals/_judges/verifier/): data, then training on the CPU
 # (training/README.md). Only commit a new model.onnx when `kbgraph eval meta` improves.
 verifier: $(VENV)/.installed
 	$(BIN)/python training/verifier_data.py --out training/out/pairs.jsonl --seed 13

@@ -43,8 +43,8 @@ from langchain_core.messages import HumanMessage
 
 from kbgraph.agents import build_chat_agent
 from kbgraph.evals import EvalRow, bundled_dataset_path, check_answer, load_dataset
-from kbgraph.evals.records import GoldSource
-from kbgraph.graphs.settings import RagSettings
+from kbgraph.evals._records import GoldSource
+from kbgraph.graphs._settings import RagSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))

@@ -23,8 +23,8 @@ from typing import Any
 
 from langgraph.prebuilt import ToolRuntime
 
-from kbgraph.graphs.settings import RagSettings
-from kbgraph.graphs.tool import TOOL_NAME, rag_search
+from kbgraph.graphs._settings import RagSettings
+from kbgraph.graphs._tool import TOOL_NAME, rag_search
 from kbgraph.retrieval import KnowledgeBase
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -8,8 +8,8 @@ pick instead, in the same run, with the same embedding model. Prints figures; no
 Rows (document rankings of 100, scored as ``kbgraph eval retrieval`` scores them, BEIR's
 ``ignore_identical_ids`` applied to every row):
 
-- kbgraph bm25 / vector / hybrid (/ graph): ``kbgraph.evals.beir.run_data`` through the real engine,
-  with the run settings of ``kbgraph eval retrieval`` (hybrid: convex fusion); "kbgraph
+- kbgraph bm25 / vector / hybrid (/ graph): ``kbgraph.evals._beir.run_data`` through the real
+  engine, with the run settings of ``kbgraph eval retrieval`` (hybrid: convex fusion); "kbgraph
   hybrid (RRF)" is the same index searched with the engine's default fusion.
 - bm25s: ``bm25s.tokenize(stopwords="en", stemmer=Snowball English)`` + ``bm25s.BM25()``
   (Lucene variant) over whole documents (``title + " " + text``, as BEIR's own runs; every
@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from kbgraph.evals.beir import (
+from kbgraph.evals._beir import (
     IndexInfo,
     RunSettings,
     load_beir,
@@ -66,13 +66,13 @@ from kbgraph.evals.beir import (
     search_settings,
     without_query_id,
 )
-from kbgraph.evals.beir._folder import file_name
-from kbgraph.evals.beir._metrics import max_pool
-from kbgraph.evals.beir._report import machine, table
-from kbgraph.evals.beir._run import index_corpus, open_knowledge_base, search_mode
-from kbgraph.retrieval.embeddings import describe_embeddings
-from kbgraph.retrieval.ranking import rrf_fuse
-from kbgraph.retrieval.records import index_text
+from kbgraph.evals._beir._folder import file_name
+from kbgraph.evals._beir._metrics import max_pool
+from kbgraph.evals._beir._report import machine, table
+from kbgraph.evals._beir._run import index_corpus, open_knowledge_base, search_mode
+from kbgraph.retrieval._embeddings import describe_embeddings
+from kbgraph.retrieval._ranking import rrf_fuse
+from kbgraph.retrieval._records import index_text
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir" / "scifact"
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
@@ -97,7 +97,7 @@ class Model:
     def __init__(self) -> None:
         from sentence_transformers import SentenceTransformer
 
-        from kbgraph.retrieval.embeddings import packaged_model_dir
+        from kbgraph.retrieval._embeddings import packaged_model_dir
 
         self.st = SentenceTransformer(str(packaged_model_dir()), local_files_only=True)
         self.st.encode(["warm up"] * 4)

@@ -37,9 +37,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from kbgraph.evals.beir._report import machine
+from kbgraph.evals._beir._report import machine
 from kbgraph.retrieval import KnowledgeBase
-from kbgraph.retrieval.records import Chunk, index_text
+from kbgraph.retrieval._records import Chunk, index_text
 
 PACKAGE = "requests"
 VERSION = "2.32.3"

@@ -61,7 +61,7 @@ if backend == "onnx":
 else:
     import sentence_transformers
 t1 = time.perf_counter()
-from kbgraph.retrieval.embeddings import LocalEmbeddings
+from kbgraph.retrieval._embeddings import LocalEmbeddings
 t1b = time.perf_counter()
 model = LocalEmbeddings()
 assert model.backend == backend, model.backend
@@ -112,7 +112,7 @@ def prepare(work: Path) -> Path:
     )
     # In a child: a model loaded here would count in the peak RSS of every process this
     # one spawns (ru_maxrss sees the parent's pages between fork and exec).
-    check = "from kbgraph.retrieval.embeddings import LocalEmbeddings as L; print(L().backend)"
+    check = "from kbgraph.retrieval._embeddings import LocalEmbeddings as L; print(L().backend)"
     backend = subprocess.run(
         [sys.executable, "-c", check], env=_env(), capture_output=True, text=True, check=True
     ).stdout.strip()

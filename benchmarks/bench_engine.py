@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from kbgraph.retrieval.folder import open_vectors, write_vectors
-from kbgraph.retrieval.lexical import BM25Index
-from kbgraph.retrieval.ranking import top_k_dot
+from kbgraph.retrieval._folder import open_vectors, write_vectors
+from kbgraph.retrieval._lexical import BM25Index
+from kbgraph.retrieval._ranking import top_k_dot
 
 # ../shared beside the repository, wherever the checkout lives.
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -252,7 +252,7 @@ def bench_build(folder: Path, limit: int | None = None) -> list[Row]:
 
     hf_logging.disable_progress_bar()  # keep the output a clean table
 
-    from kbgraph.retrieval.kb import KnowledgeBase
+    from kbgraph.retrieval._kb import KnowledgeBase
 
     data = load_beir(folder)
     doc_ids, texts = data.doc_ids[:limit], data.texts[:limit]

@@ -33,7 +33,7 @@ from typing import Any
 
 from kbgraph.agents import ChatAgent
 from kbgraph.evals import bundled_dataset_path, load_dataset
-from kbgraph.evals.batch import run_evaluation
+from kbgraph.evals._batch import run_evaluation
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLED_KEYS = ROOT / "benchmarks" / "questions" / "examples_docs_facts.jsonl"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from kbgraph.graphs.chat_models import ChatGGUF
+from kbgraph.graphs._chat_models import ChatGGUF
 
 SMOLLM2 = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SOURCE = (

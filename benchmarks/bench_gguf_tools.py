@@ -25,9 +25,9 @@ from typing import Any
 from bench_gguf import smollm2
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from kbgraph.evals.datasets import bundled_dataset_path, load_dataset
-from kbgraph.graphs.chat_models import ChatGGUF
-from kbgraph.graphs.tool import rag_search
+from kbgraph.evals._datasets import bundled_dataset_path, load_dataset
+from kbgraph.graphs._chat_models import ChatGGUF
+from kbgraph.graphs._tool import rag_search
 from kbgraph.prompts import render_prompt
 
 

@@ -33,11 +33,11 @@ from pathlib import Path
 
 from kbgraph.evals import _benchmarks as bench
 from kbgraph.evals import bundled_dataset_path
-from kbgraph.evals.evaluators.faithfulness import FaithfulnessEvaluator
-from kbgraph.evals.judges import OfflineJudge
-from kbgraph.evals.meta import _prefetch
-from kbgraph.evals.records import EvalRecord, Passage
-from kbgraph.evals.stats import auroc
+from kbgraph.evals._evaluators.faithfulness import FaithfulnessEvaluator
+from kbgraph.evals._judges import OfflineJudge
+from kbgraph.evals._meta import _prefetch
+from kbgraph.evals._records import EvalRecord, Passage
+from kbgraph.evals._stats import auroc
 
 
 def rows_of(args: argparse.Namespace) -> list[tuple[str, list[bench.Labelled]]]:

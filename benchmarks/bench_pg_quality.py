@@ -34,13 +34,13 @@ from pathlib import Path
 import numpy as np
 
 from kbgraph.evals import EvalRow, bundled_dataset_path, load_dataset, passages_from
-from kbgraph.evals.beir import RunSettings, load_beir, run_data
-from kbgraph.evals.beir._folder import default_work_dir, write_corpus
-from kbgraph.evals.evaluators import gold_source_recall
+from kbgraph.evals._beir import RunSettings, load_beir, run_data
+from kbgraph.evals._beir._folder import default_work_dir, write_corpus
+from kbgraph.evals._evaluators import gold_source_recall
 from kbgraph.retrieval import KnowledgeBase
-from kbgraph.retrieval.postgres import Database
-from kbgraph.retrieval.postgres._features import PgVector
-from kbgraph.retrieval.postgres._store import PgEmbeddingCache
+from kbgraph.retrieval._postgres import Database
+from kbgraph.retrieval._postgres._features import PgVector
+from kbgraph.retrieval._postgres._store import PgEmbeddingCache
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.support.postgres import running_postgres

@@ -63,7 +63,7 @@ def _latency(run: Any, qs: np.ndarray) -> tuple[list[list[int]], list[float]]:
 
 
 def _write_vectors(work: Path, rows: int, dims: int) -> float:
-    from kbgraph.retrieval.folder import write_vectors
+    from kbgraph.retrieval._folder import write_vectors
 
     start = time.perf_counter()
     write_vectors(work / "vectors.bin", synthetic_vectors(rows, dims))
@@ -71,8 +71,8 @@ def _write_vectors(work: Path, rows: int, dims: int) -> float:
 
 
 def section_exact(work: Path, rows: int, dims: int, qs: np.ndarray) -> dict[str, Any]:
-    from kbgraph.retrieval.folder import open_vectors
-    from kbgraph.retrieval.ranking import top_k_dot
+    from kbgraph.retrieval._folder import open_vectors
+    from kbgraph.retrieval._ranking import top_k_dot
 
     build = _write_vectors(work, rows, dims)
     matrix = open_vectors(work / "vectors.bin")
@@ -91,8 +91,8 @@ def section_exact(work: Path, rows: int, dims: int, qs: np.ndarray) -> dict[str,
 
 
 def section_ann(work: Path, rows: int, dims: int, qs: np.ndarray) -> dict[str, Any]:
-    from kbgraph.retrieval.folder import AnnIndex, FolderRanking, open_vectors, write_ann
-    from kbgraph.retrieval.storage import sound_vectors
+    from kbgraph.retrieval._folder import AnnIndex, FolderRanking, open_vectors, write_ann
+    from kbgraph.retrieval._storage import sound_vectors
 
     if not (work / "vectors.bin").exists():
         _write_vectors(work, rows, dims)
@@ -174,12 +174,12 @@ def section_postgres(
     import psutil
     import psycopg
 
-    import kbgraph.retrieval.postgres._snapshot as pg_snapshot
-    from kbgraph.retrieval.filters import SearchFilters
-    from kbgraph.retrieval.postgres import PostgresStore
-    from kbgraph.retrieval.postgres._features import pgvector_of
-    from kbgraph.retrieval.postgres._schema import SHARED_DDL, Tables
-    from kbgraph.retrieval.storage import EmbeddingMeta, IndexMeta
+    import kbgraph.retrieval._postgres._snapshot as pg_snapshot
+    from kbgraph.retrieval._filters import SearchFilters
+    from kbgraph.retrieval._postgres import PostgresStore
+    from kbgraph.retrieval._postgres._features import pgvector_of
+    from kbgraph.retrieval._postgres._schema import SHARED_DDL, Tables
+    from kbgraph.retrieval._storage import EmbeddingMeta, IndexMeta
     from tests.support.postgres import running_postgres
 
     data = Path(tempfile.mkdtemp(prefix="kbgraph-bench-pg-"))

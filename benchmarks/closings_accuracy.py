@@ -12,8 +12,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kbgraph.graphs.nodes._closings import ClosingDetector, default_detector
-from kbgraph.graphs.nodes.decide_retrieve import is_small_talk_or_closing
+from kbgraph.graphs._nodes._closings import ClosingDetector, default_detector
+from kbgraph.graphs._nodes.decide_retrieve import is_small_talk_or_closing
 from tests.unit._closings_heldout import CLOSINGS, QUESTIONS
 
 

@@ -180,7 +180,7 @@ def _writer(folder: Path, first: int, stop: Path, max_version: int, rebuild: boo
 
 
 def _reader(folder: Path, stop: Path, max_version: int) -> None:
-    from kbgraph.retrieval.folder import FolderSnapshot, IndexLayout
+    from kbgraph.retrieval._folder import FolderSnapshot, IndexLayout
     from tests.integration._reader_child import check
 
     layout = IndexLayout(folder / ".kbgraph")

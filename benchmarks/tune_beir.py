@@ -8,7 +8,7 @@ Prints Markdown tables of train-split figures (and writes them as JSON); not a t
         [--rrf-weights 0.5,1,2] [--alphas 0.3,0.5,0.7] [--candidates 300] [--peers]
         [--graph-top-ks 50]
 
-The command that chose the settings of ``kbgraph.evals.beir`` and its output are in
+The command that chose the settings of ``kbgraph.evals._beir`` and its output are in
 ``benchmarks/README.md``.
 
 What is read: ``corpus.jsonl``, ``queries_all.jsonl`` and ``qrels/train.tsv``. An audit
@@ -19,7 +19,7 @@ test query. (In SciFact the 809 train and 300 test query ids are disjoint.)
 1. BM25 by document format (``md``: ``# title`` heading, ``txt``: plain title line),
    chunk size and overlap (a fraction of the size): lexical-only indexes, seconds each.
 2. BM25 ``k1`` / ``b`` on the best lexical chunking, by building
-   ``kbgraph.retrieval.lexical.BM25Index`` over the engine's own chunk texts. The engine
+   ``kbgraph.retrieval._lexical.BM25Index`` over the engine's own chunk texts. The engine
    does not expose these knobs (its generations are built with k1 = 1.5, b = 0.75), so
    this only measures what they would be worth.
 3. Per vector chunking (each embeds the corpus, minutes; the embedding cache is shared, so
@@ -46,7 +46,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from kbgraph.evals.beir import (
+from kbgraph.evals._beir import (
     BEIR_SEARCH,
     BeirData,
     RunSettings,
@@ -54,12 +54,12 @@ from kbgraph.evals.beir import (
     mean_metrics,
     without_query_id,
 )
-from kbgraph.evals.beir._run import DOCS_PER_QUERY as DOCS
-from kbgraph.evals.beir._run import doc_ranking, graph_mode, index_corpus, search_mode
-from kbgraph.retrieval.config import ChunkConfig, SearchConfig
-from kbgraph.retrieval.kb import KnowledgeBase
-from kbgraph.retrieval.lexical import BM25Index
-from kbgraph.retrieval.records import index_text
+from kbgraph.evals._beir._run import DOCS_PER_QUERY as DOCS
+from kbgraph.evals._beir._run import doc_ranking, graph_mode, index_corpus, search_mode
+from kbgraph.retrieval._config import ChunkConfig, SearchConfig
+from kbgraph.retrieval._kb import KnowledgeBase
+from kbgraph.retrieval._lexical import BM25Index
+from kbgraph.retrieval._records import index_text
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir" / "scifact"
 TRAIN_QUERY_FILES = ("queries_all.jsonl",)

@@ -27,7 +27,7 @@
    is what ranks answers.
 
 The figures printed are AUROC of the metric's score on each split, for the fitted model and
-for the weights in ``kbgraph.evals.judges._evidence`` now.
+for the weights in ``kbgraph.evals._judges._evidence`` now.
 """
 
 from __future__ import annotations
@@ -44,17 +44,17 @@ from pathlib import Path
 import numpy as np
 
 from kbgraph.evals import _benchmarks as bench
-from kbgraph.evals.claims import split_claims
-from kbgraph.evals.evaluators._context import join_passages
-from kbgraph.evals.judges import OfflineJudge, content_overlap
-from kbgraph.evals.judges._evidence import (
+from kbgraph.evals._claims import split_claims
+from kbgraph.evals._evaluators._context import join_passages
+from kbgraph.evals._judges import OfflineJudge, content_overlap
+from kbgraph.evals._judges._evidence import (
     CONTRADICTION_FACTOR,
     SUPPORTED_AT,
     WEIGHTS,
     is_contradiction,
 )
-from kbgraph.evals.records import Passage
-from kbgraph.evals.stats import auroc
+from kbgraph.evals._records import Passage
+from kbgraph.evals._stats import auroc
 
 FEATURES = (
     "overlap", "missing", "single", "pair", "bigrams", "similarity", "numbers_match",

@@ -16,7 +16,7 @@ score, measured on two kinds of data; prints Markdown tables, not a test.
 Variants: a bonus for query terms in the section heading (``section``) or in the file path
 (``path``), a bonus for a neighbouring chunk of the same file among the candidates
 (``adjacent``), and the same-file discount of the diversity pass (``diversity``), each
-added as ``(fused + w·signal) / (1 + w)`` the way ``kbgraph.graphs.nodes.rerank`` does, with its
+added as ``(fused + w·signal) / (1 + w)`` the way ``kbgraph.graphs._nodes.rerank`` does, with its
 own ``path_match`` / ``section_match``.
 
 The rule that chose the default: no signal may cost nDCG@10 on SciFact train (809 labelled
@@ -37,18 +37,18 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 from tune_beir import DEFAULT_DATA, TRAIN_QUERY_FILES, cached_queries, guard_test_files, log
 
-from kbgraph.evals.beir import RunSettings, load_beir, mean_metrics
-from kbgraph.evals.beir._run import doc_ranking, index_corpus
-from kbgraph.evals.datasets import load_dataset
-from kbgraph.evals.evaluators.sources import gold_source_recall, is_recalled
-from kbgraph.evals.records import Passage
-from kbgraph.graphs.nodes._text import term_stems
-from kbgraph.graphs.nodes.rerank import adjacent, diversify, path_match, section_match
-from kbgraph.graphs.searcher import SearcherRegistry
-from kbgraph.graphs.settings import RagSettings
-from kbgraph.graphs.state import Candidate
-from kbgraph.graphs.subgraph import build_rag_graph
-from kbgraph.retrieval.config import SearchConfig
+from kbgraph.evals._beir import RunSettings, load_beir, mean_metrics
+from kbgraph.evals._beir._run import doc_ranking, index_corpus
+from kbgraph.evals._datasets import load_dataset
+from kbgraph.evals._evaluators.sources import gold_source_recall, is_recalled
+from kbgraph.evals._records import Passage
+from kbgraph.graphs._nodes._text import term_stems
+from kbgraph.graphs._nodes.rerank import adjacent, diversify, path_match, section_match
+from kbgraph.graphs._searcher import SearcherRegistry
+from kbgraph.graphs._settings import RagSettings
+from kbgraph.graphs._state import Candidate
+from kbgraph.graphs._subgraph import build_rag_graph
+from kbgraph.retrieval._config import SearchConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 Variant = tuple[str, dict[str, float]]

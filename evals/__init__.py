@@ -11,21 +11,19 @@ gates (a baseline, minimums), and a meta-evaluation of the judges against human 
 
 from __future__ import annotations
 
-from kbgraph.layers import imported_as_kbgraph
+from kbgraph._layers import imported_as_kbgraph
 
 # Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly, and before
 # any submodule loads, so that a refused import leaves no 'retrieval.*' module behind.
 imported_as_kbgraph(__name__)
 
 
-from ._metric_evaluator import MetricEvaluator
-from ._metrics import metric_names, register_metric, unregister_metric
-from .answer_check import AnswerCheck, ClaimCheck, check_answer
-from .baseline import Comparison, compare_summaries, load_summary
-from .claims import split_claims
-from .datasets import DatasetError, bundled_dataset_path, load_dataset
-from .decompose import Decomposition, decompose
-from .evaluators import (
+from ._answer_check import AnswerCheck, ClaimCheck, check_answer
+from ._baseline import Comparison, compare_summaries, load_summary
+from ._claims import split_claims
+from ._datasets import DatasetError, bundled_dataset_path, load_dataset
+from ._decompose import Decomposition, decompose
+from ._evaluators import (
     AnswerCorrectnessEvaluator,
     AnswerRelevanceEvaluator,
     ContextPrecisionEvaluator,
@@ -35,7 +33,7 @@ from .evaluators import (
     default_evaluators,
     passages_from,
 )
-from .judges import (
+from ._judges import (
     ClaimDecomposer,
     Judge,
     JudgeError,
@@ -44,7 +42,9 @@ from .judges import (
     OverlapJudge,
     resolve_judge,
 )
-from .records import (
+from ._metric_evaluator import MetricEvaluator
+from ._metrics import metric_names, register_metric, unregister_metric
+from ._records import (
     AgentOutput,
     Claim,
     ClaimVerdict,
@@ -60,9 +60,9 @@ from .records import (
     TokenUsage,
     Verdict,
 )
-from .report import summarize, write_report
-from .runner import Agent, FunctionAgent, arun_dataset, run_dataset
-from .stats import auroc, average_precision, pairwise_accuracy
+from ._report import summarize, write_report
+from ._runner import Agent, FunctionAgent, arun_dataset, run_dataset
+from ._stats import auroc, average_precision, pairwise_accuracy
 
 __all__ = [
     "Agent",

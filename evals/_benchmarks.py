@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .datasets import DatasetError
+from ._datasets import DatasetError
 
 DATA_ENV = "KBGRAPH_EVAL_DATA"
 BEGIN_DEV = ("cmu-dog_begin_dev_cmu.tsv", "topicalchat_begin_dev_tc.tsv", "wow_begin_dev_wow.tsv")

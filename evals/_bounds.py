@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from .records import Passage
+from ._records import Passage
 
 MAX_QUESTION_CHARS = 4_000
 MAX_ANSWER_CHARS = 20_000  # also the reference answer

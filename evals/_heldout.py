@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ._benchmarks import Labelled
-from .datasets import DatasetError
+from ._datasets import DatasetError
 
 HELDOUT_ENV = "KBGRAPH_HELDOUT_DATA"
 RAGTRUTH_TASKS = ("QA", "Summary", "Data2txt")

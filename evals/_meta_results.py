@@ -1,5 +1,5 @@
 """What a meta-evaluation run reports, and its tables: :class:`MetaResult` per benchmark
-split, :func:`macro` averages, :func:`format_table`. Re-exported by ``kbgraph.evals.meta``."""
+split, :func:`macro` averages, :func:`format_table`. Re-exported by ``kbgraph.evals._meta``."""
 
 from __future__ import annotations
 

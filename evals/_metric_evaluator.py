@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import ClassVar, Protocol, runtime_checkable
 
-from .judges.base import Judge
-from .records import EvalRecord, MetricResult
+from ._judges.base import Judge
+from ._records import EvalRecord, MetricResult
 
 
 @runtime_checkable

@@ -22,7 +22,7 @@ from typing import Any
 
 from kbgraph.errors import EvaluationError, JudgeTimeoutError
 
-from .records import EvalRecord, MetricResult
+from ._records import EvalRecord, MetricResult
 
 START_SECONDS = 300.0
 """How long a worker may take to import kbgraph and load its judge's model."""
@@ -36,9 +36,9 @@ def worker_count(concurrency: int) -> int:
 def _serve(connection: Connection, judge: str, embedding: str) -> None:
     """A worker's loop: build the evaluators, warm the model, then score until told to stop."""
     from ._deadline import deadline
-    from .evaluators import default_evaluators
-    from .judges import resolve_judge
-    from .runner import score_record
+    from ._evaluators import default_evaluators
+    from ._judges import resolve_judge
+    from ._runner import score_record
 
     resolved = resolve_judge(judge, embeddings=embedding)
     warm = getattr(resolved, "vectors", None)
@@ -121,7 +121,7 @@ killed."""
 
 
 class ProcessScorer:
-    """A :data:`~kbgraph.evals.runner.Scorer` over ``workers`` processes, each with its own
+    """A :data:`~kbgraph.evals._runner.Scorer` over ``workers`` processes, each with its own
     judge from ``judge`` (a spec: ``offline``) and ``embedding``. Use it as a context
     manager (``with ProcessScorer(...) as scorer:``), so that its processes stop."""
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from kbgraph.errors import DatasetError
 
-from .records import RowResult
+from ._records import RowResult
 
 RESULTS = "results.jsonl"
 MANIFEST = "run.json"

@@ -1,7 +1,7 @@
 """Text helpers shared by claims, the offline judge and the baseline: sentences, content
 words (stemmed), numbers and negation cues.
 
-Words, stems and stop lists are :mod:`kbgraph.retrieval.text`'s (the ones BM25 and the
+Words, stems and stop lists are :mod:`kbgraph.retrieval._text`'s (the ones BM25 and the
 subgraph use): content words are its words of two characters or more, Snowball-stemmed,
 minus ``FUNCTION_WORDS`` (a wider list than BM25's: BM25's idf discounts common words,
 plain overlap has no idf, so function words must go explicitly) and ``NEGATIONS``.
@@ -12,8 +12,7 @@ from __future__ import annotations
 import itertools
 import re
 
-from kbgraph.retrieval.chunking import sentence_starts
-from kbgraph.retrieval.text import FUNCTION_WORDS, NEGATIONS, stem, words
+from kbgraph.retrieval._internal import FUNCTION_WORDS, NEGATIONS, sentence_starts, stem, words
 
 _NUMBER_WORDS = {
     word: str(value)
@@ -255,7 +254,7 @@ def split_blocks(text: str, *, glued: bool = False, lines: bool = False) -> list
     whitespace, or at CJK ``。！？``, whatever the next letter's case: lower-cased,
     tokenised text ("the vote was 5-2 . the mayor left .") has sentences too. Abbreviations,
     initials (``U.S.``, ``e.g.``), decimals (``1.6 s``) and dotted names (``harbor.yaml``)
-    do not end one (the chunker's rules, ``kbgraph.retrieval.chunking``).
+    do not end one (the chunker's rules, ``kbgraph.retrieval._chunking``).
 
     ``glued=True`` also ends a sentence where a full stop joins two without a space
     ("funds.In the"), as text scraped from web pages often does; only for sources, not

@@ -11,7 +11,7 @@ print(out["rag_context"], out["rag_grounded"])
 
 from __future__ import annotations
 
-from kbgraph.layers import imported_as_kbgraph
+from kbgraph._layers import imported_as_kbgraph
 
 # Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly, and before
 # any submodule loads, so that a refused import leaves no 'retrieval.*' module behind.
@@ -21,18 +21,23 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._extractive import extractive_text
-    from .models import resolve_chat_model
-    from .nodes import NodeDeps, Reranker, fit_sources, question_of, run_outage
-    from .searcher import Searcher, SearcherRegistry, default_registry, open_knowledge_base
-    from .settings import (
+    from ._chat_models import ChatGGUF, GGUFOptions, ScriptedChatModel
+    from ._citations import extract_citations, inject_context
+    from ._http_app import http_app
+    from ._models import resolve_chat_model
+    from ._nodes import NodeDeps, Reranker
+    from ._rerankers import CallableReranker, CompressorReranker, CrossEncoderReranker, as_reranker
+    from ._searcher import Searcher, SearcherRegistry, default_registry, open_knowledge_base
+    from ._settings import (
         AnswerCheckSettings,
+        AnswerPolicy,
         KnowledgeBaseSpec,
         RagSettings,
+        RerankMode,
         settings_from_context,
         settings_from_runtime,
     )
-    from .state import (
+    from ._state import (
         Candidate,
         Citation,
         RagGrounding,
@@ -42,48 +47,58 @@ if TYPE_CHECKING:
         RagState,
         RetrievalDebug,
     )
-    from .subgraph import NODE_ORDER, build_rag_graph, rag_graph
-    from .tool import make_rag_search, rag_search
-    from .turns import TURN_KEY, TurnMarker, mark_answer, marker_of, turn_marker
+    from ._subgraph import NODE_ORDER, build_rag_graph, rag_graph
+    from ._tool import RagSearchArtifact, make_rag_search, rag_search, tool_runtime
+    from ._turns import TURN_KEY, TurnMarker, mark_answer, marker_of, turn_marker
 
 # Each name loads its module on first use: importing one module of this package (the
-# evaluators import ``kbgraph.graphs.structured``) must not compile the subgraph.
+# evaluators import ``kbgraph.graphs._structured``) must not compile the subgraph.
 _LAZY = {
     # What the ready agents (kbgraph.agents, a layer above) build their answers with.
-    "extractive_text": "._extractive",
-    "fit_sources": ".nodes",
-    "question_of": ".nodes",
-    "run_outage": ".nodes",
-    "resolve_chat_model": ".models",
-    "NodeDeps": ".nodes",
-    "Reranker": ".nodes",
-    "Searcher": ".searcher",
-    "SearcherRegistry": ".searcher",
-    "default_registry": ".searcher",
-    "open_knowledge_base": ".searcher",
-    "AnswerCheckSettings": ".settings",
-    "KnowledgeBaseSpec": ".settings",
-    "RagSettings": ".settings",
-    "settings_from_context": ".settings",
-    "settings_from_runtime": ".settings",
-    "Candidate": ".state",
-    "Citation": ".state",
-    "RagGrounding": ".state",
-    "RagInput": ".state",
-    "RagOutput": ".state",
-    "RagScope": ".state",
-    "RagState": ".state",
-    "RetrievalDebug": ".state",
-    "NODE_ORDER": ".subgraph",
-    "build_rag_graph": ".subgraph",
-    "rag_graph": ".subgraph",
-    "make_rag_search": ".tool",
-    "rag_search": ".tool",
-    "TURN_KEY": ".turns",
-    "TurnMarker": ".turns",
-    "mark_answer": ".turns",
-    "marker_of": ".turns",
-    "turn_marker": ".turns",
+    "resolve_chat_model": "._models",
+    "NodeDeps": "._nodes",
+    "Reranker": "._nodes",
+    "Searcher": "._searcher",
+    "SearcherRegistry": "._searcher",
+    "default_registry": "._searcher",
+    "open_knowledge_base": "._searcher",
+    "AnswerCheckSettings": "._settings",
+    "KnowledgeBaseSpec": "._settings",
+    "RagSettings": "._settings",
+    "settings_from_context": "._settings",
+    "settings_from_runtime": "._settings",
+    "Candidate": "._state",
+    "Citation": "._state",
+    "RagGrounding": "._state",
+    "RagInput": "._state",
+    "RagOutput": "._state",
+    "RagScope": "._state",
+    "RagState": "._state",
+    "RetrievalDebug": "._state",
+    "NODE_ORDER": "._subgraph",
+    "build_rag_graph": "._subgraph",
+    "rag_graph": "._subgraph",
+    "make_rag_search": "._tool",
+    "rag_search": "._tool",
+    "TURN_KEY": "._turns",
+    "TurnMarker": "._turns",
+    "mark_answer": "._turns",
+    "marker_of": "._turns",
+    "turn_marker": "._turns",
+    "AnswerPolicy": "._settings",
+    "CallableReranker": "._rerankers",
+    "ChatGGUF": "._chat_models",
+    "CompressorReranker": "._rerankers",
+    "CrossEncoderReranker": "._rerankers",
+    "GGUFOptions": "._chat_models",
+    "RagSearchArtifact": "._tool",
+    "RerankMode": "._settings",
+    "ScriptedChatModel": "._chat_models",
+    "as_reranker": "._rerankers",
+    "extract_citations": "._citations",
+    "http_app": "._http_app",
+    "inject_context": "._citations",
+    "tool_runtime": "._tool",
 }
 
 
@@ -97,35 +112,45 @@ __all__ = [
     "NODE_ORDER",
     "TURN_KEY",
     "AnswerCheckSettings",
+    "AnswerPolicy",
+    "CallableReranker",
     "Candidate",
+    "ChatGGUF",
     "Citation",
+    "CompressorReranker",
+    "CrossEncoderReranker",
+    "GGUFOptions",
     "KnowledgeBaseSpec",
     "NodeDeps",
     "RagGrounding",
     "RagInput",
     "RagOutput",
     "RagScope",
+    "RagSearchArtifact",
     "RagSettings",
     "RagState",
+    "RerankMode",
     "Reranker",
     "RetrievalDebug",
+    "ScriptedChatModel",
     "Searcher",
     "SearcherRegistry",
     "TurnMarker",
+    "as_reranker",
     "build_rag_graph",
     "default_registry",
-    "extractive_text",
-    "fit_sources",
+    "extract_citations",
+    "http_app",
+    "inject_context",
     "make_rag_search",
     "mark_answer",
     "marker_of",
     "open_knowledge_base",
-    "question_of",
     "rag_graph",
     "rag_search",
     "resolve_chat_model",
-    "run_outage",
     "settings_from_context",
     "settings_from_runtime",
+    "tool_runtime",
     "turn_marker",
 ]

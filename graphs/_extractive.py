@@ -18,12 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbgraph.prompts import render_prompt
-from kbgraph.retrieval.citations import escape_markers
-from kbgraph.retrieval.languages import language_of
-from kbgraph.retrieval.text import stems
+from kbgraph.retrieval._internal import escape_markers, language_of, stems
 
+from ._nodes import content_terms, question_of
 from ._passages import Unit, units
-from .nodes import content_terms, question_of
 
 MAX_QUOTE_CHARS = 400
 MAX_SENTENCE_CHARS = 1000

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kbgraph.errors import error_text
-from kbgraph.retrieval.context import line_span
+from kbgraph.retrieval._internal import line_span
 
 _MAX_DATA_CHARS = 240
 MAX_LINE_CHARS = 400

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from kbgraph import _moved
 from kbgraph._version import __version__
 
-# Old module names (``kbgraph.graphs.tool``) keep working, with a warning, until 0.3.
+# Old module names (``kbgraph.graphs._tool``) keep working, with a warning, until 0.3.
 _moved.install()
 
 if TYPE_CHECKING:

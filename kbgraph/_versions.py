@@ -7,11 +7,10 @@ from pathlib import Path
 
 import click
 
-from kbgraph.retrieval.backends import describe_store
-from kbgraph.retrieval.storage import is_database, no_versions
+from kbgraph.retrieval._internal import describe_store, is_database, no_versions
 
+from ._exit_codes import emit_json, fail_cleanly, printable
 from .cli import _open_kb, folder_arg, index_dir_opt, json_opt, lock_timeout_opt, store_opt
-from .exit_codes import emit_json, fail_cleanly, printable
 
 
 def _folder_index_only(folder: Path, store: str | None) -> None:

@@ -18,8 +18,9 @@ from typing import Any
 
 import click
 
-from kbgraph.retrieval.watch import DEBOUNCE_MS, FolderWatcher, WatchRun
+from kbgraph.retrieval._internal import DEBOUNCE_MS, FolderWatcher, WatchRun
 
+from ._exit_codes import fail_cleanly, printable
 from .cli import (
     _open_kb,
     embedding_opt,
@@ -31,7 +32,6 @@ from .cli import (
     read_store_opt,
     store_opt,
 )
-from .exit_codes import fail_cleanly, printable
 
 
 def _clock() -> str:

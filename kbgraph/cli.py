@@ -21,12 +21,17 @@ from kbgraph.errors import (
     ConfigError,
 )
 from kbgraph.retrieval import hybrid_rankers, rankers, search_modes
-from kbgraph.retrieval.config import ChunkConfig, ScanConfig, SearchConfig
-from kbgraph.retrieval.filters import SearchFilters, search_kinds
-from kbgraph.retrieval.records import SearchResult
+from kbgraph.retrieval._internal import (
+    ChunkConfig,
+    ScanConfig,
+    SearchConfig,
+    SearchFilters,
+    SearchResult,
+    search_kinds,
+)
 
+from ._exit_codes import LiveChoice, emit_json, end_quietly, fail_cleanly, printable, stdout_closed
 from ._progress import TqdmProgress
-from .exit_codes import LiveChoice, emit_json, end_quietly, fail_cleanly, printable, stdout_closed
 
 
 def _open_kb(
@@ -41,8 +46,7 @@ def _open_kb(
     store: str | None = None,
     read_store: str | None = None,
 ) -> Any:
-    from kbgraph.retrieval.embeddings import DEFAULT_TIMEOUT
-    from kbgraph.retrieval.kb import KnowledgeBase
+    from kbgraph.retrieval._internal import DEFAULT_TIMEOUT, KnowledgeBase
 
     spec: str | None = embedding
     if embedding == "none":

@@ -9,7 +9,7 @@ contain ``{name}`` is not expanded.
 
 from __future__ import annotations
 
-from kbgraph.layers import imported_as_kbgraph
+from kbgraph._layers import imported_as_kbgraph
 
 # Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly, and before
 # any submodule loads, so that a refused import leaves no 'retrieval.*' module behind.

@@ -4,7 +4,7 @@ fusion, and format citation-tagged context. Usable without LangGraph."""
 
 from __future__ import annotations
 
-from kbgraph.layers import imported_as_kbgraph
+from kbgraph._layers import imported_as_kbgraph
 
 # Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly, and before
 # any submodule loads, so that a refused import leaves no 'retrieval.*' module behind.
@@ -25,24 +25,47 @@ from kbgraph.errors import (
     ModelMismatchError,
 )
 
+from ._config import ChunkConfig, ChunkStrategy, ScanConfig, SearchConfig, SearchMode
+from ._context import ContextEntry, format_context, render_context
+from ._filters import SearchFilters
 from ._fs import write_file_atomic
-from .config import ChunkConfig, ChunkStrategy, ScanConfig, SearchConfig, SearchMode
-from .context import ContextEntry, format_context, render_context
-from .filters import SearchFilters
 
 if TYPE_CHECKING:
-    from .kb import KnowledgeBase
-    from .reports import IndexChanges, IndexReport, IndexStats
-    from .retriever import KnowledgeBaseRetriever
+    from ._backends import describe_store, open_store
+    from ._kb import KnowledgeBase
+    from ._reports import IndexChanges, IndexReport, IndexStats
+    from ._retriever import KnowledgeBaseRetriever
+    from ._storage import (
+        EmbeddingMeta,
+        FileRecord,
+        IndexMeta,
+        IndexStore,
+        IndexWriter,
+        Previous,
+        QueryRanking,
+        Snapshot,
+        VersionInfo,
+    )
 
 # The facade pulls in embeddings, loaders and LangChain; load it on first use so that
-# importing a light module (``kbgraph.retrieval.segments``) stays light.
+# importing a light module (``kbgraph.retrieval._segments``) stays light.
 _LAZY = {
-    "IndexChanges": ".reports",
-    "IndexReport": ".reports",
-    "IndexStats": ".reports",
-    "KnowledgeBase": ".kb",
-    "KnowledgeBaseRetriever": ".retriever",
+    "IndexChanges": "._reports",
+    "IndexReport": "._reports",
+    "IndexStats": "._reports",
+    "KnowledgeBase": "._kb",
+    "KnowledgeBaseRetriever": "._retriever",
+    "EmbeddingMeta": "._storage",
+    "FileRecord": "._storage",
+    "IndexMeta": "._storage",
+    "IndexStore": "._storage",
+    "IndexWriter": "._storage",
+    "Previous": "._storage",
+    "QueryRanking": "._storage",
+    "Snapshot": "._storage",
+    "VersionInfo": "._storage",
+    "describe_store": "._backends",
+    "open_store": "._backends",
 }
 
 
@@ -52,6 +75,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+from ._progress import ProgressCallback, ProgressEvent
 from ._rankers import (
     HYBRID,
     FieldRanker,
@@ -65,8 +89,7 @@ from ._rankers import (
     search_modes,
     unregister_ranker,
 )
-from .progress import ProgressCallback, ProgressEvent
-from .records import Chunk, SearchResult, SkippedFile
+from ._records import Chunk, SearchResult, SkippedFile
 
 __all__ = [
     "HYBRID",
@@ -77,19 +100,26 @@ __all__ = [
     "ContextEntry",
     "DimensionMismatchError",
     "EmbeddingError",
+    "EmbeddingMeta",
     "FieldRanker",
+    "FileRecord",
     "IndexChanges",
     "IndexCorruptError",
     "IndexLockedError",
+    "IndexMeta",
     "IndexNotFoundError",
     "IndexReport",
     "IndexStats",
+    "IndexStore",
+    "IndexWriter",
     "KbgraphError",
     "KnowledgeBase",
     "KnowledgeBaseRetriever",
     "ModelMismatchError",
+    "Previous",
     "ProgressCallback",
     "ProgressEvent",
+    "QueryRanking",
     "Ranker",
     "RankerName",
     "ScanConfig",
@@ -98,11 +128,15 @@ __all__ = [
     "SearchMode",
     "SearchResult",
     "SkippedFile",
+    "Snapshot",
     "StoreRanker",
+    "VersionInfo",
     "__version__",
+    "describe_store",
     "format_context",
     "get_ranker",
     "hybrid_rankers",
+    "open_store",
     "rankers",
     "register_ranker",
     "render_context",

@@ -12,7 +12,7 @@ from typing import TypeVar
 
 from kbgraph.errors import ConfigError
 
-from .config import ChunkConfig, ScanConfig
+from ._config import ChunkConfig, ScanConfig
 
 _Settings = TypeVar("_Settings", ChunkConfig, ScanConfig)
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .languages import language_of
-from .lexical import compounds, segment_parts, split_compound
-from .records import Chunk
+from ._languages import language_of
+from ._lexical import compounds, segment_parts, split_compound
+from ._records import Chunk
 
 DEFINITION_RANKER = "definition"
 """The name of the extra ranking in fusion; never shown in a result's ranks."""

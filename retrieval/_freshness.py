@@ -4,7 +4,7 @@ Checking freshness walks the folder (metadata only, yet 0.4-0.7 s on 3,000 files
 1-2 ms for a search). So a knowledge base checks at most once per ``ttl`` seconds, and one
 check at a time: a caller that finds a check running searches the index as it is, unless
 there is no index yet (then it waits for it). In live mode a file watcher keeps the index
-fresh (:mod:`kbgraph.retrieval.watch`) and a check walks nothing: it only waits for the run
+fresh (:mod:`kbgraph.retrieval._watch`) and a check walks nothing: it only waits for the run
 of changes the watcher has already seen.
 """
 
@@ -15,14 +15,14 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .reports import IndexChanges
-from .scan import ScanResult
-from .storage import IndexMeta
+from ._reports import IndexChanges
+from ._scan import ScanResult
+from ._storage import IndexMeta
 
 if TYPE_CHECKING:
-    from .progress import ProgressCallback
-    from .reports import IndexReport
-    from .watch import FolderWatcher
+    from ._progress import ProgressCallback
+    from ._reports import IndexReport
+    from ._watch import FolderWatcher
 
 DEFAULT_TTL_S = 2.0
 

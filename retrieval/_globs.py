@@ -1,5 +1,5 @@
 """Glob patterns over POSIX relative paths, as the scan and the search filters use them
-(semantics in :mod:`kbgraph.retrieval.scan`)."""
+(semantics in :mod:`kbgraph.retrieval._scan`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 def glob_to_regex(pattern: str) -> str:
     """Translate one glob to a regular expression over POSIX relative paths (semantics in
-    :mod:`kbgraph.retrieval.scan`'s docstring; ``[...]`` classes as in :mod:`fnmatch`,
+    :mod:`kbgraph.retrieval._scan`'s docstring; ``[...]`` classes as in :mod:`fnmatch`,
     ``[!...]`` negates)."""
     pattern = pattern.strip()
     while pattern.startswith("./"):

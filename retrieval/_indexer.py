@@ -19,21 +19,21 @@ import numpy as np
 
 from kbgraph._version import __version__
 
-from ._reuse import Reused, reuse_unchanged, same_chunks, vectors_by_id
-from .chunking import chunk_file, code_chunker_id
-from .config import ChunkConfig, ScanConfig
-from .embeddings import (
+from ._chunking import chunk_file, code_chunker_id
+from ._config import ChunkConfig, ScanConfig
+from ._embeddings import (
     BatchEmbedder,
     CachedEmbedOutcome,
     check_dims,
     embed_with_cache,
 )
-from .lexical import TOKENIZER_ID
-from .loaders import SkipFile, load_file
-from .progress import ProgressCallback, ProgressEvent
-from .records import Chunk, SkippedFile, index_text
-from .scan import ScannedFile, scan_folder
-from .storage import (
+from ._lexical import TOKENIZER_ID
+from ._loaders import SkipFile, load_file
+from ._progress import ProgressCallback, ProgressEvent
+from ._records import Chunk, SkippedFile, index_text
+from ._reuse import Reused, reuse_unchanged, same_chunks, vectors_by_id
+from ._scan import ScannedFile, scan_folder
+from ._storage import (
     DEFAULT_KEEP_VERSIONS,
     EmbeddingMeta,
     FileEntry,

@@ -10,11 +10,11 @@ from ._indexer import IndexPlan, run_index, settings_match
 from ._kb_model import EmbeddingModel
 from ._kb_reader import LiveReader
 from ._kb_stats import stats_from
+from ._progress import ProgressCallback, ignore_progress
+from ._records import SkippedFile
+from ._reports import IndexChanges, IndexReport
+from ._scan import ScanResult, scan_folder
 from ._search import REBUILD_WITH_FLAG, check_index_model
-from .progress import ProgressCallback, ignore_progress
-from .records import SkippedFile
-from .reports import IndexChanges, IndexReport
-from .scan import ScanResult, scan_folder
 
 
 def index(

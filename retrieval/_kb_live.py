@@ -12,9 +12,9 @@ from kbgraph.errors import ReadOnlyStoreError
 
 from ._freshness import Freshness
 from ._kb_reader import LiveReader
-from .progress import ProgressCallback
-from .reports import IndexReport
-from .watch import FolderWatcher, WatchTarget
+from ._progress import ProgressCallback
+from ._reports import IndexReport
+from ._watch import FolderWatcher, WatchTarget
 
 logger = logging.getLogger("kbgraph.retrieval")
 

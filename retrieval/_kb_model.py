@@ -11,9 +11,9 @@ from langchain_core.embeddings import Embeddings
 
 from kbgraph.errors import ConfigError
 
+from ._embeddings import BatchEmbedder, call_timeout_for, describe_embeddings, resolve_embeddings
 from ._search import check_query_model, no_query_model
-from .embeddings import BatchEmbedder, call_timeout_for, describe_embeddings, resolve_embeddings
-from .storage import EmbeddingMeta, ModelLost, ObjectOnly, QueryEmbedder, Snapshot
+from ._storage import EmbeddingMeta, ModelLost, ObjectOnly, QueryEmbedder, Snapshot
 
 EmbeddingSpec = str | Embeddings | ObjectOnly | ModelLost | None
 

@@ -10,7 +10,7 @@ from typing import TypeVar
 
 from kbgraph.errors import DatabaseUnavailableError, IndexCorruptError
 
-from .storage import IndexStore, Snapshot
+from ._storage import IndexStore, Snapshot
 
 logger = logging.getLogger("kbgraph.retrieval")
 _T = TypeVar("_T")

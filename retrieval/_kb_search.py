@@ -7,14 +7,14 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ._config import SearchConfig, SearchMode
+from ._filters import SearchFilters
 from ._kb_model import EmbeddingModel
 from ._kb_reader import LiveReader
+from ._records import SearchResult
 from ._search import check_rank_arguments, once, rank_one, resolve_mode, search_config
 from ._search import search as search_snapshot
-from .config import SearchConfig, SearchMode
-from .filters import SearchFilters
-from .records import SearchResult
-from .storage import RankerName, Snapshot
+from ._storage import RankerName, Snapshot
 
 Embed = Callable[[str], np.ndarray]
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .reports import IndexStats
-from .storage import IndexMeta, IndexStore, Snapshot
+from ._reports import IndexStats
+from ._storage import IndexMeta, IndexStore, Snapshot
 
 
 def stats_from(store: IndexStore, meta: IndexMeta, size: int, *, stale: int) -> IndexStats:

@@ -17,11 +17,11 @@ import numpy as np
 
 from kbgraph._version import __version__
 
-from .records import Chunk
-from .storage import FileRecord, FileRows, usable_vectors
+from ._records import Chunk
+from ._storage import FileRecord, FileRows, usable_vectors
 
 if TYPE_CHECKING:
-    from .storage import Previous
+    from ._storage import Previous
 
 
 @dataclass

@@ -1,8 +1,8 @@
 """Search over one version of an index, whatever store holds it: each ranker gives a list
-(:class:`~kbgraph.retrieval.storage.QueryRanking`); hybrid fuses those its weights name (by
+(:class:`~kbgraph.retrieval._storage.QueryRanking`); hybrid fuses those its weights name (by
 default the registered rankers with a hybrid weight: vector and BM25) by RRF (ranks) or by a
 convex combination of normalised scores (``SearchConfig.fusion``). The rankers themselves
-live with their store (``kbgraph.retrieval.folder``, ``kbgraph.retrieval.postgres``)."""
+live with their store (``kbgraph.retrieval._folder``, ``kbgraph.retrieval._postgres``)."""
 
 from __future__ import annotations
 
@@ -16,13 +16,13 @@ from kbgraph.errors import (
     ModelMismatchError,
 )
 
+from ._config import SearchConfig, SearchMode
 from ._definitions import DEFINITION_DEPTH, DEFINITION_RANKER, definition_rows
+from ._filters import SearchFilters
 from ._rankers import BM25, HYBRID, get_ranker, hybrid_rankers, lexical_rankers, search_modes
-from .config import SearchConfig, SearchMode
-from .filters import SearchFilters
-from .ranking import convex_fuse, rrf_fuse, top_k_of
-from .records import SearchResult
-from .storage import EmbeddingMeta, QueryEmbedder, QueryRanking, RankerName, Snapshot
+from ._ranking import convex_fuse, rrf_fuse, top_k_of
+from ._records import SearchResult
+from ._storage import EmbeddingMeta, QueryEmbedder, QueryRanking, RankerName, Snapshot
 
 MAX_LIMIT = 100_000  # candidates of one ranker: deep fusion lists, not whole indexes
 

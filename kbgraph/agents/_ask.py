@@ -24,12 +24,11 @@ from typing import Any, TextIO
 import click
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_messages
 
+from kbgraph._exit_codes import failing_as, printable
 from kbgraph.errors import ConfigError, KbgraphError, error_from_record
-from kbgraph.exit_codes import failing_as, printable
 from kbgraph.graphs import TURN_KEY
 from kbgraph.graphs import trace as _trace
-from kbgraph.graphs.recording import RECORDED_EVENT
-from kbgraph.graphs.state import retrieve_records
+from kbgraph.graphs._internal import RECORDED_EVENT, retrieve_records
 
 EventSink = Callable[[Mapping[str, Any]], None]
 CITATION_KEYS = ("n", "source", "lineStart", "lineEnd", "chunkId", "score", "text")
@@ -38,7 +37,7 @@ CITATION_KEYS = ("n", "source", "lineStart", "lineEnd", "chunkId", "score", "tex
 def check_specs(embedding: str, chat_model: str | None) -> None:
     """Fail before any work on a spec that cannot work."""
     from kbgraph.graphs import resolve_chat_model
-    from kbgraph.retrieval.embeddings import parse_spec
+    from kbgraph.retrieval._internal import parse_spec
 
     if embedding.strip().lower() not in ("auto", "none"):
         parse_spec(embedding)
@@ -70,7 +69,7 @@ def run_ask(
     ``knowledge_bases``: the knowledge base specs to search instead of ``folder`` alone
     (``kbgraph mcp`` serves several); ``auto_index=False`` never writes an index."""
     from kbgraph.graphs import RagSettings
-    from kbgraph.retrieval.config import SearchConfig
+    from kbgraph.retrieval._internal import SearchConfig
 
     from ._chat import exported_chat_agent
     from ._state import AgentInput
@@ -212,7 +211,7 @@ def _err(line: str) -> None:
 
 def print_human(state: Mapping[str, Any], *, trace: bool) -> None:
     """The answer, its sources and verdicts for a terminal: every line from documents or
-    a model goes through :func:`~kbgraph.exit_codes.printable` (their control characters
+    a model goes through :func:`~kbgraph._exit_codes.printable` (their control characters
     shown as escapes, never acting on the terminal)."""
     if trace:
         click.echo("Trace:")

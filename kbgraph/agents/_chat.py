@@ -5,7 +5,7 @@
 
 The subgraph's output keys land in this graph's state; ``answer`` writes the reply (also
 appended to ``messages``, so the next turn sees it, with a turn marker in its
-``response_metadata`` — see ``kbgraph.graphs.turns``), ``extract_citations`` resolves its
+``response_metadata`` — see ``kbgraph.graphs._turns``), ``extract_citations`` resolves its
 ``[N]`` markers against ``rag_citations`` and ``check_answer`` checks what the chat model
 wrote against the sources it cites (``answer_check``; see ``kbgraph.agents._check``).
 
@@ -17,12 +17,12 @@ The answer node picks one of:
   chat model, which would be tempted to answer from memory;
 * grounded, with a chat model: the model's answer, the context in its system prompt (with
   fewer sources when they would not all fit the model's context window; see
-  ``kbgraph.graphs.nodes._fit_sources``);
+  ``kbgraph.graphs._nodes._fit_sources``);
 * grounded, without a chat model (or when the model fails): an extractive answer quoting
   the best lines of the cited sources, marked as extractive.
 
 When a node of the subgraph found the chat server hung or unreachable in this run, the
-answer does not call the model either (see ``kbgraph.graphs.nodes._base.run_outage``).
+answer does not call the model either (see ``kbgraph.graphs._nodes._base.run_outage``).
 """
 
 from __future__ import annotations
@@ -45,16 +45,19 @@ from kbgraph.graphs import (
     RagSettings,
     SearcherRegistry,
     build_rag_graph,
-    extractive_text,
-    fit_sources,
     mark_answer,
-    question_of,
-    run_outage,
     settings_from_runtime,
 )
-from kbgraph.graphs.citations import inject_context
-from kbgraph.graphs.nodes.decide_retrieve import is_small_talk_or_closing, small_talk_kind
-from kbgraph.graphs.recording import recording
+from kbgraph.graphs._internal import (
+    extractive_text,
+    fit_sources,
+    inject_context,
+    is_small_talk_or_closing,
+    question_of,
+    recording,
+    run_outage,
+    small_talk_kind,
+)
 from kbgraph.prompts import load_prompt, render_prompt
 
 from ._check import make_check_node

@@ -36,16 +36,14 @@ from langgraph.runtime import Runtime
 
 from kbgraph.evals import AnswerCheck, Judge
 from kbgraph.evals import check_answer as check_with
-from kbgraph.evals.answer_check import unsupported
+from kbgraph.evals._internal import unsupported
 from kbgraph.graphs import (
     AnswerCheckSettings,
     RagSettings,
     mark_answer,
-    question_of,
-    run_outage,
     settings_from_runtime,
 )
-from kbgraph.graphs.structured import INTERNAL, describe_error
+from kbgraph.graphs._internal import INTERNAL, describe_error, question_of, run_outage
 from kbgraph.prompts import render_prompt
 
 from ._common import citation_update, model_for

@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from kbgraph.evals import AgentOutput, passages_from
-from kbgraph.evals.cli import DefaultCommandGroup
-from kbgraph.evals.cli import eval_group as evals_group
+from kbgraph.evals._internal import DefaultCommandGroup
+from kbgraph.evals._internal import eval_group as evals_group
 
 
 class ChatAgent:
     """The ready chat agent over ``folder`` (knowledge base ``name``). ``settings`` are
-    further ``kbgraph.graphs.settings.RagSettings`` fields (``top_k``, ``rerank`` …)."""
+    further ``kbgraph.graphs._settings.RagSettings`` fields (``top_k``, ``rerank`` …)."""
 
     def __init__(
         self,

@@ -53,7 +53,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from kbgraph.evals.judges import Judge
+from kbgraph.evals._internal import Judge
 from kbgraph.graphs import (
     Citation,
     RagGrounding,
@@ -62,19 +62,19 @@ from kbgraph.graphs import (
     RetrievalDebug,
     SearcherRegistry,
     build_rag_graph,
-    extractive_text,
     mark_answer,
     settings_from_context,
     settings_from_runtime,
 )
-from kbgraph.graphs.citations import (
+from kbgraph.graphs._internal import (
     ResolvedCitation,
     UncitedSource,
     UnresolvedMarker,
+    extractive_text,
+    fit_sources,
     inject_context,
+    is_small_talk_or_closing,
 )
-from kbgraph.graphs.nodes import fit_sources
-from kbgraph.graphs.nodes.decide_retrieve import is_small_talk_or_closing
 
 from ._chat import not_grounded_text
 from ._check import make_check_node

@@ -16,7 +16,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from kbgraph.retrieval.text import words
+from kbgraph.retrieval._internal import words
 
 SENTENCE_REPEATS = 3
 """A sentence said three times is a loop, whatever its length ..."""

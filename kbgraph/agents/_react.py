@@ -37,13 +37,15 @@ from kbgraph.errors import ConfigError
 from kbgraph.evals import Judge
 from kbgraph.graphs import (
     RagSettings,
-    extractive_text,
-    question_of,
     rag_search,
     settings_from_runtime,
 )
-from kbgraph.graphs.nodes.decide_retrieve import is_small_talk_or_closing
-from kbgraph.graphs.tool import previous_citations
+from kbgraph.graphs._internal import (
+    extractive_text,
+    is_small_talk_or_closing,
+    previous_citations,
+    question_of,
+)
 from kbgraph.prompts import load_prompt, render_prompt
 
 from ._check import make_check_node

@@ -11,7 +11,7 @@ from typing_extensions import TypedDict
 
 from kbgraph.evals import AnswerCheck
 from kbgraph.graphs import Citation, RagOutput
-from kbgraph.graphs.citations import ResolvedCitation, UncitedSource, UnresolvedMarker
+from kbgraph.graphs._internal import ResolvedCitation, UncitedSource, UnresolvedMarker
 
 AnswerMode = Literal[
     "llm", "extractive", "fallback", "small_talk", "answered", "not_grounded", "stopped"

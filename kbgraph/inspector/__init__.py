@@ -10,7 +10,7 @@ assets (nothing is fetched from the internet).
     from kbgraph.inspector import InspectorConfig, create_app
     app = create_app(InspectorConfig.from_folders(["docs/"]))   # any ASGI server
 
-``kbgraph.inspector.http_app:app`` is the same app mounted at ``/kbgraph/inspect`` beside
+``kbgraph.inspector:app`` is the same app mounted at ``/kbgraph/inspect`` beside
 the context check, for ``langgraph.json``.
 """
 
@@ -19,17 +19,18 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .config import InspectedBase, InspectorConfig
+from ._config import InspectedBase, InspectorConfig, is_loopback
 
 if TYPE_CHECKING:
+    from ._app import create_app
     from ._command import allowed_hosts, listen, served_url
+    from ._http_app import app
     from ._sources import RefusedPath, SourceText, check_relative, source_text
-    from .app import create_app
 
 # Starlette loads with the app, not with the configuration. The source reads (only
 # indexed files, inside the folder) and the loopback listening serve `kbgraph mcp` too.
 _LAZY = {
-    "create_app": ".app",
+    "create_app": "._app",
     "allowed_hosts": "._command",
     "listen": "._command",
     "served_url": "._command",
@@ -37,6 +38,7 @@ _LAZY = {
     "SourceText": "._sources",
     "check_relative": "._sources",
     "source_text": "._sources",
+    "app": "._http_app",
 }
 
 
@@ -52,8 +54,10 @@ __all__ = [
     "RefusedPath",
     "SourceText",
     "allowed_hosts",
+    "app",
     "check_relative",
     "create_app",
+    "is_loopback",
     "listen",
     "served_url",
     "source_text",

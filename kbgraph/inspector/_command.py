@@ -15,10 +15,10 @@ from pathlib import Path
 
 import click
 
+from kbgraph._exit_codes import failing_as
 from kbgraph.errors import ConfigError
-from kbgraph.exit_codes import failing_as
 
-from .config import LOOPBACK_HOSTS, InspectorConfig, is_loopback
+from ._config import LOOPBACK_HOSTS, InspectorConfig, is_loopback
 
 DEFAULT_PORT = 8765
 _EVERY_INTERFACE = ("", "0.0.0.0", "::", "[::]")
@@ -129,7 +129,7 @@ def inspect(
     try:
         import uvicorn
 
-        from .app import create_app
+        from ._app import create_app
     except ImportError as exc:
         raise ConfigError(
             f"kbgraph inspect needs Starlette and uvicorn ({exc}); pip install 'kbgraph[inspect]'"

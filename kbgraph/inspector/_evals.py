@@ -1,5 +1,5 @@
 """The Eval reports view: the output folders of ``kbgraph eval`` (``summary.json`` and
-``results.jsonl`` as :mod:`kbgraph.evals.report` writes them), each metric's score
+``results.jsonl`` as :mod:`kbgraph.evals._report` writes them), each metric's score
 distribution drawn in the page (SVG, the same ten bins as ``scores.png``), the rows, and a
 row's drill-down: question, answer, every claim with its verdict and the passages it was
 judged against, and the gold sources against the retrieved ones.
@@ -21,10 +21,8 @@ from typing import Any
 
 from kbgraph.errors import ConfigError
 from kbgraph.evals import metric_names
-from kbgraph.evals.evaluators import is_recalled
-from kbgraph.evals.records import GoldSource, Passage
-from kbgraph.evals.report import SOURCE_RECALL
-from kbgraph.retrieval.loaders import open_regular_file, read_regular_file
+from kbgraph.evals._internal import SOURCE_RECALL, GoldSource, Passage, is_recalled
+from kbgraph.retrieval._internal import open_regular_file, read_regular_file
 
 from ._runs import well_formed
 

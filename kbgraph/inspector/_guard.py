@@ -12,7 +12,7 @@ import re
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .config import LOOPBACK_HOSTS, InspectorConfig
+from ._config import LOOPBACK_HOSTS, InspectorConfig
 
 SECURITY_HEADERS = [
     (

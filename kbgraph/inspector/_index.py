@@ -9,8 +9,8 @@ from typing import Any
 
 from kbgraph.errors import ConfigError, IndexNotFoundError
 
+from ._config import InspectedBase
 from ._html import Html, badge, definition_list, el, json_block, link, table, url
-from .config import InspectedBase
 
 MAX_FILES = 5000  # rows of the files table; the JSON twin lists them all
 

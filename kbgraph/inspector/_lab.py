@@ -12,7 +12,7 @@ could otherwise make a browser index a folder and prune its oldest kept version 
 
 Every figure comes from the run's final state (its ``rag_candidates`` and the debug steps
 of its last attempt): each list's rank and raw score, the list's Reciprocal Rank Fusion
-term (``weight / (rrf_k + rank)``, :func:`kbgraph.retrieval.ranking.rrf_contribution`), the
+term (``weight / (rrf_k + rank)``, :func:`kbgraph.retrieval._ranking.rrf_contribution`), the
 fused rank against the rank after Rerank, and what BuildContext did with the chunk.
 """
 
@@ -27,13 +27,11 @@ from typing import Any, Literal
 from langchain_core.messages import HumanMessage
 
 from kbgraph.errors import ConfigError, IndexNotFoundError, KbgraphError
-from kbgraph.graphs.settings import RagSettings
+from kbgraph.graphs._internal import RagSettings
 from kbgraph.retrieval import search_modes
-from kbgraph.retrieval.config import SearchConfig, SearchMode
-from kbgraph.retrieval.loaders import file_kinds
-from kbgraph.retrieval.ranking import rrf_contribution
+from kbgraph.retrieval._internal import SearchConfig, SearchMode, file_kinds, rrf_contribution
 
-from .config import InspectedBase, InspectorConfig
+from ._config import InspectedBase, InspectorConfig
 
 MAX_TOP_K = 50
 Fate = Literal["context", "budget", "threshold", "top_k"]

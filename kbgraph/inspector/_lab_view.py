@@ -8,7 +8,7 @@ from typing import Any
 
 from kbgraph.errors import error_text
 from kbgraph.retrieval import search_modes
-from kbgraph.retrieval.loaders import file_kinds
+from kbgraph.retrieval._internal import file_kinds
 
 from ._html import Html, badge, el, join, link, number, table
 from ._lab import MAX_TOP_K

@@ -1,6 +1,6 @@
 """The Runs view: a run of the subgraph or the chat agent as a timeline.
 
-A run comes from a recorded file (:mod:`kbgraph.graphs.recording`) or, when the inspector
+A run comes from a recorded file (:mod:`kbgraph.graphs._recording`) or, when the inspector
 is mounted in a LangGraph server, from a thread of that server (its latest state, asked
 in process through ``langgraph_sdk.get_client()``). Either way the view is built from the
 final state alone: each node's debug step (its one-line decision, path, time and data),
@@ -16,9 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from kbgraph.errors import ConfigError, KbgraphError
-from kbgraph.graphs.recording import message_dict
-from kbgraph.graphs.settings import RagSettings, knowledge_base_specs
-from kbgraph.graphs.trace import summarize_step
+from kbgraph.graphs._internal import RagSettings, knowledge_base_specs, message_dict, summarize_step
 
 from ._html import Html, badge, el, json_block, link, number, table
 

@@ -12,7 +12,7 @@ What is read and shown is bounded: no more bytes than the index lets a file have
 (``max_file_bytes``; a file grown past it since the last run is refused, not read), and no
 more than :data:`MAX_SHOWN_LINES` lines at a time, around the ones asked for.
 
-Lines are those of the text the index was built from (:func:`kbgraph.retrieval.loaders.
+Lines are those of the text the index was built from (:func:`kbgraph.retrieval._loaders.
 load_bytes`): a text file's lines (newlines normalised), an HTML file's markup lines, a
 PDF page's extracted lines, a Word document's paragraphs.
 """
@@ -27,8 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kbgraph.errors import ConfigError, KbgraphError
-from kbgraph.retrieval.loaders import SkipFile, load_bytes
-from kbgraph.retrieval.scan import file_kind
+from kbgraph.retrieval._internal import SkipFile, file_kind, load_bytes
 
 from ._html import Html, el, link, url
 

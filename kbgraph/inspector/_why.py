@@ -16,10 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kbgraph.graphs.nodes.retrieve import one_list, scope_filters
-from kbgraph.graphs.settings import RagSettings, ResolvedKnowledgeBase
+from kbgraph.graphs._internal import RagSettings, ResolvedKnowledgeBase, one_list, scope_filters
 from kbgraph.retrieval import rankers
-from kbgraph.retrieval.filters import SearchFilters
+from kbgraph.retrieval._internal import SearchFilters
 
 from ._lab import last_attempt, list_columns, result_rows
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import click
 
+from kbgraph._exit_codes import failing_as
 from kbgraph.errors import ConfigError
-from kbgraph.exit_codes import failing_as
 
 from ._settings import McpSettings
 
@@ -133,8 +133,7 @@ def mcp(
 def _serve_http(
     settings: McpSettings, host: str, port: int, allow_remote: bool, allow_hosts: tuple[str, ...]
 ) -> None:
-    from kbgraph.inspector import allowed_hosts, listen, served_url
-    from kbgraph.inspector.config import is_loopback
+    from kbgraph.inspector import allowed_hosts, is_loopback, listen, served_url
 
     from ._transport import MCP_PATH, serve_http
 

@@ -9,8 +9,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kbgraph.retrieval.languages import CodeLanguage, TestRole
-from kbgraph.retrieval.records import FileKind
+from kbgraph.retrieval._internal import CodeLanguage, FileKind, TestRole
 
 from ._settings import MAX_QUERY_CHARS, MAX_READ_LINES, MAX_TOP_K
 

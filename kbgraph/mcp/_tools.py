@@ -50,7 +50,7 @@ def _hit(settings: McpSettings, kb: str, result: SearchResult) -> SearchHit:
 
 
 def _is_code(source: str) -> bool:
-    from kbgraph.retrieval.scan import file_kind
+    from kbgraph.retrieval._internal import file_kind
 
     return file_kind(source) == "code"
 

@@ -6,8 +6,8 @@
   embedding spec), no model and no network;
 - :class:`ScriptedJudge` — an evaluation judge whose verdicts a test states.
 
-Each lives beside the seam it stands in for (``kbgraph.graphs.chat_models.scripted``,
-``kbgraph.retrieval.embeddings.fake``, ``kbgraph.evals.judges.scripted``: the ``fake`` specs
+Each lives beside the seam it stands in for (``kbgraph.graphs._chat_models.scripted``,
+``kbgraph.retrieval._embeddings.fake``, ``kbgraph.evals._judges.scripted``: the ``fake`` specs
 resolve to them there) and loads on first use, so importing this package stays light.
 """
 
@@ -17,8 +17,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kbgraph.evals.judges.scripted import ScriptedJudge
-    from kbgraph.graphs.chat_models.scripted import (
+    from kbgraph.evals._internal import ScriptedJudge
+    from kbgraph.graphs._internal import (
         ScriptedCall,
         ScriptedChatModel,
         ScriptedRefusalError,
@@ -27,18 +27,18 @@ if TYPE_CHECKING:
         refusal_message,
         tool_call_message,
     )
-    from kbgraph.retrieval.embeddings.fake import FakeEmbeddings
+    from kbgraph.retrieval._internal import FakeEmbeddings
 
 _LAZY = {
-    "ScriptedCall": "kbgraph.graphs.chat_models.scripted",
-    "ScriptedChatModel": "kbgraph.graphs.chat_models.scripted",
-    "ScriptedRefusalError": "kbgraph.graphs.chat_models.scripted",
-    "ScriptExhaustedError": "kbgraph.graphs.chat_models.scripted",
-    "StructuredOutputParseError": "kbgraph.graphs.chat_models.scripted",
-    "refusal_message": "kbgraph.graphs.chat_models.scripted",
-    "tool_call_message": "kbgraph.graphs.chat_models.scripted",
-    "FakeEmbeddings": "kbgraph.retrieval.embeddings.fake",
-    "ScriptedJudge": "kbgraph.evals.judges.scripted",
+    "ScriptedCall": "kbgraph.graphs._chat_models.scripted",
+    "ScriptedChatModel": "kbgraph.graphs._chat_models.scripted",
+    "ScriptedRefusalError": "kbgraph.graphs._chat_models.scripted",
+    "ScriptExhaustedError": "kbgraph.graphs._chat_models.scripted",
+    "StructuredOutputParseError": "kbgraph.graphs._chat_models.scripted",
+    "refusal_message": "kbgraph.graphs._chat_models.scripted",
+    "tool_call_message": "kbgraph.graphs._chat_models.scripted",
+    "FakeEmbeddings": "kbgraph.retrieval._embeddings.fake",
+    "ScriptedJudge": "kbgraph.evals._judges.scripted",
 }
 
 

@@ -12,7 +12,7 @@ from typing import Protocol, runtime_checkable
 
 from kbgraph.errors import ConfigError
 
-from ..records import Chunk
+from .._records import Chunk
 
 RankerName = str
 """A registered ranker's name (``vector``, ``bm25``, ``title``, or one registered since)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from ..records import Chunk
+from .._records import Chunk
 from ._registry import FieldRanker
 
 _SEPARATORS = re.compile(r"[/\\._-]+")

@@ -9,8 +9,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..lexical import BM25Index
-from ..records import Chunk
+from .._lexical import BM25Index
+from .._records import Chunk
 from ._registry import FieldRanker, RankerName
 
 

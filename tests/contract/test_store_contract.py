@@ -24,7 +24,7 @@ from kbgraph.retrieval import (
     register_ranker,
     unregister_ranker,
 )
-from kbgraph.retrieval.segments import normalize_newlines
+from kbgraph.retrieval._segments import normalize_newlines
 from kbgraph.testing import FakeEmbeddings
 from tests.unit.test_kb import DOCS
 from tests.unit.test_kb_search import _write

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kbgraph.retrieval.segments import normalize_newlines
+from kbgraph.retrieval._segments import normalize_newlines
 from tests.support.gguf import smollm2_spec
 
 from .conftest import REPO, offline_env, venv_binary

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kbgraph.retrieval.segments import normalize_newlines
+from kbgraph.retrieval._segments import normalize_newlines
 
 pytestmark = pytest.mark.e2e
 HTTPX_DOCS = Path(__file__).resolve().parents[3] / "shared" / "data" / "corpora" / "httpx-docs"

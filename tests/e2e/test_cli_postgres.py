@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kbgraph.retrieval.segments import normalize_newlines
+from kbgraph.retrieval._segments import normalize_newlines
 from tests.e2e.test_cli_engine import HTTPX_DOCS, kbgraph
 from tests.support.pg_cluster import PgCluster, PgNode
 from tests.support.postgres import new_database

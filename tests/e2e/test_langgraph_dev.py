@@ -11,7 +11,7 @@ import pytest
 from langgraph_sdk import get_sync_client
 from langgraph_sdk.client import SyncLangGraphClient
 
-from kbgraph.graphs.subgraph import NODE_ORDER
+from kbgraph.graphs._subgraph import NODE_ORDER
 from tests.support.openai_server import ChatReply, OpenAIServer, ToolCall
 
 from .conftest import DevServer, make_docs

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from kbgraph.retrieval import KnowledgeBase
-from kbgraph.retrieval.loaders import binary_reason
-from kbgraph.retrieval.progress import ProgressEvent
+from kbgraph.retrieval._loaders import binary_reason
+from kbgraph.retrieval._progress import ProgressEvent
 from tests.faults.conftest import ROOT, cli, cli_process, snapshot, write_docs
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(60)]
@@ -129,7 +129,7 @@ def test_a_file_swapped_for_a_fifo_after_the_scan_never_blocks(tmp_path: Path) -
 def test_a_read_that_never_ends_is_given_up_after_the_timeout() -> None:
     """A descriptor whose read blocks (a pipe whose writer stays silent, as a hung network
     mount would) is abandoned after the timeout instead of blocking the run."""
-    from kbgraph.retrieval.loaders._load import read_with_timeout
+    from kbgraph.retrieval._loaders._load import read_with_timeout
 
     read_end, write_end = os.pipe()
     try:

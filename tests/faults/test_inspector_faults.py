@@ -169,7 +169,7 @@ def test_the_address_it_was_bound_to_is_answered_and_allow_host_adds_a_name(
 
 def test_the_app_mounted_in_langgraph_dev_refuses_a_rebound_name(kb_folder: Path) -> None:
     port = free_port()
-    command = [sys.executable, "-m", "uvicorn", "kbgraph.inspector.http_app:app",
+    command = [sys.executable, "-m", "uvicorn", "kbgraph.inspector._http_app:app",
                "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]  # fmt: skip
     env = _env(KBGRAPH_INSPECT_FOLDERS=str(kb_folder), KBGRAPH_EMBEDDING="fake")
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
@@ -218,7 +218,7 @@ def test_a_search_never_indexes_nor_prunes_a_stale_folder(tmp_path: Path) -> Non
 # -- 9. bounded source view, defensive records ----------------------------------------
 def test_the_source_view_reads_no_more_than_an_indexed_file_may_hold(tmp_path: Path) -> None:
     from kbgraph.retrieval import KnowledgeBase
-    from kbgraph.retrieval.config import ScanConfig
+    from kbgraph.retrieval._config import ScanConfig
 
     folder = tmp_path / "docs"
     folder.mkdir()

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from kbgraph.retrieval import KnowledgeBase
-from kbgraph.retrieval.config import DEFAULT_EXCLUDE, ScanConfig
-from kbgraph.retrieval.scan import PathRules
+from kbgraph.retrieval._config import DEFAULT_EXCLUDE, ScanConfig
+from kbgraph.retrieval._scan import PathRules
 from tests.faults.conftest import cli, write_docs
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(120)]

@@ -19,8 +19,8 @@ from langchain_core.embeddings import Embeddings
 
 from kbgraph.errors import EmbeddingError
 from kbgraph.retrieval import KnowledgeBase
-from kbgraph.retrieval.embeddings import l2_normalise
-from kbgraph.retrieval.records import Chunk, index_text
+from kbgraph.retrieval._embeddings import l2_normalise
+from kbgraph.retrieval._records import Chunk, index_text
 from kbgraph.testing import FakeEmbeddings
 from tests.faults.conftest import cli, generation, one_line_reason, snapshot, write_docs
 from tests.support.openai_server import EMBEDDINGS_PATH, OpenAIServer

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from kbgraph.retrieval import KnowledgeBase
-from kbgraph.retrieval.progress import ProgressEvent
+from kbgraph.retrieval._progress import ProgressEvent
 from tests.faults.conftest import INDEX, ROOT, cli, write_docs
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(120)]

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kbgraph.retrieval.folder import write_chunks
-from kbgraph.retrieval.records import Chunk, chunk_id, json_checksum
-from kbgraph.retrieval.storage import IndexMeta, meta_bytes
+from kbgraph.retrieval._folder import write_chunks
+from kbgraph.retrieval._records import Chunk, chunk_id, json_checksum
+from kbgraph.retrieval._storage import IndexMeta, meta_bytes
 from tests.faults.conftest import INDEX, cli, generation, one_line_reason, snapshot
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(60)]

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from kbgraph.retrieval import KnowledgeBase
-from kbgraph.retrieval.progress import ProgressEvent
+from kbgraph.retrieval._progress import ProgressEvent
 from kbgraph.testing import FakeEmbeddings
 from tests.integration._corpus import write_corpus
 

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import numpy as np
 
+from kbgraph.retrieval._config import SearchConfig
+from kbgraph.retrieval._embeddings import l2_normalise
+from kbgraph.retrieval._folder import FolderSnapshot, IndexLayout, IndexReader
+from kbgraph.retrieval._records import index_text
 from kbgraph.retrieval._search import search
-from kbgraph.retrieval.config import SearchConfig
-from kbgraph.retrieval.embeddings import l2_normalise
-from kbgraph.retrieval.folder import FolderSnapshot, IndexLayout, IndexReader
-from kbgraph.retrieval.records import index_text
-from kbgraph.retrieval.segments import normalize_newlines
+from kbgraph.retrieval._segments import normalize_newlines
 from kbgraph.testing import FakeEmbeddings
 from tests.integration._corpus import corpus_file, version_of
 

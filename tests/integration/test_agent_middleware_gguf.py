@@ -21,7 +21,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from kbgraph.agents import RagMiddleware
 from kbgraph.graphs import RagSettings
-from kbgraph.graphs.chat_models import ChatGGUF
+from kbgraph.graphs._chat_models import ChatGGUF
 from tests.e2e.conftest import make_docs
 from tests.support.gguf import smollm2_path
 

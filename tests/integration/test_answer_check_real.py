@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from kbgraph.evals import check_answer
-from kbgraph.evals.judges import OfflineJudge
+from kbgraph.evals._judges import OfflineJudge
 from tests.unit.test_eval_facts import COMPANY, DESK, FIVE, KEYS, SERVER, UPLOADS
 
 pytestmark = pytest.mark.integration

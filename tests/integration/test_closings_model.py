@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kbgraph.graphs.nodes._closings import ClosingDetector, default_detector
+from kbgraph.graphs._nodes._closings import ClosingDetector, default_detector
 from tests.unit._closings_heldout import CLOSINGS, QUESTIONS
 from tests.unit.test_closings import ISSUE_CLOSINGS, ISSUE_FOLLOW_UPS, accuracy
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from kbgraph.retrieval import KnowledgeBase
-from kbgraph.retrieval.folder import IndexLayout
-from kbgraph.retrieval.segments import normalize_newlines
+from kbgraph.retrieval._folder import IndexLayout
+from kbgraph.retrieval._segments import normalize_newlines
 from kbgraph.testing import FakeEmbeddings
 from tests.integration._corpus import write_corpus
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kbgraph.graphs import build_rag_graph
-from kbgraph.graphs.rerankers import CrossEncoderReranker, load_cross_encoder
+from kbgraph.graphs._rerankers import CrossEncoderReranker, load_cross_encoder
 from tests.unit._rag_fakes import ask, fake_kb, registry_with, settings_for
 
 pytestmark = pytest.mark.integration

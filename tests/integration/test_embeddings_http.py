@@ -26,7 +26,7 @@ from pydantic import BaseModel, SecretStr
 
 from kbgraph.errors import EmbeddingError
 from kbgraph.retrieval import KnowledgeBase
-from kbgraph.retrieval.embeddings import (
+from kbgraph.retrieval._embeddings import (
     BatchEmbedder,
     EmbeddingCache,
     describe_embeddings,
@@ -34,7 +34,7 @@ from kbgraph.retrieval.embeddings import (
     length_order,
     resolve_embeddings,
 )
-from kbgraph.retrieval.records import text_hash
+from kbgraph.retrieval._records import text_hash
 from kbgraph.testing import FakeEmbeddings
 from tests.support import CHAT_PATH, EMBEDDINGS_PATH, ChatReply, OpenAIServer
 
@@ -230,7 +230,7 @@ _CHILD = textwrap.dedent(
     import sys
     from pathlib import Path
 
-    from kbgraph.retrieval.embeddings import (
+    from kbgraph.retrieval._embeddings import (
         BatchEmbedder, EmbeddingCache, embed_with_cache, resolve_embeddings,
     )
 

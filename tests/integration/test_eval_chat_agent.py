@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from kbgraph.agents import ChatAgent
 from kbgraph.agents._eval import eval_group
-from kbgraph.evals.datasets import bundled_dataset_path
+from kbgraph.evals._datasets import bundled_dataset_path
 
 pytestmark = pytest.mark.integration
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from kbgraph.evals._benchmarks import default_data_dir, wikieval_pairs
-from kbgraph.evals.claims import split_claims
-from kbgraph.evals.evaluators import FaithfulnessEvaluator
-from kbgraph.evals.judges import OfflineJudge, content_overlap
-from kbgraph.evals.meta import BASELINE, run_meta
-from kbgraph.evals.records import EvalRecord, Passage
-from kbgraph.evals.stats import pairwise_accuracy
+from kbgraph.evals._claims import split_claims
+from kbgraph.evals._evaluators import FaithfulnessEvaluator
+from kbgraph.evals._judges import OfflineJudge, content_overlap
+from kbgraph.evals._meta import BASELINE, run_meta
+from kbgraph.evals._records import EvalRecord, Passage
+from kbgraph.evals._stats import pairwise_accuracy
 
 pytestmark = pytest.mark.integration
 

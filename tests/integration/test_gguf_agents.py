@@ -22,13 +22,13 @@ from langchain_core.messages import HumanMessage
 
 from kbgraph.agents import build_chat_agent
 from kbgraph.errors import JudgeError
-from kbgraph.evals.judges.llm import LLMJudge
-from kbgraph.graphs.models import resolve_chat_model
-from kbgraph.graphs.nodes._base import NodeDeps
-from kbgraph.graphs.nodes.decide_retrieve import decide_retrieve
-from kbgraph.graphs.nodes.grounding_check import GroundingVerdict
-from kbgraph.graphs.searcher import SearcherRegistry
-from kbgraph.graphs.settings import RagSettings
+from kbgraph.evals._judges.llm import LLMJudge
+from kbgraph.graphs._models import resolve_chat_model
+from kbgraph.graphs._nodes._base import NodeDeps
+from kbgraph.graphs._nodes.decide_retrieve import decide_retrieve
+from kbgraph.graphs._nodes.grounding_check import GroundingVerdict
+from kbgraph.graphs._searcher import SearcherRegistry
+from kbgraph.graphs._settings import RagSettings
 from tests.e2e.conftest import make_docs
 from tests.support.gguf import LlamaServer, smollm2_path, smollm2_spec
 

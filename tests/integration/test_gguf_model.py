@@ -18,8 +18,8 @@ from langgraph.graph import START, MessagesState, StateGraph
 from pydantic import BaseModel
 
 from kbgraph.errors import ContextLengthError
-from kbgraph.graphs.chat_models import ChatGGUF
-from kbgraph.graphs.models import resolve_chat_model
+from kbgraph.graphs._chat_models import ChatGGUF
+from kbgraph.graphs._models import resolve_chat_model
 from tests.support.gguf import smollm2_path, smollm2_spec
 
 pytestmark = pytest.mark.integration

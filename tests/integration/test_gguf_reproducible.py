@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
-from kbgraph.graphs.chat_models import ChatGGUF
+from kbgraph.graphs._chat_models import ChatGGUF
 from tests.support.gguf import smollm2_path
 
 pytestmark = pytest.mark.integration

@@ -25,9 +25,9 @@ from pydantic import BaseModel
 
 from kbgraph.agents import build_tool_agent
 from kbgraph.graphs import RagSettings
-from kbgraph.graphs.chat_models import ChatGGUF
-from kbgraph.graphs.structured import ask_structured
-from kbgraph.graphs.tool import TOOL_NAME, rag_search
+from kbgraph.graphs._chat_models import ChatGGUF
+from kbgraph.graphs._structured import ask_structured
+from kbgraph.graphs._tool import TOOL_NAME, rag_search
 from kbgraph.prompts import render_prompt
 from tests.support.gguf import smollm2_path
 

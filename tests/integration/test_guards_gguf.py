@@ -21,13 +21,13 @@ from langgraph.runtime import Runtime
 
 from kbgraph.agents import build_chat_agent
 from kbgraph.graphs import AnswerCheckSettings
-from kbgraph.graphs.nodes._base import OVERRULED_EVENT, NodeDeps
-from kbgraph.graphs.nodes._rewrite_guard import rewrite_problem
-from kbgraph.graphs.nodes.decide_retrieve import decide_retrieve
-from kbgraph.graphs.nodes.rewrite_query import rewrite_query
-from kbgraph.graphs.nodes.select_scope import select_scope
-from kbgraph.graphs.searcher import SearcherRegistry
-from kbgraph.graphs.settings import RagSettings
+from kbgraph.graphs._nodes._base import OVERRULED_EVENT, NodeDeps
+from kbgraph.graphs._nodes._rewrite_guard import rewrite_problem
+from kbgraph.graphs._nodes.decide_retrieve import decide_retrieve
+from kbgraph.graphs._nodes.rewrite_query import rewrite_query
+from kbgraph.graphs._nodes.select_scope import select_scope
+from kbgraph.graphs._searcher import SearcherRegistry
+from kbgraph.graphs._settings import RagSettings
 from kbgraph.retrieval import KnowledgeBase
 from kbgraph.testing import ScriptedChatModel
 from tests.support.gguf import steered_smollm2

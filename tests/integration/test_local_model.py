@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
 
-from kbgraph.retrieval.embeddings import (
+from kbgraph.retrieval._embeddings import (
     PACKAGED_MODEL,
     BatchEmbedder,
     EmbeddingInfo,
@@ -84,7 +84,7 @@ def test_texts_over_the_token_limit_are_counted_and_warned_once(
     assert len(over) < BatchEmbedder(local).max_chars
     assert isinstance(local, LocalEmbeddings) and local.max_tokens() == 256
     texts = [over, TEXTS[0], over + " again", TEXTS[1]]
-    with caplog.at_level(logging.WARNING, logger="kbgraph.retrieval.embeddings"):
+    with caplog.at_level(logging.WARNING, logger="kbgraph.retrieval._embeddings"):
         outcome = BatchEmbedder(local, batch_size=1).embed(texts)
     assert outcome.truncated == 2 and outcome.failed == []
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]

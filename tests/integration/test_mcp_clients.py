@@ -26,7 +26,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from kbgraph.graphs.chat_models import ScriptedChatModel
+from kbgraph.graphs._chat_models import ScriptedChatModel
 from kbgraph.retrieval import KnowledgeBase
 
 pytestmark = pytest.mark.integration
@@ -229,7 +229,7 @@ async def search_first(
 
 
 async def test_the_gguf_model_calls_search_through_the_adapter(docs: Path) -> None:
-    from kbgraph.graphs.chat_models import ChatGGUF
+    from kbgraph.graphs._chat_models import ChatGGUF
     from tests.support.gguf import smollm2_path
 
     model = ChatGGUF(model_path=str(smollm2_path()), n_ctx=3072, max_tokens=128)

@@ -15,11 +15,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kbgraph.evals.judges import OfflineJudge
+from kbgraph.evals._judges import OfflineJudge
 from kbgraph.retrieval import KnowledgeBase
-from kbgraph.retrieval.embeddings import LocalEmbeddings
-from kbgraph.retrieval.embeddings._local import packaged_model_dir
-from kbgraph.retrieval.embeddings._onnx import BACKEND_ENV, CACHE_ENV, MIN_COSINE, MODEL_FILE
+from kbgraph.retrieval._embeddings import LocalEmbeddings
+from kbgraph.retrieval._embeddings._local import packaged_model_dir
+from kbgraph.retrieval._embeddings._onnx import BACKEND_ENV, CACHE_ENV, MIN_COSINE, MODEL_FILE
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]

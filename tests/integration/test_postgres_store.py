@@ -21,7 +21,7 @@ from kbgraph.errors import (
     IndexLockedError,
 )
 from kbgraph.retrieval import KnowledgeBase, SearchFilters
-from kbgraph.retrieval.postgres import PostgresStore
+from kbgraph.retrieval._postgres import PostgresStore
 from tests.support.postgres import new_database, new_role, url_for
 
 pytestmark = pytest.mark.integration
@@ -303,7 +303,7 @@ def test_a_filter_that_keeps_few_rows_scans_them_exactly(
     """Regression: a filter keeping 1 % of 1M rows went to the iterative index scan, whose
     filtered recall@10 was 0.79 (bench_scale.py); allowed rows fewer than the exact
     threshold are now scanned exactly, as the whole table is below it."""
-    from kbgraph.retrieval.postgres._snapshot import PgRanking
+    from kbgraph.retrieval._postgres._snapshot import PgRanking
 
     files = {f"noise/n{i:03d}.md": f"Exponential backoff retry policy {i}.\n" for i in range(150)}
     files.update({f"target/t{i}.md": f"Garden retry schedule {i}.\n" for i in range(6)})

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kbgraph.retrieval import KnowledgeBase
-from kbgraph.retrieval.embeddings import packaged_model_dir
+from kbgraph.retrieval._embeddings import packaged_model_dir
 
 pytestmark = pytest.mark.integration
 

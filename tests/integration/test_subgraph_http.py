@@ -14,7 +14,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from kbgraph.graphs import RagSettings, build_rag_graph
-from kbgraph.graphs.searcher import SearcherRegistry
+from kbgraph.graphs._searcher import SearcherRegistry
 from tests.support.openai_server import CHAT_PATH, EMBEDDINGS_PATH, ChatReply, OpenAIServer
 
 pytestmark = pytest.mark.integration
@@ -24,7 +24,7 @@ QUESTION = "How do I configure the retry policy?"
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[OpenAIServer]:
-    from kbgraph.retrieval.embeddings import LocalEmbeddings
+    from kbgraph.retrieval._embeddings import LocalEmbeddings
 
     with OpenAIServer(embeddings=LocalEmbeddings()) as running:
         yield running

@@ -23,7 +23,7 @@ import pytest
 
 import kbgraph.retrieval._kb_index as kb_module
 from kbgraph.graphs import build_rag_graph
-from kbgraph.graphs.searcher import SearcherRegistry
+from kbgraph.graphs._searcher import SearcherRegistry
 from kbgraph.retrieval import KnowledgeBase
 from tests.support.openai_server import EMBEDDINGS_PATH, OpenAIServer
 

@@ -97,7 +97,7 @@ def steered_smollm2(steer: Mapping[str, Mapping[str, Any]], **options: Any) -> A
     a timestamp for a rewrite, a knowledge base that holds nothing on the question). The
     model still writes every other field, and the reply goes the real way: llama.cpp's
     constrained decoding, JSON parsing, the node's validation."""
-    from kbgraph.graphs.chat_models import ChatGGUF
+    from kbgraph.graphs._chat_models import ChatGGUF
 
     class SteeredGGUF(ChatGGUF):
         def with_structured_output(self, schema: Any, **kwargs: Any) -> Any:

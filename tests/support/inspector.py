@@ -12,8 +12,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from kbgraph.evals.records import ClaimVerdict, GoldSource, MetricResult, Passage, RowResult
-from kbgraph.evals.report import summarize, write_report
+from kbgraph.evals._records import ClaimVerdict, GoldSource, MetricResult, Passage, RowResult
+from kbgraph.evals._report import summarize, write_report
 from tests.unit.test_loaders import make_pdf
 
 QUESTION = "How do I change the number of retries?"
@@ -63,7 +63,7 @@ def record_runs(runs: Path, folder: Path) -> list[str]:
     overruling and an answer check added. Returns their ids, the real one first."""
     from kbgraph.agents import chat_agent
     from kbgraph.graphs import RagSettings
-    from kbgraph.graphs.recording import RUNS_ENV, list_runs, read_run, write_run
+    from kbgraph.graphs._recording import RUNS_ENV, list_runs, read_run, write_run
 
     before = os.environ.get(RUNS_ENV)
     os.environ[RUNS_ENV] = str(runs)

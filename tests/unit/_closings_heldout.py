@@ -1,6 +1,6 @@
 """Held-out phrasings for DecideRetrieve's closing detection, written before the detector
 was tuned and never used to tune it (the detector's prototypes and word lists are in
-``graphs/nodes/_closings.py``; the issue's own examples are its development set). The
+``graphs/_nodes/_closings.py``; the issue's own examples are its development set). The
 tests report accuracy on these; a phrasing that fails is a finding, not a reason to edit
 this file."""
 

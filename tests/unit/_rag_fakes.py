@@ -1,5 +1,5 @@
 """Fakes for the retrieval subgraph's unit tests: a searcher that follows
-``kbgraph.graphs.searcher.Searcher`` over files written to a real temporary folder (so that
+``kbgraph.graphs._searcher.Searcher`` over files written to a real temporary folder (so that
 SelectScope's listing and the citations' line numbers are real), and small builders."""
 
 from __future__ import annotations
@@ -16,17 +16,17 @@ import numpy as np
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.runtime import Runtime
 
-from kbgraph.graphs.nodes import NodeDeps
-from kbgraph.graphs.searcher import SearcherRegistry
-from kbgraph.graphs.settings import RagSettings
-from kbgraph.graphs.state import Candidate, RagState
-from kbgraph.retrieval.config import SearchConfig
-from kbgraph.retrieval.filters import SearchFilters
-from kbgraph.retrieval.progress import ProgressCallback, ProgressEvent
-from kbgraph.retrieval.ranking import convex_fuse
-from kbgraph.retrieval.records import Chunk, SearchResult, chunk_id
-from kbgraph.retrieval.scan import file_kind
-from kbgraph.retrieval.text import stems, words
+from kbgraph.graphs._nodes import NodeDeps
+from kbgraph.graphs._searcher import SearcherRegistry
+from kbgraph.graphs._settings import RagSettings
+from kbgraph.graphs._state import Candidate, RagState
+from kbgraph.retrieval._config import SearchConfig
+from kbgraph.retrieval._filters import SearchFilters
+from kbgraph.retrieval._progress import ProgressCallback, ProgressEvent
+from kbgraph.retrieval._ranking import convex_fuse
+from kbgraph.retrieval._records import Chunk, SearchResult, chunk_id
+from kbgraph.retrieval._scan import file_kind
+from kbgraph.retrieval._text import stems, words
 
 DOCS: dict[str, str] = {
     "docs/configuration.md": (
@@ -278,6 +278,6 @@ def ask(text: str, **keys: Any) -> Any:
 
 def debug_of(update: Mapping[str, Any]) -> Any:
     """The ``rag_retrieval_debug`` a node update leaves in an empty state."""
-    from kbgraph.graphs.state import reduce_debug
+    from kbgraph.graphs._state import reduce_debug
 
     return reduce_debug(None, update["rag_retrieval_debug"])

@@ -18,8 +18,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 
 from kbgraph.graphs import RagSettings, build_rag_graph
-from kbgraph.graphs.structured import INTERNAL_TAG
-from kbgraph.graphs.tool import rag_search, tool_runtime
+from kbgraph.graphs._structured import INTERNAL_TAG
+from kbgraph.graphs._tool import rag_search, tool_runtime
 from kbgraph.testing import ScriptedChatModel
 
 from ._rag_fakes import fake_kb, registry_with, settings_for

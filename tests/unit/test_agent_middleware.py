@@ -85,7 +85,7 @@ def test_a_question_is_searched_and_the_request_carries_the_tagged_sources(docs:
     assert out["rag_citations"][0]["source"] == "retry.md"
     assert [(c["n"], c["source"]) for c in out["answer_citations"]] == [(1, "retry.md")]
     assert out["answer_mode"] == "llm" and out["answer_check"]["action"] == "none"
-    marker = marker_of(out["messages"][-1])  # later turns read it (kbgraph.graphs.turns)
+    marker = marker_of(out["messages"][-1])  # later turns read it (kbgraph.graphs._turns)
     assert marker is not None and marker["mode"] == "llm"
     assert (marker["retrieved"], marker["grounded"]) == (True, True)
     assert marker["sources"][0] == {"kb": "docs", "source": "retry.md", "section": "Retry policy"}

@@ -17,10 +17,10 @@ from kbgraph.agents import build_chat_agent, build_tool_agent, chat_agent
 from kbgraph.agents._ask import ask, json_view
 from kbgraph.errors import ConfigError
 from kbgraph.graphs import _extractive, _passages, _trace
-from kbgraph.graphs.settings import AnswerCheckSettings, RagSettings
-from kbgraph.graphs.subgraph import NODE_ORDER, build_rag_graph
-from kbgraph.graphs.tool import TOOL_NAME
-from kbgraph.graphs.turns import marker_of
+from kbgraph.graphs._settings import AnswerCheckSettings, RagSettings
+from kbgraph.graphs._subgraph import NODE_ORDER, build_rag_graph
+from kbgraph.graphs._tool import TOOL_NAME
+from kbgraph.graphs._turns import marker_of
 from kbgraph.testing import ScriptedChatModel, tool_call_message
 
 DOCS = {
@@ -439,7 +439,7 @@ def test_sources_without_a_matching_line_are_skipped_when_others_match() -> None
 
 
 def test_brackets_inside_quoted_text_are_not_read_as_citations() -> None:
-    from kbgraph.graphs.citations import extract_citations
+    from kbgraph.graphs._citations import extract_citations
 
     citation = _citation(1, "See footnote [2] about retries.")
     answer = _extractive.render("H", _extractive.best_quotes("retries", [citation]))

@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
 
-import kbgraph.retrieval.folder._ann as ann_module
+import kbgraph.retrieval._folder._ann as ann_module
 from kbgraph.errors import IndexCorruptError
 from kbgraph.retrieval import ChunkConfig, KnowledgeBase, SearchFilters
-from kbgraph.retrieval.folder import AnnIndex, IndexReader
-from kbgraph.retrieval.ranking import top_k_dot
+from kbgraph.retrieval._folder import AnnIndex, IndexReader
+from kbgraph.retrieval._ranking import top_k_dot
 from tests.unit.test_kb_search import _write
 
 QUERY = "exponential backoff retry policy"

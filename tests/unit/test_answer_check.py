@@ -16,11 +16,11 @@ from langchain_core.messages import AIMessage, HumanMessage
 from kbgraph.agents import build_chat_agent, build_tool_agent
 from kbgraph.agents._ask import json_view
 from kbgraph.evals import check_answer
-from kbgraph.evals.judges import OfflineJudge
+from kbgraph.evals._judges import OfflineJudge
 from kbgraph.graphs import _trace
-from kbgraph.graphs.settings import RagSettings
-from kbgraph.graphs.tool import TOOL_NAME
-from kbgraph.graphs.turns import marker_of
+from kbgraph.graphs._settings import RagSettings
+from kbgraph.graphs._tool import TOOL_NAME
+from kbgraph.graphs._turns import marker_of
 from kbgraph.testing import FakeEmbeddings, ScriptedChatModel, ScriptedJudge, tool_call_message
 
 DOCS = {

@@ -12,7 +12,7 @@ import pytest
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
 
 from kbgraph.agents import build_chat_agent
-from kbgraph.graphs.settings import RagSettings
+from kbgraph.graphs._settings import RagSettings
 from kbgraph.testing import ScriptedChatModel, ScriptedJudge
 
 DOCS = {"retry.md": "# Retry policy\n\nThe client retries failed requests 4 times.\n"}

@@ -16,11 +16,11 @@ import pytest
 from langchain_core.messages import ToolMessage
 from langgraph.prebuilt import ToolRuntime
 
-from kbgraph.graphs.subgraph import build_rag_graph
-from kbgraph.graphs.tool import TOOL_NAME, make_rag_search
+from kbgraph.graphs._subgraph import build_rag_graph
+from kbgraph.graphs._tool import TOOL_NAME, make_rag_search
 from kbgraph.retrieval import KnowledgeBase
-from kbgraph.retrieval.progress import ProgressCallback
-from kbgraph.retrieval.records import SearchResult
+from kbgraph.retrieval._progress import ProgressCallback
+from kbgraph.retrieval._records import SearchResult
 
 from ._rag_fakes import FakeSearcher, fake_kb, registry_with, settings_for
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from kbgraph.evals.beir import (
+from kbgraph.evals._beir import (
     dcg,
     max_pool,
     mean_metrics,

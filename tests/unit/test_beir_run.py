@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from kbgraph.errors import ConfigError
-from kbgraph.evals.beir import BeirRun, RunSettings, load_beir, retrieval_command, run_beir
-from kbgraph.evals.beir._folder import file_name, write_corpus
+from kbgraph.evals._beir import BeirRun, RunSettings, load_beir, retrieval_command, run_beir
+from kbgraph.evals._beir._folder import file_name, write_corpus
 
 LOG2_3 = math.log2(3)
 

@@ -10,7 +10,7 @@ import pytest
 from threadpoolctl import ThreadpoolController
 
 from kbgraph.retrieval._blas import _controller, single_blas_thread
-from kbgraph.retrieval.ranking import dot_scores
+from kbgraph.retrieval._ranking import dot_scores
 
 
 def _blas_threads() -> list[int]:

@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kbgraph.errors import ConfigError, IndexCorruptError, IndexNotFoundError
-from kbgraph.retrieval.lexical import BM25_FILES, BM25Index, tokenize, tokenize_corpus
-from kbgraph.retrieval.text import BM25_STOP_WORDS as STOPWORDS_EN
-from kbgraph.retrieval.text import words
+from kbgraph.retrieval._lexical import BM25_FILES, BM25Index, tokenize, tokenize_corpus
+from kbgraph.retrieval._text import BM25_STOP_WORDS as STOPWORDS_EN
+from kbgraph.retrieval._text import words
 
 TOKEN_PATTERN = r"(?u)\b\w\w+\b"  # bm25s' default token pattern
 

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from kbgraph.evals.records import ClaimVerdict, Passage
-from kbgraph.graphs.state import Candidate, Citation
+from kbgraph.evals._records import ClaimVerdict, Passage
+from kbgraph.graphs._state import Candidate, Citation
 from kbgraph.retrieval import KnowledgeBase
-from kbgraph.retrieval.citations import ResolvedCitation, extract_citations
-from kbgraph.retrieval.folder import VersionInfo
-from kbgraph.retrieval.records import Chunk, SearchResult, SkippedFile
-from kbgraph.retrieval.reports import IndexReport, IndexStats
+from kbgraph.retrieval._citations import ResolvedCitation, extract_citations
+from kbgraph.retrieval._folder import VersionInfo
+from kbgraph.retrieval._records import Chunk, SearchResult, SkippedFile
+from kbgraph.retrieval._reports import IndexReport, IndexStats
 
 CAMEL = re.compile(r"^[a-z]+(?:[A-Z][a-z]*)*$")
 CHUNK = Chunk("c0ffee", "Retries: 5 — café", "docs/ré try.md", 3, 4, 10, 30, "Retries", None)

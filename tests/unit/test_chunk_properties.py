@@ -13,9 +13,9 @@ import unicodedata
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kbgraph.retrieval.chunking import CHUNKERS, chunk_segment
-from kbgraph.retrieval.config import ChunkConfig, ChunkStrategy
-from kbgraph.retrieval.segments import Segment, decode_bytes, normalize_newlines, spans_to_chunks
+from kbgraph.retrieval._chunking import CHUNKERS, chunk_segment
+from kbgraph.retrieval._config import ChunkConfig, ChunkStrategy
+from kbgraph.retrieval._segments import Segment, decode_bytes, normalize_newlines, spans_to_chunks
 
 EMOJI = [
     "\U0001f600",

@@ -10,10 +10,10 @@ from itertools import pairwise
 import pytest
 
 from kbgraph.errors import ConfigError
-from kbgraph.retrieval.chunking import CHUNKERS, choose, chunk_file, chunk_segment
-from kbgraph.retrieval.chunking._pack import finalize
-from kbgraph.retrieval.config import ChunkConfig, ChunkStrategy
-from kbgraph.retrieval.segments import (
+from kbgraph.retrieval._chunking import CHUNKERS, choose, chunk_file, chunk_segment
+from kbgraph.retrieval._chunking._pack import finalize
+from kbgraph.retrieval._config import ChunkConfig, ChunkStrategy
+from kbgraph.retrieval._segments import (
     Segment,
     Span,
     decode_bytes,

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-from kbgraph.graphs.citations import extract_citations, inject_context
+from kbgraph.graphs._citations import extract_citations, inject_context
 
 
 def _citation(n: int, source: str, start: int, end: int, kb: str = "docs") -> dict[str, Any]:
@@ -207,7 +207,7 @@ def test_empty_context_says_no_sources() -> None:
 
 
 def _rendered(text: str) -> str:
-    from kbgraph.retrieval.context import ContextEntry, render_context
+    from kbgraph.retrieval._context import ContextEntry, render_context
 
     return render_context([ContextEntry("docs/retry.md", 1, 3, 0.9, text)])
 

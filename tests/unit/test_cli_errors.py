@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from kbgraph._exit_codes import failing_as
 from kbgraph.errors import (
     ConfigError,
     IndexCorruptError,
@@ -14,8 +15,7 @@ from kbgraph.errors import (
     KbgraphError,
     ModelMismatchError,
 )
-from kbgraph.exit_codes import failing_as
-from kbgraph.retrieval.config import ChunkConfig
+from kbgraph.retrieval._config import ChunkConfig
 
 
 def _invalid_chunking() -> InvalidSettingError:

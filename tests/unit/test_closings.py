@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from kbgraph.graphs.nodes import NodeDeps
-from kbgraph.graphs.nodes._closings import ClosingDetector, question_signal
-from kbgraph.graphs.nodes.decide_retrieve import (
+from kbgraph.graphs._nodes import NodeDeps
+from kbgraph.graphs._nodes._closings import ClosingDetector, question_signal
+from kbgraph.graphs._nodes.decide_retrieve import (
     decide_retrieve,
     is_small_talk_or_closing,
     small_talk_kind,
 )
-from kbgraph.graphs.searcher import SearcherRegistry
+from kbgraph.graphs._searcher import SearcherRegistry
 
 from ._closings_heldout import CLOSINGS, QUESTIONS
 from ._rag_fakes import runtime_for, state_of

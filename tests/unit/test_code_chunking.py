@@ -8,11 +8,11 @@ import codecs
 
 import pytest
 
-from kbgraph.retrieval.chunking import chunk_file, code_chunker_id
-from kbgraph.retrieval.chunking._definitions import definitions
-from kbgraph.retrieval.chunking._treesitter import available
-from kbgraph.retrieval.config import ChunkConfig
-from kbgraph.retrieval.segments import Span, decode_bytes, normalize_newlines
+from kbgraph.retrieval._chunking import chunk_file, code_chunker_id
+from kbgraph.retrieval._chunking._definitions import definitions
+from kbgraph.retrieval._chunking._treesitter import available
+from kbgraph.retrieval._config import ChunkConfig
+from kbgraph.retrieval._segments import Span, decode_bytes, normalize_newlines
 
 PYTHON = '''"""Résumé client: a module docstring."""
 

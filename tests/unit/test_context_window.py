@@ -12,21 +12,21 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from kbgraph.agents._chat import answer_prompt, compose_answer
 from kbgraph.errors import JudgeError
-from kbgraph.evals.judges.llm import LLMJudge
-from kbgraph.graphs.context_window import (
+from kbgraph.evals._judges.llm import LLMJudge
+from kbgraph.graphs._context_window import (
     JSON_RESERVE_TOKENS,
     byte_bound,
     first_lines,
     input_token_limit,
     largest_fitting,
 )
-from kbgraph.graphs.nodes._fit_sources import fit_sources
-from kbgraph.graphs.nodes._llm import prompt_messages
-from kbgraph.graphs.nodes.build_context import block_of_citation, render_blocks
-from kbgraph.graphs.nodes.grounding_check import grounding_check
-from kbgraph.graphs.nodes.rerank import rerank
-from kbgraph.graphs.settings import RagSettings
-from kbgraph.graphs.state import Citation
+from kbgraph.graphs._nodes._fit_sources import fit_sources
+from kbgraph.graphs._nodes._llm import prompt_messages
+from kbgraph.graphs._nodes.build_context import block_of_citation, render_blocks
+from kbgraph.graphs._nodes.grounding_check import grounding_check
+from kbgraph.graphs._nodes.rerank import rerank
+from kbgraph.graphs._settings import RagSettings
+from kbgraph.graphs._state import Citation
 from kbgraph.testing import ScriptedChatModel
 
 from ._rag_fakes import candidate, debug_of, deps_for, runtime_for, state_of

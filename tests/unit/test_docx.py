@@ -12,9 +12,9 @@ import pytest
 from docx.enum.style import WD_STYLE_TYPE
 
 from kbgraph.retrieval import ChunkConfig, KnowledgeBase, format_context
-from kbgraph.retrieval.chunking import chunk_file
-from kbgraph.retrieval.loaders import SkipFile, load_bytes
-from kbgraph.retrieval.loaders._docx import CELL_SEPARATOR, MAX_UNZIPPED_BYTES
+from kbgraph.retrieval._chunking import chunk_file
+from kbgraph.retrieval._loaders import SkipFile, load_bytes
+from kbgraph.retrieval._loaders._docx import CELL_SEPARATOR, MAX_UNZIPPED_BYTES
 
 # (style, text): the body of the test document, in order; "table" rows follow below.
 BODY: list[tuple[str, str]] = [

@@ -13,13 +13,13 @@ import pytest
 from langchain_core.embeddings import Embeddings
 
 from kbgraph.errors import EmbeddingError
-from kbgraph.retrieval.embeddings import (
+from kbgraph.retrieval._embeddings import (
     BatchEmbedder,
     EmbeddingCache,
     embed_with_cache,
     l2_normalise,
 )
-from kbgraph.retrieval.records import text_hash
+from kbgraph.retrieval._records import text_hash
 from kbgraph.testing import FakeEmbeddings
 
 TEXTS = ["naïve café", "東京の天気", "line one\r\nline two", "", "plain ascii", "emoji 🚀 text"]

@@ -21,7 +21,7 @@ from langchain_core.embeddings import Embeddings
 from langchain_openai import AzureOpenAIEmbeddings, OpenAIEmbeddings
 
 from kbgraph.errors import ConfigError, DimensionMismatchError, EmbeddingError
-from kbgraph.retrieval.embeddings import (
+from kbgraph.retrieval._embeddings import (
     ALLOWED_FORMS,
     PACKAGED_MODEL,
     BatchEmbedder,
@@ -619,7 +619,7 @@ def test_over_long_inputs_are_truncated_counted_and_logged(
 ) -> None:
     provider = _Recording()
     texts = ["é" * 25, "short", "x\r\n" * 10]
-    with caplog.at_level(logging.WARNING, logger="kbgraph.retrieval.embeddings"):
+    with caplog.at_level(logging.WARNING, logger="kbgraph.retrieval._embeddings"):
         outcome = BatchEmbedder(provider, max_chars=20).embed(texts)
     assert outcome.truncated == 2
     assert provider.calls == [["é" * 20, ("x\r\n" * 10)[:20], "short"]]  # longest first
@@ -643,7 +643,7 @@ def test_truncation_warning_uses_the_models_own_limit_once_per_run(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     texts = ["one two three", "a b c d e f", "short", "w " * 10, "x" * 30]
-    with caplog.at_level(logging.WARNING, logger="kbgraph.retrieval.embeddings"):
+    with caplog.at_level(logging.WARNING, logger="kbgraph.retrieval._embeddings"):
         outcome = BatchEmbedder(_TokenLimited(), batch_size=2, max_chars=25).embed(texts)
     # "a b c d e f" and "w w ..." exceed 4 tokens; "x" * 30 exceeds 25 characters.
     assert outcome.truncated == 3
@@ -654,7 +654,7 @@ def test_truncation_warning_uses_the_models_own_limit_once_per_run(
 
 
 def test_no_truncation_warning_when_every_text_fits(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="kbgraph.retrieval.embeddings"):
+    with caplog.at_level(logging.WARNING, logger="kbgraph.retrieval._embeddings"):
         outcome = BatchEmbedder(_TokenLimited()).embed(["one two", "three four five"])
     assert outcome.truncated == 0
     assert caplog.text == ""
@@ -713,7 +713,7 @@ def test_l2_normalise_leaves_zero_rows_alone() -> None:
 
 def test_torch_threads_are_set_inside_the_block_and_restored() -> None:
     torch = pytest.importorskip("torch")
-    from kbgraph.retrieval.embeddings._local import _torch_threads
+    from kbgraph.retrieval._embeddings._local import _torch_threads
 
     before = torch.get_num_threads()
     with _torch_threads(1):

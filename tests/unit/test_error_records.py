@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from kbgraph._exit_codes import EXIT_CODES
 from kbgraph.agents._ask import raise_on_retrieval_failure
 from kbgraph.errors import (
     ConfigError,
@@ -24,8 +25,7 @@ from kbgraph.errors import (
     error_text,
     error_types,
 )
-from kbgraph.exit_codes import EXIT_CODES
-from kbgraph.graphs.nodes.retrieve import retrieve
+from kbgraph.graphs._nodes.retrieve import retrieve
 
 from ._rag_fakes import deps_for, fake_kb, registry_with, runtime_for, settings_for, state_of
 

@@ -21,15 +21,15 @@ from kbgraph.evals import (
     FunctionAgent,
     OfflineJudge,
 )
+from kbgraph.evals._baseline import REGRESSION_EXIT_CODE, compare_summaries, parse_minimums
+from kbgraph.evals._batch import run_evaluation
+from kbgraph.evals._cli import agent_settings, eval_group
+from kbgraph.evals._datasets import load_dataset
 from kbgraph.evals._deadline import deadline
+from kbgraph.evals._evaluators import default_evaluators
+from kbgraph.evals._records import EvalRecord, EvalResults, EvalRow, Judgement, Passage, RowResult
 from kbgraph.evals._results_log import MANIFEST, ResultsLog
-from kbgraph.evals.baseline import REGRESSION_EXIT_CODE, compare_summaries, parse_minimums
-from kbgraph.evals.batch import run_evaluation
-from kbgraph.evals.cli import agent_settings, eval_group
-from kbgraph.evals.datasets import load_dataset
-from kbgraph.evals.evaluators import default_evaluators
-from kbgraph.evals.records import EvalRecord, EvalResults, EvalRow, Judgement, Passage, RowResult
-from kbgraph.evals.runner import run_dataset
+from kbgraph.evals._runner import run_dataset
 from kbgraph.testing import FakeEmbeddings, ScriptedJudge
 
 SOURCE = "Harbor makes 5 attempts by default. Webhooks are signed with HMAC-SHA256."

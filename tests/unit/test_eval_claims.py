@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kbgraph.evals.claims import citation_numbers, is_refusal, split_claims, strip_markers
-from kbgraph.evals.records import Claim
+from kbgraph.evals._claims import citation_numbers, is_refusal, split_claims, strip_markers
+from kbgraph.evals._records import Claim
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from kbgraph.evals._datasets import DatasetError, bundled_dataset_path, load_dataset
+from kbgraph.evals._records import EvalRow, GoldSource, Passage
 from kbgraph.evals._text import content_words, numbers
-from kbgraph.evals.datasets import DatasetError, bundled_dataset_path, load_dataset
-from kbgraph.evals.records import EvalRow, GoldSource, Passage
 
 DOCS = Path(__file__).resolve().parents[2] / "examples" / "docs"
 

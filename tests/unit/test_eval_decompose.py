@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from kbgraph.evals.decompose import decompose
-from kbgraph.evals.evaluators import ContextRecallEvaluator, FaithfulnessEvaluator
-from kbgraph.evals.judges import LLMJudge, OfflineJudge
-from kbgraph.evals.records import Claim, EvalRecord, Passage
+from kbgraph.evals._decompose import decompose
+from kbgraph.evals._evaluators import ContextRecallEvaluator, FaithfulnessEvaluator
+from kbgraph.evals._judges import LLMJudge, OfflineJudge
+from kbgraph.evals._records import Claim, EvalRecord, Passage
 from kbgraph.testing import FakeEmbeddings, ScriptedChatModel, ScriptedJudge
 
 RETRY = Passage(1, "retry.max_attempts defaults to 5.", "docs/configuration.md", 52, 60)

@@ -7,7 +7,7 @@ import inspect
 import pytest
 from langchain_core.documents import Document
 
-from kbgraph.evals.evaluators import (
+from kbgraph.evals._evaluators import (
     AnswerRelevanceEvaluator,
     ContextPrecisionEvaluator,
     ContextRecallEvaluator,
@@ -16,8 +16,8 @@ from kbgraph.evals.evaluators import (
     lines_overlap,
     same_path,
 )
-from kbgraph.evals.judges import OfflineJudge
-from kbgraph.evals.records import (
+from kbgraph.evals._judges import OfflineJudge
+from kbgraph.evals._records import (
     ClaimVerdict,
     EvalRecord,
     GoldSource,
@@ -26,7 +26,7 @@ from kbgraph.evals.records import (
     Passage,
     Verdict,
 )
-from kbgraph.evals.runner import score_record
+from kbgraph.evals._runner import score_record
 from kbgraph.testing import FakeEmbeddings, ScriptedJudge
 
 RETRY = Passage(1, "retry.max_attempts defaults to 5.", "docs/configuration.md", 52, 60)

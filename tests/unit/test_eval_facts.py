@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 
 from kbgraph.evals import bundled_dataset_path, check_answer
-from kbgraph.evals.claims import split_claims
-from kbgraph.evals.evaluators import FaithfulnessEvaluator
-from kbgraph.evals.judges import OfflineJudge, ScriptedJudge
-from kbgraph.evals.judges._facts import proper_names, unstated_facts
-from kbgraph.evals.judges._units import quantities
-from kbgraph.evals.records import EvalRecord, Passage
+from kbgraph.evals._claims import split_claims
+from kbgraph.evals._evaluators import FaithfulnessEvaluator
+from kbgraph.evals._judges import OfflineJudge, ScriptedJudge
+from kbgraph.evals._judges._facts import proper_names, unstated_facts
+from kbgraph.evals._judges._units import quantities
+from kbgraph.evals._records import EvalRecord, Passage
 from kbgraph.graphs import _trace
 from kbgraph.testing import FakeEmbeddings
 

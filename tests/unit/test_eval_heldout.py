@@ -13,11 +13,10 @@ import pytest
 from click.testing import CliRunner
 
 from kbgraph.evals import _heldout as heldout
-from kbgraph.evals._novelty import novel_fact_count, novel_word_share
-from kbgraph.evals.cli import META_BENCHMARKS, eval_group
-from kbgraph.evals.datasets import DatasetError
-from kbgraph.evals.judges import OverlapJudge, ScriptedJudge
-from kbgraph.evals.meta import (
+from kbgraph.evals._cli import META_BENCHMARKS, eval_group
+from kbgraph.evals._datasets import DatasetError
+from kbgraph.evals._judges import OverlapJudge, ScriptedJudge
+from kbgraph.evals._meta import (
     ALL_BENCHMARKS,
     BASELINE,
     NOVEL_FACTS,
@@ -27,7 +26,8 @@ from kbgraph.evals.meta import (
     format_table,
     run_meta,
 )
-from kbgraph.evals.stats import auroc_within_groups, balanced_accuracy
+from kbgraph.evals._novelty import novel_fact_count, novel_word_share
+from kbgraph.evals._stats import auroc_within_groups, balanced_accuracy
 
 PORTS = "The gateway listens on port 8080. Metrics are served on port 9102 by Harbor."
 TOKENS = "Access tokens expire after fifteen minutes. Refresh tokens last for thirty days."

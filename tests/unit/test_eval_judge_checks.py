@@ -7,13 +7,13 @@ from __future__ import annotations
 import pytest
 
 from kbgraph.evals import FaithfulnessEvaluator
+from kbgraph.evals._evaluators._context import join_passages
+from kbgraph.evals._judges import OfflineJudge
+from kbgraph.evals._judges._context import context_text
+from kbgraph.evals._judges._numbers import AGE, DAY, PERCENT, YEAR, number_slots
+from kbgraph.evals._judges._polarity import clauses
+from kbgraph.evals._records import EvalRecord, Passage
 from kbgraph.evals._text import numbers
-from kbgraph.evals.evaluators._context import join_passages
-from kbgraph.evals.judges import OfflineJudge
-from kbgraph.evals.judges._context import context_text
-from kbgraph.evals.judges._numbers import AGE, DAY, PERCENT, YEAR, number_slots
-from kbgraph.evals.judges._polarity import clauses
-from kbgraph.evals.records import EvalRecord, Passage
 from kbgraph.testing import FakeEmbeddings
 
 PLANS = "The Team plan costs 29 euros per month and includes 20 projects."

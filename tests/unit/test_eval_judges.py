@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import AIMessage
 
-from kbgraph.evals._text import content_words
-from kbgraph.evals.judges import (
+from kbgraph.evals._judges import (
     JudgeError,
     LLMJudge,
     OfflineJudge,
@@ -15,9 +14,10 @@ from kbgraph.evals.judges import (
     content_overlap,
     resolve_judge,
 )
-from kbgraph.evals.judges._context import SPAN_MARGIN, SPAN_WORDS, span
-from kbgraph.evals.judges._evidence import clauses
-from kbgraph.retrieval.embeddings import LocalEmbeddings
+from kbgraph.evals._judges._context import SPAN_MARGIN, SPAN_WORDS, span
+from kbgraph.evals._judges._evidence import clauses
+from kbgraph.evals._text import content_words
+from kbgraph.retrieval._embeddings import LocalEmbeddings
 from kbgraph.testing import FakeEmbeddings, ScriptedChatModel
 
 CONTEXT = (

@@ -10,10 +10,10 @@ import pytest
 from click.testing import CliRunner
 
 from kbgraph.evals._benchmarks import Labelled, begin, halueval, sample, summedits
-from kbgraph.evals.cli import eval_group
-from kbgraph.evals.datasets import DatasetError
-from kbgraph.evals.judges import OfflineJudge, OverlapJudge
-from kbgraph.evals.meta import BASELINE, faithfulness_score, format_table, run_meta
+from kbgraph.evals._cli import eval_group
+from kbgraph.evals._datasets import DatasetError
+from kbgraph.evals._judges import OfflineJudge, OverlapJudge
+from kbgraph.evals._meta import BASELINE, faithfulness_score, format_table, run_meta
 from kbgraph.testing import FakeEmbeddings
 
 KNOWLEDGE = [
@@ -180,7 +180,7 @@ def test_the_clock_runs_through_the_judges_prefetch(
         def prefetch(self, *args: object, **kwargs: object) -> None:
             events.append("prefetch")
 
-    monkeypatch.setattr("kbgraph.evals.meta.time", Clock)
+    monkeypatch.setattr("kbgraph.evals._meta.time", Clock)
     results = run_meta([Warming(FakeEmbeddings())], data_dir=data_dir, benchmarks=["begin"])
     prefetches = [i for i, event in enumerate(events) if event == "prefetch"]
     assert len(prefetches) == 2

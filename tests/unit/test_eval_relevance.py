@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kbgraph.evals.judges._relevance import answer_evidence, question_parts
+from kbgraph.evals._judges._relevance import answer_evidence, question_parts
 
 
 @pytest.mark.parametrize(
@@ -73,8 +73,8 @@ def test_padding_lowers_the_score_of_an_answer() -> None:
 
 
 def test_numbers_are_masked_for_relevance() -> None:
-    from kbgraph.evals.judges import OfflineJudge
-    from kbgraph.evals.judges._relevance import mask_numbers
+    from kbgraph.evals._judges import OfflineJudge
+    from kbgraph.evals._judges._relevance import mask_numbers
     from kbgraph.testing import FakeEmbeddings
 
     assert mask_numbers("Port 8080, not 9102; GPT-4 on 1.6 s") == "Port N, not N; GPT-4 on N s"

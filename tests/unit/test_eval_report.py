@@ -10,16 +10,16 @@ import pytest
 from click.testing import CliRunner
 
 from kbgraph.evals import metric_names
-from kbgraph.evals.baseline import (
+from kbgraph.evals._baseline import (
     REGRESSION_EXIT_CODE,
     BaselineMismatchError,
     compare_summaries,
     load_summary,
 )
-from kbgraph.evals.cli import DefaultCommandGroup, eval_group
-from kbgraph.evals.datasets import DatasetError
-from kbgraph.evals.records import MetricResult, RowResult
-from kbgraph.evals.report import summarize, write_report
+from kbgraph.evals._cli import DefaultCommandGroup, eval_group
+from kbgraph.evals._datasets import DatasetError
+from kbgraph.evals._records import MetricResult, RowResult
+from kbgraph.evals._report import summarize, write_report
 
 
 def row(row_id: str, faith: float | None, status: str = "ok") -> RowResult:
@@ -183,7 +183,7 @@ def test_group_routes_subcommands_and_lazy_commands() -> None:
 
     eval_group.add_command(probe)
     assert isinstance(eval_group, DefaultCommandGroup)
-    eval_group.lazy["meta-again"] = ("kbgraph.evals.cli", "meta_command")
+    eval_group.lazy["meta-again"] = ("kbgraph.evals._cli", "meta_command")
     try:
         assert runner.invoke(eval_group, ["probe", "x"]).output == "probe on x\n"
         assert "--judge" in runner.invoke(eval_group, ["meta-again", "--help"]).output

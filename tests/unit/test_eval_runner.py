@@ -7,15 +7,15 @@ import asyncio
 import pytest
 
 from kbgraph.evals import metric_names
-from kbgraph.evals.evaluators import FaithfulnessEvaluator, default_evaluators
-from kbgraph.evals.records import (
+from kbgraph.evals._evaluators import FaithfulnessEvaluator, default_evaluators
+from kbgraph.evals._records import (
     AgentOutput,
     EvalRecord,
     EvalRow,
     MetricResult,
     Passage,
 )
-from kbgraph.evals.runner import FunctionAgent, arun_dataset, run_dataset, score_record
+from kbgraph.evals._runner import FunctionAgent, arun_dataset, run_dataset, score_record
 from kbgraph.testing import ScriptedJudge
 
 SOURCE = Passage(1, "Harbor makes 5 attempts by default.", "docs/configuration.md", 52, 60)

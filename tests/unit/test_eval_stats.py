@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kbgraph.evals.stats import (
+from kbgraph.evals._stats import (
     auroc,
     auroc_within_groups,
     average_precision,

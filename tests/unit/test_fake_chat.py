@@ -12,7 +12,7 @@ from langchain_core.tools import tool
 from pydantic import BaseModel
 
 from kbgraph.errors import ConfigError
-from kbgraph.graphs.models import FAKE_REPLY, resolve_chat_model
+from kbgraph.graphs._models import FAKE_REPLY, resolve_chat_model
 from kbgraph.testing import (
     ScriptedChatModel,
     ScriptedRefusalError,

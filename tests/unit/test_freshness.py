@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 import kbgraph.retrieval._kb_index as kb_module
-from kbgraph.graphs.nodes.retrieve import KbRun, search_kb
-from kbgraph.graphs.searcher import Searcher, SearcherRegistry
+from kbgraph.graphs._nodes.retrieve import KbRun, search_kb
+from kbgraph.graphs._searcher import Searcher, SearcherRegistry
 from kbgraph.retrieval import KnowledgeBase
 from kbgraph.retrieval._freshness import Freshness
 

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-import kbgraph.graphs.chat_models as chat_models
+import kbgraph.graphs._chat_models as chat_models
 from kbgraph.agents._ask import ask
 from kbgraph.errors import ConfigError
-from kbgraph.graphs.chat_models import ChatGGUF, GGUFOptions, parse_gguf_spec
-from kbgraph.graphs.models import resolve_chat_model
+from kbgraph.graphs._chat_models import ChatGGUF, GGUFOptions, parse_gguf_spec
+from kbgraph.graphs._models import resolve_chat_model
 
 
 @pytest.fixture

@@ -26,9 +26,9 @@ from langchain_core.tools import tool
 from pydantic import BaseModel, Field
 from typing_extensions import TypedDict
 
-from kbgraph.graphs.chat_models._gguf_messages import prompt_messages, with_system
-from kbgraph.graphs.chat_models._gguf_reply import ReplyReader, parse_reply, response_so_far
-from kbgraph.graphs.chat_models._gguf_tools import (
+from kbgraph.graphs._chat_models._gguf_messages import prompt_messages, with_system
+from kbgraph.graphs._chat_models._gguf_reply import ReplyReader, parse_reply, response_so_far
+from kbgraph.graphs._chat_models._gguf_tools import (
     ToolPlan,
     openai_tool_choice,
     reply_schema,
@@ -40,7 +40,7 @@ from tests.support.gguf import ScriptedRuntime
 
 pytest.importorskip("xllamacpp")  # ChatGGUF checks that its runtime is installed
 
-from kbgraph.graphs.chat_models import ChatGGUF
+from kbgraph.graphs._chat_models import ChatGGUF
 
 
 @tool

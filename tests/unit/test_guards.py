@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from kbgraph.graphs.nodes._base import OVERRULED_EVENT
-from kbgraph.graphs.nodes._fusion import ListKey, fuse
-from kbgraph.graphs.nodes._rewrite_guard import dominant_script, rewrite_problem
-from kbgraph.graphs.nodes.decide_retrieve import decide_retrieve
-from kbgraph.graphs.nodes.rerank import kendall_tau_b, rerank
-from kbgraph.graphs.nodes.rewrite_query import rewrite_query
-from kbgraph.graphs.nodes.select_scope import select_scope
-from kbgraph.retrieval.records import Chunk, SearchResult
+from kbgraph.graphs._nodes._base import OVERRULED_EVENT
+from kbgraph.graphs._nodes._fusion import ListKey, fuse
+from kbgraph.graphs._nodes._rewrite_guard import dominant_script, rewrite_problem
+from kbgraph.graphs._nodes.decide_retrieve import decide_retrieve
+from kbgraph.graphs._nodes.rerank import kendall_tau_b, rerank
+from kbgraph.graphs._nodes.rewrite_query import rewrite_query
+from kbgraph.graphs._nodes.select_scope import select_scope
+from kbgraph.retrieval._records import Chunk, SearchResult
 from kbgraph.testing import ScriptedChatModel
 from tests.unit._rag_fakes import (
     candidate,

@@ -14,8 +14,8 @@ import pytest
 
 from kbgraph.errors import ConfigError
 from kbgraph.graphs import RagSettings
-from kbgraph.graphs.http_app import ContextKeysMiddleware, unknown_context_keys
-from kbgraph.graphs.subgraph import rag_graph
+from kbgraph.graphs._http_app import ContextKeysMiddleware, unknown_context_keys
+from kbgraph.graphs._subgraph import rag_graph
 
 SCHEMA = rag_graph.get_context_jsonschema()
 

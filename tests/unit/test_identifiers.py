@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kbgraph.retrieval.lexical import (
+from kbgraph.retrieval._lexical import (
     GLUED_PART_WEIGHT,
     IDENTIFIERS_1_ID,
     LEGACY_TOKENIZER_ID,
@@ -21,7 +21,7 @@ from kbgraph.retrieval.lexical import (
     tokenize,
     tokenize_corpus,
 )
-from kbgraph.retrieval.text import BM25_STOP_WORDS, stems, words
+from kbgraph.retrieval._text import BM25_STOP_WORDS, stems, words
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from starlette.testclient import TestClient
 
 from kbgraph.errors import ConfigError
 from kbgraph.graphs import RagSettings
-from kbgraph.graphs.http_app import ContextKeysMiddleware
+from kbgraph.graphs._http_app import ContextKeysMiddleware
 from kbgraph.inspector._evals import histogram
 from kbgraph.inspector._evals_view import histogram_svg
 from kbgraph.inspector._guard import host_name

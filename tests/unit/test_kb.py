@@ -16,7 +16,7 @@ from kbgraph.retrieval import (
     SearchFilters,
     format_context,
 )
-from kbgraph.retrieval.segments import normalize_newlines
+from kbgraph.retrieval._segments import normalize_newlines
 
 DOCS = {
     "guide/retry.md": "# Retry\n\n## Policy\n\nThe retry policy uses exponential backoff "
@@ -105,7 +105,7 @@ def test_a_file_that_could_not_be_opened_is_tried_again_on_the_next_run(
     opened again while they held, so a fixed permission or a mount back online changed
     nothing. The open fails at the loader's seam (tests run as root, who reads any file;
     tests/faults has the real permission case, as another user)."""
-    from kbgraph.retrieval.loaders import _read
+    from kbgraph.retrieval._loaders import _read
 
     real_open = os.open
 

@@ -21,9 +21,9 @@ from kbgraph.errors import (
     KbgraphError,
     ModelMismatchError,
 )
-from kbgraph.graphs.searcher import SearcherRegistry
+from kbgraph.graphs._searcher import SearcherRegistry
 from kbgraph.retrieval import ChunkConfig, KnowledgeBase, ScanConfig
-from kbgraph.retrieval.folder import file_lock
+from kbgraph.retrieval._folder import file_lock
 from kbgraph.testing import FakeEmbeddings
 
 

@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
 
-import kbgraph.retrieval.folder._query as search_module
+import kbgraph.retrieval._folder._query as search_module
 from kbgraph.errors import DimensionMismatchError
 from kbgraph.retrieval import KnowledgeBase, SearchConfig, SearchFilters
-from kbgraph.retrieval.progress import ProgressEvent
+from kbgraph.retrieval._progress import ProgressEvent
 from kbgraph.testing import FakeEmbeddings
 
 QUERY = "exponential backoff retry policy"

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-import kbgraph.retrieval.kb as kb_module
+import kbgraph.retrieval._kb as kb_module
 from kbgraph.errors import ConfigError
 from kbgraph.retrieval import KnowledgeBase
-from kbgraph.retrieval.folder import FolderStore
-from kbgraph.retrieval.storage import IndexStore, IndexWriter, Recorded, Snapshot, VersionInfo
+from kbgraph.retrieval._folder import FolderStore
+from kbgraph.retrieval._storage import IndexStore, IndexWriter, Recorded, Snapshot, VersionInfo
 
 LIVE_ONLY = "live-only store: it keeps the current version and nothing before it"
 

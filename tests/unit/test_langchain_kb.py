@@ -19,10 +19,10 @@ from langchain_core.vectorstores import InMemoryVectorStore
 
 from kbgraph.errors import ConfigError
 from kbgraph.graphs import build_rag_graph
-from kbgraph.graphs.langchain_kb import document_chunk, resolve_source
-from kbgraph.graphs.searcher import SearcherRegistry
-from kbgraph.graphs.settings import RagSettings
-from kbgraph.graphs.tool import make_rag_search, tool_runtime
+from kbgraph.graphs._langchain_kb import document_chunk, resolve_source
+from kbgraph.graphs._searcher import SearcherRegistry
+from kbgraph.graphs._settings import RagSettings
+from kbgraph.graphs._tool import make_rag_search, tool_runtime
 from kbgraph.testing import FakeEmbeddings
 
 STORE_DOCS = [
@@ -165,7 +165,7 @@ def test_the_graphs_objects_live_in_its_dependencies_and_go_with_it(folder: Path
     import gc
     import weakref
 
-    import kbgraph.graphs.langchain_kb as module
+    import kbgraph.graphs._langchain_kb as module
 
     store = InMemoryVectorStore(FakeEmbeddings())
     store.add_documents(STORE_DOCS)
@@ -278,9 +278,9 @@ def test_unknown_lines_are_none_in_resolved_citations_and_count_as_the_file_in_e
     """Unknown lines are ``None`` wherever a citation goes (was 0: the resolved citation
     said lines 0-0, and source recall compared a gold line range with line 0, so a store
     passage from the gold file was never recalled)."""
-    from kbgraph.evals.evaluators.sources import is_recalled
-    from kbgraph.evals.records import GoldSource, Passage
-    from kbgraph.retrieval.citations import extract_citations
+    from kbgraph.evals._evaluators.sources import is_recalled
+    from kbgraph.evals._records import GoldSource, Passage
+    from kbgraph.retrieval._citations import extract_citations
 
     out = _faq_answer(store)
     faq = next(c for c in out["rag_citations"] if c["source"] == "faq")

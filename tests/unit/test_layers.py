@@ -3,8 +3,8 @@ inside functions included), not even one closed by an ``if TYPE_CHECKING:`` impo
 between layers point down, a private module is imported only inside its own package, and
 importing kbgraph.evals does not build the LangGraph subgraph.
 
-Layers, bottom up: the foundation (``kbgraph.errors``, ``kbgraph.exit_codes``, the version,
-``kbgraph.layers``), ``prompts``, ``retrieval``, ``graphs``, ``evals``, the ready agents
+Layers, bottom up: the foundation (``kbgraph.errors``, ``kbgraph._exit_codes``, the version,
+``kbgraph._layers``), ``prompts``, ``retrieval``, ``graphs``, ``evals``, the ready agents
 (``kbgraph.agents``: they run the evals' answer check), then the application (the CLI, the
 inspector, the MCP server ``kbgraph.mcp``, ``kbgraph.testing``, the ``kbgraph`` package)."""
 
@@ -20,7 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 LAYER_FOLDERS = ("prompts", "retrieval", "graphs", "evals")
-FOUNDATION = ("kbgraph.errors", "kbgraph.exit_codes", "kbgraph.layers", "kbgraph._version")
+FOUNDATION = ("kbgraph.errors", "kbgraph._exit_codes", "kbgraph._layers", "kbgraph._version")
 RANK = {
     "foundation": 0,
     "prompts": 1,
@@ -30,6 +30,10 @@ RANK = {
     "agents": 5,
     "app": 6,
 }
+
+# A layer's doorway for kbgraph's own layers (``kbgraph.retrieval._internal``): what the
+# layers above use beyond the face, not public API; its ``_LAZY`` map names the modules.
+DOORWAY = "._internal"
 
 
 def _module_files() -> dict[str, Path]:
@@ -153,7 +157,7 @@ def _layer(module: str) -> str:
 
 def test_the_graph_sees_every_layer() -> None:
     assert {_layer(m) for m in MODULES} == set(RANK)
-    assert EDGES["kbgraph.retrieval.kb"] >= {"kbgraph.retrieval.backends"}
+    assert EDGES["kbgraph.retrieval._kb"] >= {"kbgraph.retrieval._backends"}
     assert _layer("kbgraph.mcp._server") == "app"  # above the graphs and evals, beside the CLI
 
 
@@ -169,8 +173,8 @@ def test_no_import_circle_for_the_type_checker() -> None:
 
 def test_the_typed_graph_counts_type_checking_imports() -> None:
     # graphs/__init__.py names its lazy exports' modules for the type checker only.
-    assert "kbgraph.graphs.subgraph" in TYPED_EDGES["kbgraph.graphs"]
-    assert "kbgraph.graphs.subgraph" not in EDGES["kbgraph.graphs"]
+    assert "kbgraph.graphs._subgraph" in TYPED_EDGES["kbgraph.graphs"]
+    assert "kbgraph.graphs._subgraph" not in EDGES["kbgraph.graphs"]
 
 
 def test_the_circle_finder_finds_circles() -> None:
@@ -190,7 +194,7 @@ def test_imports_between_layers_point_down() -> None:
 
 def _owner(module: str) -> str | None:
     """The package a private module belongs to (the one holding its last private part):
-    ``kbgraph.graphs.nodes._text`` → ``kbgraph.graphs.nodes``; ``None`` for a public one."""
+    ``kbgraph.graphs._nodes._text`` → ``kbgraph.graphs._nodes``; ``None`` for a public one."""
     parts = module.split(".")
     private = [i for i, part in enumerate(parts) if i and part.startswith("_")]
     return ".".join(parts[: private[-1]]) if private else None
@@ -205,7 +209,9 @@ def _private_imports(edges: dict[str, set[str]]) -> list[tuple[str, str]]:
         (module, target)
         for module, targets in edges.items()
         for target in targets
-        if (owner := _owner(target)) is not None and not _inside(module, owner)
+        if (owner := _owner(target)) is not None
+        and not _inside(module, owner)
+        and not target.endswith(DOORWAY)
     )
 
 
@@ -213,33 +219,33 @@ def test_no_private_module_of_another_package() -> None:
     # A private module is its package's own (the package and the packages inside it); from
     # anywhere else its names come through the package's ``__init__``. That holds between
     # layers and between the subpackages of one layer (graphs/_extractive.py may not reach
-    # into graphs/nodes/_text.py), type-only imports included.
+    # into graphs/_nodes/_text.py), type-only imports included.
     assert _private_imports(TYPED_EDGES) == []
 
 
 def test_the_private_import_rule_knows_a_package_from_its_subpackages() -> None:
     edges = {
-        "kbgraph.graphs.nodes.rerank": {"kbgraph.graphs.nodes._text", "kbgraph.graphs._trace"},
-        "kbgraph.graphs.nodes": {"kbgraph.graphs.nodes._base"},
-        "kbgraph.graphs._extractive": {"kbgraph.graphs.nodes._text", "kbgraph.graphs.nodes"},
-        "kbgraph.evals.runner": {"kbgraph.retrieval._search", "kbgraph._version"},
+        "kbgraph.graphs._nodes.rerank": {"kbgraph.graphs._nodes._text", "kbgraph.graphs._trace"},
+        "kbgraph.graphs._nodes": {"kbgraph.graphs._nodes._base"},
+        "kbgraph.graphs._extractive": {"kbgraph.graphs._nodes._text", "kbgraph.graphs._nodes"},
+        "kbgraph.evals._runner": {"kbgraph.retrieval._search", "kbgraph._version"},
         "kbgraph.retrieval.x": {"kbgraph.retrieval._folder._store", "kbgraph.retrieval._folder"},
     }
     assert _private_imports(edges) == [
-        ("kbgraph.evals.runner", "kbgraph.retrieval._search"),
-        ("kbgraph.graphs._extractive", "kbgraph.graphs.nodes._text"),
+        ("kbgraph.evals._runner", "kbgraph.retrieval._search"),
+        ("kbgraph.graphs._extractive", "kbgraph.graphs._nodes._text"),
         ("kbgraph.retrieval.x", "kbgraph.retrieval._folder._store"),
     ]
 
 
 def test_the_storage_seam_knows_no_store() -> None:
-    seam = [m for m in MODULES if m.startswith("kbgraph.retrieval.storage")]
-    stores = ("kbgraph.retrieval.folder", "kbgraph.retrieval.postgres")
+    seam = [m for m in MODULES if m.startswith("kbgraph.retrieval._storage")]
+    stores = ("kbgraph.retrieval._folder", "kbgraph.retrieval._postgres")
     assert seam and not [(m, t) for m in seam for t in EDGES[m] if t.startswith(stores)]
-    assert not [t for t in EDGES["kbgraph.retrieval.postgres._store"] if "folder" in t]
+    assert not [t for t in EDGES["kbgraph.retrieval._postgres._store"] if "folder" in t]
 
 
-STORES = ("kbgraph.retrieval.folder", "kbgraph.retrieval.postgres")
+STORES = ("kbgraph.retrieval._folder", "kbgraph.retrieval._postgres")
 
 
 def _store_of(module: str) -> str | None:
@@ -247,13 +253,13 @@ def _store_of(module: str) -> str | None:
 
 
 def test_only_the_backends_know_the_stores() -> None:
-    """Above the seam, a store is reached through ``kbgraph.retrieval.storage`` only: the
+    """Above the seam, a store is reached through ``kbgraph.retrieval._storage`` only: the
     one module that names a store is ``backends`` (it opens them), and no store imports the
     other. Type-level imports count too (a store's type is knowledge of the store)."""
     knowing = sorted(
         (module, target)
         for module, targets in TYPED_EDGES.items()
-        if module != "kbgraph.retrieval.backends"
+        if module != "kbgraph.retrieval._backends"
         for target in targets
         if _store_of(target) not in (None, _store_of(module))
     )
@@ -276,8 +282,27 @@ def test_no_cli_internals_below_the_cli(layer: str) -> None:
 
 def test_importing_evals_does_not_build_the_subgraph() -> None:
     code = (
-        "import sys, kbgraph.evals, kbgraph.evals.records, kbgraph.evals.evaluators\n"
-        "print('kbgraph.graphs.subgraph' in sys.modules, 'langgraph.graph' in sys.modules)"
+        "import sys, kbgraph.evals, kbgraph.evals._records, kbgraph.evals._evaluators\n"
+        "print('kbgraph.graphs._subgraph' in sys.modules, 'langgraph.graph' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_the_doorways_name_real_modules_of_their_own_layer() -> None:
+    doorways = [m for m in MODULES if m.endswith(DOORWAY)]
+    assert {"kbgraph.retrieval._internal", "kbgraph.graphs._internal"} <= set(doorways)
+    wrong = []
+    for door in doorways:
+        tree = ast.parse(MODULES[door].read_text(encoding="utf-8"))
+        lazy = next(
+            ast.literal_eval(node.value)
+            for node in tree.body
+            if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "_LAZY"
+        )
+        package = door.removesuffix(DOORWAY)
+        wrong += [(door, n, t) for n, t in lazy.items() if package + t not in MODULES]
+        # every name it lends is imported for the type checker too, so mypy sees it
+        typed = {a.asname or a.name for a in ast.walk(tree) if isinstance(a, ast.alias)}
+        assert set(lazy) <= typed
+    assert wrong == []

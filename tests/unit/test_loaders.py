@@ -12,11 +12,17 @@ import numpy as np
 import pytest
 
 from kbgraph.errors import KbgraphError
-from kbgraph.retrieval.config import ScanConfig
-from kbgraph.retrieval.loaders import LoadedFile, SkipFile, load_bytes, load_file
-from kbgraph.retrieval.records import FileKind
-from kbgraph.retrieval.scan import scan_folder
-from kbgraph.retrieval.segments import LineIndex, Segment, Span, normalize_newlines, spans_to_chunks
+from kbgraph.retrieval._config import ScanConfig
+from kbgraph.retrieval._loaders import LoadedFile, SkipFile, load_bytes, load_file
+from kbgraph.retrieval._records import FileKind
+from kbgraph.retrieval._scan import scan_folder
+from kbgraph.retrieval._segments import (
+    LineIndex,
+    Segment,
+    Span,
+    normalize_newlines,
+    spans_to_chunks,
+)
 
 
 def only_segment(loaded: LoadedFile) -> Segment:

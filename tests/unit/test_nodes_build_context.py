@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kbgraph.graphs.nodes.build_context import (
+from kbgraph.graphs._nodes.build_context import (
     Block,
     block_of,
     build_context,
@@ -21,12 +21,12 @@ from kbgraph.graphs.nodes.build_context import (
     render_blocks,
     truncate,
 )
-from kbgraph.graphs.settings import RagSettings
-from kbgraph.graphs.state import Candidate
-from kbgraph.graphs.tool import render_sources
-from kbgraph.retrieval.config import SearchConfig
-from kbgraph.retrieval.context import FENCE
-from kbgraph.retrieval.records import chunk_id
+from kbgraph.graphs._settings import RagSettings
+from kbgraph.graphs._state import Candidate
+from kbgraph.graphs._tool import render_sources
+from kbgraph.retrieval._config import SearchConfig
+from kbgraph.retrieval._context import FENCE
+from kbgraph.retrieval._records import chunk_id
 
 from ._rag_fakes import candidate, debug_of, runtime_for
 

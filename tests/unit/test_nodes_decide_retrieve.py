@@ -8,16 +8,16 @@ from typing import Any, cast
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
-from kbgraph.graphs.nodes.decide_retrieve import (
+from kbgraph.graphs._nodes.decide_retrieve import (
     answered_already,
     decide_retrieve,
     is_small_talk,
     route_after_decide,
     small_talk_kind,
 )
-from kbgraph.graphs.settings import RagSettings
-from kbgraph.graphs.state import RagState
-from kbgraph.graphs.turns import mark_answer
+from kbgraph.graphs._settings import RagSettings
+from kbgraph.graphs._state import RagState
+from kbgraph.graphs._turns import mark_answer
 from kbgraph.testing import ScriptedChatModel, refusal_message
 
 from ._rag_fakes import deps_for, runtime_for, state_of

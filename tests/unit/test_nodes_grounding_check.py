@@ -8,15 +8,15 @@ from typing import Any, cast
 
 import pytest
 
-from kbgraph.graphs.nodes.grounding_check import (
+from kbgraph.graphs._nodes.grounding_check import (
     STEPS_PER_ATTEMPT,
     best_vector_score,
     grounding_check,
     heuristic_verdict,
     route_after_grounding,
 )
-from kbgraph.graphs.settings import RagSettings
-from kbgraph.graphs.state import RagScope, RagState
+from kbgraph.graphs._settings import RagSettings
+from kbgraph.graphs._state import RagScope, RagState
 from kbgraph.testing import ScriptedChatModel
 
 from ._rag_fakes import candidate, debug_of, deps_for, runtime_for, state_of

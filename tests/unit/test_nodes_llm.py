@@ -1,4 +1,4 @@
-"""The shared LLM helper (kbgraph.graphs.structured) and the nodes' use of it: structured
+"""The shared LLM helper (kbgraph.graphs._structured) and the nodes' use of it: structured
 output first, a plain-JSON retry, then nothing; every failure recorded; timeouts not waited
 for twice; the calls never stream as chat."""
 
@@ -11,9 +11,9 @@ from langchain_core.messages import AIMessage
 from pydantic import BaseModel, Field
 
 from kbgraph.errors import ChatModelError, LlmRefusalError
-from kbgraph.evals.judges.llm import ClaimVerdictsOut
-from kbgraph.graphs.nodes._llm import ask_node
-from kbgraph.graphs.structured import (
+from kbgraph.evals._judges.llm import ClaimVerdictsOut
+from kbgraph.graphs._nodes._llm import ask_node
+from kbgraph.graphs._structured import (
     first_json_object,
     is_outage,
     is_timeout,

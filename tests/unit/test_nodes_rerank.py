@@ -9,15 +9,15 @@ from typing import Any
 import pytest
 
 from kbgraph.errors import ConfigError
-from kbgraph.graphs.nodes.rerank import (
+from kbgraph.graphs._nodes.rerank import (
     PATH_WEIGHT,
     apply_order,
     heuristic_rerank,
     heuristic_score,
     rerank,
 )
-from kbgraph.graphs.settings import RagSettings
-from kbgraph.graphs.state import Candidate
+from kbgraph.graphs._settings import RagSettings
+from kbgraph.graphs._state import Candidate
 from kbgraph.testing import ScriptedChatModel
 
 from ._rag_fakes import candidate, debug_of, deps_for, runtime_for, state_of

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from kbgraph.errors import ConfigError, EmbeddingError, IndexNotFoundError
-from kbgraph.graphs.nodes._fusion import ListKey
-from kbgraph.graphs.nodes.retrieve import (
+from kbgraph.graphs._nodes._fusion import ListKey
+from kbgraph.graphs._nodes.retrieve import (
     UNDERSPECIFIED_WEIGHT,
     candidate_limit,
     list_weights,
@@ -18,11 +18,11 @@ from kbgraph.graphs.nodes.retrieve import (
     rankers_for,
     retrieve,
 )
-from kbgraph.graphs.searcher import Searcher, SearcherRegistry, open_knowledge_base
-from kbgraph.graphs.settings import RagSettings
-from kbgraph.graphs.state import RagScope
-from kbgraph.retrieval.config import SearchConfig
-from kbgraph.retrieval.filters import SearchFilters
+from kbgraph.graphs._searcher import Searcher, SearcherRegistry, open_knowledge_base
+from kbgraph.graphs._settings import RagSettings
+from kbgraph.graphs._state import RagScope
+from kbgraph.retrieval._config import SearchConfig
+from kbgraph.retrieval._filters import SearchFilters
 
 from ._rag_fakes import (
     FakeSearcher,
@@ -265,7 +265,7 @@ def test_open_knowledge_base_opens_a_real_index(tmp_path: Path) -> None:
         assert isinstance(kb, Searcher)
         assert open_knowledge_base(tmp_path, "fake") is kb
     finally:
-        from kbgraph.graphs.searcher import default_registry
+        from kbgraph.graphs._searcher import default_registry
 
         default_registry.close_all()
 

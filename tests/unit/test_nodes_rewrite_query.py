@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
-from kbgraph.graphs.nodes.rewrite_query import (
+from kbgraph.graphs._nodes.rewrite_query import (
     MAX_QUERIES,
     heuristic_queries,
     is_follow_up,
@@ -17,7 +17,7 @@ from kbgraph.graphs.nodes.rewrite_query import (
     standalone,
     unique_queries,
 )
-from kbgraph.graphs.turns import mark_answer
+from kbgraph.graphs._turns import mark_answer
 from kbgraph.prompts import load_prompt, render_prompt
 from kbgraph.testing import ScriptedChatModel
 

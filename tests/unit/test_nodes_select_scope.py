@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from kbgraph.graphs.nodes._paths import list_folder, mentioned_kinds, mentioned_paths, scope_terms
-from kbgraph.graphs.nodes.select_scope import select_scope, widest_scope
-from kbgraph.graphs.settings import RagSettings
+from kbgraph.graphs._nodes._paths import list_folder, mentioned_kinds, mentioned_paths, scope_terms
+from kbgraph.graphs._nodes.select_scope import select_scope, widest_scope
+from kbgraph.graphs._settings import RagSettings
 from kbgraph.testing import ScriptedChatModel
 
 from ._rag_fakes import debug_of, deps_for, runtime_for, state_of, write_docs

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from kbgraph.errors import ConfigError
-from kbgraph.retrieval.embeddings import LocalEmbeddings, _onnx_cache
-from kbgraph.retrieval.embeddings._onnx import (
+from kbgraph.retrieval._embeddings import LocalEmbeddings, _onnx_cache
+from kbgraph.retrieval._embeddings._onnx import (
     BACKEND_ENV,
     CACHE_ENV,
     backend_choice,
@@ -28,7 +28,7 @@ from kbgraph.retrieval.embeddings._onnx import (
     mean_pool,
     pipeline_of,
 )
-from kbgraph.retrieval.embeddings._onnx_cache import GRACE_S, LOCK, MANIFEST, prune
+from kbgraph.retrieval._embeddings._onnx_cache import GRACE_S, LOCK, MANIFEST, prune
 
 ST = "sentence_transformers.models."
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from setuptools import find_packages
 
-from kbgraph.layers import LAYERS
+from kbgraph._layers import LAYERS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -84,7 +84,7 @@ def test_a_layer_imported_under_its_bare_name_refuses_and_leaves_nothing(target:
 
 def test_from_the_repository_top_the_layers_are_kbgraphs() -> None:
     code = (
-        "import kbgraph.retrieval.config as c, kbgraph.graphs.settings as s\n"
+        "import kbgraph.retrieval._config as c, kbgraph.graphs._settings as s\n"
         "assert s.SearchConfig is c.SearchConfig\n"
         "print(c.__file__)"
     )
@@ -92,4 +92,4 @@ def test_from_the_repository_top_the_layers_are_kbgraphs() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
-    assert Path(done.stdout.strip()).resolve() == (ROOT / "retrieval" / "config.py").resolve()
+    assert Path(done.stdout.strip()).resolve() == (ROOT / "retrieval" / "_config.py").resolve()

@@ -13,13 +13,13 @@ pytest.importorskip("psycopg")
 
 from kbgraph.cli import describe_server
 from kbgraph.errors import ConfigError
-from kbgraph.graphs.searcher import SearcherRegistry
-from kbgraph.graphs.settings import RagSettings, spec_of
+from kbgraph.graphs._searcher import SearcherRegistry
+from kbgraph.graphs._settings import RagSettings, spec_of
 from kbgraph.retrieval import KnowledgeBase
-from kbgraph.retrieval.postgres import Database
-from kbgraph.retrieval.postgres._features import PgVector
-from kbgraph.retrieval.postgres._lexical import SPARSE_DIMS, sparse_literal
-from kbgraph.retrieval.postgres._servers import Servers
+from kbgraph.retrieval._postgres import Database
+from kbgraph.retrieval._postgres._features import PgVector
+from kbgraph.retrieval._postgres._lexical import SPARSE_DIMS, sparse_literal
+from kbgraph.retrieval._postgres._servers import Servers
 
 MULTI = "postgresql://kb:Sekret-42@db1:5432,db2:5433/kb"
 

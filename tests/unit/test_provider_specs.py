@@ -12,9 +12,9 @@ import pytest
 from langchain_ollama import ChatOllama, OllamaEmbeddings
 
 from kbgraph.errors import ConfigError
-from kbgraph.graphs.models import resolve_chat_model
+from kbgraph.graphs._models import resolve_chat_model
 from kbgraph.retrieval import KnowledgeBase
-from kbgraph.retrieval.embeddings import (
+from kbgraph.retrieval._embeddings import (
     EmbeddingInfo,
     EmbeddingSpec,
     describe_embeddings,

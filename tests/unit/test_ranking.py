@@ -12,7 +12,7 @@ import pytest
 
 from kbgraph.errors import ConfigError, DimensionMismatchError
 from kbgraph.retrieval import ranking
-from kbgraph.retrieval.ranking import FusedItem, rrf_fuse, top_k_dot, top_k_indices
+from kbgraph.retrieval._ranking import FusedItem, rrf_fuse, top_k_dot, top_k_indices
 
 DIMS = 16
 

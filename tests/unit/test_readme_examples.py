@@ -17,7 +17,7 @@ import pytest
 from langchain_core.messages import ToolMessage
 
 from kbgraph.errors import ConfigError
-from kbgraph.graphs.turns import marker_of
+from kbgraph.graphs._turns import marker_of
 from kbgraph.retrieval import KnowledgeBase
 from kbgraph.testing import FakeEmbeddings, ScriptedChatModel, tool_call_message
 

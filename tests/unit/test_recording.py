@@ -16,7 +16,7 @@ from kbgraph.agents import build_chat_agent
 from kbgraph.agents._ask import ask
 from kbgraph.errors import ConfigError
 from kbgraph.graphs import RagSettings, build_rag_graph
-from kbgraph.graphs.recording import (
+from kbgraph.graphs._recording import (
     RECORDED_EVENT,
     RUNS_ENV,
     list_runs,

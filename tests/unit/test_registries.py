@@ -24,16 +24,16 @@ from kbgraph.evals import (
     register_metric,
     unregister_metric,
 )
-from kbgraph.evals.baseline import compared
-from kbgraph.evals.beir import modes
-from kbgraph.evals.beir._run import check_modes
-from kbgraph.evals.cli import eval_group
-from kbgraph.evals.evaluators import default_evaluators
-from kbgraph.evals.records import EvalRecord
-from kbgraph.evals.report import render_markdown, summarize
-from kbgraph.evals.runner import run_dataset
-from kbgraph.graphs.nodes._probe import probe
-from kbgraph.graphs.nodes.retrieve import rankers_for
+from kbgraph.evals._baseline import compared
+from kbgraph.evals._beir import modes
+from kbgraph.evals._beir._run import check_modes
+from kbgraph.evals._cli import eval_group
+from kbgraph.evals._evaluators import default_evaluators
+from kbgraph.evals._records import EvalRecord
+from kbgraph.evals._report import render_markdown, summarize
+from kbgraph.evals._runner import run_dataset
+from kbgraph.graphs._nodes._probe import probe
+from kbgraph.graphs._nodes.retrieve import rankers_for
 from kbgraph.inspector._lab import LabQuery
 from kbgraph.inspector._lab_view import render_form
 from kbgraph.retrieval import (
@@ -47,8 +47,8 @@ from kbgraph.retrieval import (
     search_modes,
     unregister_ranker,
 )
-from kbgraph.retrieval.config import DEFAULT_INCLUDE
-from kbgraph.retrieval.loaders import (
+from kbgraph.retrieval._config import DEFAULT_INCLUDE
+from kbgraph.retrieval._loaders import (
     Loader,
     file_kinds,
     kind_of,
@@ -56,9 +56,9 @@ from kbgraph.retrieval.loaders import (
     register_loader,
     unregister_loader,
 )
-from kbgraph.retrieval.records import Chunk, SkippedFile
-from kbgraph.retrieval.scan import scan_folder
-from kbgraph.retrieval.segments import Segment
+from kbgraph.retrieval._records import Chunk, SkippedFile
+from kbgraph.retrieval._scan import scan_folder
+from kbgraph.retrieval._segments import Segment
 from kbgraph.testing import ScriptedJudge
 from tests.unit._rag_fakes import deps_for, registry_with, settings_for
 

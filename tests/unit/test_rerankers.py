@@ -17,8 +17,8 @@ from langchain_core.documents import BaseDocumentCompressor, Document
 
 from kbgraph.errors import ConfigError
 from kbgraph.graphs import build_rag_graph
-from kbgraph.graphs.rerankers import as_reranker
-from kbgraph.graphs.state import Candidate
+from kbgraph.graphs._rerankers import as_reranker
+from kbgraph.graphs._state import Candidate
 
 from ._rag_fakes import ask, fake_kb, registry_with, settings_for
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from kbgraph.errors import ConfigError
-from kbgraph.retrieval.config import ScanConfig
-from kbgraph.retrieval.scan import (
+from kbgraph.retrieval._config import ScanConfig
+from kbgraph.retrieval._scan import (
     ScanResult,
     compile_globs,
     file_kind,

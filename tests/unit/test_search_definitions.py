@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from kbgraph.retrieval import KnowledgeBase
+from kbgraph.retrieval._config import SearchConfig
 from kbgraph.retrieval._definitions import named_identifiers
-from kbgraph.retrieval.config import SearchConfig
 
 KEYS = "\n".join(f'        "KEY_{i}": None,' for i in range(12))
 

@@ -15,9 +15,9 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from kbgraph.agents import build_chat_agent
 from kbgraph.cli import main
 from kbgraph.graphs import build_rag_graph
-from kbgraph.graphs.nodes._closings import ClosingDetector, default_detector
-from kbgraph.graphs.settings import RagSettings
-from kbgraph.graphs.tool import rag_search, tool_runtime
+from kbgraph.graphs._nodes._closings import ClosingDetector, default_detector
+from kbgraph.graphs._settings import RagSettings
+from kbgraph.graphs._tool import rag_search, tool_runtime
 from kbgraph.retrieval import KnowledgeBase
 
 QUESTION = "How many times does Harbor retry a failed call?"

@@ -13,7 +13,7 @@ import pytest
 
 from kbgraph.errors import IndexCorruptError, IndexLockedError
 from kbgraph.retrieval import KnowledgeBase
-from kbgraph.retrieval.folder import (
+from kbgraph.retrieval._folder import (
     ChunkReader,
     IndexLayout,
     file_lock,
@@ -21,8 +21,8 @@ from kbgraph.retrieval.folder import (
     write_chunks,
     write_vectors,
 )
-from kbgraph.retrieval.records import Chunk
-from kbgraph.retrieval.storage import IndexMeta, meta_bytes
+from kbgraph.retrieval._records import Chunk
+from kbgraph.retrieval._storage import IndexMeta, meta_bytes
 
 
 def _vectors(n: int, d: int) -> np.ndarray:

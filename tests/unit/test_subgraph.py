@@ -15,7 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 
 from kbgraph.graphs import NODE_ORDER, RagOutput, RagSettings, build_rag_graph, rag_graph
-from kbgraph.graphs.searcher import SearcherRegistry
+from kbgraph.graphs._searcher import SearcherRegistry
 from kbgraph.testing import ScriptedChatModel
 
 from ._rag_fakes import FakeSearcher, ask, fake_kb, registry_with, settings_for

@@ -19,8 +19,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from kbgraph.agents import build_chat_agent
 from kbgraph.graphs import NODE_ORDER, RagSettings, build_rag_graph
-from kbgraph.graphs.nodes.retrieve import UNDERSPECIFIED_WEIGHT
-from kbgraph.graphs.searcher import SearcherRegistry
+from kbgraph.graphs._nodes.retrieve import UNDERSPECIFIED_WEIGHT
+from kbgraph.graphs._searcher import SearcherRegistry
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
 

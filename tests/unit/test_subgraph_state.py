@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 
 from kbgraph.errors import ConfigError
-from kbgraph.graphs.settings import RagSettings, settings_from_context, settings_from_runtime
-from kbgraph.graphs.state import (
+from kbgraph.graphs._settings import RagSettings, settings_from_context, settings_from_runtime
+from kbgraph.graphs._state import (
     debug_update,
     dedupe_candidates,
     merge_candidates,
     reduce_candidates,
     reduce_debug,
 )
-from kbgraph.retrieval.config import SearchConfig
+from kbgraph.retrieval._config import SearchConfig
 
 from ._rag_fakes import candidate, runtime_for
 

@@ -15,9 +15,9 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.prebuilt import ToolRuntime
 
-from kbgraph.graphs.settings import AnswerCheckSettings, RagSettings
-from kbgraph.graphs.state import Citation
-from kbgraph.graphs.tool import (
+from kbgraph.graphs._settings import AnswerCheckSettings, RagSettings
+from kbgraph.graphs._state import Citation
+from kbgraph.graphs._tool import (
     TOOL_NAME,
     make_rag_search,
     number_after,
@@ -25,7 +25,7 @@ from kbgraph.graphs.tool import (
     rag_search,
     render_sources,
 )
-from kbgraph.retrieval.config import SearchConfig
+from kbgraph.retrieval._config import SearchConfig
 from kbgraph.testing import ScriptedChatModel, tool_call_message
 
 DOCS = {
@@ -284,7 +284,7 @@ def test_inside_create_react_agent_loop(settings: RagSettings) -> None:
 
 
 def test_a_tool_built_on_another_graph_uses_it(settings: RagSettings) -> None:
-    from kbgraph.graphs.subgraph import build_rag_graph
+    from kbgraph.graphs._subgraph import build_rag_graph
 
     tool = make_rag_search(build_rag_graph(), name="docs_search")
     message = tool.invoke(

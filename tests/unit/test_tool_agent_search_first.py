@@ -18,7 +18,7 @@ from tests.support.gguf import ScriptedRuntime
 
 pytest.importorskip("xllamacpp")  # ChatGGUF checks that its runtime is installed
 
-from kbgraph.graphs.chat_models import ChatGGUF
+from kbgraph.graphs._chat_models import ChatGGUF
 
 SEARCH = '{"tool_call": {"name": "rag_search", "arguments": {"query": "Wiederholungen"}}}'
 

@@ -1,4 +1,4 @@
-"""The answer verifier's seam (``kbgraph.evals.judges._verifier``), how the offline judge mixes
+"""The answer verifier's seam (``kbgraph.evals._judges._verifier``), how the offline judge mixes
 a verifier into a claim's graded support score, and the training data's edits."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from kbgraph.errors import ConfigError
+from kbgraph.evals._judges import OfflineJudge
+from kbgraph.evals._judges._evidence import VERIFIER_WEIGHT, graded, lexical_score
+from kbgraph.evals._judges._verifier import Verifier
 from kbgraph.evals._text import content_words
-from kbgraph.evals.judges import OfflineJudge
-from kbgraph.evals.judges._evidence import VERIFIER_WEIGHT, graded, lexical_score
-from kbgraph.evals.judges._verifier import Verifier
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = (
@@ -59,7 +59,7 @@ def test_missing_weights_are_a_config_error_saying_what_to_do(tmp_path: Path) ->
 def test_the_verifier_judge_spec_without_weights_says_how_to_make_them(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from kbgraph.evals.judges import _verifier, resolve_judge
+    from kbgraph.evals._judges import _verifier, resolve_judge
 
     monkeypatch.setattr(_verifier.Verifier.__init__, "__defaults__", (tmp_path,))
     with pytest.raises(ConfigError, match=r"make verifier"):

@@ -13,7 +13,7 @@ import pytest
 
 from kbgraph.errors import ConfigError, IndexNotFoundError
 from kbgraph.retrieval import KnowledgeBase
-from kbgraph.retrieval.folder import IndexLayout, IndexReader, resolve_version
+from kbgraph.retrieval._folder import IndexLayout, IndexReader, resolve_version
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from kbgraph.retrieval import KnowledgeBase, ScanConfig
-from kbgraph.retrieval.scan import PathRules
-from kbgraph.retrieval.storage import FileRecord
-from kbgraph.retrieval.watch import FileChanges, diff_files
+from kbgraph.retrieval._scan import PathRules
+from kbgraph.retrieval._storage import FileRecord
+from kbgraph.retrieval._watch import FileChanges, diff_files
 
 
 def _record(sha: str) -> FileRecord:

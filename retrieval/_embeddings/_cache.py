@@ -1,0 +1,251 @@
+"""The embedding cache: vectors keyed by (model identity, sha256 of the text), in SQLite.
+
+It lives beside the index generations and outlives rebuilds, so re-indexing only embeds text
+never embedded before. Every ``put_many`` is its own committed transaction: an indexing run
+killed half-way keeps what it embedded. WAL mode and a busy timeout let several processes
+read and write at once. The cache is derived data: a file that is not a database is
+replaced, with a warning, rather than failing the run."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Protocol
+
+import numpy as np
+
+from kbgraph.errors import EmbeddingError
+
+from .._records import text_hash
+from ._batching import BatchEmbedder, check_dims
+
+logger = logging.getLogger("kbgraph.retrieval._embeddings")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS embeddings (
+    model TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    dims INTEGER NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (model, hash)
+) WITHOUT ROWID
+"""
+# Well under SQLite's limit on bound parameters (999 in builds older than 3.32).
+_QUERY_CHUNK = 500
+_BUSY_TIMEOUT_S = 60.0
+
+
+def _create_private(path: Path) -> None:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    os.close(fd)
+    # The file may predate us or the umask may have widened it. SQLite creates -wal and
+    # -shm with the database file's permissions, so they follow.
+    os.chmod(path, 0o600)
+
+
+class VectorCache(Protocol):
+    """An embedding cache: vectors by sha256 of the text, for one model identity. The
+    SQLite one below serves the folder index; a database store keeps its own."""
+
+    model: str
+
+    @property
+    def location(self) -> str:
+        """Where the cache lives, for messages."""
+
+    def get_many(self, hashes: Sequence[str]) -> dict[str, np.ndarray]: ...
+
+    def put_many(self, items: Mapping[str, np.ndarray]) -> None: ...
+
+
+class EmbeddingCache:
+    """``EmbeddingCache(path, model)``; ``model`` is the identity string
+    (``describe_embeddings(...).key``). Thread-safe; one instance per process is enough."""
+
+    def __init__(self, path: Path, model: str, *, timeout: float = _BUSY_TIMEOUT_S) -> None:
+        self.path = Path(path)
+        self.model = model
+        self._timeout = timeout
+        self._lock = threading.Lock()
+        try:
+            self._conn = self._open()
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError):
+                raise  # locked or unwritable: not ours to delete
+            logger.warning("embedding cache %s is unreadable (%s); starting a new one", path, exc)
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+            self._conn = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        _create_private(self.path)
+        conn = sqlite3.connect(
+            self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self._timeout * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            # WAL + NORMAL survives a killed process (not a power cut), which is the
+            # durability a re-computable cache needs, at a fraction of FULL's fsyncs.
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(_SCHEMA)
+        except sqlite3.DatabaseError:
+            conn.close()
+            raise
+        return conn
+
+    @property
+    def location(self) -> str:
+        return str(self.path)
+
+    def get_many(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        """Cached vectors of those ``hashes`` that are present (float32, 1-D)."""
+        wanted = list(dict.fromkeys(hashes))
+        found: dict[str, np.ndarray] = {}
+        with self._lock:
+            for start in range(0, len(wanted), _QUERY_CHUNK):
+                part = wanted[start : start + _QUERY_CHUNK]
+                marks = ",".join("?" * len(part))
+                rows = self._conn.execute(
+                    "SELECT hash, dims, vector FROM embeddings "
+                    f"WHERE model = ? AND hash IN ({marks})",
+                    [self.model, *part],
+                )
+                for digest, dims, blob in rows:
+                    vector = np.frombuffer(blob, dtype="<f4")
+                    if vector.shape[0] == dims:  # a torn row is a miss, not an error
+                        found[digest] = vector.astype(np.float32)
+        return found
+
+    def put_many(self, items: Mapping[str, np.ndarray]) -> None:
+        """Store vectors (one committed transaction)."""
+        rows = []
+        for digest, vector in items.items():
+            flat = np.asarray(vector, dtype="<f4").reshape(-1)
+            rows.append((self.model, digest, int(flat.shape[0]), flat.tobytes()))
+        if not rows:
+            return
+        with self._lock:
+            # IMMEDIATE takes the write lock up front, so a concurrent writer waits on the
+            # busy timeout instead of failing on a read-to-write upgrade.
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO embeddings (model, hash, dims, vector) "
+                    "VALUES (?, ?, ?, ?)",
+                    rows,
+                )
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def __len__(self) -> int:
+        """Vectors cached for this model."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT COUNT(*) FROM embeddings WHERE model = ?", (self.model,)
+            ).fetchone()
+        return int(row[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> EmbeddingCache:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+@dataclass(frozen=True, slots=True)
+class CachedEmbedOutcome:
+    """``embedded``: distinct texts embedded now; ``reused``: positions served from the cache
+    or by an identical text embedded in this run; ``failed``: positions that could not be
+    embedded (zero rows). ``embedded + reused + len(failed) == len(texts)``."""
+
+    vectors: np.ndarray
+    embedded: int
+    reused: int
+    failed: list[int] = field(default_factory=list)
+
+
+def embed_with_cache(
+    embedder: BatchEmbedder,
+    cache: VectorCache,
+    texts: Sequence[str],
+    on_progress: Callable[[int, int], None] | None = None,
+    *,
+    expected_dims: int | None = None,
+    index_model: str | None = None,
+) -> CachedEmbedOutcome:
+    """Vectors for ``texts``, embedding only texts whose hash is not cached, each distinct
+    text once. Each batch is committed to the cache as soon as it is embedded.
+    ``on_progress(done, total)`` counts positions of ``texts``, starting with the cached.
+    ``expected_dims`` (the index's vector size) refuses vectors of another size with
+    ``DimensionMismatchError`` before they reach the cache, which keeps them out of it."""
+    hashes = [text_hash(text) for text in texts]
+    positions: dict[str, list[int]] = {}
+    for i, digest in enumerate(hashes):
+        positions.setdefault(digest, []).append(i)
+    known = cache.get_many(list(positions))
+    missing = [digest for digest in positions if digest not in known]
+    done = sum(len(positions[d]) for d in known)
+    if on_progress is not None:
+        on_progress(done, len(texts))
+    failed_hashes: set[str] = set()
+    embedded = 0
+    for batch in embedder.iter_batches([texts[positions[d][0]] for d in missing]):
+        width = int(batch.vectors.shape[1])
+        if expected_dims and width:
+            check_dims(expected_dims, width, index_model=index_model, current_model=cache.model)
+        batch_hashes = [missing[i] for i in batch.indices]
+        failed_here = {missing[i] for i in batch.failed}
+        fresh = {d: batch.vectors[k] for k, d in enumerate(batch_hashes) if d not in failed_here}
+        cache.put_many(fresh)
+        known.update(fresh)
+        failed_hashes |= failed_here
+        embedded += len(fresh)
+        done += sum(len(positions[d]) for d in batch_hashes)
+        if on_progress is not None:
+            on_progress(done, len(texts))
+    vectors = _assemble(known, hashes, embedder.dims, cache)
+    failed = sorted(i for d in failed_hashes for i in positions[d])
+    return CachedEmbedOutcome(vectors, embedded, len(texts) - embedded - len(failed), failed)
+
+
+def _assemble(
+    known: Mapping[str, np.ndarray], hashes: Sequence[str], dims: int | None, cache: VectorCache
+) -> np.ndarray:
+    widths = {int(v.shape[0]) for v in known.values()}
+    if dims is not None:
+        widths.add(dims)
+    if len(widths) > 1:
+        raise EmbeddingError(
+            f"the embedding cache {cache.location} holds vectors of sizes {sorted(widths)} for "
+            f"model {cache.model!r}; the model changed under the same name: delete the cache "
+            "file and index again"
+        )
+    width = widths.pop() if widths else 0
+    out = np.zeros((len(hashes), width), dtype=np.float32)
+    for i, digest in enumerate(hashes):
+        vector = known.get(digest)
+        if vector is not None:
+            out[i] = vector
+    return out
+
+
+__all__ = ["CachedEmbedOutcome", "EmbeddingCache", "VectorCache", "embed_with_cache"]

@@ -1,0 +1,388 @@
+"""Find the files of a folder that are worth indexing, reading metadata only.
+
+The scan never opens a file: it lists folders and calls ``stat``, so that checking an
+unchanged folder for freshness costs no reads. Content checks (binary, empty, encoding)
+happen when a file is loaded (:mod:`kbgraph.retrieval._loaders`).
+
+Rules, in the order they apply:
+
+1. Pruned folders, never entered: folders matching an exclude pattern (``.git``,
+   ``node_modules`` ... by default) and any folder holding a ``pyvenv.cfg`` or
+   ``conda-meta`` (a virtualenv or conda env, whatever its name) are reported once each as
+   ``excluded-dir`` (``path/``), never file by file, so that the report stays short on a
+   big repository. The index folder (``index_dir`` and ``<root>/.kbgraph``) is kbgraph's
+   own and is not reported; any other kbgraph index (a ``.kbgraph`` folder at any depth,
+   or a folder holding ``CURRENT`` beside ``gen-*`` folders, or ``gen-*`` folders holding
+   ``meta.json`` or ``chunks.jsonl`` when ``CURRENT`` was lost) is ``excluded-dir``: an
+   index holds the text of other documents, never documents of its own.
+2. Files matching an exclude pattern: ``excluded``.
+3. Secrets (:data:`~kbgraph.retrieval._config.SECRET_DENY`, matched ignoring case): reported as
+   ``secret`` even when an include pattern matches them; a secret folder (``.ssh/``) is
+   reported once and not entered.
+4. Files matching no include pattern: ``not-included``.
+5. Symbolic links are never followed out of the folder (``symlink-outside``). A link to a
+   file inside the folder is indexed once, under the link's own path, when its target is
+   a file the walk could index too: a target in a folder the walk does not enter (rule 1:
+   ``.git/config``, ``node_modules/``, a virtualenv, an index) is ``excluded``, a target
+   whose path is excluded or secret is ``excluded`` or ``secret``, the detail naming the
+   target. A link to a folder is not entered (its target is scanned under its real path),
+   so link loops cannot occur.
+6. Files larger than ``max_file_bytes``: ``too-large``.
+
+Globs match the POSIX path relative to the root: ``*`` and ``?`` stay inside one folder,
+``**`` crosses folders (``**/`` also matches no folder at all), a pattern without ``/``
+matches at any depth (``*.md`` is ``**/*.md``) and a trailing ``/`` means "everything
+below". Include and exclude patterns are case-sensitive.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from kbgraph.errors import ConfigError
+
+from ._config import SECRET_DENY, ScanConfig
+from ._globs import compile_globs, glob_to_regex
+from ._loaders import kind_of
+from ._records import FileKind, ScannedFile, SkippedFile, SkipReason
+
+DEFAULT_INDEX_DIRNAME = ".kbgraph"
+# Files whose presence marks a folder as a Python environment, whatever the folder's name.
+_ENV_MARKERS = {
+    "pyvenv.cfg": "a Python virtual environment",
+    "conda-meta": "a conda environment",
+}
+_GENERATION = re.compile(r"gen-[0-9a-f]+-[0-9a-f]+")
+_GENERATION_FILES = ("meta.json", "chunks.jsonl")
+OTHER_INDEX = "another kbgraph index; an index is never indexed as documents"
+
+
+@dataclass(frozen=True, slots=True)
+class ScanResult:
+    files: list[ScannedFile]
+    skipped: list[SkippedFile]
+
+
+def file_kind(rel: str) -> FileKind:
+    """The kind of a file from its name: the loader table's (``loaders/_kinds.py``)."""
+    return kind_of(rel)
+
+
+class _Rules:
+    """The compiled patterns of one scan."""
+
+    def __init__(self, config: ScanConfig) -> None:
+        self.include = compile_globs(config.include)
+        self.exclude = compile_globs(config.exclude)
+        # Secret names are matched ignoring case: ID_RSA is as secret as id_rsa.
+        self.secret = compile_globs(SECRET_DENY, ignore_case=True)
+        self.max_bytes = config.max_file_bytes
+
+    @staticmethod
+    def dir_matches(regex: re.Pattern[str], rel: str) -> bool:
+        # "x/**" patterns match "x/" and bare-name patterns match "x": try both forms.
+        return bool(regex.fullmatch(rel + "/") or regex.fullmatch(rel))
+
+
+class _Scanner:
+    def __init__(self, root: Path, config: ScanConfig, index_dir: Path | None) -> None:
+        self.root = root
+        self.rules = _Rules(config)
+        pruned = {root / DEFAULT_INDEX_DIRNAME}
+        if index_dir is not None:
+            pruned.add(Path(os.path.realpath(index_dir)))
+        self.pruned_dirs = {str(p) for p in pruned}
+        self.files: list[ScannedFile] = []
+        self.skipped: list[SkippedFile] = []
+
+    def run(self) -> ScanResult:
+        pending: list[tuple[str, str]] = [(str(self.root), "")]
+        while pending:
+            abs_dir, rel_dir = pending.pop()
+            pending.extend(self._scan_dir(abs_dir, rel_dir))
+        self.files.sort(key=lambda f: f.rel)
+        self.skipped.sort(key=lambda s: s.path)
+        return ScanResult(files=self.files, skipped=self.skipped)
+
+    def _skip(self, rel: str, reason: SkipReason, detail: str) -> None:
+        self.skipped.append(SkippedFile(rel, reason, detail))
+
+    def _scan_dir(self, abs_dir: str, rel_dir: str) -> list[tuple[str, str]]:
+        """Handle the files of one folder; return its sub-folders still to scan."""
+        try:
+            with os.scandir(abs_dir) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            self._skip(rel_dir + "/", "unreadable", f"cannot list the folder: {exc.strerror}")
+            return []
+        marked = _marked(entries)
+        if rel_dir and marked is not None:
+            self._skip(rel_dir + "/", "excluded-dir", marked)
+            return []
+        subdirs: list[tuple[str, str]] = []
+        for entry in entries:
+            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
+            if not _is_utf8(entry.name):
+                self._skip(_printable(rel), "unreadable", "the file name is not valid UTF-8")
+                continue
+            try:
+                is_link = entry.is_symlink()
+                is_dir = entry.is_dir(follow_symlinks=False)
+            except OSError as exc:
+                self._skip(rel, "unreadable", exc.strerror or str(exc))
+                continue
+            if is_dir:
+                if self._enter_dir(entry.path, rel):
+                    subdirs.append((entry.path, rel))
+            elif is_link:
+                self._link(entry.path, rel)
+            else:
+                self._file(entry, rel)
+        return subdirs
+
+    def _enter_dir(self, abs_path: str, rel: str) -> bool:
+        refused = self._refused_dir(rel)
+        if refused is None:
+            return True
+        if abs_path not in self.pruned_dirs:  # the index itself goes unreported
+            self._skip(rel + "/", *refused)
+        return False
+
+    def _refused_dir(self, rel: str) -> tuple[SkipReason, str] | None:
+        """Why the walk does not enter folder ``rel`` by its path alone (None: it does)."""
+        rules = self.rules
+        if os.path.join(self.root, rel) in self.pruned_dirs:
+            return "excluded-dir", "kbgraph's own index folder"
+        if rel.rsplit("/", 1)[-1] == DEFAULT_INDEX_DIRNAME:
+            return "excluded-dir", OTHER_INDEX
+        if rules.dir_matches(rules.exclude, rel):
+            return "excluded-dir", "the folder matches an exclude pattern"
+        if rules.dir_matches(rules.secret, rel):
+            return "secret", "the folder matches a secret pattern; not entered"
+        return None
+
+    def _refused_target(self, target_rel: str) -> tuple[SkipReason, str] | None:
+        """Why a link's target (inside the root) is a file the walk would not index: in a
+        folder it does not enter, or excluded or secret by its own path. Without this a
+        link ``docs/cfg.md -> ../.git/config`` serves what the walk keeps out."""
+        parts = target_rel.split("/")
+        for depth in range(1, len(parts)):
+            folder = "/".join(parts[:depth])
+            refused = self._refused_dir(folder)
+            if refused is None and (marked := _marked_folder(os.path.join(self.root, folder))):
+                refused = "excluded-dir", marked
+            if refused is not None:
+                reason: SkipReason = "secret" if refused[0] == "secret" else "excluded"
+                return reason, f"the link points at {target_rel}, in {folder}/: {refused[1]}"
+        if self.rules.secret.fullmatch(target_rel):
+            return "secret", f"the link points at {target_rel}, a secret"
+        if self.rules.exclude.fullmatch(target_rel):
+            return "excluded", f"the link points at {target_rel}, which an exclude pattern matches"
+        return None
+
+    def _wanted(self, rel: str) -> bool:
+        """Exclude and secret rules, then include; reports every file it turns away."""
+        if self.rules.exclude.fullmatch(rel):
+            self._skip(rel, "excluded", "the name matches an exclude pattern")
+            return False
+        if self.rules.secret.fullmatch(rel):
+            self._skip(rel, "secret", "the name matches a secret pattern")
+            return False
+        if not self.rules.include.fullmatch(rel):
+            self._skip(rel, "not-included", "the name matches no include pattern")
+            return False
+        return True
+
+    def _file(self, entry: os.DirEntry[str], rel: str) -> None:
+        if not self._wanted(rel):
+            return
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError as exc:
+            self._skip(rel, "unreadable", exc.strerror or str(exc))
+            return
+        self._add(Path(entry.path), rel, st)
+
+    def _link(self, abs_path: str, rel: str) -> None:
+        rules = self.rules
+        if rules.exclude.fullmatch(rel) or rules.dir_matches(rules.exclude, rel):
+            self._skip(rel, "excluded", "the link's name matches an exclude pattern")
+            return
+        target = Path(os.path.realpath(abs_path))
+        inside = target.is_relative_to(self.root)
+        try:
+            st = os.stat(target)
+        except OSError:
+            if self._wanted(rel):
+                self._skip(rel, "unreadable", "broken symbolic link")
+            return
+        if stat.S_ISDIR(st.st_mode):
+            # Never entered, and not reported when inside: that folder is scanned under its
+            # real path, and not following links is what keeps link loops harmless.
+            if not inside:
+                self._skip(rel + "/", "symlink-outside", "the link points outside the folder")
+            return
+        if not self._wanted(rel):
+            return
+        if not inside:
+            self._skip(rel, "symlink-outside", "the link points outside the folder")
+            return
+        target_rel = target.relative_to(self.root).as_posix()
+        refused = self._refused_target(target_rel)
+        if refused is not None:
+            self._skip(rel, *refused)
+        else:
+            self._add(Path(abs_path), rel, st, target_rel)
+
+    def _add(self, path: Path, rel: str, st: os.stat_result, target: str | None = None) -> None:
+        if not stat.S_ISREG(st.st_mode):
+            self._skip(rel, "unreadable", "not a regular file (pipe, socket or device)")
+        elif st.st_size > self.rules.max_bytes:
+            detail = f"{st.st_size} bytes > max_file_bytes {self.rules.max_bytes}"
+            self._skip(rel, "too-large", detail)
+        else:
+            kind = file_kind(rel)
+            self.files.append(
+                ScannedFile(
+                    path, rel, st.st_size, st.st_mtime_ns, kind, st.st_ctime_ns,
+                    root=self.root, target=target or rel, dev=st.st_dev, ino=st.st_ino,
+                )
+            )  # fmt: skip
+
+    def one(self, rel: str) -> ScannedFile | None:
+        """``rel`` judged alone, as the walk would judge it (its folders are not checked)."""
+        path = os.path.join(self.root, rel)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return None
+        if stat.S_ISLNK(st.st_mode):
+            self._link(path, rel)
+        elif self._wanted(rel):
+            self._add(Path(path), rel, st)
+        return self.files[-1] if self.files and self.files[-1].rel == rel else None
+
+
+class PathRules:
+    """The scan's rules applied to one path at a time, for a file watcher: is a changed path
+    one the scan could index (or a folder it would enter)? Metadata only, like the scan."""
+
+    def __init__(self, root: Path, config: ScanConfig, *, index_dir: Path | None = None) -> None:
+        self.root = Path(os.path.realpath(root))
+        self._scanner = _Scanner(self.root, config, index_dir)
+
+    def relative(self, path: str | Path) -> str | None:
+        """``path`` relative to the root (POSIX), or None when it lies outside it."""
+        absolute = Path(os.path.abspath(path))
+        if not absolute.is_relative_to(self.root):
+            return None
+        return absolute.relative_to(self.root).as_posix()
+
+    def could_hold(self, path: str | Path) -> bool:
+        """False when the scan never indexes ``path`` nor anything below it: it lies in a
+        folder the scan does not enter (the index, an excluded or secret folder, a
+        virtualenv), or its name is excluded or secret. A path that no longer exists is
+        judged by its name (it may have been a file or a folder)."""
+        rel = self.relative(path)
+        if rel is None:
+            return False
+        if rel == ".":
+            return True
+        scanner, rules = self._scanner, self._scanner.rules
+        parts = rel.split("/")
+        for depth in range(1, len(parts) + 1):
+            folder = "/".join(parts[:depth])
+            absolute = os.path.join(self.root, folder)
+            if depth == len(parts) and not os.path.isdir(absolute):
+                return not (rules.exclude.fullmatch(rel) or rules.secret.fullmatch(rel))
+            if scanner._refused_dir(folder) is not None:
+                return False  # any kbgraph index, an excluded or secret folder
+            if any(os.path.exists(os.path.join(absolute, m)) for m in _ENV_MARKERS):
+                return False
+        return True
+
+    def includes(self, rel: str) -> bool:
+        """Whether a file of that relative path matches an include pattern."""
+        return bool(self._scanner.rules.include.fullmatch(rel))
+
+
+def _marked(entries: list[os.DirEntry[str]]) -> str | None:
+    """Why a folder of these entries is not entered whatever its name (None: it is): it
+    is a Python environment, or a kbgraph index."""
+    marker = next((e.name for e in entries if e.name in _ENV_MARKERS), None)
+    if marker is not None:
+        return f"{_ENV_MARKERS[marker]} ({marker})"
+    names = {e.name for e in entries}
+    generations = [e for e in entries if _GENERATION.fullmatch(e.name)]
+    if generations and "CURRENT" in names:
+        return f"{OTHER_INDEX} (CURRENT, gen-*)"
+    # An index that lost CURRENT is still one: its generations hold the index files
+    # (checked by stat only: the scan reads no file).
+    if any(_is_generation(e) for e in generations):
+        return f"{OTHER_INDEX} (gen-* folders with index files; CURRENT is missing)"
+    return None
+
+
+def _is_generation(entry: os.DirEntry[str]) -> bool:
+    try:
+        if not entry.is_dir(follow_symlinks=False):
+            return False
+    except OSError:
+        return False
+    return any(os.path.lexists(os.path.join(entry.path, name)) for name in _GENERATION_FILES)
+
+
+def _marked_folder(path: str) -> str | None:
+    """:func:`_marked` of the folder at ``path`` (None when it cannot be listed)."""
+    try:
+        with os.scandir(path) as it:
+            return _marked(list(it))
+    except OSError:
+        return None
+
+
+def _is_utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes arrive as lone surrogates
+        return False
+    return True
+
+
+def _printable(rel: str) -> str:
+    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def scan_folder(root: Path, config: ScanConfig, *, index_dir: Path | None = None) -> ScanResult:
+    """List the indexable files under ``root`` (sorted by relative path) and the files
+    left out with their reasons. Reads no file contents."""
+    real_root = Path(os.path.realpath(root))
+    if not real_root.is_dir():
+        raise ConfigError(
+            f"cannot scan {str(root)!r}: it is not an existing folder; "
+            "pass the path of a folder of documents or code"
+        )
+    return _Scanner(real_root, config, index_dir).run()
+
+
+def scan_one(root: Path, rel: str, config: ScanConfig) -> ScannedFile | None:
+    """The scan's record of one file of ``root`` (None when the scan would not index it):
+    what ``stats --validate`` reads a document through, as an indexing run would."""
+    return _Scanner(Path(os.path.realpath(root)), config, None).one(rel)
+
+
+__all__ = [
+    "DEFAULT_INDEX_DIRNAME",
+    "PathRules",
+    "ScanResult",
+    "ScannedFile",
+    "compile_globs",
+    "file_kind",
+    "glob_to_regex",
+    "scan_folder",
+    "scan_one",
+]
