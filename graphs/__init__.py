@@ -1,12 +1,13 @@
-"""kbgraph's LangGraph layer: the agentic retrieval subgraph, its state and settings.
+"""kbgraph's LangGraph layer: the agentic retrieval subgraph, its state and settings. For
+example::
 
-from kbgraph.graphs import build_rag_graph, RagSettings
-graph = build_rag_graph()
-out = graph.invoke(
-    {"messages": [("user", "How do I configure retries?")]},
-    context=RagSettings(knowledge_bases=[{"name": "docs", "folder": "examples/docs"}]),
-)
-print(out["rag_context"], out["rag_grounded"])
+    from kbgraph.graphs import build_rag_graph, RagSettings
+    graph = build_rag_graph()
+    out = graph.invoke(
+        {"messages": [("user", "How do I configure retries?")]},
+        context=RagSettings(knowledge_bases=[{"name": "docs", "folder": "examples/docs"}]),
+    )
+    print(out["rag_context"], out["rag_grounded"])
 """
 
 from __future__ import annotations

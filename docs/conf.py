@@ -1,0 +1,44 @@
+"""Sphinx configuration of the documentation site (``make docs``; docs/contributing.md says
+why Sphinx, furo and MyST). The build is strict: ``make docs`` passes ``-W --keep-going``,
+so a broken link between pages, a missing reference or a bad directive fails it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE / "_ext"))
+sys.path.insert(0, str(HERE.parent))  # this checkout's kbgraph, also when not installed
+
+from kbgraph import __version__  # noqa: E402
+
+project = "kbgraph"
+author = "kbgraph contributors"
+copyright = "kbgraph contributors"  # noqa: A001
+release = version = __version__
+
+extensions = ["myst_parser", "sphinx.ext.autodoc", "kbgraph_docs"]
+source_suffix = {".md": "markdown"}
+root_doc = "index"
+exclude_patterns = ["_build", "_ext", "ARCHITECTURE.md"]
+# docs/ARCHITECTURE.md stays where contributors look for it; the site includes it through
+# explanation/architecture.md.
+
+# `[text](page.md#a-heading)` links resolve to headings up to level 3; a link to a page or
+# heading that does not exist is a warning, which -W makes an error.
+myst_heading_anchors = 3
+myst_enable_extensions = ["colon_fence", "deflist"]
+suppress_warnings: list[str] = []
+
+# The reference documents the public faces only, in the order of their __all__.
+autodoc_default_options = {"members": True, "member-order": "bysource", "show-inheritance": True}
+autodoc_typehints = "description"
+autodoc_class_signature = "separated"
+autodoc_inherit_docstrings = False
+add_module_names = False
+
+html_theme = "furo"
+html_title = f"kbgraph {release}"
+html_static_path: list[str] = []
+html_copy_source = False  # the Markdown sources are copied beside the pages instead
