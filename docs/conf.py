@@ -40,5 +40,7 @@ add_module_names = False
 
 html_theme = "furo"
 html_title = f"kbgraph {release}"
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+# A favicon of our own: without one the browser asks for /favicon.ico, a 404 on every page.
+html_favicon = "_static/favicon.svg"
 html_copy_source = False  # the Markdown sources are copied beside the pages instead
