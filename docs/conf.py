@@ -15,7 +15,7 @@ from kbgraph import __version__  # noqa: E402
 
 project = "kbgraph"
 author = "kbgraph contributors"
-copyright = "kbgraph contributors"  # noqa: A001
+copyright = "kbgraph contributors"
 release = version = __version__
 
 extensions = ["myst_parser", "sphinx.ext.autodoc", "kbgraph_docs"]

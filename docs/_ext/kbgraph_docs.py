@@ -126,7 +126,7 @@ def _rows(model: type) -> list[list[str]]:
              escape_md(f.description or "")]
             for n, f in model.model_fields.items()
         ]  # fmt: skip
-    required = getattr(model, "__required_keys__", frozenset())
+    required: frozenset[str] = getattr(model, "__required_keys__", frozenset())
     hints = typing.get_type_hints(model)
     return [
         [f"`{n}`", f"`{_type_name(t)}`", "required" if n in required else "optional", "", ""]
@@ -196,7 +196,7 @@ def errors_page() -> str:
         "",
     ]
 
-    def walk(cls: type, depth: int) -> None:
+    def walk(cls: type[BaseException], depth: int) -> None:
         code = next((c for k, c in EXIT_CODES.items() if issubclass(cls, k)), 1)
         bases = ", ".join(f"`{b.__name__}`" for b in cls.__bases__)
         doc = rst_to_md(cls.__doc__ or "").split("\n\n")[0].replace("\n", " ")
@@ -284,4 +284,3 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("builder-inited", _on_builder_inited)
     app.connect("build-finished", _on_build_finished)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
-

@@ -39,7 +39,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base's name)
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
@@ -77,8 +77,17 @@ def _open(browser: Any, url: str, shot: str) -> dict[str, Any]:
     page = context.new_page()
     broken: list[str] = []
     page.on("requestfailed", lambda r: broken.append(f"failed: {r.url} ({r.failure})"))
-    page.on("response", lambda r: r.status >= 400 and broken.append(f"{r.status}: {r.url}"))
-    page.on("console", lambda m: m.type == "error" and broken.append(f"console: {m.text}"))
+
+    def on_response(response: Any) -> None:
+        if response.status >= 400:
+            broken.append(f"{response.status}: {response.url}")
+
+    def on_console(message: Any) -> None:
+        if message.type == "error":
+            broken.append(f"console: {message.text}")
+
+    page.on("response", on_response)
+    page.on("console", on_console)
     page.on("pageerror", lambda e: broken.append(f"page error: {e}"))
     page.goto(url, wait_until="networkidle")
     SHOTS.mkdir(parents=True, exist_ok=True)

@@ -1,9 +1,9 @@
 """The docs' LangChain / LangGraph examples (README.md and docs/), extracted and executed
-exactly as written (each ```python block after an ``<!-- example: NAME -->`` line): a parent graph with a
-checkpointer over two turns, ``create_agent`` with the ``rag_search`` tool, and an LCEL
-chain over ``as_retriever()``. ``my_chat_model`` is a scripted chat model; ``docs/`` is a
-copy of ``examples/docs`` indexed beforehand with the ``fake`` embedding, which the
-examples' default ``embedding="auto"`` then uses (fast, offline)."""
+exactly as written (each ```python block after an ``<!-- example: NAME -->`` line): a
+parent graph with a checkpointer over two turns, ``create_agent`` with the ``rag_search``
+tool, and an LCEL chain over ``as_retriever()``. ``my_chat_model`` is a scripted chat
+model; ``docs/`` is a copy of ``examples/docs`` indexed beforehand with the ``fake``
+embedding, which the examples' default ``embedding="auto"`` then uses (fast, offline)."""
 
 from __future__ import annotations
 
