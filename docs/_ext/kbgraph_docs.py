@@ -145,20 +145,21 @@ def model_section(model: type) -> list[str]:
 
 
 def settings_models() -> list[type]:
-    """RagSettings first, then every settings model a field of it (or of those) holds,
-    then the engine's configuration models, each once."""
-    from kbgraph.graphs import AnswerCheckSettings, KnowledgeBaseSpec, RagSettings
-    from kbgraph.retrieval import ChunkConfig, ScanConfig, SearchConfig, SearchFilters
+    """Every settings model the public faces export (a strict pydantic model: unknown keys
+    forbidden), RagSettings and its knowledge base spec (a TypedDict) first."""
+    import importlib
 
-    return [
-        RagSettings,
-        KnowledgeBaseSpec,
-        AnswerCheckSettings,
-        SearchConfig,
-        ChunkConfig,
-        ScanConfig,
-        SearchFilters,
-    ]
+    from kbgraph.graphs import KnowledgeBaseSpec, RagSettings
+
+    found: list[type] = [RagSettings, KnowledgeBaseSpec]
+    for face in ("kbgraph.graphs", "kbgraph.retrieval", "kbgraph.evals"):
+        module = importlib.import_module(face)
+        for name in module.__all__:
+            obj = getattr(module, name)
+            strict = isinstance(obj, type) and issubclass(obj, BaseModel)
+            if strict and obj.model_config.get("extra") == "forbid" and obj not in found:
+                found.append(obj)
+    return found
 
 
 def settings_page() -> str:
