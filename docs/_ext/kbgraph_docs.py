@@ -210,18 +210,101 @@ def errors_page() -> str:
     return "\n".join(lines) + "\n"
 
 
+# ---- the Python API of the public faces ------------------------------------------------
+
+FACES = ("kbgraph.errors", "kbgraph.retrieval", "kbgraph.graphs", "kbgraph.evals",
+         "kbgraph.testing", "kbgraph")  # fmt: skip
+FACE_PAGES = ("retrieval", "graphs", "evals", "testing", "errors")
+
+
+def home_face(name: str, obj: object) -> str:
+    """The face a name is documented on: the first of FACES (errors first: the engine
+    re-exports its errors) that exports this very object under this name."""
+    import importlib
+
+    for face in FACES:
+        module = importlib.import_module(face)
+        if name in module.__all__ and getattr(module, name) is obj:
+            return face
+    raise LookupError(name)
+
+
+def _directive(face: str, name: str, obj: object) -> str:
+    if inspect.isclass(obj):
+        return f".. autoclass:: {face}.{name}"
+    if inspect.isfunction(obj) or inspect.isbuiltin(obj):
+        return f".. autofunction:: {face}.{name}"
+    return f".. autodata:: {face}.{name}\n   :no-value:"
+
+
+def api_page(face: str) -> str:
+    """One face: its docstring, then every name of its ``__all__`` in order, each either
+    documented here or linked to the face that documents it."""
+    import importlib
+
+    module = importlib.import_module(face)
+    lines = [
+        f"# `{face}`",
+        "",
+        f"Generated from `{face}`: its docstring and every name in its `__all__`, nothing",
+        "else (every other module is private).",
+        "",
+        "```{eval-rst}",
+        f".. automodule:: {face}",
+        "   :no-members:",
+        "```",
+        "",
+    ]
+    elsewhere = []
+    for name in module.__all__:
+        if name.startswith("__"):
+            continue
+        obj = getattr(module, name)
+        home = home_face(name, obj)
+        if home != face:
+            elsewhere.append(f"{{py:obj}}`{home}.{name}`")
+            continue
+        lines += ["```{eval-rst}", _directive(face, name, obj), "```", ""]
+    if elsewhere:
+        lines += ["Also exported here, documented on their own face: " + ", ".join(elsewhere), ""]
+    return "\n".join(lines)
+
+
 # ---- Sphinx hooks ----------------------------------------------------------------------
 
 
 def generate(srcdir: Path) -> None:
     out = srcdir / GENERATED
-    out.mkdir(parents=True, exist_ok=True)
+    (out / "api").mkdir(parents=True, exist_ok=True)
     pages = {"cli.md": cli_page(), "settings.md": settings_page(), "errors.md": errors_page()}
+    pages |= {f"api/{face}.md": api_page(f"kbgraph.{face}") for face in FACE_PAGES}
+    pages["api/kbgraph.md"] = api_page("kbgraph")
     for name, text in pages.items():
         path = out / name
         # Unchanged pages keep their mtime, so an incremental build rereads nothing.
         if not path.exists() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")
+
+
+def public_names() -> set[str]:
+    """``face.Name`` for every name of every face's ``__all__``."""
+    import importlib
+
+    return {
+        f"{face}.{name}"
+        for face in FACES
+        for name in importlib.import_module(face).__all__
+        if not name.startswith("__")
+    }
+
+
+def _on_missing_reference(app: Sphinx, domain: Any, node: Any) -> bool | None:
+    """The build runs nitpicky, but only a reference to a public name (``face.Name``)
+    that the reference does not document is an error; a type from another library or
+    from a private module (a type hint's real path) is not ours to document."""
+    if node.get("reftarget", "") in app.config.kbgraph_public_names:
+        return None  # the warning stands
+    return True
 
 
 def _on_builder_inited(app: Sphinx) -> None:
@@ -282,6 +365,8 @@ def _on_build_finished(app: Sphinx, exception: BaseException | None) -> None:
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_config_value("kbgraph_public_names", public_names(), "env")
     app.connect("builder-inited", _on_builder_inited)
+    app.connect("warn-missing-reference", _on_missing_reference)
     app.connect("build-finished", _on_build_finished)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
