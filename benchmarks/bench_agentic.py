@@ -41,9 +41,9 @@ from typing import Any
 
 from langchain_core.messages import HumanMessage
 
+from kbgraph.agents import build_chat_agent
 from kbgraph.evals import EvalRow, bundled_dataset_path, check_answer, load_dataset
 from kbgraph.evals.records import GoldSource
-from kbgraph.graphs.agents import build_chat_agent
 from kbgraph.graphs.settings import RagSettings
 
 ROOT = Path(__file__).resolve().parents[1]

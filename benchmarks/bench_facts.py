@@ -31,6 +31,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from kbgraph.agents import ChatAgent
 from kbgraph.evals import bundled_dataset_path, load_dataset
 from kbgraph.evals.batch import run_evaluation
 
@@ -83,6 +84,7 @@ def main() -> None:
             rows,
             out_dir=out,
             folder=folder,
+            agent_factory=ChatAgent.prepared,
             judge="offline",
             embedding=args.embedding,
             chat_model=args.chat_model,

@@ -15,8 +15,8 @@ import importlib  # noqa: E402
 
 from kbgraph import __version__  # noqa: E402
 
-FACES = ("kbgraph", "kbgraph.retrieval", "kbgraph.graphs", "kbgraph.evals", "kbgraph.testing",
-         "kbgraph.errors")  # fmt: skip
+FACES = ("kbgraph", "kbgraph.retrieval", "kbgraph.graphs", "kbgraph.evals", "kbgraph.agents",
+         "kbgraph.testing", "kbgraph.errors")  # fmt: skip
 # The faces load most names on first use (a module __getattr__), and autodoc lists only
 # what a module's namespace holds: load every name of each __all__ before it looks.
 for _face in FACES:

@@ -18,6 +18,8 @@ from kbgraph.layers import imported_as_kbgraph
 imported_as_kbgraph(__name__)
 
 
+from ._metric_evaluator import MetricEvaluator
+from ._metrics import metric_names, register_metric, unregister_metric
 from .answer_check import AnswerCheck, ClaimCheck, check_answer
 from .baseline import Comparison, compare_summaries, load_summary
 from .claims import split_claims
@@ -43,7 +45,6 @@ from .judges import (
     resolve_judge,
 )
 from .records import (
-    METRIC_NAMES,
     AgentOutput,
     Claim,
     ClaimVerdict,
@@ -64,7 +65,6 @@ from .runner import Agent, FunctionAgent, arun_dataset, run_dataset
 from .stats import auroc, average_precision, pairwise_accuracy
 
 __all__ = [
-    "METRIC_NAMES",
     "Agent",
     "AgentOutput",
     "AnswerCheck",
@@ -90,6 +90,7 @@ __all__ = [
     "JudgeError",
     "Judgement",
     "LLMJudge",
+    "MetricEvaluator",
     "MetricResult",
     "OfflineJudge",
     "OverlapJudge",
@@ -108,11 +109,14 @@ __all__ = [
     "default_evaluators",
     "load_dataset",
     "load_summary",
+    "metric_names",
     "pairwise_accuracy",
     "passages_from",
+    "register_metric",
     "resolve_judge",
     "run_dataset",
     "split_claims",
     "summarize",
+    "unregister_metric",
     "write_report",
 ]

@@ -14,14 +14,17 @@ from typing import Any
 
 from kbgraph.errors import BaselineMismatchError, ConfigError, DatasetError
 
-from .records import METRIC_NAMES
+from ._metrics import metric_names
 from .report import SOURCE_RECALL
 
 DEFAULT_TOLERANCE = 0.02
 REGRESSION_EXIT_CODE = 6
 """Exit code of ``kbgraph eval --baseline`` when a regression is found (1 is a crash)."""
 
-COMPARED: tuple[str, ...] = (*METRIC_NAMES, SOURCE_RECALL)
+
+def compared() -> tuple[str, ...]:
+    """What a baseline gate compares: every registered metric and the gold-source recall."""
+    return (*metric_names(), SOURCE_RECALL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,10 +103,10 @@ def load_summary(path: str | Path) -> dict[str, Any]:
         ) from exc
     except json.JSONDecodeError as exc:
         raise DatasetError(f"baseline {file} is not valid JSON ({exc.msg}).") from exc
-    if not isinstance(data, dict) or not any(k in data for k in METRIC_NAMES):
+    if not isinstance(data, dict) or not any(k in data for k in metric_names()):
         raise DatasetError(
             f"baseline {file} is not a kbgraph summary.json (no metric among "
-            f"{', '.join(METRIC_NAMES)})."
+            f"{', '.join(metric_names())})."
         )
     return data
 
@@ -134,7 +137,7 @@ def compare_summaries(
     baseline: Mapping[str, Any] | None,
     *,
     tolerance: float = DEFAULT_TOLERANCE,
-    metrics: Sequence[str] = COMPARED,
+    metrics: Sequence[str] | None = None,
     minimums: Mapping[str, float] | None = None,
     source: str | None = None,
 ) -> Comparison:
@@ -142,7 +145,9 @@ def compare_summaries(
     ``tolerance`` in a mean, or an increase of failed rows, is a regression; and each
     metric of ``minimums`` whose mean is below it (or unscored). Summaries of different
     rows are not compared: :class:`BaselineMismatchError` (see :func:`check_comparable`).
-    ``baseline`` may be ``None`` to check the minimums only."""
+    ``baseline`` may be ``None`` to check the minimums only; ``metrics`` default: every
+    registered metric and the gold-source recall (:func:`compared`)."""
+    metrics = compared() if metrics is None else metrics
     changes: list[Change] = []
     regressions: list[str] = []
     worse: list[RowChange] = []
@@ -175,10 +180,13 @@ def compare_summaries(
 
 
 def worse_rows(
-    current: Mapping[str, Any], baseline: Mapping[str, Any], metrics: Sequence[str] = COMPARED
+    current: Mapping[str, Any],
+    baseline: Mapping[str, Any],
+    metrics: Sequence[str] | None = None,
 ) -> list[RowChange]:
     """Every row (``per_row``, matched by id) whose score of a metric dropped, or that has
     no score now where it had one, the biggest drops first."""
+    metrics = compared() if metrics is None else metrics
     before = {row.get("id"): row for row in baseline.get("per_row") or ()}
     out: list[RowChange] = []
     for row in current.get("per_row") or ():
@@ -206,9 +214,9 @@ def parse_minimums(specs: Sequence[str]) -> dict[str, float]:
     for spec in specs:
         name, sep, value = spec.partition("=")
         name = name.strip()
-        if not sep or name not in COMPARED:
+        if not sep or name not in compared():
             raise ConfigError(
-                f"--min {spec!r}: give METRIC=VALUE with METRIC one of {', '.join(COMPARED)}, "
+                f"--min {spec!r}: give METRIC=VALUE with METRIC one of {', '.join(compared())}, "
                 "e.g. --min faithfulness=0.9"
             )
         try:
@@ -255,7 +263,6 @@ def _mean(summary: Mapping[str, Any], name: str) -> float | None:
 
 
 __all__ = [
-    "COMPARED",
     "DEFAULT_TOLERANCE",
     "REGRESSION_EXIT_CODE",
     "ROW_EPSILON",
@@ -265,6 +272,7 @@ __all__ = [
     "RowChange",
     "check_comparable",
     "compare_summaries",
+    "compared",
     "format_comparison",
     "load_summary",
     "parse_minimums",

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from kbgraph.errors import ConfigError
 
 from .baseline import DEFAULT_TOLERANCE, Comparison, compare_summaries
 from .evaluators import default_evaluators
@@ -35,6 +37,12 @@ PROCESS_JUDGES = frozenset({"offline", "overlap"})
 their spec alone in each process (an LLM judge waits on the network: threads do)."""
 
 
+AgentFactory = Callable[[Path, str, str | None, Mapping[str, Any]], Agent]
+"""Builds the agent that answers the rows without an answer, from the folder, the embedding
+and chat model specs and further settings: ``kbgraph.agents.ChatAgent.prepared`` (the ready
+chat agent) for ``kbgraph eval``. Handed in, since the agents sit above evals."""
+
+
 @dataclass(frozen=True, slots=True)
 class EvaluationOutcome:
     results: EvalResults
@@ -49,6 +57,7 @@ def run_evaluation(
     out_dir: Path,
     folder: Path | None = None,
     agent: Agent | None = None,
+    agent_factory: AgentFactory | None = None,
     judge: Judge | str = "offline",
     embedding: str = "local",
     chat_model: str | None = None,
@@ -64,8 +73,9 @@ def run_evaluation(
     tolerance: float = DEFAULT_TOLERANCE,
     minimums: Mapping[str, float] | None = None,
 ) -> EvaluationOutcome:
-    """Answer every row that needs it (``agent``, else the chat agent over ``folder`` with
-    ``settings``: further ``RagSettings`` fields such as ``search``/``rerank``), score every
+    """Answer every row that needs it (``agent``, else ``agent_factory``'s agent over
+    ``folder`` with ``settings``: further ``RagSettings`` fields such as
+    ``search``/``rerank`` for ``kbgraph.agents.ChatAgent.prepared``), score every
     metric with ``judge``, check the gate (``baseline`` within ``tolerance``, ``minimums``)
     and write the reports into ``out_dir``."""
     from ._results_log import ResultsLog
@@ -80,7 +90,7 @@ def run_evaluation(
     done = log.start(resume=resume)
     todo = [row for row in rows if row.id not in done]
     if agent is None and folder is not None and any(row.needs_agent for row in todo):
-        agent = _chat_agent(folder, embedding, chat_model, settings)
+        agent = _agent_over(folder, agent_factory, embedding, chat_model, settings)
     with ExitStack() as stack:
         scorer = _scorer(stack, judge, embedding, min(workers, len(todo) // ROWS_PER_WORKER))
         fresh = asyncio.run(
@@ -129,14 +139,20 @@ def _scorer(stack: ExitStack, judge: Judge | str, embedding: str, workers: int) 
     )
 
 
-def _chat_agent(
-    folder: Path, embedding: str, chat_model: str | None, settings: Mapping[str, Any] | None
+def _agent_over(
+    folder: Path,
+    factory: AgentFactory | None,
+    embedding: str,
+    chat_model: str | None,
+    settings: Mapping[str, Any] | None,
 ) -> Agent:
-    from .agent import ChatAgent
-
-    chat = ChatAgent(folder, embedding=embedding, chat_model=chat_model, **dict(settings or {}))
-    chat.prepare()
-    return chat
+    if factory is None:
+        raise ConfigError(
+            f"some rows have no answer and no agent answers them over {folder}: pass "
+            "agent=, or agent_factory=kbgraph.agents.ChatAgent.prepared (the ready chat "
+            "agent; `kbgraph eval --kb FOLDER` uses it)."
+        )
+    return factory(folder, embedding, chat_model, dict(settings or {}))
 
 
 def _describe_agent(
@@ -153,4 +169,10 @@ def _describe_agent(
     return type(agent).__name__ if agent is not None else "pre-computed answers"
 
 
-__all__ = ["PROCESS_JUDGES", "ROWS_PER_WORKER", "EvaluationOutcome", "run_evaluation"]
+__all__ = [
+    "PROCESS_JUDGES",
+    "ROWS_PER_WORKER",
+    "AgentFactory",
+    "EvaluationOutcome",
+    "run_evaluation",
+]

@@ -27,10 +27,11 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from kbgraph.exit_codes import failing_as
+from kbgraph.exit_codes import LiveChoice, failing_as
+from kbgraph.retrieval import search_modes
 
+from ._metrics import metric_names
 from .baseline import (
-    COMPARED,
     DEFAULT_TOLERANCE,
     REGRESSION_EXIT_CODE,
     check_comparable,
@@ -39,7 +40,6 @@ from .baseline import (
     parse_minimums,
 )
 from .datasets import bundled_dataset_path, load_dataset
-from .records import METRIC_NAMES
 from .report import dataset_fingerprint
 
 if TYPE_CHECKING:
@@ -131,7 +131,8 @@ def eval_group() -> None:
     "minimums",
     multiple=True,
     metavar="METRIC=VALUE",
-    help=f"Exit 6 when METRIC's mean is below VALUE (repeatable; {', '.join(COMPARED)}).",
+    help="Exit 6 when METRIC's mean is below VALUE (repeatable; METRIC: a registered "
+    "metric, e.g. faithfulness, or gold_source_recall).",
 )
 @click.option(
     "--out",
@@ -161,7 +162,7 @@ def eval_group() -> None:
 @click.option("--top-k", type=click.IntRange(1, 1000), default=None, help="Chunks retrieved.")
 @click.option(
     "--mode",
-    type=click.Choice(["hybrid", "bm25", "vector"]),
+    type=LiveChoice(search_modes),
     default=None,
     help="Retrieval mode (default: hybrid when the index has vectors).",
 )
@@ -237,6 +238,8 @@ def run_command(
     outcome = run_evaluation(
         rows,
         folder=folder,
+        # The ready chat agent, given by `kbgraph eval` (kbgraph.agents, above evals).
+        agent_factory=click.get_current_context().obj,
         judge=judge,
         embedding=embedding,
         chat_model=chat_model,
@@ -330,18 +333,16 @@ def format_summary(summary: dict[str, Any]) -> str:
         f"judge {summary.get('judge')}",
         "",
     ]
-    lines.append(
-        f"{'id':<14} {'faithfulness':>12} {'ctx recall':>10} {'ctx prec':>9} "
-        f"{'relevance':>9} {'correctness':>11}  status"
-    )
+    names = metric_names()
+    widths = [max(len(_SHORT.get(n, n)), 6) for n in names]
+    heads = " ".join(f"{_SHORT.get(n, n):>{w}}" for n, w in zip(names, widths, strict=True))
+    lines.append(f"{'id':<14} {heads}  status")
     for row in summary["per_row"]:
-        cells = [_num(row.get(name)) for name in METRIC_NAMES]
-        lines.append(
-            f"{row['id']:<14} {cells[0]:>12} {cells[1]:>10} {cells[2]:>9} "
-            f"{cells[3]:>9} {cells[4]:>11}  {row['status']}"
-        )
+        cells = (_num(row.get(n)) for n in names)
+        row_cells = " ".join(f"{c:>{w}}" for c, w in zip(cells, widths, strict=True))
+        lines.append(f"{row['id']:<14} {row_cells}  {row['status']}")
     lines.append("")
-    for name in (*METRIC_NAMES, "gold_source_recall"):
+    for name in (*names, "gold_source_recall"):
         s = summary[name]
         extra = (
             f", {s['n_undetermined']} undetermined, {s['n_failed']} failed"
@@ -350,6 +351,14 @@ def format_summary(summary: dict[str, Any]) -> str:
         )
         lines.append(f"{name:<20} mean {_num(s['mean']):>6}  ({s['n_scored']} scored{extra})")
     return "\n".join(lines)
+
+
+_SHORT = {  # the text table's column heads, where a metric's name is long
+    "context_recall": "ctx recall",
+    "context_precision": "ctx prec",
+    "answer_relevance": "relevance",
+    "answer_correctness": "correctness",
+}
 
 
 def _num(value: float | None) -> str:

@@ -17,19 +17,14 @@ from pydantic import Field
 
 from kbgraph.retrieval.camel import camel, to_camel_dict
 
+from ._metrics import metric_names
+
 Verdict = Literal["supported", "not_supported", "contradicted"]
 VERDICTS: tuple[Verdict, ...] = ("supported", "not_supported", "contradicted")
 
-MetricName = Literal[
-    "faithfulness", "context_recall", "context_precision", "answer_relevance", "answer_correctness"
-]
-METRIC_NAMES: tuple[MetricName, ...] = (
-    "faithfulness",
-    "context_recall",
-    "context_precision",
-    "answer_relevance",
-    "answer_correctness",
-)
+MetricName = str
+"""A registered metric's name (``faithfulness``, ``context_recall``, ``context_precision``,
+``answer_relevance``, ``answer_correctness``, or one registered since): ``metric_names()``."""
 
 MetricStatus = Literal["scored", "undetermined", "failed"]
 """``scored``: a number in [0, 1]. ``undetermined``: the metric does not apply to this row
@@ -394,7 +389,7 @@ class RowResult:
             ),
             metrics={
                 name: MetricResult.from_dict(name, metrics[name])
-                for name in METRIC_NAMES
+                for name in metric_names()
                 if isinstance(metrics.get(name), Mapping)
             },
             error=data.get("error"),
@@ -415,7 +410,7 @@ class RowResult:
             "error": self.error,
             "seconds": self.seconds,
         }
-        for name in METRIC_NAMES:
+        for name in metric_names():
             metric = self.metrics.get(name)
             out[name] = None if metric is None else metric.score
             out[f"{name}_status"] = None if metric is None else metric.status
@@ -487,7 +482,6 @@ def _plain(value: Any) -> Any:
 
 
 __all__ = [
-    "METRIC_NAMES",
     "VERDICTS",
     "AgentOutput",
     "Cause",

@@ -18,7 +18,8 @@ from typing import Any
 
 from kbgraph.errors import EvaluationError
 
-from .records import METRIC_NAMES, RowResult
+from ._metrics import metric_names
+from .records import RowResult
 from .stats import mean
 
 SOURCE_RECALL = "gold_source_recall"
@@ -45,7 +46,7 @@ def dataset_fingerprint(rows: Iterable[tuple[str, str]]) -> str:
 
 def summarize(results: Sequence[RowResult], **about: Any) -> dict[str, Any]:
     """The ``summary.json`` content; ``about`` (judge, dataset, usage …) is kept as is."""
-    summary: dict[str, Any] = {name: _metric_summary(results, name) for name in METRIC_NAMES}
+    summary: dict[str, Any] = {name: _metric_summary(results, name) for name in metric_names()}
     summary["dataset_fingerprint"] = dataset_fingerprint((r.row_id, r.question) for r in results)
     summary[SOURCE_RECALL] = _source_recall_summary(results)
     summary["rows"] = {
@@ -83,7 +84,7 @@ def _source_recall_summary(results: Sequence[RowResult]) -> dict[str, Any]:
 
 def _row_scores(row: RowResult) -> dict[str, Any]:
     out: dict[str, Any] = {"id": row.row_id, "status": row.status}
-    for name in METRIC_NAMES:
+    for name in metric_names():
         metric = row.metrics.get(name)
         out[name] = None if metric is None or metric.score is None else round(metric.score, 4)
     recall = row.metrics.get("context_recall")
@@ -137,7 +138,7 @@ def render_markdown(
     rows = summary["rows"]
     lines += [f"- rows: {rows['total']} ({rows['ok']} ok, {rows['failed']} failed)", ""]
     lines += ["| metric | mean | scored | undetermined | failed |", "|---|---|---|---|---|"]
-    for name in (*METRIC_NAMES, SOURCE_RECALL):
+    for name in (*metric_names(), SOURCE_RECALL):
         s = summary[name]
         lines.append(
             f"| {name} | {_fmt(s['mean'])} | {s['n_scored']} | {s.get('n_undetermined', '')} "
@@ -151,11 +152,11 @@ def render_markdown(
         "",
         "## Per row",
         "",
-        "| id | status | " + " | ".join(METRIC_NAMES) + " |",
-        "|---|---|" + "---|" * len(METRIC_NAMES),
+        "| id | status | " + " | ".join(metric_names()) + " |",
+        "|---|---|" + "---|" * len(metric_names()),
     ]
     for row in summary["per_row"]:
-        cells = " | ".join(_fmt(row.get(name)) for name in METRIC_NAMES)
+        cells = " | ".join(_fmt(row.get(name)) for name in metric_names())
         lines.append(f"| {row['id']} | {row['status']} | {cells} |")
     lines += _gate(summary.get("gate"))
     lines += _problems(results)
@@ -232,8 +233,9 @@ def plot_distributions(results: Sequence[RowResult], path: Path) -> None:
         raise EvaluationError(
             "the score chart needs matplotlib; install it with pip install 'kbgraph[eval]'"
         ) from exc
-    fig, axes = plt.subplots(1, len(METRIC_NAMES), figsize=(3.6 * len(METRIC_NAMES), 3.2))
-    for ax, name in zip(axes, METRIC_NAMES, strict=True):
+    names = metric_names()
+    fig, axes = plt.subplots(1, len(names), figsize=(3.6 * len(names), 3.2), squeeze=False)
+    for ax, name in zip(axes[0], names, strict=True):
         scores = [
             m.score
             for r in results
@@ -245,7 +247,7 @@ def plot_distributions(results: Sequence[RowResult], path: Path) -> None:
         ax.set_title(f"{name}\n{subtitle}", fontsize=9)
         ax.set_xlim(0, 1)
         ax.set_xlabel("score")
-    axes[0].set_ylabel("rows")
+    axes[0][0].set_ylabel("rows")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

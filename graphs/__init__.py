@@ -22,8 +22,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ._extractive import extractive_text
     from .models import resolve_chat_model
-    from .nodes import NodeDeps, Reranker
+    from .nodes import NodeDeps, Reranker, fit_sources, question_of, run_outage
     from .searcher import Searcher, SearcherRegistry, default_registry, open_knowledge_base
     from .settings import (
         AnswerCheckSettings,
@@ -49,6 +50,11 @@ if TYPE_CHECKING:
 # Each name loads its module on first use: importing one module of this package (the
 # evaluators import ``kbgraph.graphs.structured``) must not compile the subgraph.
 _LAZY = {
+    # What the ready agents (kbgraph.agents, a layer above) build their answers with.
+    "extractive_text": "._extractive",
+    "fit_sources": ".nodes",
+    "question_of": ".nodes",
+    "run_outage": ".nodes",
     "resolve_chat_model": ".models",
     "NodeDeps": ".nodes",
     "Reranker": ".nodes",
@@ -109,13 +115,17 @@ __all__ = [
     "TurnMarker",
     "build_rag_graph",
     "default_registry",
+    "extractive_text",
+    "fit_sources",
     "make_rag_search",
     "mark_answer",
     "marker_of",
     "open_knowledge_base",
+    "question_of",
     "rag_graph",
     "rag_search",
     "resolve_chat_model",
+    "run_outage",
     "settings_from_context",
     "settings_from_runtime",
     "turn_marker",

@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from kbgraph.errors import error_text
 from kbgraph.retrieval.context import line_span
 
 _MAX_DATA_CHARS = 240
@@ -49,7 +50,8 @@ def _retrieve(data: Mapping[str, Any]) -> str:
     if indexed:
         text += f"; indexed {', '.join(indexed)} first"
     if data.get("errors"):
-        text += f"; errors: {_short(data['errors'])}"
+        errors = {kb: [error_text(e) for e in items] for kb, items in data["errors"].items()}
+        text += f"; errors: {_short(errors)}"
     return text
 
 

@@ -35,7 +35,7 @@ from kbgraph.retrieval.cache import cache_root
 from kbgraph.retrieval.folder import write_file_atomic
 from kbgraph.retrieval.loaders import read_regular_file
 
-from .nodes._text import question_of
+from .nodes import question_of
 from .settings import RagSettings, _without_password, settings_from_runtime
 from .state import reduce_candidates, reduce_debug
 

@@ -23,8 +23,8 @@ from kbgraph.retrieval.progress import ProgressCallback
 from kbgraph.retrieval.records import SearchResult
 
 if TYPE_CHECKING:
+    from kbgraph.retrieval import RankerName
     from kbgraph.retrieval.config import ChunkConfig, SearchConfig
-    from kbgraph.retrieval.kb import Ranker
 
 
 @runtime_checkable
@@ -39,7 +39,7 @@ class Searcher(Protocol):
     def rank(
         self,
         query: str,
-        ranker: Ranker,
+        ranker: RankerName,
         *,
         limit: int,
         filters: SearchFilters | None = None,

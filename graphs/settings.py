@@ -86,8 +86,9 @@ class RagSettings(Settings):
     dict context, and a bad value or an unknown key is a one-line ``ConfigError``).
 
     ``search`` is the engine's own :class:`~kbgraph.retrieval.config.SearchConfig`: top-k,
-    ranker mode (``None``: hybrid; ``bm25`` or ``vector`` for one ranker), candidates per
-    ranker, fusion (RRF with ``rrf_k``, or convex), per-ranker ``weights`` and a
+    ranker mode (``None``: hybrid; a registered ranker alone: ``bm25``, ``vector``,
+    ``title``, ...), candidates per ranker, fusion (RRF with ``rrf_k``, or convex),
+    per-ranker ``weights`` and a
     ``score_threshold`` on the subgraph's final 0..1 score. ``chunking`` (``None``: what the
     index was built with) is the engine's :class:`~kbgraph.retrieval.config.ChunkConfig`,
     used when the subgraph indexes a folder. ``chat_model`` is a spec for

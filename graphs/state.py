@@ -23,6 +23,8 @@ from langgraph.graph.message import add_messages
 from langgraph.managed import RemainingSteps
 from typing_extensions import TypedDict
 
+from kbgraph.errors import error_text
+
 MERGE_KEY = "__kbgraph_merge__"
 """Marks an update of ``rag_candidates`` / ``rag_retrieval_debug`` as an increment."""
 
@@ -98,7 +100,7 @@ class RagGrounding(TypedDict):
 class DebugStep(TypedDict, total=False):
     """One node execution: which node, in which attempt, how long, which path (``heuristic``,
     ``llm``, ``llm-json`` or ``fallback``) and node-specific data (decisions, queries, ranks,
-    scores, counts)."""
+    scores, counts; Retrieve's ``errors``: ``{kb: [kbgraph.errors.ErrorRecord]}``)."""
 
     node: str
     attempt: int
@@ -215,7 +217,7 @@ def unsearched_knowledge_bases(state: Mapping[str, Any]) -> dict[str, str]:
         searched.update(str(item["kb"]) for item in data.get("lists") or [])
         for kb, messages in (data.get("errors") or {}).items():
             if messages:
-                failed[kb] = str(messages[-1])
+                failed[kb] = error_text(messages[-1])
     return {kb: error for kb, error in failed.items() if kb not in searched}
 
 

@@ -40,7 +40,7 @@ class TurnSource(TypedDict):
 
 class TurnMarker(TypedDict, total=False):
     """``retrieved``: retrieval ran; ``grounded``: GroundingCheck found the sources support
-    an answer; ``mode``: how the reply was made (``kbgraph.graphs.agents.AnswerMode``); ``sources``:
+    an answer; ``mode``: how the reply was made (``kbgraph.agents.AnswerMode``); ``sources``:
     the best sources of the context (at most three), best first."""
 
     retrieved: bool

@@ -20,12 +20,13 @@ from kbgraph import __version__
 from kbgraph.errors import (
     ConfigError,
 )
+from kbgraph.retrieval import hybrid_rankers, rankers, search_modes
 from kbgraph.retrieval.config import ChunkConfig, ScanConfig, SearchConfig
-from kbgraph.retrieval.filters import SEARCH_KINDS, SearchFilters
+from kbgraph.retrieval.filters import SearchFilters, search_kinds
 from kbgraph.retrieval.records import SearchResult
 
 from ._progress import TqdmProgress
-from .exit_codes import emit_json, end_quietly, fail_cleanly, printable, stdout_closed
+from .exit_codes import LiveChoice, emit_json, end_quietly, fail_cleanly, printable, stdout_closed
 
 
 def _open_kb(
@@ -187,8 +188,8 @@ class LayeredGroup(click.Group):
             raise
 
     lazy: ClassVar[dict[str, tuple[str, str]]] = {
-        "ask": ("kbgraph.graphs.cli", "ask"),
-        "eval": ("kbgraph.evals.cli", "eval_group"),
+        "ask": ("kbgraph.agents._ask", "ask"),
+        "eval": ("kbgraph.agents._eval", "eval_group"),
         "inspect": ("kbgraph.inspector._command", "inspect"),
         "watch": ("kbgraph._watch", "watch"),
         "versions": ("kbgraph._versions", "versions"),
@@ -216,19 +217,25 @@ def main() -> None:
 
 
 def parse_weights(pairs: tuple[str, ...]) -> dict[str, float]:
-    """``("vector=0.7", "bm25=0.3")`` → ``{"vector": 0.7, "bm25": 0.3}``."""
+    """``("vector=0.7", "bm25=0.3")`` → ``{"vector": 0.7, "bm25": 0.3}``; a ranker is any
+    registered one (``kbgraph.retrieval.rankers()``)."""
     weights: dict[str, float] = {}
     for pair in pairs:
         name, sep, value = pair.partition("=")
         try:
-            if not sep or name.strip() not in ("vector", "bm25"):
+            if not sep or name.strip() not in ranker_names():
                 raise ValueError
             weights[name.strip()] = float(value)
         except ValueError:
             raise ConfigError(
-                f"--weight {pair!r} is not RANKER=W; rankers: vector, bm25 (e.g. vector=0.7)"
+                f"--weight {pair!r} is not RANKER=W; rankers: {', '.join(ranker_names())} "
+                "(e.g. vector=0.7)"
             ) from None
     return weights
+
+
+def ranker_names() -> list[str]:
+    return [r.name for r in rankers()]
 
 
 @main.command()
@@ -379,9 +386,10 @@ def _echo_skipped(skipped: list[dict[str, str]]) -> None:
 @click.option("--top-k", type=click.IntRange(1, 1000), default=5, show_default=True)
 @click.option(
     "--mode",
-    type=click.Choice(["vector", "bm25", "hybrid"]),
+    type=LiveChoice(search_modes),
     default=None,
-    help="Default: hybrid when the index has vectors, else bm25.",
+    help="hybrid or one ranker (any registered). Default: hybrid when the index has vectors, "
+    "else bm25.",
 )
 @click.option(
     "--path",
@@ -394,7 +402,7 @@ def _echo_skipped(skipped: list[dict[str, str]]) -> None:
     "--kind",
     "kinds",
     multiple=True,
-    type=click.Choice(SEARCH_KINDS),
+    type=LiveChoice(search_kinds),
     help="Only files of this kind, code language or test role (test, non-test); repeatable.",
 )
 @click.option("--threshold", type=float, default=None, help="Minimum score.")
@@ -411,7 +419,8 @@ def _echo_skipped(skipped: list[dict[str, str]]) -> None:
     "weights",
     multiple=True,
     metavar="RANKER=W",
-    help="Ranker weight in fusion, e.g. --weight vector=0.7 --weight bm25=0.3.",
+    help="Ranker weight in fusion, e.g. --weight vector=0.7 --weight bm25=0.3; weighing a "
+    "ranker hybrid leaves out by default adds it (--weight title=0.5).",
 )
 @embedding_opt
 @index_dir_opt
@@ -446,14 +455,14 @@ def search(
         read_store=read_store,
     )  # fmt: skip
     config = SearchConfig(
-        mode=mode,  # type: ignore[arg-type]
+        mode=mode,
         top_k=top_k,
         fusion=fusion,  # type: ignore[arg-type]
         rrf_k=rrf_k,
-        weights={"vector": 1.0, "bm25": 1.0, **parse_weights(weights)},
+        weights={**hybrid_rankers({}), **parse_weights(weights)},
         score_threshold=threshold,
     )
-    filters = SearchFilters(paths=paths, kinds=kinds)  # type: ignore[arg-type]
+    filters = SearchFilters(paths=paths, kinds=kinds)
     results = kb.search(query, filters=filters, config=config)
     out: dict[str, Any] = {"results": [r.to_dict() for r in results]}
     if not results and not kb.stats().to_dict()["fileCount"]:

@@ -26,9 +26,17 @@ every layer may import it::
     └── EvaluationError                    an evaluation could not be run
         └── JudgeError                     a judge gave no verdict
             └── JudgeTimeoutError (TimeoutError)  not within a row's time limit
+
+A failure that a run keeps going past (a knowledge base that could not be searched) is
+recorded in the state as data, an :class:`ErrorRecord` (``{where, type, message}``, JSON for
+checkpoints and LangGraph Studio), and turned back into its class by
+:func:`error_from_record`, which looks the type up in this tree (:func:`error_types`).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TypedDict
 
 
 class KbgraphError(Exception):
@@ -138,6 +146,69 @@ class JudgeTimeoutError(JudgeError, TimeoutError):
     """A judge had not finished when its row's time (``--row-timeout``) ran out."""
 
 
+class ErrorRecord(TypedDict):
+    """An exception as data: ``type`` is its class name (module-qualified outside this tree
+    and the builtins, so that another library's ``ConfigError`` is never taken for ours),
+    ``message`` its text, ``where`` what failed (``index``, a ranked list such as
+    ``docs/q0/bm25``, or ``""`` for the whole step)."""
+
+    where: str
+    type: str
+    message: str
+
+
+def error_record(exc: BaseException, where: str = "") -> ErrorRecord:
+    """``exc`` as an :class:`ErrorRecord`."""
+    kind = type(exc)
+    inside = issubclass(kind, KbgraphError) or kind.__module__ == "builtins"
+    name = kind.__name__ if inside else f"{kind.__module__}.{kind.__qualname__}"
+    return {"where": where, "type": name, "message": str(exc)}
+
+
+def error_types() -> dict[str, type[KbgraphError]]:
+    """Every class of the tree by its name, read from the tree itself (subclasses defined
+    elsewhere included); on a name used twice, the class nearer the root wins."""
+    found: dict[str, type[KbgraphError]] = {}
+    level: list[type[KbgraphError]] = [KbgraphError]
+    while level:
+        for kind in level:
+            found.setdefault(kind.__name__, kind)
+        level = [sub for kind in level for sub in kind.__subclasses__()]
+    return found
+
+
+def error_text(record: ErrorRecord | Mapping[str, object] | str) -> str:
+    """A record as one line of text, ``where: Type: message`` (what runs recorded before
+    errors were data, a plain string, comes back as it is)."""
+    if isinstance(record, str):
+        return record
+    text = f"{record.get('type') or 'Error'}: {record.get('message', '')}"
+    return f"{record['where']}: {text}" if record.get("where") else text
+
+
+def error_from_record(
+    record: ErrorRecord | Mapping[str, object] | str, prefix: str = ""
+) -> KbgraphError:
+    """The error a record describes, as its class with ``prefix`` + its message; a class
+    that needs more than a message gives its nearest base that does (an
+    ``InvalidSettingError`` a ``ConfigError``). A type outside the tree (an ``OSError``,
+    another library's error) or a record in text gives a ``KbgraphError`` with the whole
+    record as its text."""
+    kind = None if isinstance(record, str) else error_types().get(str(record.get("type")))
+    if kind is None or isinstance(record, str):
+        return KbgraphError(prefix + error_text(record))
+    message = prefix + str(record.get("message", ""))
+    for base in kind.__mro__:
+        if isinstance(base, type) and issubclass(base, KbgraphError):
+            try:
+                return base(message)
+            # A class built from more than a message fails in its own way (a TypeError for a
+            # missing argument, an AttributeError on a string where it wants an object).
+            except Exception:
+                continue
+    return KbgraphError(prefix + error_text(record))  # pragma: no cover - the base takes one
+
+
 __all__ = [
     "BaselineMismatchError",
     "ChatModelError",
@@ -148,6 +219,7 @@ __all__ = [
     "DatasetError",
     "DimensionMismatchError",
     "EmbeddingError",
+    "ErrorRecord",
     "EvaluationError",
     "IndexCorruptError",
     "IndexLockedError",
@@ -160,4 +232,8 @@ __all__ = [
     "LlmRefusalError",
     "ModelMismatchError",
     "ReadOnlyStoreError",
+    "error_from_record",
+    "error_record",
+    "error_text",
+    "error_types",
 ]

@@ -8,7 +8,7 @@ import json
 import os
 import select
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import wraps
 from typing import Any, NoReturn, TypeVar, cast
 
@@ -150,12 +150,31 @@ def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, ensure_ascii=False, indent=2))
 
 
+class LiveChoice(click.Choice):
+    """A ``click.Choice`` whose choices are read when the command line is parsed, not when
+    the command is defined: the search modes of the ranker registry, the metrics of the
+    evaluator registry, so that one registered after import is offered too."""
+
+    def __init__(self, choices: Callable[[], Sequence[str]]) -> None:
+        self._live = choices
+        super().__init__(list(choices()))
+
+    @property  # type: ignore[override]
+    def choices(self) -> Sequence[str]:
+        return tuple(self._live())
+
+    @choices.setter
+    def choices(self, value: Sequence[str]) -> None:
+        """click's ``__init__`` sets the choices once; they are read live instead."""
+
+
 __all__ = [
     "EXIT_CODES",
     "EXIT_INTERRUPTED",
     "EXIT_STDOUT_CLOSED",
     "EXIT_USAGE",
     "INTERRUPTED",
+    "LiveChoice",
     "describe_invalid",
     "emit_json",
     "end_quietly",

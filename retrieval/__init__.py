@@ -30,7 +30,7 @@ from .context import ContextEntry, format_context, render_context
 from .filters import SearchFilters
 
 if TYPE_CHECKING:
-    from .kb import KnowledgeBase, Ranker
+    from .kb import KnowledgeBase
     from .reports import IndexChanges, IndexReport, IndexStats
     from .retriever import KnowledgeBaseRetriever
 
@@ -42,7 +42,6 @@ _LAZY = {
     "IndexStats": ".reports",
     "KnowledgeBase": ".kb",
     "KnowledgeBaseRetriever": ".retriever",
-    "Ranker": ".kb",
 }
 
 
@@ -52,10 +51,24 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+from ._rankers import (
+    HYBRID,
+    FieldRanker,
+    Ranker,
+    RankerName,
+    StoreRanker,
+    get_ranker,
+    hybrid_rankers,
+    rankers,
+    register_ranker,
+    search_modes,
+    unregister_ranker,
+)
 from .progress import ProgressCallback, ProgressEvent
 from .records import Chunk, SearchResult, SkippedFile
 
 __all__ = [
+    "HYBRID",
     "Chunk",
     "ChunkConfig",
     "ChunkStrategy",
@@ -63,6 +76,7 @@ __all__ = [
     "ContextEntry",
     "DimensionMismatchError",
     "EmbeddingError",
+    "FieldRanker",
     "IndexChanges",
     "IndexCorruptError",
     "IndexLockedError",
@@ -76,13 +90,21 @@ __all__ = [
     "ProgressCallback",
     "ProgressEvent",
     "Ranker",
+    "RankerName",
     "ScanConfig",
     "SearchConfig",
     "SearchFilters",
     "SearchMode",
     "SearchResult",
     "SkippedFile",
+    "StoreRanker",
     "__version__",
     "format_context",
+    "get_ranker",
+    "hybrid_rankers",
+    "rankers",
+    "register_ranker",
     "render_context",
+    "search_modes",
+    "unregister_ranker",
 ]

@@ -8,7 +8,7 @@ import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from kbgraph.errors import ConfigError
 
@@ -81,9 +81,21 @@ def settings_argument(cls: type[_Settings], value: object, name: str) -> _Settin
     )
 
 
+def recorded_or_default(cls: type[_Settings], recorded: dict[str, Any] | None) -> _Settings:
+    """The settings an index recorded, or the defaults when there are none (or they no
+    longer validate, after an upgrade: then the index is rebuilt with the defaults)."""
+    if recorded is not None:
+        try:
+            return cls.model_validate(recorded)
+        except ConfigError:
+            pass
+    return cls()
+
+
 __all__ = [
     "flag",
     "path_argument",
+    "recorded_or_default",
     "seconds",
     "settings_argument",
     "store_url",

@@ -1,5 +1,6 @@
 """Search over one version of an index, whatever store holds it: each ranker gives a list
-(:class:`~kbgraph.retrieval.storage.QueryRanking`); hybrid fuses them by RRF (ranks) or by a
+(:class:`~kbgraph.retrieval.storage.QueryRanking`); hybrid fuses those its weights name (by
+default the registered rankers with a hybrid weight: vector and BM25) by RRF (ranks) or by a
 convex combination of normalised scores (``SearchConfig.fusion``). The rankers themselves
 live with their store (``kbgraph.retrieval.folder``, ``kbgraph.retrieval.postgres``)."""
 
@@ -16,11 +17,12 @@ from kbgraph.errors import (
 )
 
 from ._definitions import DEFINITION_DEPTH, DEFINITION_RANKER, definition_rows
+from ._rankers import BM25, HYBRID, get_ranker, hybrid_rankers, lexical_rankers, search_modes
 from .config import SearchConfig, SearchMode
 from .filters import SearchFilters
 from .ranking import convex_fuse, rrf_fuse, top_k_of
 from .records import SearchResult
-from .storage import RANKERS, EmbeddingMeta, QueryEmbedder, QueryRanking, RankerName, Snapshot
+from .storage import EmbeddingMeta, QueryEmbedder, QueryRanking, RankerName, Snapshot
 
 MAX_LIMIT = 100_000  # candidates of one ranker: deep fusion lists, not whole indexes
 
@@ -75,8 +77,7 @@ def check_rank_arguments(
 ) -> None:
     """``KnowledgeBase.rank``'s arguments, refused as ``search`` refuses its own."""
     check_query(query)
-    if ranker not in RANKERS:
-        raise ConfigError(f"unknown ranker {ranker!r}; allowed: {', '.join(RANKERS)}")
+    get_ranker(ranker)  # ConfigError naming the registered rankers
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
         raise ConfigError(f"limit must be an integer from 1 to {MAX_LIMIT}, got {limit!r}")
     _check_filters(filters)
@@ -90,15 +91,16 @@ def _check_filters(filters: object) -> None:
 
 
 def resolve_mode(has_vectors: bool, mode: SearchMode | None) -> SearchMode:
+    """The mode a search runs: ``hybrid`` when the index has vectors, else BM25 alone."""
     if mode is None:
-        return "hybrid" if has_vectors else "bm25"
-    if mode in ("vector", "hybrid") and not has_vectors:
+        return HYBRID if has_vectors else BM25.name
+    if mode not in search_modes():
+        raise ConfigError(f"unknown search mode {mode!r}; allowed: {', '.join(search_modes())}")
+    if not has_vectors and (mode == HYBRID or get_ranker(mode).needs_vectors):
         raise ConfigError(
-            f"search mode {mode!r} needs vectors but this index is lexical-only; "
-            "use --mode bm25 or re-index with an embedding model"
+            f"search mode {mode!r} needs vectors but this index is lexical-only; use "
+            f"--mode {' or '.join(lexical_rankers())} or re-index with an embedding model"
         )
-    if mode not in ("vector", "bm25", "hybrid"):
-        raise ConfigError(f"unknown search mode {mode!r}; allowed: vector, bm25, hybrid")
     return mode
 
 
@@ -203,7 +205,7 @@ def search(
 ) -> list[SearchResult]:
     mode = resolve_mode(snapshot.has_vectors, config.mode)
     with snapshot.ranking(query, once(embed_query)) as ranking:
-        if mode != "hybrid":
+        if mode != HYBRID:
             results = rank_one(ranking, mode, config.top_k, filters)
         elif config.fusion == "convex":
             results = _convex(ranking, query, config, filters)
@@ -214,31 +216,33 @@ def search(
     return results
 
 
-def _definitions(ranking: QueryRanking, query: str, bm25: Sequence[int]) -> list[int]:
-    """BM25's best rows that define an identifier the query names (``_definitions``)."""
-    head = list(bm25[:DEFINITION_DEPTH])
+def _definitions(ranking: QueryRanking, query: str, bm25: Sequence[int] | None) -> list[int]:
+    """BM25's best rows that define an identifier the query names (``_definitions``);
+    none when the fusion leaves BM25 out."""
+    head = list((bm25 or [])[:DEFINITION_DEPTH])
     return definition_rows(head, ranking.chunks(head), query) if head else []
 
 
 def _with_definitions(weights: dict[str, float], defined: list[int]) -> dict[str, float]:
-    return {**weights, DEFINITION_RANKER: weights.get("bm25", 1.0)} if defined else weights
+    return {**weights, DEFINITION_RANKER: weights.get(BM25.name, 1.0)} if defined else weights
 
 
 def _rrf(
     ranking: QueryRanking, query: str, config: SearchConfig, filters: SearchFilters | None
 ) -> list[SearchResult]:
-    lists = {name: ranking.top(name, config.candidates(), filters) for name in RANKERS}
+    names = hybrid_rankers(config.weights)
+    lists = {name: ranking.top(name, config.candidates(), filters) for name in names}
     raw = {name: dict(zip(*hits, strict=True)) for name, hits in lists.items()}
     rankings: dict[str, Sequence[Hashable]] = {name: keys for name, (keys, _) in lists.items()}
-    defined = _definitions(ranking, query, lists["bm25"][0])
+    defined = _definitions(ranking, query, lists[BM25.name][0] if BM25.name in lists else None)
     if defined:
         rankings[DEFINITION_RANKER] = defined
-    weights = _with_definitions(config.weights, defined)
+    weights = _with_definitions(names, defined)
     fused = rrf_fuse(rankings, k=config.rrf_k, weights=weights)[: config.top_k]
     rows = [int(item.key) for item in fused]  # type: ignore[call-overload]
     results = []
     for item, row, chunk in zip(fused, rows, ranking.chunks(rows), strict=True):
-        scores: dict[str, float] = {n: raw[n][row] for n in RANKERS if row in raw[n]}
+        scores: dict[str, float] = {n: raw[n][row] for n in names if row in raw[n]}
         ranks = {n: r for n, r in item.ranks.items() if n != DEFINITION_RANKER}
         results.append(SearchResult(chunk, item.score, ranks, scores))
     return results
@@ -251,22 +255,23 @@ def _convex(
     scored by *every* ranker (exact scores, not a default for the ones a list missed), the
     scores are min-max normalised over the candidates and combined by ``weights``. The
     definitions of identifiers the query names count as one more ranker (1 or 0)."""
-    lists = {name: ranking.top(name, config.candidates(), filters)[0] for name in RANKERS}
+    names = hybrid_rankers(config.weights)
+    lists = {name: ranking.top(name, config.candidates(), filters)[0] for name in names}
     rows = sorted({row for keys in lists.values() for row in keys})
     if not rows:
         return []
-    per_ranker: dict[str, np.ndarray] = {name: ranking.exact(name, rows) for name in RANKERS}
-    defined = _definitions(ranking, query, lists["bm25"])
+    per_ranker: dict[str, np.ndarray] = {name: ranking.exact(name, rows) for name in names}
+    defined = _definitions(ranking, query, lists.get(BM25.name))
     if defined:
         per_ranker[DEFINITION_RANKER] = np.isin(np.asarray(rows), defined).astype(np.float64)
-    fused = convex_fuse(per_ranker, _with_definitions(config.weights, defined))
+    fused = convex_fuse(per_ranker, _with_definitions(names, defined))
     order, top = top_k_of(fused, config.top_k)
     rank_of = {name: {row: i for i, row in enumerate(keys, 1)} for name, keys in lists.items()}
     chosen = [rows[int(pos)] for pos in order]
     results = []
     for pos, score, chunk in zip(order, top, ranking.chunks(chosen), strict=True):
         row = rows[int(pos)]
-        ranks: dict[str, int] = {n: rank_of[n][row] for n in RANKERS if row in rank_of[n]}
-        exact: dict[str, float] = {name: float(per_ranker[name][pos]) for name in RANKERS}
+        ranks: dict[str, int] = {n: rank_of[n][row] for n in names if row in rank_of[n]}
+        exact: dict[str, float] = {name: float(per_ranker[name][pos]) for name in names}
         results.append(SearchResult(chunk, float(score), ranks, exact))
     return results

@@ -8,10 +8,13 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from ._rankers import default_weights, ranker_names, search_modes
 from .validation import Settings
 
 ChunkStrategy = Literal["fixed_size", "sentence", "paragraph", "recursive", "markdown", "code"]
-SearchMode = Literal["vector", "bm25", "hybrid"]
+SearchMode = str
+"""``hybrid`` or a registered ranker's name (``vector``, ``bm25``, ``title``, ...):
+``kbgraph.retrieval.search_modes()`` lists them."""
 FusionMethod = Literal["rrf", "convex"]
 
 DEFAULT_INCLUDE: tuple[str, ...] = tuple(
@@ -124,17 +127,26 @@ class SearchConfig(Settings):
     )
     rrf_k: int = Field(default=60, ge=1)
     weights: dict[str, float] = Field(
-        default_factory=lambda: {"vector": 1.0, "bm25": 1.0},
-        description="per-ranker weight in either fusion; convex uses them as proportions",
+        default_factory=default_weights,
+        description="per-ranker weight in either fusion; convex uses them as proportions; "
+        "hybrid fuses the rankers named here (default: those registered with a hybrid weight)",
     )
     score_threshold: float | None = Field(default=None, allow_inf_nan=False)
+
+    @field_validator("mode")
+    @classmethod
+    def _registered_mode(cls, mode: str | None) -> str | None:
+        if mode is not None and mode not in search_modes():
+            raise ValueError(f"unknown search mode {mode!r}; allowed: {', '.join(search_modes())}")
+        return mode
 
     @field_validator("weights")
     @classmethod
     def _known_finite_weights(cls, weights: dict[str, float]) -> dict[str, float]:
         for name, weight in weights.items():
-            if name not in ("vector", "bm25"):
-                raise ValueError(f"rankers are vector and bm25, got weight for {name!r}")
+            if name not in ranker_names():
+                known = ", ".join(ranker_names())
+                raise ValueError(f"rankers are {known}; got a weight for {name!r}")
             if not (math.isfinite(weight) and weight >= 0):
                 raise ValueError(f"weight of {name} must be finite and >= 0, got {weight}")
         return weights

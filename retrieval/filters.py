@@ -5,17 +5,26 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Literal, get_args
+from typing import get_args
+
+from pydantic import field_validator
 
 from .languages import TEST_ROLES, CodeLanguage, TestRole, language_of, test_role
+from .loaders import file_kinds
 from .records import FileKind
 from .scan import compile_globs
 from .validation import Settings
 
-SearchKind = Literal[FileKind, CodeLanguage, TestRole]
-"""What ``SearchFilters.kinds`` may name: a file kind (``markdown``, ``code`` …), a code
-language (``python``, ``typescript`` …) or a test role (``test``, ``non-test``)."""
-SEARCH_KINDS: tuple[SearchKind, ...] = get_args(SearchKind)
+SearchKind = str
+"""What ``SearchFilters.kinds`` may name (:func:`search_kinds`): a file kind of the loader
+table (``markdown``, ``code`` …), a code language (``python``, ``typescript`` …) or a test
+role (``test``, ``non-test``)."""
+
+
+def search_kinds() -> tuple[SearchKind, ...]:
+    """Every kind a filter may name: the file kinds (registered ones too), the code
+    languages, the test roles."""
+    return (*file_kinds(), *get_args(CodeLanguage), *get_args(TestRole))
 
 
 class SearchFilters(Settings):
@@ -28,6 +37,14 @@ class SearchFilters(Settings):
 
     paths: tuple[str, ...] = ()
     kinds: tuple[SearchKind, ...] = ()
+
+    @field_validator("kinds")
+    @classmethod
+    def _known_kinds(cls, kinds: tuple[str, ...]) -> tuple[str, ...]:
+        allowed = search_kinds()
+        if bad := [k for k in kinds if k not in allowed]:
+            raise ValueError(f"unknown kind {bad[0]!r}; allowed: {', '.join(allowed)}")
+        return kinds
 
     def is_empty(self) -> bool:
         return not self.paths and not self.kinds
@@ -65,4 +82,4 @@ def _compiled(pattern: str) -> re.Pattern[str]:
     return compile_globs([pattern])
 
 
-__all__ = ["SEARCH_KINDS", "SearchFilters", "SearchKind", "path_matches"]
+__all__ = ["SearchFilters", "SearchKind", "path_matches", "search_kinds"]

@@ -9,96 +9,50 @@ print(format_context(results))   # citation-tagged context for a chat model
 from __future__ import annotations
 
 import asyncio
-import logging
-import os
-import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from kbgraph.errors import (
-    ConfigError,
-    DatabaseUnavailableError,
-    IndexCorruptError,
-    IndexNotFoundError,
-    ReadOnlyStoreError,
-)
+from kbgraph.errors import ConfigError, IndexCorruptError
 
-from . import __version__
+from . import _kb_index, _kb_search, _kb_stats, _kb_versions
 from ._arguments import (
     flag,
     path_argument,
+    recorded_or_default,
     seconds,
     settings_argument,
     store_url,
     whole_number,
 )
-from ._freshness import DEFAULT_TTL_S, Freshness, changed_files, count_stale
-from ._indexer import IndexPlan, run_index, settings_match
-from ._reuse import check_against_documents
-from ._search import (
-    REBUILD_WITH_FLAG,
-    check_index_model,
-    check_query_model,
-    check_rank_arguments,
-    no_query_model,
-    once,
-    rank_one,
-    resolve_mode,
-    search_config,
-)
-from ._search import search as _search
+from ._freshness import DEFAULT_TTL_S
+from ._indexer import IndexPlan
+from ._kb_live import LiveMode
+from ._kb_model import EmbeddingModel, EmbeddingSpec
+from ._kb_reader import LiveReader
+from ._search import check_index_model
 from .backends import open_store
-from .chunking import code_chunker_id
 from .config import ChunkConfig, ScanConfig, SearchConfig, SearchMode
-from .embeddings import (
-    DEFAULT_TIMEOUT,
-    BatchEmbedder,
-    call_timeout_for,
-    describe_embeddings,
-    resolve_embeddings,
-)
+from .embeddings import DEFAULT_TIMEOUT, BatchEmbedder
 from .filters import SearchFilters
-from .folder import (
-    FolderSnapshot,
-    FolderStore,
-    IndexLayout,
-    VersionInfo,
-    check_keep,
-    list_versions,
-    no_index,
-    restore_version,
-)
-from .progress import ProgressCallback, ignore_progress
+from .folder import IndexLayout, VersionInfo, check_keep
+from .progress import ProgressCallback
 from .records import SearchResult, SkippedFile
 from .reports import IndexChanges, IndexReport, IndexStats
-from .scan import scan_folder
 from .storage import (
     DEFAULT_KEEP_VERSIONS,
-    EmbeddingMeta,
     FileRecord,
-    IndexMeta,
     IndexStore,
-    ModelLost,
-    ObjectOnly,
-    QueryEmbedder,
-    ServedStore,
+    RankerName,
     Snapshot,
     auto_spec,
-    no_versions,
 )
-from .watch import FolderWatcher
 
 if TYPE_CHECKING:
     from .retriever import KnowledgeBaseRetriever
-
-Ranker = Literal["vector", "bm25"]
-logger = logging.getLogger("kbgraph.retrieval")
-_Settings = TypeVar("_Settings", ChunkConfig, ScanConfig)
-_T = TypeVar("_T")
 
 
 class KnowledgeBase:
@@ -157,71 +111,47 @@ class KnowledgeBase:
         recorded = self.store.recorded()
         scan = settings_argument(ScanConfig, scan, "scan")
         chunking = settings_argument(ChunkConfig, chunking, "chunking")
-        self.scan_config = scan or _recorded(ScanConfig, recorded.scan)
-        self.chunk_config = chunking or _recorded(ChunkConfig, recorded.chunking)
+        self.scan_config = scan or recorded_or_default(ScanConfig, recorded.scan)
+        self.chunk_config = chunking or recorded_or_default(ChunkConfig, recorded.chunking)
         keep = whole_number(keep_versions, "keep_versions")
         if keep is None:
             keep = recorded.keep_versions or DEFAULT_KEEP_VERSIONS
         self.keep_versions = check_keep(keep)
-        spec: str | Embeddings | ObjectOnly | ModelLost | None = embedding
-        if embedding == "auto":
-            spec = auto_spec(recorded)
-        self.embedding_timeout = seconds(embedding_timeout, "embedding_timeout", 30.0)
-        self._embedding_spec = spec
-        self._embedding_meta = self._describe(spec)
-        self._embedder: BatchEmbedder | None = None
-        self._reader: Snapshot | None = None
-        self._reader_key: str | None = None
-        self._lock = threading.RLock()
-        self._freshness = Freshness(
-            ttl=seconds(freshness_ttl, "freshness_ttl", DEFAULT_TTL_S, zero=True),
-            is_fresh=self.is_fresh,
-            index=self._index_unless_read_only,
-            has_index=self._has_index,
-            wait_s=self.lock_timeout,
-        )
-        self._watcher: FolderWatcher | None = None
+        spec: EmbeddingSpec = auto_spec(recorded) if embedding == "auto" else embedding
+        timeout = seconds(embedding_timeout, "embedding_timeout", 30.0)
+        self._model = EmbeddingModel(spec, timeout)
+        self._live = LiveReader(self.store)
+        ttl = seconds(freshness_ttl, "freshness_ttl", DEFAULT_TTL_S, zero=True)
+        self._mode = LiveMode(self, self._live, ttl, self.lock_timeout)
         if flag(live, "live"):
             self.start_watching()
 
     @property
+    def embedding_timeout(self) -> float:
+        return self._model.timeout
+
+    @property
     def layout(self) -> IndexLayout:
         """The folder index's files (a knowledge base in a database has none)."""
-        if not isinstance(self.store, FolderStore):
-            raise ConfigError(
-                f"the index of {self.folder} lives in {self.store.location}, not in a folder"
-            )
-        return self.store.layout
-
-    @staticmethod
-    def _describe(
-        embedding: str | Embeddings | ObjectOnly | ModelLost | None,
-    ) -> EmbeddingMeta | None:
-        if embedding is None or isinstance(embedding, ModelLost):
-            return None
-        if isinstance(embedding, ObjectOnly):
-            return embedding.meta.model_copy(update={"dims": 0})
-        info = describe_embeddings(embedding)
-        spec = embedding if isinstance(embedding, str) else None
-        return EmbeddingMeta(provider=info.provider, model=info.model, dims=0, spec=spec)
+        return _kb_versions.layout(self.folder, self.store)
 
     def embedder(self) -> BatchEmbedder:
         """The batching, retrying embedder (the model loads on first use)."""
-        with self._lock:
-            if self._embedder is None:
-                spec = self._embedding_spec
-                if spec is None:
-                    raise ConfigError("this knowledge base has no embedding model (lexical only)")
-                if isinstance(spec, ObjectOnly | ModelLost):
-                    raise spec.error()
-                model = (
-                    resolve_embeddings(spec, timeout=self.embedding_timeout)
-                    if isinstance(spec, str)
-                    else spec
-                )
-                bound = call_timeout_for(spec, self.embedding_timeout)
-                self._embedder = BatchEmbedder(model, call_timeout=bound)
-            return self._embedder
+        return self._model.embedder()
+
+    def _plan(self, rebuild: bool = False) -> IndexPlan:
+        """What an indexing run of this knowledge base works with."""
+        return IndexPlan(
+            folder=self.folder,
+            store=self.store,
+            scan=self.scan_config,
+            chunking=self.chunk_config,
+            embedding=self._model.meta,
+            embedder=self.embedder if self._model.meta else None,
+            lock_timeout=self.lock_timeout,
+            rebuild=rebuild,
+            keep_versions=self.keep_versions,
+        )
 
     # -- indexing -----------------------------------------------------------------------
     def index(
@@ -237,40 +167,8 @@ class KnowledgeBase:
         base's, unless ``allow_model_change`` is False: then only ``rebuild`` does, and
         otherwise a ``ModelMismatchError`` names both models (``kbgraph index`` and the
         file watcher never re-embed a whole index unasked)."""
-        if isinstance(self._embedding_spec, ModelLost):
-            raise self._embedding_spec.error()
-        if not (rebuild or allow_model_change):
-            recorded = self.store.recorded()
-            if recorded.found and recorded.lost is None:
-                check_index_model(
-                    self.folder, recorded.embedding, self._embedding_meta, REBUILD_WITH_FLAG
-                )
-        plan = IndexPlan(
-            folder=self.folder,
-            store=self.store,
-            scan=self.scan_config,
-            chunking=self.chunk_config,
-            embedding=self._embedding_meta,
-            embedder=self.embedder if self._embedding_meta else None,
-            lock_timeout=self.lock_timeout,
-            rebuild=rebuild,
-            keep_versions=self.keep_versions,
-        )
-        result = run_index(plan, progress or ignore_progress)
-        # Files that changed while the run read the folder: the generation holds what was
-        # read, so they are stale already (a rescan reads metadata only).
-        stale = self.stale_files()
-        stats = self._stats_from(result.meta, self._open().size_bytes(), stale=stale or 0)
-        return IndexReport(
-            stats=stats,
-            embedded=result.embedded,
-            reused=result.reused,
-            skipped=result.skipped,
-            failed_embeddings=len(result.meta.failed_embeddings),
-            rebuilt=result.rebuilt,
-            warnings=result.warnings,
-            repaired=result.repaired,
-        )
+        plan = self._plan(rebuild)
+        return _kb_index.index(plan, self._model, self._live, progress, allow_model_change)
 
     async def aindex(
         self,
@@ -292,48 +190,20 @@ class KnowledgeBase:
         """New + modified + deleted files, from file metadata only; None without an index
         or when the settings changed (everything is stale). Scan-level skips (secrets,
         excluded ...) are not files of the index and never count."""
-        try:
-            reader = self._open()
-        except IndexNotFoundError:
-            return None
-        if not self._settings_match(reader.meta):
-            return None
-        scanned = scan_folder(self.folder, self.scan_config, index_dir=self.store.index_dir)
-        return count_stale(reader.meta, scanned)
-
-    def _settings_match(self, meta: IndexMeta) -> bool:
-        plan = IndexPlan(
-            self.folder,
-            self.store,
-            self.scan_config,
-            self.chunk_config,
-            self._embedding_meta,
-            None,
-            self.lock_timeout,
-        )
-        return settings_match(meta, plan)
+        return _kb_index.stale_files(self._plan(), self._live)
 
     def changes(self) -> IndexChanges:
         """What changed in the folder since the live index was built (file metadata only;
         ``rebuild`` when the settings changed). ``IndexNotFoundError`` without an index."""
-        reader = self._open()
-        if not self._settings_match(reader.meta):
-            return IndexChanges(rebuild=True)
-        scanned = scan_folder(self.folder, self.scan_config, index_dir=self.store.index_dir)
-        return changed_files(reader.meta, scanned)
+        return _kb_index.changes(self._plan(), self._live)
 
     def skipped_files(self) -> list[SkippedFile]:
         """The files left out of the index with their reasons: those the scan leaves out
         now (secrets, excluded, too large ...) and those the live index could not load
         (binary, empty, unreadable, extraction failed)."""
-        reader = self._open()
-        scanned = scan_folder(self.folder, self.scan_config, index_dir=self.store.index_dir)
-        loaded = [
-            SkippedFile(rel, record.reason, record.detail)
-            for rel, record in sorted(reader.meta.skipped.items())
-        ]
-        return [*scanned.skipped, *loaded]
+        return _kb_index.skipped_files(self._plan(), self._live)
 
+    # -- freshness and live mode --------------------------------------------------------
     def is_fresh(self) -> bool:
         """True when the folder matches the index; reads file metadata only. A damaged
         index is not fresh: the next ``ensure_fresh`` repairs it."""
@@ -352,106 +222,33 @@ class KnowledgeBase:
         An index built with another embedding model than this knowledge base's is never
         rebuilt here unless ``allow_model_change``: a ``ModelMismatchError`` says which two
         models and what to pass (only an explicit ``index()`` changes an index's model)."""
-        if not allow_model_change and self._has_index():
+        if not allow_model_change and self._live.has_index():
             # The open reader's meta: no file is read again for a warm query.
-            check_index_model(self.folder, self._open().meta.embedding, self._embedding_meta)
-        return self._freshness.ensure(progress)
+            check_index_model(self.folder, self._open().meta.embedding, self._model.meta)
+        return self._mode.freshness.ensure(progress)
 
-    def _index_unless_read_only(self, progress: ProgressCallback | None) -> IndexReport | None:
-        """``ensure_fresh``'s run: an index nobody may write (a read-only mount, a
-        snapshot) is searched as it is, stale or not, with a warning, instead of failing
-        every search of the subgraph."""
-        if isinstance(self.store, FolderStore):
-            root = self.store.layout.root
-            if self.store.layout.has_pointer() and not os.access(root, os.W_OK):
-                logger.warning("%s is stale but read-only; searching it as it is", root)
-                return None
-        try:
-            return self.index(progress=progress)
-        except ReadOnlyStoreError as exc:  # a standby: refused before anything was written
-            if not self._has_index():
-                raise
-            logger.warning("%s is stale; searching it as it is: %s", self.folder, exc)
-            return None
-
-    def _has_index(self) -> bool:
-        try:
-            return self.store.current_key() is not None
-        except IndexCorruptError:
-            return False
-
-    # -- live mode ----------------------------------------------------------------------
     def start_watching(self) -> None:
         """Keep the index fresh with a file watcher on a background thread (idempotent):
         the first run catches up with the folder, then every burst of changes is one
         incremental run; a failed run is retried later while the last good index serves."""
-        with self._lock:
-            if self._watcher is None:
-                self._watcher = FolderWatcher(self, ignore=self.store.index_dir)
-            self._watcher.start()
-            self._freshness.watcher = self._watcher
+        self._mode.start()
 
     def stop_watching(self) -> None:
         """Stop the watcher (after the run in progress); freshness checks walk again."""
-        with self._lock:
-            watcher, self._watcher = self._watcher, None
-            self._freshness.watcher = None
-            self._freshness.forget()
-        if watcher is not None:
-            watcher.stop()
+        self._mode.stop()
 
     @property
     def live(self) -> bool:
         """True while a file watcher keeps this knowledge base fresh."""
-        watcher = self._watcher
-        return watcher is not None and watcher.running
+        return self._mode.running
 
     # -- search -------------------------------------------------------------------------
-    def _reading(self, use: Callable[[Snapshot], _T]) -> _T:
-        """``use`` the live version. A database connection lost on the way (a standby that
-        went away mid-search) is retried once on a new connection, which goes to a server
-        that answers (the primary when no standby does): the caller sees no error."""
-        try:
-            return use(self._open())
-        except DatabaseUnavailableError as exc:
-            logger.warning("a search lost its server; trying another: %s", exc)
-            with self._lock:  # every connection of the lost server goes
-                if self._reader is not None:
-                    self._reader.close()
-                self._reader, self._reader_key = None, None
-                self.store.close()
-            return use(self._open())
-
     def _open(self) -> Snapshot:
         """The live version, reopened when a writer published a new one."""
-        with self._lock:
-            key = self.store.current_key()
-            # No index: the store's open() raises IndexNotFoundError saying what to run
-            # (a database store's command needs its --store).
-            if self._reader is None or key is None or key != self._reader_key:
-                reader = self.store.open()
-                if self._reader is not None:
-                    self._reader.close()
-                self._reader, self._reader_key = reader, key
-            return self._reader
+        return self._live.open()
 
     def _embed_query(self, query: str) -> np.ndarray:
         return self.embedder().embed_query(query)
-
-    def _query_embedder(self, reader: Snapshot) -> QueryEmbedder | None:
-        """Embeds queries for the vector ranker, after checking that this knowledge base's
-        model is the one the index was built with (checked only when a query is embedded,
-        so BM25 searches work whatever the model)."""
-        if not reader.has_vectors:
-            return None
-
-        def embed(query: str) -> np.ndarray:
-            check_query_model(reader.meta.embedding, self._embedding_meta)
-            if self._embedding_spec is None:  # lexical only by choice, not a lost model
-                raise no_query_model(reader.meta.embedding)
-            return self._embed_query(query)
-
-        return embed
 
     def search(
         self,
@@ -465,9 +262,15 @@ class KnowledgeBase:
         """Ranked results; ``mode`` defaults to hybrid when vectors exist, else bm25.
         ``top_k`` (1-1000, default 5) and ``mode`` may be given here or in ``config``, not
         both with different values; an empty query is refused (``ConfigError``)."""
-        cfg = search_config(query, top_k=top_k, mode=mode, filters=filters, config=config)
-        return self._reading(
-            lambda reader: _search(reader, query, cfg, filters, self._query_embedder(reader))
+        return _kb_search.search(
+            self._live,
+            self._model,
+            self._embed_query,
+            query,
+            top_k=top_k,
+            mode=mode,
+            filters=filters,
+            config=config,
         )
 
     async def asearch(
@@ -514,21 +317,15 @@ class KnowledgeBase:
     def rank(
         self,
         query: str,
-        ranker: Ranker,
+        ranker: RankerName,
         *,
         limit: int,
         filters: SearchFilters | None = None,
     ) -> list[SearchResult]:
         """One ranker's list (for callers that fuse several queries themselves)."""
-        check_rank_arguments(query, ranker, limit, filters)
-
-        def rank(reader: Snapshot) -> list[SearchResult]:
-            if ranker == "vector":
-                resolve_mode(reader.has_vectors, "vector")
-            with reader.ranking(query, once(self._query_embedder(reader))) as ranking:
-                return rank_one(ranking, ranker, limit, filters)
-
-        return self._reading(rank)
+        return _kb_search.rank(
+            self._live, self._model, self._embed_query, query, ranker, limit=limit, filters=filters
+        )
 
     def indexed_files(self) -> dict[str, FileRecord]:
         """The files of the live generation with their size, mtime, sha256 and chunk span."""
@@ -541,79 +338,24 @@ class KnowledgeBase:
     # -- housekeeping -------------------------------------------------------------------
     def stats(self) -> IndexStats:
         reader = self._open()
-        stale = self.stale_files()
-        return self._stats_from(
-            reader.meta,
-            reader.size_bytes(),
-            stale=reader.meta.file_count if stale is None else stale,
-        )
+        return _kb_stats.stats(self.store, reader, self.stale_files())
 
     def versions(self) -> list[VersionInfo]:
         """The kept generations, newest first (``kbgraph versions``)."""
-        return list_versions(self._published_layout())
+        return _kb_versions.versions(self.folder, self.store)
 
     def restore(self, version: str | int) -> VersionInfo:
         """Make a kept generation current again, atomically: ``version`` is its name, a
         unique prefix of it, or its row in :meth:`versions` (1 = newest)."""
-        if isinstance(version, bool) or not isinstance(version, str | int):
-            raise ConfigError(
-                f"version must be a row number of versions() (1 = newest), a generation name "
-                f"or a unique prefix of one, got {type(version).__name__} {version!r}; e.g. "
-                "kb.restore(1) or kb.restore('gen-18a7')"
-            )
-        wanted = str(version)
-        info = restore_version(self._published_layout(), wanted, lock_timeout=self.lock_timeout)
-        self._freshness.forget()
+        info = _kb_versions.restore(self.folder, self.store, version, self.lock_timeout)
+        self._mode.freshness.forget()
         return info
-
-    def _published_layout(self) -> IndexLayout:
-        """The folder index's files, once an index was published there (a damaged one too:
-        restoring repairs it); IndexNotFoundError for a folder never indexed, ConfigError
-        for a knowledge base in a database (it keeps the live version only)."""
-        if not isinstance(self.store, FolderStore):
-            raise no_versions(self.folder, self.store.location)
-        layout = self.layout
-        if not layout.has_pointer() and not layout.published():
-            raise no_index(self.folder)
-        return layout
 
     def validate(self) -> None:
         """Open the live generation and check every file of it, then the chunks of every
         file still as indexed against the file's bytes, and the BM25 index against the
         chunks (raises IndexCorruptError)."""
-        reader = self._open()
-        reader.validate()
-        if not isinstance(reader, FolderSnapshot):
-            return  # a database's rows are checked by it
-        # Another engine version (or code chunker) chunks otherwise.
-        if (
-            reader.meta.engine_version == __version__
-            and reader.meta.code_chunker == code_chunker_id()
-        ):
-            chunking = _recorded(ChunkConfig, reader.meta.chunking)
-            scan = _recorded(ScanConfig, reader.meta.scan)
-            check_against_documents(reader, self.folder, chunking, scan)
-        reader.check_lexical()
-
-    def _version_count(self) -> int:
-        """Versions kept for ``restore``: the folder index keeps generations; a database
-        keeps the live version only."""
-        if isinstance(self.store, FolderStore):
-            return len(self.store.layout.published())
-        return 1
-
-    def _stats_from(self, meta: IndexMeta, size: int, *, stale: int) -> IndexStats:
-        return IndexStats(
-            server=self.store.server() if isinstance(self.store, ServedStore) else {},
-            versions=self._version_count(),
-            keep_versions=meta.keep_versions,
-            file_count=meta.file_count,
-            chunk_count=meta.chunk_count,
-            index_size=size,
-            last_indexed=meta.indexed_at,
-            stale_files=stale,
-            embedding=meta.embedding.model_dump() if meta.embedding else {},
-        )
+        _kb_versions.validate(self.folder, self._open())
 
     def delete(self) -> None:
         """Remove the index folder (the embedding cache goes with it). Refuses any folder
@@ -623,11 +365,7 @@ class KnowledgeBase:
 
     def close(self) -> None:
         self.stop_watching()
-        with self._lock:
-            if self._reader is not None:
-                self._reader.close()
-                self._reader, self._reader_key = None, None
-            self.store.close()
+        self._live.close()
 
     def __enter__(self) -> KnowledgeBase:
         return self
@@ -636,15 +374,4 @@ class KnowledgeBase:
         self.close()
 
 
-def _recorded(cls: type[_Settings], recorded: dict[str, Any] | None) -> _Settings:
-    """The settings an index recorded, or the defaults when there are none (or they no
-    longer validate, after an upgrade: then the index is rebuilt with the defaults)."""
-    if recorded is not None:
-        try:
-            return cls.model_validate(recorded)
-        except ConfigError:
-            pass
-    return cls()
-
-
-__all__ = ["KnowledgeBase", "Ranker"]
+__all__ = ["KnowledgeBase"]

@@ -10,7 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, get_args
+from pathlib import Path
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -34,8 +35,9 @@ entered: an exclude pattern, a virtualenv; one entry for the whole folder), ``no
 (no include pattern), ``secret`` ... ``decode-fallback`` and a PDF page's ``extract-failed``
 are reported as warnings of files that are still indexed."""
 
-FileKind = Literal["text", "markdown", "code", "html", "pdf", "docx", "csv", "data"]
-FILE_KINDS: tuple[FileKind, ...] = get_args(FileKind)
+FileKind = str
+"""A file kind of the loader table (``text``, ``markdown``, ``code``, ``html``, ``pdf``,
+``docx``, ``csv``, ``data``, or one registered since): ``loaders.file_kinds()``."""
 
 
 def chunk_id(source: str, byte_start: int, byte_end: int, text: str) -> str:
@@ -140,10 +142,33 @@ class SearchHit:
     ranks: dict[str, int]
 
 
+@dataclass(frozen=True, slots=True)
+class ScannedFile:
+    """One file the scan found (metadata only); here beside the other records so that the
+    loaders, which read it, and the scan, which reads the loaders' kinds, share it."""
+
+    path: Path  # absolute
+    rel: str  # POSIX, relative to the scanned root
+    size: int
+    mtime_ns: int
+    kind: FileKind
+    # The inode's change time: a chmod/chown changes it, not the size or mtime. Compared
+    # only for files an earlier run could not read (see SkipRecord.ctime_ns).
+    ctime_ns: int = 0
+    # What the scan saw, so that the reader opens exactly that file (loaders/_read.py):
+    # the scanned root, the path to open below it (a link's target inside the folder, else
+    # ``rel``) and the identity of the inode found there. Unset for a file described by
+    # hand: then only the last component is opened without following links.
+    root: Path | None = None
+    target: str | None = None
+    dev: int | None = None
+    ino: int | None = None
+
+
 __all__ = [
-    "FILE_KINDS",
     "Chunk",
     "FileKind",
+    "ScannedFile",
     "SearchHit",
     "SearchResult",
     "SkipReason",

@@ -41,13 +41,14 @@ import os
 import re
 import stat
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from kbgraph.errors import ConfigError
 
 from ._globs import compile_globs, glob_to_regex
 from .config import SECRET_DENY, ScanConfig
-from .records import FileKind, SkippedFile, SkipReason
+from .loaders import kind_of
+from .records import FileKind, ScannedFile, SkippedFile, SkipReason
 
 DEFAULT_INDEX_DIRNAME = ".kbgraph"
 # Files whose presence marks a folder as a Python environment, whatever the folder's name.
@@ -59,40 +60,6 @@ _GENERATION = re.compile(r"gen-[0-9a-f]+-[0-9a-f]+")
 _GENERATION_FILES = ("meta.json", "chunks.jsonl")
 OTHER_INDEX = "another kbgraph index; an index is never indexed as documents"
 
-_KIND_BY_SUFFIX: dict[str, FileKind] = {
-    **dict.fromkeys(("md", "markdown", "mdx"), "markdown"),
-    **dict.fromkeys(
-        ("py", "pyi", "js", "jsx", "mjs", "cjs", "ts", "tsx", "rs", "go", "java", "kt",
-         "c", "h", "cc", "cpp", "hpp", "cs", "rb", "php", "swift", "scala", "sh"),
-        "code",
-    ),
-    **dict.fromkeys(("html", "htm", "xhtml"), "html"),
-    "pdf": "pdf",
-    "docx": "docx",
-    **dict.fromkeys(("csv", "tsv"), "csv"),
-    **dict.fromkeys(("json", "jsonl", "yaml", "yml", "toml"), "data"),
-}  # fmt: skip
-
-
-@dataclass(frozen=True, slots=True)
-class ScannedFile:
-    path: Path  # absolute
-    rel: str  # POSIX, relative to the scanned root
-    size: int
-    mtime_ns: int
-    kind: FileKind
-    # The inode's change time: a chmod/chown changes it, not the size or mtime. Compared
-    # only for files an earlier run could not read (see SkipRecord.ctime_ns).
-    ctime_ns: int = 0
-    # What the scan saw, so that the reader opens exactly that file (loaders/_read.py):
-    # the scanned root, the path to open below it (a link's target inside the folder, else
-    # ``rel``) and the identity of the inode found there. Unset for a file described by
-    # hand: then only the last component is opened without following links.
-    root: Path | None = None
-    target: str | None = None
-    dev: int | None = None
-    ino: int | None = None
-
 
 @dataclass(frozen=True, slots=True)
 class ScanResult:
@@ -101,10 +68,8 @@ class ScanResult:
 
 
 def file_kind(rel: str) -> FileKind:
-    """The kind of a file from its name (``rst`` is plain text: its headings are not
-    Markdown headings)."""
-    suffix = PurePosixPath(rel).suffix.lower().lstrip(".")
-    return _KIND_BY_SUFFIX.get(suffix, "text")
+    """The kind of a file from its name: the loader table's (``loaders/_kinds.py``)."""
+    return kind_of(rel)
 
 
 class _Rules:

@@ -213,8 +213,8 @@ def errors_page() -> str:
 # ---- the Python API of the public faces ------------------------------------------------
 
 FACES = ("kbgraph.errors", "kbgraph.retrieval", "kbgraph.graphs", "kbgraph.evals",
-         "kbgraph.testing", "kbgraph")  # fmt: skip
-FACE_PAGES = ("retrieval", "graphs", "evals", "testing", "errors")
+         "kbgraph.agents", "kbgraph.testing", "kbgraph")  # fmt: skip
+FACE_PAGES = ("retrieval", "graphs", "evals", "agents", "testing", "errors")
 
 
 def home_face(name: str, obj: object) -> str:

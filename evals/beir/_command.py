@@ -24,10 +24,11 @@ from typing import Any
 import click
 
 from kbgraph.errors import ConfigError, KbgraphError
+from kbgraph.exit_codes import LiveChoice
 from kbgraph.retrieval.config import FusionMethod
 
 from ._report import markdown, write_results
-from ._run import MODES, RunProgress, RunSettings, run_beir, search_settings
+from ._run import RunProgress, RunSettings, modes, run_beir, search_settings
 
 
 @contextmanager
@@ -77,10 +78,11 @@ def _command(
 @click.option(
     "--mode",
     "modes",
-    type=click.Choice(MODES),
+    type=LiveChoice(modes),
     multiple=True,
-    help="Repeat to run several (default: all four; bm25 and graph with --embedding none). "
-    "graph runs the whole subgraph, heuristic mode.",
+    help="Repeat to run several (default: bm25, vector, hybrid, graph; bm25 and graph with "
+    "--embedding none). A mode is a registered ranker (title too), hybrid, or graph (the "
+    "whole subgraph, heuristic mode).",
 )
 @click.option(
     "--embedding",

@@ -48,7 +48,8 @@ def graph_rankings(
         embedding=spec,
         chat_model=None,
         search=search.model_copy(
-            update={"top_k": top_k, "mode": "hybrid" if embedding else "bm25"}
+            # None: hybrid's rankers, those needing no vectors without an embedding model.
+            update={"top_k": top_k, "mode": None}
         ),
         auto_index=False,  # indexed by the run, with its chunking
     )

@@ -2,7 +2,8 @@
 ``KnowledgeBase`` (chunker, embedder, embedding cache, stores and ranking code of a user's
 index), run every query per mode and score the document rankings.
 
-Modes: ``bm25``, ``vector`` and ``hybrid`` call ``KnowledgeBase.search``; ``graph`` invokes
+Modes (:func:`modes`, from the ranker registry): each ranker (``bm25``, ``title``,
+``vector``, ...) and ``hybrid`` call ``KnowledgeBase.search``; ``graph`` invokes
 the whole retrieval subgraph in its heuristic mode (:mod:`._graph`). Chunk scores become
 document scores by the best chunk of each document (:func:`._metrics.max_pool`).
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kbgraph.errors import ConfigError
+from kbgraph.retrieval import HYBRID, rankers
 from kbgraph.retrieval.backends import describe_store
 from kbgraph.retrieval.config import ChunkConfig, FusionMethod, SearchConfig
 from kbgraph.retrieval.kb import KnowledgeBase
@@ -26,9 +28,9 @@ from ._graph import graph_rankings
 from ._load import BeirData, load_beir
 from ._metrics import max_pool, mean_metrics, percentile, query_metrics, without_query_id
 
-Mode = Literal["bm25", "vector", "hybrid", "graph"]
-MODES: tuple[Mode, ...] = ("bm25", "vector", "hybrid", "graph")
-LEXICAL_MODES: tuple[Mode, ...] = ("bm25", "graph")
+Mode = str
+"""A registered ranker's name, ``hybrid``, or ``graph`` (:func:`modes`)."""
+GRAPH = "graph"
 IndexKind = Literal["full", "incremental"]
 DOCS_PER_QUERY = 100  # recall@100 needs a hundred documents
 RunProgress = Callable[[str, int, int], None]
@@ -247,7 +249,7 @@ def search_mode(
     kb: KnowledgeBase,
     queries: Mapping[str, str],
     names: Mapping[str, str],
-    mode: Literal["bm25", "vector", "hybrid"],
+    mode: Mode,
     config: SearchConfig,
     progress: RunProgress = _ignore,
     *,
@@ -294,19 +296,41 @@ def graph_mode(
     )
 
 
-def check_modes(modes: Sequence[str], embedding: str | None) -> list[Mode]:
-    """The modes to run, in :data:`MODES` order. None given: all four, or the lexical ones
-    (``bm25``, ``graph``) when there is no embedding model."""
-    chosen = list(dict.fromkeys(modes)) or list(MODES if embedding else LEXICAL_MODES)
-    unknown = [m for m in chosen if m not in MODES]
+def modes(*, default: bool = False) -> tuple[Mode, ...]:
+    """The modes a run can score, from the ranker registry: each ranker that needs no
+    vectors (bm25, title, ...), each that does (vector), ``hybrid``, ``graph``. With
+    ``default``: only the rankers hybrid fuses by default (the run of no ``--mode``)."""
+    chosen = [r for r in rankers() if not default or r.hybrid_weight is not None]
+    lexical = [r.name for r in chosen if not r.needs_vectors]
+    dense = [r.name for r in chosen if r.needs_vectors]
+    return (*lexical, *dense, HYBRID, GRAPH)
+
+
+def lexical_modes(*, default: bool = False) -> tuple[Mode, ...]:
+    """The modes of a lexical-only index (no embedding model)."""
+    return tuple(m for m in modes(default=default) if m == GRAPH or not _needs_vectors(m))
+
+
+def _needs_vectors(mode: Mode) -> bool:
+    return mode == HYBRID or any(r.name == mode and r.needs_vectors for r in rankers())
+
+
+def check_modes(modes_: Sequence[str], embedding: str | None) -> list[Mode]:
+    """The modes to run, in :func:`modes` order. None given: the default ones (vector,
+    BM25, hybrid, graph), or those needing no vectors when there is no embedding model."""
+    every = modes()
+    default = modes(default=True) if embedding else lexical_modes(default=True)
+    chosen = list(dict.fromkeys(modes_)) or list(default)
+    unknown = [m for m in chosen if m not in every]
     if unknown:
-        raise ConfigError(f"unknown mode {unknown[0]!r}; allowed: {', '.join(MODES)}")
-    if embedding is None and any(m in ("vector", "hybrid") for m in chosen):
+        raise ConfigError(f"unknown mode {unknown[0]!r}; allowed: {', '.join(every)}")
+    if embedding is None and any(m not in lexical_modes() for m in chosen):
+        dense = ", ".join(m for m in every if m not in lexical_modes())
         raise ConfigError(
-            "modes vector and hybrid need an embedding model; pass --embedding local (or "
-            "another spec), or run --mode bm25 / --mode graph only"
+            f"modes {dense} need an embedding model; pass --embedding local (or another "
+            f"spec), or run only {', '.join(lexical_modes())}"
         )
-    return [m for m in MODES if m in chosen]
+    return [m for m in every if m in chosen]
 
 
 def run_beir(
@@ -321,7 +345,8 @@ def run_beir(
 ) -> BeirRun:
     """Index the corpus of ``beir_dir`` (reusing ``work_dir``, default under the cache
     folder; ``fresh`` starts from an empty index) and score every judged query of ``split``
-    in each of ``modes`` (default: every mode the embedding allows)."""
+    in each of ``modes`` (default: the rankers hybrid fuses, hybrid and graph, those the
+    embedding allows)."""
     data = load_beir(beir_dir, split)
     work = Path(work_dir).expanduser() if work_dir else default_work_dir(beir_dir)
     return run_data(data, modes, settings=settings, work_dir=work, fresh=fresh, progress=progress)
@@ -348,7 +373,7 @@ def run_data(
     results: dict[str, ModeResult] = {}
     try:
         for mode in chosen:
-            if mode == "graph":
+            if mode == GRAPH:
                 rankings, latencies = graph_mode(kb, data.name, queries, names, settings, progress)
             else:
                 rankings, latencies = search_mode(
@@ -382,9 +407,8 @@ __all__ = [
     "BEIR_SEARCH",
     "DOCS_PER_QUERY",
     "FUSION_WEIGHTS",
+    "GRAPH",
     "GRAPH_TOP_K",
-    "LEXICAL_MODES",
-    "MODES",
     "BeirRun",
     "IndexInfo",
     "IndexKind",
@@ -396,6 +420,8 @@ __all__ = [
     "doc_ranking",
     "graph_mode",
     "index_corpus",
+    "lexical_modes",
+    "modes",
     "open_knowledge_base",
     "run_beir",
     "run_data",

@@ -4,6 +4,7 @@ LangSmith / openevals evaluator shape ``{"key", "score", "comment"}``."""
 
 from __future__ import annotations
 
+from .._metrics import metric_classes, register_metric
 from ..judges.base import Judge
 from ._adapter import LangSmithAdapter, passages_from, record_from_langsmith, to_langsmith
 from .answer_correctness import AnswerCorrectnessEvaluator
@@ -22,15 +23,20 @@ Evaluator = (
 )
 
 
+# The built-in metrics, in report order; register_metric adds one after them.
+for _cls in (
+    FaithfulnessEvaluator,
+    ContextRecallEvaluator,
+    ContextPrecisionEvaluator,
+    AnswerRelevanceEvaluator,
+    AnswerCorrectnessEvaluator,
+):
+    register_metric(_cls)
+
+
 def default_evaluators(judge: Judge) -> list[Evaluator]:
-    """Every metric over one judge, in report order."""
-    return [
-        FaithfulnessEvaluator(judge),
-        ContextRecallEvaluator(judge),
-        ContextPrecisionEvaluator(judge),
-        AnswerRelevanceEvaluator(judge),
-        AnswerCorrectnessEvaluator(judge),
-    ]
+    """Every registered metric over one judge, in report order."""
+    return [cls(judge) for cls in metric_classes()]
 
 
 __all__ = [

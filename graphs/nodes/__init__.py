@@ -13,7 +13,18 @@ graph's other modules (the extractive answer, the agents).
 
 from __future__ import annotations
 
-from ._base import END, NodeDeps, NodeFn, Reranker, StepRecorder
+from ._base import END, NodeDeps, NodeFn, Reranker, StepRecorder, run_outage
+from ._fit_sources import fit_sources
 from ._text import content_terms, question_of
 
-__all__ = ["END", "NodeDeps", "NodeFn", "Reranker", "StepRecorder", "content_terms", "question_of"]
+__all__ = [
+    "END",
+    "NodeDeps",
+    "NodeFn",
+    "Reranker",
+    "StepRecorder",
+    "content_terms",
+    "fit_sources",
+    "question_of",
+    "run_outage",
+]

@@ -9,11 +9,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from kbgraph.retrieval.filters import SEARCH_KINDS, SearchKind, path_matches
+from kbgraph.retrieval.filters import SearchKind, path_matches, search_kinds
 from kbgraph.retrieval.languages import is_test_path, language_of
 from kbgraph.retrieval.text import word_set, words
 
-SCOPE_KINDS = SEARCH_KINDS
+
+def scope_kinds() -> tuple[SearchKind, ...]:
+    """The kinds a scope may name: the filters' (file kinds of the loader table, code
+    languages, test roles), read when asked so a registered file kind is one too."""
+    return search_kinds()
+
 
 LISTING_LIMIT = 5000
 _SKIP_DIRS = frozenset(
@@ -237,11 +242,11 @@ def existing(patterns: Iterable[str], listing: Listing) -> list[str]:
 
 
 __all__ = [
-    "SCOPE_KINDS",
     "Listing",
     "existing",
     "list_folder",
     "mentioned_kinds",
     "mentioned_paths",
+    "scope_kinds",
     "scope_terms",
 ]

@@ -1,13 +1,14 @@
 """The lexical probe: cheap evidence a model's decision is checked against.
 
-A BM25 search of the question in every folder knowledge base in scope, on the index as it
-is (no indexing, no embedding model: under a millisecond on a folder index). DecideRetrieve
-lets a model's "no search needed" stand only when the probe finds nothing; SelectScope
-widens a model's scope that leaves out every place the probe's best hits are in.
+A lexical search of the question (the registered rankers marked ``probe``: BM25) in
+every folder knowledge base in scope, on the index as it is (no indexing, no embedding
+model: under a millisecond on a folder index). DecideRetrieve lets a model's "no search
+needed" stand only when the probe finds nothing; SelectScope widens a model's scope that
+leaves out every place the probe's best hits are in.
 
-A knowledge base the probe cannot read (no index yet, a LangChain store, which has no BM25,
-or an error) is *unknown*, never "nothing found": only a probe that read every knowledge
-base can say the documents hold nothing on the question.
+A knowledge base the probe cannot read (no index yet, a LangChain store, which has no
+BM25, or an error) is *unknown*, never "nothing found": only a probe that read every
+knowledge base can say the documents hold nothing on the question.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from kbgraph.retrieval import rankers
 from kbgraph.retrieval.filters import SearchFilters
+from kbgraph.retrieval.records import SearchResult
 from kbgraph.retrieval.scan import file_kind
 
 from ..settings import RagSettings, ResolvedKnowledgeBase
 from ._base import NodeDeps
-from ._paths import SCOPE_KINDS
+from ._paths import scope_kinds
 from ._text import content_terms, coverage
 
 PROBE_HITS = 3
@@ -62,7 +65,7 @@ class Probe:
     def evidence(self) -> dict[str, Any]:
         """The probe as a JSON record for ``rag_retrieval_debug``."""
         return {
-            "probe": "bm25",
+            "probe": "+".join(probe_rankers()),
             "query": self.query,
             "hits": [h.to_dict() for h in self.hits],
             "read": self.read,
@@ -89,7 +92,10 @@ def probe(
             continue
         try:
             with deps.registry.lock(kb.folder, spec, settings.chunking, kb.store) as searcher:
-                results = searcher.rank(found.query, "bm25", limit=limit)
+                results = _best(
+                    [searcher.rank(found.query, name, limit=limit) for name in probe_rankers()],
+                    limit,
+                )
         # No index yet, an unreadable one, a database down, or a failing plug-in searcher:
         # the probe is evidence, never a reason for the run to fail.
         except Exception as exc:
@@ -102,15 +108,32 @@ def probe(
     return found
 
 
+def probe_rankers() -> list[str]:
+    """The registered rankers the probe asks (``Ranker.probe``: BM25 by default)."""
+    return [r.name for r in rankers() if r.probe]
+
+
+def _best(lists: Sequence[Sequence[SearchResult]], limit: int) -> list[SearchResult]:
+    """The ``limit`` best chunks of the probe rankers' lists (one list: itself), a chunk
+    found by several once, by its best score."""
+    if len(lists) == 1:
+        return list(lists[0])[:limit]
+    best: dict[str, SearchResult] = {}
+    for result in (r for found in lists for r in found):
+        if result.chunk.id not in best or result.score > best[result.chunk.id].score:
+            best[result.chunk.id] = result
+    return sorted(best.values(), key=lambda r: -r.score)[:limit]
+
+
 def in_scope(
     hit: ProbeHit, kb_names: Sequence[str], paths: Sequence[str], kinds: Sequence[str]
 ) -> bool:
     """Whether a scope (knowledge bases, path globs or prefixes, file kinds) holds ``hit``."""
     if kb_names and hit.kb not in kb_names:
         return False
-    chosen = tuple(k for k in SCOPE_KINDS if k in kinds)
+    chosen = tuple(k for k in scope_kinds() if k in kinds)
     filters = SearchFilters(paths=tuple(paths), kinds=chosen)
     return filters.is_empty() or filters.allows(hit.source, file_kind(hit.source))
 
 
-__all__ = ["PROBE_HITS", "Probe", "ProbeHit", "in_scope", "probe"]
+__all__ = ["PROBE_HITS", "Probe", "ProbeHit", "in_scope", "probe", "probe_rankers"]

@@ -27,6 +27,7 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
+from kbgraph.errors import error_text
 from kbgraph.retrieval.text import stems
 
 from ..context_window import JSON_RESERVE_TOKENS
@@ -170,7 +171,7 @@ def _errors(state: RagState) -> list[str]:
     """The last Retrieve attempt's errors, ``kb: error`` each."""
     records = retrieve_records(state)
     errs = (records[-1].get("errors") or {}) if records else {}
-    return [f"{kb}: {e}" for kb, items in errs.items() for e in items]
+    return [f"{kb}: {error_text(e)}" for kb, items in errs.items() for e in items]
 
 
 @dataclass

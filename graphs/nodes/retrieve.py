@@ -19,12 +19,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langgraph.runtime import Runtime
 
-from kbgraph.errors import KbgraphError, ModelMismatchError
+from kbgraph.errors import ErrorRecord, KbgraphError, ModelMismatchError, error_record
+from kbgraph.retrieval import RankerName, get_ranker, hybrid_rankers
 from kbgraph.retrieval.config import SearchConfig
 from kbgraph.retrieval.filters import SearchFilters
 from kbgraph.retrieval.progress import ProgressEvent
@@ -36,25 +37,24 @@ from ..settings import RagSettings, ResolvedKnowledgeBase
 from ..state import RagScope, RagState
 from ._base import NodeDeps, StepRecorder
 from ._fusion import ListKey, fuse
-from ._paths import SCOPE_KINDS
+from ._paths import scope_kinds
 from .rewrite_query import query_key
-
-if TYPE_CHECKING:
-    from kbgraph.retrieval.kb import Ranker
 
 NODE = "retrieve"
 Writer = Callable[[Any], None]
 
 
-def rankers_for(settings: RagSettings, *, vectors: bool = True) -> list[Ranker]:
-    """The rankers of a run; BM25 only with ``embedding="none"``, ``search.mode="bm25"`` or
-    an index without vectors (``vectors=False``: a lexical-only index opened with
-    ``auto``)."""
-    if not vectors or settings.embedding.strip().lower() == "none":
-        return ["bm25"]
-    if settings.search.mode == "bm25":
-        return ["bm25"]
-    return ["vector"] if settings.search.mode == "vector" else ["vector", "bm25"]
+def rankers_for(settings: RagSettings, *, vectors: bool = True) -> list[RankerName]:
+    """The rankers of a run: ``search.mode``'s one ranker, or hybrid's (the registered
+    rankers with a hybrid weight, and any other ``search.weights`` names). Without vectors
+    (``embedding="none"``, or a lexical-only index opened with ``auto``: ``vectors=False``)
+    hybrid's rankers that need none (BM25 by default), for a vector mode too."""
+    lexical_only = not vectors or settings.embedding.strip().lower() == "none"
+    mode = settings.search.mode
+    if mode not in (None, "hybrid") and not (lexical_only and get_ranker(mode).needs_vectors):
+        return [mode]
+    names = list(hybrid_rankers(settings.search.weights))
+    return [n for n in names if not (lexical_only and get_ranker(n).needs_vectors)]
 
 
 def _has_vectors(searcher: Searcher) -> bool:
@@ -86,7 +86,7 @@ def one_list(
     convex fusion), ``limit`` deep (default: the settings' candidates per list)."""
     limit = limit or candidate_limit(settings)
     if name != "hybrid":
-        return searcher.rank(query, name, limit=limit, filters=filters)  # type: ignore[arg-type]
+        return searcher.rank(query, name, limit=limit, filters=filters)
     config = SearchConfig(
         mode="hybrid",
         fusion="convex",
@@ -111,7 +111,7 @@ def candidate_limit(settings: RagSettings) -> int:
 def scope_filters(scope: RagScope | None) -> SearchFilters | None:
     if not scope:
         return None
-    kinds = tuple(k for k in SCOPE_KINDS if k in scope.get("kinds", []))
+    kinds = tuple(k for k in scope_kinds() if k in scope.get("kinds", []))
     filters = SearchFilters(paths=tuple(scope.get("paths", [])), kinds=kinds)
     return None if filters.is_empty() else filters
 
@@ -123,7 +123,7 @@ class KbRun:
     lists: dict[ListKey, list[SearchResult]] = field(default_factory=dict)
     timings: dict[ListKey, float] = field(default_factory=dict)
     index: dict[str, Any] | None = None
-    errors: list[str] = field(default_factory=list)
+    errors: list[ErrorRecord] = field(default_factory=list)
     empty: bool = False  # searched, and its index holds no document at all
 
 
@@ -156,7 +156,7 @@ def _index(searcher: Searcher, kb: str, run: KbRun, writer: Writer, settings: Ra
         # Embedding "none" asks for BM25 alone: the index is searched as it is, not updated.
         if isinstance(exc, ModelMismatchError) and embedding_spec(settings) is not None:
             raise
-        run.errors.append(f"index: {type(exc).__name__}: {exc}")
+        run.errors.append(error_record(exc, "index"))
         return
     run.index = {
         "indexed": report is not None,
@@ -222,13 +222,13 @@ def search_kb(
                     except KbgraphError as exc:
                         if isinstance(exc, ModelMismatchError):
                             raise
-                        run.errors.append(f"{key.name}: {type(exc).__name__}: {exc}")
+                        run.errors.append(error_record(exc, key.name))
                     run.timings[key] = round((time.perf_counter() - start) * 1000, 3)
             run.empty = not any(run.lists.values()) and _holds_nothing(searcher)
     except (KbgraphError, OSError) as exc:  # opening failed, or another model's index
         if isinstance(exc, ModelMismatchError):
             run.lists.clear()
-        run.errors.append(f"{type(exc).__name__}: {exc}")
+        run.errors.append(error_record(exc))
     return run
 
 
@@ -256,7 +256,7 @@ def _search_langchain(
         source = resolve_source(str(kb.retriever), deps.sources, deps.registry)
         searcher = LangChainSearcher(source, kb.name, embeddings)
     except KbgraphError as exc:
-        run.errors.append(f"{type(exc).__name__}: {exc}")
+        run.errors.append(error_record(exc))
         return run
     limit = candidate_limit(settings)
     for i, query in enumerate(queries):
@@ -269,7 +269,7 @@ def _search_langchain(
                 key = ListKey(kb.name, i, kind)
                 run.lists[key] = found
             except Exception as exc:  # a third-party store: any failure is this list's
-                run.errors.append(f"{key.name}: {type(exc).__name__}: {exc}")
+                run.errors.append(error_record(exc, key.name))
             run.timings[key] = round((time.perf_counter() - start) * 1000, 3)
     return run
 

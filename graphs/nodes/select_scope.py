@@ -24,12 +24,12 @@ from ..settings import RagSettings, ResolvedKnowledgeBase
 from ..state import RagScope, RagState
 from ._base import NodeDeps, StepRecorder
 from ._paths import (
-    SCOPE_KINDS,
     Listing,
     existing,
     list_folder,
     mentioned_kinds,
     mentioned_paths,
+    scope_kinds,
     scope_terms,
 )
 from ._probe import in_scope, probe
@@ -139,7 +139,7 @@ def checked_choice(
     chosen = [k for k in kbs if k.name in names] or list(kbs)
     paths = [p.strip().lstrip("/") for p in choice.paths if p.strip() and ".." not in p]
     paths = [p for p in paths if any(existing([p], listings[k.name]) for k in chosen)]
-    kinds: list[str] = [k for k in choice.kinds if k in SCOPE_KINDS]
+    kinds: list[str] = [k for k in choice.kinds if k in scope_kinds()]
     return {
         "knowledge_bases": [k.name for k in chosen],
         "paths": paths,
@@ -154,7 +154,7 @@ def screened_choice(choice: ScopeChoice, rec: StepRecorder) -> ScopeChoice:
     choose from, or the same entries again and again (a small model wrote 125 kinds), is
     overruled (no restriction of that kind) and a long reason cut; repeats are dropped."""
     kinds, paths = list(dict.fromkeys(choice.kinds)), list(dict.fromkeys(choice.paths))
-    for field, items, limit in (("kinds", choice.kinds, len(SCOPE_KINDS)),
+    for field, items, limit in (("kinds", choice.kinds, len(scope_kinds())),
                                 ("paths", choice.paths, MAX_PROPOSED_PATHS)):  # fmt: skip
         problem = list_problem(items, limit)
         if problem is None:
@@ -209,7 +209,7 @@ def _describe(kbs: Sequence[ResolvedKnowledgeBase], listings: dict[str, Listing]
     return {
         "knowledge_bases": "\n".join(lines),
         "paths": "\n".join(paths[: 2 * _PROMPT_PATHS]) or "(none)",
-        "kinds": ", ".join(SCOPE_KINDS),
+        "kinds": ", ".join(scope_kinds()),
     }
 
 

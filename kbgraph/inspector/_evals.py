@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from kbgraph.errors import ConfigError
+from kbgraph.evals import metric_names
 from kbgraph.evals.evaluators import is_recalled
-from kbgraph.evals.records import METRIC_NAMES, GoldSource, Passage
+from kbgraph.evals.records import GoldSource, Passage
 from kbgraph.evals.report import SOURCE_RECALL
 from kbgraph.retrieval.loaders import open_regular_file, read_regular_file
 
@@ -169,7 +170,7 @@ def report_view(ref: EvalRef) -> dict[str, Any]:
     rows, bad = _read_rows(ref)
     summary = read_summary(ref)
     metrics = []
-    for name in (*METRIC_NAMES, SOURCE_RECALL):
+    for name in (*metric_names(), SOURCE_RECALL):
         scores = [s for r in rows if (s := _score(r, name)) is not None]
         if not scores and (name == SOURCE_RECALL or not _in_run(rows, name)):
             continue  # not measured by this run (no gold sources, or an older report)
@@ -198,7 +199,7 @@ def report_view(ref: EvalRef) -> dict[str, Any]:
                 "id": _text(r.get("id")),
                 "question": _text(r.get("question")),
                 "status": _text(r.get("status")),
-                **{name: _score(r, name) for name in (*METRIC_NAMES, SOURCE_RECALL)},
+                **{name: _score(r, name) for name in (*metric_names(), SOURCE_RECALL)},
             }
             for r in rows
         ],

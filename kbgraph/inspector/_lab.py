@@ -28,14 +28,14 @@ from langchain_core.messages import HumanMessage
 
 from kbgraph.errors import ConfigError, IndexNotFoundError, KbgraphError
 from kbgraph.graphs.settings import RagSettings
+from kbgraph.retrieval import search_modes
 from kbgraph.retrieval.config import SearchConfig, SearchMode
+from kbgraph.retrieval.loaders import file_kinds
 from kbgraph.retrieval.ranking import rrf_contribution
-from kbgraph.retrieval.records import FILE_KINDS
 
 from .config import InspectedBase, InspectorConfig
 
 MAX_TOP_K = 50
-MODES: tuple[SearchMode, ...] = ("hybrid", "vector", "bm25")
 Fate = Literal["context", "budget", "threshold", "top_k"]
 
 
@@ -62,8 +62,8 @@ class LabQuery:
             return str(values[-1]).strip()
 
         mode = one("mode") or None
-        if mode is not None and mode not in MODES:
-            raise ConfigError(f"mode {mode!r} is not one of {', '.join(MODES)}")
+        if mode is not None and mode not in search_modes():
+            raise ConfigError(f"mode {mode!r} is not one of {', '.join(search_modes())}")
         try:
             top_k = int(one("top_k") or 5)
         except ValueError:
@@ -71,8 +71,8 @@ class LabQuery:
         if not 1 <= top_k <= MAX_TOP_K:
             raise ConfigError(f"top_k must be from 1 to {MAX_TOP_K}, got {top_k}")
         kinds = tuple(k for k in params.get("kind") or [] if k)
-        if bad := [k for k in kinds if k not in FILE_KINDS]:
-            raise ConfigError(f"kind {bad[0]!r} is not one of {', '.join(FILE_KINDS)}")
+        if bad := [k for k in kinds if k not in file_kinds()]:
+            raise ConfigError(f"kind {bad[0]!r} is not one of {', '.join(file_kinds())}")
         paths = tuple(p.strip() for raw in params.get("path") or [] for p in raw.split(","))
         return cls(
             text=one("q"),
@@ -338,7 +338,6 @@ def lab_report(state: Mapping[str, Any], settings: RagSettings, query: LabQuery)
 
 __all__ = [
     "MAX_TOP_K",
-    "MODES",
     "LabQuery",
     "chosen_bases",
     "fate_of",

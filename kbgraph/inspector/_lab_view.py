@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from kbgraph.retrieval.records import FILE_KINDS
+from kbgraph.errors import error_text
+from kbgraph.retrieval import search_modes
+from kbgraph.retrieval.loaders import file_kinds
 
 from ._html import Html, badge, el, join, link, number, table
-from ._lab import MAX_TOP_K, MODES
+from ._lab import MAX_TOP_K
 from ._runs import render_citations, render_timeline, timeline
 
 Href = Callable[..., str | None]
@@ -53,7 +55,7 @@ def render_form(
             el(
                 "select",
                 el("option", "hybrid (default)", value=""),
-                [el("option", m, value=m, selected=m == mode) for m in MODES],
+                [el("option", m, value=m, selected=m == mode) for m in search_modes()],
                 id="mode",
                 name="mode",
             ),
@@ -94,7 +96,7 @@ def render_form(
                     el("input", type="checkbox", name="kind", value=k, checked=k in kinds),
                     f" {k}",
                 )
-                for k in FILE_KINDS
+                for k in file_kinds()
             ],
             class_="kinds half",
         ),
@@ -280,7 +282,8 @@ def render_lab(report: Mapping[str, Any], href: Href, why: Mapping[str, Any] | N
             label = "stale" if item.get("indexed") else "not indexed"
             parts.append(el("p", badge(label, "warn"), f" {item['text']}", class_="stale"))
     for kb, errors in (report.get("errors") or {}).items():
-        parts.append(el("p", badge("error", "bad"), f" {kb}: {'; '.join(errors)}"))
+        text = "; ".join(error_text(e) for e in errors)
+        parts.append(el("p", badge("error", "bad"), f" {kb}: {text}"))
     if why is not None:
         parts.append(render_why(why, href))
     if report.get("results"):

@@ -18,6 +18,7 @@ from typing import Any
 
 from kbgraph.graphs.nodes.retrieve import one_list, scope_filters
 from kbgraph.graphs.settings import RagSettings, ResolvedKnowledgeBase
+from kbgraph.retrieval import rankers
 from kbgraph.retrieval.filters import SearchFilters
 
 from ._lab import last_attempt, list_columns, result_rows
@@ -39,7 +40,8 @@ def list_position(
     own = one_list(kb, query, ranker, settings, SearchFilters(paths=(path,)), limit=1)
     out: dict[str, Any] = {"list": column["name"], "query": query, "ranker": ranker}
     if not own:
-        why = "shares no word with the query" if ranker == "bm25" else "no chunk returned"
+        lexical = any(r.name == ranker and r.lexical for r in rankers())  # not hybrid
+        why = "shares no word with the query" if lexical else "no chunk returned"
         return {**out, "rank": None, "note": why}
     best = own[0]
     whole = one_list(kb, query, ranker, settings, filters, limit=RANK_LIMIT)

@@ -9,6 +9,7 @@ from typing import Protocol
 
 from kbgraph.retrieval.config import ChunkConfig, ChunkStrategy
 from kbgraph.retrieval.languages import language_of
+from kbgraph.retrieval.loaders import TEXT, loader_for
 from kbgraph.retrieval.records import Chunk, FileKind
 from kbgraph.retrieval.segments import Segment, Span, spans_to_chunks
 
@@ -56,15 +57,17 @@ class Choice:
 
 
 def choose(config: ChunkConfig, kind: FileKind) -> Choice:
-    """``config.strategy`` for every kind, unless ``by_kind``: then Markdown files use
-    ``markdown``, code files ``code`` and data files ``recursive`` at half the size. Word
-    documents (``docx``) are sectioned by their heading styles like Markdown files."""
+    """``config.strategy`` for every kind, unless ``by_kind``: then the loader table says
+    (``Loader.chunk_as``): Markdown files (and Word documents, sectioned by their heading
+    styles) use ``markdown``, code files ``code`` and data files ``recursive`` at half the
+    size."""
     cap = config.max_chunk_chars
-    if config.by_kind and kind in ("markdown", "docx"):
+    style = loader_for(kind).chunk_as if config.by_kind else None
+    if style == "markdown":
         return Choice("markdown", config.chunk_size, config.overlap, cap)
-    if config.by_kind and kind == "code":
+    if style == "code":
         return Choice("code", config.chunk_size, config.overlap, cap)
-    if config.by_kind and kind == "data":
+    if style == "data":
         size = max(_MIN_DATA_SIZE, config.chunk_size // DATA_SIZE_RATIO)
         overlap = min(config.overlap // DATA_SIZE_RATIO, size // 4)
         return Choice("recursive", size, overlap, cap)
@@ -86,7 +89,7 @@ def chunk_segment(
     if choice.strategy == "code" and source is not None:
         language = language_of(source)
         return definitions(segment.text, choice.size, choice.overlap, choice.cap, language)
-    markup = markup_of(source) if config.by_kind and kind == "text" else None
+    markup = markup_of(source) if config.by_kind and kind == TEXT else None
     if markup is not None:
         marks = markup_headings(segment.text, markup)
         return by_headings(segment.text, marks, choice.size, choice.overlap, choice.cap)

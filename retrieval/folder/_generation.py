@@ -11,6 +11,7 @@ import numpy as np
 
 from kbgraph.errors import IndexCorruptError, IndexNotFoundError
 
+from .._rankers.fields import FieldIndexes
 from ..filters import SearchFilters
 from ..lexical import BM25Index
 from ..records import Chunk, chunk_id, index_text
@@ -107,6 +108,8 @@ class IndexReader:
             None if self.vectors is None else open_sums(self.path / SUMS, len(self.vectors))
         )
         self.bm25 = _load_bm25(self.path / "bm25", legacy_ok)
+        # Field rankers (title, ...) are built from the checked chunks on first use.
+        self.fields = FieldIndexes(self.meta.tokenizer)
         self.ann = (
             AnnIndex.open(self.path, self.meta.chunk_count) if self.vectors is not None else None
         )
@@ -158,6 +161,9 @@ class IndexReader:
             f"{self.path}/vectors.bin: vector {row} has length {norm:.4g}, not 1 "
             f"({count} such among the rows checked); {REPAIR}"
         )
+
+    def all_chunks(self) -> list[Chunk]:
+        return [self.chunk(row) for row in range(len(self.chunks))]
 
     def chunk(self, row: int) -> Chunk:
         """Chunk ``row``, checked: its id must be the checksum of its source, span and

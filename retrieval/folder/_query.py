@@ -10,10 +10,11 @@ import numpy as np
 
 from kbgraph.errors import ConfigError, IndexCorruptError
 
+from .._rankers import BM25, VECTOR, FieldRanker, get_ranker
 from ..filters import SearchFilters
 from ..ranking import check_mask, dot_scores, top_k_of
 from ..records import Chunk
-from ..storage import RANKERS, REPAIR, QueryEmbedder, RankerName, check_query_vector
+from ..storage import REPAIR, QueryEmbedder, RankerName, check_query_vector
 from . import _ann
 from ._generation import IndexReader
 
@@ -21,11 +22,12 @@ from ._generation import IndexReader
 def select(
     scores: np.ndarray, ranker: str, limit: int, mask: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The ``limit`` best allowed rows of one ranker, best first, ties by row. BM25 returns
-    only rows with a score > 0: a chunk sharing no term with the query is not a match."""
+    """The ``limit`` best allowed rows of one ranker, best first, ties by row. A lexical
+    ranker returns only rows with a score > 0: a chunk sharing no term with the query is
+    not a match."""
     mask = check_mask(mask, len(scores))
     allowed = None if mask is None else np.flatnonzero(mask)
-    if ranker == "bm25":
+    if get_ranker(ranker).lexical:
         positive = np.flatnonzero(scores > 0)
         allowed = positive if allowed is None else np.intersect1d(allowed, positive)
     return top_k_of(scores, limit, allowed)
@@ -47,11 +49,20 @@ class FolderRanking:
         return self._scores[ranker]
 
     def _score_all(self, ranker: str) -> np.ndarray | None:
-        reader = self._reader
-        if ranker == "bm25":
-            return _finite(reader.bm25.scores(self._query), reader, "bm25")
-        if ranker != "vector":
-            raise ConfigError(f"unknown ranker {ranker!r}; allowed: {', '.join(RANKERS)}")
+        """This store's part for each registered ranker: its own for vector and BM25,
+        BM25 over the field (built once per generation) for any :class:`FieldRanker`."""
+        reader, found = self._reader, get_ranker(ranker)
+        if found is BM25:
+            return _finite(reader.bm25.scores(self._query), reader, BM25.name)
+        if isinstance(found, FieldRanker):
+            return _finite(
+                reader.fields.scores(found, self._query, reader.all_chunks), reader, "chunks.jsonl"
+            )
+        if found is not VECTOR:
+            raise ConfigError(
+                f"the folder index has no part for the ranker {ranker!r}: register it as a "
+                "FieldRanker, or give the folder store a part for it (folder/_query.py)"
+            )
         vector = self._query_vector()
         if vector is None or reader.vectors is None:
             return None
@@ -103,7 +114,7 @@ class FolderRanking:
     def top(
         self, ranker: RankerName, limit: int, filters: SearchFilters | None
     ) -> tuple[list[int], list[float]]:
-        if ranker == "vector" and getattr(self._reader, "ann", None) is not None:
+        if ranker == VECTOR.name and getattr(self._reader, "ann", None) is not None:
             found = self._ann_top(limit, self._reader.mask(filters))
             if found is not None:
                 return found
@@ -111,15 +122,15 @@ class FolderRanking:
         if scores is None:
             return [], []
         rows, best = select(scores, ranker, limit, self._reader.mask(filters))
-        if ranker == "vector":  # every row the list ranks by is checked, not only in open
+        if ranker == VECTOR.name:  # every row the list ranks by is checked, not only in open
             self._reader.check_vector_rows(rows)
         return [int(i) for i in rows], [float(s) for s in best]
 
     def exact(self, ranker: RankerName, keys: Sequence[int]) -> np.ndarray:
-        vector = self._query_vector() if ranker == "vector" else None
+        vector = self._query_vector() if ranker == VECTOR.name else None
         if vector is not None:
             self._reader.check_vector_rows(keys)
-        if vector is not None and "vector" not in self._scores:  # a few rows, not all
+        if vector is not None and VECTOR.name not in self._scores:  # a few rows, not all
             rows = np.asarray(keys, dtype=np.int64)
             assert self._reader.vectors is not None
             return dot_scores(np.asarray(self._reader.vectors[rows]), vector).astype(np.float64)

@@ -8,15 +8,37 @@ PDF page that failed) come back as ``LoadedFile.notes``.
 """
 
 from ._base import LoadedFile, SkipFile, binary_reason
+from ._kinds import (
+    TEXT,
+    ChunkAs,
+    Load,
+    Loader,
+    file_kinds,
+    kind_of,
+    load_text,
+    loader_for,
+    register_loader,
+    unregister_loader,
+)
 from ._load import load_bytes, load_file
 from ._read import open_regular_file, read_regular_file
 
 __all__ = [
+    "TEXT",
+    "ChunkAs",
+    "Load",
     "LoadedFile",
+    "Loader",
     "SkipFile",
     "binary_reason",
+    "file_kinds",
+    "kind_of",
     "load_bytes",
     "load_file",
+    "load_text",
+    "loader_for",
     "open_regular_file",
     "read_regular_file",
+    "register_loader",
+    "unregister_loader",
 ]

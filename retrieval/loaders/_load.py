@@ -5,34 +5,16 @@ from __future__ import annotations
 import hashlib
 
 from ..config import ScanConfig
-from ..records import FileKind, SkippedFile
-from ..scan import ScannedFile
-from ..segments import Segment
+from ..records import FileKind, ScannedFile
 from ._base import LoadedFile
-from ._csv import with_record_units
-from ._docx import load_docx
-from ._html import extract_html
-from ._pdf import load_pdf
-from ._plain import decode_text_file
+from ._kinds import loader_for
 from ._read import READ_TIMEOUT_S, read_scanned, read_with_timeout
 
 
 def load_bytes(data: bytes, rel: str, kind: FileKind) -> LoadedFile:
     """Turn the bytes of a file into segments; raise ``SkipFile`` when the file cannot be
     indexed (binary, empty, extraction failed)."""
-    segments: list[Segment]
-    notes: list[SkippedFile]
-    if kind == "pdf":
-        segments, notes = load_pdf(data, rel)
-    elif kind == "docx":
-        segments, notes = load_docx(data, rel)
-    else:
-        segment, notes = decode_text_file(data, rel)
-        if kind == "html":
-            segment = extract_html(segment, data, rel)
-        elif kind == "csv":
-            segment = with_record_units(segment, rel)
-        segments = [segment]
+    segments, notes = loader_for(kind).load(data, rel)
     sha256 = hashlib.sha256(data).hexdigest()
     return LoadedFile(segments=segments, kind=kind, sha256=sha256, notes=notes)
 

@@ -27,7 +27,7 @@ import threading
 from pathlib import Path
 from typing import IO
 
-from ..scan import ScannedFile
+from ..records import ScannedFile
 from ._base import skip
 
 READ_TIMEOUT_S = 30.0

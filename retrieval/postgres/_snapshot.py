@@ -19,11 +19,13 @@ from psycopg import sql
 
 from kbgraph.errors import ConfigError, IndexCorruptError
 
+from .._rankers import BM25, VECTOR, FieldRanker, get_ranker
 from ..filters import SearchFilters
 from ..lexical import DEFAULT_B, DEFAULT_K1
 from ..records import Chunk
 from ..storage import IndexMeta, QueryEmbedder, RankerName, check_query_vector
 from ._features import Layout
+from ._fields import FieldRows, PgFieldPart
 from ._lexical import GLUED_DISCOUNT_SQL, query_terms, sparse_literal, term_weights, tsquery_literal
 from ._schema import Tables
 from ._servers import Servers
@@ -61,6 +63,7 @@ class PgRanking:
         self._bm25: tuple[list[str], list[float], float] | None = None
         self._term_ids: dict[str, int] = {}
         self._allowed: dict[SearchFilters | None, tuple[list[str], int] | None] = {}
+        self._fields = PgFieldPart(snap, conn, query, self._all_chunks)
 
     # -- vector ----------------------------------------------------------------------
     def _vector(self) -> str | None:
@@ -213,16 +216,33 @@ class PgRanking:
         allowed, rows = self._allowed[filters] or (None, self._snap.n_docs)
         if allowed is not None and not allowed:
             return [], []
-        if ranker == "vector":
+        found = self._part(ranker)
+        if found is VECTOR:
             return self._vector_top(limit, allowed, rows)
-        if ranker == "bm25":
+        if found is BM25:
             return self._bm25_top(limit, allowed)
-        raise ConfigError(f"unknown ranker {ranker!r}; allowed: vector, bm25")
+        assert isinstance(found, FieldRanker)
+        return self._fields.top(found, limit, allowed)
+
+    @staticmethod
+    def _part(ranker: RankerName) -> object:
+        """This store's part for each registered ranker: SQL of its own for vector and
+        BM25, BM25 over the field for any :class:`FieldRanker`."""
+        found = get_ranker(ranker)
+        if found is VECTOR or found is BM25 or isinstance(found, FieldRanker):
+            return found
+        raise ConfigError(
+            f"the PostgreSQL store has no part for the ranker {ranker!r}: register it as a "
+            "FieldRanker, or give the store a part for it (postgres/_snapshot.py)"
+        )
 
     def exact(self, ranker: RankerName, keys: Sequence[int]) -> np.ndarray:
         out = np.zeros(len(keys), dtype=np.float64)
         position = {int(k): i for i, k in enumerate(keys)}
-        if ranker == "vector":
+        found = self._part(ranker)
+        if isinstance(found, FieldRanker):
+            return self._fields.exact(found, keys)
+        if found is VECTOR:
             vector = self._vector()
             if vector is None:
                 return out
@@ -243,6 +263,10 @@ class PgRanking:
         for rid, score in rows:
             out[position[int(rid)]] = float(score)
         return out
+
+    def _all_chunks(self) -> list[Chunk]:
+        query = sql.SQL("SELECT {} FROM {} ORDER BY rid").format(_CHUNK_COLUMNS, self._t.chunks)
+        return [_chunk(r) for r in self._conn.execute(query).fetchall()]
 
     def chunks(self, keys: Sequence[int]) -> list[Chunk]:
         if not keys:
@@ -279,6 +303,7 @@ class PgSnapshot:
         self.dims = meta.embedding.dims if meta.embedding else 0
         self._conn: psycopg.Connection[Any] | None = None
         self._lock = threading.Lock()
+        self.fields: FieldRows | None = None  # built by the first field ranker's query
 
     @property
     def meta(self) -> IndexMeta:

@@ -18,7 +18,6 @@ from ._meta import (
 )
 from ._protocol import (
     DATABASE_SCHEMES,
-    RANKERS,
     FileEntry,
     IndexStore,
     IndexUpdate,
@@ -46,7 +45,6 @@ __all__ = [
     "DEFAULT_KEEP_VERSIONS",
     "FORMAT_VERSION",
     "LEGACY_FORMAT",
-    "RANKERS",
     "REPAIR",
     "UNIT_NORM_TOLERANCE",
     "EmbeddingMeta",

@@ -25,12 +25,13 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from kbgraph.errors import ConfigError
 
+from .._rankers import RankerName
 from ..embeddings import VectorCache
 from ..filters import SearchFilters
 from ..records import Chunk
@@ -38,8 +39,6 @@ from ._meta import FileRecord, IndexMeta
 from ._recorded import Recorded
 from ._rows import FileRows
 
-RankerName = Literal["vector", "bm25"]
-RANKERS: tuple[RankerName, ...] = ("vector", "bm25")
 QueryEmbedder = Callable[[str], np.ndarray]
 DATABASE_SCHEMES = ("postgresql://", "postgres://")
 
@@ -52,7 +51,9 @@ class QueryRanking(Protocol):
         self, ranker: RankerName, limit: int, filters: SearchFilters | None
     ) -> tuple[list[int], list[float]]:
         """The ``limit`` best rows the filters allow (applied before selection), best
-        first, ties by row; BM25 returns only rows sharing a term with the query."""
+        first, ties by row; a lexical ranker (BM25) returns only rows sharing a term with
+        the query. A store ranks every registered ranker: its own part for each
+        ``StoreRanker``, BM25 over the field for each ``FieldRanker``."""
 
     def exact(self, ranker: RankerName, keys: Sequence[int]) -> np.ndarray:
         """The ranker's exact score of each of ``keys`` (float64, aligned with them)."""
@@ -200,7 +201,6 @@ class ServedStore(Protocol):
 
 __all__ = [
     "DATABASE_SCHEMES",
-    "RANKERS",
     "FileEntry",
     "IndexStore",
     "IndexUpdate",

@@ -15,7 +15,15 @@ from typing import Any
 import pytest
 
 from kbgraph.errors import ConfigError, IndexNotFoundError, ModelMismatchError
-from kbgraph.retrieval import ChunkConfig, KnowledgeBase, SearchConfig, SearchFilters
+from kbgraph.retrieval import (
+    ChunkConfig,
+    FieldRanker,
+    KnowledgeBase,
+    SearchConfig,
+    SearchFilters,
+    register_ranker,
+    unregister_ranker,
+)
 from kbgraph.retrieval.segments import normalize_newlines
 from kbgraph.testing import FakeEmbeddings
 from tests.unit.test_kb import DOCS
@@ -109,7 +117,7 @@ def test_scores_and_ranks_agree_between_stores(folder: Path, pg_url: str, tmp_pa
     other = _write(tmp_path / "copy", DOCS)
     in_folder, in_db = _kb(folder, None), _kb(other, pg_url)
     in_folder.index(), in_db.index()
-    for mode in ("vector", "bm25", "hybrid"):
+    for mode in ("vector", "bm25", "hybrid", "title"):
         a = in_folder.search(QUERY, top_k=4, mode=mode)  # type: ignore[arg-type]
         b = in_db.search(QUERY, top_k=4, mode=mode)  # type: ignore[arg-type]
         assert [r.chunk.id for r in a] == [r.chunk.id for r in b], mode
@@ -153,6 +161,46 @@ def test_score_threshold_and_top_k(crowded: Path, store: str | None) -> None:
     threshold = distinct[len(distinct) // 2]
     kept = kb.search(QUERY, config=SearchConfig(mode="bm25", top_k=62, score_threshold=threshold))
     assert [r.chunk.id for r in kept] == [r.chunk.id for r in everything if r.score >= threshold]
+
+
+def test_every_store_ranks_the_title_ranker_and_any_field_ranker(
+    folder: Path, store: str | None
+) -> None:
+    """The title ranker (BM25 over path and headings) and a field ranker registered by a
+    user need no store code of their own: every store ranks them, filters first."""
+    kb = _kb(folder, store)
+    kb.index()
+    assert kb.search("auth guide", mode="title")[0].chunk.source == "guide/auth.md"
+    code = SearchFilters(kinds=("code",))
+    assert [r.chunk.source for r in kb.search("backoff", mode="title", filters=code)] == [
+        "src/backoff.py"
+    ]
+    assert not kb.search("backoff", mode="title", filters=SearchFilters(paths=("notes/**",)))
+    for fusion in ("rrf", "convex"):
+        config = SearchConfig(top_k=2, fusion=fusion, weights={"title": 1.0})  # type: ignore[arg-type]
+        best = kb.search("auth guide", config=config)[0]
+        assert best.chunk.source == "guide/auth.md" and "title" in best.ranks, fusion
+    register_ranker(FieldRanker("first_line", "the first line", lambda c: c.text.split("\n")[0]))
+    try:
+        (hit,) = kb.search("def backoff attempt", mode="first_line", top_k=5)
+        assert hit.chunk.source == "src/backoff.py" and set(hit.scores) == {"first_line"}
+    finally:
+        unregister_ranker("first_line")
+
+
+def test_the_title_ranker_sees_each_new_version(folder: Path, store: str | None) -> None:
+    """A field ranker's index is built per version: after an update the same knowledge
+    base finds the new file and no longer the deleted one (no row of the old version)."""
+    kb = _kb(folder, store)
+    kb.index()
+    assert [r.chunk.source for r in kb.search("auth", mode="title")] == ["guide/auth.md"]
+    (folder / "guide" / "auth.md").unlink()
+    (folder / "guide" / "authorization.md").write_text("# Roles\n\nAdmins.\n", encoding="utf-8")
+    kb.index()
+    assert [r.chunk.source for r in kb.search("authorization", mode="title")] == [
+        "guide/authorization.md"
+    ]
+    assert not kb.search("auth", mode="title")
 
 
 def test_rank_gives_one_rankers_list(folder: Path, store: str | None) -> None:

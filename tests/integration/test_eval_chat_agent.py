@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kbgraph.evals.agent import ChatAgent
-from kbgraph.evals.cli import eval_group
+from kbgraph.agents import ChatAgent
+from kbgraph.agents._eval import eval_group
 from kbgraph.evals.datasets import bundled_dataset_path
 
 pytestmark = pytest.mark.integration

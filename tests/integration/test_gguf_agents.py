@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from langchain_core.messages import HumanMessage
 
+from kbgraph.agents import build_chat_agent
 from kbgraph.errors import JudgeError
 from kbgraph.evals.judges.llm import LLMJudge
-from kbgraph.graphs.agents import build_chat_agent
 from kbgraph.graphs.models import resolve_chat_model
 from kbgraph.graphs.nodes._base import NodeDeps
 from kbgraph.graphs.nodes.decide_retrieve import decide_retrieve

@@ -23,8 +23,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.tools import tool
 from pydantic import BaseModel
 
+from kbgraph.agents import build_tool_agent
 from kbgraph.graphs import RagSettings
-from kbgraph.graphs.agents import build_tool_agent
 from kbgraph.graphs.chat_models import ChatGGUF
 from kbgraph.graphs.structured import ask_structured
 from kbgraph.graphs.tool import TOOL_NAME, rag_search

@@ -19,8 +19,8 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 
+from kbgraph.agents import build_chat_agent
 from kbgraph.graphs import AnswerCheckSettings
-from kbgraph.graphs.agents import build_chat_agent
 from kbgraph.graphs.nodes._base import OVERRULED_EVENT, NodeDeps
 from kbgraph.graphs.nodes._rewrite_guard import rewrite_problem
 from kbgraph.graphs.nodes.decide_retrieve import decide_retrieve

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-import kbgraph.retrieval.kb as kb_module
+import kbgraph.retrieval._kb_index as kb_module
 from kbgraph.graphs import build_rag_graph
 from kbgraph.graphs.searcher import SearcherRegistry
 from kbgraph.retrieval import KnowledgeBase

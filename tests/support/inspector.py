@@ -61,8 +61,8 @@ def make_kb(root: Path, outside: Path | None = None) -> Path:
 def record_runs(runs: Path, folder: Path) -> list[str]:
     """Two recorded runs over ``folder``: a real chat agent run, and a copy of it with an
     overruling and an answer check added. Returns their ids, the real one first."""
+    from kbgraph.agents import chat_agent
     from kbgraph.graphs import RagSettings
-    from kbgraph.graphs.agents import chat_agent
     from kbgraph.graphs.recording import RUNS_ENV, list_runs, read_run, write_run
 
     before = os.environ.get(RUNS_ENV)

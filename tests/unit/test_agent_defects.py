@@ -152,7 +152,7 @@ def all_runs(runs: list[Run]) -> list[Run]:
 def test_configurable_settings_are_honoured_in_process(tmp_path: Path) -> None:
     """issue 30: ``config={"configurable": {...}}`` in process was ignored without a word
     (0 sources); it is used when no context is given, as the LangGraph server does."""
-    from kbgraph.graphs.agents import chat_agent
+    from kbgraph.agents import chat_agent
 
     folder = tmp_path / "docs"
     fake_kb(folder)

@@ -13,10 +13,10 @@ from click.testing import CliRunner
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
+from kbgraph.agents import build_chat_agent, build_tool_agent, chat_agent
+from kbgraph.agents._ask import ask, json_view
 from kbgraph.errors import ConfigError
 from kbgraph.graphs import _extractive, _passages, _trace
-from kbgraph.graphs.agents import build_chat_agent, build_tool_agent, chat_agent
-from kbgraph.graphs.cli import ask, json_view
 from kbgraph.graphs.settings import AnswerCheckSettings, RagSettings
 from kbgraph.graphs.subgraph import NODE_ORDER, build_rag_graph
 from kbgraph.graphs.tool import TOOL_NAME
@@ -233,19 +233,30 @@ def test_follow_up_question_is_made_standalone_and_finds_the_file(
 
 
 def test_exported_graphs_have_no_checkpointer() -> None:
-    from kbgraph.graphs.agents import tool_agent
+    from kbgraph.agents import tool_agent
 
     assert chat_agent.checkpointer is None
     assert tool_agent.checkpointer is None
+
+
+def test_the_old_import_path_still_works_with_a_deprecation_warning() -> None:
+    from kbgraph.agents import tool_agent
+
+    with pytest.warns(DeprecationWarning, match="from kbgraph.agents import chat_agent"):
+        from kbgraph.graphs.agents import chat_agent as old_chat
+    with pytest.warns(DeprecationWarning, match="from kbgraph.agents import tool_agent"):
+        from kbgraph.graphs.agents import tool_agent as old_tool
+    assert old_chat is chat_agent
+    assert old_tool is tool_agent
 
 
 @pytest.mark.parametrize("graph_name", ["chat_agent", "tool_agent"])
 def test_agents_publish_json_schemas_for_studio(graph_name: str) -> None:
     # pydantic refuses typing.TypedDict on Python < 3.12; the LangGraph server then serves
     # no output schema at all, so Studio shows no output panel.
-    import kbgraph.graphs.agents
+    import kbgraph.agents
 
-    graph = getattr(kbgraph.graphs.agents, graph_name)
+    graph = getattr(kbgraph.agents, graph_name)
     assert "answer_citations" in graph.get_output_jsonschema()["properties"]
     assert "messages" in graph.get_input_jsonschema()["properties"]
     assert "knowledge_bases" in graph.get_context_jsonschema()["properties"]
@@ -362,7 +373,7 @@ def test_tool_agent_bounds_the_number_of_searches(settings: RagSettings) -> None
 def test_tool_agent_without_a_chat_model_says_how_to_configure_one(
     settings: RagSettings,
 ) -> None:
-    from kbgraph.graphs.agents import tool_agent
+    from kbgraph.agents import tool_agent
 
     with pytest.raises(ConfigError, match="needs a chat model"):
         _ask(tool_agent, "retries?", settings)

@@ -13,11 +13,11 @@ import pytest
 from click.testing import CliRunner
 from langchain_core.messages import AIMessage, HumanMessage
 
+from kbgraph.agents import build_chat_agent, build_tool_agent
+from kbgraph.agents._ask import json_view
 from kbgraph.evals import check_answer
 from kbgraph.evals.judges import OfflineJudge
 from kbgraph.graphs import _trace
-from kbgraph.graphs.agents import build_chat_agent, build_tool_agent
-from kbgraph.graphs.cli import json_view
 from kbgraph.graphs.settings import RagSettings
 from kbgraph.graphs.tool import TOOL_NAME
 from kbgraph.graphs.turns import marker_of

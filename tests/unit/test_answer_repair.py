@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
+from kbgraph.agents import build_chat_agent, build_tool_agent
+from kbgraph.agents._problems import answer_problems, repetition
 from kbgraph.graphs import _trace
-from kbgraph.graphs.agents import build_chat_agent, build_tool_agent
-from kbgraph.graphs.agents._problems import answer_problems, repetition
 from kbgraph.graphs.settings import AnswerCheckSettings, RagSettings
 from kbgraph.graphs.tool import TOOL_NAME
 from kbgraph.testing import ScriptedChatModel, ScriptedJudge, tool_call_message

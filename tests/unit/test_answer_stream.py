@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
 
-from kbgraph.graphs.agents import build_chat_agent
+from kbgraph.agents import build_chat_agent
 from kbgraph.graphs.settings import RagSettings
 from kbgraph.testing import ScriptedChatModel, ScriptedJudge
 

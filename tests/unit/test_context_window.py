@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
+from kbgraph.agents._chat import answer_prompt, compose_answer
 from kbgraph.errors import JudgeError
 from kbgraph.evals.judges.llm import LLMJudge
-from kbgraph.graphs.agents.chat import answer_prompt, compose_answer
 from kbgraph.graphs.context_window import (
     JSON_RESERVE_TOKENS,
     byte_bound,

@@ -8,6 +8,7 @@ import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -17,6 +18,7 @@ from kbgraph.evals import (
     AnswerCorrectnessEvaluator,
     ContextPrecisionEvaluator,
     FaithfulnessEvaluator,
+    FunctionAgent,
     OfflineJudge,
 )
 from kbgraph.evals._deadline import deadline
@@ -262,3 +264,26 @@ def test_agent_settings_from_options_and_a_file(tmp_path: Path) -> None:
     owned.write_text('{"embedding": "local"}', encoding="utf-8")
     with pytest.raises(ConfigError, match="comes from --kb, --embedding"):
         agent_settings(owned, top_k=None, mode=None, rerank=None)
+
+
+def test_rows_without_an_answer_over_a_folder_need_an_agent_factory(tmp_path: Path) -> None:
+    # evals sits below the ready agents: it is handed the agent, it never imports one.
+    row = EvalRow(id="q", question="How many attempts does Harbor make?")
+    with pytest.raises(ConfigError, match=r"agent_factory=kbgraph\.agents\.ChatAgent\.prepared"):
+        run_evaluation([row], out_dir=tmp_path / "out", folder=tmp_path, embedding="fake")
+    built: list[tuple[object, ...]] = []
+
+    def factory(folder: Path, embedding: str, chat_model: str | None, settings: object) -> Any:
+        built.append((folder, embedding, chat_model, settings))
+        return FunctionAgent(lambda question: "Harbor makes 5 attempts.")
+
+    outcome = run_evaluation(
+        [row],
+        out_dir=tmp_path / "again",
+        folder=tmp_path,
+        agent_factory=factory,
+        embedding="fake",
+        settings={"top_k": 3},
+    )
+    assert built == [(tmp_path, "fake", None, {"top_k": 3})]
+    assert outcome.summary["rows"]["ok"] == 1

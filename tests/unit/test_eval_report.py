@@ -9,6 +9,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from kbgraph.evals import metric_names
 from kbgraph.evals.baseline import (
     REGRESSION_EXIT_CODE,
     BaselineMismatchError,
@@ -17,14 +18,14 @@ from kbgraph.evals.baseline import (
 )
 from kbgraph.evals.cli import DefaultCommandGroup, eval_group
 from kbgraph.evals.datasets import DatasetError
-from kbgraph.evals.records import METRIC_NAMES, MetricResult, RowResult
+from kbgraph.evals.records import MetricResult, RowResult
 from kbgraph.evals.report import summarize, write_report
 
 
 def row(row_id: str, faith: float | None, status: str = "ok") -> RowResult:
     metrics: dict[str, MetricResult]
     if status == "failed":
-        metrics = {n: MetricResult(n, "failed", None, "boom") for n in METRIC_NAMES}
+        metrics = {n: MetricResult(n, "failed", None, "boom") for n in metric_names()}
         return RowResult(row_id, "q", "failed", error="boom", metrics=metrics)
     metrics = {
         "faithfulness": (
@@ -242,6 +243,6 @@ def test_results_keep_the_passage_text_and_read_back_as_a_data_set(tmp_path: Pat
     assert again.exit_code == 0, again.output
     before = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     after = json.loads((tmp_path / "again" / "summary.json").read_text(encoding="utf-8"))
-    for name in METRIC_NAMES:
+    for name in metric_names():
         assert after[name] == before[name], name
     assert after["dataset_fingerprint"] == before["dataset_fingerprint"]

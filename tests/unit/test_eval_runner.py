@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
+from kbgraph.evals import metric_names
 from kbgraph.evals.evaluators import FaithfulnessEvaluator, default_evaluators
 from kbgraph.evals.records import (
-    METRIC_NAMES,
     AgentOutput,
     EvalRecord,
     EvalRow,
@@ -46,7 +46,7 @@ def test_a_crashing_row_is_a_failed_row_and_the_others_are_scored() -> None:
     assert [r.status for r in results] == ["ok", "failed", "ok"]
     failed = results[1]
     assert failed.error == "RuntimeError: agent crashed on 'please crash'"
-    assert set(failed.metrics) == set(METRIC_NAMES)
+    assert set(failed.metrics) == set(metric_names())
     assert all(m.status == "failed" for m in failed.metrics.values())
     for ok in (results[0], results[2]):
         assert ok.metrics["faithfulness"].score == 1.0

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-import kbgraph.retrieval.kb as kb_module
+import kbgraph.retrieval._kb_index as kb_module
 from kbgraph.graphs.nodes.retrieve import KbRun, search_kb
 from kbgraph.graphs.searcher import Searcher, SearcherRegistry
 from kbgraph.retrieval import KnowledgeBase

@@ -11,9 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 import kbgraph.graphs.chat_models as chat_models
+from kbgraph.agents._ask import ask
 from kbgraph.errors import ConfigError
 from kbgraph.graphs.chat_models import ChatGGUF, GGUFOptions, parse_gguf_spec
-from kbgraph.graphs.cli import ask
 from kbgraph.graphs.models import resolve_chat_model
 
 

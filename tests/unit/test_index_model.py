@@ -12,9 +12,9 @@ import pytest
 from click.testing import CliRunner
 from langchain_core.messages import HumanMessage
 
+from kbgraph.agents._ask import ask
 from kbgraph.errors import ModelMismatchError
 from kbgraph.graphs import RagSettings, build_rag_graph
-from kbgraph.graphs.cli import ask
 from kbgraph.graphs.searcher import SearcherRegistry
 from kbgraph.retrieval import KnowledgeBase
 from kbgraph.testing import FakeEmbeddings

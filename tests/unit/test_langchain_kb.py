@@ -248,7 +248,7 @@ def test_a_name_used_by_a_folder_and_an_object_is_refused(
 
 
 def test_the_chat_agent_answers_from_a_store(store: InMemoryVectorStore) -> None:
-    from kbgraph.graphs.agents.chat import build_chat_agent
+    from kbgraph.agents._chat import build_chat_agent
     from kbgraph.testing import ScriptedChatModel
 
     model = ScriptedChatModel(default="Set HTTPS_PROXY [1].")

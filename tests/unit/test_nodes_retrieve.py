@@ -206,7 +206,7 @@ def test_errors_are_recorded_and_other_lists_kept(kb: tuple[Path, FakeSearcher])
     out, events = _run(settings_for(folder), registry_with({folder: searcher}))
     assert out["rag_candidates"] == []
     errors = debug_of(out)["steps"][0]["data"]["errors"]["docs"]
-    assert len(errors) == 4 and "IndexNotFoundError" in errors[0]
+    assert len(errors) == 4 and errors[0]["type"] == "IndexNotFoundError"
     assert events[-1]["errors"] == {"docs": errors}
 
 
@@ -228,7 +228,7 @@ def test_open_failure_is_recorded(tmp_path: Path) -> None:
 
     out, _ = _run(settings_for(tmp_path / "missing"), SearcherRegistry(broken))
     assert out["rag_candidates"] == []
-    assert "OSError" in debug_of(out)["steps"][0]["data"]["errors"]["missing"][0]
+    assert debug_of(out)["steps"][0]["data"]["errors"]["missing"][0]["type"] == "OSError"
 
 
 def test_no_knowledge_base(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -276,7 +276,13 @@ def test_index_failure_still_searches_the_old_index(kb: tuple[Path, FakeSearcher
     out, events = _run(settings_for(folder), registry_with({folder: searcher}))
     assert out["rag_candidates"]
     errors = debug_of(out)["steps"][0]["data"]["errors"]["docs"]
-    assert errors == ["index: EmbeddingError: embedding server unreachable; check its URL"]
+    assert errors == [
+        {
+            "where": "index",
+            "type": "EmbeddingError",
+            "message": "embedding server unreachable; check its URL",
+        }
+    ]
     assert "knowledge.index.done" not in [e["event"] for e in events]
 
 

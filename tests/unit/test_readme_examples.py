@@ -1,9 +1,10 @@
 """The docs' LangChain / LangGraph examples (README.md and docs/), extracted and executed
 exactly as written (each ```python block after an ``<!-- example: NAME -->`` line): a
 parent graph with a checkpointer over two turns, ``create_agent`` with the ``rag_search``
-tool, and an LCEL chain over ``as_retriever()``. ``my_chat_model`` is a scripted chat
-model; ``docs/`` is a copy of ``examples/docs`` indexed beforehand with the ``fake``
-embedding, which the examples' default ``embedding="auto"`` then uses (fast, offline)."""
+tool and with ``RagMiddleware``, and an LCEL chain over ``as_retriever()``.
+``my_chat_model`` is a scripted chat model; ``docs/`` is a copy of ``examples/docs``
+indexed beforehand with the ``fake`` embedding, which the examples' default
+``embedding="auto"`` then uses (fast, offline)."""
 
 from __future__ import annotations
 
@@ -52,7 +53,7 @@ def run(name: str, model: ScriptedChatModel, workdir: Path, monkeypatch: Any) ->
 
 def test_every_example_is_found() -> None:
     assert set(examples()) == {
-        "parent-graph", "custom-events", "create-agent", "lcel", "vector-store",
+        "parent-graph", "custom-events", "create-agent", "middleware", "lcel", "vector-store",
     }  # fmt: skip
 
 
@@ -113,6 +114,19 @@ def test_create_agent_with_the_tool(workdir: Path, monkeypatch: Any) -> None:
     sources = [c["source"] for c in tool.artifact["citations"][:2]]
     assert "docs/configuration.md" in sources
     assert ns["result"]["messages"][-1].text == ANSWER
+
+
+def test_create_agent_with_the_middleware(workdir: Path, monkeypatch: Any, capsys: Any) -> None:
+    model = ScriptedChatModel(default=ANSWER)
+    ns = run("middleware", model, workdir, monkeypatch)
+    result = ns["result"]
+    assert [m.type for m in result["messages"]] == ["human", "ai"]  # no context stored
+    assert result["messages"][-1].text == ANSWER
+    assert "docs/configuration.md" in [c["source"] for c in result["rag_citations"]]
+    assert "[1] Source:" in model.calls[0].messages[0].text  # the context reached the model
+    assert result["answer_check"]["policy"] == "flag"
+    printed = capsys.readouterr().out
+    assert ANSWER in printed and "docs/configuration.md" in printed
 
 
 def test_lcel_chain(workdir: Path, monkeypatch: Any) -> None:

@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 from langchain_core.messages import AIMessage, HumanMessage
 
+from kbgraph.agents import build_chat_agent
+from kbgraph.agents._ask import ask
 from kbgraph.errors import ConfigError
 from kbgraph.graphs import RagSettings, build_rag_graph
-from kbgraph.graphs.agents import build_chat_agent
-from kbgraph.graphs.cli import ask
 from kbgraph.graphs.recording import (
     RECORDED_EVENT,
     RUNS_ENV,

@@ -12,9 +12,9 @@ import pytest
 from click.testing import CliRunner
 from langchain_core.messages import HumanMessage, ToolMessage
 
+from kbgraph.agents import build_chat_agent
 from kbgraph.cli import main
 from kbgraph.graphs import build_rag_graph
-from kbgraph.graphs.agents import build_chat_agent
 from kbgraph.graphs.nodes._closings import ClosingDetector, default_detector
 from kbgraph.graphs.settings import RagSettings
 from kbgraph.graphs.tool import rag_search, tool_runtime

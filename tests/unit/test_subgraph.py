@@ -424,7 +424,7 @@ def test_internal_model_calls_do_not_stream_as_chat(kb: tuple[Path, FakeSearcher
 
 
 def test_the_chat_agents_answer_still_streams(kb: tuple[Path, FakeSearcher]) -> None:
-    from kbgraph.graphs.agents import build_chat_agent
+    from kbgraph.agents import build_chat_agent
 
     folder, searcher = kb
     model = ScriptedChatModel(default="The retry policy is set in harbor.yaml [1].")

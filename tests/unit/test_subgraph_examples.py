@@ -17,8 +17,8 @@ import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
+from kbgraph.agents import build_chat_agent
 from kbgraph.graphs import NODE_ORDER, RagSettings, build_rag_graph
-from kbgraph.graphs.agents import build_chat_agent
 from kbgraph.graphs.nodes.retrieve import UNDERSPECIFIED_WEIGHT
 from kbgraph.graphs.searcher import SearcherRegistry
 

@@ -402,7 +402,7 @@ def _check_parallel_run(out: dict[str, Any]) -> None:
 
 
 def test_parallel_calls_in_the_tool_agent(settings: RagSettings) -> None:
-    from kbgraph.graphs.agents import build_tool_agent
+    from kbgraph.agents import build_tool_agent
 
     # Policy 'flag': this test is about the numbering of parallel results, not the answer
     # check (under the default 'repair' the fake embedding's low score replaces the answer).

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from langchain_core.messages import HumanMessage, ToolMessage
 
+from kbgraph.agents import build_tool_agent
+from kbgraph.agents._react import needs_search
 from kbgraph.graphs import RagSettings
-from kbgraph.graphs.agents import build_tool_agent
-from kbgraph.graphs.agents.react import needs_search
 from tests.support.gguf import ScriptedRuntime
 
 pytest.importorskip("xllamacpp")  # ChatGGUF checks that its runtime is installed

@@ -7,7 +7,7 @@ The subgraph's output keys land in this graph's state; ``answer`` writes the rep
 appended to ``messages``, so the next turn sees it, with a turn marker in its
 ``response_metadata`` — see ``kbgraph.graphs.turns``), ``extract_citations`` resolves its
 ``[N]`` markers against ``rag_citations`` and ``check_answer`` checks what the chat model
-wrote against the sources it cites (``answer_check``; see ``kbgraph.graphs.agents._check``).
+wrote against the sources it cites (``answer_check``; see ``kbgraph.agents._check``).
 
 The answer node picks one of:
 
@@ -39,23 +39,26 @@ from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer
 
 from kbgraph.errors import ContextLengthError
-from kbgraph.evals.judges import Judge
+from kbgraph.evals import Judge
+from kbgraph.graphs import (
+    RagSettings,
+    SearcherRegistry,
+    build_rag_graph,
+    extractive_text,
+    fit_sources,
+    mark_answer,
+    question_of,
+    run_outage,
+    settings_from_runtime,
+)
+from kbgraph.graphs.citations import inject_context
+from kbgraph.graphs.nodes.decide_retrieve import is_small_talk_or_closing, small_talk_kind
+from kbgraph.graphs.recording import recording
 from kbgraph.prompts import load_prompt, render_prompt
 
-from .._extractive import extractive_text
-from ..citations import inject_context
-from ..nodes._base import run_outage
-from ..nodes._fit_sources import fit_sources
-from ..nodes._text import question_of
-from ..nodes.decide_retrieve import is_small_talk_or_closing, small_talk_kind
-from ..recording import recording
-from ..searcher import SearcherRegistry
-from ..settings import RagSettings, settings_from_runtime
-from ..subgraph import build_rag_graph
-from ..turns import mark_answer
 from ._check import make_check_node
 from ._common import citation_update, kb_names, model_for
-from .state import AgentInput, AnswerMode, ChatAgentState
+from ._state import AgentInput, AnswerMode, ChatAgentState
 
 RAG_NODE = "rag"
 NODES = (RAG_NODE, "answer", "extract_citations", "check_answer")

@@ -17,7 +17,6 @@ configuration error, 1 otherwise).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -25,14 +24,12 @@ from typing import Any, TextIO
 import click
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_messages
 
-from kbgraph import errors
-from kbgraph.errors import ConfigError, KbgraphError
+from kbgraph.errors import ConfigError, KbgraphError, error_from_record
 from kbgraph.exit_codes import failing_as, printable
-
-from . import _trace
-from .recording import RECORDED_EVENT
-from .state import retrieve_records
-from .turns import TURN_KEY
+from kbgraph.graphs import TURN_KEY
+from kbgraph.graphs import trace as _trace
+from kbgraph.graphs.recording import RECORDED_EVENT
+from kbgraph.graphs.state import retrieve_records
 
 EventSink = Callable[[Mapping[str, Any]], None]
 CITATION_KEYS = ("n", "source", "lineStart", "lineEnd", "chunkId", "score", "text")
@@ -40,9 +37,8 @@ CITATION_KEYS = ("n", "source", "lineStart", "lineEnd", "chunkId", "score", "tex
 
 def check_specs(embedding: str, chat_model: str | None) -> None:
     """Fail before any work on a spec that cannot work."""
+    from kbgraph.graphs import resolve_chat_model
     from kbgraph.retrieval.embeddings import parse_spec
-
-    from .models import resolve_chat_model
 
     if embedding.strip().lower() not in ("auto", "none"):
         parse_spec(embedding)
@@ -69,10 +65,10 @@ def run_ask(
     """Run the chat agent once on ``folder``, after the messages of ``history``; return the
     final state. Custom stream events (``knowledge.*``) go to ``on_event`` as they happen.
     ``record``: write the run for ``kbgraph inspect`` (``RagSettings.record_runs``)."""
+    from kbgraph.graphs import RagSettings
     from kbgraph.retrieval.config import SearchConfig
 
-    from .agents import AgentInput, chat_agent
-    from .settings import RagSettings
+    from . import AgentInput, chat_agent
 
     check_specs(embedding, chat_model)
     settings = RagSettings(
@@ -105,25 +101,9 @@ def raise_on_retrieval_failure(state: Mapping[str, Any]) -> None:
     if state.get("rag_citations"):
         return
     for data in retrieve_records(state):
-        for kb, messages in (data.get("errors") or {}).items():
-            if messages:
-                raise error_of(f"searching {kb} failed: ", str(messages[0]))
-
-
-_ERROR = re.compile(r"(?:^|: )([A-Z]\w*Error): (.*)$", re.DOTALL)
-
-
-def error_of(prefix: str, recorded: str) -> KbgraphError:
-    """The kbgraph error a debug record describes (``"ModelMismatchError: ..."``, possibly
-    after a list or stage name), else a plain ``KbgraphError`` with the record."""
-    found = _ERROR.search(recorded)
-    kind = getattr(errors, found.group(1), None) if found else None
-    if found and isinstance(kind, type) and issubclass(kind, KbgraphError):
-        try:
-            return kind(prefix + found.group(2))
-        except TypeError:  # an error class that needs more than its message
-            pass
-    return KbgraphError(prefix + recorded)
+        for kb, records in (data.get("errors") or {}).items():
+            if records:
+                raise error_from_record(records[0], f"searching {kb} failed: ")
 
 
 def json_view(state: Mapping[str, Any]) -> dict[str, Any]:

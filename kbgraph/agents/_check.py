@@ -5,7 +5,7 @@ sources do not support:
 
 * ``repair`` (default): an answer that must not be shown (it loops, was cut off, cites no
   source while sources exist, or scores below ``threshold``; see
-  :mod:`kbgraph.graphs.agents._problems`) is written once more with those reasons named;
+  :mod:`kbgraph.agents._problems`) is written once more with those reasons named;
   when the second answer has a problem too, the extractive answer replaces it, its header
   saying why. Both attempts stay in ``answer_check["attempts"]`` (and ``--trace``). An
   answer with none of these problems is never touched;
@@ -34,19 +34,23 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage
 from langgraph.runtime import Runtime
 
-from kbgraph.evals.answer_check import AnswerCheck, unsupported
-from kbgraph.evals.answer_check import check_answer as check_with
-from kbgraph.evals.judges import Judge
+from kbgraph.evals import AnswerCheck, Judge
+from kbgraph.evals import check_answer as check_with
+from kbgraph.evals.answer_check import unsupported
+from kbgraph.graphs import (
+    AnswerCheckSettings,
+    RagSettings,
+    mark_answer,
+    question_of,
+    run_outage,
+    settings_from_runtime,
+)
+from kbgraph.graphs.structured import INTERNAL, describe_error
 from kbgraph.prompts import render_prompt
 
-from ..nodes._base import run_outage
-from ..nodes._text import question_of
-from ..settings import AnswerCheckSettings, RagSettings, settings_from_runtime
-from ..structured import INTERNAL, describe_error
-from ..turns import mark_answer
 from ._common import citation_update, model_for
 from ._problems import answer_problems
-from .state import AnswerAction, AnswerAttempt, AnswerCheckRecord
+from ._state import AnswerAction, AnswerAttempt, AnswerCheckRecord
 
 PromptFor = Callable[[Mapping[str, Any], BaseChatModel, RagSettings], list[BaseMessage]]
 """The messages a state's answer was written from (regeneration repeats them)."""

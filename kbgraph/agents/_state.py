@@ -9,10 +9,9 @@ from langgraph.graph.message import add_messages
 from langgraph.managed import RemainingSteps
 from typing_extensions import TypedDict
 
-from kbgraph.evals.answer_check import AnswerCheck
-
-from ..citations import ResolvedCitation, UncitedSource, UnresolvedMarker
-from ..state import Citation, RagOutput
+from kbgraph.evals import AnswerCheck
+from kbgraph.graphs import Citation, RagOutput
+from kbgraph.graphs.citations import ResolvedCitation, UncitedSource, UnresolvedMarker
 
 AnswerMode = Literal[
     "llm", "extractive", "fallback", "small_talk", "answered", "not_grounded", "stopped"
@@ -48,8 +47,8 @@ class AnswerAttempt(TypedDict):
 
 class AnswerCheckRecord(AnswerCheck):
     """``answer_check``: the check of the answer (:class:`kbgraph.evals.AnswerCheck`: score,
-        claims with verdicts and evidence, judge), the policy and threshold it ran under, what it
-        did, after a regeneration the check of the ``first`` answer, and under ``repair``, when
+    claims with verdicts and evidence, judge), the policy and threshold it ran under, what it
+    did, after a regeneration the check of the ``first`` answer, and under ``repair``, when
     an answer was not shown, each ``attempts`` of the chat model (kept here, never lost)."""
 
     policy: str

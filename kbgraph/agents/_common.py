@@ -8,9 +8,8 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from ..citations import extract_citations
-from ..models import resolve_chat_model
-from ..settings import RagSettings
+from kbgraph.graphs import RagSettings, resolve_chat_model
+from kbgraph.graphs.citations import extract_citations
 
 
 def model_for(override: BaseChatModel | None, settings: RagSettings) -> BaseChatModel | None:

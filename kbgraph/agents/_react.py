@@ -34,17 +34,21 @@ from langgraph.runtime import Runtime
 from langgraph.types import Checkpointer
 
 from kbgraph.errors import ConfigError
-from kbgraph.evals.judges import Judge
+from kbgraph.evals import Judge
+from kbgraph.graphs import (
+    RagSettings,
+    extractive_text,
+    question_of,
+    rag_search,
+    settings_from_runtime,
+)
+from kbgraph.graphs.nodes.decide_retrieve import is_small_talk_or_closing
+from kbgraph.graphs.tool import previous_citations
 from kbgraph.prompts import load_prompt, render_prompt
 
-from .._extractive import extractive_text
-from ..nodes._text import question_of
-from ..nodes.decide_retrieve import is_small_talk_or_closing
-from ..settings import RagSettings, settings_from_runtime
-from ..tool import previous_citations, rag_search
 from ._check import make_check_node
 from ._common import citation_update, kb_names, model_for
-from .state import AgentInput, ToolAgentOutput, ToolAgentState
+from ._state import AgentInput, ToolAgentOutput, ToolAgentState
 
 NODES = ("agent", "tools", "extract_citations", "check_answer")
 # An answer needs the agent step and the extraction step; a search round needs two more.

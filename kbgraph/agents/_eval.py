@@ -1,8 +1,13 @@
-"""The chat agent as an evaluation :class:`~kbgraph.evals.runner.Agent`.
+"""The chat agent as an evaluation :class:`~kbgraph.evals.Agent`, and ``kbgraph eval``.
 
-Runs ``kbgraph.graphs.agents.build_chat_agent()`` on one question over one folder and reads its
+Runs :func:`~kbgraph.agents.build_chat_agent` on one question over one folder and reads its
 final state: ``answer``, ``rag_citations`` (``{n, id, source, kb, lineStart, lineEnd,
 score, text, section, page}``), ``rag_context`` and ``rag_grounded``.
+
+It lives here, not in ``evals``: the agents sit above ``evals`` (their answer check is an
+evaluation), so ``evals`` is handed the agent (``run_evaluation(agent_factory=...)``) and
+``kbgraph eval`` is the evals' command group given :meth:`ChatAgent.prepared` as its
+context object.
 """
 
 from __future__ import annotations
@@ -11,8 +16,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .evaluators import passages_from
-from .records import AgentOutput
+from kbgraph.evals import AgentOutput, passages_from
+from kbgraph.evals.cli import DefaultCommandGroup
+from kbgraph.evals.cli import eval_group as evals_group
 
 
 class ChatAgent:
@@ -30,8 +36,9 @@ class ChatAgent:
         graph: Any = None,
         **settings: Any,
     ) -> None:
-        from kbgraph.graphs.agents import build_chat_agent
-        from kbgraph.graphs.settings import RagSettings
+        from kbgraph.graphs import RagSettings
+
+        from ._chat import build_chat_agent
 
         self.folder = Path(folder).expanduser().resolve()
         self.settings = RagSettings(
@@ -47,10 +54,19 @@ class ChatAgent:
     def prepare(self) -> None:
         """Open and (re)index the folder once, before rows run in parallel, so that a bad
         folder or model fails the run at once instead of failing every row."""
-        from kbgraph.graphs.searcher import default_registry
+        from kbgraph.graphs import default_registry
 
         with default_registry.lock(str(self.folder), self.settings.embedding) as searcher:
             searcher.ensure_fresh()
+
+    @classmethod
+    def prepared(
+        cls, folder: Path, embedding: str, chat_model: str | None, settings: Mapping[str, Any]
+    ) -> ChatAgent:
+        """The agent over ``folder``, its index fresh (an ``evals.batch.AgentFactory``)."""
+        chat = cls(folder, embedding=embedding, chat_model=chat_model, **dict(settings))
+        chat.prepare()
+        return chat
 
     async def arun(self, question: str) -> AgentOutput:
         state = await self._graph.ainvoke({"messages": [("user", question)]}, context=self.settings)
@@ -77,4 +93,15 @@ def _text(message: Any) -> str:
     return text if isinstance(text, str) else str(getattr(message, "content", ""))
 
 
-__all__ = ["ChatAgent", "output_from_state"]
+eval_group = DefaultCommandGroup(
+    name="eval",
+    commands=dict(evals_group.commands),
+    lazy=evals_group.lazy,
+    help=evals_group.help,
+    invoke_without_command=False,
+    no_args_is_help=True,
+    context_settings={**evals_group.context_settings, "obj": ChatAgent.prepared},
+)
+"""``kbgraph eval``: the evals' commands, ``--kb FOLDER`` answered by the ready chat agent."""
+
+__all__ = ["ChatAgent", "eval_group", "output_from_state"]

@@ -1,0 +1,40 @@
+"""A knowledge base's figures: files, chunks, size, versions kept, staleness, server."""
+
+from __future__ import annotations
+
+from .folder import FolderStore
+from .reports import IndexStats
+from .storage import IndexMeta, IndexStore, ServedStore, Snapshot
+
+
+def version_count(store: IndexStore) -> int:
+    """Versions kept for ``restore``: the folder index keeps generations; a database
+    keeps the live version only."""
+    if isinstance(store, FolderStore):
+        return len(store.layout.published())
+    return 1
+
+
+def stats_from(store: IndexStore, meta: IndexMeta, size: int, *, stale: int) -> IndexStats:
+    return IndexStats(
+        server=store.server() if isinstance(store, ServedStore) else {},
+        versions=version_count(store),
+        keep_versions=meta.keep_versions,
+        file_count=meta.file_count,
+        chunk_count=meta.chunk_count,
+        index_size=size,
+        last_indexed=meta.indexed_at,
+        stale_files=stale,
+        embedding=meta.embedding.model_dump() if meta.embedding else {},
+    )
+
+
+def stats(store: IndexStore, reader: Snapshot, stale: int | None) -> IndexStats:
+    """``KnowledgeBase.stats``: ``stale`` None (other settings) counts every file."""
+    meta = reader.meta
+    return stats_from(
+        store, meta, reader.size_bytes(), stale=meta.file_count if stale is None else stale
+    )
+
+
+__all__ = ["stats", "stats_from", "version_count"]
