@@ -31,8 +31,8 @@ from langchain_core.messages import BaseMessage
 from langgraph.graph.message import add_messages
 
 from kbgraph.errors import ConfigError
+from kbgraph.retrieval import write_file_atomic
 from kbgraph.retrieval.cache import cache_root
-from kbgraph.retrieval.folder import write_file_atomic
 from kbgraph.retrieval.loaders import read_regular_file
 
 from .nodes import question_of

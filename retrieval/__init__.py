@@ -25,6 +25,7 @@ from kbgraph.errors import (
     ModelMismatchError,
 )
 
+from ._fs import write_file_atomic
 from .config import ChunkConfig, ChunkStrategy, ScanConfig, SearchConfig, SearchMode
 from .context import ContextEntry, format_context, render_context
 from .filters import SearchFilters
@@ -107,4 +108,5 @@ __all__ = [
     "render_context",
     "search_modes",
     "unregister_ranker",
+    "write_file_atomic",
 ]

@@ -8,7 +8,7 @@ import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from kbgraph.errors import ConfigError
 
@@ -81,23 +81,24 @@ def settings_argument(cls: type[_Settings], value: object, name: str) -> _Settin
     )
 
 
-def recorded_or_default(cls: type[_Settings], recorded: dict[str, Any] | None) -> _Settings:
-    """The settings an index recorded, or the defaults when there are none (or they no
-    longer validate, after an upgrade: then the index is rebuilt with the defaults)."""
-    if recorded is not None:
-        try:
-            return cls.model_validate(recorded)
-        except ConfigError:
-            pass
-    return cls()
+def version_argument(version: object) -> str:
+    """``restore``'s version: a row number of ``versions()`` or a generation's name (or a
+    unique prefix of one), as the store resolves it."""
+    if isinstance(version, bool) or not isinstance(version, str | int):
+        raise ConfigError(
+            f"version must be a row number of versions() (1 = newest), a generation name "
+            f"or a unique prefix of one, got {_given(version)}; e.g. "
+            "kb.restore(1) or kb.restore('gen-18a7')"
+        )
+    return str(version)
 
 
 __all__ = [
     "flag",
     "path_argument",
-    "recorded_or_default",
     "seconds",
     "settings_argument",
     "store_url",
+    "version_argument",
     "whole_number",
 ]

@@ -5,7 +5,6 @@ happen (:mod:`.watch`) while a freshness check walks nothing."""
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from typing import Protocol
 
@@ -13,7 +12,6 @@ from kbgraph.errors import ReadOnlyStoreError
 
 from ._freshness import Freshness
 from ._kb_reader import LiveReader
-from .folder import FolderStore
 from .progress import ProgressCallback
 from .reports import IndexReport
 from .watch import FolderWatcher, WatchTarget
@@ -49,11 +47,9 @@ class LiveMode:
         snapshot) is searched as it is, stale or not, with a warning, instead of failing
         every search of the subgraph."""
         store = self._live.store
-        if isinstance(store, FolderStore):
-            root = store.layout.root
-            if store.layout.has_pointer() and not os.access(root, os.W_OK):
-                logger.warning("%s is stale but read-only; searching it as it is", root)
-                return None
+        if store.read_only():
+            logger.warning("%s is stale but read-only; searching it as it is", store.location)
+            return None
         try:
             return self._kb.index(progress=progress)
         except ReadOnlyStoreError as exc:  # a standby: refused before anything was written

@@ -2,23 +2,14 @@
 
 from __future__ import annotations
 
-from .folder import FolderStore
 from .reports import IndexStats
-from .storage import IndexMeta, IndexStore, ServedStore, Snapshot
-
-
-def version_count(store: IndexStore) -> int:
-    """Versions kept for ``restore``: the folder index keeps generations; a database
-    keeps the live version only."""
-    if isinstance(store, FolderStore):
-        return len(store.layout.published())
-    return 1
+from .storage import IndexMeta, IndexStore, Snapshot
 
 
 def stats_from(store: IndexStore, meta: IndexMeta, size: int, *, stale: int) -> IndexStats:
     return IndexStats(
-        server=store.server() if isinstance(store, ServedStore) else {},
-        versions=version_count(store),
+        server=store.server(),
+        versions=store.version_count(),
         keep_versions=meta.keep_versions,
         file_count=meta.file_count,
         chunk_count=meta.chunk_count,
@@ -37,4 +28,4 @@ def stats(store: IndexStore, reader: Snapshot, stale: int | None) -> IndexStats:
     )
 
 
-__all__ = ["stats", "stats_from", "version_count"]
+__all__ = ["stats", "stats_from"]

@@ -11,21 +11,14 @@ never held), so repairing costs the damaged part, not the index.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from kbgraph.errors import IndexCorruptError
+from kbgraph._version import __version__
 
-from . import __version__
-from .chunking import chunk_file
-from .config import ChunkConfig, ScanConfig
-from .folder import IndexReader
-from .loaders import SkipFile, load_file
 from .records import Chunk
-from .scan import scan_one
-from .storage import REPAIR, FileRecord, FileRows, usable_vectors
+from .storage import FileRecord, FileRows, usable_vectors
 
 if TYPE_CHECKING:
     from .storage import Previous
@@ -74,55 +67,9 @@ def same_chunks(previous: Previous, record: FileRecord, rel: str, chunks: list[C
     return [c.id if c else None for c in held] == [c.id for c in chunks]
 
 
-def check_against_documents(
-    reader: IndexReader, folder: Path, chunking: ChunkConfig, scan: ScanConfig
-) -> None:
-    """For every file whose bytes are still those the index recorded (same sha256), chunk
-    it again and compare with the index's records: text the file does not hold (planted
-    by a crafted index, whose ids are right) is damage even where the checksums agree.
-    Documents are read as an indexing run reads them (the scan's rules, no link followed
-    out of the folder)."""
-    for rel in reader.sources:
-        record = reader.meta.files[rel]
-        scanned = scan_one(folder, rel, scan)
-        if scanned is None:
-            continue  # gone since: stale, not damaged
-        if scanned.kind != record.kind:
-            raise IndexCorruptError(
-                f"{reader.path / 'meta.json'}: {rel} is recorded as {record.kind}, but its "
-                f"name makes it {scanned.kind}; {REPAIR}"
-            )
-        try:
-            loaded = load_file(scanned, max_bytes=scan.max_file_bytes)
-        except SkipFile:
-            continue
-        if loaded.sha256 != record.sha256:
-            continue
-        expected = chunk_file(loaded.segments, chunking, loaded.kind, rel)
-        held = [reader.chunk(row) for row in range(record.chunk_start, record.chunk_end)]
-        if [c.id for c in expected] != [c.id for c in held]:
-            raise IndexCorruptError(
-                f"{reader.chunks.path}: the chunks of {rel} do not match the file's bytes "
-                "(text the file does not hold); run `kbgraph index --rebuild` to index it "
-                "again from the documents"
-            )
-        # Same text at the same bytes: every other field (lines, section, page) must be
-        # what the file gives too, or a crafted record cites other lines than it holds.
-        for row, (want, have) in enumerate(zip(expected, held, strict=True), record.chunk_start):
-            if want != have:
-                raise IndexCorruptError(
-                    f"{reader.chunks.path}: line {row + 1} ({rel}) cites lines "
-                    f"{have.line_start}-{have.line_end}, section {have.section!r}, but the "
-                    f"file gives lines {want.line_start}-{want.line_end}, section "
-                    f"{want.section!r}; run `kbgraph index --rebuild` to index it again "
-                    "from the documents"
-                )
-
-
 __all__ = [
     "FileRows",
     "Reused",
-    "check_against_documents",
     "reuse_unchanged",
     "same_chunks",
     "usable_vectors",

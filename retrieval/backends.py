@@ -1,5 +1,6 @@
 """Which store a location names, opened: the folder index or PostgreSQL. Above the storage
-seam (``kbgraph.retrieval.storage``), which knows neither implementation."""
+seam (``kbgraph.retrieval.storage``), which knows neither implementation; the one module
+above it that knows the stores (``tests/unit/test_layers.py`` holds the rule)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 from kbgraph.errors import ConfigError
 
-from .folder import FolderStore
+from .folder import FolderStore, IndexLayout
 from .storage import IndexStore, is_database
 
 
@@ -18,6 +19,14 @@ def describe_store(store: str | None) -> str:
     from .postgres import Database
 
     return Database.parse(str(store).strip()).location
+
+
+def folder_layout(folder: Path, store: IndexStore) -> IndexLayout:
+    """The folder index's files in the store's index folder (``ConfigError`` for a store
+    without one, a database)."""
+    if store.index_dir is None:
+        raise ConfigError(f"the index of {folder} lives in {store.location}, not in a folder")
+    return IndexLayout(store.index_dir)
 
 
 def open_store(
@@ -53,4 +62,4 @@ def open_store(
     )
 
 
-__all__ = ["describe_store", "open_store"]
+__all__ = ["IndexLayout", "describe_store", "folder_layout", "open_store"]

@@ -18,14 +18,14 @@ from langchain_core.embeddings import Embeddings
 
 from kbgraph.errors import ConfigError, IndexCorruptError
 
-from . import _kb_index, _kb_search, _kb_stats, _kb_versions
+from . import _kb_index, _kb_search, _kb_stats
 from ._arguments import (
     flag,
     path_argument,
-    recorded_or_default,
     seconds,
     settings_argument,
     store_url,
+    version_argument,
     whole_number,
 )
 from ._freshness import DEFAULT_TTL_S
@@ -34,11 +34,10 @@ from ._kb_live import LiveMode
 from ._kb_model import EmbeddingModel, EmbeddingSpec
 from ._kb_reader import LiveReader
 from ._search import check_index_model
-from .backends import open_store
+from .backends import IndexLayout, folder_layout, open_store
 from .config import ChunkConfig, ScanConfig, SearchConfig, SearchMode
 from .embeddings import DEFAULT_TIMEOUT, BatchEmbedder
 from .filters import SearchFilters
-from .folder import IndexLayout, VersionInfo, check_keep
 from .progress import ProgressCallback
 from .records import SearchResult, SkippedFile
 from .reports import IndexChanges, IndexReport, IndexStats
@@ -48,7 +47,10 @@ from .storage import (
     IndexStore,
     RankerName,
     Snapshot,
+    VersionInfo,
     auto_spec,
+    check_keep,
+    recorded_or_default,
 )
 
 if TYPE_CHECKING:
@@ -133,7 +135,7 @@ class KnowledgeBase:
     @property
     def layout(self) -> IndexLayout:
         """The folder index's files (a knowledge base in a database has none)."""
-        return _kb_versions.layout(self.folder, self.store)
+        return folder_layout(self.folder, self.store)
 
     def embedder(self) -> BatchEmbedder:
         """The batching, retrying embedder (the model loads on first use)."""
@@ -342,12 +344,12 @@ class KnowledgeBase:
 
     def versions(self) -> list[VersionInfo]:
         """The kept generations, newest first (``kbgraph versions``)."""
-        return _kb_versions.versions(self.folder, self.store)
+        return self.store.versions()
 
     def restore(self, version: str | int) -> VersionInfo:
         """Make a kept generation current again, atomically: ``version`` is its name, a
         unique prefix of it, or its row in :meth:`versions` (1 = newest)."""
-        info = _kb_versions.restore(self.folder, self.store, version, self.lock_timeout)
+        info = self.store.restore(version_argument(version), self.lock_timeout)
         self._mode.freshness.forget()
         return info
 
@@ -355,7 +357,7 @@ class KnowledgeBase:
         """Open the live generation and check every file of it, then the chunks of every
         file still as indexed against the file's bytes, and the BM25 index against the
         chunks (raises IndexCorruptError)."""
-        _kb_versions.validate(self.folder, self._open())
+        self._open().validate(self.folder)
 
     def delete(self) -> None:
         """Remove the index folder (the embedding cache goes with it). Refuses any folder

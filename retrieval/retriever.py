@@ -19,7 +19,7 @@ or on the embedding model.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForRetrieverRun,
@@ -35,13 +35,33 @@ from .config import SearchMode
 from .filters import SearchFilters
 from .records import SearchResult
 
-if TYPE_CHECKING:
-    from .kb import KnowledgeBase
-
 _OPTIONS = ("k", "mode", "filters")
 # LangChain's VectorStore.as_retriever(search_kwargs=...) keys that mean something here.
 _SEARCH_KWARGS = ("k", "mode", "filters", "filter")
 MAX_K = 1000  # SearchConfig.top_k's bound
+
+
+class Searchable(Protocol):
+    """What the retriever needs of a knowledge base: its searches (``KnowledgeBase`` has
+    them; so may any object that answers the same way)."""
+
+    def search(
+        self,
+        query: str,
+        *,
+        top_k: int | None = None,
+        mode: SearchMode | None = None,
+        filters: SearchFilters | None = None,
+    ) -> list[SearchResult]: ...
+
+    async def asearch(
+        self,
+        query: str,
+        *,
+        top_k: int = 5,
+        mode: SearchMode | None = None,
+        filters: SearchFilters | None = None,
+    ) -> list[SearchResult]: ...
 
 
 def document_of(result: SearchResult) -> Document:
@@ -82,13 +102,13 @@ class KnowledgeBaseRetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        kb: KnowledgeBase = self.knowledge_base
+        kb: Searchable = self.knowledge_base
         return [document_of(r) for r in kb.search(query, **self._options(kwargs))]
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, **kwargs: Any
     ) -> list[Document]:
-        kb: KnowledgeBase = self.knowledge_base
+        kb: Searchable = self.knowledge_base
         results = await kb.asearch(query, **self._options(kwargs))
         return [document_of(r) for r in results]
 

@@ -1,10 +1,11 @@
 """The folder index beside the documents (``<folder>/.kbgraph``): the on-disk format of
 ARCHITECTURE.md (generations, files, locks, versions), its rankers and its store."""
 
+from .._fs import write_file_atomic
 from ._ann import ANN_MIN_ROWS, AnnIndex, write_ann
 from ._chunks import ChunkReader, write_chunks
 from ._generation import IndexReader, chunk_problem, read_meta, write_generation
-from ._layout import INDEX_DIR_NAME, IndexLayout, write_file_atomic
+from ._layout import INDEX_DIR_NAME, IndexLayout
 from ._lock import LockMode, file_lock
 from ._query import FolderRanking, folder_ranking
 from ._store import (

@@ -38,7 +38,7 @@ from kbgraph.errors import (
     IndexUnreadableError,
 )
 
-from .._fs import fsync_dir
+from .._fs import fsync_dir, write_file_atomic
 from ..records import json_checksum
 from ..storage import LEGACY_FORMAT, REPAIR
 from ._lock import file_lock
@@ -449,18 +449,6 @@ def _shown(raw: bytes, limit: int = 24) -> str:
 def _preview(names: list[str], limit: int = 5) -> str:
     shown = ", ".join(names[:limit])
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
-
-
-def write_file_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-    try:
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
 
 
 def secure_tree(path: Path) -> None:

@@ -14,7 +14,7 @@ from .._rankers import BM25, VECTOR, FieldRanker, get_ranker
 from ..filters import SearchFilters
 from ..ranking import check_mask, dot_scores, top_k_of
 from ..records import Chunk
-from ..storage import REPAIR, QueryEmbedder, RankerName, check_query_vector
+from ..storage import REPAIR, UNIT_NORM_TOLERANCE, QueryEmbedder, RankerName, check_query_vector
 from . import _ann
 from ._generation import IndexReader
 
@@ -143,7 +143,8 @@ class FolderRanking:
         return [self._reader.chunk(int(i)) for i in keys]
 
 
-_COSINE_BOUND = 1.0 + 1e-3  # unit vectors: |cosine| <= 1, up to float32 rounding
+# Unit vectors: |cosine| <= 1, up to the float32 rounding a sound vector is allowed.
+_COSINE_BOUND = 1.0 + UNIT_NORM_TOLERANCE
 
 
 def _cosines(scores: np.ndarray, reader: IndexReader) -> np.ndarray:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
@@ -29,13 +31,16 @@ from ..storage import (
     IndexUpdate,
     QueryEmbedder,
     Recorded,
+    VersionInfo,
     usable_vectors,
 )
 from ._ann import write_ann
+from ._documents import check_documents
 from ._generation import IndexReader, write_generation
 from ._layout import INDEX_DIR_NAME, IndexLayout, secure_tree
 from ._lock import file_lock
 from ._query import FolderRanking, folder_ranking
+from ._versions import list_versions, restore_version
 
 
 def recorded_settings(layout: IndexLayout) -> Recorded:
@@ -95,6 +100,14 @@ class FolderSnapshot(IndexReader):
         self, query: str, embed_query: QueryEmbedder | None
     ) -> AbstractContextManager[FolderRanking]:
         return folder_ranking(self, query, embed_query)
+
+    def validate(self, documents: Path | None = None) -> None:
+        """Every file of the generation, then the chunks of every file still as indexed
+        against the file's bytes in ``documents``, and the BM25 index against the chunks."""
+        super().validate()
+        if documents is not None:
+            check_documents(self, documents)
+        self.check_lexical()
 
 
 class FolderPrevious:
@@ -292,6 +305,28 @@ class FolderStore:
                 yield writer
             finally:
                 writer.close()
+
+    def read_only(self) -> bool:
+        return self.layout.has_pointer() and not os.access(self.layout.root, os.W_OK)
+
+    def _published(self) -> IndexLayout:
+        """The layout once an index was published there (a damaged one too: restoring
+        repairs it); IndexNotFoundError for a folder never indexed."""
+        if not self.layout.has_pointer() and not self.layout.published():
+            raise no_index(self.folder)
+        return self.layout
+
+    def versions(self) -> list[VersionInfo]:
+        return list_versions(self._published())
+
+    def version_count(self) -> int:
+        return len(self.layout.published())
+
+    def restore(self, wanted: str, lock_timeout: float) -> VersionInfo:
+        return restore_version(self._published(), wanted, lock_timeout=lock_timeout)
+
+    def server(self) -> dict[str, Any]:
+        return {}  # files beside the documents: no server answers
 
     def delete(self, documents: Path, lock_timeout: float) -> None:
         self.layout.delete(documents=documents, lock_timeout=lock_timeout)

@@ -10,38 +10,12 @@ files open, so removing that generation later never breaks it (POSIX unlink sema
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Annotated, Any
-
-from pydantic import Field
-
 from kbgraph.errors import ConfigError, IndexCorruptError, KbgraphError
 
-from ..camel import camel, to_camel_dict
-from ..storage import DEFAULT_KEEP_VERSIONS
+from ..storage import DEFAULT_KEEP_VERSIONS, MAX_KEEP_VERSIONS, VersionInfo, check_keep
 from ._generation import IndexReader, read_meta
 from ._layout import IndexLayout
 from ._lock import file_lock
-
-MAX_KEEP_VERSIONS = 100
-
-
-@camel
-@dataclass(frozen=True, slots=True)
-class VersionInfo:
-    """One kept generation. ``problem`` says why it cannot be opened (then only its name
-    and whether it is current are known)."""
-
-    name: Annotated[str, Field(alias="generation")]
-    current: bool
-    indexed_at: Annotated[str | None, Field(alias="lastIndexed")] = None
-    file_count: int | None = None
-    chunk_count: int | None = None
-    embedding: str | None = None  # provider:model, None for a BM25-only index
-    problem: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return to_camel_dict(self)
 
 
 def describe_version(layout: IndexLayout, name: str, current: str | None) -> VersionInfo:
@@ -91,15 +65,6 @@ def restore_version(layout: IndexLayout, wanted: str, *, lock_timeout: float) ->
         with file_lock(layout.lock, "exclusive", lock_timeout, "restore index"):
             layout.publish(layout.generation(name))
         return describe_version(layout, name, name)
-
-
-def check_keep(keep: int) -> int:
-    if not 1 <= keep <= MAX_KEEP_VERSIONS:
-        raise ConfigError(
-            f"keep_versions is {keep}; allowed: 1 (only the current index) to "
-            f"{MAX_KEEP_VERSIONS}; the default keeps {DEFAULT_KEEP_VERSIONS}"
-        )
-    return keep
 
 
 __all__ = [

@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -356,7 +357,9 @@ class PgSnapshot:
             finally:
                 conn.rollback()
 
-    def validate(self) -> None:
+    def validate(self, documents: Path) -> None:
+        """The rows checked by the database (counts, checksums, vectors, the lexical
+        columns); they are not compared with the files of ``documents``."""
         from ._validate import validate
 
         with self._lock, self.db.errors("validate the knowledge base"):

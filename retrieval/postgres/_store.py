@@ -23,7 +23,16 @@ from psycopg import sql
 from kbgraph.errors import IndexLockedError, IndexNotFoundError
 
 from ..records import Chunk
-from ..storage import FileRecord, FileRows, IndexMeta, Recorded, recorded_of, usable_vectors
+from ..storage import (
+    FileRecord,
+    FileRows,
+    IndexMeta,
+    Recorded,
+    VersionInfo,
+    no_versions,
+    recorded_of,
+    usable_vectors,
+)
 from ._connect import Database, ensure_vector_extension
 from ._features import layout_of, pgvector_of
 from ._schema import ADVISORY_CLASS, SCHEMA_LOCK, SHARED_DDL, Tables
@@ -347,6 +356,19 @@ class PostgresStore:
             with self.db.errors("read the primary's WAL position"):
                 row = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
             self._written = str(row[0]) if row else None
+
+    # -- versions: the live one only (rows are replaced in place, one transaction a run) --
+    def read_only(self) -> bool:
+        return False  # a standby says so when written to: ReadOnlyStoreError, before any write
+
+    def versions(self) -> list[VersionInfo]:
+        raise no_versions(Path(self.folder), self.location)
+
+    def version_count(self) -> int:
+        return 1
+
+    def restore(self, wanted: str, lock_timeout: float) -> VersionInfo:
+        raise no_versions(Path(self.folder), self.location)
 
     def delete(self, documents: Path, lock_timeout: float) -> None:
         conn = self.servers.writer()

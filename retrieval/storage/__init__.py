@@ -26,12 +26,18 @@ from ._protocol import (
     QueryEmbedder,
     QueryRanking,
     RankerName,
-    ServedStore,
     Snapshot,
     is_database,
     no_versions,
 )
-from ._recorded import ModelLost, ObjectOnly, Recorded, auto_spec, recorded_of
+from ._recorded import (
+    ModelLost,
+    ObjectOnly,
+    Recorded,
+    auto_spec,
+    recorded_of,
+    recorded_or_default,
+)
 from ._rows import (
     UNIT_NORM_TOLERANCE,
     FileRows,
@@ -39,12 +45,14 @@ from ._rows import (
     sound_vectors,
     usable_vectors,
 )
+from ._versions import MAX_KEEP_VERSIONS, VersionInfo, check_keep
 
 __all__ = [
     "DATABASE_SCHEMES",
     "DEFAULT_KEEP_VERSIONS",
     "FORMAT_VERSION",
     "LEGACY_FORMAT",
+    "MAX_KEEP_VERSIONS",
     "REPAIR",
     "UNIT_NORM_TOLERANCE",
     "EmbeddingMeta",
@@ -62,11 +70,12 @@ __all__ = [
     "QueryRanking",
     "RankerName",
     "Recorded",
-    "ServedStore",
     "SkipRecord",
     "Snapshot",
+    "VersionInfo",
     "auto_spec",
     "check_files",
+    "check_keep",
     "check_query_vector",
     "first_error",
     "is_database",
@@ -74,6 +83,7 @@ __all__ = [
     "no_versions",
     "parse_meta",
     "recorded_of",
+    "recorded_or_default",
     "sound_vectors",
     "unsafe_source",
     "usable_vectors",

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -38,6 +38,7 @@ from ..records import Chunk
 from ._meta import FileRecord, IndexMeta
 from ._recorded import Recorded
 from ._rows import FileRows
+from ._versions import VersionInfo
 
 QueryEmbedder = Callable[[str], np.ndarray]
 DATABASE_SCHEMES = ("postgresql://", "postgres://")
@@ -79,8 +80,10 @@ class Snapshot(Protocol):
 
     def size_bytes(self) -> int: ...
 
-    def validate(self) -> None:
-        """Check every part of the version (raises ``IndexCorruptError``)."""
+    def validate(self, documents: Path) -> None:
+        """Check every part of the version, and its rows against the files of
+        ``documents`` they came from as far as the store can (raises
+        ``IndexCorruptError``)."""
 
     def close(self) -> None: ...
 
@@ -157,7 +160,8 @@ class IndexStore(Protocol):
 
     @property
     def index_dir(self) -> Path | None:
-        """A folder of the store inside the documents, which the scan must skip."""
+        """The folder holding the store's files (the folder index's root), which the scan
+        must skip when it lies inside the documents; None for a store without files."""
 
     def recorded(self) -> Recorded:
         """The settings the index recorded (model, chunking, scan, versions kept), read
@@ -170,6 +174,27 @@ class IndexStore(Protocol):
         """Names the live version cheaply, so a reader knows when to reopen."""
 
     def writing(self, lock_timeout: float) -> AbstractContextManager[IndexWriter]: ...
+
+    def read_only(self) -> bool:
+        """True when a live version exists that this process may not replace (a read-only
+        mount): it is searched as it is. A store that learns it only when it writes (a
+        standby) says False and raises ``ReadOnlyStoreError`` before writing anything."""
+
+    def versions(self) -> list[VersionInfo]:
+        """The kept versions, newest first; a store that keeps the live version only
+        raises ``ConfigError`` saying so and how to keep earlier states."""
+
+    def version_count(self) -> int:
+        """How many versions are kept for :meth:`restore` (1: the live one only)."""
+
+    def restore(self, wanted: str, lock_timeout: float) -> VersionInfo:
+        """Make the kept version ``wanted`` (a name, a unique prefix of one, or its row in
+        :meth:`versions`, 1 = newest) live again, atomically; ``ConfigError`` as in
+        :meth:`versions` for a store that keeps the live version only."""
+
+    def server(self) -> dict[str, Any]:
+        """The server that answers searches (address, whether it is a standby, replay lag,
+        versions); empty for a store without one."""
 
     def delete(self, documents: Path, lock_timeout: float) -> None: ...
 
@@ -191,14 +216,6 @@ def no_versions(folder: Path, location: str) -> ConfigError:
     )
 
 
-@runtime_checkable
-class ServedStore(Protocol):
-    """A store on a database server, which can say which server answers its searches."""
-
-    def server(self) -> dict[str, Any]:
-        """The server's address, whether it is a standby, its replay lag, versions."""
-
-
 __all__ = [
     "DATABASE_SCHEMES",
     "FileEntry",
@@ -209,7 +226,6 @@ __all__ = [
     "QueryEmbedder",
     "QueryRanking",
     "RankerName",
-    "ServedStore",
     "Snapshot",
     "is_database",
     "no_versions",

@@ -11,11 +11,14 @@ asks for ``--embedding`` instead of guessing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from kbgraph.errors import ConfigError, IndexCorruptError
 
+from ..config import ChunkConfig, ScanConfig
 from ._meta import EmbeddingMeta, IndexMeta
+
+_Settings = TypeVar("_Settings", ChunkConfig, ScanConfig)
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +32,17 @@ class Recorded:
     keep_versions: int | None = None
     found: bool = False
     lost: str | None = None
+
+
+def recorded_or_default(cls: type[_Settings], recorded: dict[str, Any] | None) -> _Settings:
+    """The settings an index recorded, or the defaults when there are none (or they no
+    longer validate, after an upgrade: then the index is rebuilt with the defaults)."""
+    if recorded is not None:
+        try:
+            return cls.model_validate(recorded)
+        except ConfigError:
+            pass
+    return cls()
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,4 +101,5 @@ __all__ = [
     "Recorded",
     "auto_spec",
     "recorded_of",
+    "recorded_or_default",
 ]

@@ -33,19 +33,10 @@ RANK = {
 # Modules being moved by issue 31 (split, rewritten or moved by other branches); the lead
 # removes them at merge.
 PRIVATE_IMPORT_EXCEPTIONS = (
-    "kbgraph.retrieval.kb",  # being moved by issue 31
-    "kbgraph.retrieval._reuse",  # being moved by issue 31
-    "kbgraph.graphs.recording",  # being moved by issue 31
     "kbgraph.graphs.nodes.retrieve",  # being moved by issue 31
 )
-# Imports that close a circle only for the type checker, being moved by issue 31: kb.py and
-# retriever.py name each other's classes, and kb.py and _reuse.py take ``__version__`` from
-# their package's face, which names kb.py's classes for its lazy exports.
-TYPE_CIRCLE_EXCEPTIONS = {
-    ("kbgraph.retrieval.kb", "kbgraph.retrieval.retriever"),  # being moved by issue 31
-    ("kbgraph.retrieval.kb", "kbgraph.retrieval"),  # being moved by issue 31
-    ("kbgraph.retrieval._reuse", "kbgraph.retrieval"),  # being moved by issue 31
-}
+# Imports that close a circle only for the type checker (none left).
+TYPE_CIRCLE_EXCEPTIONS: set[tuple[str, str]] = set()
 # Old paths of names that moved up a layer: each is a module whose ``__getattr__`` imports
 # the new home when a name is asked for, with a DeprecationWarning. That one lazy edge is
 # the only upward edge allowed, and test_deprecated_aliases_load_their_target_lazily holds
@@ -284,6 +275,27 @@ def test_the_storage_seam_knows_no_store() -> None:
     stores = ("kbgraph.retrieval.folder", "kbgraph.retrieval.postgres")
     assert seam and not [(m, t) for m in seam for t in EDGES[m] if t.startswith(stores)]
     assert not [t for t in EDGES["kbgraph.retrieval.postgres._store"] if "folder" in t]
+
+
+STORES = ("kbgraph.retrieval.folder", "kbgraph.retrieval.postgres")
+
+
+def _store_of(module: str) -> str | None:
+    return next((s for s in STORES if module == s or module.startswith(f"{s}.")), None)
+
+
+def test_only_the_backends_know_the_stores() -> None:
+    """Above the seam, a store is reached through ``kbgraph.retrieval.storage`` only: the
+    one module that names a store is ``backends`` (it opens them), and no store imports the
+    other. Type-level imports count too (a store's type is knowledge of the store)."""
+    knowing = sorted(
+        (module, target)
+        for module, targets in TYPED_EDGES.items()
+        if module != "kbgraph.retrieval.backends"
+        for target in targets
+        if _store_of(target) not in (None, _store_of(module))
+    )
+    assert knowing == []
 
 
 @pytest.mark.parametrize("layer", ["evals", "graphs", "kbgraph.agents", "kbgraph.inspector"])
