@@ -185,7 +185,11 @@ def errors_page() -> str:
     import kbgraph.errors as errors
     from kbgraph.exit_codes import EXIT_CODES
 
-    names = [n for n in errors.__all__ if isinstance(getattr(errors, n), type)]
+    names = [
+        n
+        for n in errors.__all__
+        if isinstance(getattr(errors, n), type) and issubclass(getattr(errors, n), BaseException)
+    ]
     classes = {getattr(errors, n) for n in names}
     lines = [
         "# Error types",
@@ -207,6 +211,10 @@ def errors_page() -> str:
                 walk(sub, depth + 1)
 
     walk(errors.KbgraphError, 0)
+    others = [n for n in errors.__all__ if getattr(errors, n) not in classes]
+    if others:
+        listed = ", ".join(f"{{py:obj}}`kbgraph.errors.{n}`" for n in others)
+        lines += ["", f"Also in `kbgraph.errors` (see its [API page](api/errors.md)): {listed}."]
     return "\n".join(lines) + "\n"
 
 
