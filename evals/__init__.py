@@ -1,6 +1,6 @@
 """kbgraph's evaluators: faithfulness, context recall, context precision, answer
 relevance and answer correctness over LLM or offline judges, batch runs with reports and
-gates (a baseline, minimums), and a meta-evaluation of the judges against human labels.
+gates (a baseline, minimums), and a meta-evaluation of the judges against human labels::
 
     from kbgraph.evals import FaithfulnessEvaluator, OfflineJudge, EvalRecord
     judge = OfflineJudge("local")

@@ -1,12 +1,13 @@
-"""kbgraph's LangGraph layer: the agentic retrieval subgraph, its state and settings.
+"""kbgraph's LangGraph layer: the agentic retrieval subgraph, its state and settings. For
+example::
 
-from kbgraph.graphs import build_rag_graph, RagSettings
-graph = build_rag_graph()
-out = graph.invoke(
-    {"messages": [("user", "How do I configure retries?")]},
-    context=RagSettings(knowledge_bases=[{"name": "docs", "folder": "examples/docs"}]),
-)
-print(out["rag_context"], out["rag_grounded"])
+    from kbgraph.graphs import build_rag_graph, RagSettings
+    graph = build_rag_graph()
+    out = graph.invoke(
+        {"messages": [("user", "How do I configure retries?")]},
+        context=RagSettings(knowledge_bases=[{"name": "docs", "folder": "examples/docs"}]),
+    )
+    print(out["rag_context"], out["rag_grounded"])
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._chat_models import ChatGGUF, GGUFOptions, ScriptedChatModel
+    from ._chat_models import ChatGGUF, GGUFOptions
     from ._citations import extract_citations, inject_context
     from ._http_app import http_app
     from ._models import resolve_chat_model
@@ -93,7 +94,6 @@ _LAZY = {
     "GGUFOptions": "._chat_models",
     "RagSearchArtifact": "._tool",
     "RerankMode": "._settings",
-    "ScriptedChatModel": "._chat_models",
     "as_reranker": "._rerankers",
     "extract_citations": "._citations",
     "http_app": "._http_app",
@@ -132,7 +132,6 @@ __all__ = [
     "RerankMode",
     "Reranker",
     "RetrievalDebug",
-    "ScriptedChatModel",
     "Searcher",
     "SearcherRegistry",
     "TurnMarker",

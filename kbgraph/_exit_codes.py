@@ -1,5 +1,6 @@
 """How the CLI fails: library errors become a one-line reason on stderr and an exit code
-that means something (the table is in the README and the ``kbgraph`` docstring)."""
+that means something (the table is docs/reference/exit-codes.md and the ``kbgraph``
+docstring)."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 Messages say what was wrong, what is allowed and what to do next, because the CLI prints
 them as the one-line reason of a failure (``kbgraph: <message>``) and maps the class to an
 exit code (``kbgraph._exit_codes.EXIT_CODES``). This module imports nothing of kbgraph's, so
-every layer may import it.
+every layer may import it::
 
     KbgraphError
     ├── ConfigError (ValueError)           a setting, spec, argument or context is not valid

@@ -33,6 +33,14 @@ from ._fs import write_file_atomic
 if TYPE_CHECKING:
     from ._backends import describe_store, open_store
     from ._kb import KnowledgeBase
+    from ._loaders import (
+        LoadedFile,
+        Loader,
+        file_kinds,
+        load_text,
+        register_loader,
+        unregister_loader,
+    )
     from ._reports import IndexChanges, IndexReport, IndexStats
     from ._retriever import KnowledgeBaseRetriever
     from ._storage import (
@@ -66,6 +74,12 @@ _LAZY = {
     "VersionInfo": "._storage",
     "describe_store": "._backends",
     "open_store": "._backends",
+    "LoadedFile": "._loaders",
+    "Loader": "._loaders",
+    "file_kinds": "._loaders",
+    "load_text": "._loaders",
+    "register_loader": "._loaders",
+    "unregister_loader": "._loaders",
 }
 
 
@@ -115,6 +129,8 @@ __all__ = [
     "KbgraphError",
     "KnowledgeBase",
     "KnowledgeBaseRetriever",
+    "LoadedFile",
+    "Loader",
     "ModelMismatchError",
     "Previous",
     "ProgressCallback",
@@ -133,14 +149,18 @@ __all__ = [
     "VersionInfo",
     "__version__",
     "describe_store",
+    "file_kinds",
     "format_context",
     "get_ranker",
     "hybrid_rankers",
+    "load_text",
     "open_store",
     "rankers",
+    "register_loader",
     "register_ranker",
     "render_context",
     "search_modes",
+    "unregister_loader",
     "unregister_ranker",
     "write_file_atomic",
 ]

@@ -147,7 +147,7 @@ def _refuse_unknown_context_keys(inputs: Mapping[str, Any], outputs: Mapping[str
 
 
 def passages_from(contexts: Any) -> tuple[Passage, ...]:
-    """Passages from a string, a list of strings, citation dicts or ``Document``s."""
+    """Passages from a string, a list of strings, citation dicts or ``Document`` objects."""
     if isinstance(contexts, str):
         return (Passage(n=1, text=contexts),) if contexts.strip() else ()
     out: list[Passage] = []

