@@ -153,7 +153,25 @@ class _MovedLoader(importlib.abc.Loader):
         return module
 
     def exec_module(self, module: types.ModuleType) -> None:
-        return None
+        # LangGraph's server reads a graph from a module's ``__dict__``, never through
+        # ``getattr``: an old ``langgraph.json`` entry (``kbgraph.graphs.subgraph:rag_graph``)
+        # finds its compiled graphs copied here, and the module warns once instead.
+        new = importlib.import_module(self.new)
+        pregel = sys.modules.get("langgraph.pregel")  # loaded by any module holding a graph
+        kind = getattr(pregel, "Pregel", None)
+        graphs = {
+            name: value
+            for name, value in vars(new).items()
+            if kind is not None and not name.startswith("_") and isinstance(value, kind)
+        }
+        if graphs:
+            warnings.warn(
+                f"the module {module.__name__} is gone since kbgraph 0.2 (its old name works "
+                f"until {REMOVED_IN}); name {self.new} in langgraph.json instead.",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            module.__dict__.update(graphs)
 
 
 class MovedFinder(importlib.abc.MetaPathFinder):

@@ -7,6 +7,7 @@ and no broken asset: no failed request, no HTTP error, no console error. Screens
 from __future__ import annotations
 
 import functools
+import os
 import re
 import subprocess
 import sys
@@ -27,7 +28,11 @@ pytestmark = [pytest.mark.e2e, pytest.mark.browser]
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The site built as ``make docs`` builds it: strict (-W), every page read again."""
+    """The site built as ``make docs`` builds it: strict (-W), every page read again.
+    ``make test`` builds it just before pytest and names it in ``KBGRAPH_DOCS_SITE``."""
+    built = os.environ.get("KBGRAPH_DOCS_SITE")
+    if built and (REPO / built / "index.html").is_file():
+        return REPO / built
     out = tmp_path_factory.mktemp("docs-site") / "html"
     done = subprocess.run(
         [sys.executable, "-m", "sphinx", "-E", "-W", "--keep-going", "-q", "-b", "html",
