@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 
+import anyio
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.responses import PlainTextResponse
@@ -45,7 +46,11 @@ class LazyInspector:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            inspector = self._build()
+            # Off the event loop: building it resolves paths and opens indexes (disk I/O;
+            # the LangGraph dev server's blockbuster fails a request that blocks the loop).
+            inspector = self._app
+            if inspector is None:
+                inspector = await anyio.to_thread.run_sync(self._build)
         except KbgraphError as exc:  # e.g. KBGRAPH_INSPECT_FOLDERS names no folder
             response = PlainTextResponse(f"kbgraph inspect: {exc}", status_code=500)
             await response(scope, receive, send)
