@@ -12,14 +12,13 @@ example::
 
 from __future__ import annotations
 
-from kbgraph._layers import imported_as_kbgraph
+from kbgraph._layers import imported_as_kbgraph, lazy_attributes
 
 # Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly, and before
 # any submodule loads, so that a refused import leaves no 'retrieval.*' module behind.
 imported_as_kbgraph(__name__)
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ._chat_models import ChatGGUF, GGUFOptions
@@ -102,10 +101,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_attributes(globals(), _LAZY)
 
 
 __all__ = [

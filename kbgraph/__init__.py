@@ -14,10 +14,10 @@ loaded on first use, so ``import kbgraph.errors`` stays light.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kbgraph import _moved
+from kbgraph._layers import lazy_attributes
 from kbgraph._version import __version__
 
 # Old module names (``kbgraph.graphs._tool``) keep working, with a warning, until 0.3.
@@ -40,10 +40,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_attributes(globals(), _LAZY)
 
 
 __all__ = [

@@ -10,6 +10,10 @@ each layer refuses that when it is imported.
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
 LAYERS = ("retrieval", "prompts", "graphs", "evals")
 """The layer folders, bottom first."""
 
@@ -26,4 +30,19 @@ def imported_as_kbgraph(name: str) -> None:
         )
 
 
-__all__ = ["LAYERS", "imported_as_kbgraph"]
+def lazy_attributes(namespace: Mapping[str, Any], table: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module's ``__getattr__`` (PEP 562) for the faces and doorways: each name of
+    ``table`` is loaded from its module (relative to the module's package) on first use,
+    so importing one light module never loads the heavy ones a face also names.
+    ``namespace`` is the module's ``globals()``."""
+    module, package = namespace["__name__"], namespace["__package__"]
+
+    def __getattr__(name: str) -> Any:
+        if name in table:
+            return getattr(importlib.import_module(table[name], package), name)
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__
+
+
+__all__ = ["LAYERS", "imported_as_kbgraph", "lazy_attributes"]

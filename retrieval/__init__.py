@@ -4,14 +4,13 @@ fusion, and format citation-tagged context. Usable without LangGraph."""
 
 from __future__ import annotations
 
-from kbgraph._layers import imported_as_kbgraph
+from kbgraph._layers import imported_as_kbgraph, lazy_attributes
 
 # Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly, and before
 # any submodule loads, so that a refused import leaves no 'retrieval.*' module behind.
 imported_as_kbgraph(__name__)
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kbgraph._version import __version__
 from kbgraph.errors import (
@@ -83,10 +82,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_attributes(globals(), _LAZY)
 
 
 from ._progress import ProgressCallback, ProgressEvent

@@ -16,8 +16,9 @@ the context check, for ``langgraph.json``.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from kbgraph._layers import lazy_attributes
 
 from ._config import InspectedBase, InspectorConfig, is_loopback
 
@@ -42,10 +43,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_attributes(globals(), _LAZY)
 
 
 __all__ = [

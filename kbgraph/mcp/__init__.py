@@ -13,8 +13,9 @@ serves only files of an index, inside its folder. It sits above the graphs and t
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from kbgraph._layers import lazy_attributes
 
 from ._settings import MAX_QUERY_CHARS, MAX_READ_LINES, McpSettings, ServedBase
 
@@ -31,10 +32,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_attributes(globals(), _LAZY)
 
 
 __all__ = [

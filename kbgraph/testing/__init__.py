@@ -13,8 +13,9 @@ resolve to them there) and loads on first use, so importing this package stays l
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from kbgraph._layers import lazy_attributes
 
 if TYPE_CHECKING:
     from kbgraph.evals._internal import ScriptedJudge
@@ -42,10 +43,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_attributes(globals(), _LAZY)
 
 
 __all__ = [
