@@ -1,5 +1,6 @@
 """The live version of a knowledge base's index, open for reading: one snapshot shared by
-every search, reopened when a writer published a new version."""
+every search, reopened when a writer published a new version (found by asking the store
+before a search, or, for a snapshot that checks its version itself, by its ranking)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from typing import TypeVar
 
 from kbgraph.errors import DatabaseUnavailableError, IndexCorruptError
 
-from ._storage import IndexStore, Snapshot
+from ._storage import IndexStore, Snapshot, SnapshotMoved
 
 logger = logging.getLogger("kbgraph.retrieval")
 _T = TypeVar("_T")
+MOVED_TRIES = 3
+"""Searches run again at most this often when a writer publishes during each of them."""
 
 
 class LiveReader:
@@ -38,12 +41,40 @@ class LiveReader:
                 self._reader, self._reader_key = reader, key
             return self._reader
 
+    def _for_search(self) -> Snapshot:
+        """The open version when it checks its version itself (no question to the store
+        before each search), else :meth:`open`."""
+        with self._lock:
+            reader = self._reader
+        if reader is not None and getattr(reader, "checks_version", False):
+            return reader
+        return self.open()
+
+    def _forget(self, moved: Snapshot) -> None:
+        with self._lock:
+            if self._reader is moved:
+                moved.close()
+                self._reader, self._reader_key = None, None
+
     def reading(self, use: Callable[[Snapshot], _T]) -> _T:
         """``use`` the live version. A database connection lost on the way (a standby that
         went away mid-search) is retried once on a new connection, which goes to a server
-        that answers (the primary when no standby does): the caller sees no error."""
+        that answers (the primary when no standby does): the caller sees no error. A
+        search that read a newer version than its snapshot's runs again on that version."""
+        for _ in range(MOVED_TRIES):
+            reader = self._for_search()
+            try:
+                return self._once(use, reader)
+            except SnapshotMoved:
+                self._forget(reader)
+        raise DatabaseUnavailableError(
+            f"the index of {self.store.location} changed during each of {MOVED_TRIES} tries "
+            "of this search (a writer publishing faster than a search runs); search again"
+        )
+
+    def _once(self, use: Callable[[Snapshot], _T], reader: Snapshot) -> _T:
         try:
-            return use(self.open())
+            return use(reader)
         except DatabaseUnavailableError as exc:
             logger.warning("a search lost its server; trying another: %s", exc)
             self.close()  # every connection of the lost server goes

@@ -49,7 +49,7 @@ def pg_replica_url(pg_cluster: PgCluster, pg_standby: PgNode) -> str:
 @pytest.fixture(scope="session")
 def pg_older_url() -> Iterator[str]:
     """PostgreSQL 16 + pgvector 0.6 (``pgserver``), started by the first test that asks:
-    a server without halfvec, sparsevec and iterative index scans, whose tables and
+    a server without halfvec and iterative index scans, whose tables and
     searches take the paths of an older pgvector."""
     with running_cluster("pgserver", Path(tempfile.mkdtemp(prefix="kbgraph-pg16-"))) as c:
         yield c.primary.url()

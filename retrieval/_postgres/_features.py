@@ -1,7 +1,7 @@
 """What the server's pgvector can do, and what this store's tables of a knowledge base use.
 
-The store works with pgvector 0.5 and later and uses what a newer one adds: ``halfvec`` and
-``sparsevec`` (0.7) and iterative index scans (0.8). A knowledge base's tables are made
+The store works with pgvector 0.5 and later and uses what a newer one adds: ``halfvec``
+(0.7) and iterative index scans (0.8). A knowledge base's tables are made
 with what the primary had when they were created; a search uses what those tables hold and
 what the server that answers has (:class:`Layout`, read once per opened version).
 """
@@ -33,11 +33,6 @@ class PgVector:
         return self._parts >= (0, 7)
 
     @property
-    def sparsevec(self) -> bool:
-        """0.7: sparse vectors, for BM25 weights ranked by inner product."""
-        return self._parts >= (0, 7)
-
-    @property
     def iterative_scan(self) -> bool:
         """0.8: an HNSW scan that goes on until enough rows pass the filters."""
         return self._parts >= (0, 8)
@@ -52,10 +47,6 @@ class PgVector:
             )
         if not self.halfvec:
             missing.append("halfvec (0.7): the HNSW index holds 4-byte floats, twice the size")
-        if not self.sparsevec:
-            missing.append(
-                "sparsevec (0.7): BM25 is summed term by term in SQL, several times slower"
-            )
         return missing
 
 
@@ -70,7 +61,8 @@ class Layout:
 
     pgvector: PgVector
     halfvec_index: bool = False  # the HNSW index is over embedding::halfvec(dims)
-    bm25_column: bool = False  # chunks hold their BM25 weights as a sparsevec
+    postings: bool = True  # BM25's postings table (tables of kbgraph 0.1 have none)
+    bm25_column: bool = False  # kbgraph 0.1's BM25 weights column (dropped when migrated)
 
 
 _LAYOUT_SQL = sql.SQL(
@@ -78,15 +70,22 @@ _LAYOUT_SQL = sql.SQL(
     "EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = {t}::regclass AND attname = 'bm25' "
     "AND NOT attisdropped), "
     "EXISTS (SELECT 1 FROM pg_index i JOIN pg_opclass o ON o.oid = ANY(i.indclass) "
-    "WHERE i.indrelid = {t}::regclass AND o.opcname = 'halfvec_ip_ops')"
+    "WHERE i.indrelid = {t}::regclass AND o.opcname = 'halfvec_ip_ops'), "
+    "to_regclass({p}) IS NOT NULL"
 )
 
 
 def layout_of(conn: psycopg.Connection[Any], tables: Tables) -> Layout:
     name = sql.Literal(tables.chunks.as_string(conn))
-    row = conn.execute(_LAYOUT_SQL.format(t=name)).fetchone()
+    postings = sql.Literal(tables.postings.as_string(conn))
+    row = conn.execute(_LAYOUT_SQL.format(t=name, p=postings)).fetchone()
     assert row is not None
-    return Layout(PgVector(str(row[0] or "")), bool(row[2]), bool(row[1]))
+    return Layout(
+        PgVector(str(row[0] or "")),
+        halfvec_index=bool(row[2]),
+        postings=bool(row[3]),
+        bm25_column=bool(row[1]),
+    )
 
 
 __all__ = ["Layout", "PgVector", "layout_of", "pgvector_of"]

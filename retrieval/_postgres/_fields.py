@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
-import psycopg
 from psycopg import sql
 
 from .._rankers import FieldRanker
@@ -31,11 +30,17 @@ class FieldRows:
     indexes: FieldIndexes
 
 
+Fetch = Callable[[sql.Composed, dict[str, Any]], list[tuple[Any, ...]]]
+"""Runs a statement whose third column is the version it saw (``PgRanking._fetch``)."""
+
+
 class FieldHost(Protocol):
     """What the part needs of its snapshot (``PgSnapshot``): where the rows are, the index's
-    tokenizer, and the place that keeps a version's field rows between queries."""
+    tokenizer, its version, and the place that keeps a version's field rows between
+    queries."""
 
     fields: FieldRows | None
+    version: int
 
     @property
     def tables(self) -> Tables: ...
@@ -45,43 +50,38 @@ class FieldHost(Protocol):
 
 
 class PgFieldPart:
-    """The field rankers of one query, inside its snapshot transaction."""
+    """The field rankers of one query (its statements through the ranking's ``fetch``)."""
 
     def __init__(
         self,
         snap: FieldHost,
-        conn: psycopg.Connection[Any],
+        fetch: Fetch,
         query: str,
         all_chunks: Callable[[], list[Chunk]],
     ) -> None:
-        self._snap, self._conn, self._query, self._all_chunks = snap, conn, query, all_chunks
-        self._checked: FieldRows | None = None
+        self._snap, self._fetch, self._query, self._all_chunks = snap, fetch, query, all_chunks
 
     def _rows(self) -> FieldRows:
-        """Every row's rid and source, read once per version: the snapshot keeps them, and
-        reads them again when a writer has replaced the rows since (this transaction sees
-        the new version: the rids of the old one would be gone)."""
-        if self._checked is None:
-            row = self._conn.execute(
-                "SELECT version FROM kbgraph_kbs WHERE id = %s", (self._snap.tables.kb_id,)
-            ).fetchone()
-            version = int(row[0]) if row else -1
-            fields = self._snap.fields
-            if fields is None or fields.version != version:
-                rows = self._conn.execute(
-                    sql.SQL("SELECT rid, source FROM {} ORDER BY rid").format(
-                        self._snap.tables.chunks
-                    )
-                ).fetchall()
-                fields = FieldRows(
-                    version,
-                    np.asarray([int(r[0]) for r in rows], dtype=np.int64),
-                    np.asarray([str(r[1]) for r in rows], dtype=object),
-                    FieldIndexes(self._snap.meta.tokenizer),
-                )
-                self._snap.fields = fields
-            self._checked = fields
-        return self._checked
+        """Every row's rid and source, read once per snapshot version and kept by the
+        snapshot (rows a newer version wrote meanwhile make the ranking's version check
+        fail, and the search runs again on a new snapshot)."""
+        fields = self._snap.fields
+        if fields is None or fields.version != self._snap.version:
+            rows = self._fetch(
+                sql.SQL(
+                    "SELECT rid, source, (SELECT version FROM kbgraph_kbs WHERE id = %(kb)s) "
+                    "FROM {} ORDER BY rid"
+                ).format(self._snap.tables.chunks),
+                {},
+            )
+            fields = FieldRows(
+                self._snap.version,
+                np.asarray([int(r[0]) for r in rows], dtype=np.int64),
+                np.asarray([str(r[1]) for r in rows], dtype=object),
+                FieldIndexes(self._snap.meta.tokenizer),
+            )
+            self._snap.fields = fields
+        return fields
 
     def _scores(self, ranker: FieldRanker) -> np.ndarray:
         return self._rows().indexes.scores(ranker, self._query, self._all_chunks)

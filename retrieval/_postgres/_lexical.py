@@ -16,16 +16,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-import numpy as np
-
-from .._lexical import GLUED_PART_WEIGHT, TOKENIZER_ID, analyse_weighted, idf
+from .._lexical import GLUED_PART_WEIGHT, TOKENIZER_ID, analyse_weighted
 
 MAX_POSITIONS = 256
 """PostgreSQL keeps at most 256 positions per lexeme: a term's frequency in one chunk is
 counted up to 256 (BM25's term-frequency factor is then within 0.5 % of its limit)."""
 MAX_LEXEME_BYTES = 2046  # tsvector refuses longer words; such "words" are binary noise
-SPARSE_DIMS = 1_000_000_000
-"""The size of every BM25 weights ``sparsevec`` (pgvector's largest): term ids index it."""
 
 
 def _usable(term: str) -> bool:
@@ -73,21 +69,6 @@ def tsquery_literal(terms: Sequence[str]) -> str:
     return " | ".join(_quoted(t) for t in terms)
 
 
-def sparse_literal(weights: dict[int, float]) -> str:
-    """A ``sparsevec`` of term id (1-based) -> weight."""
-    body = ",".join(f"{i}:{w!r}" for i, w in sorted(weights.items()))
-    return f"{{{body}}}/{SPARSE_DIMS}"
-
-
-def term_weights(counts: dict[str, float], df: dict[str, int], n_docs: int) -> dict[str, float]:
-    """``idf(t) × count of t in the query`` for the terms the index holds."""
-    present = [t for t in counts if df.get(t, 0) > 0]
-    if not present:
-        return {}
-    idfs = idf(np.array([df[t] for t in present]), n_docs)
-    return {t: float(w) * counts[t] for t, w in zip(present, idfs, strict=True)}
-
-
 GLUED_DISCOUNT_SQL = repr(1 - GLUED_PART_WEIGHT)
 """What a position labelled ``C`` counts less than 1, as an SQL literal."""
 TERM_FREQUENCY_SQL = (
@@ -100,11 +81,8 @@ TERM_FREQUENCY_SQL = (
 __all__ = [
     "GLUED_DISCOUNT_SQL",
     "MAX_POSITIONS",
-    "SPARSE_DIMS",
     "TERM_FREQUENCY_SQL",
     "query_terms",
-    "sparse_literal",
-    "term_weights",
     "tsquery_literal",
     "tsvector_literal",
 ]

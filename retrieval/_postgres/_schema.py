@@ -8,9 +8,16 @@ Shared by every knowledge base of a database:
 - ``kbgraph_embedding_cache``: vectors by (model, sha256 of the text), so a text is embedded
   once for every knowledge base and every machine using the database.
 
-A table set per knowledge base (``kbgraph_kb<id>_files``, ``_chunks``, ``_terms``), so that
-each has its own HNSW and GIN indexes (a filter on the knowledge base would make every
-approximate search a filtered one) and its own vector size.
+A table set per knowledge base (``kbgraph_kb<id>_files``, ``_chunks``, ``_terms``,
+``_postings``), so that each has its own HNSW and GIN indexes (a filter on the knowledge
+base would make every approximate search a filtered one) and its own vector size.
+
+``_postings`` is BM25's inverted index: one row per (term, chunk) with the term's frequency
+in the chunk and the chunk's length, under a btree on (lexeme, rid) that carries both, so a
+query reads its terms' postings from the index alone (an index-only scan) and sums BM25 in
+one aggregation (the way a search engine's postings lists are read; Manning, Raghavan &
+Schütze 2008, ch. 2 and 6). Before it, each matching chunk's row (its whole ``tsvector``)
+was read to score it.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ SHARED_DDL = (
         vector bytea NOT NULL,
         PRIMARY KEY (model, hash)
     )""",
-    # The average chunk length the BM25 weights column was computed with (sparsevec).
+    # The average chunk length of a BM25 weights column that tables of kbgraph 0.1 had.
     "ALTER TABLE kbgraph_kbs ADD COLUMN IF NOT EXISTS bm25_avgdl float8",
 )
 
@@ -66,19 +73,31 @@ class Tables:
     def terms(self) -> sql.Identifier:
         return self._name("terms")
 
-    def all(self) -> tuple[sql.Identifier, ...]:
-        return (self.files, self.chunks, self.terms)
+    @property
+    def postings(self) -> sql.Identifier:
+        return self._name("postings")
 
-    def create(self, dims: int | None, *, sparse: bool = False) -> list[sql.Composed]:
-        """The table set for vectors of ``dims`` (None: lexical only), with a BM25 weights
-        column when ``sparse`` (pgvector >= 0.7). The HNSW index is created by
-        :meth:`vector_index`, after a bulk load."""
+    def all(self) -> tuple[sql.Identifier, ...]:
+        return (self.files, self.chunks, self.terms, self.postings)
+
+    def create_postings(self) -> list[sql.Composed]:
+        """BM25's postings table (also added to the table set of an older kbgraph)."""
+        return [
+            sql.SQL(
+                "CREATE TABLE {} (lexeme text NOT NULL, rid bigint NOT NULL, "
+                "tf float8 NOT NULL, dl integer NOT NULL)"
+            ).format(self.postings),
+            sql.SQL("CREATE UNIQUE INDEX {} ON {} (lexeme, rid) INCLUDE (tf, dl)").format(
+                sql.Identifier(f"kbgraph_kb{self.kb_id}_postings_key"), self.postings
+            ),
+        ]
+
+    def create(self, dims: int | None) -> list[sql.Composed]:
+        """The table set for vectors of ``dims`` (None: lexical only). The HNSW index is
+        created by :meth:`vector_index`, after a bulk load."""
         embedding = (
             sql.SQL(", embedding vector({})").format(sql.Literal(dims)) if dims else sql.SQL("")
         )
-        if sparse:
-            embedding = sql.SQL("{}, bm25 sparsevec").format(embedding)
-        term_id = sql.SQL(", id integer GENERATED ALWAYS AS IDENTITY UNIQUE" if sparse else "")
         return [
             sql.SQL(
                 "CREATE TABLE {} (source text PRIMARY KEY, size bigint NOT NULL, "
@@ -95,9 +114,10 @@ class Tables:
             ).format(self.chunks, embedding),
             sql.SQL("CREATE INDEX ON {} (source, ord)").format(self.chunks),
             sql.SQL("CREATE INDEX ON {} USING gin (lexemes)").format(self.chunks),
-            sql.SQL("CREATE TABLE {} (lexeme text PRIMARY KEY, df bigint NOT NULL{})").format(
-                self.terms, term_id
+            sql.SQL("CREATE TABLE {} (lexeme text PRIMARY KEY, df bigint NOT NULL)").format(
+                self.terms
             ),
+            *self.create_postings(),
         ]
 
     def vector_index(self, dims: int, *, halfvec: bool = False) -> sql.Composed:

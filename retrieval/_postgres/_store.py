@@ -35,15 +35,13 @@ from .._storage import (
 )
 from ._connect import Database, ensure_vector_extension
 from ._features import layout_of, pgvector_of
+from ._pool import FAILBACK_S
 from ._schema import ADVISORY_CLASS, SCHEMA_LOCK, SHARED_DDL, Tables
 from ._servers import Servers, address, in_recovery, server_info, wait_for_replay
 from ._snapshot import EXACT_BELOW, PgSnapshot
-from ._write import apply_update
+from ._write import apply_update, migrate
 
 _LOCK_POLL_S = 0.2
-FAILBACK_S = 30.0
-"""Searches that went to the primary because no standby answered try a standby again
-after this many seconds (at the next search)."""
 READ_YOUR_WRITES_S = 10.0
 """After this store wrote, its next read on a standby waits (up to this long) until the
 standby has replayed the write: an index run's report and the searches after it see it."""
@@ -344,6 +342,9 @@ class PostgresStore:
         try:
             kb_id = self._ensure_schema(conn)
             self._lock(conn, kb_id, lock_timeout, "index")
+            with self.db.errors("upgrade the knowledge base's tables"):
+                if migrate(conn, kb_id):
+                    self._wrote(conn)
             with self.db.errors("read the previous version"):
                 writer = PgWriter(self, conn, kb_id)
             yield writer

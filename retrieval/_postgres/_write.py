@@ -10,17 +10,11 @@ import psycopg
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from .._lexical import DEFAULT_B, DEFAULT_K1
 from .._records import Chunk, index_text
 from .._storage import FileEntry, IndexMeta, IndexUpdate
 from ._features import PgVector, layout_of
-from ._lexical import SPARSE_DIMS, TERM_FREQUENCY_SQL, tsvector_literal
+from ._lexical import TERM_FREQUENCY_SQL, tsvector_literal
 from ._schema import Tables
-
-BM25_DRIFT = 0.1
-"""The BM25 weights column is computed with one average chunk length for every row; when
-the knowledge base's average moves further than this (a share of it), every row is
-weighed again (the exact BM25 that ranks the candidates always uses the current one)."""
 
 _COLUMNS = (
     "source, ord, kind, chunk_id, text, line_start, line_end, byte_start, byte_end, "
@@ -75,9 +69,8 @@ def apply_update(
     dims = meta.embedding.dims if meta.embedding else None
     with conn.transaction():
         if fresh:
-            for ddl in [*tables.drop(), *tables.create(dims, sparse=pgvector.sparsevec)]:
+            for ddl in [*tables.drop(), *tables.create(dims)]:
                 conn.execute(ddl)
-            conn.execute("UPDATE kbgraph_kbs SET bm25_avgdl = NULL WHERE id = %s", (kb_id,))
         else:
             assert previous is not None
             gone = sorted(set(previous.files) - set(meta.files))
@@ -85,16 +78,49 @@ def apply_update(
             conn.execute(
                 sql.SQL("DELETE FROM {} WHERE source = ANY(%s)").format(tables.files), (gone,)
             )
+        sources = [e.rel for e in changed]
         _insert_rows(
             conn, tables, changed, with_vectors=meta.embedding is not None, tokenizer=meta.tokenizer
         )
-        _add_terms(conn, tables, [e.rel for e in changed])
-        if layout_of(conn, tables).bm25_column:
-            _weigh(conn, tables, kb_id, [e.rel for e in changed])
+        _add_terms(conn, tables, sources)
+        _add_postings(conn, tables, sources)
         _upsert_files(conn, tables, update.entries)
         if fresh and dims:
             conn.execute(tables.vector_index(dims, halfvec=pgvector.halfvec))
         _publish(conn, tables, kb_id, meta)
+    if fresh:
+        _vacuum_postings(conn, tables)
+
+
+def _vacuum_postings(conn: psycopg.Connection[Any], tables: Tables) -> None:
+    """Index-only scans of the postings skip the table only on pages the visibility map
+    marks all-visible: a bulk load has none until a VACUUM (autovacuum comes later)."""
+    conn.execute(sql.SQL("VACUUM (ANALYZE) {}").format(tables.postings))
+
+
+def migrate(conn: psycopg.Connection[Any], kb_id: int) -> bool:
+    """Tables of kbgraph 0.1 get BM25's postings table (filled from every row's lexemes)
+    and lose the BM25 weights column it replaces, in one transaction, before a writer's
+    run; True when they did. Searches meanwhile read the older tables' way."""
+    tables = Tables(kb_id)
+    with conn.transaction():
+        exists = conn.execute("SELECT to_regclass(%s)", (tables.chunks.as_string(conn),))
+        row = exists.fetchone()
+        if not row or row[0] is None:
+            return False
+        layout = layout_of(conn, tables)
+        if layout.postings and not layout.bm25_column:
+            return False
+        if layout.bm25_column:
+            conn.execute(sql.SQL("ALTER TABLE {} DROP COLUMN bm25").format(tables.chunks))
+        if not layout.postings:
+            for ddl in tables.create_postings():
+                conn.execute(ddl)
+            _add_postings(conn, tables, None)
+        # A new version number: open snapshots see it and reopen with the new layout.
+        conn.execute("UPDATE kbgraph_kbs SET version = version + 1 WHERE id = %s", (kb_id,))
+    _vacuum_postings(conn, tables)
+    return True
 
 
 def _delete_rows(conn: psycopg.Connection[Any], tables: Tables, sources: list[str]) -> None:
@@ -103,11 +129,13 @@ def _delete_rows(conn: psycopg.Connection[Any], tables: Tables, sources: list[st
         return
     conn.execute(
         sql.SQL(
-            "WITH gone AS (DELETE FROM {c} WHERE source = ANY(%s) RETURNING lexemes), "
-            "lex AS (SELECT u.lexeme, count(*) AS n FROM gone, unnest(gone.lexemes) u "
-            "GROUP BY u.lexeme) "
+            "WITH gone AS (DELETE FROM {c} WHERE source = ANY(%s) RETURNING rid, lexemes), "
+            "posted AS (SELECT u.lexeme, gone.rid FROM gone, unnest(gone.lexemes) u), "
+            "unposted AS (DELETE FROM {p} p USING posted "
+            "WHERE p.lexeme = posted.lexeme AND p.rid = posted.rid), "
+            "lex AS (SELECT lexeme, count(*) AS n FROM posted GROUP BY lexeme) "
             "UPDATE {t} t SET df = t.df - lex.n FROM lex WHERE t.lexeme = lex.lexeme"
-        ).format(c=tables.chunks, t=tables.terms),
+        ).format(c=tables.chunks, t=tables.terms, p=tables.postings),
         (sources,),
     )
     conn.execute(sql.SQL("DELETE FROM {} WHERE df <= 0").format(tables.terms))
@@ -172,42 +200,20 @@ def _add_terms(conn: psycopg.Connection[Any], tables: Tables, sources: list[str]
     )
 
 
-_WEIGHTS = (
-    """
-UPDATE {c} c SET bm25 = w.v FROM (
-    SELECT x.rid, ('{{' || string_agg(t.id || ':' || (x.tf / (x.tf + %(k1)s * (1 - %(b)s
-        + %(b)s * x.dl / %(avgdl)s))), ',' ORDER BY t.id) || '}}/' || %(dims)s)::sparsevec AS v
-    FROM (SELECT c2.rid, c2.dl, u.lexeme, """
-    + TERM_FREQUENCY_SQL
-    + """ AS tf
-          FROM {c} c2, unnest(c2.lexemes) u WHERE {which}) x
-    JOIN {t} t ON t.lexeme = x.lexeme GROUP BY x.rid
-) w WHERE c.rid = w.rid
-"""
-)
-
-
-def _weigh(conn: psycopg.Connection[Any], tables: Tables, kb_id: int, sources: list[str]) -> None:
-    """Each new row's BM25 document weights, ``tf / (tf + k1 (1 - b + b dl / avgdl))`` per
-    term id (the query side holds idf), with the knowledge base's reference ``avgdl``;
-    every row's when the average moved more than :data:`BM25_DRIFT` from it."""
-    counts = conn.execute(
-        sql.SQL("SELECT count(*), coalesce(sum(dl), 0) FROM {}").format(tables.chunks)
-    ).fetchone()
-    ref_row = conn.execute("SELECT bm25_avgdl FROM kbgraph_kbs WHERE id = %s", (kb_id,)).fetchone()
-    n, total = (int(v) for v in counts) if counts else (0, 0)
-    avgdl = total / n if n and total else 1.0
-    ref = float(ref_row[0]) if ref_row and ref_row[0] else None
-    which = sql.SQL("c2.source = ANY(%(sources)s)")
-    if ref is None or abs(avgdl / ref - 1) > BM25_DRIFT:
-        ref, which = avgdl, sql.SQL("TRUE")
-        conn.execute("UPDATE kbgraph_kbs SET bm25_avgdl = %s WHERE id = %s", (ref, kb_id))
-    elif not sources:
+def _add_postings(conn: psycopg.Connection[Any], tables: Tables, sources: list[str] | None) -> None:
+    """The postings of those files' rows (every row's when ``sources`` is None): each
+    lexeme's term frequency in the row (glued identifier parts counting less) and the
+    row's length, what BM25 needs besides the document frequencies."""
+    if sources is not None and not sources:
         return
-    params = {"k1": DEFAULT_K1, "b": DEFAULT_B, "avgdl": ref, "dims": SPARSE_DIMS}
+    which = sql.SQL("TRUE" if sources is None else "c.source = ANY(%(sources)s)")
     conn.execute(
-        sql.SQL(_WEIGHTS).format(c=tables.chunks, t=tables.terms, which=which),
-        {**params, "sources": sources},
+        sql.SQL(
+            "INSERT INTO {p} (lexeme, rid, tf, dl) SELECT u.lexeme, c.rid, "
+            + TERM_FREQUENCY_SQL
+            + ", c.dl FROM {c} c, unnest(c.lexemes) u WHERE {which}"
+        ).format(p=tables.postings, c=tables.chunks, which=which),
+        {"sources": sources},
     )
 
 
@@ -265,4 +271,4 @@ def _publish(conn: psycopg.Connection[Any], tables: Tables, kb_id: int, meta: In
     )
 
 
-__all__ = ["apply_update", "needs_write"]
+__all__ = ["apply_update", "migrate", "needs_write"]

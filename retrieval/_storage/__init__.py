@@ -27,6 +27,7 @@ from ._protocol import (
     QueryRanking,
     RankerName,
     Snapshot,
+    SnapshotMoved,
     is_database,
     no_versions,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "Recorded",
     "SkipRecord",
     "Snapshot",
+    "SnapshotMoved",
     "VersionInfo",
     "auto_spec",
     "check_files",

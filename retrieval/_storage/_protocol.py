@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from kbgraph.errors import ConfigError
+from kbgraph.errors import ConfigError, KbgraphError
 
 from .._embeddings import VectorCache
 from .._filters import SearchFilters
@@ -63,8 +63,16 @@ class QueryRanking(Protocol):
         """The chunks of ``keys``, in their order."""
 
 
+class SnapshotMoved(KbgraphError):
+    """Raised by a ranking of a snapshot whose ``checks_version`` is true when what it read
+    belongs to a newer version than the snapshot's (a writer published meanwhile): the
+    reader reopens the live version and runs the search again. Never reaches a caller."""
+
+
 class Snapshot(Protocol):
-    """One published version of an index, open for reading."""
+    """One published version of an index, open for reading. A snapshot whose class sets
+    ``checks_version = True`` checks the version inside every ranking (raising
+    :class:`SnapshotMoved`), so the reader need not ask the store before each search."""
 
     @property
     def meta(self) -> IndexMeta: ...
@@ -227,6 +235,7 @@ __all__ = [
     "QueryRanking",
     "RankerName",
     "Snapshot",
+    "SnapshotMoved",
     "is_database",
     "no_versions",
 ]

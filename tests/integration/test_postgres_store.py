@@ -284,15 +284,15 @@ def test_versions_of_a_database_store_say_they_belong_to_the_folder_index(
 
 
 def test_the_tables_use_what_the_servers_pgvector_has(any_pg_url: str, tmp_path: Path) -> None:
-    """pgvector >= 0.7: an HNSW index over halfvec and a BM25 weights column (sparsevec);
-    older: neither, and ``stats`` says what the server's pgvector lacks."""
+    """pgvector >= 0.7: an HNSW index over halfvec; older: not, and ``stats`` says what the
+    server's pgvector lacks. BM25's postings table is there on every server."""
     folder = _docs(tmp_path / "docs")
     kb = KnowledgeBase(folder, embedding="fake", store=any_pg_url)
     kb.index()
     server = kb.stats().server
     layout = kb.store.open().layout  # type: ignore[attr-defined]
     newer = server["pgvector"] >= "0.7"
-    assert (layout.halfvec_index, layout.bm25_column) == (newer, newer)
+    assert (layout.halfvec_index, layout.postings, layout.bm25_column) == (newer, True, False)
     assert bool(server["pgvectorLacks"]) is (server["pgvector"] < "0.8")
     assert server["standby"] is False and server["replayLagSeconds"] is None
 
@@ -303,7 +303,7 @@ def test_a_filter_that_keeps_few_rows_scans_them_exactly(
     """Regression: a filter keeping 1 % of 1M rows went to the iterative index scan, whose
     filtered recall@10 was 0.79 (bench_scale.py); allowed rows fewer than the exact
     threshold are now scanned exactly, as the whole table is below it."""
-    from kbgraph.retrieval._postgres._snapshot import PgRanking
+    from kbgraph.retrieval._postgres._ranking import PgRanking
 
     files = {f"noise/n{i:03d}.md": f"Exponential backoff retry policy {i}.\n" for i in range(150)}
     files.update({f"target/t{i}.md": f"Garden retry schedule {i}.\n" for i in range(6)})
@@ -312,13 +312,13 @@ def test_a_filter_that_keeps_few_rows_scans_them_exactly(
     kb = KnowledgeBase(folder, embedding="fake", store=pg_url)
     kb.store.exact_below = 50  # type: ignore[attr-defined]  # 156 rows: the index answers
     paths: list[bool] = []
-    original = PgRanking._vector_query
+    original = PgRanking._vector_sql
 
     def recording(self: PgRanking, *args: Any, approximate: bool) -> Any:
         paths.append(approximate)
         return original(self, *args, approximate=approximate)
 
-    monkeypatch.setattr(PgRanking, "_vector_query", recording)
+    monkeypatch.setattr(PgRanking, "_vector_sql", recording)
     kb.search("retry", top_k=5, mode="vector", filters=SearchFilters(paths=("target/**",)))
     assert paths == [False]  # 6 allowed rows < 50: exact, no index scan first
     kb.search("retry", top_k=5, mode="vector", filters=SearchFilters(paths=("noise/**",)))

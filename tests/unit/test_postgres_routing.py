@@ -18,7 +18,6 @@ from kbgraph.graphs._settings import RagSettings, spec_of
 from kbgraph.retrieval import KnowledgeBase
 from kbgraph.retrieval._postgres import Database
 from kbgraph.retrieval._postgres._features import PgVector
-from kbgraph.retrieval._postgres._lexical import SPARSE_DIMS, sparse_literal
 from kbgraph.retrieval._postgres._servers import Servers
 
 MULTI = "postgresql://kb:Sekret-42@db1:5432,db2:5433/kb"
@@ -75,19 +74,14 @@ def test_a_read_url_needs_a_database_store(tmp_path: Path) -> None:
     [
         ("0.8.6", []),
         ("0.7.4", ["iterative index scans"]),
-        ("0.6.2", ["iterative index scans", "halfvec", "sparsevec"]),
-        ("0.5.1", ["iterative index scans", "halfvec", "sparsevec"]),
+        ("0.6.2", ["iterative index scans", "halfvec"]),
+        ("0.5.1", ["iterative index scans", "halfvec"]),
     ],
 )
 def test_what_an_older_pgvector_lacks(version: str, lacks: list[str]) -> None:
     said = PgVector(version).lacks()
     assert [text.split(" (")[0] for text in said] == lacks
     assert all("(0." in text for text in said)  # each names the version that brings it
-
-
-def test_sparse_vectors_are_sorted_by_term_id() -> None:
-    assert sparse_literal({7: 0.5, 2: 1.25}) == f"{{2:1.25,7:0.5}}/{SPARSE_DIMS}"
-    assert sparse_literal({}) == f"{{}}/{SPARSE_DIMS}"
 
 
 def test_stats_line_of_a_standby() -> None:

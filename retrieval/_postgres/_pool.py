@@ -1,0 +1,153 @@
+"""The search connections of one process: a pool shared by every knowledge base and agent
+(thread) of the process that searches the same servers.
+
+A search takes an idle connection (or opens one), runs its statements in autocommit (each
+statement sees one committed version; the ranking checks that they all saw the same one)
+and gives it back. Opening a connection costs a round trip, authentication and a backend
+process on the server; before the pool, each ``KnowledgeBase`` held its own, used by one
+thread at a time, so the agents of one process queued on it.
+
+Settings a search needs (``hnsw.ef_search``, ``hnsw.iterative_scan``) are session
+settings remembered per connection and sent only when they change, so that the common
+search sends one statement and nothing else. A connection that failed is closed, and so
+is every idle one to the same servers (a lost server takes them all).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+from ._servers import Servers, in_recovery
+
+FAILBACK_S = 30.0
+"""Searches that went to the primary because no standby answered try a standby again
+after this many seconds (at the next search)."""
+MAX_IDLE = 16
+"""Idle connections kept per set of servers: enough for the agents of a process searching
+at once; more are opened when needed and closed when given back."""
+SESSION_SQL = "SET jit = off"
+"""Sent once per connection. A search is a short indexed query: LLVM compilation, which
+the planner starts above a cost that a BM25 aggregation's misestimated rows can reach,
+costs more than the whole query."""
+
+
+@dataclass
+class PooledConnection:
+    """A search connection and what is known of it without asking the server."""
+
+    conn: psycopg.Connection[Any]
+    standby: bool
+    since: float = field(default_factory=time.monotonic)
+    settings: dict[str, str] = field(default_factory=dict)
+
+    def set(self, name: str, value: int | str) -> None:
+        """``SET name = value`` for this session, sent only when it changes."""
+        if self.settings.get(name) == str(value):
+            return
+        self.conn.execute(sql.SQL("SET {} = {}").format(sql.SQL(name), sql.Literal(value)))
+        self.settings[name] = str(value)
+
+    def usable(self) -> bool:
+        return not self.conn.closed and not self.conn.broken
+
+
+class ReaderPool:
+    """Idle search connections by the servers they go to (a process's whole pool)."""
+
+    def __init__(self) -> None:
+        self._idle: dict[tuple[str, str], list[PooledConnection]] = {}
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+        self._inherited: list[object] = []  # a forked child's copy of its parent's pool
+
+    @staticmethod
+    def _key(servers: Servers) -> tuple[str, str]:
+        return (servers.write.url, servers.read.url if servers.read else "")
+
+    def take(self, servers: Servers) -> PooledConnection:
+        with self._lock:
+            self._forget_parent()
+            idle = self._idle.get(self._key(servers), [])
+            while idle:
+                pooled = idle.pop()
+                if pooled.usable() and not _should_fail_back(servers, pooled):
+                    return pooled
+                pooled.conn.close()
+        conn = servers.reader()
+        try:
+            standby = in_recovery(conn)
+            conn.execute(SESSION_SQL)
+        except BaseException:
+            conn.close()
+            raise
+        return PooledConnection(conn, standby)
+
+    def give(self, servers: Servers, pooled: PooledConnection) -> None:
+        if not pooled.usable() or pooled.conn.info.transaction_status != 0:  # IDLE
+            pooled.conn.close()
+            return
+        with self._lock:
+            idle = self._idle.setdefault(self._key(servers), [])
+            if len(idle) < MAX_IDLE and os.getpid() == self._pid:
+                idle.append(pooled)
+                return
+        pooled.conn.close()
+
+    def discard(self, servers: Servers) -> None:
+        """Close every idle connection to ``servers`` (one of them failed)."""
+        with self._lock:
+            idle = self._idle.pop(self._key(servers), [])
+        for pooled in idle:
+            pooled.conn.close()
+
+    def discard_all(self) -> None:
+        """Close every idle connection (tests; a process that wants its sockets back)."""
+        with self._lock:
+            idle, self._idle = self._idle, {}
+        for pooled in (p for group in idle.values() for p in group):
+            pooled.conn.close()
+
+    def _forget_parent(self) -> None:
+        """A forked child must not use its parent's sockets: it starts an empty pool. The
+        parent's connections are kept referenced, never closed here: closing (or a garbage
+        collector finishing them) would end the parent's sessions on the shared sockets."""
+        if os.getpid() != self._pid:
+            self._inherited.append(self._idle)
+            self._idle, self._pid = {}, os.getpid()
+
+    @contextmanager
+    def connection(self, servers: Servers) -> Iterator[PooledConnection]:
+        pooled = self.take(servers)
+        try:
+            yield pooled
+        except BaseException:
+            if pooled.usable():  # a statement failed (or the ranking was stale): reusable
+                self.give(servers, pooled)
+            else:
+                pooled.conn.close()
+                self.discard(servers)
+            raise
+        self.give(servers, pooled)
+
+
+def _should_fail_back(servers: Servers, pooled: PooledConnection) -> bool:
+    """On the primary while searches prefer a standby, for long enough to try again."""
+    return (
+        not pooled.standby
+        and servers.prefers_standby
+        and time.monotonic() - pooled.since > FAILBACK_S
+    )
+
+
+READERS = ReaderPool()
+
+__all__ = ["FAILBACK_S", "MAX_IDLE", "READERS", "PooledConnection", "ReaderPool"]
