@@ -345,7 +345,7 @@ def arguments() -> argparse.Namespace:
         help="langgraph dev --n-jobs-per-worker, one server each",
     )
     parser.add_argument("--pool", type=int, default=64, help="open loop: agents serving arrivals")
-    parser.add_argument("--idle-seconds", type=float, default=30.0)
+    parser.add_argument("--idle-seconds", type=float, default=60.0)
     parser.add_argument(
         "--idle-pause", type=float, nargs=2, default=[0.5, 1.5], metavar=("LO", "HI")
     )
