@@ -88,7 +88,10 @@ DEV_NOTES = (
     "at most `--n-jobs-per-worker` graph runs at once (when the option is absent the dev "
     "server runs 1, whatever its --help says: langgraph_api.cli sets N_JOBS_PER_WORKER to 1); "
     "it has no option for more worker processes (that is the LangGraph server on PostgreSQL "
-    "and Redis, `langgraph up`). Each run is a graph of several nodes; inside it the "
+    "and Redis, `langgraph up`). Its queue looks for new runs again 0.5 s after a look that "
+    "found none (langgraph_runtime_inmem's Runs.next), so a run that reaches an idle server "
+    "may wait up to 0.5 s before it starts: the idle agent pays that wait, busy servers "
+    "less. Each run is a graph of several nodes; inside it the "
     "searches of one knowledge base hold the searcher registry's per-knowledge-base lock "
     "(one cached `KnowledgeBase` per knowledge base per process), so runs of the same "
     "knowledge base search one at a time whatever the jobs. Freshness is measured with the "
@@ -101,7 +104,8 @@ OPEN_NOTES = (
     "included). The idle agent searched for {idle:g} s with {lo:g}-{hi:g} s pauses, while the "
     "writer wrote, as in every row. `agents busy`: the most searching at once (all of the "
     "pool: arrivals waited for an agent, which the latency includes). Freshness: seconds "
-    "from an edit's write until the probe's search returned it (p50 / max); "
+    "from an edit's write until the probe's search returned it (p50 / max; "
+    "the probe searches every 0.1 s while an edit is unseen, apart from the rows' searches); "
     "the target at 80 % is ≤ 5 s."
 )
 

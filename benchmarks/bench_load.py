@@ -170,6 +170,14 @@ def open_rows(
     return rows
 
 
+def subgraph_search(client: Any, assistant: str, context: dict[str, Any], query: str) -> Hits:
+    """One run of the retrieval subgraph through ``client`` (a ``langgraph_sdk`` client)."""
+    message: dict[str, Any] = {"messages": [{"role": "user", "content": query}]}
+    out = client.runs.wait(None, assistant, input=message, context=context)
+    assert isinstance(out, dict), out
+    return [(c["source"], c["text"]) for c in out.get("rag_citations", [])]
+
+
 @contextmanager
 def dev_server(folder: Path, url: str, jobs: int) -> Iterator[tuple[Agents, Path]]:
     """A ``langgraph dev`` server running ``jobs`` graph runs at once: its agents
@@ -181,7 +189,8 @@ def dev_server(folder: Path, url: str, jobs: int) -> Iterator[tuple[Agents, Path
     log = Path(tempfile.mkdtemp(prefix="kbgraph-load-dev-")) / "server.log"
     server = start_dev_server(log, args=["--n-jobs-per-worker", str(jobs)])
     try:
-        [found] = get_sync_client(url=server.url).assistants.search(
+        first = get_sync_client(url=server.url)
+        [found] = first.assistants.search(
             graph_id="rag_subgraph", metadata={"created_by": "system"}
         )
         assistant = found["assistant_id"]
@@ -191,21 +200,16 @@ def dev_server(folder: Path, url: str, jobs: int) -> Iterator[tuple[Agents, Path
             "auto_index": False,
             "max_rewrites": 0,
         }
+        # Warm, before any section reads the server's log: the server opens the knowledge
+        # base (seconds) on its first run.
+        subgraph_search(first, assistant, context, QUERIES[0])
 
         @contextmanager
         def agents(n: int) -> Iterator[Search]:
             clients = [get_sync_client(url=server.url) for _ in range(n)]
-
-            def search(k: int, query: str) -> Hits:
-                message: dict[str, Any] = {"messages": [{"role": "user", "content": query}]}
-                out = clients[k].runs.wait(None, assistant, input=message, context=context)
-                assert isinstance(out, dict), out
-                return [(c["source"], c["text"]) for c in out.get("rag_citations", [])]
-
-            search(0, QUERIES[0])  # warm: the server opens the knowledge base once
-            for client in clients[1:]:  # and each client its connection
+            for client in clients:  # each client's connection opened, not measured
                 client.assistants.search(limit=1)
-            yield search
+            yield lambda k, query: subgraph_search(clients[k], assistant, context, query)
 
         yield agents, log
     finally:
