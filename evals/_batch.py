@@ -59,7 +59,7 @@ def run_evaluation(
     agent: Agent | None = None,
     agent_factory: AgentFactory | None = None,
     judge: Judge | str = "offline",
-    embedding: str = "local",
+    embedding: str = "auto",
     chat_model: str | None = None,
     settings: Mapping[str, Any] | None = None,
     concurrency: int = 4,
@@ -77,11 +77,13 @@ def run_evaluation(
     ``folder`` with ``settings``: further ``RagSettings`` fields such as
     ``search``/``rerank`` for ``kbgraph.agents.ChatAgent.prepared``), score every
     metric with ``judge``, check the gate (``baseline`` within ``tolerance``, ``minimums``)
-    and write the reports into ``out_dir``."""
+    and write the reports into ``out_dir``. ``embedding``: the knowledge base's model
+    (``auto``: the one its index was built with) and the offline judge's (``auto``: the
+    local model)."""
     from ._results_log import ResultsLog
 
     started = time.perf_counter()
-    resolved = resolve_judge(judge, embeddings=embedding)
+    resolved = resolve_judge(judge, embeddings=_judge_embedding(embedding))
     fingerprint = dataset_fingerprint((r.id, r.question) for r in rows)
     log = ResultsLog(
         out_dir,
@@ -92,7 +94,8 @@ def run_evaluation(
     if agent is None and folder is not None and any(row.needs_agent for row in todo):
         agent = _agent_over(folder, agent_factory, embedding, chat_model, settings)
     with ExitStack() as stack:
-        scorer = _scorer(stack, judge, embedding, min(workers, len(todo) // ROWS_PER_WORKER))
+        workers = min(workers, len(todo) // ROWS_PER_WORKER)
+        scorer = _scorer(stack, judge, _judge_embedding(embedding), workers)
         fresh = asyncio.run(
             arun_dataset(
                 todo,
@@ -126,6 +129,12 @@ def run_evaluation(
         summary["gate"] = gate.to_dict()
     files = write_report(out_dir, results, summary)
     return EvaluationOutcome(results, summary, files, gate)
+
+
+def _judge_embedding(embedding: str) -> str:
+    """The offline judge's embeddings for a run whose knowledge base uses ``embedding``:
+    ``auto`` (whatever the index was built with) means the local model for the judge."""
+    return "local" if embedding.strip().lower() == "auto" else embedding
 
 
 def _scorer(stack: ExitStack, judge: Judge | str, embedding: str, workers: int) -> Scorer | None:

@@ -148,10 +148,12 @@ def eval_group() -> None:
 )
 @click.option(
     "--embedding",
-    default="local",
+    default="auto",
     show_default=True,
     metavar="SPEC",
-    help="Embeddings of the knowledge base and of the offline judge.",
+    help="Embeddings of the knowledge base and of the offline judge (auto: the model the "
+    "knowledge base's index was built with, the local model for the judge and for a new "
+    "index).",
 )
 @click.option(
     "--chat-model",

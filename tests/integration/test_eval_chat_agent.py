@@ -51,3 +51,27 @@ def test_eval_command_on_the_bundled_dataset(docs: Path, tmp_path: Path) -> None
     assert all(r["faithfulness"] is not None for r in summary["per_row"][:5])
     for name in ("results.jsonl", "summary.json", "report.md", "scores.png"):
         assert (out / name).stat().st_size > 0
+
+
+def test_eval_without_embedding_uses_the_model_the_index_was_built_with(
+    docs: Path, tmp_path: Path
+) -> None:
+    """Regression: without --embedding the agent opened the knowledge base with the local
+    model, and a folder indexed with another one (here `fake`) failed with exit 7 and a
+    message telling the user to leave --embedding out, which they had done."""
+    from kbgraph.retrieval import KnowledgeBase
+
+    folder = shutil.copytree(
+        docs, tmp_path / "fake-docs", ignore=shutil.ignore_patterns(".kbgraph")
+    )
+    KnowledgeBase(folder, embedding="fake").index()
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(bundled_dataset_path().read_text(encoding="utf-8").splitlines()[0] + "\n")
+    result = CliRunner().invoke(
+        eval_group,
+        [str(rows), "--kb", str(folder), "--out", str(tmp_path / "o"), "--quiet", "--json"],
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["rows"] == {"total": 1, "ok": 1, "failed": 0}
+    assert "embedding auto" in summary["agent"]
