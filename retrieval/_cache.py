@@ -16,7 +16,7 @@ def cache_root() -> Path:
     if explicit:
         return Path(explicit).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
-    return (Path(xdg).expanduser() if xdg else Path.home() / "._cache") / "kbgraph"
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "kbgraph"
 
 
 __all__ = ["CACHE_ENV", "cache_root"]

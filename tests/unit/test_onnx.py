@@ -241,6 +241,17 @@ def test_backend_and_cache_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     assert cache_root() == tmp_path / "mine"
 
 
+def test_cache_root_defaults_to_the_home_cache_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # The documented default, ~/.cache/kbgraph: the rename to private modules once turned
+    # ".cache" into "._cache" here, moving every user's ONNX exports and BEIR work folders.
+    monkeypatch.delenv(CACHE_ENV, raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert cache_root() == tmp_path / ".cache" / "kbgraph"
+
+
 def test_onnx_forced_without_an_export_says_what_to_do(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
