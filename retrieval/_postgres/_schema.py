@@ -48,6 +48,12 @@ SHARED_DDL = (
     "ALTER TABLE kbgraph_kbs ADD COLUMN IF NOT EXISTS bm25_avgdl float8",
 )
 
+INLINE_MAX_DIMS = 1024
+"""Vectors of up to this many dimensions (4 KB) are kept in the row (``STORAGE PLAIN``).
+pgvector's default lets PostgreSQL move a vector out of a row wider than 2 KB (a chunk's
+text and lexemes make most rows so), and an exact scan then fetched every vector from the
+TOAST table: 35 ms against 5.4 ms for 6,000 rows of 384 dimensions with 300-word texts
+(same machine and load). Larger vectors could not share an 8 KB page with the rest."""
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64  # pgvector's defaults
 
@@ -112,12 +118,22 @@ class Tables:
                 "byte_start bigint NOT NULL, byte_end bigint NOT NULL, section text, "
                 "page integer, dl integer NOT NULL, lexemes tsvector NOT NULL{})"
             ).format(self.chunks, embedding),
+            *self.inline_vectors(dims),
             sql.SQL("CREATE INDEX ON {} (source, ord)").format(self.chunks),
             sql.SQL("CREATE INDEX ON {} USING gin (lexemes)").format(self.chunks),
             sql.SQL("CREATE TABLE {} (lexeme text PRIMARY KEY, df bigint NOT NULL)").format(
                 self.terms
             ),
             *self.create_postings(),
+        ]
+
+    def inline_vectors(self, dims: int | None) -> list[sql.Composed]:
+        """Keep vectors in their rows (:data:`INLINE_MAX_DIMS`); rows written before this
+        runs keep where they are."""
+        if not dims or dims > INLINE_MAX_DIMS:
+            return []
+        return [
+            sql.SQL("ALTER TABLE {} ALTER COLUMN embedding SET STORAGE PLAIN").format(self.chunks)
         ]
 
     def vector_index(self, dims: int, *, halfvec: bool = False) -> sql.Composed:
@@ -144,4 +160,4 @@ class Tables:
         return [sql.SQL("DROP TABLE IF EXISTS {}").format(t) for t in self.all()]
 
 
-__all__ = ["ADVISORY_CLASS", "SCHEMA_LOCK", "SHARED_DDL", "Tables"]
+__all__ = ["ADVISORY_CLASS", "INLINE_MAX_DIMS", "SCHEMA_LOCK", "SHARED_DDL", "Tables"]
