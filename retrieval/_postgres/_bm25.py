@@ -28,18 +28,21 @@ from ._lexical import GLUED_DISCOUNT_SQL, tsquery_literal
 from ._schema import Tables
 
 KB = (
-    "kb AS MATERIALIZED (SELECT version, n_docs::float8 AS n, CASE WHEN n_docs > 0 AND "
-    "total_len > 0 THEN total_len::float8 / n_docs ELSE 1.0::float8 END AS avgdl "
-    "FROM kbgraph_kbs WHERE id = %(kb)s)"
+    "kb AS MATERIALIZED (SELECT version, n, %(k1)s * (1 - %(b)s) AS c, "
+    "%(k1)s * %(b)s / avgdl AS k FROM (SELECT version, n_docs::float8 AS n, CASE WHEN "
+    "n_docs > 0 AND total_len > 0 THEN total_len::float8 / n_docs ELSE 1.0::float8 END "
+    "AS avgdl FROM kbgraph_kbs WHERE id = %(kb)s) s)"
 )
-"""The version every statement reports, and BM25's collection statistics."""
+"""The version every statement reports, and BM25's collection statistics: the length
+normalisation ``k1 (1 - b + b · dl / avgdl)`` as ``c + k · dl``, so a posting costs the
+aggregation four arithmetic operations instead of seven."""
 
 _WEIGHTS = (
     "q AS MATERIALIZED (SELECT t.lexeme, q.n * ln(1 + (kb.n - t.df::float8 + 0.5) / "
     "(t.df::float8 + 0.5)) AS w FROM unnest(%(terms)s::text[], %(counts)s::float8[]) "
     "AS q(lexeme, n) JOIN {terms} t ON t.lexeme = q.lexeme CROSS JOIN kb)"
 )
-_TF = "{tf} / ({tf} + %(k1)s * (1 - %(b)s + %(b)s * {dl} / kb.avgdl))"
+_TF = "{tf} / ({tf} + kb.c + kb.k * {dl})"
 
 
 def params(kb_id: int, counts: dict[str, float]) -> dict[str, object]:
