@@ -38,7 +38,7 @@ typecheck: $(VENV)/.installed
 	$(BIN)/mypy
 
 pytest: $(VENV)/.installed
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=30
 
 # The documentation site, strict: a warning (a broken link, a missing reference, a
 # docstring that does not parse) fails the build. -E: read every page again, so a warning
