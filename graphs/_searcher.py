@@ -90,7 +90,8 @@ class SearcherRegistry:
     """Open searchers by (absolute folder, embedding spec, chunking, store: None for the
     folder index, else a PostgreSQL URL, read_store: a standby's URL or None); ``factory``
     opens a missing one (default:
-    ``KnowledgeBase``). :meth:`lock` serialises use of one searcher."""
+    ``KnowledgeBase``). :meth:`lock` serialises use of a searcher that is not safe for
+    concurrent searches."""
 
     def __init__(self, factory: SearcherFactory | None = None) -> None:
         self._factory = factory or _open_real
@@ -170,8 +171,14 @@ class SearcherRegistry:
         store: str | None = None,
         read_store: str | None = None,
     ) -> Iterator[Searcher]:
-        """The searcher, held exclusively for the ``with`` block."""
+        """The searcher, held exclusively for the ``with`` block unless it says its
+        searches may run at once (``concurrent_searches``: a ``KnowledgeBase``, whose
+        PostgreSQL searches each take a pooled connection). Before, every graph run of
+        ``langgraph dev`` on one knowledge base waited for the others' searches."""
         searcher = self.open(folder, embedding, chunking, store, read_store)
+        if getattr(searcher, "concurrent_searches", False) is True:
+            yield searcher
+            return
         with self._locks[self.key(folder, embedding, chunking, store, read_store)]:
             yield searcher
 

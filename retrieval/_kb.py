@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
@@ -77,6 +77,9 @@ class KnowledgeBase:
     ``live=True`` a file watcher indexes changes as they happen (on a background thread,
     see :mod:`kbgraph.retrieval._watch`) and ``ensure_fresh()`` walks nothing.
     Thread-safe for concurrent searches; one process may index while others search."""
+
+    concurrent_searches: ClassVar[bool] = True
+    """Searches may run at once from several threads (a registry need not serialise them)."""
 
     def __init__(
         self,
