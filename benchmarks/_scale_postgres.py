@@ -352,6 +352,8 @@ def section_postgres(
             finally:
                 pg_snapshot.EF_SEARCH_MIN = default_ef
             result.update(ef_search=default_ef, sweep=sweep, server_mb=_server_mb(root))
+            # The store's filtered path: few allowed rows are scanned exactly.
+            result["filter_exact"] = rows // SOURCES < pg_snapshot.EXACT_BELOW
     finally:
         if opts.data is None:
             shutil.rmtree(root, ignore_errors=True)

@@ -294,6 +294,8 @@ def _report_postgres(label: str, r: dict[str, Any], exact: dict[str, Any]) -> No
         f"{r['index_mb']:.0f} MB, {'prewarmed' if r['prewarmed'] else 'not prewarmed'}"
     )
     scan = "iterative index scan" if r["iterative_scan"] else "index, then exact scan"
+    if r.get("filter_exact"):
+        scan = "an exact scan of the allowed rows"
     recall = _recall(r["filtered"], exact["filtered"])
     print(f"\nFiltered: top 10 among the 1 % of rows of one file ({FILTERED}):")
     print("| store | p50 ms | p95 ms | recall@10 |\n|---|---:|---:|---:|")
