@@ -45,8 +45,8 @@ HNSW_M = 16  # pgvector's default
 HNSW_EF_CONSTRUCTION = 128
 """Twice pgvector's default (64): a better graph lets a small hnsw.ef_search reach the
 recall. At 1M synthetic vectors (``benchmarks/bench_scale.py --section postgres``,
-pgvector 0.8 halfvec, 2026-11-27) recall@10 at ef_search 40 was 0.9785 (64: 0.7445),
-and 0.95 needs ef_search 40 instead of 200. Costs index build time: about 1.3 x at 100K
+pgvector 0.8 halfvec, 2026-11-27) recall@10 at ef_search 40 was 0.9785 (64: 0.7760),
+and 0.95 needs ef_search 40 instead of 400. Costs index build time: about 1.3 x at 100K
 rows (775 s against 581 s on a loaded machine)."""
 
 
