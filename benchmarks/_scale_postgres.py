@@ -238,7 +238,7 @@ def _sizes(url: str) -> dict[str, Any]:
     names = [t.as_string() for t in Tables(1).all()]
     with psycopg.connect(url, autocommit=True) as conn:
         sizes = conn.execute(
-            "SELECT sum(pg_total_relation_size(t::regclass)), "
+            "SELECT sum(coalesce(pg_total_relation_size(to_regclass(t)), 0)), "
             "pg_relation_size('kbgraph_kb1_hnsw') FROM unnest(%s::text[]) t",
             (names,),
         ).fetchone()
