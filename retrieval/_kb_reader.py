@@ -46,7 +46,11 @@ class LiveReader:
         before each search), else :meth:`open`."""
         with self._lock:
             reader = self._reader
-        if reader is not None and getattr(reader, "checks_version", False):
+        if (
+            reader is not None
+            and getattr(reader, "checks_version", False)
+            and not getattr(reader, "outdated", False)
+        ):
             return reader
         return self.open()
 

@@ -63,6 +63,7 @@ class Layout:
     halfvec_index: bool = False  # the HNSW index is over embedding::halfvec(dims)
     postings: bool = True  # BM25's postings table (tables of kbgraph 0.1 have none)
     bm25_column: bool = False  # kbgraph 0.1's BM25 weights column (dropped when migrated)
+    table: int = 0  # the chunks table's oid: a rebuild makes another
 
 
 _LAYOUT_SQL = sql.SQL(
@@ -71,7 +72,7 @@ _LAYOUT_SQL = sql.SQL(
     "AND NOT attisdropped), "
     "EXISTS (SELECT 1 FROM pg_index i JOIN pg_opclass o ON o.oid = ANY(i.indclass) "
     "WHERE i.indrelid = {t}::regclass AND o.opcname = 'halfvec_ip_ops'), "
-    "to_regclass({p}) IS NOT NULL"
+    "to_regclass({p}) IS NOT NULL, {t}::regclass::oid::bigint"
 )
 
 
@@ -85,6 +86,7 @@ def layout_of(conn: psycopg.Connection[Any], tables: Tables) -> Layout:
         halfvec_index=bool(row[2]),
         postings=bool(row[3]),
         bm25_column=bool(row[1]),
+        table=int(row[4]),
     )
 
 

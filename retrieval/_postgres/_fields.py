@@ -69,8 +69,8 @@ class PgFieldPart:
         if fields is None or fields.version != self._snap.version:
             rows = self._fetch(
                 sql.SQL(
-                    "SELECT rid, source, (SELECT version FROM kbgraph_kbs WHERE id = %(kb)s) "
-                    "FROM {} ORDER BY rid"
+                    "SELECT rid, source, (SELECT ARRAY[version, to_regclass(%(chunks)s)::oid"
+                    "::bigint] FROM kbgraph_kbs WHERE id = %(kb)s) FROM {} ORDER BY rid"
                 ).format(self._snap.tables.chunks),
                 {},
             )

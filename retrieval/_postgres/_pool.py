@@ -31,9 +31,11 @@ from ._servers import Servers, in_recovery
 FAILBACK_S = 30.0
 """Searches that went to the primary because no standby answered try a standby again
 after this many seconds (at the next search)."""
-MAX_IDLE = 16
-"""Idle connections kept per set of servers: enough for the agents of a process searching
-at once; more are opened when needed and closed when given back."""
+MAX_IDLE = 64
+"""Idle connections kept per set of servers: as many as the agents of a process search at
+once, up to this; more are opened when needed and closed when given back. At 16, 64
+agents searching back to back opened a connection (a server process) for most searches:
+111 searches/s against 184 at 32 agents (``benchmarks/bench_load.py``)."""
 SESSION_SQL = "SET jit = off"
 """Sent once per connection. A search is a short indexed query: LLVM compilation, which
 the planner starts above a cost that a BM25 aggregation's misestimated rows can reach,

@@ -47,7 +47,13 @@ CHUNK_COLUMNS = sql.SQL(
     "c.section, c.page"
 )
 """A chunk's columns (alias ``c``), in :class:`Chunk`'s field order."""
-_VERSION = sql.SQL("(SELECT version FROM kbgraph_kbs WHERE id = %(kb)s)")
+_VERSION = sql.SQL(
+    "(SELECT ARRAY[version, to_regclass(%(chunks)s)::oid::bigint] FROM kbgraph_kbs "
+    "WHERE id = %(kb)s)"
+)
+"""What every statement reports beside its rows: the version it saw and the chunks table's
+identity (a rebuild or a migration of the tables makes new ones; a version alone may be
+an incremental update, whose rows rank as they are)."""
 
 
 class Opened(Protocol):
@@ -60,6 +66,7 @@ class Opened(Protocol):
     dims: int
     exact_below: int
     fields: FieldRows | None
+    outdated: bool
 
     @property
     def meta(self) -> IndexMeta: ...
@@ -80,7 +87,7 @@ class PgRanking:
     ) -> None:
         self._snap, self._pooled, self._query, self._embed = snap, pooled, query, embed_query
         self._t = snap.tables
-        self._seen: set[int] = set()
+        self._seen: set[tuple[int, int]] = set()
         self._chunks: dict[int, Chunk] = {}
         self._scores: dict[str, dict[int, float]] = {}  # each ranker's exact scores so far
         self._allowed: dict[SearchFilters | None, tuple[list[str], int] | None] = {}
@@ -89,16 +96,26 @@ class PgRanking:
 
     # -- statements -------------------------------------------------------------------
     def _fetch(self, query: sql.Composed, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-        """Rows of ``query``, whose third column is the version it saw (dropped here)."""
-        rows = self._pooled.conn.execute(query, {"kb": self._t.kb_id, **params}).fetchall()
-        self._seen.update(int(r[2]) for r in rows)
+        """Rows of ``query``, whose third column is :data:`_VERSION` (dropped here)."""
+        chunks = self._t.chunks.as_string(self._pooled.conn)
+        rows = self._pooled.conn.execute(
+            query, {"kb": self._t.kb_id, "chunks": chunks, **params}
+        ).fetchall()
+        self._seen.update((int(r[2][0]), int(r[2][1] or 0)) for r in rows)
         return [r[:2] + r[3:] for r in rows]
 
     def check_version(self) -> None:
-        """:class:`SnapshotMoved` unless every statement saw the snapshot's version (or
-        one older: a standby that has not replayed it yet answers as it is)."""
-        if len(self._seen) > 1 or any(v > self._snap.version for v in self._seen):
+        """:class:`SnapshotMoved` when the statements saw different versions, or tables
+        other than the snapshot's (a rebuild: other settings, another analyser or model).
+        A newer version of the same tables (files changed) ranked as it is: the snapshot
+        is marked ``outdated`` and reopened before the next search, whose counts and
+        file list it reads; searching again would double the work of every search that
+        follows a write."""
+        versions = {v for v, _ in self._seen}
+        if len(versions) > 1 or {t for _, t in self._seen} - {self._snap.layout.table}:
             raise SnapshotMoved(f"version {self._snap.version} -> {sorted(self._seen)}")
+        if versions and max(versions) > self._snap.version:
+            self._snap.outdated = True
 
     def _keep(self, ranker: str, rows: list[tuple[Any, ...]]) -> tuple[list[int], list[float]]:
         """A ranked list of ``rid, score, chunk columns...`` rows: chunks and scores kept."""
@@ -277,7 +294,8 @@ class PgRanking:
         gone = [k for k in keys if int(k) not in self._chunks]
         if gone:
             self._fetch(sql.SQL("SELECT NULL, NULL, {}").format(_VERSION), {})
-            self.check_version()  # a writer replaced them since they were ranked
+            if len({v for v, _ in self._seen}) > 1:  # a writer replaced them since
+                raise SnapshotMoved(f"rows {gone[:5]} replaced by a newer version")
             raise IndexCorruptError(f"rows {gone[:5]} are missing from the index; re-index")
         return [self._chunks[int(k)] for k in keys]
 

@@ -54,6 +54,7 @@ class PgSnapshot:
         self.avgdl = total_len / self.n_docs if self.n_docs else 0.0
         self.dims = meta.embedding.dims if meta.embedding else 0
         self.fields: FieldRows | None = None  # built by the first field ranker's query
+        self.outdated = False  # a search saw a newer version: reopen before the next
 
     @property
     def meta(self) -> IndexMeta:

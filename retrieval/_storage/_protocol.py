@@ -72,7 +72,9 @@ class SnapshotMoved(KbgraphError):
 class Snapshot(Protocol):
     """One published version of an index, open for reading. A snapshot whose class sets
     ``checks_version = True`` checks the version inside every ranking (raising
-    :class:`SnapshotMoved`), so the reader need not ask the store before each search."""
+    :class:`SnapshotMoved` when it must run again, setting ``outdated`` when a newer
+    version exists that its results stay valid for), so the reader need not ask the
+    store before each search."""
 
     @property
     def meta(self) -> IndexMeta: ...
