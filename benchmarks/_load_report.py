@@ -91,10 +91,10 @@ DEV_NOTES = (
     "and Redis, `langgraph up`). Its queue looks for new runs again 0.5 s after a look that "
     "found none (langgraph_runtime_inmem's Runs.next), so a run that reaches an idle server "
     "may wait up to 0.5 s before it starts: the idle agent pays that wait, busy servers "
-    "less. Each run is a graph of several nodes; inside it the "
-    "searches of one knowledge base hold the searcher registry's per-knowledge-base lock "
-    "(one cached `KnowledgeBase` per knowledge base per process), so runs of the same "
-    "knowledge base search one at a time whatever the jobs. Freshness is measured with the "
+    "less. Each run is a graph of several nodes, all on the server's one event loop and "
+    "one GIL: runs at once share one core's worth of Python (one cached `KnowledgeBase` "
+    "per knowledge base, whose searches may run at once, each on a pooled connection). "
+    "Freshness is measured with the "
     "Python API (the writer publishes to PostgreSQL; the server reads the same rows)."
 )
 OPEN_NOTES = (
