@@ -25,11 +25,10 @@ from psycopg import sql
 
 from .._lexical import DEFAULT_B, DEFAULT_K1
 from ._lexical import GLUED_DISCOUNT_SQL, tsquery_literal
-from ._schema import Tables
+from ._schema import VERSION_KEY, Tables
 
 KB = (
-    "kb AS MATERIALIZED (SELECT ARRAY[version, to_regclass(%(chunks)s)::oid::bigint] "
-    "AS version, n, %(k1)s * (1 - %(b)s) AS c, "
+    "kb AS MATERIALIZED (SELECT " + VERSION_KEY + " AS version, n, %(k1)s * (1 - %(b)s) AS c, "
     "%(k1)s * %(b)s / avgdl AS k FROM (SELECT version, n_docs::float8 AS n, CASE WHEN "
     "n_docs > 0 AND total_len > 0 THEN total_len::float8 / n_docs ELSE 1.0::float8 END "
     "AS avgdl FROM kbgraph_kbs WHERE id = %(kb)s) s)"

@@ -16,7 +16,7 @@ from .._rankers.fields import FieldIndexes
 from .._ranking import top_k_of
 from .._records import Chunk
 from .._storage import IndexMeta
-from ._schema import Tables
+from ._schema import VERSION_KEY, Tables
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +69,8 @@ class PgFieldPart:
         if fields is None or fields.version != self._snap.version:
             rows = self._fetch(
                 sql.SQL(
-                    "SELECT rid, source, (SELECT ARRAY[version, to_regclass(%(chunks)s)::oid"
-                    "::bigint] FROM kbgraph_kbs WHERE id = %(kb)s) FROM {} ORDER BY rid"
+                    "SELECT rid, source, (SELECT " + VERSION_KEY + " FROM kbgraph_kbs "
+                    "WHERE id = %(kb)s) FROM {} ORDER BY rid"
                 ).format(self._snap.tables.chunks),
                 {},
             )

@@ -81,7 +81,7 @@ class ReaderPool:
             idle = self._idle.get(self._key(servers), [])
             while idle:
                 pooled = idle.pop()
-                if pooled.usable() and not _should_fail_back(servers, pooled):
+                if pooled.usable() and not fails_back(servers, pooled.standby, pooled.since):
                     return pooled
                 pooled.conn.close()
         conn = servers.reader()
@@ -141,15 +141,12 @@ class ReaderPool:
         self.give(servers, pooled)
 
 
-def _should_fail_back(servers: Servers, pooled: PooledConnection) -> bool:
-    """On the primary while searches prefer a standby, for long enough to try again."""
-    return (
-        not pooled.standby
-        and servers.prefers_standby
-        and time.monotonic() - pooled.since > FAILBACK_S
-    )
+def fails_back(servers: Servers, standby: bool, since: float) -> bool:
+    """A connection made at ``since`` (monotonic) to the primary while searches prefer a
+    standby, for long enough to try a standby again."""
+    return not standby and servers.prefers_standby and time.monotonic() - since > FAILBACK_S
 
 
 READERS = ReaderPool()
 
-__all__ = ["FAILBACK_S", "MAX_IDLE", "READERS", "PooledConnection", "ReaderPool"]
+__all__ = ["FAILBACK_S", "MAX_IDLE", "READERS", "PooledConnection", "ReaderPool", "fails_back"]

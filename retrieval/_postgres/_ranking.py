@@ -26,13 +26,13 @@ from kbgraph.errors import ConfigError, IndexCorruptError
 from .._filters import SearchFilters
 from .._rankers import BM25, VECTOR, FieldRanker, get_ranker
 from .._records import Chunk
-from .._storage import IndexMeta, QueryEmbedder, RankerName, SnapshotMoved, check_query_vector
+from .._storage import QueryEmbedder, RankerName, SnapshotMoved, check_query_vector
 from . import _bm25
 from ._features import Layout
-from ._fields import FieldRows, PgFieldPart
+from ._fields import FieldHost, PgFieldPart
 from ._lexical import query_terms
 from ._pool import PooledConnection
-from ._schema import Tables
+from ._schema import VERSION_KEY
 
 MAX_EF_SEARCH = 1000  # pgvector's limit of hnsw.ef_search
 EF_SEARCH_MIN = 40
@@ -47,29 +47,20 @@ CHUNK_COLUMNS = sql.SQL(
     "c.section, c.page"
 )
 """A chunk's columns (alias ``c``), in :class:`Chunk`'s field order."""
-_VERSION = sql.SQL(
-    "(SELECT ARRAY[version, to_regclass(%(chunks)s)::oid::bigint] FROM kbgraph_kbs "
-    "WHERE id = %(kb)s)"
-)
-"""What every statement reports beside its rows: the version it saw and the chunks table's
-identity (a rebuild or a migration of the tables makes new ones; a version alone may be
-an incremental update, whose rows rank as they are)."""
+_VERSION = sql.SQL("(SELECT " + VERSION_KEY + " FROM kbgraph_kbs WHERE id = %(kb)s)")
+"""What every statement reports beside its rows (a version alone may be an incremental
+update, whose rows rank as they are; new tables are a rebuild)."""
 
 
-class Opened(Protocol):
-    """What a ranking needs of its snapshot (``PgSnapshot``)."""
+class Opened(FieldHost, Protocol):
+    """What a ranking needs of its snapshot (``PgSnapshot``), beyond what its field
+    rankers need."""
 
-    tables: Tables
     layout: Layout
-    version: int
     n_docs: int
     dims: int
     exact_below: int
-    fields: FieldRows | None
     outdated: bool
-
-    @property
-    def meta(self) -> IndexMeta: ...
 
     @property
     def has_vectors(self) -> bool: ...
@@ -87,6 +78,7 @@ class PgRanking:
     ) -> None:
         self._snap, self._pooled, self._query, self._embed = snap, pooled, query, embed_query
         self._t = snap.tables
+        self._names = {"kb": self._t.kb_id, "chunks": self._t.chunks.as_string(pooled.conn)}
         self._seen: set[tuple[int, int]] = set()
         self._chunks: dict[int, Chunk] = {}
         self._scores: dict[str, dict[int, float]] = {}  # each ranker's exact scores so far
@@ -97,10 +89,7 @@ class PgRanking:
     # -- statements -------------------------------------------------------------------
     def _fetch(self, query: sql.Composed, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         """Rows of ``query``, whose third column is :data:`_VERSION` (dropped here)."""
-        chunks = self._t.chunks.as_string(self._pooled.conn)
-        rows = self._pooled.conn.execute(
-            query, {"kb": self._t.kb_id, "chunks": chunks, **params}
-        ).fetchall()
+        rows = self._pooled.conn.execute(query, {**self._names, **params}).fetchall()
         self._seen.update((int(r[2][0]), int(r[2][1] or 0)) for r in rows)
         return [r[:2] + r[3:] for r in rows]
 

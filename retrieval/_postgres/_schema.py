@@ -48,6 +48,10 @@ SHARED_DDL = (
     "ALTER TABLE kbgraph_kbs ADD COLUMN IF NOT EXISTS bm25_avgdl float8",
 )
 
+VERSION_KEY = "ARRAY[version, to_regclass(%(chunks)s)::oid::bigint]"
+"""A search statement's report of what it saw, a column of ``kbgraph_kbs``' row: the
+version and the chunks table's identity (a rebuild or a migration makes new tables;
+``%(chunks)s`` is the table's name)."""
 INLINE_MAX_DIMS = 1024
 """Vectors of up to this many dimensions (4 KB) are kept in the row (``STORAGE PLAIN``).
 pgvector's default lets PostgreSQL move a vector out of a row wider than 2 KB (a chunk's
@@ -165,4 +169,11 @@ class Tables:
         return [sql.SQL("DROP TABLE IF EXISTS {}").format(t) for t in self.all()]
 
 
-__all__ = ["ADVISORY_CLASS", "INLINE_MAX_DIMS", "SCHEMA_LOCK", "SHARED_DDL", "Tables"]
+__all__ = [
+    "ADVISORY_CLASS",
+    "INLINE_MAX_DIMS",
+    "SCHEMA_LOCK",
+    "SHARED_DDL",
+    "VERSION_KEY",
+    "Tables",
+]

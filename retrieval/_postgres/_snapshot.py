@@ -49,9 +49,9 @@ class PgSnapshot:
     ) -> None:
         self.servers, self.tables, self._meta, self.layout = servers, tables, meta, layout
         self.db = servers.read or servers.write  # for messages
-        self.version, self.n_docs, total_len = counts
+        # The total length is BM25's, which each statement reads with the rows.
+        self.version, self.n_docs, _ = counts
         self.exact_below = exact_below
-        self.avgdl = total_len / self.n_docs if self.n_docs else 0.0
         self.dims = meta.embedding.dims if meta.embedding else 0
         self.fields: FieldRows | None = None  # built by the first field ranker's query
         self.outdated = False  # a search saw a newer version: reopen before the next

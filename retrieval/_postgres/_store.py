@@ -35,7 +35,7 @@ from .._storage import (
 )
 from ._connect import Database, ensure_vector_extension
 from ._features import layout_of, pgvector_of
-from ._pool import FAILBACK_S
+from ._pool import fails_back
 from ._schema import ADVISORY_CLASS, SCHEMA_LOCK, SHARED_DDL, Tables
 from ._servers import Servers, address, in_recovery, server_info, wait_for_replay
 from ._snapshot import EXACT_BELOW, PgSnapshot
@@ -216,11 +216,8 @@ class PostgresStore:
 
     def _back_to_standby(self) -> bool:
         """On the primary while searches prefer a standby, for long enough to try again."""
-        return (
-            self._conn is not None
-            and not self._on_standby
-            and self.servers.prefers_standby
-            and time.monotonic() - self._connected_at > FAILBACK_S
+        return self._conn is not None and fails_back(
+            self.servers, self._on_standby, self._connected_at
         )
 
     def _kb_row(self, conn: psycopg.Connection[Any]) -> tuple[Any, ...] | None:
