@@ -3,16 +3,15 @@ the allowed chunks only (filtering after ranking would return fewer than k resul
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from typing import get_args
 
 from pydantic import field_validator
 
+from ._globs import GlobSet, check_glob, compile_globs
 from ._languages import TEST_ROLES, CodeLanguage, TestRole, language_of, test_role
 from ._loaders import file_kinds
 from ._records import FileKind
-from ._scan import compile_globs
 from ._validation import Settings
 
 SearchKind = str
@@ -37,6 +36,13 @@ class SearchFilters(Settings):
 
     paths: tuple[str, ...] = ()
     kinds: tuple[SearchKind, ...] = ()
+
+    @field_validator("paths")
+    @classmethod
+    def _bounded_globs(cls, paths: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in paths:
+            check_glob(pattern)  # length and wildcards, before any file is matched
+        return paths
 
     @field_validator("kinds")
     @classmethod
@@ -78,7 +84,7 @@ def path_matches(source: str, pattern: str) -> bool:
 
 
 @lru_cache(maxsize=256)
-def _compiled(pattern: str) -> re.Pattern[str]:
+def _compiled(pattern: str) -> GlobSet:
     return compile_globs([pattern])
 
 

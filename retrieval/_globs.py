@@ -1,16 +1,52 @@
 """Glob patterns over POSIX relative paths, as the scan and the search filters use them
-(semantics in :mod:`kbgraph.retrieval._scan`)."""
+(semantics in :mod:`kbgraph.retrieval._scan`).
+
+A glob is matched in time linear in the path (times the pattern's length), whatever the
+pattern: a backtracking regular expression takes time exponential in the number of
+wildcards on a path that does not match (``**?**?**?**?**?**?**Z`` took 20 s on one
+50-character path). A pattern with at most :data:`_REGEX_WILDCARDS` unbounded wildcards
+(every usual one: ``docs/**/*.md``) is matched by ``re`` (at worst quadratic, in C); any
+other by simulating its automaton (Thompson's construction: the set of pattern positions
+reachable so far, advanced one character at a time, so no choice is ever tried twice).
+Patterns are limited in length and wildcards (:data:`MAX_GLOB_CHARS`,
+:data:`MAX_GLOB_WILDCARDS`), refused as :class:`~kbgraph.errors.ConfigError`."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from kbgraph.errors import ConfigError
+
+MAX_GLOB_CHARS = 512
+MAX_GLOB_WILDCARDS = 32  # '*', '**', '?' and '[...]' of one pattern
+_REGEX_WILDCARDS = 2  # unbounded ones ('*', '**') a pattern may have to go to ``re``
+
+# A character; any number of them; the start of '**/' (which is '(?:.*/)?': past its three
+# tokens, or into them, without reading a character).
+_Kind = Literal["one", "loop", "opt"]
 
 
-def glob_to_regex(pattern: str) -> str:
-    """Translate one glob to a regular expression over POSIX relative paths (semantics in
-    :mod:`kbgraph.retrieval._scan`'s docstring; ``[...]`` classes as in :mod:`fnmatch`,
-    ``[!...]`` negates)."""
+@dataclass(frozen=True, slots=True)
+class _Token:
+    kind: _Kind
+    regex: str  # what it is in a regular expression
+    accepts: Callable[[str], bool]
+    wild: bool = True  # counts towards MAX_GLOB_WILDCARDS
+    char: str = ""  # a literal's character
+
+
+def _literal(ch: str) -> _Token:
+    return _Token("one", re.escape(ch), ch.__eq__, wild=False, char=ch)
+
+
+_NOT_SLASH = "/".__ne__
+_ANY_CHAR: Callable[[str], bool] = bool
+
+
+def _normalised(pattern: str) -> str:
     pattern = pattern.strip()
     while pattern.startswith("./"):
         pattern = pattern[2:]
@@ -19,34 +55,46 @@ def glob_to_regex(pattern: str) -> str:
         pattern += "**"
     if "/" not in pattern:
         pattern = "**/" + pattern
-    out: list[str] = []
+    return pattern
+
+
+def _tokens(pattern: str) -> list[_Token]:
+    out: list[_Token] = []
     i, n = 0, len(pattern)
     while i < n:
         ch = pattern[i]
         if pattern.startswith("**", i):
             i += 2
             if pattern.startswith("/", i):
-                out.append("(?:.*/)?")
+                out.append(_Token("opt", "(?:", _ANY_CHAR))
+                out.append(_Token("loop", ".*", _ANY_CHAR, wild=False))
+                out.append(_Token("one", "/)?", "/".__eq__, wild=False, char="/"))
                 i += 1
             else:
-                out.append(".*")
+                out.append(_Token("loop", ".*", _ANY_CHAR))
             continue
         if ch == "*":
-            out.append("[^/]*")
+            out.append(_Token("loop", "[^/]*", _NOT_SLASH))
         elif ch == "?":
-            out.append("[^/]")
+            out.append(_Token("one", "[^/]", _NOT_SLASH))
         elif ch == "[" and (close := _class_end(pattern, i)) > 0:
             body = pattern[i + 1 : close].replace("\\", "\\\\").replace("[", "\\[")
             if body.startswith("!"):
                 body = "^" + body[1:]
             elif body.startswith("^"):  # a literal caret, as in fnmatch
                 body = "\\" + body
-            out.append(f"[{body}]")
+            regex = f"[{body}]"
+            out.append(_Token("one", regex, _char_class(regex)))
             i = close
         else:
-            out.append(re.escape(ch))
+            out.append(_literal(ch))
         i += 1
-    return "".join(out)
+    return out
+
+
+def _char_class(regex: str, flags: int = 0) -> Callable[[str], bool]:
+    compiled = re.compile(regex, re.DOTALL | flags)
+    return lambda ch: compiled.fullmatch(ch) is not None
 
 
 def _class_end(pattern: str, start: int) -> int:
@@ -60,11 +108,111 @@ def _class_end(pattern: str, start: int) -> int:
     return close if close > 0 and "/" not in pattern[start:close] else -1
 
 
-def compile_globs(patterns: Iterable[str], *, ignore_case: bool = False) -> re.Pattern[str]:
-    """One regex matching any of ``patterns`` (use ``fullmatch``); none matches nothing."""
-    parts = [f"(?:{glob_to_regex(p)})" for p in patterns if p.strip()]
-    flags = re.IGNORECASE if ignore_case else 0
-    return re.compile("|".join(parts) if parts else "(?!)", flags)
+def check_glob(pattern: str) -> None:
+    """``ConfigError`` when ``pattern`` is longer or has more wildcards than a glob may."""
+    if len(pattern) > MAX_GLOB_CHARS:
+        raise ConfigError(
+            f"the glob {pattern[:40]!r}... is {len(pattern)} characters long; a glob may "
+            f"have at most {MAX_GLOB_CHARS}: shorten it or pass a folder prefix"
+        )
+    wild = sum(t.wild for t in _tokens(pattern))
+    if wild > MAX_GLOB_WILDCARDS:
+        raise ConfigError(
+            f"the glob {pattern[:40]!r} has {wild} wildcards ('*', '**', '?', '[...]'); a "
+            f"glob may have at most {MAX_GLOB_WILDCARDS}: merge runs like '**?**' into '**'"
+        )
 
 
-__all__ = ["compile_globs", "glob_to_regex"]
+def glob_to_regex(pattern: str) -> str:
+    """Translate one glob to a regular expression over POSIX relative paths (semantics in
+    :mod:`kbgraph.retrieval._scan`'s docstring; ``[...]`` classes as in :mod:`fnmatch`,
+    ``[!...]`` negates). ``ConfigError`` past the limits (:func:`check_glob`)."""
+    check_glob(pattern)
+    return "".join(t.regex for t in _tokens(_normalised(pattern)))
+
+
+_EPSILON = {"loop": (1,), "opt": (1, 3)}  # 'opt': into '.*/', or past its three tokens
+
+
+class _Automaton:
+    """One glob matched by the set of its positions reachable so far (linear time)."""
+
+    def __init__(self, tokens: list[_Token], ignore_case: bool) -> None:
+        self.tokens = [_folded(t) for t in tokens] if ignore_case else tokens
+
+    def _closed(self, states: set[int]) -> set[int]:
+        """``states`` with every position reachable without reading a character."""
+        todo, seen = list(states), set(states)
+        while todo:
+            state = todo.pop()
+            kind = self.tokens[state].kind if state < len(self.tokens) else "one"
+            for reached in _EPSILON.get(kind, ()):
+                if state + reached not in seen:
+                    seen.add(state + reached)
+                    todo.append(state + reached)
+        return seen
+
+    def fullmatch(self, text: str) -> bool:
+        tokens, end = self.tokens, len(self.tokens)
+        states = self._closed({0})
+        for ch in text:
+            after: set[int] = set()
+            for state in states:
+                if state == end or tokens[state].kind == "opt" or not tokens[state].accepts(ch):
+                    continue
+                after.add(state + 1 if tokens[state].kind == "one" else state)
+            if not after:
+                return False
+            states = self._closed(after)
+        return end in states
+
+
+def _folded(token: _Token) -> _Token:
+    """``token`` matching as ``re.IGNORECASE`` does."""
+    if token.kind != "one":
+        return token
+    if token.char:
+        folded = token.char.casefold()
+        return replace(token, accepts=lambda ch: ch.casefold() == folded)
+    return replace(token, accepts=_char_class(token.regex, re.IGNORECASE))
+
+
+class GlobSet:
+    """Globs any of which may match a whole path: ``fullmatch(path)`` is True or None
+    (like a regex's match). Safe patterns share one regular expression; the others are
+    matched by their automata, so no pattern can take exponential time."""
+
+    def __init__(self, patterns: Iterable[str], *, ignore_case: bool = False) -> None:
+        fast: list[str] = []
+        self._slow: list[_Automaton] = []
+        for raw in patterns:
+            if not raw.strip():
+                continue
+            check_glob(raw)
+            tokens = _tokens(_normalised(raw))
+            if sum(t.kind == "loop" for t in tokens) <= _REGEX_WILDCARDS:
+                fast.append(f"(?:{''.join(t.regex for t in tokens)})")
+            else:
+                self._slow.append(_Automaton(tokens, ignore_case))
+        flags = re.IGNORECASE if ignore_case else 0
+        self._regex = re.compile("|".join(fast), flags) if fast else None
+
+    def fullmatch(self, text: str) -> Literal[True] | None:
+        if self._regex is not None and self._regex.fullmatch(text):
+            return True
+        return True if any(a.fullmatch(text) for a in self._slow) else None
+
+
+def compile_globs(patterns: Iterable[str], *, ignore_case: bool = False) -> GlobSet:
+    """A matcher of any of ``patterns`` (use ``fullmatch``); none matches nothing."""
+    return GlobSet(patterns, ignore_case=ignore_case)
+
+
+__all__ = [
+    "MAX_GLOB_CHARS",
+    "MAX_GLOB_WILDCARDS",
+    "GlobSet",
+    "check_glob",
+    "compile_globs",
+    "glob_to_regex",
+]

@@ -119,6 +119,9 @@ if TYPE_CHECKING:
     from ._filters import (
         search_kinds as search_kinds,
     )
+    from ._globs import (
+        check_glob as check_glob,
+    )
     from ._integrations import (
         init_integration as init_integration,
     )
@@ -229,6 +232,7 @@ _LAZY = {
     "CACHE_ENV": "._cache",
     "cache_root": "._cache",
     "camel": "._camel",
+    "check_glob": "._globs",
     "Chunk": "._records",
     "ChunkConfig": "._config",
     "CitationReport": "._citations",

@@ -46,7 +46,7 @@ from pathlib import Path
 from kbgraph.errors import ConfigError
 
 from ._config import SECRET_DENY, ScanConfig
-from ._globs import compile_globs, glob_to_regex
+from ._globs import GlobSet, compile_globs, glob_to_regex
 from ._loaders import kind_of
 from ._records import FileKind, ScannedFile, SkippedFile, SkipReason
 
@@ -83,7 +83,7 @@ class _Rules:
         self.max_bytes = config.max_file_bytes
 
     @staticmethod
-    def dir_matches(regex: re.Pattern[str], rel: str) -> bool:
+    def dir_matches(regex: GlobSet, rel: str) -> bool:
         # "x/**" patterns match "x/" and bare-name patterns match "x": try both forms.
         return bool(regex.fullmatch(rel + "/") or regex.fullmatch(rel))
 

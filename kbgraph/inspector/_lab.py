@@ -29,7 +29,13 @@ from langchain_core.messages import HumanMessage
 from kbgraph.errors import ConfigError, IndexNotFoundError, KbgraphError
 from kbgraph.graphs._internal import RagSettings
 from kbgraph.retrieval import search_modes
-from kbgraph.retrieval._internal import SearchConfig, SearchMode, file_kinds, rrf_contribution
+from kbgraph.retrieval._internal import (
+    SearchConfig,
+    SearchMode,
+    check_glob,
+    file_kinds,
+    rrf_contribution,
+)
 
 from ._config import InspectedBase, InspectorConfig
 
@@ -72,6 +78,8 @@ class LabQuery:
         if bad := [k for k in kinds if k not in file_kinds()]:
             raise ConfigError(f"kind {bad[0]!r} is not one of {', '.join(file_kinds())}")
         paths = tuple(p.strip() for raw in params.get("path") or [] for p in raw.split(","))
+        for pattern in paths:
+            check_glob(pattern)  # a GET from any page must not stall the server
         return cls(
             text=one("q"),
             kbs=tuple(k for k in params.get("kb") or [] if k),

@@ -68,6 +68,9 @@ def test_lab_queries_are_checked() -> None:
     assert query.paths == ("docs/**", "src/") and query.kinds == ("markdown",)
     with pytest.raises(ConfigError, match="top_k"):
         LabQuery.from_params({"top_k": ["99"]})
+    # issue 42 hole 3: a glob that backtracked for seconds is refused before any search
+    with pytest.raises(ConfigError, match="a glob may have at most"):
+        LabQuery.from_params({"q": ["x"], "path": ["**?**?**?**?**?**?**Z" * 3]})
 
 
 def _candidate(cid: str, ranks: dict[str, int], score: float) -> dict[str, Any]:

@@ -88,6 +88,61 @@ def test_compile_globs_empty_list_matches_nothing() -> None:
     assert compile_globs(["", "  "]).fullmatch("a.md") is None
 
 
+BACKTRACKING = "**?**?**?**?**?**?**Z"  # issue 42 hole 3: 17-26 s per search before
+
+
+def test_many_wildcards_match_without_backtracking() -> None:
+    """Every glob is matched by work bounded by path length x pattern length: the
+    automaton's character tests are counted (before, ``re`` backtracked for seconds)."""
+    from kbgraph.retrieval import _globs
+
+    glob = compile_globs([BACKTRACKING * 2])
+    assert glob._regex is None and len(glob._slow) == 1  # not handed to ``re``
+    automaton = glob._slow[0]
+    calls = [0]
+    for i, token in enumerate(automaton.tokens):
+        automaton.tokens[i] = _globs.replace(token, accepts=_counted(token.accepts, calls))
+    path = "a/" * 25
+    assert glob.fullmatch(path) is None
+    assert calls[0] <= (len(path) + 1) * len(automaton.tokens)
+    assert glob.fullmatch("x/" + "ab" * 6 + "Z" + "ab" * 6 + "Z") is True
+
+
+def _counted(accepts: object, calls: list[int]) -> object:
+    def wrapped(ch: str) -> bool:
+        calls[0] += 1
+        return bool(accepts(ch))  # type: ignore[operator]
+
+    return wrapped
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_automaton_matches_as_the_regex_does(seed: int) -> None:
+    import random
+
+    from kbgraph.retrieval._globs import _Automaton, _normalised, _tokens
+
+    rng = random.Random(seed)
+    pieces = ["*", "**", "?", "a", "B", "/", "**/", "[ab]", "[!a]", "[A-Z]"]
+    for _ in range(3000):
+        pattern = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 7)))
+        path = "".join(rng.choice("aAbB/.") for _ in range(rng.randint(1, 9)))
+        for fold in (False, True):
+            expected = re.fullmatch(glob_to_regex(pattern), path, re.I if fold else 0)
+            got = _Automaton(_tokens(_normalised(pattern)), fold).fullmatch(path)
+            assert got is (expected is not None), (pattern, path, fold)
+
+
+@pytest.mark.parametrize("pattern", ["*?" * 20, "a" * 600, BACKTRACKING * 3])
+def test_globs_past_the_limits_are_refused_in_one_line(pattern: str) -> None:
+    from kbgraph.retrieval import SearchFilters
+
+    for attempt in (lambda: compile_globs([pattern]), lambda: SearchFilters(paths=(pattern,))):
+        with pytest.raises(ConfigError, match="a glob may have at most") as caught:
+            attempt()
+        assert "\n" not in str(caught.value)
+
+
 @pytest.mark.parametrize(
     ("rel", "kind"),
     [
