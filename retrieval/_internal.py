@@ -182,6 +182,9 @@ if TYPE_CHECKING:
     from ._scan import (
         file_kind as file_kind,
     )
+    from ._served import (
+        read_served as read_served,
+    )
     from ._storage import (
         is_database as is_database,
     )
@@ -233,6 +236,7 @@ _LAZY = {
     "cache_root": "._cache",
     "camel": "._camel",
     "check_glob": "._globs",
+    "read_served": "._served",
     "Chunk": "._records",
     "ChunkConfig": "._config",
     "CitationReport": "._citations",

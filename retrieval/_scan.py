@@ -239,7 +239,9 @@ class _Scanner:
             self._add(Path(abs_path), rel, st, target_rel)
 
     def _add(self, path: Path, rel: str, st: os.stat_result, target: str | None = None) -> None:
-        if not stat.S_ISREG(st.st_mode):
+        if stat.S_ISDIR(st.st_mode):  # a folder took the place of a file of the index
+            self._skip(rel, "unreadable", "a folder, not a file")
+        elif not stat.S_ISREG(st.st_mode):
             self._skip(rel, "unreadable", "not a regular file (pipe, socket or device)")
         elif st.st_size > self.rules.max_bytes:
             detail = f"{st.st_size} bytes > max_file_bytes {self.rules.max_bytes}"

@@ -146,8 +146,11 @@ class Inspector:
     # -- source ----------------------------------------------------------------------
     def _source(self, name: str, rel: str, page_no: int | None) -> Any:
         base, kb = self.config.base(name), self.kb(name)
-        limit = kb.scan_config.max_file_bytes
-        return source_text(name, base.folder, rel, set(kb.indexed_files()), page_no, limit=limit)
+        scan = kb.scan_config
+        indexed = set(kb.indexed_files())
+        return source_text(
+            name, base.folder, rel, indexed, page_no, limit=scan.max_file_bytes, scan=scan
+        )
 
     async def source(self, request: Request) -> Response:
         name, rel = request.path_params["kb"], request.path_params["path"]

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from kbgraph.errors import ConfigError, KbgraphError
-from kbgraph.retrieval._internal import SkipFile, file_kind, load_bytes
+from kbgraph.retrieval._internal import ScanConfig, SkipFile, file_kind, load_bytes, read_served
 
 from ._html import Html, el, link, url
 
@@ -159,13 +159,20 @@ def source_text(
     page: int | None,
     *,
     limit: int = MAX_BYTES,
+    scan: ScanConfig | None = None,
 ) -> SourceText:
-    """The text of ``rel`` if it is a file of the index (``indexed``), else ``RefusedPath``;
+    """The text of ``rel`` if it is a file of the index (``indexed``) that the scan
+    (``scan``: the index's rules) would index now, else ``RefusedPath`` saying why;
     ``limit``: the index's ``max_file_bytes`` (no file of it may be larger)."""
     check_relative(rel)
     if rel not in indexed:
         raise RefusedPath(f"{rel} is not a file of the index of {kb}; only indexed files are shown")
-    data = read_inside(folder, rel, min(limit, MAX_BYTES))
+    try:
+        # The scan's rules again: a link swapped in since the index run is judged by its
+        # target (.git/config, .env, the index itself are refused), a folder is refused.
+        data = read_served(folder, rel, scan or ScanConfig(), max_bytes=min(limit, MAX_BYTES))
+    except SkipFile as exc:
+        raise RefusedPath(f"{rel} is not served now: {exc.skipped.detail}") from None
     kind = file_kind(rel)
     try:
         # HTML: the lines of the markup, which is what an HTML chunk's lines count.

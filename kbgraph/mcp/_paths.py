@@ -52,8 +52,9 @@ def source_of(bases: OpenBases, kb: str | None, path: str) -> tuple[ServedBase, 
     base = _holder(bases, kb, path)
     opened = bases.get(base)
     indexed = set(opened.indexed_files())
-    limit = opened.scan_config.max_file_bytes
-    return base, source_text(base.name, base.folder, path, indexed, None, limit=limit)
+    scan = opened.scan_config
+    limit = scan.max_file_bytes
+    return base, source_text(base.name, base.folder, path, indexed, None, limit=limit, scan=scan)
 
 
 def read_lines(bases: OpenBases, args: ReadArgs) -> ReadOutput:

@@ -162,7 +162,7 @@ async def test_read_refuses_a_symlink_out_even_in_place_of_an_indexed_file(
         link = await client.call_tool("read", {"path": "CHANGELOG.md"})
         found = await client.call_tool("search", {"query": "NEVER-SERVED root"})
     assert "is not a file of the index" in _error(leak)
-    assert "link out of the knowledge base folder" in _error(link)
+    assert "the link points outside the folder" in _error(link)
     assert SECRET not in str(found.structuredContent)
 
 

@@ -1,0 +1,86 @@
+"""What servers read of an indexed file after the index run (issue 42 holes 1 and 12): an
+indexed file swapped for a link to ``.git/config``, ``.env`` or ``.kbgraph/HISTORY``
+(all inside the folder), or for a folder, is refused in one line by MCP ``read``, MCP
+resources and the inspector's source view (the app ``langgraph dev`` mounts too), as the
+scan refuses the same links at index time."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from mcp import types
+from mcp.shared.exceptions import McpError
+from mcp.shared.memory import create_connected_server_and_client_session
+from pydantic import AnyUrl
+from starlette.testclient import TestClient
+
+from kbgraph.inspector import InspectorConfig, create_app
+from kbgraph.mcp import McpSettings, build_server
+from kbgraph.retrieval import KnowledgeBase
+
+pytestmark = [pytest.mark.faults]
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
+SECRET = "NEVER-SERVED-token"
+# indexed file -> what takes its place after the index run (a link target in the folder)
+SWAPS = {
+    "CHANGELOG.md": ".git/config",
+    "README.md": ".env",
+    "docs/configuration.md": ".kbgraph/HISTORY",
+}
+FOLDER_IN_PLACE = "docs/faq.txt"
+
+
+@pytest.fixture(scope="module")
+def swapped(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("served") / "docs"
+    shutil.copytree(EXAMPLES, folder, ignore=shutil.ignore_patterns(".kbgraph"))
+    KnowledgeBase(folder, embedding="fake").index()
+    (folder / ".git").mkdir()
+    (folder / ".git" / "config").write_text(f"[remote]\n\turl = {SECRET}\n")
+    (folder / ".env").write_text(f"API_KEY={SECRET}\n")
+    for rel, target in SWAPS.items():
+        (folder / rel).unlink()
+        depth = rel.count("/")
+        (folder / rel).symlink_to(os.path.join(*([".."] * depth), target) if depth else target)
+    (folder / FOLDER_IN_PLACE).unlink()
+    (folder / FOLDER_IN_PLACE).mkdir()
+    return folder
+
+
+def _one_line(text: str) -> str:
+    assert "\n" not in text and "Traceback" not in text and SECRET not in text, text
+    assert "HISTORY" not in text or "points at" in text, text  # no generation names
+    return text
+
+
+async def test_mcp_read_and_resources_refuse_what_took_an_indexed_files_place(
+    swapped: Path,
+) -> None:
+    server = build_server(McpSettings.from_folders([swapped]))
+    async with create_connected_server_and_client_session(server) as client:
+        for rel in [*SWAPS, FOLDER_IN_PLACE]:
+            result: types.CallToolResult = await client.call_tool("read", {"path": rel})
+            assert result.isError, (rel, result.structuredContent)
+            text = _one_line(result.content[0].text)  # type: ignore[union-attr]
+            assert "is not served now" in text, text
+            with pytest.raises(McpError) as refused:
+                await client.read_resource(AnyUrl(f"kbgraph://docs/{rel}"))
+            _one_line(str(refused.value))
+        fine = await client.call_tool("read", {"path": "docs/deployment.md"})
+    assert not fine.isError and fine.structuredContent["text"]  # type: ignore[index]
+    assert "a folder, not a file" in text  # the last one: the folder
+
+
+def test_the_source_view_refuses_what_took_an_indexed_files_place(swapped: Path) -> None:
+    config = InspectorConfig.from_folders([swapped], embedding="fake")
+    with TestClient(create_app(config), base_url="http://127.0.0.1") as client:
+        for rel in [*SWAPS, FOLDER_IN_PLACE]:
+            for route in ("/api/source", "/source"):
+                page = client.get(f"{route}/docs/{rel}")
+                assert page.status_code == 403, (route, rel, page.status_code)
+                assert SECRET not in page.text and "Traceback" not in page.text
+        assert client.get("/api/source/docs/docs/deployment.md").status_code == 200
