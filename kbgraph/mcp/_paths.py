@@ -16,7 +16,7 @@ from kbgraph.errors import ConfigError
 
 from ._bases import OpenBases
 from ._schemas import ReadArgs, ReadOutput
-from ._settings import MAX_READ_LINES, ServedBase
+from ._settings import MAX_READ_CHARS, MAX_READ_LINES, ServedBase
 
 if TYPE_CHECKING:
     from kbgraph.inspector import SourceText
@@ -72,6 +72,8 @@ def read_lines(bases: OpenBases, args: ReadArgs) -> ReadOutput:
     if end < start:
         raise ConfigError(f"line_end {args.line_end} is before line_start {args.line_start}")
     lines = text.lines[start - text.first_line : end - text.first_line + 1]
+    lines, note = _within_chars(lines, start, args.path)
+    end = start + len(lines) - 1
     return ReadOutput(
         kb=base.name,
         path=args.path,
@@ -83,7 +85,29 @@ def read_lines(bases: OpenBases, args: ReadArgs) -> ReadOutput:
         citation=bases.settings.cite(base.name, args.path, start, end),
         text="\n".join(lines),
         more=end < last_line,
+        note=note,
     )
+
+
+def _within_chars(lines: list[str], start: int, path: str) -> tuple[list[str], str | None]:
+    """The first of ``lines`` that fit in :data:`MAX_READ_CHARS` (a longer first line
+    cut there), and a note saying what was left out, else None."""
+    total = 0
+    for count, line in enumerate(lines):
+        total += len(line) + (1 if count else 0)
+        if total <= MAX_READ_CHARS:
+            continue
+        if count:
+            return lines[:count], (
+                f"cut at {MAX_READ_CHARS} characters after line {start + count - 1}: "
+                f"read again with line_start {start + count}"
+            )
+        return [line[:MAX_READ_CHARS]], (
+            f"line {start} has {len(line)} characters; its first {MAX_READ_CHARS} are "
+            f"shown (a read returns at most {MAX_READ_CHARS}); the rest of that line is "
+            f"not served by read: open {path} to see it whole"
+        )
+    return lines, None
 
 
 __all__ = ["read_lines", "source_of"]

@@ -130,6 +130,11 @@ class ReadOutput(BaseModel):
     citation: str
     text: str = Field(description="The lines asked for (fewer at the end of the file).")
     more: bool = Field(description="Lines follow line_end: read again from line_end + 1.")
+    note: str | None = Field(
+        default=None,
+        description="Why fewer lines came back than asked for (the character limit of one "
+        "read) and how to read the rest.",
+    )
 
 
 class KnowledgeBaseInfo(BaseModel):

@@ -12,6 +12,8 @@ from kbgraph.errors import ConfigError
 MAX_QUERY_CHARS = 10_000  # a question or a search phrase, never a document
 MAX_TOP_K = 50
 MAX_READ_LINES = 2_000  # lines one `read` returns (ask for the next ones with line_start)
+# Characters one `read` returns: a 7.5 MB one-line file came back whole (its lines fit).
+MAX_READ_CHARS = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,4 +96,11 @@ class McpSettings:
         return cls(knowledge_bases=tuple(bases), **options)  # type: ignore[arg-type]
 
 
-__all__ = ["MAX_QUERY_CHARS", "MAX_READ_LINES", "MAX_TOP_K", "McpSettings", "ServedBase"]
+__all__ = [
+    "MAX_QUERY_CHARS",
+    "MAX_READ_CHARS",
+    "MAX_READ_LINES",
+    "MAX_TOP_K",
+    "McpSettings",
+    "ServedBase",
+]

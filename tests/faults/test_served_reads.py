@@ -84,3 +84,28 @@ def test_the_source_view_refuses_what_took_an_indexed_files_place(swapped: Path)
                 assert page.status_code == 403, (route, rel, page.status_code)
                 assert SECRET not in page.text and "Traceback" not in page.text
         assert client.get("/api/source/docs/docs/deployment.md").status_code == 200
+
+
+async def test_mcp_read_is_capped_in_characters_and_says_how_to_read_on(tmp_path: Path) -> None:
+    """Issue 42 hole 9: a 7.5 MB one-line file came back whole (its one line fit 2,000)."""
+    from kbgraph.mcp._settings import MAX_READ_CHARS
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "one.txt").write_text("retry " * (MAX_READ_CHARS // 2) + "\n")
+    (folder / "many.txt").write_text("".join(f"{n:05d} retry {'x' * 90}\n" for n in range(1500)))
+    KnowledgeBase(folder, embedding="fake").index()
+    server = build_server(McpSettings.from_folders([folder]))
+    async with create_connected_server_and_client_session(server) as client:
+        one = (await client.call_tool("read", {"path": "one.txt"})).structuredContent
+        many = (await client.call_tool("read", {"path": "many.txt"})).structuredContent
+        assert many is not None
+        rest = await client.call_tool(
+            "read", {"path": "many.txt", "line_start": many["line_end"] + 1}
+        )
+    assert one is not None and len(one["text"]) == MAX_READ_CHARS
+    assert "line 1 has" in one["note"] and "open one.txt" in one["note"]
+    assert len(many["text"]) <= MAX_READ_CHARS and many["more"]
+    assert many["line_end"] < 1500 and f"line_start {many['line_end'] + 1}" in many["note"]
+    following = rest.structuredContent
+    assert following is not None and following["text"].startswith(f"{many['line_end']:05d}")
