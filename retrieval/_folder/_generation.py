@@ -28,6 +28,7 @@ from ._ann import AnnIndex
 from ._chunks import ChunkReader, write_chunks
 from ._layout import IndexLayout, secure_tree
 from ._lock import file_lock
+from ._mapped import MappedFiles
 from ._vectors import SUMS, open_sums, open_vectors, row_sum, write_sums, write_vectors
 
 
@@ -75,6 +76,8 @@ class IndexReader:
                 )
             self.name = name
             self.path = layout.generation(name)
+            with _unreadable_is_damage(self.path):
+                self.mapped = MappedFiles(self.path)  # before any file is read
             self.meta = read_meta(self.path / "meta.json", legacy_ok=for_writer)
             self.legacy = self.meta.format_version == LEGACY_FORMAT
             with _unreadable_is_damage(self.path):
@@ -113,6 +116,12 @@ class IndexReader:
         self.ann = (
             AnnIndex.open(self.path, self.meta.chunk_count) if self.vectors is not None else None
         )
+
+    def check_mapped(self) -> None:
+        """Before a search: no mapped file shrank (``IndexCorruptError`` naming it, never
+        SIGBUS), and what was checked once is checked again if a file changed in place."""
+        if self.mapped.changed():
+            self.bm25.forget_checks()
 
     def check_vector_rows(self, rows: np.ndarray | Sequence[int], *, bind: bool = True) -> None:
         """The vectors of ``rows`` are finite with unit length (zero only where the

@@ -173,6 +173,10 @@ class BM25Index:
                 )
             self._verified.add(term)
 
+    def forget_checks(self) -> None:
+        """Check every column again when next read (its files changed since)."""
+        self._verified.clear()
+
     def verify_all(self) -> None:
         """Check every column against its checksum at once (``IndexCorruptError``)."""
         if self._sums is None:

@@ -1,0 +1,69 @@
+"""Damage made to a generation's mapped files while a long-running reader has them open
+(issue 42 holes 4 and 8): a shrunk file is an error naming it, never SIGBUS (in a child
+process, which a signal would kill), and a BM25 column damaged in place after its first
+check is refused as a fresh ``kbgraph search`` refuses it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from kbgraph.errors import IndexCorruptError
+from kbgraph.retrieval import KnowledgeBase
+from tests.faults.conftest import ROOT, generation
+
+pytestmark = [pytest.mark.faults]
+
+_READER = """
+import os, sys
+from kbgraph.errors import IndexCorruptError
+from kbgraph.retrieval import KnowledgeBase
+folder, name = sys.argv[1], sys.argv[2]
+with KnowledgeBase(folder, embedding="fake") as kb:
+    assert kb.search("retry backoff", top_k=3, mode="hybrid")
+    path = os.path.join(sys.argv[3], name)
+    os.truncate(path, os.path.getsize(path) // 3)
+    try:
+        kb.search("retry backoff", top_k=3, mode="hybrid")
+    except IndexCorruptError as exc:
+        print("refused:", exc)
+"""
+
+
+@pytest.mark.parametrize("name", ["vectors.bin", "chunks.jsonl", "bm25/bm25.data.npy"])
+def test_a_file_shrunk_under_a_reader_is_an_error_naming_it_not_a_signal(
+    docs: Path, name: str
+) -> None:
+    KnowledgeBase(docs, embedding="fake").index()
+    gen = generation(docs)
+    done = subprocess.run(
+        [sys.executable, "-c", _READER, str(docs), name, str(gen)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"},
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])  # -7: SIGBUS
+    lines = done.stdout.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("refused:"), done.stdout
+    assert name.rsplit("/", 1)[-1] in lines[0] and "truncated" in lines[0]
+
+
+def test_bm25_damage_after_the_first_check_is_refused_like_a_fresh_search(docs: Path) -> None:
+    KnowledgeBase(docs, embedding="fake").index()
+    data = generation(docs) / "bm25" / "bm25.data.npy"
+    with KnowledgeBase(docs, embedding="fake") as kb:
+        assert kb.search("retry", top_k=3, mode="bm25")  # the columns of 'retry' checked
+        array = np.load(data, mmap_mode="r+")
+        array[:] = 3.0e38  # every score, in place: same size, new mtime
+        array.flush()
+        del array
+        with pytest.raises(IndexCorruptError, match="checksum"):
+            kb.search("retry", top_k=3, mode="bm25")
+    with KnowledgeBase(docs, embedding="fake") as fresh, pytest.raises(IndexCorruptError):
+        fresh.search("retry", top_k=3, mode="bm25")
