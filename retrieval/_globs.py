@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Literal
 
 from kbgraph.errors import ConfigError
@@ -204,7 +205,14 @@ class GlobSet:
 
 
 def compile_globs(patterns: Iterable[str], *, ignore_case: bool = False) -> GlobSet:
-    """A matcher of any of ``patterns`` (use ``fullmatch``); none matches nothing."""
+    """A matcher of any of ``patterns`` (use ``fullmatch``); none matches nothing. Kept
+    for the next call with the same patterns: every served read judges its path by the
+    scan's rules again (:mod:`kbgraph.retrieval._served`)."""
+    return _compiled(tuple(patterns), ignore_case)
+
+
+@lru_cache(maxsize=128)
+def _compiled(patterns: tuple[str, ...], ignore_case: bool) -> GlobSet:
     return GlobSet(patterns, ignore_case=ignore_case)
 
 
