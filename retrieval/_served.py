@@ -15,9 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ._config import ScanConfig
-from ._loaders import SkipFile
-from ._loaders._base import skip
-from ._loaders._read import read_scanned
+from ._loaders import SkipFile, read_scanned
+from ._records import SkippedFile
 from ._scan import _Scanner
 
 
@@ -30,7 +29,8 @@ def read_served(root: Path, rel: str, config: ScanConfig, *, max_bytes: int) -> 
     if scanned is None:
         if scanner.skipped:
             raise SkipFile(scanner.skipped[-1])
-        raise skip(rel, "unreadable", "it no longer exists or is not a file the scan indexes")
+        why = "it no longer exists or is not a file the scan indexes"
+        raise SkipFile(SkippedFile(rel, "unreadable", why))
     return read_scanned(scanned, max_bytes=max_bytes)
 
 

@@ -21,7 +21,7 @@ from ._kinds import (
     unregister_loader,
 )
 from ._load import load_bytes, load_file
-from ._read import open_regular_file, read_regular_file
+from ._read import open_regular_file, read_regular_file, read_scanned
 
 __all__ = [
     "TEXT",
@@ -39,6 +39,7 @@ __all__ = [
     "loader_for",
     "open_regular_file",
     "read_regular_file",
+    "read_scanned",
     "register_loader",
     "unregister_loader",
 ]
