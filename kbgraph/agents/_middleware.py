@@ -11,9 +11,11 @@ Three hooks, one per step of a turn:
   keys replace the previous question's (``rag_citations`` is what a UI shows as sources)
   and the ``answer_*`` keys of the previous answer are cleared, so nothing of one turn
   leaks into the next.
-* ``wrap_model_call``: the citation-tagged context goes into the **request's** system
-  message only (the user's own system prompt kept, extended), with fewer sources when they
-  would not all fit the model's window. It is never written to ``messages``: a checkpointed
+* ``wrap_model_call``: the citation instructions extend the **request's** system message
+  (the user's own system prompt kept) and the citation-tagged sources go into a fenced
+  user message of the request just before the question — never into the system role,
+  whose authority a document must not borrow — with fewer sources when they would not all
+  fit the model's window. It is never written to ``messages``: a checkpointed
   thread grows by the question and the answer alone, and each turn's model sees the
   sources of its own question instead of every earlier turn's (the context is in
   ``rag_context``, replaced each turn, out of the agent's input and output). When the
@@ -254,13 +256,13 @@ class _Turn:
             self._with_sources(request)
 
     def _with_sources(self, request: ModelRequest[Any]) -> None:
-        """The request with the sources in its system message (fewer when they would not all
-        fit the model's window; none, with a not-found notice, when not grounded)."""
+        """The request with the sources in a user message of their own (fewer when they would
+        not all fit the model's window; none, with a not-found notice, when not grounded)."""
         grounded = self.mode == "llm"
         context = str(self.state.get("rag_context") or "") if grounded else ""
         citations = list(self.state.get("rag_citations") or []) if grounded else []
         prompt = [*_system(request), *request.messages]
-        fit = fit_sources(request.model, context, citations, lambda c: inject_context(prompt, c))
+        fit = fit_sources(request.model, context, citations, lambda c: _with_context(prompt, c))
         if fit is None or fit.empty:
             why = "not even one source fits the chat model's context window"
             self.reply = self._answered(extractive_text(self.state, why), "fallback")
@@ -324,6 +326,12 @@ def _mode(state: Mapping[str, Any], has_tools: bool) -> AnswerMode:
     human = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
     question = human.text if human is not None else ""
     return "small_talk" if not question or is_small_talk_or_closing(question) else "answered"
+
+
+def _with_context(prompt: list[BaseMessage], context: str) -> list[BaseMessage]:
+    """The instructions in the system message, the retrieved text never (issue 42, hole 6):
+    it comes fenced, as a user message, before the question."""
+    return inject_context(prompt, context, sources_role="user")
 
 
 def _system(request: ModelRequest[Any]) -> list[BaseMessage]:
