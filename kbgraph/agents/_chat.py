@@ -63,6 +63,7 @@ from kbgraph.prompts import load_prompt, render_prompt
 from ._check import make_check_node
 from ._common import citation_update, kb_names, model_for
 from ._state import AgentInput, AnswerMode, ChatAgentState
+from ._verdict import with_verdict
 
 RAG_NODE = "rag"
 NODES = (RAG_NODE, "answer", "extract_citations", "check_answer")
@@ -252,7 +253,7 @@ def build_chat_agent(
     graph.add_node("answer", make_answer_node(chat_model))
     graph.add_node("extract_citations", extract_citations_node)
     # The run is recorded (RagSettings.record_runs) when its last node is done.
-    check = make_check_node(chat_model, _prompt_of, extractive_text, answer_judge)
+    check = with_verdict(make_check_node(chat_model, _prompt_of, extractive_text, answer_judge))
     graph.add_node("check_answer", recording(check, name))
     graph.add_edge(START, RAG_NODE)
     graph.add_edge(RAG_NODE, "answer")

@@ -82,6 +82,7 @@ from ._chat import not_grounded_text
 from ._check import make_check_node
 from ._common import citation_update
 from ._state import AnswerCheckRecord, AnswerMode, ChatAgentState
+from ._verdict import mark_verdict
 
 _PRIVATE = OmitFromSchema(input=True, output=True)
 _OUTPUT = OmitFromSchema(input=True, output=False)
@@ -302,6 +303,8 @@ class _Turn:
         runtime = self.original.runtime.override(context=self.settings)
         done = check(view, runtime)
         kept = done["messages"][-1] if "messages" in done else mark_answer(message, view, self.mode)
+        # The verdict on what a chat UI renders, not only in the state.
+        kept = mark_verdict(kept, done.get("answer_check"), from_sources=self.mode == "llm")
         update: dict[str, Any] = {
             "answer_mode": self.mode,
             "answer_trimmed": self.trimmed,

@@ -152,10 +152,30 @@ def test_the_sources_are_never_stored_and_nothing_leaks_into_the_next_turn(docs:
 def test_flag_keeps_the_answer_and_names_the_unsupported_claim(docs: Path) -> None:
     out = _ask(_agent(docs, ScriptedChatModel(responses=[MADE_UP]), policy="flag"), QUESTION)
     check = out["answer_check"]
-    assert _replies(out) == [MADE_UP]
+    (reply,) = _replies(out)
+    assert reply.startswith(MADE_UP)
     assert check["policy"] == "flag" and check["action"] == "flagged" and check["score"] == 0.0
     (claim,) = check["claims"]
     assert claim["text"] == "The client retries failed requests 9 times." and not claim["supported"]
+
+
+def test_the_verdict_is_on_the_message_a_chat_ui_renders(docs: Path) -> None:
+    """Issue 40: RagMiddleware flagged only in the state; the message a chat UI renders
+    carried no mark. The verdict is in its response_metadata, and under flag a visible line
+    names the unsupported claim."""
+    out = _ask(_agent(docs, ScriptedChatModel(responses=[MADE_UP]), policy="flag"), QUESTION)
+    answer = out["messages"][-1]
+    verdict = answer.response_metadata["kbgraph_check"]
+    assert verdict["grounded"] is False and verdict["policy"] == "flag"
+    assert verdict["score"] == 0.0 and verdict["action"] == "flagged"
+    assert verdict["unsupported"] == ["The client retries failed requests 9 times."]
+    assert answer.text == (
+        f"{MADE_UP}\n\n⚠ Not supported by the sources: The client retries failed requests 9 times."
+    )
+    assert marker_of(answer) is not None  # the turn marker is kept beside it
+    good = _ask(_agent(docs, ScriptedChatModel(responses=[TRUE]), policy="flag"), QUESTION)
+    assert _replies(good) == [TRUE]
+    assert good["messages"][-1].response_metadata["kbgraph_check"]["grounded"] is True
 
 
 def test_regenerate_asks_again_naming_the_claim_and_keeps_the_better_answer(docs: Path) -> None:
