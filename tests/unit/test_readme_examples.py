@@ -54,7 +54,7 @@ def run(name: str, model: ScriptedChatModel, workdir: Path, monkeypatch: Any) ->
 def test_every_example_is_found() -> None:
     assert set(examples()) == {
         "parent-graph", "parent-check", "custom-events", "create-agent", "middleware", "lcel",
-        "vector-store",
+        "vector-store", "studio-stream",
     }  # fmt: skip
 
 
@@ -87,6 +87,18 @@ def test_the_tutorials_parent_graph_marks_a_wrong_answer(
     assert verdict["policy"] == "repair" and verdict["action"] == "replaced"
     assert last.text.startswith("Extractive answer") and "lstrip_blocks" not in last.text
     assert "replaced" in capsys.readouterr().out
+
+
+def test_the_studio_pages_parent_graph_streams_one_answer_marked_in_place(
+    workdir: Path, monkeypatch: Any
+) -> None:
+    ns = run("studio-stream", ScriptedChatModel(default=ANSWER), workdir, monkeypatch)
+    ai = [m for m in ns["streamed"] if m.type.startswith("ai")]
+    assert [m.text for m in ai] == [ANSWER]  # one answer; the subgraph's calls stay out
+    state = ns["graph"].invoke(ns["question"], context=ns["settings"])
+    last = state["messages"][-1]
+    assert [m.type for m in state["messages"]] == ["human", "ai"]
+    assert last.response_metadata["kbgraph_check"]["policy"] == "flag"
 
 
 def test_a_parent_state_without_a_marker_key_is_a_clear_error(
