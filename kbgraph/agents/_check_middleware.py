@@ -36,6 +36,7 @@ from kbgraph.graphs._internal import ResolvedCitation, extractive_text, previous
 
 from ._check import make_check_node
 from ._common import citation_update
+from ._held import holds_draft, not_streamed
 from ._state import AnswerCheckRecord
 from ._verdict import mark_verdict
 
@@ -77,16 +78,23 @@ class AnswerCheckMiddleware(AgentMiddleware[AnswerCheckMiddlewareState, Any, Any
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
-        return self.checked(request, handler(request))
+        with not_streamed(self._holds(request)):
+            response = handler(request)
+        return self.checked(request, response)
 
     async def awrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
-        response = await handler(request)
+        with not_streamed(self._holds(request)):
+            response = await handler(request)
         # The check may ask the model again (a blocking call) and runs the judge.
         return await asyncio.to_thread(self.checked, request, response)
+
+    def _holds(self, request: ModelRequest[Any]) -> bool:
+        """Whether the model's answer may be replaced, so is not streamed (one answer)."""
+        return holds_draft(self.settings or settings_from_runtime(request.runtime))
 
     def checked(
         self, request: ModelRequest[Any], response: ModelResponse[Any]

@@ -10,16 +10,20 @@ message of the state (``stream_mode="messages"`` emits a node's new message whol
 Studio and over ``langgraph_sdk`` a client sees exactly one answer message, never a
 rejected draft followed by a second message. Under ``flag`` and ``off`` nothing can replace
 the answer: its tokens stream as the model writes them, and the check's verdict replaces
-that message in place (same id) in the state.
+that message in place (same id) in the state. ``RagMiddleware`` and
+``AnswerCheckMiddleware`` do the same for ``create_agent``'s model step
+(:func:`not_streamed`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from langchain_core.messages import AIMessage, RemoveMessage, message_to_dict, messages_from_dict
 from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import var_child_runnable_config
 
 from kbgraph.graphs import RagSettings
 
@@ -47,6 +51,23 @@ def holds_draft(settings: RagSettings) -> bool:
 
 def draft_config(settings: RagSettings) -> RunnableConfig | None:
     return HELD if holds_draft(settings) else None
+
+
+@contextmanager
+def not_streamed(active: bool) -> Iterator[None]:
+    """Model calls made inside, when ``active``, carry the draft's tags (the ``nostream``
+    tag on the run's config): ``create_agent``'s model step, which the middleware cannot
+    give a config, then emits only the answer it keeps, once, when it ends."""
+    if not active:
+        yield
+        return
+    config = var_child_runnable_config.get() or {}
+    tags = [*(config.get("tags") or []), *(HELD.get("tags") or [])]
+    token = var_child_runnable_config.set({**config, "tags": tags})
+    try:
+        yield
+    finally:
+        var_child_runnable_config.reset(token)
 
 
 def hold(message: AIMessage) -> dict[str, Any]:
@@ -92,5 +113,6 @@ __all__ = [
     "held_message",
     "hold",
     "holds_draft",
+    "not_streamed",
     "publishing",
 ]

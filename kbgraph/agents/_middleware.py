@@ -81,6 +81,7 @@ from kbgraph.graphs._internal import (
 from ._chat import not_grounded_text
 from ._check import make_check_node
 from ._common import citation_update
+from ._held import holds_draft, not_streamed
 from ._state import AnswerCheckRecord, AnswerMode, ChatAgentState
 from ._verdict import mark_verdict
 
@@ -197,7 +198,9 @@ class RagMiddleware(AgentMiddleware[RagMiddlewareState, Any, Any]):
         turn = _Turn(self, request)
         if turn.reply is not None:
             return turn.reply
-        return turn.checked(handler(turn.request))
+        with not_streamed(turn.mode == "llm" and holds_draft(turn.settings)):
+            response = handler(turn.request)
+        return turn.checked(response)
 
     async def awrap_model_call(
         self,
@@ -207,7 +210,8 @@ class RagMiddleware(AgentMiddleware[RagMiddlewareState, Any, Any]):
         turn = _Turn(self, request)
         if turn.reply is not None:
             return turn.reply
-        response = await handler(turn.request)
+        with not_streamed(turn.mode == "llm" and holds_draft(turn.settings)):
+            response = await handler(turn.request)
         # The check may ask the model again (a blocking call) and runs the judge.
         return await asyncio.to_thread(turn.checked, response)
 

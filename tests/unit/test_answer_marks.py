@@ -166,3 +166,24 @@ def test_the_check_middleware_repairs_and_the_draft_never_enters_messages(docs: 
     assert replies == [fixed]
     assert out["answer_check"]["action"] == "regenerated"
     assert verdict_on(out["messages"][-1])["grounded"] is True  # type: ignore[index]
+
+
+def test_the_check_middleware_streams_only_the_answer_it_keeps(docs: Path) -> None:
+    fixed = "The client retries failed requests 4 times [1]."
+    model = ScriptedChatModel(
+        responses=[tool_call_message("rag_search", {"query": "retries"}), WRONG, fixed]
+    )
+    agent = create_agent(
+        model, [rag_search], context_schema=RagSettings,
+        middleware=[AnswerCheckMiddleware(judge=_judge())],
+    )  # fmt: skip
+    streamed = [
+        message.text
+        for message, _ in agent.stream(
+            {"messages": [HumanMessage(QUESTION)]},
+            context=_settings(docs, "repair"),
+            stream_mode="messages",
+        )
+        if isinstance(message, AIMessage) and message.text
+    ]
+    assert streamed == [fixed]  # the rejected draft never streamed as the answer
