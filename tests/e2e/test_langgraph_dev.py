@@ -396,3 +396,40 @@ def test_studio_shows_one_answer_never_the_rejected_draft(
     answer = final["messages"][-1]
     assert answer["content"] == streamed and answer["id"] in texts
     assert answer["response_metadata"]["kbgraph_check"]["policy"] == "repair"
+
+
+def _unsupported_model(body: dict[str, Any]) -> str:
+    if body.get("response_format") or body.get("tools"):
+        return "not the JSON you asked for"
+    return "Set max_attempts in client.toml to 42 to change the number of retries [1]."
+
+
+def test_under_flag_the_streamed_answer_is_marked_in_place(
+    client: SyncLangGraphClient, docs_folder: Path
+) -> None:
+    """Issue 40: the message a chat UI renders carried no mark. Under flag the answer
+    streams as written; the run's final values hold that message (same id) with the
+    verdict in its metadata and the visible line in its content."""
+    ids: set[str] = set()
+    final: dict[str, Any] = {}
+    with OpenAIServer(chat_responder=_unsupported_model) as chat:
+        spec = f"openai_compatible:fake-chat@{chat.base_url}"
+        for part in client.runs.stream(
+            None,
+            _assistant(client, "chat_agent"),
+            input=_user(QUESTION),
+            context=_context(docs_folder, chat_model=spec, answer_check={"policy": "flag"}),
+            stream_mode=["messages-tuple", "values"],
+        ):
+            assert part.event != "error", part.data
+            if part.event == "values":
+                final = part.data
+            elif part.event == "messages" and str(part.data[0].get("type")).lower().startswith(
+                "ai"
+            ):
+                ids.add(str(part.data[0]["id"]))
+    answer = final["messages"][-1]
+    assert ids == {answer["id"]}
+    verdict = answer["response_metadata"]["kbgraph_check"]
+    assert verdict["policy"] == "flag" and verdict["grounded"] is False
+    assert "⚠ Not supported by the sources:" in answer["content"]
