@@ -41,6 +41,7 @@ from ._ask import check_specs, run_ask
 from ._chat import build_chat_agent, compose_answer, exported_chat_agent
 from ._check_middleware import AnswerCheckMiddleware, AnswerCheckMiddlewareState
 from ._eval import ChatAgent, output_from_state
+from ._held import hold as hold_draft
 from ._middleware import RagMiddleware, RagMiddlewareState
 from ._react import build_tool_agent
 from ._state import (
@@ -82,6 +83,7 @@ __all__ = [
     "chat_agent",
     "check_specs",
     "compose_answer",
+    "hold_draft",
     "output_from_state",
     "run_ask",
     "tool_agent",

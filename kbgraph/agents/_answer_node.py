@@ -23,10 +23,12 @@ from kbgraph.graphs import RagSettings, inject_context
 from kbgraph.graphs._internal import extractive_text
 
 from ._check import make_check_node
+from ._held import held_message, published, with_draft
 from ._verdict import marked_update
 
 ANSWER_KEYS = (
     "messages", "answer_check", "answer_citations", "answer_unresolved", "answer_uncited",
+    "answer_draft",
 )  # fmt: skip
 """What the node writes (declare ``answer_check`` in your state to keep the record; the
 verdict is on the message either way)."""
@@ -60,15 +62,24 @@ def answer_check_node(
     ``RagSettings.answer_check.policy`` says (``repair`` by default: writes it again with
     ``chat_model``, else ``RagSettings.chat_model``, or quotes the sources; ``flag``: a
     visible line; ``off``). The verdict is in the message's
-    ``response_metadata["kbgraph_check"]`` and in ``answer_check``."""
+    ``response_metadata["kbgraph_check"]`` and in ``answer_check``.
+
+    For one answer in ``stream_mode="messages"`` (a draft the check rejects never streamed
+    as the answer), your answer node asks the model with the ``nostream`` tag and returns
+    ``{"answer_draft": hold_draft(reply)}`` instead of a message (declare ``answer_draft:
+    dict | None`` in your state): this node then appends the answer it keeps, once."""
     check = make_check_node(chat_model, _prompt_of, extractive_text, judge)
 
     def check_answer(state: Mapping[str, Any], runtime: Runtime[RagSettings]) -> dict[str, Any]:
         """Check the answer against its sources; mark it (or replace it) as the policy says."""
-        view = answer_view(state)
+        held = state.get("answer_draft")
+        draft = held_message(held) if held else None
+        view = answer_view(state if draft is None else with_draft(state, draft))
         if view is None:
             return {}
         update = marked_update(view, check(view, runtime))
+        if draft is not None:
+            update = published(update, draft)
         return {k: v for k, v in update.items() if k in ANSWER_KEYS}
 
     return check_answer

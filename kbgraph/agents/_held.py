@@ -81,6 +81,24 @@ def held_message(held: Mapping[str, Any]) -> AIMessage:
     return message
 
 
+def with_draft(state: Mapping[str, Any], draft: AIMessage) -> dict[str, Any]:
+    """The state as the check reads it: the held draft is its last message."""
+    return {**state, "messages": [*(state.get("messages") or []), draft]}
+
+
+def published(update: dict[str, Any], draft: AIMessage) -> dict[str, Any]:
+    """A check's ``update`` on a held draft: the answer it keeps appended (the draft itself
+    when nothing replaced it), the draft's removal dropped (it never entered ``messages``)
+    and the draft released."""
+    kept = [
+        m for m in update.get("messages") or []
+        if not (isinstance(m, RemoveMessage) and m.id == draft.id)
+    ]  # fmt: skip
+    if not any(isinstance(m, AIMessage) for m in kept):
+        kept.append(draft)
+    return {**update, "messages": kept, "answer_draft": None}
+
+
 def publishing(node: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
     """A ``(state, runtime)`` check node that appends the answer it keeps when the answer
     node held the draft back: the check reads the state as if the draft were its last
@@ -91,15 +109,7 @@ def publishing(node: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, A
         if not held:
             return node(state, runtime)
         draft = held_message(held)
-        view = {**state, "messages": [*(state.get("messages") or []), draft]}
-        update = node(view, runtime)
-        kept = [
-            m for m in update.get("messages") or []
-            if not (isinstance(m, RemoveMessage) and m.id == draft.id)
-        ]  # fmt: skip
-        if not any(isinstance(m, AIMessage) for m in kept):
-            kept.append(draft)
-        return {**update, "messages": kept, "answer_draft": None}
+        return published(node(with_draft(state, draft), runtime), draft)
 
     check_answer.__doc__ = node.__doc__
     return check_answer
@@ -114,5 +124,7 @@ __all__ = [
     "hold",
     "holds_draft",
     "not_streamed",
+    "published",
     "publishing",
+    "with_draft",
 ]

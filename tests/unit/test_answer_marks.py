@@ -6,12 +6,13 @@ a parent graph with ``answer_check_node`` and ``create_agent`` + ``rag_search`` 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.types import StreamMode
 
 from kbgraph.agents import (
     VERDICT_KEY,
@@ -19,6 +20,7 @@ from kbgraph.agents import (
     answer_check_node,
     build_chat_agent,
     build_tool_agent,
+    hold_draft,
     verdict_on,
 )
 from kbgraph.graphs import RagSettings, build_rag_graph, inject_context, mark_answer, rag_search
@@ -187,3 +189,41 @@ def test_the_check_middleware_streams_only_the_answer_it_keeps(docs: Path) -> No
         if isinstance(message, AIMessage) and message.text
     ]
     assert streamed == [fixed]  # the rejected draft never streamed as the answer
+
+
+class HeldState(State, total=False):
+    answer_draft: dict[str, Any] | None
+
+
+def test_a_parent_graph_that_holds_its_draft_streams_one_answer(docs: Path) -> None:
+    """The tutorial's parent graph streamed its draft, then the replacement: with the draft
+    held (hold_draft, the nostream tag) only the answer kept streams, once."""
+    fixed = "The client retries failed requests 4 times [1]."
+    model = ScriptedChatModel(responses=[WRONG, fixed])
+
+    def answer(state: HeldState) -> dict[str, Any]:
+        messages = inject_context(state["messages"], state.get("rag_context", ""))
+        reply = model.invoke(messages, config={"tags": ["nostream"]})
+        return {"answer_draft": hold_draft(mark_answer(reply, state, mode="llm"))}
+
+    builder = StateGraph(HeldState, context_schema=RagSettings)
+    builder.add_node("rag", build_rag_graph())
+    builder.add_node("answer", answer)
+    builder.add_node("check", answer_check_node(model, judge=_judge()))
+    builder.add_edge(START, "rag")
+    builder.add_edge("rag", "answer")
+    builder.add_edge("answer", "check")
+    graph = builder.compile()
+    settings = _settings(docs, "repair")
+    question: Any = {"messages": [HumanMessage(QUESTION)]}
+    streamed: list[str] = []
+    out: dict[str, Any] = {}
+    modes: list[StreamMode] = ["messages", "values"]
+    for mode, part in graph.stream(question, context=settings, stream_mode=modes):
+        if mode == "values":
+            out = cast(dict[str, Any], part)
+        elif isinstance(part[0], AIMessage):
+            streamed.append(part[0].text)
+    assert streamed == [fixed]
+    assert [m.type for m in out["messages"]] == ["human", "ai"]
+    assert out["answer_draft"] is None and verdict_on(out["messages"][-1]) is not None

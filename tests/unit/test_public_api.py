@@ -48,6 +48,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "chat_agent",
         "check_specs",
         "compose_answer",
+        "hold_draft",
         "output_from_state",
         "run_ask",
         "tool_agent",

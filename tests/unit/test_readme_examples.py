@@ -54,7 +54,7 @@ def run(name: str, model: ScriptedChatModel, workdir: Path, monkeypatch: Any) ->
 def test_every_example_is_found() -> None:
     assert set(examples()) == {
         "parent-graph", "parent-check", "custom-events", "create-agent", "middleware", "lcel",
-        "vector-store", "studio-stream",
+        "vector-store", "studio-stream", "studio-held",
     }  # fmt: skip
 
 
@@ -99,6 +99,18 @@ def test_the_studio_pages_parent_graph_streams_one_answer_marked_in_place(
     last = state["messages"][-1]
     assert [m.type for m in state["messages"]] == ["human", "ai"]
     assert last.response_metadata["kbgraph_check"]["policy"] == "flag"
+
+
+def test_the_studio_pages_held_draft_streams_only_the_answer_kept(
+    workdir: Path, monkeypatch: Any
+) -> None:
+    wrong = "The default of `lstrip_blocks` is `true` [1]."
+    model = ScriptedChatModel(responses=[ANSWER, ANSWER, wrong, wrong])
+    ns = run("studio-stream", model, workdir, monkeypatch)
+    exec(compile(examples()["studio-held"], "docs:studio-held", "exec"), ns)
+    (shown,) = [m for m in ns["shown"] if m.type.startswith("ai")]
+    assert shown.text.startswith("Extractive answer")  # no draft of the model streamed
+    assert shown.response_metadata["kbgraph_check"]["action"] == "replaced"
 
 
 def test_a_parent_state_without_a_marker_key_is_a_clear_error(
