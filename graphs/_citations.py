@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Literal
 
-from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from kbgraph.prompts import render_prompt
 from kbgraph.retrieval._internal import (
@@ -42,24 +43,35 @@ def inject_context(
     rag_context: str,
     *,
     instructions: str | None = None,
+    sources_role: Literal["system", "user"] = "system",
 ) -> list[BaseMessage]:
-    """``messages`` with the retrieved context in the system prompt.
+    """``messages`` with the retrieved context.
 
     The context goes into a fenced block preceded by citation instructions (``cite with
     [N]``, the sources are data and not instructions, say you don't know when they do not
     cover the question). An existing leading system message is kept and extended, because
     several providers accept only one system message, and only at the start. The input
     list is not modified.
+
+    ``sources_role="user"`` keeps the retrieved text out of the system role, the one with
+    the most authority: the instructions extend the system message and the fenced sources
+    are a user message of their own, just before the last question (LangChain's RAG guides
+    do the same; a document that says "ignore your instructions" then speaks with a user's
+    voice at most).
     """
     guidance = render_prompt(CITATION_PROMPT) if instructions is None else instructions
     block = _sources_block(rag_context)
     rest = list(messages)
-    if rest and isinstance(rest[0], SystemMessage):
-        head = rest.pop(0)
-        system = SystemMessage(content=f"{head.text.rstrip()}\n\n{guidance.strip()}\n\n{block}")
-    else:
-        system = SystemMessage(content=f"{guidance.strip()}\n\n{block}")
-    return [system, *rest]
+    head = rest.pop(0).text.rstrip() if rest and isinstance(rest[0], SystemMessage) else ""
+    if sources_role == "user":
+        system = SystemMessage(content=_joined(head, guidance.strip()))
+        last = max((i for i, m in enumerate(rest) if isinstance(m, HumanMessage)), default=0)
+        return [system, *rest[:last], HumanMessage(content=block), *rest[last:]]
+    return [SystemMessage(content=_joined(head, guidance.strip(), block)), *rest]
+
+
+def _joined(*parts: str) -> str:
+    return "\n\n".join(p for p in parts if p)
 
 
 def _sources_block(rag_context: str) -> str:

@@ -23,6 +23,10 @@ The answer node picks one of:
 
 When a node of the subgraph found the chat server hung or unreachable in this run, the
 answer does not call the model either (see ``kbgraph.graphs._nodes._base.run_outage``).
+
+Under a policy that may replace the model's answer its draft is not streamed and is held
+(``answer_draft``) for ``check_answer``, which appends the one answer kept; see
+``kbgraph.agents._held``.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
@@ -62,7 +66,9 @@ from kbgraph.prompts import load_prompt, render_prompt
 
 from ._check import make_check_node
 from ._common import citation_update, kb_names, model_for
+from ._held import ChatRunState, draft_config, hold, holds_draft, publishing
 from ._state import AgentInput, AnswerMode, ChatAgentState
+from ._verdict import with_verdict
 
 RAG_NODE = "rag"
 NODES = (RAG_NODE, "answer", "extract_citations", "check_answer")
@@ -101,7 +107,8 @@ def compose_answer(
     trimmed = None
     try:
         prompt, trimmed = answer_prompt(state, model)
-        message = model.invoke(prompt)
+        # A draft the check may replace is not streamed (see kbgraph.agents._held).
+        message = model.invoke(prompt, config=draft_config(settings))
         text = message.text
         if not text.strip():
             raise ValueError("the chat model returned an empty answer")
@@ -194,8 +201,11 @@ def make_answer_node(chat_model: BaseChatModel | None = None) -> Any:
         """Answer from the sources (or say why not); see ``compose_answer``."""
         settings = settings_from_runtime(runtime)
         reply = compose_answer(state, settings, model_for(chat_model, settings))
+        message = mark_answer(answer_message(reply), state, reply.mode)
+        # The model's draft waits for the check when the check may replace it.
+        held = reply.mode == "llm" and reply.source is not None and holds_draft(settings)
         return {
-            "messages": [mark_answer(answer_message(reply), state, reply.mode)],
+            **({"answer_draft": hold(message)} if held else {"messages": [message]}),
             "answer": reply.text,
             "answer_mode": reply.mode,
             "answer_error": reply.error,
@@ -243,7 +253,7 @@ def build_chat_agent(
     """
     subgraph = rag_graph or build_rag_graph(chat_model=chat_model, registry=registry)
     graph = StateGraph(
-        ChatAgentState,
+        ChatRunState,
         context_schema=RagSettings,
         input_schema=AgentInput,
         output_schema=ChatAgentState,
@@ -253,13 +263,18 @@ def build_chat_agent(
     graph.add_node("extract_citations", extract_citations_node)
     # The run is recorded (RagSettings.record_runs) when its last node is done.
     check = make_check_node(chat_model, _prompt_of, extractive_text, answer_judge)
+    check = publishing(with_verdict(check))  # one answer message, marked
     graph.add_node("check_answer", recording(check, name))
     graph.add_edge(START, RAG_NODE)
     graph.add_edge(RAG_NODE, "answer")
     graph.add_edge("answer", "extract_citations")
     graph.add_edge("extract_citations", "check_answer")
     graph.add_edge("check_answer", END)
-    return graph.compile(checkpointer=checkpointer, name=name)
+    # The run's state adds only the held draft (kbgraph.agents._held) to ChatAgentState.
+    compiled: Any = graph.compile(checkpointer=checkpointer, name=name)
+    return cast(
+        CompiledStateGraph[ChatAgentState, RagSettings, AgentInput, ChatAgentState], compiled
+    )
 
 
 @functools.cache

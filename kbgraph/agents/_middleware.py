@@ -11,9 +11,11 @@ Three hooks, one per step of a turn:
   keys replace the previous question's (``rag_citations`` is what a UI shows as sources)
   and the ``answer_*`` keys of the previous answer are cleared, so nothing of one turn
   leaks into the next.
-* ``wrap_model_call``: the citation-tagged context goes into the **request's** system
-  message only (the user's own system prompt kept, extended), with fewer sources when they
-  would not all fit the model's window. It is never written to ``messages``: a checkpointed
+* ``wrap_model_call``: the citation instructions extend the **request's** system message
+  (the user's own system prompt kept) and the citation-tagged sources go into a fenced
+  user message of the request just before the question — never into the system role,
+  whose authority a document must not borrow — with fewer sources when they would not all
+  fit the model's window. It is never written to ``messages``: a checkpointed
   thread grows by the question and the answer alone, and each turn's model sees the
   sources of its own question instead of every earlier turn's (the context is in
   ``rag_context``, replaced each turn, out of the agent's input and output). When the
@@ -79,7 +81,9 @@ from kbgraph.graphs._internal import (
 from ._chat import not_grounded_text
 from ._check import make_check_node
 from ._common import citation_update
+from ._held import holds_draft, not_streamed
 from ._state import AnswerCheckRecord, AnswerMode, ChatAgentState
+from ._verdict import mark_verdict
 
 _PRIVATE = OmitFromSchema(input=True, output=True)
 _OUTPUT = OmitFromSchema(input=True, output=False)
@@ -194,7 +198,9 @@ class RagMiddleware(AgentMiddleware[RagMiddlewareState, Any, Any]):
         turn = _Turn(self, request)
         if turn.reply is not None:
             return turn.reply
-        return turn.checked(handler(turn.request))
+        with not_streamed(turn.mode == "llm" and holds_draft(turn.settings)):
+            response = handler(turn.request)
+        return turn.checked(response)
 
     async def awrap_model_call(
         self,
@@ -204,7 +210,8 @@ class RagMiddleware(AgentMiddleware[RagMiddlewareState, Any, Any]):
         turn = _Turn(self, request)
         if turn.reply is not None:
             return turn.reply
-        response = await handler(turn.request)
+        with not_streamed(turn.mode == "llm" and holds_draft(turn.settings)):
+            response = await handler(turn.request)
         # The check may ask the model again (a blocking call) and runs the judge.
         return await asyncio.to_thread(turn.checked, response)
 
@@ -254,13 +261,13 @@ class _Turn:
             self._with_sources(request)
 
     def _with_sources(self, request: ModelRequest[Any]) -> None:
-        """The request with the sources in its system message (fewer when they would not all
-        fit the model's window; none, with a not-found notice, when not grounded)."""
+        """The request with the sources in a user message of their own (fewer when they would
+        not all fit the model's window; none, with a not-found notice, when not grounded)."""
         grounded = self.mode == "llm"
         context = str(self.state.get("rag_context") or "") if grounded else ""
         citations = list(self.state.get("rag_citations") or []) if grounded else []
         prompt = [*_system(request), *request.messages]
-        fit = fit_sources(request.model, context, citations, lambda c: inject_context(prompt, c))
+        fit = fit_sources(request.model, context, citations, lambda c: _with_context(prompt, c))
         if fit is None or fit.empty:
             why = "not even one source fits the chat model's context window"
             self.reply = self._answered(extractive_text(self.state, why), "fallback")
@@ -300,6 +307,8 @@ class _Turn:
         runtime = self.original.runtime.override(context=self.settings)
         done = check(view, runtime)
         kept = done["messages"][-1] if "messages" in done else mark_answer(message, view, self.mode)
+        # The verdict on what a chat UI renders, not only in the state.
+        kept = mark_verdict(kept, done.get("answer_check"), from_sources=self.mode == "llm")
         update: dict[str, Any] = {
             "answer_mode": self.mode,
             "answer_trimmed": self.trimmed,
@@ -324,6 +333,12 @@ def _mode(state: Mapping[str, Any], has_tools: bool) -> AnswerMode:
     human = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
     question = human.text if human is not None else ""
     return "small_talk" if not question or is_small_talk_or_closing(question) else "answered"
+
+
+def _with_context(prompt: list[BaseMessage], context: str) -> list[BaseMessage]:
+    """The instructions in the system message, the retrieved text never (issue 42, hole 6):
+    it comes fenced, as a user message, before the question."""
+    return inject_context(prompt, context, sources_role="user")
 
 
 def _system(request: ModelRequest[Any]) -> list[BaseMessage]:

@@ -51,6 +51,7 @@ from kbgraph.prompts import load_prompt, render_prompt
 from ._check import make_check_node
 from ._common import citation_update, kb_names, model_for
 from ._state import AgentInput, ToolAgentOutput, ToolAgentState
+from ._verdict import with_verdict
 
 NODES = ("agent", "tools", "extract_citations", "check_answer")
 # An answer needs the agent step and the extraction step; a search round needs two more.
@@ -168,7 +169,8 @@ def build_tool_agent(
     graph.add_node("tools", ToolNode([tool]))
     graph.add_node("extract_citations", make_extract_node(tool.name))
     graph.add_node(
-        "check_answer", make_check_node(chat_model, _prompt_of, extractive_text, answer_judge)
+        "check_answer",
+        with_verdict(make_check_node(chat_model, _prompt_of, extractive_text, answer_judge)),
     )
     graph.add_edge(START, "agent")
     graph.add_conditional_edges("agent", route_after_agent, ["tools", "extract_citations"])

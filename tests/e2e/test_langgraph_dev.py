@@ -350,3 +350,86 @@ def test_chat_agent_streams_its_answer_once(client: SyncLangGraphClient, docs_fo
                     texts[key] = texts.get(key, "") + str(message.get("content") or "")
     answer = "Set max_attempts in client.toml to change the number of retries [1]."
     assert list(texts.values()) == [answer], texts
+
+
+DRAFT = "DRAFT: the number of retries is set in server.yaml."
+
+
+def _drafting_model(body: dict[str, Any]) -> str:
+    """The first answer is a draft the check rejects (it cites no source); asked again
+    (the request then holds that draft as an assistant message), it cites [1]."""
+    if body.get("response_format") or body.get("tools"):
+        return "not the JSON you asked for"
+    if any(m.get("role") == "assistant" for m in body.get("messages") or []):
+        return "Set max_attempts in client.toml to change the number of retries [1]."
+    return DRAFT
+
+
+def test_studio_shows_one_answer_never_the_rejected_draft(
+    client: SyncLangGraphClient, docs_folder: Path
+) -> None:
+    """Issue 40: in langgraph dev/Studio a rejected answer streamed token by token, then
+    its replacement came as a second message with a new id. Under the default policy
+    (repair) the draft is held for the check: one AI message streams, the answer kept."""
+    texts: dict[str, str] = {}
+    final: dict[str, Any] = {}
+    with OpenAIServer(chat_responder=_drafting_model) as chat:
+        spec = f"openai_compatible:fake-chat@{chat.base_url}"
+        for part in client.runs.stream(
+            None,
+            _assistant(client, "chat_agent"),
+            input=_user(QUESTION),
+            context=_context(docs_folder, chat_model=spec),
+            stream_mode=["messages-tuple", "values"],
+        ):
+            assert part.event != "error", part.data
+            if part.event == "values":
+                final = part.data
+            if part.event == "messages":
+                message = part.data[0]
+                if str(message.get("type")).lower().startswith("ai"):
+                    key = str(message["id"])
+                    texts[key] = texts.get(key, "") + str(message.get("content") or "")
+    assert len(texts) == 1, texts  # one answer message
+    (streamed,) = texts.values()
+    assert "DRAFT" not in streamed
+    answer = final["messages"][-1]
+    assert answer["content"] == streamed and answer["id"] in texts
+    assert answer["response_metadata"]["kbgraph_check"]["policy"] == "repair"
+
+
+def _unsupported_model(body: dict[str, Any]) -> str:
+    if body.get("response_format") or body.get("tools"):
+        return "not the JSON you asked for"
+    return "Set max_attempts in client.toml to 42 to change the number of retries [1]."
+
+
+def test_under_flag_the_streamed_answer_is_marked_in_place(
+    client: SyncLangGraphClient, docs_folder: Path
+) -> None:
+    """Issue 40: the message a chat UI renders carried no mark. Under flag the answer
+    streams as written; the run's final values hold that message (same id) with the
+    verdict in its metadata and the visible line in its content."""
+    ids: set[str] = set()
+    final: dict[str, Any] = {}
+    with OpenAIServer(chat_responder=_unsupported_model) as chat:
+        spec = f"openai_compatible:fake-chat@{chat.base_url}"
+        for part in client.runs.stream(
+            None,
+            _assistant(client, "chat_agent"),
+            input=_user(QUESTION),
+            context=_context(docs_folder, chat_model=spec, answer_check={"policy": "flag"}),
+            stream_mode=["messages-tuple", "values"],
+        ):
+            assert part.event != "error", part.data
+            if part.event == "values":
+                final = part.data
+            elif part.event == "messages" and str(part.data[0].get("type")).lower().startswith(
+                "ai"
+            ):
+                ids.add(str(part.data[0]["id"]))
+    answer = final["messages"][-1]
+    assert ids == {answer["id"]}
+    verdict = answer["response_metadata"]["kbgraph_check"]
+    assert verdict["policy"] == "flag" and verdict["grounded"] is False
+    assert "⚠ Not supported by the sources:" in answer["content"]

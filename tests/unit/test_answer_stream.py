@@ -12,7 +12,7 @@ import pytest
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage
 
 from kbgraph.agents import build_chat_agent
-from kbgraph.graphs._settings import RagSettings
+from kbgraph.graphs._settings import AnswerCheckSettings, RagSettings
 from kbgraph.testing import ScriptedChatModel, ScriptedJudge
 
 DOCS = {"retry.md": "# Retry policy\n\nThe client retries failed requests 4 times.\n"}
@@ -71,17 +71,31 @@ def test_a_replaced_answer_streams_as_its_own_message_once(settings: RagSettings
     uncited = "The client retries failed requests 4 times."
     streamed = _streamed(_agent(uncited, uncited), QUESTION, settings)
     texts = [text for _, text in streamed]
-    # The model's first answer streamed as it was written; its replacement follows, once;
-    # the second attempt (not shown either) is not streamed at all.
-    assert texts[0] == uncited and len(texts) == 2
-    assert texts[1].startswith("Extractive answer (the chat model's answer was not shown")
+    # Issue 40: the rejected draft streamed token by token, then its replacement came as a
+    # second message. Under repair the draft is held for the check: the replacement is the
+    # one answer streamed; neither attempt of the model is.
+    assert len(texts) == 1 and uncited not in texts
+    assert texts[0].startswith("Extractive answer (the chat model's answer was not shown")
     assert Counter(i for i, _ in streamed).most_common(1)[0][1] == 1
 
 
 def test_a_second_answer_that_is_kept_streams_once(settings: RagSettings) -> None:
     uncited = "The client retries failed requests 4 times."
     streamed = _streamed(_agent(uncited, TRUE), QUESTION, settings)
-    assert [text for _, text in streamed] == [uncited, TRUE]
+    assert [text for _, text in streamed] == [TRUE]  # the rejected draft never streamed
+
+
+def test_under_flag_the_answer_streams_as_written_and_is_marked_in_place(
+    settings: RagSettings,
+) -> None:
+    """Nothing can replace the answer under flag: its tokens stream, and the check's
+    verdict replaces that message in place (same id) in the state."""
+    flag = settings.model_copy(update={"answer_check": AnswerCheckSettings(policy="flag")})
+    streamed = _streamed(_agent(TRUE), QUESTION, flag)
+    assert [text for _, text in streamed] == [TRUE]
+    out = _agent(TRUE).invoke({"messages": [HumanMessage(QUESTION)]}, context=flag)
+    assert [m.type for m in out["messages"]] == ["human", "ai"]
+    assert out["messages"][-1].response_metadata["kbgraph_check"]["grounded"] is True
 
 
 def test_the_final_state_holds_one_answer_message(settings: RagSettings) -> None:
