@@ -102,12 +102,26 @@ def _top_level_statement(line: str) -> bool:
 
 def best_rows(scores: Sequence[float]) -> list[int]:
     """The rows of a table to quote: those that match the question best (at least 0.6 of
-    the best row), or every row when none matches better than the others (a "configure"
-    question: the table is the answer), at most :data:`MAX_TABLE_ROWS`."""
+    the best row), or every row when no row stands out (none matches, or half the rows
+    match as well as the best: the question is about the table, as "How do I configure
+    the retry policy?" is), at most :data:`MAX_TABLE_ROWS`."""
     best = max(scores, default=0.0)
-    if best <= 0 or min(scores) == best:
+    if best <= 0 or 2 * sum(1 for s in scores if s == best) >= len(scores):
         return list(range(len(scores)))[:MAX_TABLE_ROWS]
     return [k for k, s in enumerate(scores) if s >= 0.6 * best][:MAX_TABLE_ROWS]
+
+
+def intro_of(every: list[Unit], unit: Unit) -> Unit | None:
+    """The sentence that introduces the code block of ``unit`` ("Run the migrations once
+    per release, before the new version takes traffic:"): a quoted command comes with it,
+    since the sentence says when and why to run it."""
+    if not unit.code or unit.block is None:
+        return None
+    start = next(k for k, u in enumerate(every) if u.code and u.block == unit.block)
+    before = every[start - 1] if start > 0 else None
+    if before is None or before.code or before.table is not None:
+        return None
+    return before if introduces(before.text) else None
 
 
 def with_follow_ups(every: list[Unit], picked: list[Unit]) -> list[Unit]:
@@ -115,6 +129,7 @@ def with_follow_ups(every: list[Unit], picked: list[Unit]) -> list[Unit]:
     last of the next :data:`MAX_FOLLOW_UPS` sentences that holds a value or introduces a
     block or list: an option's entry often states its value ("The default is 5.") or
     shows it ("… as above:") a sentence or two after the words that match the question."""
+    picked = [intro_of(every, unit) or unit if unit.code else unit for unit in picked]
     out: list[Unit] = []
     for unit in picked:
         out.append(unit)
@@ -173,6 +188,7 @@ __all__ = [
     "best_rows",
     "enclosing_definition",
     "holds_value",
+    "intro_of",
     "introduced_list",
     "introduces",
     "is_header",

@@ -137,7 +137,8 @@ def _weight(question: str, unit: Unit, index: int, found: list[Unit]) -> float:
     if is_pointer(unit.text):
         return POINTER_WEIGHT
     following = found[index + 1] if index + 1 < len(found) else None
-    shows = following is not None and following.code and introduces(unit.text)
+    shows = following is not None and (following.code or following.item)
+    shows = shows and introduces(unit.text)
     return HOW_TO_WEIGHT if shows and asks_how(question) else 1.0
 
 

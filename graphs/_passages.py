@@ -59,6 +59,7 @@ class Unit:
     block: tuple[int, int] | None = None
     paragraph: int = -1  # the sentences of one paragraph share it; -1 for code and tables
     table: tuple[int, int] | None = None  # a table row's table (first and last line)
+    item: bool = False  # the first sentence of a list item
 
 
 def clean(text: str) -> str:
@@ -248,7 +249,8 @@ def _sentences(lines: Sequence[str], indices: Sequence[int], number: int) -> lis
             continue
         first = max(k for k, s in enumerate(starts) if s <= lo)
         last = max(k for k, s in enumerate(starts) if s < max(hi, lo + 1))
-        out.append(Unit(indices[first], indices[last], sentence, paragraph=number))
+        item = not out and bool(_LIST_ITEM.match(lines[indices[0]]))
+        out.append(Unit(indices[first], indices[last], sentence, paragraph=number, item=item))
     return out
 
 

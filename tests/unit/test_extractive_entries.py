@@ -78,6 +78,7 @@ def test_a_specific_question_gets_the_matching_row_under_the_header() -> None:
         "|---|---|---|\n"
         "| `pool.size` | `10` | connections kept open |\n"
         "| `cache.ttl` | `60` | seconds an entry lives |\n"
+        "| `log.level` | `info` | how much is logged |\n"
     )
     (quote,) = _extractive.best_quotes(
         "What is the default cache ttl?", [_citation(1, text, "c.md")]
@@ -128,3 +129,18 @@ def test_a_sentence_that_introduces_a_list_brings_the_list() -> None:
     )
     answer = _answer("How do I stop reading environment variables?", _citation(1, text, "env.md"))
     assert "Client(trust_env=False)" in answer
+
+
+def test_a_quoted_command_comes_with_the_sentence_that_says_when_to_run_it() -> None:
+    text = (
+        "## Migrations\n"
+        "\n"
+        "Run the migrations once per release, before the new version takes traffic:\n"
+        "\n"
+        "```bash\n"
+        "docker run --rm image:2.4 tool migrate\n"
+        "```\n"
+    )
+    answer = _answer("When should I run tool migrate?", _citation(1, text, "deploy.md"))
+    assert "once per release" in answer
+    assert "tool migrate" in answer
