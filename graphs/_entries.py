@@ -18,10 +18,13 @@ _POINTER = re.compile(
     re.IGNORECASE,
 )
 # A value a reader asks for: a number, a name in code (dotted, snake_case, a call, an
-# assignment, an upper-case constant) or a quoted literal.
-_VALUE = re.compile(r"\d|\w[.=(]\w|\w_\w|\w\(|\b[A-Z][A-Z0-9]+_[A-Z0-9_]+\b|=\s*\S")
+# assignment, an upper-case constant, a header name such as Retry-After).
+_VALUE = re.compile(
+    r"\d|\w[.=(]\w|\w_\w|\w\(|\b[A-Z][A-Z0-9]+_[A-Z0-9_]+\b|=\s*\S|\b[A-Z]\w*-[A-Z]\w*\b"
+)
 _DEF = re.compile(r"\s*(async\s+def|def|class)\s+\w")
 _LISTS = re.compile(r"(:|\.\.\.|…)$")
+_EXAMPLE = re.compile(r"\b(this|the following|for) example\b|\bas follows\b", re.IGNORECASE)
 _HOW_TO = re.compile(r"^\s*how (do|can|should|would) (i|we|you)\b|^\s*how to\b", re.IGNORECASE)
 HOW_TO_WEIGHT = 1.5
 """A "how do I" question is answered by what a sentence that introduces a block shows
@@ -43,6 +46,8 @@ POINTER_LEAD = 5
 this share of its score: it repeats the question's words without stating anything."""
 MAX_FOLLOW_UPS = 3
 """How many sentences after a quoted one may join it (the last holding a value)."""
+MAX_LEAD = 1
+"""How many sentences before a quoted one may join it: the first of its paragraph."""
 MAX_TABLE_ROWS = 8
 MAX_LIST_ITEMS = 4
 
@@ -72,8 +77,9 @@ def asks_how(question: str) -> bool:
 
 
 def introduces(text: str) -> bool:
-    """A sentence that introduces what follows it: a block, a list ("…two ways:")."""
-    return bool(_LISTS.search(text.rstrip()))
+    """A sentence that introduces what follows it: a block, a list ("…two ways:", "…
+    such as this example, which …")."""
+    return bool(_LISTS.search(text.rstrip()) or _EXAMPLE.search(text))
 
 
 def enclosing_definition(lines: Sequence[str], index: int) -> int | None:
@@ -136,12 +142,27 @@ def with_follow_ups(every: list[Unit], picked: list[Unit]) -> list[Unit]:
         if unit.code or unit.table is not None:
             continue
         index = every.index(unit)
+        out.extend(_lead(every, index))
         ahead = every[index + 1 : index + 1 + MAX_FOLLOW_UPS]
         same = [u for u in _while_same_paragraph(ahead, unit.paragraph)]
         telling = [k for k, u in enumerate(same) if holds_value(u.text) or introduces(u.text)]
         if telling:
             out.extend(same[: telling[-1] + 1])
-    return sorted(set(out), key=lambda u: u.first)
+    return sorted(set(out), key=every.index)
+
+
+def _lead(every: list[Unit], index: int) -> list[Unit]:
+    """The sentences before ``every[index]`` from the first of its paragraph, when that
+    one is at most :data:`MAX_LEAD` before it and names a value: an entry opens with what
+    it is about ("Send an Idempotency-Key header with every write. If Harbor has seen the
+    key …")."""
+    unit = every[index]
+    start = index
+    while start > 0 and every[start - 1].paragraph == unit.paragraph and not unit.code:
+        start -= 1
+    if start == index or index - start > MAX_LEAD or not holds_value(every[start].text):
+        return []
+    return every[start:index]
 
 
 def _while_same_paragraph(units_: list[Unit], paragraph: int) -> list[Unit]:

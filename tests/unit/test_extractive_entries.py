@@ -144,3 +144,29 @@ def test_a_quoted_command_comes_with_the_sentence_that_says_when_to_run_it() -> 
     answer = _answer("When should I run tool migrate?", _citation(1, text, "deploy.md"))
     assert "once per release" in answer
     assert "tool migrate" in answer
+
+
+def test_a_sentence_that_points_at_an_example_brings_the_example() -> None:
+    text = (
+        "You can also use these hooks to install response processing code, such as this\n"
+        "example, which creates a client that always raises on 4xx and 5xx responses.\n"
+        "\n"
+        "```python\n"
+        "def raise_on_error(response):\n"
+        "    response.raise_for_status()\n"
+        "```\n"
+    )
+    answer = _answer(
+        "How do I raise an exception for 4xx and 5xx responses?", _citation(1, text, "hooks.md")
+    )
+    assert "response.raise_for_status()" in answer
+
+
+def test_an_entry_is_quoted_from_the_sentence_that_names_it() -> None:
+    text = (
+        "Send an `Idempotency-Key` header with every write. If the server has seen the key\n"
+        "in the last 24 hours it returns the stored response instead of creating a second\n"
+        "order.\n"
+    )
+    answer = _answer("How do I make creating an order safe to retry?", _citation(1, text, "o.md"))
+    assert "- Send an Idempotency-Key header with every write. If the server" in answer
