@@ -5,9 +5,11 @@ that says the answer is extractive.
 A document's passage is whole sentences without markup and the code, config and command
 lines that answer (:mod:`._passages`): the units scored best against the question across
 the sources, only those close to the best one (an answer padded with near misses states the
-fact less clearly), and a sentence that introduces a code block ("run:", "in harbor.yaml:")
-brings the block. A code or CSV source is quoted by lines, each carried on to the end of
-its sentence (a docstring wraps), neighbours merged."""
+fact less clearly). A unit is quoted with the rest of its entry (:mod:`._entries`): the
+sentences after it up to one that holds a value, the block or list a sentence introduces
+("run:", "in harbor.yaml:"), a table's header and the rows that answer; a pointer sentence
+counts little. A code or CSV source is quoted by lines, each carried on to the end of its
+sentence (a docstring wraps), from the ``def`` line it belongs to, neighbours merged."""
 
 from __future__ import annotations
 
