@@ -101,9 +101,13 @@ def best_quotes(
     chosen = list(citations)[:max_sources]
     found = [(pos, unit) for pos, c in enumerate(chosen) for unit in _units(c)]
     scores = line_scores(question, [unit.text for _, unit in found])
+    nexts = [
+        found[k + 1][1] if k + 1 < len(found) and found[k + 1][0] == pos else None
+        for k, (pos, _) in enumerate(found)
+    ]
     scores = [
-        score * _weight(question, unit, index, [u for _, u in found])
-        for index, (score, (_, unit)) in enumerate(zip(scores, found, strict=True))
+        score * _weight(question, unit, after)
+        for score, (_, unit), after in zip(scores, found, nexts, strict=True)
     ]
     best = max(scores, default=0.0)
     picked: dict[int, list[Unit]] = {}
@@ -129,19 +133,20 @@ def best_quotes(
     return quotes
 
 
-def _weight(question: str, unit: Unit, index: int, found: list[Unit]) -> float:
-    """How much a unit's match counts: less for a pointer sentence, more for a sentence
-    that introduces a code block when the question asks how to do something."""
+def _weight(question: str, unit: Unit, following: Unit | None) -> float:
+    """How much a unit's match counts: less for a pointer sentence and for one that
+    announces what its chunk does not hold ("To change the policy in harbor.yaml:" as the
+    chunk's last line), more for a sentence that introduces a code block or a list when
+    the question asks how to do something. ``following`` is the next unit of the chunk."""
     if unit.table is not None:
         return SETTINGS_WEIGHT if settings_table(question, unit.text.split("; ")[0]) else 1.0
     if unit.code:
         return 1.0
-    if is_pointer(unit.text):
+    dangling = following is None and unit.text.rstrip().endswith(":")
+    if dangling or is_pointer(unit.text):
         return POINTER_WEIGHT
-    following = found[index + 1] if index + 1 < len(found) else None
     shows = following is not None and (following.code or following.item)
-    shows = shows and introduces(unit.text)
-    return HOW_TO_WEIGHT if shows and asks_how(question) else 1.0
+    return HOW_TO_WEIGHT if shows and introduces(unit.text) and asks_how(question) else 1.0
 
 
 def _units(citation: Mapping[str, Any]) -> list[Unit]:

@@ -170,3 +170,14 @@ def test_an_entry_is_quoted_from_the_sentence_that_names_it() -> None:
     )
     answer = _answer("How do I make creating an order safe to retry?", _citation(1, text, "o.md"))
     assert "- Send an Idempotency-Key header with every write. If the server" in answer
+
+
+def test_a_sentence_announcing_a_block_the_chunk_lacks_is_not_quoted() -> None:
+    text = (
+        "Only the listed status codes are retried, with connection errors.\n"
+        "\n"
+        "To change the retry policy in tool.yaml:\n"
+    )
+    answer = _answer("How do I change the retry policy?", _citation(1, text, "c.md"))
+    assert "tool.yaml" not in answer
+    assert "- Only the listed status codes are retried" in answer
