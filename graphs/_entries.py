@@ -100,6 +100,20 @@ def enclosing_definition(lines: Sequence[str], index: int) -> int | None:
     return None
 
 
+def definition_term(lines: Sequence[str], index: int) -> int | None:
+    """The term line of the definition-list item a line opens (a docstring's
+    ```lstrip_blocks``` above its indented description): the name the answer is about."""
+    if index == 0 or not lines[index].strip():
+        return None
+    above = lines[index - 1]
+    indent = len(lines[index]) - len(lines[index].lstrip())
+    margin = len(above) - len(above.lstrip())
+    words = above.split()
+    if not words or margin >= indent or len(words) > 3 or above.rstrip().endswith((".", ":")):
+        return None
+    return index - 1
+
+
 def _top_level_statement(line: str) -> bool:
     """A line at the margin that ends the definition above it (not a decorator, comment,
     closing bracket or string)."""
@@ -207,6 +221,7 @@ __all__ = [
     "SETTINGS_WEIGHT",
     "asks_how",
     "best_rows",
+    "definition_term",
     "enclosing_definition",
     "holds_value",
     "intro_of",

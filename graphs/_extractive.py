@@ -28,6 +28,7 @@ from ._entries import (
     SETTINGS_WEIGHT,
     asks_how,
     best_rows,
+    definition_term,
     enclosing_definition,
     introduced_list,
     introduces,
@@ -202,9 +203,11 @@ def _quotes(
 
 
 def _with_definitions(lines: list[str], picked: list[int]) -> list[int]:
-    """The picked lines of a code file and the ``def``/``class`` line each belongs to, so
-    that a code answer names the definition it quotes."""
+    """The picked lines of a code file, the ``def``/``class`` line each belongs to and the
+    term of the definition-list item it opens, so that a code answer names what it
+    quotes."""
     found = {d for i in picked if (d := enclosing_definition(lines, i)) is not None}
+    found |= {t for i in picked if (t := definition_term(lines, i)) is not None}
     return sorted(found | set(picked))
 
 

@@ -181,3 +181,19 @@ def test_a_sentence_announcing_a_block_the_chunk_lacks_is_not_quoted() -> None:
     answer = _answer("How do I change the retry policy?", _citation(1, text, "c.md"))
     assert "tool.yaml" not in answer
     assert "- Only the listed status codes are retried" in answer
+
+
+def test_a_docstring_definition_is_quoted_with_its_term() -> None:
+    text = (
+        "class Settings:\n"
+        '    """The settings.\n'
+        "\n"
+        "    `strip_lead`\n"
+        "        If this is set to True leading spaces and tabs are stripped from the\n"
+        "        start of a line to a tag. Defaults to `False`.\n"
+        '    """\n'
+    )
+    answer = _answer(
+        "How do I strip spaces and tabs before a tag?", _citation(1, text, "src/settings.py")
+    )
+    assert "strip_lead" in answer
