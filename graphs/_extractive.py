@@ -5,9 +5,11 @@ that says the answer is extractive.
 A document's passage is whole sentences without markup and the code, config and command
 lines that answer (:mod:`._passages`): the units scored best against the question across
 the sources, only those close to the best one (an answer padded with near misses states the
-fact less clearly), and a sentence that introduces a code block ("run:", "in harbor.yaml:")
-brings the block. A code or CSV source is quoted by lines, each carried on to the end of
-its sentence (a docstring wraps), neighbours merged."""
+fact less clearly). A unit is quoted with the rest of its entry (:mod:`._entries`): the
+sentences after it up to one that holds a value, the block or list a sentence introduces
+("run:", "in harbor.yaml:"), a table's header and the rows that answer; a pointer sentence
+counts little. A code or CSV source is quoted by lines, each carried on to the end of its
+sentence (a docstring wraps), from the ``def`` line it belongs to, neighbours merged."""
 
 from __future__ import annotations
 
@@ -20,8 +22,23 @@ from typing import Any
 from kbgraph.prompts import render_prompt
 from kbgraph.retrieval._internal import escape_markers, language_of, stems
 
+from ._entries import (
+    HOW_TO_WEIGHT,
+    POINTER_WEIGHT,
+    SETTINGS_WEIGHT,
+    asks_how,
+    best_rows,
+    definition_term,
+    enclosing_definition,
+    introduced_list,
+    introduces,
+    is_header,
+    is_pointer,
+    settings_table,
+    with_follow_ups,
+)
 from ._nodes import content_terms, question_of
-from ._passages import Unit, units
+from ._passages import Unit, plain, units
 
 MAX_QUOTE_CHARS = 400
 MAX_SENTENCE_CHARS = 1000
@@ -52,9 +69,10 @@ class Quote:
 def terms(text: str) -> set[str]:
     """The stems of the topic words of ``text`` (the heuristic nodes' notion of a term, so
     that the quoted lines match the question the way GroundingCheck judged it), and of the
-    words of its ``snake_case`` names (``MAX_CONTENT_LENGTH``: content, length)."""
+    words of its ``snake_case`` and dotted names (``MAX_CONTENT_LENGTH``: content, length;
+    ``retry.max_attempts``: retry, max, attempts)."""
     found = content_terms(text)
-    parts = [p for word in found if "_" in word for p in word.split("_") if len(p) > 1]
+    parts = [p for word in found for p in re.split(r"[_.]", word) if len(p) > 1 and p != word]
     return set(stems([*found, *parts]))
 
 
@@ -84,6 +102,14 @@ def best_quotes(
     chosen = list(citations)[:max_sources]
     found = [(pos, unit) for pos, c in enumerate(chosen) for unit in _units(c)]
     scores = line_scores(question, [unit.text for _, unit in found])
+    nexts = [
+        found[k + 1][1] if k + 1 < len(found) and found[k + 1][0] == pos else None
+        for k, (pos, _) in enumerate(found)
+    ]
+    scores = [
+        score * _weight(question, unit, after)
+        for score, (_, unit), after in zip(scores, found, nexts, strict=True)
+    ]
     best = max(scores, default=0.0)
     picked: dict[int, list[Unit]] = {}
     if best > 0:
@@ -103,16 +129,47 @@ def best_quotes(
     quotes: list[Quote] = []
     for pos, citation in enumerate(chosen):
         if picked.get(pos):
-            quotes.extend(_quotes(citation, pos + 1, sorted(picked[pos], key=lambda u: u.first)))
+            mine = sorted(picked[pos], key=lambda u: u.first)
+            quotes.extend(_quotes(citation, pos + 1, mine, question))
     return quotes
 
 
+def _weight(question: str, unit: Unit, following: Unit | None) -> float:
+    """How much a unit's match counts: less for a pointer sentence and for one that
+    announces what its chunk does not hold ("To change the policy in harbor.yaml:" as the
+    chunk's last line), more for a sentence that introduces a code block or a list when
+    the question asks how to do something. ``following`` is the next unit of the chunk."""
+    if unit.table is not None:
+        return SETTINGS_WEIGHT if settings_table(question, unit.text.split("; ")[0]) else 1.0
+    if unit.code:
+        return 1.0
+    dangling = following is None and unit.text.rstrip().endswith(":")
+    if dangling or is_pointer(unit.text):
+        return POINTER_WEIGHT
+    shows = following is not None and (following.code or following.item)
+    return HOW_TO_WEIGHT if shows and introduces(unit.text) and asks_how(question) else 1.0
+
+
 def _units(citation: Mapping[str, Any]) -> list[Unit]:
-    """A prose source's sentences and code lines; a code or CSV file's quotable lines."""
+    """A prose source's sentences, code lines and tables; a code or CSV file's lines."""
     lines = _lines(citation)
     if _by_lines(citation):
         return [Unit(i, i, lines[i]) for i in _quotable(lines)]
-    return units(lines)
+    return _entries(lines)
+
+
+def _entries(lines: list[str]) -> list[Unit]:
+    """The units of a prose chunk with each table's rows made one unit: a table is scored
+    as a whole (its header says "Default", its rows name the settings) and quoted by
+    the rows that answer (:func:`_table_quote`)."""
+    out: list[Unit] = []
+    for unit in units(lines):
+        if unit.table is not None and out and out[-1].table == unit.table:
+            last = out[-1]
+            out[-1] = Unit(last.first, unit.last, f"{last.text}; {unit.text}", table=unit.table)
+        else:
+            out.append(unit)
+    return out
 
 
 def _by_lines(citation: Mapping[str, Any]) -> bool:
@@ -120,19 +177,38 @@ def _by_lines(citation: Mapping[str, Any]) -> bool:
     return language_of(source) is not None or source.lower().endswith((".csv", ".tsv"))
 
 
-def _quotes(citation: Mapping[str, Any], position: int, picked: list[Unit]) -> list[Quote]:
+def _quotes(
+    citation: Mapping[str, Any], position: int, picked: list[Unit], question: str
+) -> list[Quote]:
     lines = _lines(citation)
     if _by_lines(citation):
-        spans = passages(lines, [u.first for u in picked])
+        spans = passages(lines, _with_definitions(lines, [u.first for u in picked]))
         return [_quote(citation, position, lines, start, end) for start, end in spans]
-    every = units(lines)
+    every = _entries(lines)
     groups: list[list[Unit]] = []
-    for unit in picked:
+    for unit in with_follow_ups(every, picked):
+        if unit.table is not None:
+            groups.append([unit])
+            continue
         if groups and _follows(every, groups[-1][-1], unit):
             groups[-1].append(unit)
         else:
             groups.append([unit])
-    return [_unit_quote(citation, position, lines, every, group) for group in groups]
+    return [
+        _table_quote(citation, position, lines, group[0], question)
+        if group[0].table is not None
+        else _unit_quote(citation, position, lines, every, group)
+        for group in groups
+    ]
+
+
+def _with_definitions(lines: list[str], picked: list[int]) -> list[int]:
+    """The picked lines of a code file, the ``def``/``class`` line each belongs to and the
+    term of the definition-list item it opens, so that a code answer names what it
+    quotes."""
+    found = {d for i in picked if (d := enclosing_definition(lines, i)) is not None}
+    found |= {t for i in picked if (t := definition_term(lines, i)) is not None}
+    return sorted(found | set(picked))
 
 
 def _follows(every: list[Unit], before: Unit, unit: Unit) -> bool:
@@ -159,7 +235,10 @@ def _unit_quote(
         code = [line.rstrip() for line in lines[block[0] : block[1] + 1] if line.strip()]
         code = code[:MAX_CODE_LINES]
         last = Unit(block[0], min(block[1], block[0] + MAX_CODE_LINES - 1), "")
-    text = " ".join(u.text for u in prose)
+    items = introduced_list(every, lines, last) if block is None else []
+    if items:
+        last = items[-1]
+    text = " ".join(u.text for u in [*prose, *items])
     if len(text) > MAX_SENTENCE_CHARS:
         text = text[: MAX_SENTENCE_CHARS - 1].rstrip() + "…"
     n = int(citation.get("n") or position)
@@ -177,11 +256,31 @@ def _unit_quote(
 
 def _introduced_block(every: list[Unit], unit: Unit) -> tuple[int, int] | None:
     """The code block a sentence ending in ``:`` introduces (the next unit, a code line)."""
-    if unit.code or not unit.text.endswith(":"):
+    if unit.code or not introduces(unit.text):
         return None
     index = every.index(unit)
     following = every[index + 1] if index + 1 < len(every) else None
     return following.block if following is not None and following.code else None
+
+
+def _table_quote(
+    citation: Mapping[str, Any], position: int, lines: list[str], table: Unit, question: str
+) -> Quote:
+    """A table as its header (the text) and the rows that answer (shown under it)."""
+    rows = [u for u in units(lines) if u.table == table.table]
+    header = rows[0] if len(rows) > 1 and is_header(lines, rows[0].first) else None
+    body = [u for u in rows if u is not header]
+    chosen = [body[k] for k in best_rows(line_scores(question, [u.text for u in body]))]
+    n = int(citation.get("n") or position)
+    first = (header or chosen[0]).first
+    return Quote(
+        n,
+        escape_markers(header.text if header else ""),
+        str(citation.get("source", "")),
+        _file_line(citation, lines, first),
+        _file_line(citation, lines, chosen[-1].last),
+        tuple(escape_markers(u.text) for u in chosen),
+    )
 
 
 def _dedent(code: list[str]) -> list[str]:
@@ -245,7 +344,7 @@ def _quotable(lines: list[str]) -> list[int]:
 def _quote(
     citation: Mapping[str, Any], position: int, lines: list[str], start: int, end: int
 ) -> Quote:
-    text = " ".join(" ".join(lines[start : end + 1]).split())
+    text = plain(" ".join(" ".join(lines[start : end + 1]).split())).strip("\"'").strip()
     if len(text) > MAX_QUOTE_CHARS:
         text = text[: MAX_QUOTE_CHARS - 1].rstrip() + "…"
     text = escape_markers(text)

@@ -58,6 +58,8 @@ class Unit:
     code: bool = False
     block: tuple[int, int] | None = None
     paragraph: int = -1  # the sentences of one paragraph share it; -1 for code and tables
+    table: tuple[int, int] | None = None  # a table row's table (first and last line)
+    item: bool = False  # the first sentence of a list item
 
 
 def clean(text: str) -> str:
@@ -78,6 +80,16 @@ def clean(text: str) -> str:
     return text[:-3] if text.endswith(" ::") else text[:-1] if text.endswith("::") else text
 
 
+def plain(text: str) -> str:
+    """A docstring's or comment's text without reStructuredText roles and literals
+    (``:func:`x```, ````x````): code quoted by lines keeps everything else as it is."""
+    return _DOUBLE_CODE.sub(r"\1", _ROLE.sub(r"\1", text))
+
+
+def is_list_item(line: str) -> bool:
+    return bool(_LIST_ITEM.match(line))
+
+
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
 
@@ -93,7 +105,7 @@ def _is_heading(lines: Sequence[str], i: int) -> bool:
 def line_kinds(lines: Sequence[str]) -> list[str]:
     """Per line: "code", "prose", "table" or "skip" (see the module docstring)."""
     kinds: list[str] = []
-    fence: str | None = None
+    fence: str | None = _open_at_start(lines)
     literal: int | None = None  # indentation of the paragraph that opened a literal block
     for i, line in enumerate(lines):
         stripped = line.strip()
@@ -140,6 +152,20 @@ def line_kinds(lines: Sequence[str]) -> list[str]:
     return kinds
 
 
+def _open_at_start(lines: Sequence[str]) -> str | None:
+    """The fence of a code block the chunk starts inside: a chunk cut from the middle of a
+    block has an odd number of fences, and its first one closes the block (a bare fence
+    right after a code line, not after a blank line or a sentence that introduces it)."""
+    fences = [(i, m.group(1)) for i, line in enumerate(lines) if (m := _FENCE.match(line))]
+    if len(fences) % 2 == 0:
+        return None
+    first, fence = fences[0]
+    before = [line for line in lines[:first] if line.strip()]
+    bare = not lines[first].strip()[len(fence) :].strip()
+    opens = not lines[first - 1].strip() or lines[first - 1].rstrip().endswith((":", "..."))
+    return fence if bare and before and first > 0 and not opens else None
+
+
 def units(lines: Sequence[str]) -> list[Unit]:
     """The quotable units of a chunk's lines, in order."""
     kinds = line_kinds(lines)
@@ -162,7 +188,8 @@ def units(lines: Sequence[str]) -> list[Unit]:
             flush()
             if kind == "table":
                 cells = [clean(c) for c in lines[i].strip().strip("|").split("|")]
-                out.append(Unit(i, i, " | ".join(c for c in cells if c)))
+                table = _table_of(kinds, lines, i)
+                out.append(Unit(i, i, " | ".join(c for c in cells if c), table=table))
             elif kind == "code":
                 end = i
                 while (
@@ -179,6 +206,20 @@ def units(lines: Sequence[str]) -> list[Unit]:
         i += 1
     flush()
     return out
+
+
+def _table_of(kinds: Sequence[str], lines: Sequence[str], i: int) -> tuple[int, int]:
+    """The first and last line of the table row ``i`` belongs to (its rules included)."""
+
+    def part(j: int) -> bool:
+        return kinds[j] == "table" or bool(_TABLE_RULE.fullmatch(lines[j]))
+
+    first, last = i, i
+    while first > 0 and part(first - 1):
+        first -= 1
+    while last + 1 < len(lines) and part(last + 1):
+        last += 1
+    return first, last
 
 
 def _continues(kinds: Sequence[str], j: int) -> bool:
@@ -208,8 +249,9 @@ def _sentences(lines: Sequence[str], indices: Sequence[int], number: int) -> lis
             continue
         first = max(k for k, s in enumerate(starts) if s <= lo)
         last = max(k for k, s in enumerate(starts) if s < max(hi, lo + 1))
-        out.append(Unit(indices[first], indices[last], sentence, paragraph=number))
+        item = not out and bool(_LIST_ITEM.match(lines[indices[0]]))
+        out.append(Unit(indices[first], indices[last], sentence, paragraph=number, item=item))
     return out
 
 
-__all__ = ["Unit", "clean", "line_kinds", "units"]
+__all__ = ["Unit", "clean", "is_list_item", "line_kinds", "plain", "units"]

@@ -1,0 +1,234 @@
+"""What part of an option's entry answers a question: the entry is larger than the sentence
+that shares the question's words (reference docs put the value in a short sentence after the
+words that match, a table's rows under its header, a definition under its ``def`` line), and
+the question's form says which part to quote.
+
+Small pure predicates; :mod:`._extractive` applies them to the units of :mod:`._passages`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ._passages import Unit, is_list_item
+
+_POINTER = re.compile(
+    r"\b(see|refer to|described in|documented in|defaults? match|listed in|(is|are) in"
+    r"|for more (information|details)|more on this)\b",
+    re.IGNORECASE,
+)
+# A value a reader asks for: a number, a name in code (dotted, snake_case, a call, an
+# assignment, an upper-case constant, a header name such as Retry-After).
+_VALUE = re.compile(
+    r"\d|\w[.=(]\w|\w_\w|\w\(|\b[A-Z][A-Z0-9]+_[A-Z0-9_]+\b|=\s*\S|\b[A-Z]\w*-[A-Z]\w*\b"
+)
+_DEF = re.compile(r"\s*(async\s+def|def|class)\s+\w")
+_LISTS = re.compile(r"(:|\.\.\.|…)$")
+_EXAMPLE = re.compile(r"\b(this|the following|for) example\b|\bas follows\b", re.IGNORECASE)
+_HOW_TO = re.compile(r"^\s*how (do|can|should|would) (i|we|you)\b|^\s*how to\b", re.IGNORECASE)
+HOW_TO_WEIGHT = 1.5
+"""A "how do I" question is answered by what a sentence that introduces a block shows
+("…instantiating a client with HTTP/2 support enabled:"): such a sentence's score is
+multiplied by this."""
+_SETTING_QUESTION = re.compile(
+    r"\b(configur\w*|defaults?|settings?|options?|set|change|environment variables?)\b",
+    re.IGNORECASE,
+)
+_SETTING_HEADER = re.compile(
+    r"\b(default|setting|option|parameter|value|variable|key)s?\b", re.IGNORECASE
+)
+SETTINGS_WEIGHT = 2.0
+"""A settings table (its header names a setting, a default, a variable) answers a
+"configure"/"default" question with its rows: its score is multiplied by this."""
+POINTER_WEIGHT = 0.1
+POINTER_LEAD = 5
+"""A sentence that only refers elsewhere ("The defaults match docs/configuration.md") keeps
+this share of its score: it repeats the question's words without stating anything."""
+MAX_FOLLOW_UPS = 3
+"""How many sentences after a quoted one may join it (the last holding a value)."""
+MAX_LEAD = 1
+"""How many sentences before a quoted one may join it: the first of its paragraph."""
+MAX_TABLE_ROWS = 8
+MAX_LIST_ITEMS = 4
+
+
+def is_pointer(text: str) -> bool:
+    """A sentence that sends the reader elsewhere (it opens with the pointer: at most
+    :data:`POINTER_LEAD` words come before it) and holds no value of its own beyond a path
+    or a section name. "X signs the cookie, see Y" states a fact first and is no pointer."""
+    found = _POINTER.search(text)
+    if found is None or len(text[: found.start()].split()) > POINTER_LEAD:
+        return False
+    rest = re.sub(r"\S*[/\\]\S*|\S+\.(md|rst|txt|html|py)\b|\"[^\"]*\"|\([^)]*\)", "", text)
+    return not re.search(r"\d", rest)
+
+
+def holds_value(text: str) -> bool:
+    return bool(_VALUE.search(text))
+
+
+def settings_table(question: str, header: str) -> bool:
+    """A table whose header row names settings or defaults, asked about configuring."""
+    return bool(_SETTING_QUESTION.search(question) and _SETTING_HEADER.search(header))
+
+
+def asks_how(question: str) -> bool:
+    return bool(_HOW_TO.search(question))
+
+
+def introduces(text: str) -> bool:
+    """A sentence that introduces what follows it: a block, a list ("…two ways:", "…
+    such as this example, which …")."""
+    return bool(_LISTS.search(text.rstrip()) or _EXAMPLE.search(text))
+
+
+def enclosing_definition(lines: Sequence[str], index: int) -> int | None:
+    """The ``def``/``class`` line a code line belongs to (the nearest one above it that is
+    indented less), ``None`` when the chunk holds none: a code answer names its definition."""
+    line = lines[index]
+    if _DEF.match(line):
+        return None
+    indent = len(line) - len(line.lstrip()) if line.strip() else 1 << 30
+    for j in range(index - 1, -1, -1):
+        candidate = lines[j]
+        if _DEF.match(candidate):
+            margin = len(candidate) - len(candidate.lstrip())
+            if margin < indent or not line.strip():
+                return j
+        elif _top_level_statement(candidate) and indent > 0:
+            return None
+    return None
+
+
+def definition_term(lines: Sequence[str], index: int) -> int | None:
+    """The term line of the definition-list item a line opens (a docstring's
+    ```lstrip_blocks``` above its indented description): the name the answer is about."""
+    if index == 0 or not lines[index].strip():
+        return None
+    above = lines[index - 1]
+    indent = len(lines[index]) - len(lines[index].lstrip())
+    margin = len(above) - len(above.lstrip())
+    words = above.split()
+    if not words or margin >= indent or len(words) > 3 or above.rstrip().endswith((".", ":")):
+        return None
+    return index - 1
+
+
+def _top_level_statement(line: str) -> bool:
+    """A line at the margin that ends the definition above it (not a decorator, comment,
+    closing bracket or string)."""
+    return bool(line.strip()) and not line[0].isspace() and line[0] not in "@#)\"'"
+
+
+def best_rows(scores: Sequence[float]) -> list[int]:
+    """The rows of a table to quote: those that match the question best (at least 0.6 of
+    the best row), or every row when no row stands out (none matches, or half the rows
+    match as well as the best: the question is about the table, as "How do I configure
+    the retry policy?" is), at most :data:`MAX_TABLE_ROWS`."""
+    best = max(scores, default=0.0)
+    if best <= 0 or 2 * sum(1 for s in scores if s == best) >= len(scores):
+        return list(range(len(scores)))[:MAX_TABLE_ROWS]
+    return [k for k, s in enumerate(scores) if s >= 0.6 * best][:MAX_TABLE_ROWS]
+
+
+def intro_of(every: list[Unit], unit: Unit) -> Unit | None:
+    """The sentence that introduces the code block of ``unit`` ("Run the migrations once
+    per release, before the new version takes traffic:"): a quoted command comes with it,
+    since the sentence says when and why to run it."""
+    if not unit.code or unit.block is None:
+        return None
+    start = next(k for k, u in enumerate(every) if u.code and u.block == unit.block)
+    before = every[start - 1] if start > 0 else None
+    if before is None or before.code or before.table is not None:
+        return None
+    return before if introduces(before.text) else None
+
+
+def with_follow_ups(every: list[Unit], picked: list[Unit]) -> list[Unit]:
+    """The picked units and, after a picked sentence, the rest of its paragraph up to the
+    last of the next :data:`MAX_FOLLOW_UPS` sentences that holds a value or introduces a
+    block or list: an option's entry often states its value ("The default is 5.") or
+    shows it ("… as above:") a sentence or two after the words that match the question."""
+    picked = [intro_of(every, unit) or unit if unit.code else unit for unit in picked]
+    out: list[Unit] = []
+    for unit in picked:
+        out.append(unit)
+        if unit.code or unit.table is not None:
+            continue
+        index = every.index(unit)
+        out.extend(_lead(every, index))
+        ahead = every[index + 1 : index + 1 + MAX_FOLLOW_UPS]
+        same = [u for u in _while_same_paragraph(ahead, unit.paragraph)]
+        telling = [k for k, u in enumerate(same) if holds_value(u.text) or introduces(u.text)]
+        if telling:
+            out.extend(same[: telling[-1] + 1])
+    return sorted(set(out), key=every.index)
+
+
+def _lead(every: list[Unit], index: int) -> list[Unit]:
+    """The sentences before ``every[index]`` from the first of its paragraph, when that
+    one is at most :data:`MAX_LEAD` before it and names a value: an entry opens with what
+    it is about ("Send an Idempotency-Key header with every write. If Harbor has seen the
+    key …")."""
+    unit = every[index]
+    start = index
+    while start > 0 and every[start - 1].paragraph == unit.paragraph and not unit.code:
+        start -= 1
+    if start == index or index - start > MAX_LEAD or not holds_value(every[start].text):
+        return []
+    return every[start:index]
+
+
+def _while_same_paragraph(units_: list[Unit], paragraph: int) -> list[Unit]:
+    out: list[Unit] = []
+    for unit in units_:
+        if unit.code or unit.paragraph != paragraph:
+            break
+        out.append(unit)
+    return out
+
+
+def introduced_list(every: list[Unit], lines: list[str], unit: Unit) -> list[Unit]:
+    """The list items a sentence ending in ``:`` introduces ("There are two ways …:"), at
+    most :data:`MAX_LIST_ITEMS`: the items are the answer the sentence announces."""
+    if unit.code or not introduces(unit.text):
+        return []
+    index = every.index(unit)
+    items: list[Unit] = []
+    for after in every[index + 1 :]:
+        if after.code or after.table is not None or len(items) == MAX_LIST_ITEMS:
+            break
+        if is_list_item(lines[after.first]):
+            items.append(after)
+        elif not items or after.paragraph != items[-1].paragraph:
+            break
+        else:
+            items.append(after)
+    return items
+
+
+def is_header(lines: list[str], index: int) -> bool:
+    below = lines[index + 1] if index + 1 < len(lines) else ""
+    return bool(below.strip()) and set(below.strip()) <= set("|-: ")
+
+
+__all__ = [
+    "HOW_TO_WEIGHT",
+    "MAX_FOLLOW_UPS",
+    "MAX_LIST_ITEMS",
+    "MAX_TABLE_ROWS",
+    "POINTER_WEIGHT",
+    "SETTINGS_WEIGHT",
+    "asks_how",
+    "best_rows",
+    "definition_term",
+    "enclosing_definition",
+    "holds_value",
+    "intro_of",
+    "introduced_list",
+    "introduces",
+    "is_header",
+    "is_pointer",
+    "settings_table",
+    "with_follow_ups",
+]

@@ -1,0 +1,199 @@
+"""The extractive answer quotes the part of an option's entry that states the fact: the
+value after the matching sentence, a settings table's rows, the definition a code line
+belongs to, the block or list a sentence introduces; never a pointer or raw markup."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kbgraph.graphs import _extractive
+
+DOCS = Path(__file__).resolve().parents[2] / "examples" / "docs"
+
+
+def _citation(n: int, text: str, source: str, start: int = 1) -> dict[str, Any]:
+    end = start + text.rstrip("\n").count("\n")
+    return {"n": n, "source": source, "lineStart": start, "lineEnd": end, "text": text}
+
+
+def _file_citation(n: int, rel: str, first: int, last: int) -> dict[str, Any]:
+    lines = (DOCS / rel).read_text("utf-8").split("\n")[first - 1 : last]
+    return _citation(n, "\n".join(lines), rel, first)
+
+
+def _answer(question: str, *citations: dict[str, Any]) -> str:
+    return _extractive.render("H", _extractive.best_quotes(question, list(citations)))
+
+
+def test_the_retry_policy_answer_names_its_settings_not_a_pointer() -> None:
+    # make demo's sources: the settings table and retry.py, whose docstring only points
+    # at the table ("The defaults match docs/configuration.md").
+    answer = _answer(
+        "How do I configure the retry policy?",
+        _file_citation(1, "docs/configuration.md", 46, 57),
+        _file_citation(2, "src/harbor/retry.py", 1, 11),
+    )
+    assert "retry.max_attempts | 5" in answer
+    assert "The defaults match" not in answer
+
+
+def test_the_value_sentence_after_the_matching_one_is_kept_with_its_entry() -> None:
+    text = (
+        "Policies\n"
+        "\n"
+        "``wrap.margin``\n"
+        "    Configures the margin default for the wrap filter. Margin as used by the\n"
+        "    wrap filter, it can be set to ``0`` to get the old output back.\n"
+        "    The default is ``5``.\n"
+        "\n"
+        "``wrap.marker``\n"
+        "    The marker the wrap filter adds where it cuts a line.\n"
+    )
+    answer = _answer("What is the default margin of the wrap filter?", _citation(1, text, "p.rst"))
+    assert "The default is 5." in answer
+    assert "``" not in answer
+
+
+def test_a_settings_table_is_quoted_with_its_header_and_rows() -> None:
+    text = (
+        "| Setting | Default | Meaning |\n"
+        "|---|---|---|\n"
+        "| `pool.size` | `10` | connections kept open |\n"
+        "| `pool.timeout` | `5s` | wait for a free connection |\n"
+    )
+    quotes = _extractive.best_quotes("How do I configure the pool?", [_citation(1, text, "c.md")])
+    (quote,) = quotes
+    assert quote.text == "Setting | Default | Meaning"
+    assert quote.code == (
+        "pool.size | 10 | connections kept open",
+        "pool.timeout | 5s | wait for a free connection",
+    )
+    assert (quote.first, quote.last) == (1, 4)
+
+
+def test_a_specific_question_gets_the_matching_row_under_the_header() -> None:
+    text = (
+        "| Setting | Default | Meaning |\n"
+        "|---|---|---|\n"
+        "| `pool.size` | `10` | connections kept open |\n"
+        "| `cache.ttl` | `60` | seconds an entry lives |\n"
+        "| `log.level` | `info` | how much is logged |\n"
+    )
+    (quote,) = _extractive.best_quotes(
+        "What is the default cache ttl?", [_citation(1, text, "c.md")]
+    )
+    assert quote.code == ("cache.ttl | 60 | seconds an entry lives",)
+
+
+def test_code_quotes_name_their_definition_without_rst_markup() -> None:
+    text = (
+        "def pick_escaping(enabled: tuple[str, ...] = ('html',)) -> Callable[[str], bool]:\n"
+        '    """Intelligently sets the initial value of autoescaping based on the\n'
+        "    filename of the template, see :func:`guess_kind` and ``enabled``.\n"
+        '    """\n'
+        "    return lambda name: name.endswith(enabled)\n"
+    )
+    answer = _answer(
+        "Which function sets autoescaping based on the template filename?",
+        _citation(1, text, "src/escaping.py"),
+    )
+    assert "def pick_escaping(" in answer
+    assert ":func:" not in answer and "``" not in answer
+
+
+def test_a_chunk_that_starts_inside_a_code_block_quotes_its_prose_as_prose() -> None:
+    text = (
+        '>>> client = httpx.Client(auth=("user", "pw"))\n'
+        "```\n"
+        "\n"
+        "To provide credentials for digest authentication, instantiate\n"
+        "a `DigestAuth` object with the username and password as above:\n"
+        "\n"
+        "```pycon\n"
+        '>>> auth = httpx.DigestAuth("user", "pw")\n'
+        "```\n"
+    )
+    answer = _answer("How do I use digest authentication?", _citation(1, text, "q.md"))
+    assert "- To provide credentials for digest authentication" in answer
+    assert 'DigestAuth("user", "pw")' in answer
+
+
+def test_a_sentence_that_introduces_a_list_brings_the_list() -> None:
+    text = (
+        "Environment variables are read by default. There are two ways to stop reading\n"
+        "environment variables:\n"
+        "\n"
+        "* On the client via `Client(trust_env=False)`.\n"
+        "* On a single request via `get(url, trust_env=False)`.\n"
+    )
+    answer = _answer("How do I stop reading environment variables?", _citation(1, text, "env.md"))
+    assert "Client(trust_env=False)" in answer
+
+
+def test_a_quoted_command_comes_with_the_sentence_that_says_when_to_run_it() -> None:
+    text = (
+        "## Migrations\n"
+        "\n"
+        "Run the migrations once per release, before the new version takes traffic:\n"
+        "\n"
+        "```bash\n"
+        "docker run --rm image:2.4 tool migrate\n"
+        "```\n"
+    )
+    answer = _answer("When should I run tool migrate?", _citation(1, text, "deploy.md"))
+    assert "once per release" in answer
+    assert "tool migrate" in answer
+
+
+def test_a_sentence_that_points_at_an_example_brings_the_example() -> None:
+    text = (
+        "You can also use these hooks to install response processing code, such as this\n"
+        "example, which creates a client that always raises on 4xx and 5xx responses.\n"
+        "\n"
+        "```python\n"
+        "def raise_on_error(response):\n"
+        "    response.raise_for_status()\n"
+        "```\n"
+    )
+    answer = _answer(
+        "How do I raise an exception for 4xx and 5xx responses?", _citation(1, text, "hooks.md")
+    )
+    assert "response.raise_for_status()" in answer
+
+
+def test_an_entry_is_quoted_from_the_sentence_that_names_it() -> None:
+    text = (
+        "Send an `Idempotency-Key` header with every write. If the server has seen the key\n"
+        "in the last 24 hours it returns the stored response instead of creating a second\n"
+        "order.\n"
+    )
+    answer = _answer("How do I make creating an order safe to retry?", _citation(1, text, "o.md"))
+    assert "- Send an Idempotency-Key header with every write. If the server" in answer
+
+
+def test_a_sentence_announcing_a_block_the_chunk_lacks_is_not_quoted() -> None:
+    text = (
+        "Only the listed status codes are retried, with connection errors.\n"
+        "\n"
+        "To change the retry policy in tool.yaml:\n"
+    )
+    answer = _answer("How do I change the retry policy?", _citation(1, text, "c.md"))
+    assert "tool.yaml" not in answer
+    assert "- Only the listed status codes are retried" in answer
+
+
+def test_a_docstring_definition_is_quoted_with_its_term() -> None:
+    text = (
+        "class Settings:\n"
+        '    """The settings.\n'
+        "\n"
+        "    `strip_lead`\n"
+        "        If this is set to True leading spaces and tabs are stripped from the\n"
+        "        start of a line to a tag. Defaults to `False`.\n"
+        '    """\n'
+    )
+    answer = _answer(
+        "How do I strip spaces and tabs before a tag?", _citation(1, text, "src/settings.py")
+    )
+    assert "strip_lead" in answer
