@@ -68,6 +68,9 @@ if TYPE_CHECKING:
     from ._config import (
         SearchMode as SearchMode,
     )
+    from ._config import (
+        check_search_mode as check_search_mode,
+    )
     from ._context import (
         PREAMBLE as PREAMBLE,
     )
@@ -230,6 +233,7 @@ _LAZY = {
     "cache_root": "._cache",
     "camel": "._camel",
     "Chunk": "._records",
+    "check_search_mode": "._config",
     "ChunkConfig": "._config",
     "CitationReport": "._citations",
     "CodeLanguage": "._languages",
