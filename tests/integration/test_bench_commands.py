@@ -10,6 +10,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.integration  # a real PostgreSQL server, the real script
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
