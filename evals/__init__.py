@@ -120,3 +120,19 @@ __all__ = [
     "unregister_metric",
     "write_report",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """0.1's ``METRIC_NAMES`` (a closed tuple, now the metric registry): still answered,
+    as the registry's names of the moment, with a warning until it goes (PEP 562)."""
+    if name == "METRIC_NAMES":
+        import warnings
+
+        warnings.warn(
+            "kbgraph.evals.METRIC_NAMES is deprecated since kbgraph 0.2 (removed in 0.3): "
+            "the metrics are a registry now; call kbgraph.evals.metric_names() instead.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return metric_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

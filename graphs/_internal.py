@@ -133,12 +133,28 @@ if TYPE_CHECKING:
         previous_citations as previous_citations,
     )
     from ._trace import (
+        check_lines as check_lines,
+    )
+    from ._trace import (
+        source_lines as source_lines,
+    )
+    from ._trace import (
         summarize_step as summarize_step,
+    )
+    from ._trace import (
+        trace_lines as trace_lines,
+    )
+    from ._trace import (
+        unresolved_lines as unresolved_lines,
+    )
+    from ._trace import (
+        verdict_lines as verdict_lines,
     )
 
 _LAZY = {
     "ask_structured": "._structured",
     "build_rag_graph": "._subgraph",
+    "check_lines": "._trace",
     "ContextKeysMiddleware": "._http_app",
     "describe_error": "._structured",
     "extract_citations": "._citations",
@@ -176,11 +192,15 @@ _LAZY = {
     "ScriptExhaustedError": "._chat_models.scripted",
     "SearcherRegistry": "._searcher",
     "small_talk_kind": "._nodes.decide_retrieve",
+    "source_lines": "._trace",
     "StructuredOutputParseError": "._chat_models.scripted",
     "summarize_step": "._trace",
     "tool_call_message": "._chat_models.scripted",
+    "trace_lines": "._trace",
     "UncitedSource": "._citations",
     "UnresolvedMarker": "._citations",
+    "unresolved_lines": "._trace",
+    "verdict_lines": "._trace",
 }
 
 

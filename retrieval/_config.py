@@ -4,17 +4,44 @@ that they can live in ``meta.json`` and in LangGraph's ``context_schema``."""
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, GetJsonSchemaHandler, field_validator, model_validator
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from ._rankers import default_weights, ranker_names, search_modes
 from ._validation import Settings
 
 ChunkStrategy = Literal["fixed_size", "sentence", "paragraph", "recursive", "markdown", "code"]
-SearchMode = str
+
+
+class _RegisteredModes:
+    """A search mode's JSON schema: a string of the modes registered when the schema is
+    made (Studio's context form and MCP's ``inputSchema`` offer them as choices). The
+    validators check the registry itself, so a mode registered later is still accepted."""
+
+    def __get_pydantic_json_schema__(
+        self, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema: dict[str, Any] = handler(core_schema)
+        schema["enum"] = list(search_modes())
+        return schema
+
+
+SearchMode = Annotated[str, _RegisteredModes()]
 """``hybrid`` or a registered ranker's name (``vector``, ``bm25``, ``title``, ...):
 ``kbgraph.retrieval.search_modes()`` lists them."""
+
+
+def check_search_mode(mode: str | None) -> str | None:
+    """``mode`` when it is ``None`` or a registered mode; else ``ValueError`` (in a
+    validator: a validation error) naming the allowed ones."""
+    if mode is not None and mode not in search_modes():
+        raise ValueError(f"unknown search mode {mode!r}; allowed: {', '.join(search_modes())}")
+    return mode
+
+
 FusionMethod = Literal["rrf", "convex"]
 
 DEFAULT_INCLUDE: tuple[str, ...] = tuple(
@@ -136,9 +163,7 @@ class SearchConfig(Settings):
     @field_validator("mode")
     @classmethod
     def _registered_mode(cls, mode: str | None) -> str | None:
-        if mode is not None and mode not in search_modes():
-            raise ValueError(f"unknown search mode {mode!r}; allowed: {', '.join(search_modes())}")
-        return mode
+        return check_search_mode(mode)
 
     @field_validator("weights")
     @classmethod

@@ -68,6 +68,9 @@ if TYPE_CHECKING:
     from ._config import (
         SearchMode as SearchMode,
     )
+    from ._config import (
+        check_search_mode as check_search_mode,
+    )
     from ._context import (
         PREAMBLE as PREAMBLE,
     )
@@ -238,6 +241,7 @@ _LAZY = {
     "check_glob": "._globs",
     "read_served": "._served",
     "Chunk": "._records",
+    "check_search_mode": "._config",
     "ChunkConfig": "._config",
     "CitationReport": "._citations",
     "CodeLanguage": "._languages",

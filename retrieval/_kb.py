@@ -282,7 +282,7 @@ class KnowledgeBase:
         self,
         query: str,
         *,
-        top_k: int = 5,
+        top_k: int | None = None,
         mode: SearchMode | None = None,
         filters: SearchFilters | None = None,
         config: SearchConfig | None = None,

@@ -68,7 +68,7 @@ class ScanResult:
 
 
 def file_kind(rel: str) -> FileKind:
-    """The kind of a file from its name: the loader table's (``loaders/_kinds.py``)."""
+    """The kind of a file from its name: the loader table's (``_loaders/_kinds.py``)."""
     return kind_of(rel)
 
 

@@ -106,6 +106,13 @@ def screen_reason(reason: str, limit: int = REASON_CHARS) -> tuple[str, str | No
     return text[: limit - 1] + "…", f"its reason was cut to {limit} characters (of {len(text)})"
 
 
+def says_something(reason: str) -> bool:
+    """Whether a model's reason holds a word (two letters or more): ``1.0.0``, ``...`` or
+    ``{}`` from a small model is no reason, and printed as one it reads as if it meant
+    something (``Grounded: yes (1.0.0; ...)``)."""
+    return any(sum(c.isalpha() for c in word) >= 2 for word in reason.split())
+
+
 def list_problem(items: Sequence[str], limit: int) -> str | None:
     """Why a proposed list (a scope's kinds or paths) is junk, or ``None``: more entries than
     there are to choose from (``limit``), or the same entries again and again."""
@@ -122,6 +129,7 @@ __all__ = [
     "is_repetitive",
     "list_problem",
     "rewrite_problem",
+    "says_something",
     "screen_reason",
     "screen_rewrites",
 ]

@@ -44,7 +44,7 @@ from ._base import END, NodeDeps, StepRecorder
 from ._fit_sources import fit_sources
 from ._fusion import SIMILARITY
 from ._llm import context_fallback, prompt_messages
-from ._rewrite_guard import screen_reason
+from ._rewrite_guard import says_something, screen_reason
 from ._text import content_terms, coverage, question_of
 from .rewrite_query import plan_queries, tried_queries
 from .select_scope import widest_scope
@@ -240,9 +240,10 @@ def _take(answer: GroundingVerdict, verdict: Verdict, rec: StepRecorder) -> None
         rec.overrule(proposal, {"heuristic": verdict.reasons}, {"grounded": verdict.grounded}, why)
         return
     verdict.grounded = answer.grounded
-    verdict.reasons = [reason or "chat model verdict", *verdict.reasons]
+    shown = reason if says_something(reason) else ""
+    verdict.reasons = [shown or "chat model verdict", *verdict.reasons]
     missing, _ = screen_reason(answer.missing, MISSING_CHARS)
-    if missing and not answer.grounded:
+    if says_something(missing) and not answer.grounded:
         verdict.missing = [missing, *verdict.missing]
 
 

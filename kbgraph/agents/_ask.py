@@ -27,8 +27,15 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, conver
 from kbgraph._exit_codes import failing_as, printable
 from kbgraph.errors import ConfigError, KbgraphError, error_from_record
 from kbgraph.graphs import TURN_KEY
-from kbgraph.graphs import trace as _trace
-from kbgraph.graphs._internal import RECORDED_EVENT, retrieve_records
+from kbgraph.graphs._internal import (
+    RECORDED_EVENT,
+    check_lines,
+    retrieve_records,
+    source_lines,
+    trace_lines,
+    unresolved_lines,
+    verdict_lines,
+)
 
 EventSink = Callable[[Mapping[str, Any]], None]
 CITATION_KEYS = ("n", "source", "lineStart", "lineEnd", "chunkId", "score", "text")
@@ -215,18 +222,18 @@ def print_human(state: Mapping[str, Any], *, trace: bool) -> None:
     shown as escapes, never acting on the terminal)."""
     if trace:
         click.echo("Trace:")
-        for line in _trace.trace_lines(state):
+        for line in trace_lines(state):
             click.echo(f"  {printable(line)}")
         click.echo()
     click.echo(printable(str(state.get("answer") or ""), lines=True))
     citations = state.get("rag_citations") or []
     if citations:
         click.echo("\nSources:")
-        for line in _trace.source_lines(citations):
+        for line in source_lines(citations):
             click.echo(f"  {printable(line)}")
     click.echo()
-    lines = _trace.verdict_lines(state) + _trace.check_lines(state)
-    for line in lines + _trace.unresolved_lines(state):
+    lines = verdict_lines(state) + check_lines(state)
+    for line in lines + unresolved_lines(state):
         click.echo(printable(line))
 
 
@@ -296,7 +303,7 @@ def ask(
     if as_json:
         click.echo(json.dumps(json_view(state), ensure_ascii=False, indent=2, default=str))
         if trace:
-            for line in _trace.trace_lines(state):
+            for line in trace_lines(state):
                 _err(line)
         return
     print_human(state, trace=trace)

@@ -26,6 +26,7 @@ again. A second answer is not streamed token by token (it may be replaced in tur
 
 from __future__ import annotations
 
+import textwrap
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -203,7 +204,9 @@ class _Redo:
 
 
 MAX_CLAIMS_NAMED = 3
-MAX_WHY_CHARS = 300
+MAX_WHY_CHARS = 160
+"""The extractive header's reason (``Extractive answer ({why}): ...``) at most: the header
+read ~400 characters with both attempts' problems spelled out, cut mid-word."""
 
 
 def _attempt(
@@ -261,11 +264,13 @@ def _repaired(
 
 def _why(attempts: list[AnswerAttempt]) -> str:
     """One line: why the extractive answer is shown."""
-    why = f"the chat model's answer was not shown: {'; '.join(attempts[0]['problems'])}"
+    first = attempts[0]["problems"]
+    why = f"the chat model's answer was not shown: {'; '.join(first)}"
     if len(attempts) > 1:
-        why += f"; written again, {'; '.join(attempts[1]['problems'])}"
-    why = " ".join(why.split())
-    return why if len(why) <= MAX_WHY_CHARS else why[: MAX_WHY_CHARS - 1] + "…"
+        again = attempts[1]["problems"]
+        why += "; written again, the same" if again == first else f"; again: {'; '.join(again)}"
+    # cut at a word (the whole problems stay in answer_check["attempts"] and --trace)
+    return textwrap.shorten(why, width=MAX_WHY_CHARS, placeholder=" …")
 
 
 def _replaced(

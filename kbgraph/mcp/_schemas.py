@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from kbgraph.retrieval._internal import CodeLanguage, FileKind, TestRole
+from kbgraph.retrieval import SearchMode
+from kbgraph.retrieval._internal import CodeLanguage, FileKind, TestRole, check_search_mode
 
 from ._settings import MAX_QUERY_CHARS, MAX_READ_LINES, MAX_TOP_K
 
@@ -31,10 +32,11 @@ class SearchArgs(Arguments):
         description="What to look for: words, a phrase or a question.",
     )
     top_k: int = Field(default=5, ge=1, le=MAX_TOP_K, description="How many results.")
-    mode: Literal["hybrid", "vector", "bm25"] | None = Field(
+    mode: SearchMode | None = Field(
         default=None,
-        description="Rankers: hybrid (vector + BM25 fused; the default when the index has "
-        "vectors), vector, or bm25 (words only).",
+        description="Rankers: hybrid (the registered rankers fused; the default when the "
+        "index has vectors), or one ranker alone: vector, bm25 (words only), title ... "
+        "(the choices are the ranker registry's).",
     )
     paths: list[str] = Field(
         default_factory=list,
@@ -55,6 +57,11 @@ class SearchArgs(Arguments):
         "file matching any of the kinds or languages is searched.",
     )
     kb: str | None = KB_FIELD
+
+    @field_validator("mode")
+    @classmethod
+    def _registered_mode(cls, mode: str | None) -> str | None:
+        return check_search_mode(mode)
 
 
 class ReadArgs(Arguments):

@@ -31,15 +31,15 @@ if TYPE_CHECKING:
     from kbgraph.retrieval._internal import FakeEmbeddings
 
 _LAZY = {
-    "ScriptedCall": "kbgraph.graphs._chat_models.scripted",
-    "ScriptedChatModel": "kbgraph.graphs._chat_models.scripted",
-    "ScriptedRefusalError": "kbgraph.graphs._chat_models.scripted",
-    "ScriptExhaustedError": "kbgraph.graphs._chat_models.scripted",
-    "StructuredOutputParseError": "kbgraph.graphs._chat_models.scripted",
-    "refusal_message": "kbgraph.graphs._chat_models.scripted",
-    "tool_call_message": "kbgraph.graphs._chat_models.scripted",
-    "FakeEmbeddings": "kbgraph.retrieval._embeddings.fake",
-    "ScriptedJudge": "kbgraph.evals._judges.scripted",
+    "ScriptedCall": "kbgraph.graphs._internal",
+    "ScriptedChatModel": "kbgraph.graphs._internal",
+    "ScriptedRefusalError": "kbgraph.graphs._internal",
+    "ScriptExhaustedError": "kbgraph.graphs._internal",
+    "StructuredOutputParseError": "kbgraph.graphs._internal",
+    "refusal_message": "kbgraph.graphs._internal",
+    "tool_call_message": "kbgraph.graphs._internal",
+    "FakeEmbeddings": "kbgraph.retrieval._internal",
+    "ScriptedJudge": "kbgraph.evals._internal",
 }
 
 

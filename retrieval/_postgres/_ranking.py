@@ -32,7 +32,7 @@ from ._features import Layout
 from ._fields import FieldHost, PgFieldPart
 from ._lexical import query_terms
 from ._pool import PooledConnection
-from ._schema import VERSION_KEY
+from ._schema import VERSION_KEY, version_params
 
 MAX_EF_SEARCH = 1000  # pgvector's limit of hnsw.ef_search
 EF_SEARCH_MIN = 40
@@ -78,7 +78,7 @@ class PgRanking:
     ) -> None:
         self._snap, self._pooled, self._query, self._embed = snap, pooled, query, embed_query
         self._t = snap.tables
-        self._names = {"kb": self._t.kb_id, "chunks": self._t.chunks.as_string(pooled.conn)}
+        self._names = version_params(self._t, pooled.conn)
         self._seen: set[tuple[int, int]] = set()
         self._chunks: dict[int, Chunk] = {}
         self._scores: dict[str, dict[int, float]] = {}  # each ranker's exact scores so far

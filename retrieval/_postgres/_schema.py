@@ -23,7 +23,9 @@ was read to score it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+import psycopg
 from psycopg import sql
 
 ADVISORY_CLASS = 0x6B62  # "kb": the first key of kbgraph's advisory locks
@@ -52,6 +54,14 @@ VERSION_KEY = "ARRAY[version, to_regclass(%(chunks)s)::oid::bigint]"
 """A search statement's report of what it saw, a column of ``kbgraph_kbs``' row: the
 version and the chunks table's identity (a rebuild or a migration makes new tables;
 ``%(chunks)s`` is the table's name)."""
+
+
+def version_params(tables: Tables, conn: psycopg.Connection[Any]) -> dict[str, Any]:
+    """The parameters :data:`VERSION_KEY` needs (every search statement holds it): the
+    knowledge base's id and its chunks table's name, rendered for ``conn``."""
+    return {"kb": tables.kb_id, "chunks": tables.chunks.as_string(conn)}
+
+
 INLINE_MAX_DIMS = 1024
 """Vectors of up to this many dimensions (4 KB) are kept in the row (``STORAGE PLAIN``).
 pgvector's default lets PostgreSQL move a vector out of a row wider than 2 KB (a chunk's

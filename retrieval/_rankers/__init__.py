@@ -1,7 +1,7 @@
 """The rankers kbgraph knows: a registry (``_registry``) and one module per ranker. Adding
 a ranker is one module named in the tuple below, or :func:`register_ranker` from a user's
 code (plus, unless it is a :class:`FieldRanker`, a part in each store:
-``folder/_query.py``, ``postgres/_snapshot.py``). ``fields`` (BM25, numpy) is imported by
+``_folder/_query.py``, ``_postgres/_ranking.py``). ``fields`` (BM25, numpy) is imported by
 the stores only, so that the settings and the CLI's choices load light (it has no
 underscore: the stores, outside this package, import it)."""
 

@@ -1,7 +1,7 @@
 """The ranker registry: the one list every part of kbgraph reads the set of rankers from
 (search modes, fusion weights, the CLI's choices, the lexical probe, the inspector, the BEIR
 runner). A ranker says what it is; each store ranks it with its own part
-(``folder/_query.py``, ``postgres/_snapshot.py``), and a :class:`FieldRanker` needs none:
+(``_folder/_query.py``, ``_postgres/_ranking.py``), and a :class:`FieldRanker` needs none:
 both stores rank any of them with BM25 over the text it draws from each chunk."""
 
 from __future__ import annotations

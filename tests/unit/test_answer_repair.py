@@ -198,3 +198,20 @@ def test_repetition() -> None:
     for good in GOOD_ANSWERS:
         assert repetition(good) is None
     assert answer_problems(TRUE, message=None, sources=2, cited=1, score=None, threshold=0.5) == []
+
+
+def test_the_extractive_header_says_why_briefly_and_cuts_at_a_word() -> None:
+    # Both attempts' problems spelled out made a ~400-character header cut mid-word.
+    from kbgraph.agents._check import MAX_WHY_CHARS, _why
+
+    looping = "it repeats 'The retry policy is configurable in the settings file' 7 times"
+    problems = [looping, "it was cut off at the chat model's token limit", "it cites none"]
+    attempt = {"text": "x", "score": None, "problems": problems}
+    same = _why([attempt, dict(attempt)])  # type: ignore[list-item]
+    assert len(same) <= MAX_WHY_CHARS and same.endswith(" …")
+    full = "the chat model's answer was not shown: " + "; ".join(problems)
+    kept = same.removesuffix(" …")
+    assert full.startswith(kept) and full[len(kept)] in " ;"  # a whole word
+    other = {"text": "y", "score": None, "problems": ["it cites none"]}
+    short = _why([{"text": "x", "score": None, "problems": ["it loops"]}, other])  # type: ignore[list-item]
+    assert short == "the chat model's answer was not shown: it loops; again: it cites none"

@@ -18,7 +18,7 @@ from langgraph.prebuilt import ToolRuntime
 
 from kbgraph.graphs._subgraph import build_rag_graph
 from kbgraph.graphs._tool import TOOL_NAME, make_rag_search
-from kbgraph.retrieval import KnowledgeBase
+from kbgraph.retrieval import KnowledgeBase, SearchConfig
 from kbgraph.retrieval._progress import ProgressCallback
 from kbgraph.retrieval._records import SearchResult
 
@@ -81,6 +81,16 @@ def test_asearch_returns_what_search_returns_without_blocking(kb: KnowledgeBase)
     ticks, results = asyncio.run(ticks_during(busy, kb.asearch("Größe des Caches", top_k=2)))
     assert [r.chunk.id for r in results] == [r.chunk.id for r in expected]
     assert ticks >= 3
+
+
+def test_asearch_takes_top_k_from_a_search_config(kb: KnowledgeBase) -> None:
+    # asearch defaulted top_k=5, which a SearchConfig(top_k=2) contradicted (ConfigError)
+    config = SearchConfig(top_k=2)
+    expected = kb.search("Größe des Caches", config=config)
+    results = asyncio.run(kb.asearch("Größe des Caches", config=config))
+    assert [r.chunk.id for r in results] == [r.chunk.id for r in expected]
+    assert len(results) == 2
+    assert len(asyncio.run(kb.asearch("Größe des Caches"))) == len(kb.search("Größe des Caches"))
 
 
 def test_aindex_indexes_without_blocking(kb: KnowledgeBase, tmp_path: Path) -> None:

@@ -189,6 +189,18 @@ def test_llm_verdict_counts(tmp_path: Path) -> None:
     assert debug_of(out)["steps"][0]["path"] == "llm"
 
 
+@pytest.mark.parametrize("junk", ["1.0.0", "...", "{}", " ", "a 1"])
+def test_a_reason_without_words_is_not_shown_as_one(tmp_path: Path, junk: str) -> None:
+    # A small model's reason "1.0.0" was printed as `Grounded: yes (1.0.0; ...)`: the
+    # verdict is the model's, the reason is said to be its verdict.
+    model = ScriptedChatModel(responses=[{"grounded": False, "reason": junk, "missing": junk}])
+    out = _run(_state("How do I configure the retry policy?"), _settings(tmp_path), model)
+    assert out["rag_grounded"] is False
+    reasons = out["rag_grounding"]["reasons"]
+    assert reasons[0] == "chat model verdict" and junk.strip() not in reasons[1:]
+    assert all(junk not in g for g in out["rag_grounding"]["guidance"] if junk.strip())
+
+
 @pytest.mark.parametrize(
     "responses", [["?", "?"], [TimeoutError("judge too slow")], [ValueError("refused")] * 2]
 )
