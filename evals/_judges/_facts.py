@@ -267,8 +267,10 @@ def _name(
         return _name(rest_of_name, text[text.index(first) + len(first) :], about, ctx, where)
     if not found:
         return UnstatedFact(name, "name", f"{name} is in {where}")
-    rest = [w for w in about if w not in stems]
-    return _same_subject(name, "name", found, rest, ctx, text)
+    # A name found is stated: a name is what a sentence is about, rarely an attribute moved
+    # to another subject, and the words beside it vary (on SummEdits' consistent
+    # summaries, half the false flags were names "said of" another word).
+    return None
 
 
 _ACRONYM = re.compile(r"[A-Z]{2,6}")
@@ -338,8 +340,17 @@ def _flip(clause: Clause, present: frozenset[str], ctx: ContextText) -> Unstated
         return None
     i, other = opposite
     said_of = other.words & present
-    if any(c.denies(present) == negative and said_of <= c.words for _, c in top):
-        return None  # the source says it the claim's way too
+    subject = next((w for w in content_words(clause.text) if w in present), None)
+    if any(
+        c.denies(present) == negative
+        and said_of <= c.words
+        and (subject is None or subject in c.words or subject not in ctx.sentence_words[i])
+        for _, c in top
+    ):
+        # The source says it the claim's way too; not a clause of another subject of the
+        # same sentence ("live keys charge the card, while sandbox keys ... no card is
+        # ever charged" says nothing for "Sandbox keys charge the card").
+        return None
     said = _raw_clause(ctx.sentences[i], other)
     if other.negative:
         reason = f"negation: the source says {said!r}; the claim says it without the negation"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from .._text import content_words, normalise
+from .._text import content_words, normalise, numbers
 from ._conflicts import names
 from ._context import ContextText
 
@@ -65,14 +65,17 @@ def _holds_half(about: list[str], i: int, ctx: ContextText) -> bool:
 
 
 def _replaced(word: str, claim: str, i: int, ctx: ContextText) -> tuple[str, str] | None:
-    """``(word, other)`` when sentence ``i`` lacks the claim's ``word`` and has ``other``
-    right before the word that right follows it in the claim: "day shift" for "night
-    shift". Not a reworded verb ("keys work during" / "keys are accepted during": words
-    between), not an inflection ("failed" / "failure"), not a name ("Northwind Analytics was
-    founded" names what the claim calls "the company")."""
-    if word in ctx.sentence_words[i]:
+    """``(word, other)`` when the clause of sentence ``i`` that holds the fact lacks the
+    claim's ``word`` and has ``other`` right before the word that right follows it in the
+    claim: "day shift" for "night shift", also when another clause of the sentence has the
+    claim's word ("the night shift has 5 people; the day shift has 8 people"). Not a
+    reworded verb ("keys work during" / "keys are accepted during": words between), not an
+    inflection ("failed" / "failure"), not a name ("Northwind Analytics was founded" names
+    what the claim calls "the company")."""
+    clause = _token_clause(ctx.sentences[i], claim)
+    if word in set(content_words(clause)):
         return None
-    said, stated = _sequence(claim), _sequence(ctx.sentences[i])
+    said, stated = _sequence(claim), _sequence(clause)
     for k in (k for k, w in enumerate(said[:-1]) if w == word):
         after = said[k + 1]
         if after is None or after[:1].isdigit():
@@ -91,12 +94,29 @@ def _replaced(word: str, claim: str, i: int, ctx: ContextText) -> tuple[str, str
     return None
 
 
+_CLAUSE_BREAK = re.compile(r"[;,]\s+(?:and\s+|but\s+)?|\s+(?:while|whereas|and|but)\s+", re.I)
+"""Where a sentence's clauses part: "X; Y", "X, Y", "X while Y", "X and Y"."""
+
+
+def _token_clause(sentence: str, claim: str) -> str:
+    """The clause of ``sentence`` sharing the claim's numbers (the fact being checked), or
+    the whole sentence when no one clause does, or the sentence is one clause."""
+    parts = [p for p in _CLAUSE_BREAK.split(sentence) if p.strip()]
+    if len(parts) < 2:
+        return sentence
+    wanted = numbers(claim)
+    held = [p for p in parts if wanted and wanted & numbers(p)]
+    return held[0] if len(held) == 1 else sentence
+
+
 def _side_by_side(first: str, second: str, ctx: ContextText, i: int) -> bool:
     """The context writes ``first`` and ``second`` on one line, a space apart (a sentence
     of code is its lines joined: "raise" ends one, "delay = …" starts the next)."""
-    sentence = ctx.sentences[i]
-    a, b = _written_word(first, sentence), _written_word(second, sentence)
-    return re.search(rf"{re.escape(a)}[ \t]+{re.escape(b)}", ctx.body, re.IGNORECASE) is not None
+    a = _written_word(first, ctx.sentences[i])
+    # The second word by its stem: the sentence may write it otherwise before ("two
+    # shifts: ... the day shift").
+    follows = re.finditer(rf"{re.escape(a)}[ \t]+([A-Za-z][\w'-]*)", ctx.body, re.IGNORECASE)
+    return any(content_words(m.group(1))[:1] == [second] for m in follows)
 
 
 def _sequence(text: str) -> list[str | None]:
