@@ -253,6 +253,23 @@ def test_the_right_fact_within_one_source_sentence_is_stated(claim: str, source:
         ("Harbor 2.3.1 supports HTTP/2.", "Harbor v2.3.1 added HTTP/2 support."),
         ("Sandbox keys never charge the card.", KEYS),
         ("The cache is not shared between workers.", "Each worker keeps its own cache."),
+        # False flags found on SummEdits' consistent summaries (issue 41, dev data):
+        ("The device sells for 25 Euros.", "The selling price will be twenty five Euros."),
+        ("Two PhDs discuss the results.", "PhD D: yes, two of us. PhD F: the results hold."),
+        ("The team offers AI-supported planning.", "Our AI planning tools support the team."),
+        (
+            "The site offers CloudTrek Workspace for sales teams.",
+            "Every project gets cloudTrek Workspace, and sales teams use it too.",
+        ),
+        (
+            "There is a discount for the first three months, where the Platinum plan costs $630.",
+            "A 10% discount on your first three months with any subscription plan! The "
+            "Platinum plan costs $630.",
+        ),
+        (
+            "It includes customized office layout and complimentary 3D visualization.",
+            "Customized office layout. Complimentary 3D visualization of your new office layout.",
+        ),
     ],
 )
 def test_facts_written_another_way_are_stated(claim: str, source: str) -> None:
