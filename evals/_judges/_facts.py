@@ -15,8 +15,8 @@ Each must be *stated* by the context:
   past twenty also in words ("twenty five");
 - a name found is stated (the words beside a name vary too much for the subject check:
   on SummEdits' consistent summaries half the false flags were names); a number or a code
-  is stated about the same subject: the clause of the sentence that holds it does not put another word in the
-  place of one of the claim's ("The day shift has 8 people" for "The night shift has 8
+  is stated about the same subject: the clause of the sentence that holds it does not put
+  another word in the place of one of the claim's ("The day shift has 8 people" for "The night shift has 8
   people"), and it, or it with a neighbour, holds half of the claim clause's words that the
   context has (``_subject``);
 - and not negated the other way: a clause of the sentences most about the claim clause
