@@ -16,9 +16,10 @@ Each must be *stated* by the context:
 - a name found is stated (the words beside a name vary too much for the subject check:
   on SummEdits' consistent summaries half the false flags were names); a number or a code
   is stated about the same subject: the clause of the sentence that holds it does not put
-  another word in the place of one of the claim's ("The day shift has 8 people" for "The night shift has 8
-  people"), and it, or it with a neighbour, holds half of the claim clause's words that the
-  context has (``_subject``);
+  another word in the place of one of the claim's ("The day shift has 8 people" for "The
+  night shift has 8 people"; words within ``_subject.NEAR`` of the fact), and it, or it
+  with a neighbour, holds half of the claim clause's words that the context has
+  (``_subject``);
 - and not negated the other way: a clause of the sentences most about the claim clause
   denies what the claim affirms ("no card is ever charged" against "Sandbox keys charge the
   card"), or affirms what it denies, and none of them says it the claim's way.
