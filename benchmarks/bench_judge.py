@@ -10,7 +10,7 @@ consistent one a paraphrase, not a copy): per kind, the share of pairs whose con
 answer scores higher (pairwise accuracy), and the share of answers whose verdict is right
 (every claim of the consistent one supported; a claim of the other one not supported): the
 verdicts the answer check gives, checkable facts checked (``judges._facts``); the scores
-and the rows' AUROC are the judge's graded support, without that layer.
+and the rows' AUROC are the metric's score, which carries those verdicts (issue 41).
 
 Each FILE is labelled JSON lines ``{"context", "answer", "grounded"}`` (for example the sets
 ``judge_dev_sets.py`` writes); without one, HaluEval ``qa_one_turn`` and BEGIN's wow test
@@ -62,7 +62,7 @@ def measure(
     unscored row counts 0; None when the rows hold one label only)."""
     judge = OfflineJudge("local", model_threads=threads)
     judge.vectors(["Load and warm the model before the clock starts."])
-    metric = FaithfulnessEvaluator(judge, check_facts=False)  # as kbgraph eval meta runs it
+    metric = FaithfulnessEvaluator(judge)  # as kbgraph eval meta runs it: facts checked
     cpu, wall = time.process_time(), time.perf_counter()
     _prefetch(judge, [(item.answer, item.context, item.question) for item in items])
     claims = 0

@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
@@ -55,9 +55,14 @@ class AnswerCheck(TypedDict):
     """An answer checked against its sources. ``score`` is the mean support of its claims
     in 0..1 (``None`` when the answer makes no claim: a refusal, small talk); ``judge``
     names the judge; ``reason`` says what the score means or why there is none; ``error``
-    is set when the judge failed (then no claim is judged); ``ms`` is the check's time."""
+    is set when the judge failed (then no claim is judged); ``ms`` is the check's time.
+    ``score`` carries the verdicts: a claim with a fact no source states counts 0 and caps
+    the answer under 0.5 (``evaluators.faithfulness.verdict_score``); ``graded`` is the
+    judge's mean claim support without that, ``supported_share`` supported ÷ claims."""
 
     score: float | None
+    graded: NotRequired[float | None]
+    supported_share: NotRequired[float | None]
     claims: list[ClaimCheck]
     judge: str
     reason: str
@@ -104,7 +109,14 @@ def check_answer(
         return _check(None, [], name, "the answer could not be checked", start, error=exc)
     verdicts: list[ClaimVerdict] = list(result.details.get("claims") or [])
     claims = [_claim(v, passages) for v in verdicts]
-    return _check(result.score, claims, name, result.reason, start)
+    check = _check(result.score, claims, name, result.reason, start)
+    check["graded"] = _rounded(result.details.get("graded"))
+    check["supported_share"] = _rounded(result.details.get("supported_share"))
+    return check
+
+
+def _rounded(value: Any) -> float | None:
+    return None if value is None else round(float(value), 4)
 
 
 def spec_name(judge: str | Judge) -> str:

@@ -66,9 +66,8 @@ def faithfulness_score(judge: Judge, question: str | None, context: str, answer:
     """The faithfulness metric's score of the answer against the context as one source; 0
     without claims (nothing in the answer can be attributed)."""
     record = EvalRecord(question or "", answer, (Passage(1, context),))
-    # The score is the judge's graded support; the checkable-facts layer decides verdicts
-    # only, so it is not run for a score.
-    result = FaithfulnessEvaluator(judge, check_facts=False).evaluate(record)
+    # The score people gate on: the verdicts of the checkable-facts layer are in it.
+    result = FaithfulnessEvaluator(judge).evaluate(record)
     return 0.0 if result.score is None else result.score
 
 

@@ -20,12 +20,15 @@ the fact is there under another number (a wrong citation) or nowhere (unsupporte
 Checkable facts (``judges._facts``): a claim the judge supports is still not supported when
 one of its numbers, dates, quantities, names, codes or negations is not stated by its
 sources about the same subject — the verdict becomes ``not_supported``, the cause
-``unstated_fact`` and the reason names the token ("8443 is in no cited source"). This is
-a verdict layer only: it never changes a claim's score, so the metric's score (what ``kbgraph
-eval meta``'s AUROCs read) is the judge's graded support whatever the layer decides; a claim
-the judge already rejects gets the fact's reason too. The reason keeps the judge's verdict
-and score: "8443 is in no cited source (judge: supported, 0.51)".
-``check_facts=False`` turns the layer off.
+``unstated_fact`` and the reason names the token ("8443 is in no cited source"). The score
+carries that verdict (issue 41: the score people gate on must not call such an answer
+faithful): such a claim scores 0, and an answer with one scores at most ``UNSTATED_CAP``,
+below the faithful threshold 0.5 and below any gate (:func:`verdict_score`). The judge's
+graded support is kept: each claim's in its reason, the answer's as ``graded`` in the
+details, beside ``supported_share``. A claim the judge already rejects gets the fact's
+reason too. The reason keeps the judge's verdict and score: "8443 is in no cited source
+(judge: supported, 0.51)". ``check_facts=False`` turns the layer off (the score is then the
+graded support).
 
 A claim that repeats an earlier one (``claims.repeats``) keeps ``REPEAT_FACTOR`` of its
 score, and its reason says so.
@@ -73,11 +76,18 @@ class FaithfulnessEvaluator(LangSmithAdapter):
             claims, self.judge_claims(claims, record.passages, record.question)
         )
         counts = Counter(v.verdict for v in verdicts)
-        score = sum(v.score for v in verdicts) / len(verdicts)
+        graded = sum(v.score for v in verdicts) / len(verdicts)
+        unstated = [v.cause == "unstated_fact" for v in verdicts]
+        score = verdict_score([v.score for v in verdicts], unstated)
         reason = (
             f"{counts['supported']} of {len(verdicts)} claims supported"
-            f" ({counts['contradicted']} contradicted); mean claim support {score:.2f}"
+            f" ({counts['contradicted']} contradicted); mean claim support {graded:.2f}"
         )
+        if any(unstated):
+            reason += (
+                f"; {sum(unstated)} with a fact no source states (scored 0, the answer"
+                f" at most {UNSTATED_CAP:g}): {score:.2f}"
+            )
         return MetricResult.scored(
             "faithfulness",
             score,
@@ -85,6 +95,8 @@ class FaithfulnessEvaluator(LangSmithAdapter):
             claims=list(verdicts),
             counts={v: counts[v] for v in ("supported", "not_supported", "contradicted")},
             supported_share=counts["supported"] / len(verdicts),
+            graded=graded,
+            unstated_facts=sum(unstated),
             wrong_citations=sum(v.cause == "wrong_citation" for v in verdicts),
             claim_split=split.describe(),
         )
@@ -194,6 +206,23 @@ def _verdict(claim: Claim, target: tuple[int, ...], judgement: Judgement) -> Cla
     )
 
 
+UNSTATED_CAP = 0.45
+"""The most an answer with a claim whose fact no source states can score: under the
+faithful threshold (0.5, ``kbgraph eval meta``'s balanced accuracy) whatever its other
+claims, so that no gate passes it. Chosen on SummEdits (development data; see
+benchmarks/bench_verdict.py)."""
+
+
+def verdict_score(scores: Sequence[float], unstated: Sequence[bool]) -> float:
+    """The answer's score from its claims' graded support and whether each has an unstated
+    fact: the mean support with such claims at 0 (Ragas' faithfulness counts an unsupported
+    claim 0; Es et al. 2023, arXiv:2309.15217), capped at ``UNSTATED_CAP`` when any has one
+    (RAGTruth's span labels call an answer unfaithful when any span is; Niu et al. 2024)."""
+    kept = [0.0 if bad else s for s, bad in zip(scores, unstated, strict=True)]
+    mean = sum(kept) / len(kept)
+    return min(mean, UNSTATED_CAP) if any(unstated) else mean
+
+
 REPEAT_FACTOR = 0.75
 """A claim that repeats an earlier one keeps this share of its support score: a summary that
 says one thing twice has told less than its length claims (degenerate repetition is
@@ -207,7 +236,8 @@ def _discount_repeats(claims: Sequence[Claim], verdicts: list[ClaimVerdict]) -> 
             old,
             score=old.score * REPEAT_FACTOR,
             reason=f"repeats claim {first + 1}, counted at {REPEAT_FACTOR:g}; {old.reason}",
-            cause="repeated",
+            # An unstated fact stays the cause: the answer's score reads it.
+            cause=old.cause if old.cause == "unstated_fact" else "repeated",
         )
     return verdicts
 
@@ -226,4 +256,4 @@ def _unknown_citation(claim: Claim, known: list[int]) -> ClaimVerdict:
     )
 
 
-__all__ = ["FaithfulnessEvaluator"]
+__all__ = ["UNSTATED_CAP", "FaithfulnessEvaluator", "verdict_score"]

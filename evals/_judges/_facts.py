@@ -10,21 +10,28 @@ Each must be *stated* by the context:
 - found there: the same number with no unit of another kind, or the same quantity in
   another unit ("30 s" for "30,000 ms", ``_units``), or the sum or difference of two numbers
   of the sentences the claim is aligned with (``_numbers.derivable``); the name's words
-  together in one sentence (any case, any inflection); the code as a token;
-- about the same subject: the sentence that holds it does not put another word in the
-  place of one of the claim's ("The day shift has 8 people" for "The night shift has 8
-  people"), and it, or it with a neighbour, holds half of the claim clause's words that the
-  context has (``_subject``);
+  together in one sentence (any case, any inflection, "PhDs" for "PhD"; a hyphenated word's
+  lower-case parts are no name: "AI-supported" names "AI"); the code as a token; a number
+  past twenty also in words ("twenty five");
+- a name found is stated (the words beside a name vary too much for the subject check:
+  on SummEdits' consistent summaries half the false flags were names); a number or a code
+  is stated about the same subject: the clause of the sentence that holds it does not put
+  another word in the place of one of the claim's ("The day shift has 8 people" for "The
+  night shift has 8 people"; words within ``_subject.NEAR`` of the fact), and it, or it
+  with a neighbour, holds half of the claim clause's words that the context has
+  (``_subject``);
 - and not negated the other way: a clause of the sentences most about the claim clause
   denies what the claim affirms ("no card is ever charged" against "Sandbox keys charge the
   card"), or affirms what it denies, and none of them says it the claim's way.
 
-A quote (``ContextText.is_quote``) states its facts. The verdict this gives is apart from
-the judge's graded score, which it never changes (see ``evaluators.faithfulness``).
+A quote (``ContextText.is_quote``) states its facts. The verdict this gives is in the
+faithfulness score (a claim with an unstated fact counts 0, the answer is capped under 0.5;
+see ``evaluators.faithfulness``); the judge's graded score is kept in the details.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -124,11 +131,29 @@ def _number(
 
 def _written_in(number: str, ctx: ContextText) -> list[int]:
     """The sentences that write ``number``'s digits where the number reader does not see
-    them: a bracketed list ("[408, 429, 500]") reads as a citation marker."""
+    them: a bracketed list ("[408, 429, 500]") reads as a citation marker; or spell it in
+    words past twenty ("twenty five Euros" for "25 Euros", a SummEdits rewording)."""
     if not number.replace(".", "").isdigit():
         return []
+    spelt = _spelt_number(number)
+    if spelt is not None:
+        return [i for i, sentence in enumerate(ctx.sentences) if spelt.search(sentence)]
     digits = re.compile(rf"(?<![\w.,]){re.escape(number)}(?![\w]|[.,]\d)")
     return [i for i, sentence in enumerate(ctx.sentences) if digits.search(sentence)]
+
+
+_TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+_UNITS = ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+
+
+def _spelt_number(number: str) -> re.Pattern[str] | None:
+    """How words write a number from 21 to 99 ("twenty five", "twenty-five", "thirty");
+    ``None`` for any other (``_text.numbers`` reads the words up to twenty)."""
+    if not number.isdigit() or not 21 <= int(number) <= 99:
+        return None
+    tens, unit = divmod(int(number), 10)
+    words = _TENS[tens - 2] + (rf"[\s-]+{_UNITS[unit - 1]}" if unit else r"(?![\s-]+[a-z]+\b)")
+    return re.compile(rf"\b{words}\b", re.IGNORECASE)
 
 
 def _states(slot: NumberSlot, stated: list[NumberSlot]) -> bool:
@@ -219,7 +244,7 @@ def proper_names(text: str) -> list[str]:
     current: list[tuple[str, bool]] = []
     gap = 0
     for match in WORD.finditer(text):
-        word = match.group(0).removesuffix("'s")
+        word = _capitalised_part(match.group(0).removesuffix("'s"))
         joined = bool(current) and text[gap : match.start()].strip() in ("", "-")
         if word[:1].isupper():
             if current and not joined:
@@ -236,6 +261,14 @@ def proper_names(text: str) -> list[str]:
     if current:
         runs.append(current)
     return [n for n in (_name_of(run) for run in runs) if n]
+
+
+def _capitalised_part(word: str) -> str:
+    """A hyphenated word's leading capitalised parts: "AI-supported" names "AI" (its
+    lower-case parts are ordinary words the judge weighs), "Jean-Luc" stays whole."""
+    parts = word.split("-")
+    kept = list(itertools.takewhile(lambda p: p[:1].isupper(), parts))
+    return "-".join(kept) if kept else word
 
 
 def _name_of(run: list[tuple[str, bool]]) -> str | None:
@@ -259,6 +292,9 @@ def _name(
     if not stems:
         return None
     found = [i for i, held in enumerate(ctx.sentence_words) if stems <= held]
+    if not found and _PLURAL.fullmatch(name):
+        # "PhDs" for "PhD", "APIs" for "API": a plural the stemmer leaves whole.
+        return _name(name[:-1], text, about, ctx, where)
     if not found and _ACRONYM.fullmatch(name):
         found = _spelt_out(name.lower(), ctx)
     first, _, rest_of_name = name.partition(" ")
@@ -267,11 +303,15 @@ def _name(
         return _name(rest_of_name, text[text.index(first) + len(first) :], about, ctx, where)
     if not found:
         return UnstatedFact(name, "name", f"{name} is in {where}")
-    rest = [w for w in about if w not in stems]
-    return _same_subject(name, "name", found, rest, ctx, text)
+    # A name found is stated: a name is what a sentence is about, rarely an attribute moved
+    # to another subject, and the words beside it vary (on SummEdits' consistent
+    # summaries, half the false flags were names "said of" another word).
+    return None
 
 
 _ACRONYM = re.compile(r"[A-Z]{2,6}")
+_PLURAL = re.compile(r"[A-Z][A-Za-z]*[A-Z][a-z]?s")
+"""A plural of an acronym or a mixed-case name: "APIs", "PhDs", "CPUs"."""
 
 
 def _spelt_out(acronym: str, ctx: ContextText) -> list[int]:
@@ -338,8 +378,17 @@ def _flip(clause: Clause, present: frozenset[str], ctx: ContextText) -> Unstated
         return None
     i, other = opposite
     said_of = other.words & present
-    if any(c.denies(present) == negative and said_of <= c.words for _, c in top):
-        return None  # the source says it the claim's way too
+    subject = next((w for w in content_words(clause.text) if w in present), None)
+    if any(
+        c.denies(present) == negative
+        and said_of <= c.words
+        and (subject is None or subject in c.words or subject not in ctx.sentence_words[i])
+        for _, c in top
+    ):
+        # The source says it the claim's way too; not a clause of another subject of the
+        # same sentence ("live keys charge the card, while sandbox keys ... no card is
+        # ever charged" says nothing for "Sandbox keys charge the card").
+        return None
     said = _raw_clause(ctx.sentences[i], other)
     if other.negative:
         reason = f"negation: the source says {said!r}; the claim says it without the negation"

@@ -16,8 +16,9 @@ A clause the sentence merely shares few words with is left to the judge's graded
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
-from .._text import content_words, normalise
+from .._text import content_words, normalise, numbers
 from ._conflicts import names
 from ._context import ContextText
 
@@ -33,7 +34,7 @@ def other_subject(
     token, and the sentence that says it of something else (see the module docstring)."""
     replaced: dict[int, tuple[str, str]] = {}
     for i in found:
-        swap = next((s for s in (_replaced(w, claim, i, ctx) for w in about) if s), None)
+        swap = next((s for s in (_replaced(w, claim, i, ctx, token) for w in about) if s), None)
         if swap is None and _holds_half(about, i, ctx):
             return None
         if swap is not None:
@@ -64,16 +65,25 @@ def _holds_half(about: list[str], i: int, ctx: ContextText) -> bool:
     return False
 
 
-def _replaced(word: str, claim: str, i: int, ctx: ContextText) -> tuple[str, str] | None:
-    """``(word, other)`` when sentence ``i`` lacks the claim's ``word`` and has ``other``
-    right before the word that right follows it in the claim: "day shift" for "night
-    shift". Not a reworded verb ("keys work during" / "keys are accepted during": words
-    between), not an inflection ("failed" / "failure"), not a name ("Northwind Analytics was
-    founded" names what the claim calls "the company")."""
-    if word in ctx.sentence_words[i]:
+def _replaced(
+    word: str, claim: str, i: int, ctx: ContextText, token: str = ""
+) -> tuple[str, str] | None:
+    """``(word, other)`` when the clause of sentence ``i`` that holds the fact lacks the
+    claim's ``word`` and has ``other`` right before the word that right follows it in the
+    claim: "day shift" for "night shift", also when another clause of the sentence has the
+    claim's word ("the night shift has 5 people; the day shift has 8 people"). Not a
+    reworded verb ("keys work during" / "keys are accepted during": words between), not an
+    inflection ("failed" / "failure"), not a name ("Northwind Analytics was founded" names
+    what the claim calls "the company"). Both words stand within ``NEAR`` words of the
+    fact (``token``), in the claim and in the source: the word a fact is said of is next
+    to it ("the night shift has 8"), not a clause away ("the first three months, where the
+    Platinum plan ...": a false flag on SummEdits)."""
+    clause = _token_clause(ctx.sentences[i], claim)
+    if word in set(content_words(clause)):
         return None
-    said, stated = _sequence(claim), _sequence(ctx.sentences[i])
-    for k in (k for k, w in enumerate(said[:-1]) if w == word):
+    said, stated = _sequence(claim), _sequence(clause)
+    near_said, near_stated = _near(claim, token), _near(clause, token)
+    for k in (k for k, w in enumerate(said[:-1]) if w == word and near_said(k)):
         after = said[k + 1]
         if after is None or after[:1].isdigit():
             continue
@@ -81,6 +91,7 @@ def _replaced(word: str, claim: str, i: int, ctx: ContextText) -> tuple[str, str
             other = stated[j - 1]
             if (
                 other is not None
+                and near_stated(j - 1)
                 and not other[:1].isdigit()
                 and other not in said
                 and other[:4] != word[:4]
@@ -91,12 +102,51 @@ def _replaced(word: str, claim: str, i: int, ctx: ContextText) -> tuple[str, str
     return None
 
 
+NEAR = 3
+"""Words between a fact and the word it is said of, at most, counting function words and
+punctuation ("night shift has 8": 3)."""
+
+
+def _near(text: str, token: str) -> Callable[[int], bool]:
+    """Whether a position of ``text``'s word sequence (``_sequence``) is within ``NEAR`` of
+    where ``token`` starts; always, when the token is not found as written."""
+    first = token.split()[0].lower() if token.strip() else ""
+    tokens = [t.lower() for t in TOKENS.findall(normalise(text))]
+    at = [k for k, t in enumerate(tokens) if first and _starts(t, first)]
+    if not at:
+        return lambda _k: True
+    return lambda k: any(abs(k - a) <= NEAR for a in at)
+
+
+def _starts(written: str, first: str) -> bool:
+    """``written`` is the token, or the token glued to letters ("3d" for a 3 read from
+    "3D")."""
+    return written == first or (written.startswith(first) and written[len(first) :].isalpha())
+
+
+_CLAUSE_BREAK = re.compile(r"[;,]\s+(?:and\s+|but\s+)?|\s+(?:while|whereas|and|but)\s+", re.I)
+"""Where a sentence's clauses part: "X; Y", "X, Y", "X while Y", "X and Y"."""
+
+
+def _token_clause(sentence: str, claim: str) -> str:
+    """The clause of ``sentence`` sharing the claim's numbers (the fact being checked), or
+    the whole sentence when no one clause does, or the sentence is one clause."""
+    parts = [p for p in _CLAUSE_BREAK.split(sentence) if p.strip()]
+    if len(parts) < 2:
+        return sentence
+    wanted = numbers(claim)
+    held = [p for p in parts if wanted and wanted & numbers(p)]
+    return held[0] if len(held) == 1 else sentence
+
+
 def _side_by_side(first: str, second: str, ctx: ContextText, i: int) -> bool:
     """The context writes ``first`` and ``second`` on one line, a space apart (a sentence
     of code is its lines joined: "raise" ends one, "delay = …" starts the next)."""
-    sentence = ctx.sentences[i]
-    a, b = _written_word(first, sentence), _written_word(second, sentence)
-    return re.search(rf"{re.escape(a)}[ \t]+{re.escape(b)}", ctx.body, re.IGNORECASE) is not None
+    a = _written_word(first, ctx.sentences[i])
+    # The second word by its stem: the sentence may write it otherwise before ("two
+    # shifts: ... the day shift").
+    follows = re.finditer(rf"{re.escape(a)}[ \t]+([A-Za-z][\w'-]*)", ctx.body, re.IGNORECASE)
+    return any(content_words(m.group(1))[:1] == [second] for m in follows)
 
 
 def _sequence(text: str) -> list[str | None]:

@@ -9,7 +9,7 @@ import pytest
 
 from kbgraph.evals import check_answer
 from kbgraph.evals._judges import OfflineJudge
-from tests.unit.test_eval_facts import COMPANY, DESK, FIVE, KEYS, SERVER, UPLOADS
+from tests.unit.test_eval_facts import COMPANY, DESK, FIVE, KEYS, ONE_SENTENCE, SERVER, UPLOADS
 
 pytestmark = pytest.mark.integration
 
@@ -47,3 +47,14 @@ def test_the_same_facts_written_right_are_supported(
 ) -> None:
     (found,) = check_answer(f"{claim} [1]", _cited(source), judge=judge)["claims"]
     assert found["supported"], found["reason"]
+
+
+@pytest.mark.parametrize(("claim", "source", "named"), ONE_SENTENCE)
+def test_single_fact_changes_within_one_source_sentence_are_unsupported(
+    judge: OfflineJudge, claim: str, source: str, named: str
+) -> None:
+    check = check_answer(f"{claim} [1]", _cited(source), judge=judge)
+    (found,) = check["claims"]
+    assert found["verdict"] == "not_supported" and found["cause"] == "unstated_fact"
+    assert named in found["reason"]
+    assert check["score"] is not None and check["score"] < 0.5

@@ -392,7 +392,8 @@ def test_faithfulness_is_graded_so_that_one_claim_answers_rank() -> None:
         "exact": "The default of 5 attempts means one call and up to four retries.",
         "non_ascii": "Les nouvelles tentatives utilisent un délai aléatoire complet.",
         "partial": "The default of 5 attempts means one call and a pager alert for operators.",
-        "made_up": "Harbor stores orders in MongoDB clusters on Kubernetes.",
+        "made_up": "Harbor stores orders in database clusters on shared servers.",
+        "made_up_names": "Harbor stores orders in MongoDB clusters on Kubernetes.",
     }
     results = {
         name: evaluator.evaluate(
@@ -404,6 +405,9 @@ def test_faithfulness_is_graded_so_that_one_claim_answers_rank() -> None:
     assert scores["exact"] == pytest.approx(1.0, abs=0.05)
     assert scores["non_ascii"] == pytest.approx(1.0, abs=0.05)
     assert scores["exact"] > scores["partial"] > scores["made_up"] > 0.0, scores
+    # Names no source states: the claim counts 0 (issue 41), its graded support is kept.
+    assert scores["made_up_names"] == 0.0
+    assert dict(results["made_up_names"].details)["graded"] > 0.0
     (verdict,) = claims_of(dict(results["partial"].details))
     assert results["partial"].score == pytest.approx(verdict.score)
     # The verdict counts keep their meaning beside the graded score.

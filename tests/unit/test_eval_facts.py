@@ -1,7 +1,8 @@
 """Checkable facts checked exactly (issue 29, item 2): a claim's numbers, dates, quantities,
 names, codes and negations must be stated by the source it cites, about the same subject,
 or the answer check calls it unsupported and names the token. The layer decides verdicts
-only: the graded score the benchmarks read does not move. The offline judge runs on fake
+and the score (issue 41): such a claim counts 0 and the answer is capped under 0.5; the
+judge's graded score stays in the details. The offline judge runs on fake
 embeddings here (the layer does not depend on the judge); the same five cases with the
 packaged model are in tests/integration/test_answer_check_real.py."""
 
@@ -16,9 +17,11 @@ import pytest
 from kbgraph.evals import bundled_dataset_path, check_answer
 from kbgraph.evals._claims import split_claims
 from kbgraph.evals._evaluators import FaithfulnessEvaluator
+from kbgraph.evals._evaluators.faithfulness import UNSTATED_CAP, verdict_score
 from kbgraph.evals._judges import OfflineJudge, ScriptedJudge
 from kbgraph.evals._judges._facts import proper_names, unstated_facts
 from kbgraph.evals._judges._units import quantities
+from kbgraph.evals._meta_results import THRESHOLD
 from kbgraph.evals._records import EvalRecord, Passage
 from kbgraph.graphs import _trace
 from kbgraph.testing import FakeEmbeddings
@@ -110,18 +113,28 @@ def test_a_single_changed_fact_is_unsupported_and_named(
 
 
 @pytest.mark.parametrize(("claim", "source", "named"), FIVE)
-def test_the_layer_leaves_the_graded_score_alone(
+def test_the_score_carries_the_verdict_and_keeps_the_graded_support(
     judge: OfflineJudge, claim: str, source: str, named: list[str]
 ) -> None:
-    # What kbgraph eval meta's AUROCs read: the metric's score, the mean claim score.
-    record = EvalRecord("", f"{claim} [1]", (Passage(1, source),))
+    # Issue 41: the score people gate on (kbgraph eval, eval meta, check_answer) must not
+    # call an answer with an unstated fact faithful; the judge's view stays in the details.
+    record = EvalRecord("", f"{claim} Uploads and servers need care. [1]", (Passage(1, source),))
     strict = FaithfulnessEvaluator(judge).evaluate(record)
     graded = FaithfulnessEvaluator(judge, check_facts=False).evaluate(record)
-    assert strict.score == graded.score
+    assert strict.details["claims"][0].cause == "unstated_fact"
+    assert strict.score is not None and strict.score <= UNSTATED_CAP < THRESHOLD
+    assert strict.details["graded"] == graded.score
+    assert strict.details["unstated_facts"] >= 1
     assert [v.score for v in strict.details["claims"]] == [
         v.score for v in graded.details["claims"]
     ]
-    assert strict.details["claims"][0].cause == "unstated_fact"
+
+
+def test_verdict_score_zeroes_unstated_claims_and_caps_the_answer() -> None:
+    assert verdict_score([0.9, 0.8], [False, False]) == pytest.approx(0.85)
+    assert verdict_score([0.9, 0.2], [False, True]) == pytest.approx(0.45)
+    assert verdict_score([1.0, 1.0, 1.0, 0.9], [False, False, False, True]) == UNSTATED_CAP
+    assert verdict_score([0.9], [True]) == 0.0
 
 
 def test_a_supported_claim_turned_unsupported_keeps_the_judges_view() -> None:
@@ -130,7 +143,94 @@ def test_a_supported_claim_turned_unsupported_keeps_the_judges_view() -> None:
     (found,) = check["claims"]
     assert found["verdict"] == "not_supported" and found["evidence"] is None
     assert found["reason"] == "8443 is in no cited source (judge: supported, 1.00)"
-    assert check["score"] == 1.0  # the judge's graded score, untouched
+    assert check["score"] == 0.0  # the verdict is in the score (issue 41)
+    assert check.get("graded") == 1.0 and check.get("supported_share") == 0.0
+
+
+ONE_SENTENCE = [
+    pytest.param(
+        "The upload was rejected with status 400.",
+        "Each file may be at most 25 MB, a larger upload is rejected with status 413 and a "
+        "file of another type with status 415.",
+        "400",
+        id="status",
+    ),
+    pytest.param(
+        "The server listens on port 8443.",
+        "By default the server listens on port 8080; set port to change it.",
+        "8443",
+        id="port",
+    ),
+    pytest.param(
+        "Sandbox keys charge the card for every order.",
+        "Live keys charge the customer's card when an order is placed, while sandbox keys "
+        "run against the test environment and no card is ever charged.",
+        "negation",
+        id="negation",
+    ),
+    pytest.param(
+        "The company was founded in 1998 by Tom Lee.",
+        "Northwind Analytics was founded in 1998 by Ada Park in Rotterdam, and in 2012 it "
+        "moved to Amsterdam.",
+        "Tom Lee",
+        id="name",
+    ),
+    pytest.param(
+        "The night shift has 8 people.",
+        "The desk runs two shifts: the night shift has 5 people; the day shift has 8 people.",
+        "'night'",
+        id="subject-semicolon",
+    ),
+    pytest.param(
+        "The night shift has 8 people.",
+        "The night shift has 5 people, the day shift has 8 people.",
+        "'night'",
+        id="subject-comma",
+    ),
+    pytest.param(
+        "The night shift has 8 people.",
+        "The night shift has 5 people while the day shift has 8 people.",
+        "'night'",
+        id="subject-while",
+    ),
+    pytest.param(
+        "The night shift has 8 people.",
+        "The night shift has 5 people and the day shift has 8 people.",
+        "'night'",
+        id="subject-and",
+    ),
+]
+
+
+@pytest.mark.parametrize(("claim", "source", "named"), ONE_SENTENCE)
+def test_a_single_changed_fact_within_one_source_sentence(
+    judge: OfflineJudge, claim: str, source: str, named: str
+) -> None:
+    # The subject check works within a sentence (issue 41: "the night shift ...; the day
+    # shift has 8 people" supported "The night shift has 8 people." at 0.999).
+    check = check_answer(f"{claim} [1]", _cited(source), judge=judge)
+    (found,) = check["claims"]
+    assert found["verdict"] == "not_supported" and found["cause"] == "unstated_fact"
+    assert named in found["reason"]
+    assert check["score"] is not None and check["score"] < THRESHOLD
+
+
+@pytest.mark.parametrize(
+    ("claim", "source"),
+    [
+        (
+            "The day shift has 8 people.",
+            "The night shift has 5 people; the day shift has 8 people.",
+        ),
+        ("The night shift has 5 people.", "The night shift has 5 people, the day shift has 8."),
+        (
+            "The server listens on port 8080.",
+            "By default the server listens on port 8080; set port to change it.",
+        ),
+    ],
+)
+def test_the_right_fact_within_one_source_sentence_is_stated(claim: str, source: str) -> None:
+    assert unstated_facts(claim, source) == []
 
 
 @pytest.mark.parametrize(
@@ -153,6 +253,23 @@ def test_a_supported_claim_turned_unsupported_keeps_the_judges_view() -> None:
         ("Harbor 2.3.1 supports HTTP/2.", "Harbor v2.3.1 added HTTP/2 support."),
         ("Sandbox keys never charge the card.", KEYS),
         ("The cache is not shared between workers.", "Each worker keeps its own cache."),
+        # False flags found on SummEdits' consistent summaries (issue 41, dev data):
+        ("The device sells for 25 Euros.", "The selling price will be twenty five Euros."),
+        ("Two PhDs discuss the results.", "PhD D: yes, two of us. PhD F: the results hold."),
+        ("The team offers AI-supported planning.", "Our AI planning tools support the team."),
+        (
+            "The site offers CloudTrek Workspace for sales teams.",
+            "Every project gets cloudTrek Workspace, and sales teams use it too.",
+        ),
+        (
+            "There is a discount for the first three months, where the Platinum plan costs $630.",
+            "A 10% discount on your first three months with any subscription plan! The "
+            "Platinum plan costs $630.",
+        ),
+        (
+            "It includes customized office layout and complimentary 3D visualization.",
+            "Customized office layout. Complimentary 3D visualization of your new office layout.",
+        ),
     ],
 )
 def test_facts_written_another_way_are_stated(claim: str, source: str) -> None:

@@ -208,7 +208,9 @@ def test_run_meta_reports_the_heldout_figures(heldout_dir: Path) -> None:
 
 def test_a_judge_at_its_own_line_gets_its_balanced_accuracy(heldout_dir: Path) -> None:
     """A scripted judge that rejects the one made-up port and supports the rest gets
-    balanced accuracy 1.0 at 0.5 on QA; one that supports everything gets 0.5."""
+    balanced accuracy 1.0 at 0.5 on QA; so does one that supports everything, since the
+    score meta reads carries the checkable-facts verdicts (issue 41): the made-up port is
+    in no source."""
     picky = ScriptedJudge(
         default="supported", rules=(lambda claim, _: "not_supported" if "443" in claim else None,)
     )
@@ -217,7 +219,7 @@ def test_a_judge_at_its_own_line_gets_its_balanced_accuracy(heldout_dir: Path) -
     assert qa.balanced_accuracy[picky.name] == 1.0
     lenient = ScriptedJudge(default="supported")
     (qa,) = run_meta([lenient], heldout_dir=heldout_dir, benchmarks=["ragtruth"])[:1]
-    assert qa.balanced_accuracy[lenient.name] == 0.5
+    assert qa.balanced_accuracy[lenient.name] == 1.0
 
 
 def test_to_dict_adds_the_heldout_figures_only_to_heldout_rows(heldout_dir: Path) -> None:
