@@ -47,7 +47,8 @@ from kbgraph.graphs._internal import INTERNAL, describe_error, question_of, run_
 from kbgraph.prompts import render_prompt
 
 from ._common import citation_update, model_for
-from ._problems import answer_problems
+from ._problems import answer_problems, cut_off
+from ._repair import repair_draft
 from ._state import AnswerAction, AnswerAttempt, AnswerCheckRecord
 
 PromptFor = Callable[[Mapping[str, Any], BaseChatModel, RagSettings], list[BaseMessage]]
@@ -84,7 +85,7 @@ def make_check_node(
         if config.policy == "repair":
             usable = model is not None and run_outage(state) is None
             redo = _Redo(state, model, settings, prompt_for, chosen) if usable else None
-            return _repaired(state, check, config, citations, extractive, update, redo)
+            return _repaired(state, check, config, citations, extractive, update, redo, chosen)
         if check["error"] or model is None or run_outage(state):
             return update
         if config.policy == "regenerate" and unsupported(check):
@@ -217,7 +218,7 @@ def _attempt(
     score = None if check["error"] else check["score"]
     problems = answer_problems(
         text, message=message, sources=len(citations), cited=len(cited), score=score,
-        threshold=config.threshold,
+        threshold=config.threshold, claims=check["claims"],
     )  # fmt: skip
     return {"text": text, "score": check["score"], "problems": problems}
 
@@ -230,9 +231,12 @@ def _repaired(
     extractive: Extractive,
     update: dict[str, Any],
     redo: _Redo | None,
+    judge: Judge | str,
 ) -> dict[str, Any]:
-    """The ``repair`` policy: the answer as it is when it may be shown; else written once
-    more with the reasons; else the extractive answer, saying why."""
+    """The ``repair`` policy: the answer as it is when it may be shown; else the draft less
+    what its sources do not support (:func:`kbgraph.agents._repair.repair_draft`), checked
+    again, when that may be shown; else written once more with the reasons; else the
+    extractive answer, saying why, below what the draft said that its sources support."""
     text = str(state.get("answer") or "")
     first = _attempt(text, _answer_message(state), check, citations, config)
     if not first["problems"] or not citations:
@@ -240,6 +244,18 @@ def _repaired(
         # quote instead: the check's verdict is recorded, as under ``flag``.
         return update
     attempts = [first]
+    kept = repair_draft(text, check, citations, cut=cut_off(_answer_message(state)))
+    if kept.text:
+        question = question_of(dict(state))
+        rechecked = check_with(kept.text, citations, question=question, judge=judge)
+        attempts.append(_attempt(kept.text, None, rechecked, citations, config))
+        if not attempts[-1]["problems"]:
+            out = _replaced(
+                state, kept.text, "llm", rechecked, config, citations, first=check,
+                action="repaired",
+            )  # fmt: skip
+            out["answer_check"].update(attempts=attempts, dropped=kept.dropped)
+            return out
     if redo is not None:
         second = redo(first["problems"], check, citations)
         if isinstance(second, str):
@@ -252,10 +268,14 @@ def _repaired(
                     state, message.text, "llm", checked, config, citations, first=check,
                     source=message,
                 )  # fmt: skip
-                out["answer_check"]["attempts"] = attempts
+                out["answer_check"].update(attempts=attempts, dropped=kept.dropped)
                 return out
-    out = _replaced(state, extractive(state, _why(attempts)), "fallback", check, config, citations)
-    out["answer_check"]["attempts"] = attempts
+    quotes = extractive(state, _why(attempts))
+    # What the check found supported in the draft is kept above the quotes: they may
+    # lack it (a model's right first sentence, then a loop).
+    shown = f"{kept.text}\n\n{quotes}" if kept.text else quotes
+    out = _replaced(state, shown, "fallback", check, config, citations)
+    out["answer_check"].update(attempts=attempts, dropped=kept.dropped)
     return out
 
 
@@ -278,13 +298,14 @@ def _replaced(
     *,
     first: AnswerCheck | None = None,
     source: AIMessage | None = None,
+    action: AnswerAction | None = None,
 ) -> dict[str, Any]:
     """The state update that puts ``text`` in place of the answer (and of its message).
     The old message is removed and the new one appended under a new id (the second
     answer's own, when the model wrote it): LangGraph's ``stream_mode="messages"`` emits a
     message whose id it has seen never again, so a replacement under the old id would never
     reach a chat UI."""
-    action: AnswerAction = "regenerated" if first is not None else "replaced"
+    action = action or ("regenerated" if first is not None else "replaced")
     record = _record(check, config, action)
     if first is not None:
         record["first"] = first
