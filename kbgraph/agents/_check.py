@@ -4,11 +4,13 @@ by default), and ``RagSettings.answer_check.policy`` decides what happens to an 
 sources do not support:
 
 * ``repair`` (default): an answer that must not be shown (it loops, was cut off, cites no
-  source while sources exist, or scores below ``threshold``; see
-  :mod:`kbgraph.agents._problems`) is written once more with those reasons named;
-  when the second answer has a problem too, the extractive answer replaces it, its header
-  saying why. Both attempts stay in ``answer_check["attempts"]`` (and ``--trace``). An
-  answer with none of these problems is never touched;
+  source while sources exist, scores below ``threshold``, or has a wrongly cited claim or
+  an unstated fact; see :mod:`kbgraph.agents._problems`) is first kept less what is
+  wrong (:mod:`kbgraph.agents._repair`) and shown when that passes; else written once more
+  with those reasons named; when the second answer has a problem too, the extractive
+  answer replaces it, its header saying why, below the draft's supported sentences. The
+  attempts stay in ``answer_check["attempts"]``, the dropped sentences in ``dropped`` (and
+  ``--trace``). An answer with none of these problems is never touched;
 * ``flag``: nothing changes but ``answer_check`` (and ``kbgraph ask`` prints the
   unsupported sentences);
 * ``regenerate``: when a claim is unsupported, the model answers once more with those claims
