@@ -77,6 +77,7 @@ def run_ask(
     from ._state import AgentInput
 
     check_specs(embedding, chat_model)
+    default_timeout = RagSettings.model_fields["llm_timeout_seconds"].default
     settings = RagSettings(
         knowledge_bases=list(knowledge_bases or [{"folder": str(folder)}]),  # type: ignore[arg-type]
         embedding=embedding,
@@ -84,7 +85,7 @@ def run_ask(
         chat_model=chat_model,
         search=SearchConfig(top_k=top_k),
         record_runs=record,
-        **({} if llm_timeout is None else {"llm_timeout_seconds": llm_timeout}),
+        llm_timeout_seconds=default_timeout if llm_timeout is None else llm_timeout,
     )
     final: dict[str, Any] = {}
     request: AgentInput = {"messages": [*history, HumanMessage(question)]}
