@@ -247,10 +247,13 @@ def _repaired(
         return update
     attempts = [first]
     kept = repair_draft(text, check, citations, cut=cut_off(_answer_message(state)))
+    supported_part = ""
     if kept.text:
         question = question_of(dict(state))
         rechecked = check_with(kept.text, citations, question=question, judge=judge)
         attempts.append(_attempt(kept.text, None, rechecked, citations, config))
+        if rechecked["score"] is not None and not unsupported(rechecked):
+            supported_part = kept.text
         if not attempts[-1]["problems"]:
             out = _replaced(
                 state, kept.text, "llm", rechecked, config, citations, first=check,
@@ -275,7 +278,9 @@ def _repaired(
     quotes = extractive(state, _why(attempts))
     # What the check found supported in the draft is kept above the quotes: they may
     # lack it (a model's right first sentence, then a loop).
-    shown = f"{kept.text}\n\n{quotes}" if kept.text else quotes
+    # Only when checked again it holds no unsupported claim: a sentence the first check
+    # matched no claim to was kept, and must not reach the person unchecked.
+    shown = f"{supported_part}\n\n{quotes}" if supported_part else quotes
     out = _replaced(state, shown, "fallback", check, config, citations)
     out["answer_check"].update(attempts=attempts, dropped=kept.dropped)
     return out
