@@ -10,7 +10,10 @@ packaged SmolLM2-135M GGUF), and prints per path:
   included, so that both paths are scored alike) and how many answers have an unsupported
   claim;
 * the overrulings of the model's decisions, by node;
-* CPU seconds per question (this process: the embedding model and llama.cpp run in it).
+* CPU seconds per question (this process: the embedding model and llama.cpp run in it);
+* the answers shown that loop, the model's answers shown below the answer check's
+  threshold, in how many grounded runs the model was asked for the answer (a node's
+  timeout must not stop that: issue 40), and the wall time per question.
 
     python benchmarks/bench_agentic.py                                  # bundled questions
     python benchmarks/bench_agentic.py --kb ../shared/data/corpora/httpx-docs \\
@@ -42,6 +45,7 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 
 from kbgraph.agents import build_chat_agent
+from kbgraph.agents._problems import repetition
 from kbgraph.evals import EvalRow, bundled_dataset_path, check_answer, load_dataset
 from kbgraph.evals._records import GoldSource
 from kbgraph.graphs._settings import RagSettings
@@ -67,6 +71,10 @@ class PathResult:
     cpu: float = 0.0
     wall: float = 0.0
     questions: int = 0
+    loops_shown: int = 0
+    below_threshold_shown: int = 0
+    grounded: int = 0
+    model_asked: int = 0
     rows: list[dict[str, Any]] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
@@ -84,6 +92,10 @@ class PathResult:
             "answer_modes": dict(self.modes),
             "cpu_s_per_question": round(self.cpu / max(self.questions, 1), 2),
             "wall_s_per_question": round(self.wall / max(self.questions, 1), 2),
+            "answers_shown_that_loop": self.loops_shown,
+            "model_answers_shown_below_threshold": self.below_threshold_shown,
+            "grounded_runs": self.grounded,
+            "model_asked_for_the_answer": self.model_asked,
         }
 
 
@@ -120,6 +132,7 @@ def record(result: PathResult, row: EvalRow, out: dict[str, Any]) -> None:
         result.overrulings[overruling["node"]] += 1
     if check.get("score") is not None:
         result.scores.append(float(check["score"]))
+    shown_issues(result, out, check)
     if any(not c["supported"] for c in check.get("claims") or []):
         result.unsupported += 1
     golds = [gold_paths(g) for g in row.gold_sources]
@@ -135,6 +148,21 @@ def record(result: PathResult, row: EvalRow, out: dict[str, Any]) -> None:
         "gold": sorted(set().union(*golds)) if golds else [], "check": check.get("score"),
         "queries": out.get("rag_queries"), "answer": (out.get("answer") or "")[:300],
     })  # fmt: skip
+
+
+def shown_issues(result: PathResult, out: dict[str, Any], check: Any) -> None:
+    """What the person was shown: a loop, or the model's answer below the threshold; and
+    whether the model was asked for the answer of a grounded run at all."""
+    answer, mode = str(out.get("answer") or ""), out.get("answer_mode")
+    result.loops_shown += repetition(answer) is not None
+    threshold = RagSettings().answer_check.threshold
+    score = check.get("score")
+    result.below_threshold_shown += mode == "llm" and score is not None and score < threshold
+    if out.get("rag_grounded") and out.get("rag_citations"):
+        result.grounded += 1
+        error = str(out.get("answer_error") or "")
+        asked = mode == "llm" or bool((out.get("answer_check") or {}).get("attempts"))
+        result.model_asked += asked or (bool(error) and not error.startswith("chat model not"))
 
 
 def default_model() -> str:
@@ -156,10 +184,12 @@ def commit() -> str:
 def print_table(results: Sequence[PathResult]) -> None:
     header = (
         "| path | on-topic | skipped | gold file in sources | gold file cited | mean check "
-        "score | answers with an unsupported claim | overrulings | CPU s / question |"
+        "score | answers with an unsupported claim | overrulings | CPU s / question | "
+        "wall s / question | loops shown | model answers shown below threshold | "
+        "model asked for the answer |"
     )
     print(header)
-    print("|---|---:|---:|---:|---:|---:|---:|---|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|")
     for r in results:
         s = r.summary()
         overruled = ", ".join(f"{k} {v}" for k, v in sorted(r.overrulings.items())) or "none"
@@ -168,7 +198,9 @@ def print_table(results: Sequence[PathResult]) -> None:
             f"| {r.name} | {s['on_topic']} | {s['skipped_on_topic']} | "
             f"{s['gold_in_sources']:.3f} | {s['gold_cited']:.3f} | {score} | "
             f"{s['answers_with_unsupported_claims']} of {s['questions']} | {overruled} | "
-            f"{s['cpu_s_per_question']:.2f} |"
+            f"{s['cpu_s_per_question']:.2f} | {s['wall_s_per_question']:.1f} | "
+            f"{s['answers_shown_that_loop']} | {s['model_answers_shown_below_threshold']} | "
+            f"{s['model_asked_for_the_answer']} of {s['grounded_runs']} grounded |"
         )
 
 

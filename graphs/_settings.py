@@ -92,10 +92,14 @@ class RagSettings(Settings):
     index was built with) is the engine's :class:`~kbgraph.retrieval._config.ChunkConfig`,
     used when the subgraph indexes a folder. ``chat_model`` is a spec for
     :func:`kbgraph.graphs._models.resolve_chat_model` (``None``: every node uses its
-    heuristic path). ``rerank_diversity`` (0 to below 1, default 0 = off) is the heuristic
-    rerank's discount of each further chunk of a file already chosen, for a context that
-    spans more files; ``rerank_section_weight`` (0 to 1, default 0 = off) is its bonus for
-    query terms in a chunk's heading path. The grounding heuristic needs
+    heuristic path). ``llm_timeout_seconds`` (default 60; ``kbgraph ask --llm-timeout``,
+    env ``KBGRAPH_LLM_TIMEOUT``) bounds each chat model call: the answer gets all of it, a
+    node's JSON call at most 256 tokens and, with a gguf model, a quarter of it; a timed-out
+    node falls back to its heuristic and the answer is still asked. ``rerank_diversity`` (0
+    to below 1, default 0 = off) is the heuristic rerank's discount of each further chunk
+    of a file already chosen, for a context that spans more files;
+    ``rerank_section_weight`` (0 to 1, default 0 = off) is its bonus for query terms in a
+    chunk's heading path. The grounding heuristic needs
     ``grounding_min_coverage`` of the question's terms in the context and, when a vector
     ranker ran, a best cosine similarity of ``grounding_min_vector_score`` (``None``
     switches that floor off). ``answer_check`` (:class:`AnswerCheckSettings`) says how the

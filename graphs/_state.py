@@ -116,9 +116,9 @@ class LlmFallback(TypedDict):
     """A model call that failed, or was not made; the node then used its heuristic path.
     ``stage`` says which call: ``structured`` (structured output), ``json`` (the plain-JSON
     retry), ``reranker`` (a cross-encoder-style reranker), or ``skipped`` (not called
-    because an earlier call of the run found the chat server hung or unreachable).
-    ``outage`` marks such a failure (a timeout or a refused connection): after it, the rest
-    of the run does not call the chat model again."""
+    because an earlier call of the run found the chat server unreachable). ``outage``
+    marks such a failure (a refused or failed connection; not a timeout, which falls back
+    for its node only): after it, the rest of the run does not call the chat model again."""
 
     node: str
     attempt: int

@@ -192,6 +192,13 @@ def is_outage(exc: BaseException) -> bool:
     return is_timeout(exc) or isinstance(exc, ConnectionError) or "connect" in name
 
 
+def is_down(exc: BaseException) -> bool:
+    """A failed connection: the chat server could not be reached, and the rest of the run
+    need not try it again. A timeout is not one: the model is slow, and a call with a
+    smaller job (the answer after a node's JSON) may well finish."""
+    return is_outage(exc) and not is_timeout(exc)
+
+
 def describe_error(exc: BaseException, limit: int = 300) -> str:
     """``Type: message`` on one line, cut to ``limit`` characters of message."""
     message = " ".join(str(exc).split())[:limit]
@@ -207,6 +214,7 @@ __all__ = [
     "ask_structured",
     "describe_error",
     "first_json_object",
+    "is_down",
     "is_outage",
     "is_timeout",
     "json_instruction",

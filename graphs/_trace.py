@@ -203,6 +203,7 @@ _ACTIONS = {
     "replaced": "the answer was replaced by quotes of the sources (its score was below {t})",
 }
 _REPAIRED = {
+    "repaired": "the draft was shown without what its sources do not support ({why})",
     "regenerated": "the first answer was written again ({why})",
     "replaced": "the answer was replaced by quotes of the sources ({why})",
 }
@@ -229,7 +230,17 @@ def check_lines(state: Mapping[str, Any]) -> list[str]:
     action = (_REPAIRED if why else _ACTIONS).get(str(check.get("action")))
     if action:
         lines.append(bounded(f"  {action.format(t=check.get('threshold'), why=why)}"))
+    lines += _dropped_lines(check.get("dropped") or [])
     return lines + _unsupported_lines(claims)
+
+
+def _dropped_lines(dropped: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each sentence of the draft left out of the answer shown, once, with why."""
+    counts = Counter((str(d.get("why")), str(d.get("text"))) for d in dropped)
+    return [
+        bounded(f"  dropped ({why}{f', {n} times' if n > 1 else ''}): {text}")
+        for (why, text), n in counts.items()
+    ]
 
 
 def _unsupported_lines(claims: Sequence[Mapping[str, Any]]) -> list[str]:

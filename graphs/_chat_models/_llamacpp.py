@@ -33,6 +33,10 @@ from ._gguf_spec import GGUFOptions
 INSTALL_HINT = "pip install 'kbgraph[gguf]' (it installs xllamacpp, a prebuilt llama.cpp wheel)"
 _DONE = object()
 _HTTP_TIMEOUT = 30.0
+_STOP_WAIT = 30.0
+"""Seconds a stopped generation is waited for before the caller goes on (it ends at the
+next token; a long prompt is read whole first). Past it, the thread, not being a daemon,
+is still waited for at interpreter exit."""
 
 
 def check_runtime_installed() -> None:
@@ -83,7 +87,8 @@ class LlamaRuntime:
     ) -> Iterator[dict[str, Any]]:
         """The chunks of one chat completion (OpenAI ``chat.completion.chunk`` dicts; the
         last one carries ``usage``). Past ``deadline`` (``time.monotonic()``) the generation
-        is stopped and :class:`TimeoutError` raised; closing the iterator stops it too."""
+        is stopped and :class:`TimeoutError` raised; closing the iterator stops it too. The
+        worker thread has ended (or is ending) when this returns or raises."""
         # No prompt cache: a prefix reused from the previous request is computed in other
         # batches than a fresh prompt, and at temperature 0 that changes the reply. The same
         # messages give the same reply whatever was asked before (a little slower).
@@ -110,7 +115,11 @@ class LlamaRuntime:
             finally:
                 chunks.put(_DONE)
 
-        worker = threading.Thread(target=run, name="kbgraph-gguf", daemon=True)
+        # Not a daemon, and joined before this returns: at interpreter exit a daemon thread
+        # still inside llama.cpp is ended by pthread_exit, whose forced unwind llama.cpp's
+        # catch (...) swallows, and glibc aborts the process ("FATAL: exception not
+        # rethrown", exit 134) -- what a timed-out call did to `kbgraph ask`.
+        worker = threading.Thread(target=run, name="kbgraph-gguf")
         worker.start()
         try:
             while True:
@@ -127,7 +136,8 @@ class LlamaRuntime:
                     raise ChatModelError(f"llama.cpp failed: {item}") from item
                 yield checked(item)
         finally:
-            stop.set()
+            stop.set()  # llama.cpp stops at its next token (or once the prompt is read)
+            worker.join(_STOP_WAIT)
 
     def count_tokens(self, messages: list[dict[str, Any]]) -> int:
         """The exact prompt length of ``messages`` in tokens: the model's chat template

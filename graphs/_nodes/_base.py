@@ -25,7 +25,7 @@ from .._state import (
     debug_update,
 )
 from ._closings import ClosingDetector
-from ._llm import ask_node
+from ._llm import ask_node, budgeted
 
 T = TypeVar("T", bound=BaseModel)
 OVERRULED_EVENT = "knowledge.decision.overruled"
@@ -83,7 +83,9 @@ class StepRecorder:
     def ask(self, model: BaseChatModel, schema: type[T], **values: object) -> T | None:
         """The model's ``schema`` object for this node's prompt pair (rendered with
         ``values``), or ``None`` when it failed: the path taken (``llm``, ``llm-json`` or
-        ``fallback``) and every failed call are recorded."""
+        ``fallback``) and every failed call are recorded. The call has its own budget
+        (see :func:`kbgraph.graphs._nodes._llm.budgeted`)."""
+        model = budgeted(model, self.settings.llm_timeout_seconds)
         result = ask_node(model, schema, self.node, node=self.node, attempt=self.attempt, **values)
         self.fallbacks += result.fallbacks
         self.path = result.path or "fallback"
@@ -101,8 +103,9 @@ class StepRecorder:
 
     def chat_model(self, deps: NodeDeps) -> BaseChatModel | None:
         """The run's chat model, unless an earlier node of this run found the chat server
-        hung or unreachable: then ``None`` (the heuristic path, without waiting out another
-        timeout), recorded as a ``skipped`` fallback. The first node of a run
+        unreachable (not merely slow: a timeout falls back for its node only): then
+        ``None`` (the heuristic path, without failing again), recorded as a ``skipped``
+        fallback. The first node of a run
         (DecideRetrieve) must not use this: the state still holds the previous run's
         debug record then."""
         model = deps.model_for(self.settings)
@@ -135,8 +138,9 @@ class StepRecorder:
 
 
 def run_outage(state: Mapping[str, Any]) -> LlmFallback | None:
-    """The first model call of this run that timed out or could not connect, if any (the
-    circuit breaker of the run: ``rag_retrieval_debug`` starts afresh with each run)."""
+    """The first model call of this run that could not connect, if any (the circuit
+    breaker of the run: ``rag_retrieval_debug`` starts afresh with each run). A timeout is
+    not one: the model is slow, not down, and is still asked for the answer."""
     debug = state.get("rag_retrieval_debug") or {}
     for fallback in debug.get("fallbacks") or []:
         if fallback.get("outage") and fallback.get("stage") != "skipped":

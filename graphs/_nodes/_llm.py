@@ -1,7 +1,13 @@
 """The nodes' structured LLM call: the shared helper (:mod:`kbgraph.graphs._structured`:
 structured output, then plain JSON) over a node's prompt pair, with every failure turned
-into an ``LlmFallback`` record for ``rag_retrieval_debug``; an outage is marked as such, and
-the nodes after it in the same run do not call the model (see ``StepRecorder.chat_model``).
+into an ``LlmFallback`` record for ``rag_retrieval_debug``.
+
+Each call has its own budget (:func:`budgeted`): a node's reply is one small JSON object,
+so it gets at most :data:`STEP_MAX_TOKENS` tokens and, with an in-process GGUF model, a
+share of ``llm_timeout_seconds``. A timeout falls back for that node only: a slow model is
+still asked by the next node and for the answer. Only a chat server that could not be
+reached is an outage (``outage``), after which the rest of the run does not call the model
+(see ``StepRecorder.chat_model``).
 """
 
 from __future__ import annotations
@@ -15,8 +21,17 @@ from pydantic import BaseModel
 
 from kbgraph.prompts import render_prompt
 
+from .._chat_models import ChatGGUF
 from .._state import LlmFallback
-from .._structured import Stage, StructuredPath, ask_structured, describe_error, is_outage
+from .._structured import Stage, StructuredPath, ask_structured, describe_error, is_down
+
+STEP_MAX_TOKENS = 256
+"""The longest reply of a node's structured call: its JSON objects (a verdict, a scope, a
+query, an order of up to ``llm_rerank_max`` numbers) take well under 200 tokens; a small
+model that loops inside a value ran on to its ``max_tokens`` (512 by default), twice."""
+STEP_TIMEOUT_SHARE = 0.25
+"""The share of ``llm_timeout_seconds`` one node's call may take with an in-process GGUF
+model: the answer, the call the person waits for, keeps the whole of it."""
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -42,6 +57,21 @@ def ask_node(
     reply = ask_structured(model, schema, list(prompt_messages(prompt, **values)), name=node)
     fallbacks = [_record(node, attempt, stage, exc) for stage, exc in reply.errors]
     return LlmResult(reply.value, reply.path, fallbacks)
+
+
+def budgeted(model: BaseChatModel, timeout_seconds: float) -> BaseChatModel:
+    """``model`` held to one node call's budget: at most :data:`STEP_MAX_TOKENS` tokens
+    when it has a ``max_tokens`` field (read per request by ``ChatGGUF`` and
+    ``ChatOpenAI``), and :data:`STEP_TIMEOUT_SHARE` of ``timeout_seconds`` for a
+    ``ChatGGUF`` (other clients fix their timeout when they are made)."""
+    update: dict[str, object] = {}
+    if "max_tokens" in type(model).model_fields:
+        current = getattr(model, "max_tokens", None)
+        update["max_tokens"] = min(current or STEP_MAX_TOKENS, STEP_MAX_TOKENS)
+    if isinstance(model, ChatGGUF):
+        share = timeout_seconds * STEP_TIMEOUT_SHARE
+        update["timeout"] = min(model.timeout or share, share)
+    return model.model_copy(update=update) if update else model
 
 
 def prompt_messages(prompt: str, **values: object) -> tuple[SystemMessage, HumanMessage]:
@@ -70,9 +100,17 @@ def _record(node: str, attempt: int, stage: Stage, exc: BaseException) -> LlmFal
         "stage": stage,
         "error": describe_error(exc),
     }
-    if is_outage(exc):
+    if is_down(exc):
         record["outage"] = True
     return record
 
 
-__all__ = ["LlmResult", "ask_node", "context_fallback", "prompt_messages"]
+__all__ = [
+    "STEP_MAX_TOKENS",
+    "STEP_TIMEOUT_SHARE",
+    "LlmResult",
+    "ask_node",
+    "budgeted",
+    "context_fallback",
+    "prompt_messages",
+]

@@ -69,12 +69,14 @@ def run_ask(
     record: bool = False,
     knowledge_bases: Sequence[Mapping[str, Any]] | None = None,
     auto_index: bool = True,
+    llm_timeout: float | None = None,
 ) -> dict[str, Any]:
     """Run the chat agent once on ``folder``, after the messages of ``history``; return the
     final state. Custom stream events (``knowledge.*``) go to ``on_event`` as they happen.
     ``record``: write the run for ``kbgraph inspect`` (``RagSettings.record_runs``).
     ``knowledge_bases``: the knowledge base specs to search instead of ``folder`` alone
-    (``kbgraph mcp`` serves several); ``auto_index=False`` never writes an index."""
+    (``kbgraph mcp`` serves several); ``auto_index=False`` never writes an index;
+    ``llm_timeout``: ``RagSettings.llm_timeout_seconds`` (``None``: its default)."""
     from kbgraph.graphs import RagSettings
     from kbgraph.retrieval._internal import SearchConfig
 
@@ -82,6 +84,7 @@ def run_ask(
     from ._state import AgentInput
 
     check_specs(embedding, chat_model)
+    default_timeout = RagSettings.model_fields["llm_timeout_seconds"].default
     settings = RagSettings(
         knowledge_bases=list(knowledge_bases or [{"folder": str(folder)}]),  # type: ignore[arg-type]
         embedding=embedding,
@@ -89,6 +92,7 @@ def run_ask(
         chat_model=chat_model,
         search=SearchConfig(top_k=top_k),
         record_runs=record,
+        llm_timeout_seconds=default_timeout if llm_timeout is None else llm_timeout,
     )
     final: dict[str, Any] = {}
     request: AgentInput = {"messages": [*history, HumanMessage(question)]}
@@ -260,6 +264,16 @@ def print_human(state: Mapping[str, Any], *, trace: bool) -> None:
     "gguf:<path to a .gguf file>[?threads=1&n_ctx=4096&max_tokens=512] (in process, offline). "
     "Without one the answer is extractive.",
 )
+@click.option(
+    "--llm-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    envvar="KBGRAPH_LLM_TIMEOUT",
+    metavar="SECONDS",
+    help="Seconds one chat model call may take (env KBGRAPH_LLM_TIMEOUT; default 60). "
+    "The answer gets all of it; a node's JSON call at most a quarter with a gguf model. "
+    "A timed-out node falls back to its heuristic and the answer is still asked.",
+)
 @click.option("--top-k", type=click.IntRange(1, 100), default=5, show_default=True)
 @click.option(
     "--history",
@@ -282,6 +296,7 @@ def ask(
     trace: bool,
     embedding: str,
     chat_model: str | None,
+    llm_timeout: float | None,
     top_k: int,
     history: TextIO | None,
     record: bool,
@@ -299,6 +314,7 @@ def ask(
         history=earlier,
         on_event=StderrProgress(),
         record=record,
+        llm_timeout=llm_timeout,
     )
     if as_json:
         click.echo(json.dumps(json_view(state), ensure_ascii=False, indent=2, default=str))

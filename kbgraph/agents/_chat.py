@@ -21,8 +21,9 @@ The answer node picks one of:
 * grounded, without a chat model (or when the model fails): an extractive answer quoting
   the best lines of the cited sources, marked as extractive.
 
-When a node of the subgraph found the chat server hung or unreachable in this run, the
-answer does not call the model either (see ``kbgraph.graphs._nodes._base.run_outage``).
+When a node of the subgraph found the chat server unreachable in this run, the answer
+does not call the model either (a node's timeout is not that: a slow model is still asked
+for the answer) (see ``kbgraph.graphs._nodes._base.run_outage``).
 
 Under a policy that may replace the model's answer its draft is not streamed and is held
 (``answer_draft``) for ``check_answer``, which appends the one answer kept; see

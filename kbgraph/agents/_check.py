@@ -4,11 +4,13 @@ by default), and ``RagSettings.answer_check.policy`` decides what happens to an 
 sources do not support:
 
 * ``repair`` (default): an answer that must not be shown (it loops, was cut off, cites no
-  source while sources exist, or scores below ``threshold``; see
-  :mod:`kbgraph.agents._problems`) is written once more with those reasons named;
-  when the second answer has a problem too, the extractive answer replaces it, its header
-  saying why. Both attempts stay in ``answer_check["attempts"]`` (and ``--trace``). An
-  answer with none of these problems is never touched;
+  source while sources exist, scores below ``threshold``, or has a wrongly cited claim or
+  an unstated fact; see :mod:`kbgraph.agents._problems`) is first kept less what is
+  wrong (:mod:`kbgraph.agents._repair`) and shown when that passes; else written once more
+  with those reasons named; when the second answer has a problem too, the extractive
+  answer replaces it, its header saying why, below the draft's supported sentences. The
+  attempts stay in ``answer_check["attempts"]``, the dropped sentences in ``dropped`` (and
+  ``--trace``). An answer with none of these problems is never touched;
 * ``flag``: nothing changes but ``answer_check`` (and ``kbgraph ask`` prints the
   unsupported sentences);
 * ``regenerate``: when a claim is unsupported, the model answers once more with those claims
@@ -48,7 +50,8 @@ from kbgraph.graphs._internal import INTERNAL, describe_error, question_of, run_
 from kbgraph.prompts import render_prompt
 
 from ._common import citation_update, model_for
-from ._problems import answer_problems
+from ._problems import answer_problems, cut_off
+from ._repair import repair_draft
 from ._state import AnswerAction, AnswerAttempt, AnswerCheckRecord
 
 PromptFor = Callable[[Mapping[str, Any], BaseChatModel, RagSettings], list[BaseMessage]]
@@ -85,7 +88,7 @@ def make_check_node(
         if config.policy == "repair":
             usable = model is not None and run_outage(state) is None
             redo = _Redo(state, model, settings, prompt_for, chosen) if usable else None
-            return _repaired(state, check, config, citations, extractive, update, redo)
+            return _repaired(state, check, config, citations, extractive, update, redo, chosen)
         if check["error"] or model is None or run_outage(state):
             return update
         if config.policy == "regenerate" and unsupported(check):
@@ -220,7 +223,7 @@ def _attempt(
     score = None if check["error"] else check["score"]
     problems = answer_problems(
         text, message=message, sources=len(citations), cited=len(cited), score=score,
-        threshold=config.threshold,
+        threshold=config.threshold, claims=check["claims"],
     )  # fmt: skip
     return {"text": text, "score": check["score"], "problems": problems}
 
@@ -233,9 +236,12 @@ def _repaired(
     extractive: Extractive,
     update: dict[str, Any],
     redo: _Redo | None,
+    judge: Judge | str,
 ) -> dict[str, Any]:
-    """The ``repair`` policy: the answer as it is when it may be shown; else written once
-    more with the reasons; else the extractive answer, saying why."""
+    """The ``repair`` policy: the answer as it is when it may be shown; else the draft less
+    what its sources do not support (:func:`kbgraph.agents._repair.repair_draft`), checked
+    again, when that may be shown; else written once more with the reasons; else the
+    extractive answer, saying why, below what the draft said that its sources support."""
     text = str(state.get("answer") or "")
     first = _attempt(text, _answer_message(state), check, citations, config)
     if not first["problems"] or not citations:
@@ -243,6 +249,21 @@ def _repaired(
         # quote instead: the check's verdict is recorded, as under ``flag``.
         return update
     attempts = [first]
+    kept = repair_draft(text, check, citations, cut=cut_off(_answer_message(state)))
+    supported_part = ""
+    if kept.text:
+        question = question_of(dict(state))
+        rechecked = check_with(kept.text, citations, question=question, judge=judge)
+        attempts.append(_attempt(kept.text, None, rechecked, citations, config))
+        if rechecked["score"] is not None and not unsupported(rechecked):
+            supported_part = kept.text
+        if not attempts[-1]["problems"]:
+            out = _replaced(
+                state, kept.text, "llm", rechecked, config, citations, first=check,
+                action="repaired",
+            )  # fmt: skip
+            out["answer_check"].update(attempts=attempts, dropped=kept.dropped)
+            return out
     if redo is not None:
         second = redo(first["problems"], check, citations)
         if isinstance(second, str):
@@ -255,10 +276,16 @@ def _repaired(
                     state, message.text, "llm", checked, config, citations, first=check,
                     source=message,
                 )  # fmt: skip
-                out["answer_check"]["attempts"] = attempts
+                out["answer_check"].update(attempts=attempts, dropped=kept.dropped)
                 return out
-    out = _replaced(state, extractive(state, _why(attempts)), "fallback", check, config, citations)
-    out["answer_check"]["attempts"] = attempts
+    quotes = extractive(state, _why(attempts))
+    # What the check found supported in the draft is kept above the quotes: they may
+    # lack it (a model's right first sentence, then a loop).
+    # Only when checked again it holds no unsupported claim: a sentence the first check
+    # matched no claim to was kept, and must not reach the person unchecked.
+    shown = f"{supported_part}\n\n{quotes}" if supported_part else quotes
+    out = _replaced(state, shown, "fallback", check, config, citations)
+    out["answer_check"].update(attempts=attempts, dropped=kept.dropped)
     return out
 
 
@@ -283,13 +310,14 @@ def _replaced(
     *,
     first: AnswerCheck | None = None,
     source: AIMessage | None = None,
+    action: AnswerAction | None = None,
 ) -> dict[str, Any]:
     """The state update that puts ``text`` in place of the answer (and of its message).
     The old message is removed and the new one appended under a new id (the second
     answer's own, when the model wrote it): LangGraph's ``stream_mode="messages"`` emits a
     message whose id it has seen never again, so a replacement under the old id would never
     reach a chat UI."""
-    action: AnswerAction = "regenerated" if first is not None else "replaced"
+    action = action or ("regenerated" if first is not None else "replaced")
     record = _record(check, config, action)
     if first is not None:
         record["first"] = first

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -25,6 +25,7 @@ LONG_SENTENCE_WORDS = 6
 RUN_WORDS = 8
 """A run of eight words said three times is a loop that ran without a full stop."""
 QUOTE_CHARS = 80
+MAX_CLAIM_PROBLEMS = 3
 _CUT_OFF = frozenset({"length", "max_tokens", "model_length_limit"})
 _MARKER = re.compile(r"\[\d+\]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -58,6 +59,12 @@ def cut_off(message: AIMessage | None) -> bool:
                                                              "done_reason"))  # fmt: skip
 
 
+ACTING_CAUSES = frozenset({"wrong_citation", "unstated_fact"})
+"""Unsupported claims that make repair act whatever the score: a claim its cited source
+does not make, or a fact no source states (issue 42: an answer scored 0.68, above 0.5,
+while "999 times" was in no cited source, and was only flagged)."""
+
+
 def answer_problems(
     text: str,
     *,
@@ -66,10 +73,12 @@ def answer_problems(
     cited: int,
     score: float | None,
     threshold: float,
+    claims: Sequence[Mapping[str, Any]] = (),
 ) -> list[str]:
     """Each reason the answer must not be shown (empty: it may). ``sources``: how many
     sources the model was given; ``cited``: how many ``[N]`` markers of the answer name
-    one of them; ``score``: the answer check's (``None``: not checked, or no claim)."""
+    one of them; ``score``: the answer check's (``None``: not checked, or no claim);
+    ``claims``: the check's claims (a wrong citation or an unstated fact is a problem)."""
     problems: list[str] = []
     looped = repetition(text)
     if looped:
@@ -81,6 +90,12 @@ def answer_problems(
     if score is not None and score < threshold:
         shown = math.floor(score * 100) / 100  # 0.4997 is below 0.50: never print "0.50"
         problems.append(f"the answer check scored it {shown:.2f}, below {threshold:.2f}")
+    stated = [
+        f"{_quoted(str(c.get('text') or ''))}: {c.get('reason') or c.get('cause')}"[:200]
+        for c in claims
+        if not c.get("supported") and c.get("cause") in ACTING_CAUSES
+    ]
+    problems += list(dict.fromkeys(stated))[:MAX_CLAIM_PROBLEMS]
     return problems
 
 
@@ -88,4 +103,4 @@ def _quoted(text: str) -> str:
     return f'"{text}"' if len(text) <= QUOTE_CHARS else f'"{text[: QUOTE_CHARS - 1]}…"'
 
 
-__all__ = ["answer_problems", "cut_off", "repetition"]
+__all__ = ["ACTING_CAUSES", "answer_problems", "cut_off", "repetition"]

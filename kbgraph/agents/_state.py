@@ -13,6 +13,8 @@ from kbgraph.evals import AnswerCheck
 from kbgraph.graphs import Citation, RagOutput
 from kbgraph.graphs._internal import ResolvedCitation, UncitedSource, UnresolvedMarker
 
+from ._repair import DroppedPart
+
 AnswerMode = Literal[
     "llm", "extractive", "fallback", "small_talk", "answered", "not_grounded", "stopped"
 ]
@@ -28,10 +30,11 @@ class AgentInput(TypedDict, total=False):
     rag_query: str | None
 
 
-AnswerAction = Literal["none", "flagged", "regenerated", "replaced"]
+AnswerAction = Literal["none", "flagged", "repaired", "regenerated", "replaced"]
 """What the answer check did: nothing to do (every claim supported, or none made), flagged
-unsupported claims (``policy="flag"``, or a regeneration that did not do better), wrote
-the answer again (``regenerate``, or ``repair`` with a second answer that may be shown),
+unsupported claims (``policy="flag"``, or a regeneration that did not do better), showed
+the draft less what its sources do not support (``repair``: ``dropped`` says what and why),
+wrote the answer again (``regenerate``, or ``repair`` with a second answer that may be shown),
 or replaced it by the extractive one (``extractive``, or ``repair`` when neither answer may
 be shown)."""
 
@@ -49,13 +52,15 @@ class AnswerCheckRecord(AnswerCheck):
     """``answer_check``: the check of the answer (:class:`kbgraph.evals.AnswerCheck`: score,
     claims with verdicts and evidence, judge), the policy and threshold it ran under, what it
     did, after a regeneration the check of the ``first`` answer, and under ``repair``, when
-    an answer was not shown, each ``attempts`` of the chat model (kept here, never lost)."""
+    an answer was not shown, each ``attempts`` of the chat model (kept here, never lost) and
+    the sentences of the draft ``dropped`` from the answer shown, with why."""
 
     policy: str
     threshold: float
     action: AnswerAction
     first: NotRequired[AnswerCheck]
     attempts: NotRequired[list[AnswerAttempt]]
+    dropped: NotRequired[list[DroppedPart]]
 
 
 class AnswerKeys(TypedDict, total=False):

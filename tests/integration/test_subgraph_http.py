@@ -158,27 +158,22 @@ def test_malformed_replies_use_the_json_fallback_then_the_heuristic(
     assert server.pending_replies == 0
 
 
-def test_a_hung_chat_server_is_waited_for_once_per_run(
+def test_a_hung_chat_server_falls_back_for_that_node_only(
     server: OpenAIServer, docs: Path, registry: SearcherRegistry
 ) -> None:
     server.clear_requests()
     # The client retries once after a timeout. The hung requests are released (503) when
-    # the server stops. No reply is queued: a node that still called the model would get
-    # none and fail with another error than a timeout.
+    # the server stops. No reply is queued: the nodes after the timed-out one still ask
+    # (a slow server is not a down one) and get an error that is not a timeout.
     server.hang_next(2, seconds=600, path=CHAT_PATH)
     graph = build_rag_graph(registry=registry)
     settings = _settings(server, docs, llm_timeout_seconds=0.5, max_rewrites=0)
     out = graph.invoke(cast(Any, {"messages": [HumanMessage(QUESTION)]}), context=settings)
-    assert len(server.requests_to(CHAT_PATH)) == 2, "one call (and its client retry) per run"
+    assert len(server.requests_to(CHAT_PATH)) > 2, "the next nodes asked the model again"
     fallbacks = out["rag_retrieval_debug"]["fallbacks"]
-    assert [(f["node"], f["stage"]) for f in fallbacks] == [
-        ("decide_retrieve", "structured"),
-        ("select_scope", "skipped"),
-        ("rewrite_query", "skipped"),
-        ("rerank", "skipped"),
-        ("grounding_check", "skipped"),
-    ]
-    assert "Timeout" in fallbacks[0]["error"] and all(f["outage"] for f in fallbacks)
+    assert fallbacks[0]["node"] == "decide_retrieve" and "Timeout" in fallbacks[0]["error"]
+    assert not any(f.get("outage") or f["stage"] == "skipped" for f in fallbacks)
+    assert {f["node"] for f in fallbacks} >= {"decide_retrieve", "select_scope"}
     assert out["rag_should_retrieve"] is True  # the heuristic's verdict
     assert out["rag_grounded"] is True
     server.clear_faults()

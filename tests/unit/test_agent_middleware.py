@@ -201,14 +201,16 @@ def test_extractive_replaces_a_low_answer_with_quotes_of_the_sources(docs: Path)
     assert len(model.calls) == 1
 
 
-def test_repair_by_default_writes_an_uncited_answer_again(docs: Path) -> None:
-    model = ScriptedChatModel(responses=["The client retries failed requests 4 times.", TRUE])
+def test_repair_by_default_cites_an_uncited_answer_by_its_supporting_source(docs: Path) -> None:
+    model = ScriptedChatModel(
+        responses=["The client retries failed requests 4 times.", "never asked"]
+    )
     out = _ask(_agent(docs, model), QUESTION)
     check = out["answer_check"]
-    assert check["policy"] == "repair" and check["action"] == "regenerated"
-    assert _replies(out) == [TRUE]
-    first, second = check["attempts"]
-    assert any("cites none" in p for p in first["problems"]) and second["problems"] == []
+    assert check["policy"] == "repair" and check["action"] == "repaired"
+    assert _replies(out) == [TRUE] and model.remaining == 1
+    first, kept = check["attempts"]
+    assert any("cites none" in p for p in first["problems"]) and kept["problems"] == []
 
 
 def test_not_grounded_without_tools_never_asks_the_model(docs: Path) -> None:

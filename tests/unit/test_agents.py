@@ -180,11 +180,27 @@ def test_trace_says_retrieval_skipped_once(settings: RagSettings) -> None:
     assert _trace.verdict_lines(out) == ["Retrieval skipped: small talk needs no documents"]
 
 
-@pytest.mark.parametrize("failure", [TimeoutError("hung"), ConnectionError("refused")])
-def test_after_an_outage_the_answer_does_not_call_the_model_either(
-    settings: RagSettings, failure: Exception
+def test_after_a_node_times_out_the_answer_is_still_asked_of_the_model(
+    settings: RagSettings,
 ) -> None:
-    model = ScriptedChatModel(responses=[failure])
+    # A slow model is not a down one: each node's timeout falls back for that node only.
+    answer = "Set retry.max_attempts [1]."
+    model = ScriptedChatModel(
+        responses=[TimeoutError("slow"), TimeoutError("slow"), TimeoutError("slow")],
+        default=answer,
+    )
+    out = _ask(build_chat_agent(chat_model=model), RETRY_QUESTION, _flagging(settings))
+    fallbacks = out["rag_retrieval_debug"]["fallbacks"]
+    assert fallbacks[0]["node"] == "decide_retrieve" and "outage" not in fallbacks[0]
+    assert not any(f["stage"] == "skipped" for f in fallbacks)
+    assert out["answer_mode"] == "llm" and out["answer"] == answer
+    assert out["answer_error"] is None and model.calls[-1].structured is None
+
+
+def test_after_an_outage_the_answer_does_not_call_the_model_either(
+    settings: RagSettings,
+) -> None:
+    model = ScriptedChatModel(responses=[ConnectionError("refused")])
     out = _ask(build_chat_agent(chat_model=model), RETRY_QUESTION, settings)
     assert len(model.calls) == 1
     assert out["answer_mode"] == "fallback" and out["answer"].startswith("Extractive answer")
@@ -636,3 +652,41 @@ def test_a_quote_never_starts_mid_sentence() -> None:
     )
     assert "- A list item that wraps onto a second line about the lifetime in days. [1]" in answer
     assert "Sessions are cookies." not in answer
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "expected"),
+    [
+        (["--llm-timeout", "7.5"], {}, 7.5),
+        ([], {"KBGRAPH_LLM_TIMEOUT": "12"}, 12.0),
+        (["--llm-timeout", "3"], {"KBGRAPH_LLM_TIMEOUT": "12"}, 3.0),
+        ([], {}, RagSettings().llm_timeout_seconds),
+    ],
+)
+def test_ask_takes_the_llm_timeout_from_its_option_or_the_environment(
+    docs: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    env: dict[str, str],
+    expected: float,
+) -> None:
+    import kbgraph.agents._chat as chat_module
+
+    seen: list[float] = []
+    real = chat_module.compose_answer
+
+    def spy(state: Any, settings: RagSettings, model: Any) -> Any:
+        seen.append(settings.llm_timeout_seconds)
+        return real(state, settings, model)
+
+    monkeypatch.setattr(chat_module, "compose_answer", spy)
+    monkeypatch.delenv("KBGRAPH_LLM_TIMEOUT", raising=False)
+    argv = [str(docs), RETRY_QUESTION, "--json", "--embedding", "fake", *args]
+    result = CliRunner(env=env).invoke(ask, argv)
+    assert result.exit_code == 0, result.output
+    assert seen == [expected]
+
+
+def test_ask_refuses_a_timeout_that_is_not_positive(docs: Path) -> None:
+    result = CliRunner().invoke(ask, [str(docs), "q", "--llm-timeout", "0"])
+    assert result.exit_code == 2 and "--llm-timeout" in result.stderr

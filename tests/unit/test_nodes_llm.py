@@ -10,9 +10,15 @@ import pytest
 from langchain_core.messages import AIMessage
 from pydantic import BaseModel, Field
 
-from kbgraph.errors import ChatModelError, LlmRefusalError
+from kbgraph.errors import ChatModelError, ConfigError, LlmRefusalError
 from kbgraph.evals._judges.llm import ClaimVerdictsOut
-from kbgraph.graphs._nodes._llm import ask_node
+from kbgraph.graphs._chat_models import ChatGGUF
+from kbgraph.graphs._nodes._llm import (
+    STEP_MAX_TOKENS,
+    STEP_TIMEOUT_SHARE,
+    ask_node,
+    budgeted,
+)
 from kbgraph.graphs._structured import (
     first_json_object,
     is_outage,
@@ -98,12 +104,36 @@ def test_is_outage(exc: BaseException, expected: bool) -> None:
     assert is_outage(exc) is expected
 
 
-@pytest.mark.parametrize("failure", [TimeoutError("hung"), ConnectionError("refused")])
-def test_an_outage_is_marked_and_not_asked_again(failure: Exception) -> None:
-    model = ScriptedChatModel(responses=[failure])
+def test_an_outage_is_marked_and_not_asked_again() -> None:
+    model = ScriptedChatModel(responses=[ConnectionError("refused")])
     result = _ask(model)
     (fallback,) = result.fallbacks
     assert fallback["outage"] is True and len(model.calls) == 1
+
+
+def test_a_timeout_is_not_waited_for_twice_nor_called_an_outage() -> None:
+    # A slow model is not a down one: the next node, and the answer, still ask it.
+    model = ScriptedChatModel(responses=[TimeoutError("slow")])
+    result = _ask(model)
+    (fallback,) = result.fallbacks
+    assert "outage" not in fallback and len(model.calls) == 1
+    assert fallback["error"].startswith("TimeoutError")
+
+
+def test_a_node_call_is_held_to_its_own_budget(tmp_path: Any) -> None:
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF" + bytes(60))
+    try:
+        model = ChatGGUF(model_path=str(gguf), max_tokens=512, timeout=60.0)
+    except ConfigError:
+        pytest.skip("xllamacpp is not installed")
+    step = budgeted(model, 60.0)
+    assert step.max_tokens == STEP_MAX_TOKENS and step.timeout == 60.0 * STEP_TIMEOUT_SHARE
+    assert model.max_tokens == 512 and model.timeout == 60.0  # the answer keeps its own
+    small = budgeted(model.model_copy(update={"max_tokens": 64, "timeout": 1.0}), 60.0)
+    assert small.max_tokens == 64 and small.timeout == 1.0
+    scripted = ScriptedChatModel(responses=[])
+    assert budgeted(scripted, 60.0) is scripted
 
 
 def test_other_failures_are_not_outages() -> None:

@@ -320,13 +320,26 @@ def test_llm_failures_everywhere_fall_back_to_the_heuristic_run(
     ]
 
 
-@pytest.mark.parametrize("failure", [TimeoutError("hung"), ConnectionError("refused")])
+def test_a_timeout_falls_back_for_that_node_only(kb: tuple[Path, FakeSearcher]) -> None:
+    folder, searcher = kb
+    model = ScriptedChatModel(responses=[TimeoutError("slow"), *_llm_script()[1:]])
+    graph = build_rag_graph(chat_model=model, registry=registry_with({folder: searcher}))
+    question = ask("How do I configure the retry policy?")
+    out = graph.invoke(question, context=settings_for(folder, rerank="llm"))
+    assert len(model.calls) == 5, "every node after the timed-out one still asked the model"
+    fallbacks = out["rag_retrieval_debug"]["fallbacks"]
+    assert [(f["node"], f["stage"]) for f in fallbacks] == [("decide_retrieve", "structured")]
+    assert "outage" not in fallbacks[0]
+    paths = {s["node"]: s["path"] for s in out["rag_retrieval_debug"]["steps"]}
+    assert paths["decide_retrieve"] == "fallback" and paths["select_scope"] == "llm"
+
+
 def test_a_chat_server_outage_opens_the_circuit_for_the_rest_of_the_run(
-    kb: tuple[Path, FakeSearcher], failure: Exception
+    kb: tuple[Path, FakeSearcher],
 ) -> None:
     folder, searcher = kb
     # Only one scripted reply: any second call would raise ScriptExhaustedError.
-    model = ScriptedChatModel(responses=[failure])
+    model = ScriptedChatModel(responses=[ConnectionError("refused")])
     graph = build_rag_graph(chat_model=model, registry=registry_with({folder: searcher}))
     heuristic = build_rag_graph(registry=registry_with({folder: searcher}))
     question = ask("How do I configure the retry policy?")
@@ -348,7 +361,7 @@ def test_a_chat_server_outage_opens_the_circuit_for_the_rest_of_the_run(
 
 def test_the_circuit_closes_with_the_next_run(kb: tuple[Path, FakeSearcher]) -> None:
     folder, searcher = kb
-    model = ScriptedChatModel(responses=[TimeoutError("hung"), *_llm_script()])
+    model = ScriptedChatModel(responses=[ConnectionError("refused"), *_llm_script()])
     graph = build_rag_graph(
         chat_model=model, registry=registry_with({folder: searcher}), checkpointer=InMemorySaver()
     )
