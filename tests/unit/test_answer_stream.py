@@ -68,21 +68,28 @@ def test_an_extractive_answer_streams_once(settings: RagSettings) -> None:
 
 
 def test_a_replaced_answer_streams_as_its_own_message_once(settings: RagSettings) -> None:
-    uncited = "The client retries failed requests 4 times."
-    streamed = _streamed(_agent(uncited, uncited), QUESTION, settings)
+    wrong = "The client gives up after 9 attempts [1]."
+    streamed = _streamed(_agent(wrong, wrong), QUESTION, settings)
     texts = [text for _, text in streamed]
     # Issue 40: the rejected draft streamed token by token, then its replacement came as a
     # second message. Under repair the draft is held for the check: the replacement is the
     # one answer streamed; neither attempt of the model is.
-    assert len(texts) == 1 and uncited not in texts
+    assert len(texts) == 1 and wrong not in texts
     assert texts[0].startswith("Extractive answer (the chat model's answer was not shown")
     assert Counter(i for i, _ in streamed).most_common(1)[0][1] == 1
 
 
 def test_a_second_answer_that_is_kept_streams_once(settings: RagSettings) -> None:
-    uncited = "The client retries failed requests 4 times."
-    streamed = _streamed(_agent(uncited, TRUE), QUESTION, settings)
+    wrong = "The client gives up after 9 attempts [1]."
+    streamed = _streamed(_agent(wrong, TRUE), QUESTION, settings)
     assert [text for _, text in streamed] == [TRUE]  # the rejected draft never streamed
+
+
+def test_a_repaired_draft_streams_once_with_its_citation(settings: RagSettings) -> None:
+    # Repair attaches the supporting source's citation instead of replacing the draft.
+    uncited = "The client retries failed requests 4 times."
+    streamed = _streamed(_agent(uncited, "never asked"), QUESTION, settings)
+    assert [text for _, text in streamed] == [TRUE]
 
 
 def test_under_flag_the_answer_streams_as_written_and_is_marked_in_place(

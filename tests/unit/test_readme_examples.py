@@ -105,8 +105,9 @@ def test_the_studio_pages_held_draft_streams_only_the_answer_kept(
     workdir: Path, monkeypatch: Any
 ) -> None:
     wrong = "The default of `lstrip_blocks` is `true` [1]."
-    model = ScriptedChatModel(responses=[ANSWER, ANSWER, wrong, wrong])
-    ns = run("studio-stream", model, workdir, monkeypatch)
+    ns = run("studio-stream", ScriptedChatModel(default=ANSWER), workdir, monkeypatch)
+    # The held example's model writes the wrong draft, whatever the first example asked.
+    ns["my_chat_model"] = ScriptedChatModel(responses=[wrong, wrong])
     exec(compile(examples()["studio-held"], "docs:studio-held", "exec"), ns)
     (shown,) = [m for m in ns["shown"] if m.type.startswith("ai")]
     assert shown.text.startswith("Extractive answer")  # no draft of the model streamed
