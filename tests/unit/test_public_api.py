@@ -58,6 +58,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "ConfigError",
         "ContextLengthError",
         "DatabaseSetupError",
+        "DatabaseTimeoutError",
         "DatabaseUnavailableError",
         "DatasetError",
         "DimensionMismatchError",
