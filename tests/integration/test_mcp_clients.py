@@ -269,3 +269,46 @@ async def test_several_knowledge_bases_in_postgresql(tmp_path: Path, pg_url: str
     ]
     assert "make restart" in lines.structuredContent["text"]  # type: ignore[index]
     assert pg_url not in str(listed)  # a URL may hold a password: never shown
+
+
+def test_every_interface_answers_the_machines_addresses_and_prints_a_usable_url(
+    docs: Path,
+) -> None:
+    # ``--host 0.0.0.0 --allow-remote`` answered 421 to every remote client (only loopback
+    # names were allowed) and printed http://0.0.0.0:PORT/mcp (issue 42 hole 13). Here the
+    # client dials 127.0.0.1 but names the machine's address, as a remote client would.
+    proc = subprocess.Popen(
+        _command(str(docs), "--http", "--host", "0.0.0.0", "--allow-remote", "--port", "0"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    try:
+        assert proc.stdout is not None
+        url = httpx.URL(proc.stdout.readline().strip())
+        assert url.host not in ("0.0.0.0", "") and url.path == "/mcp", url
+        reply = httpx.post(
+            f"http://127.0.0.1:{url.port}/mcp",
+            headers={
+                "Host": f"{url.host}:{url.port}",
+                "Accept": "application/json, text/event-stream",
+            },
+            json=json.loads(_rpc(1, "initialize", _INIT)),
+            timeout=30,
+        )
+        rebound = httpx.post(
+            f"http://127.0.0.1:{url.port}/mcp", headers={"Host": "evil.example"}, json={}
+        )
+    finally:
+        proc.terminate()
+        proc.wait(20)
+    assert reply.status_code == 200, reply.text
+    assert rebound.status_code in (400, 421)
+
+
+_INIT = {
+    "protocolVersion": "2025-06-18",
+    "capabilities": {},
+    "clientInfo": {"name": "test", "version": "0"},
+}
