@@ -114,6 +114,9 @@ def mcp(
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="kbgraph mcp: %(message)s")
     # The SDK warns of every call of a tool it has not listed: the tool error says it.
     logging.getLogger("mcp.server.lowlevel.server").setLevel(logging.ERROR)
+    from ._transport import one_line_logs
+
+    one_line_logs()
     settings = McpSettings.from_folders(
         folders,
         store=store,
