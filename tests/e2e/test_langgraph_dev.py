@@ -350,3 +350,30 @@ def test_chat_agent_streams_its_answer_once(client: SyncLangGraphClient, docs_fo
                     texts[key] = texts.get(key, "") + str(message.get("content") or "")
     answer = "Set max_attempts in client.toml to change the number of retries [1]."
     assert list(texts.values()) == [answer], texts
+
+
+def test_the_real_server_refuses_a_rebound_host_a_foreign_page_and_a_foreign_folder(
+    dev_server: DevServer, docs_folder: Path
+) -> None:
+    # issue 42 hole 2: `langgraph dev` answered these with 200 and
+    # access-control-allow-origin: *, ran on any folder and indexed it.
+    body = {"assistant_id": "rag_subgraph", "input": _user(QUESTION)}
+    rebound = httpx.post(
+        f"{dev_server.url}/runs/wait",
+        json={**body, "context": _context(docs_folder)},
+        headers={"Host": "127.0.0.1.rebind.example", "Origin": "https://evil.example"},
+        timeout=60,
+    )
+    assert rebound.status_code == 421, rebound.text
+    page = httpx.post(
+        f"{dev_server.url}/runs/wait",
+        json={**body, "context": _context(docs_folder)},
+        headers={"Origin": "https://evil.example"},
+        timeout=60,
+    )
+    assert page.status_code == 403 and "access-control-allow-origin" not in page.headers
+    outside = Path("/etc")
+    folder = httpx.post(
+        f"{dev_server.url}/runs/wait", json={**body, "context": _context(outside)}, timeout=60
+    )
+    assert folder.status_code == 403 and "KBGRAPH_ALLOWED_FOLDERS" in folder.text

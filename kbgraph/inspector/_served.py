@@ -1,0 +1,159 @@
+"""The guard of every route of ``langgraph dev`` when ``langgraph.json`` names kbgraph's app
+(issue 42 hole 2). The server itself answers any Host and any Origin (``access-control-
+allow-origin: *``), so a web page the user opens could POST ``/runs/wait`` through a DNS
+name rebound to 127.0.0.1 and run a graph on any folder the user can read. In front of
+every route (the server's own included) this checks:
+
+- the Host: loopback names, or a name of ``KBGRAPH_ALLOW_HOSTS`` (comma-separated), as the
+  inspector's :class:`~kbgraph.inspector._guard.Guard` does (421 otherwise);
+- the Origin of a browser request: a page served from an answered host, or one of
+  ``KBGRAPH_ALLOW_ORIGINS`` (comma-separated; default LangGraph Studio's,
+  :data:`STUDIO_ORIGIN`), 403 otherwise;
+- the folders a context names (a run's, a cron's, an assistant's): inside the folders the
+  server was started with (``KBGRAPH_ALLOWED_FOLDERS``, ``os.pathsep``-separated; else
+  ``KBGRAPH_INSPECT_FOLDERS``, else ``KBGRAPH_FOLDER``, else the server's working folder),
+  403 otherwise; a run's index
+  writes (``auto_index``) can then only go into those."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from kbgraph.graphs._internal import FOLDER_ENV, buffered_body, knowledge_base_specs
+
+from ._config import FOLDERS_ENV, LOOPBACK_HOSTS
+from ._guard import host_name
+
+HOSTS_ENV = "KBGRAPH_ALLOW_HOSTS"
+ORIGINS_ENV = "KBGRAPH_ALLOW_ORIGINS"
+ALLOWED_FOLDERS_ENV = "KBGRAPH_ALLOWED_FOLDERS"
+STUDIO_ORIGIN = "https://smith.langchain.com,https://eu.smith.langchain.com"
+
+
+def _listed(name: str, default: str = "") -> tuple[str, ...]:
+    raw = os.environ.get(name, default)
+    return tuple(item.strip().lower().rstrip("/") for item in raw.split(",") if item.strip())
+
+
+def allowed_folders() -> tuple[Path, ...]:
+    """The folders runs may name (see the module docstring), resolved."""
+    for name in (ALLOWED_FOLDERS_ENV, FOLDERS_ENV, FOLDER_ENV):
+        raw = os.environ.get(name, "").strip()
+        if raw:
+            return tuple(Path(p).expanduser().resolve() for p in raw.split(os.pathsep) if p)
+    return (Path.cwd().resolve(),)
+
+
+def _inside(folder: Path, roots: tuple[Path, ...]) -> bool:
+    return any(folder == root or folder.is_relative_to(root) for root in roots)
+
+
+def _context_folders(body: Any) -> Iterator[str]:
+    """The ``folder`` of every knowledge base a run body's context names."""
+    runs = body if isinstance(body, list) else [body]
+    for run in runs:
+        if not isinstance(run, dict):
+            continue
+        config = run.get("config")
+        legacy = config.get("configurable") if isinstance(config, dict) else None
+        for context in (run.get("context"), legacy):
+            if not isinstance(context, dict) or "knowledge_bases" not in context:
+                continue
+            try:
+                specs = knowledge_base_specs(context["knowledge_bases"])
+            except (ValueError, TypeError):
+                continue  # the graph's own check refuses it
+            yield from (str(s["folder"]) for s in specs if s.get("folder"))
+
+
+IN_PROCESS_HOST = "api"
+"""The host of ``langgraph_sdk.get_client()`` without a URL: the server calling itself
+through an ASGI transport (the context check asks it for schemas that way). A request from
+a socket has the address it came in on as its ``server``, never a name."""
+
+
+def _in_process(scope: Scope) -> bool:
+    return (scope.get("server") or ("",))[0] == IN_PROCESS_HOST
+
+
+class ServedRequestsGuard:
+    """Pure ASGI middleware in front of every route (see the module docstring)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    def problem(self, scope: Scope, body: Any) -> tuple[int, str] | None:
+        """(status, one line) for a request refused, else ``None``."""
+        headers = Headers(scope=scope)
+        hosts = (*LOOPBACK_HOSTS, *_listed(HOSTS_ENV))
+        host = headers.get("host", "")
+        if host_name(host) not in hosts:
+            return 421, (
+                f"this server answers to loopback names only, not {host[:200]!r} (a DNS name "
+                f"pointing at it could be another site's); use http://127.0.0.1:PORT or add "
+                f"the name to {HOSTS_ENV}"
+            )
+        origin = headers.get("origin")
+        if origin is not None and not self._origin_ok(origin, hosts):
+            return 403, (
+                f"requests from the page {origin[:200]!r} are refused: another site must not "
+                f"drive this server; add the origin to {ORIGINS_ENV} to allow it"
+            )
+        roots = allowed_folders()
+        for folder in _context_folders(body):
+            if not _inside(Path(folder).expanduser().resolve(), roots):
+                shown = os.pathsep.join(str(r) for r in roots)
+                return 403, (
+                    f"the folder {folder[:300]!r} is not one this server was started with "
+                    f"({shown}); set {ALLOWED_FOLDERS_ENV} before starting it to allow it"
+                )
+        return None
+
+    @staticmethod
+    def _origin_ok(origin: str, hosts: tuple[str, ...]) -> bool:
+        if origin.strip().lower().rstrip("/") in _listed(ORIGINS_ENV, STUDIO_ORIGIN):
+            return True
+        parts = urlsplit(origin.strip())
+        return parts.scheme in ("http", "https") and (parts.hostname or "") in hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or _in_process(scope):
+            await self.app(scope, receive, send)
+            return
+        body: Any = None
+        if scope["method"] in ("POST", "PATCH", "PUT"):  # runs, crons, assistants carry contexts
+            raw, receive = await buffered_body(receive)
+            try:
+                body = json.loads(raw or b"null")
+            except (ValueError, RecursionError):
+                body = None
+        problem = self.problem(scope, body)
+        if problem is None:
+            await self.app(scope, receive, send)
+            return
+        status, detail = problem
+        payload = json.dumps({"detail": detail}).encode()
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(payload)).encode()),
+        ]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": payload})
+
+
+__all__ = [
+    "ALLOWED_FOLDERS_ENV",
+    "HOSTS_ENV",
+    "ORIGINS_ENV",
+    "STUDIO_ORIGIN",
+    "ServedRequestsGuard",
+    "allowed_folders",
+]
