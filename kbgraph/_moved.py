@@ -162,7 +162,7 @@ class _MovedLoader(importlib.abc.Loader):
         module = _MovedModule(spec.name, self.new)
         # ``from old import *`` reads ``__all__`` from the module's dict, never through
         # ``__getattr__``: without it the star import finds nothing, silently.
-        module.__all__ = _public_names(new)
+        module.__dict__["__all__"] = _public_names(new)
         if hasattr(new, "__path__"):
             module.__path__ = []  # an old package: its old submodules are found here too
         return module
