@@ -12,20 +12,22 @@ every route (the server's own included) this checks:
 - the folders a context names (a run's, a cron's, an assistant's): inside the folders the
   server was started with (``KBGRAPH_ALLOWED_FOLDERS``, ``os.pathsep``-separated; else
   ``KBGRAPH_INSPECT_FOLDERS``, else ``KBGRAPH_FOLDER``, else the server's working folder),
-  403 otherwise; a run's index
-  writes (``auto_index``) can then only go into those."""
+  403 otherwise;
+- writes: a run is made with ``auto_index: false`` unless the server was started with
+  ``KBGRAPH_ALLOW_INDEX=1`` (then index writes go only into the folders above)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kbgraph.graphs._internal import FOLDER_ENV, buffered_body, knowledge_base_specs
 
@@ -84,6 +86,52 @@ def _in_process(scope: Scope) -> bool:
     return (scope.get("server") or ("",))[0] == IN_PROCESS_HOST
 
 
+INDEX_ENV = "KBGRAPH_ALLOW_INDEX"
+_RUNS = re.compile(r"/runs(?:/stream|/wait|/batch)?/?$")
+
+
+def _index_allowed() -> bool:
+    return os.environ.get(INDEX_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def _no_index(body: Any) -> bool:
+    """Sets ``auto_index: false`` in the context of each run of ``body`` (a request may
+    not write an index unless the server was started with ``KBGRAPH_ALLOW_INDEX=1``);
+    whether anything changed. A run that passes its settings as ``config.configurable``
+    gets them there (the server refuses a run with both)."""
+    changed = False
+    for run in body if isinstance(body, list) else [body]:
+        if not isinstance(run, dict):
+            continue
+        config = run.get("config")
+        legacy = config.get("configurable") if isinstance(config, dict) else None
+        target = legacy if isinstance(legacy, dict) and not run.get("context") else None
+        if target is None:
+            context = run.get("context")
+            target = context if isinstance(context, dict) else run.setdefault("context", {})
+        if isinstance(target, dict) and target.get("auto_index") is not False:
+            target["auto_index"] = False
+            changed = True
+    return changed
+
+
+def _with_body(scope: Scope, body: bytes, later: Receive) -> tuple[Scope, Receive]:
+    """The request with ``body`` in place of its own; then ``later`` (the client's own
+    messages: a streamed run watches it for a disconnect)."""
+    headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]
+    scope = {**scope, "headers": [*headers, (b"content-length", str(len(body)).encode())]}
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if sent:
+            return await later()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return scope, receive
+
+
 class ServedRequestsGuard:
     """Pure ASGI middleware in front of every route (see the module docstring)."""
 
@@ -137,6 +185,9 @@ class ServedRequestsGuard:
                 body = None
         problem = self.problem(scope, body)
         if problem is None:
+            if _RUNS.search(scope["path"]) and not _index_allowed() and _no_index(body):
+                await receive()  # the buffered body, handed on once: skip it
+                scope, receive = _with_body(scope, json.dumps(body).encode(), receive)
             await self.app(scope, receive, send)
             return
         status, detail = problem
@@ -152,6 +203,7 @@ class ServedRequestsGuard:
 __all__ = [
     "ALLOWED_FOLDERS_ENV",
     "HOSTS_ENV",
+    "INDEX_ENV",
     "ORIGINS_ENV",
     "STUDIO_ORIGIN",
     "ServedRequestsGuard",

@@ -62,6 +62,7 @@ def dev_server(tmp_path_factory: pytest.TempPathFactory, docs_folder: Path) -> I
     env = {
         "KBGRAPH_INSPECT_FOLDERS": str(docs_folder),
         # the folders runs may name: the docs and the tests' own temporary folders
+        "KBGRAPH_ALLOW_INDEX": "1",  # the runs index the tests' fresh folders
         "KBGRAPH_ALLOWED_FOLDERS": os.pathsep.join(
             [str(docs_folder), str(tmp_path_factory.getbasetemp())]
         ),

@@ -57,3 +57,37 @@ def test_a_folder_the_server_was_not_started_with_is_refused(served: Path, tmp_p
     assert refused.status_code == 403 and "KBGRAPH_ALLOWED_FOLDERS" in refused.json()["detail"]
     assert not (other / ".kbgraph").exists()
     assert _post(_run(served / "sub")).status_code not in (403, 421)  # inside: passes on
+
+
+def test_a_run_does_not_index_unless_the_server_allows_it(
+    served: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "no writes from a request unless the server was started to allow them": the run
+    # reaches the server with auto_index false (it indexed the folder before).
+    import json
+
+    import anyio
+
+    from kbgraph.inspector._served import ServedRequestsGuard
+
+    seen: list[Any] = []
+
+    async def server(scope: Any, receive: Any, send: Any) -> None:
+        message = await receive()
+        seen.append(json.loads(message["body"]))
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    async def post(body: Any) -> None:
+        transport = httpx.ASGITransport(app=ServedRequestsGuard(server))
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
+            assert (await c.post("/runs/wait", json=body)).status_code == 200
+
+    monkeypatch.delenv("KBGRAPH_ALLOW_INDEX", raising=False)
+    anyio.run(post, _run(served))
+    anyio.run(post, {"assistant_id": "x", "config": {"configurable": {"top_k": 3}}})
+    assert seen[0]["context"]["auto_index"] is False
+    assert seen[1]["config"]["configurable"] == {"top_k": 3, "auto_index": False}
+    monkeypatch.setenv("KBGRAPH_ALLOW_INDEX", "1")
+    anyio.run(post, _run(served))
+    assert "auto_index" not in seen[2]["context"]
