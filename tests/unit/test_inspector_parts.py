@@ -182,7 +182,6 @@ def test_langgraph_json_app_keeps_the_context_check_and_mounts_the_inspector(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from kbgraph.inspector import http_app
-
     from kbgraph.inspector._served import ServedRequestsGuard
 
     # the Host/Origin/folder guard first (issue 42 hole 2), then the context check
