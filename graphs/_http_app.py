@@ -228,9 +228,11 @@ async def _refuse(send: Send, detail: str) -> None:
     await send({"type": "http.response.body", "body": payload})
 
 
+buffered_body = _buffered  # the inspector's guard of every route reads run bodies too
+
 app = Starlette(middleware=[Middleware(ContextKeysMiddleware)])
 
 # The name the face exports (``kbgraph.graphs:http_app`` in a langgraph.json).
 http_app = app
 
-__all__ = ["ContextKeysMiddleware", "app", "unknown_context_keys"]
+__all__ = ["ContextKeysMiddleware", "app", "buffered_body", "unknown_context_keys"]

@@ -60,6 +60,9 @@ if TYPE_CHECKING:
     from ._http_app import (
         ContextKeysMiddleware as ContextKeysMiddleware,
     )
+    from ._http_app import (
+        buffered_body as buffered_body,
+    )
     from ._models import (
         resolve_chat_model as resolve_chat_model,
     )
@@ -156,6 +159,7 @@ _LAZY = {
     "build_rag_graph": "._subgraph",
     "check_lines": "._trace",
     "ContextKeysMiddleware": "._http_app",
+    "buffered_body": "._http_app",
     "describe_error": "._structured",
     "extract_citations": "._citations",
     "extractive_text": "._extractive",

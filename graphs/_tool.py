@@ -34,7 +34,7 @@ from typing_extensions import TypedDict
 
 from kbgraph.errors import ConfigError, KbgraphError
 from kbgraph.prompts import load_prompt, render_prompt
-from kbgraph.retrieval._internal import PREAMBLE, ContextEntry, fence_for, source_header
+from kbgraph.retrieval._internal import PREAMBLE, ContextEntry, fence_for, source_block
 
 from ._langchain_kb import ATTACHED, attached_spec
 from ._settings import RagSettings, settings_from_context, spec_of, with_knowledge_bases
@@ -280,7 +280,7 @@ def render_sources(citations: Sequence[Citation]) -> str:
         return ""
     labels = _labels(citations)
     blocks = [
-        source_header(
+        source_block(
             c["n"],
             ContextEntry(
                 label,
@@ -292,8 +292,6 @@ def render_sources(citations: Sequence[Citation]) -> str:
                 c.get("section"),
             ),
         )
-        + "\n"
-        + c["text"].strip("\n")
         for label, c in zip(labels, citations, strict=True)
     ]
     body = "\n\n".join(blocks)

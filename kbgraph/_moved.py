@@ -141,6 +141,18 @@ class _MovedModule(types.ModuleType):
         return value
 
 
+def _public_names(module: types.ModuleType) -> list[str]:
+    """What ``from module import *`` gives: its ``__all__``, else its public non-modules."""
+    names = getattr(module, "__all__", None)
+    if names is not None:
+        return list(names)
+    return [
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType)
+    ]
+
+
 class _MovedLoader(importlib.abc.Loader):
     def __init__(self, new: str) -> None:
         self.new = new
@@ -148,6 +160,9 @@ class _MovedLoader(importlib.abc.Loader):
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
         new = importlib.import_module(self.new)  # an old name that leads nowhere fails here
         module = _MovedModule(spec.name, self.new)
+        # ``from old import *`` reads ``__all__`` from the module's dict, never through
+        # ``__getattr__``: without it the star import finds nothing, silently.
+        module.__dict__["__all__"] = _public_names(new)
         if hasattr(new, "__path__"):
             module.__path__ = []  # an old package: its old submodules are found here too
         return module

@@ -19,6 +19,7 @@ every layer may import it::
     ├── ModelMismatchError                 another embedding model than the index's
     │   └── DimensionMismatchError         vectors of another size
     ├── DatabaseUnavailableError           PostgreSQL did not answer
+    │   └── DatabaseTimeoutError (TimeoutError)  a search hit its lock or statement timeout
     ├── EmbeddingError                     the embedding provider kept failing
     ├── ChatModelError                     the chat model gave no usable reply
     │   ├── LlmRefusalError                it refused
@@ -84,6 +85,12 @@ class ReadOnlyStoreError(DatabaseSetupError):
 
 class DatabaseUnavailableError(KbgraphError):
     """A PostgreSQL store's server could not be reached (or the connection was lost)."""
+
+
+class DatabaseTimeoutError(DatabaseUnavailableError, TimeoutError):
+    """A PostgreSQL search gave up: a table it needs stayed locked past the lock timeout, or
+    the statement ran past the statement timeout (``KBGRAPH_PG_LOCK_TIMEOUT_MS``,
+    ``KBGRAPH_PG_STATEMENT_TIMEOUT_MS``)."""
 
 
 class IndexNotFoundError(KbgraphError):
@@ -215,6 +222,7 @@ __all__ = [
     "ConfigError",
     "ContextLengthError",
     "DatabaseSetupError",
+    "DatabaseTimeoutError",
     "DatabaseUnavailableError",
     "DatasetError",
     "DimensionMismatchError",

@@ -11,7 +11,10 @@ A chunk of code names the symbol it belongs to after ``§`` (its ``section``: th
 function, method or class), since its text alone rarely says which class a method is of.
 
 The fence is eight backticks so that Markdown code blocks inside a chunk cannot close it,
-and the preamble says the sources are data, not instructions.
+and the preamble says the sources are data, not instructions. A chunk line that reads as a
+header (``[2] Source: docs/configuration.md, lines 46-50, score: 0.99`` planted in a
+document, to make a claim look like the trusted file's) is escaped with a backslash
+(``\\[2] Source: ...``): only kbgraph's own headers start a line with ``[N] Source:``.
 """
 
 from __future__ import annotations
@@ -64,6 +67,21 @@ def source_header(n: int, entry: ContextEntry) -> str:
     )
 
 
+# A line a model would take for a header: ``[n] Source:`` at its start, in any spacing or
+# case (``[ 2 ]source :``, after indentation or an invisible space).
+_HEADER_LIKE = re.compile(r"^([\s\u200b\ufeff]*)(?=\[\s*\d+\s*\]\s*source\s*:)", re.I | re.M)
+
+
+def escape_headers(text: str) -> str:
+    """``text`` with each line that reads as a source header escaped (see the module)."""
+    return _HEADER_LIKE.sub(lambda m: m.group(1) + "\\", text)
+
+
+def source_block(n: int, entry: ContextEntry) -> str:
+    """One source of a context: its header, then its text with header lookalikes escaped."""
+    return f"{source_header(n, entry)}\n{escape_headers(entry.text.strip(chr(10)))}"
+
+
 def symbol_label(source: str, section: str | None) -> str:
     """`` § Client._redirect_url`` for a chunk of code with a symbol path, else empty (a
     document's heading path stays out of the header, as before)."""
@@ -88,9 +106,7 @@ def render_context(entries: Sequence[ContextEntry], *, start: int = 1) -> str:
     """Numbered from ``start`` in the given order; empty string when there is nothing."""
     if not entries:
         return ""
-    blocks = [
-        f"{source_header(n, e)}\n{e.text.strip(chr(10))}" for n, e in enumerate(entries, start)
-    ]
+    blocks = [source_block(n, e) for n, e in enumerate(entries, start)]
     fence = fence_for([e.text for e in entries])
     return f"{PREAMBLE}\n{fence}sources\n" + "\n\n".join(blocks) + f"\n{fence}"
 
@@ -116,12 +132,14 @@ def format_context(results: Sequence[SearchResult]) -> str:
 __all__ = [
     "FENCE",
     "ContextEntry",
+    "escape_headers",
     "fence_for",
     "format_context",
     "line_span",
     "lines_word",
     "longest_backtick_run",
     "render_context",
+    "source_block",
     "source_header",
     "symbol_label",
 ]

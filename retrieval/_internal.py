@@ -90,6 +90,9 @@ if TYPE_CHECKING:
         render_context as render_context,
     )
     from ._context import (
+        source_block as source_block,
+    )
+    from ._context import (
         source_header as source_header,
     )
     from ._embeddings import (
@@ -298,6 +301,7 @@ _LAZY = {
     "sentence_starts": "._chunking",
     "Settings": "._validation",
     "SkipFile": "._loaders",
+    "source_block": "._context",
     "source_header": "._context",
     "stem": "._text",
     "stems": "._text",

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-from kbgraph.errors import DatabaseUnavailableError, IndexCorruptError
+from kbgraph.errors import DatabaseTimeoutError, DatabaseUnavailableError, IndexCorruptError
 
 from ._storage import IndexStore, Snapshot, SnapshotMoved
 
@@ -79,6 +79,8 @@ class LiveReader:
     def _once(self, use: Callable[[Snapshot], _T], reader: Snapshot) -> _T:
         try:
             return use(reader)
+        except DatabaseTimeoutError:
+            raise  # a lock or a slow statement: the server is there, another try waits again
         except DatabaseUnavailableError as exc:
             logger.warning("a search lost its server; trying another: %s", exc)
             self.close()  # every connection of the lost server goes

@@ -149,7 +149,7 @@ def _index(searcher: Searcher, kb: str, run: KbRun, writer: Writer, settings: Ra
         report = searcher.ensure_fresh(
             progress=_progress(kb, writer), allow_model_change=settings.rebuild_on_model_change
         )
-    except (KbgraphError, OSError) as exc:
+    except Exception as exc:  # any searcher, a custom one too (see search_kb)
         # Embedding "none" asks for BM25 alone: the index is searched as it is, not updated.
         if isinstance(exc, ModelMismatchError) and embedding_spec(settings) is not None:
             raise
@@ -176,6 +176,11 @@ def _index_summary(report: dict[str, Any]) -> dict[str, Any]:
         summary[key] = entries[:LISTED_FILES]
         summary[f"{key}Count"] = len(entries)
     return summary
+
+
+# A searcher may be anyone's (``SearcherRegistry(factory=...)``: a PostgreSQL driver's
+# OperationalError, a RuntimeError of a custom backend): like a LangChain store's failure,
+# any exception it raises is recorded as that knowledge base's error and the turn goes on.
 
 
 def search_kb(
@@ -216,13 +221,13 @@ def search_kb(
                     start = time.perf_counter()
                     try:
                         run.lists[key] = one_list(searcher, query, ranker, settings, filters)
-                    except KbgraphError as exc:
+                    except Exception as exc:  # a custom searcher raises anything
                         if isinstance(exc, ModelMismatchError):
                             raise
                         run.errors.append(error_record(exc, key.name))
                     run.timings[key] = round((time.perf_counter() - start) * 1000, 3)
             run.empty = not any(run.lists.values()) and _holds_nothing(searcher)
-    except (KbgraphError, OSError) as exc:  # opening failed, or another model's index
+    except Exception as exc:  # opening failed, or another model's index
         if isinstance(exc, ModelMismatchError):
             run.lists.clear()
         run.errors.append(error_record(exc))

@@ -24,6 +24,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from kbgraph.errors import KbgraphError
 from kbgraph.graphs._internal import ContextKeysMiddleware
 
+from ._served import ServedRequestsGuard
+
 MOUNT = "/kbgraph/inspect"
 
 
@@ -60,7 +62,8 @@ class LazyInspector:
 
 app = Starlette(
     routes=[Mount(MOUNT, app=LazyInspector())],
-    middleware=[Middleware(ContextKeysMiddleware)],
+    # The guard first: a request refused for its Host, Origin or folders reaches nothing.
+    middleware=[Middleware(ServedRequestsGuard), Middleware(ContextKeysMiddleware)],
 )
 
 __all__ = ["MOUNT", "LazyInspector", "app"]

@@ -4,11 +4,13 @@ Over stdio by default (stdout carries the protocol only; logs and progress go to
 ``--http`` serves streamable HTTP at ``/mcp`` on loopback; the first line on stdout is the
 URL (``--port 0`` picks a free port). A host other than loopback is refused unless
 ``--allow-remote``: there is no authentication, and whoever reaches the port reads the
-documents."""
+documents. Bound to every interface (``--host 0.0.0.0``), the server answers to the
+machine's own names and addresses, and prints a URL with one of them."""
 
 from __future__ import annotations
 
 import logging
+import socket
 import sys
 from pathlib import Path
 
@@ -112,6 +114,9 @@ def mcp(
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="kbgraph mcp: %(message)s")
     # The SDK warns of every call of a tool it has not listed: the tool error says it.
     logging.getLogger("mcp.server.lowlevel.server").setLevel(logging.ERROR)
+    from ._transport import one_line_logs
+
+    one_line_logs()
     settings = McpSettings.from_folders(
         folders,
         store=store,
@@ -146,9 +151,47 @@ def _serve_http(
             )
         click.echo(f"kbgraph mcp: warning: listening on {host} without authentication", err=True)
     sock = listen(host, port)
-    click.echo(served_url(sock).rstrip("/") + MCP_PATH, nl=True)
+    answered = allowed_hosts(host, allow_hosts)
+    url = served_url(sock).rstrip("/") + MCP_PATH
+    if host.strip().strip("[]") in WILDCARDS:
+        # Bound to every interface: the SDK's Host check knows names, not the interface a
+        # connection came in on, so the machine's own names and addresses are answered
+        # too (else every remote client got 421), and the URL printed is one a client can
+        # dial (``http://0.0.0.0:PORT`` is not).
+        mine = machine_addresses(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        answered = tuple(dict.fromkeys((*answered, *mine)))
+        shown = next((a for a in mine if not is_loopback(a)), "127.0.0.1")
+        shown = f"[{shown}]" if ":" in shown else shown
+        url = f"http://{shown}:{sock.getsockname()[1]}{MCP_PATH}"
+    click.echo(url, nl=True)
     sys.stdout.flush()
-    serve_http(settings, sock, allowed_hosts(host, allow_hosts))
+    serve_http(settings, sock, answered)
 
 
-__all__ = ["DEFAULT_PORT", "mcp"]
+WILDCARDS = ("0.0.0.0", "::", "")
+_PROBES = {socket.AF_INET: "192.0.2.1", socket.AF_INET6: "2001:db8::1"}  # RFC 5737 / 3849
+
+
+def machine_addresses(family: socket.AddressFamily = socket.AF_INET) -> tuple[str, ...]:
+    """This machine's names and the addresses they resolve to, and the address it sends
+    from toward other hosts (a UDP ``connect`` to a documentation address chooses it from
+    the routing table; no packet is sent). Lower case, first seen first."""
+    names = [socket.gethostname(), socket.getfqdn()]
+    found: list[str] = [n.lower() for n in names if n]
+    for name in names:
+        try:
+            found += [str(info[4][0]).lower() for info in socket.getaddrinfo(name, None)]
+        except OSError:
+            continue
+    probe = socket.socket(family, socket.SOCK_DGRAM)
+    try:
+        probe.connect((_PROBES[family], 9))
+        found.append(str(probe.getsockname()[0]).lower())
+    except OSError:
+        pass  # no route off the machine: its names are all there is
+    finally:
+        probe.close()
+    return tuple(dict.fromkeys(found))
+
+
+__all__ = ["DEFAULT_PORT", "machine_addresses", "mcp"]

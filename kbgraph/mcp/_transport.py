@@ -13,6 +13,7 @@ through a DNS name rebound to 127.0.0.1."""
 from __future__ import annotations
 
 import io
+import logging
 import os
 import socket
 import sys
@@ -55,8 +56,10 @@ def _server(bases: OpenBases) -> Server[Any, Any]:
 
 
 def serve_stdio(settings: McpSettings) -> None:
-    """Serve over stdin/stdout until the client closes stdin."""
-    out = anyio.wrap_file(protocol_stdout())
+    """Serve over stdin/stdout until the client closes stdin, or goes away (its end of
+    stdout closed while replies were written: a normal end too, without a traceback)."""
+    protocol = protocol_stdout()
+    out = anyio.wrap_file(protocol)
     bases = OpenBases(settings)
     server = _server(bases)
     from mcp.server.stdio import stdio_server
@@ -67,8 +70,61 @@ def serve_stdio(settings: McpSettings) -> None:
 
     try:
         anyio.run(run)
+    except BaseException as exc:
+        if not client_left(exc):
+            raise
+        _drop(protocol)
     finally:
         bases.close()
+
+
+_GONE = (
+    BrokenPipeError,
+    ConnectionResetError,
+    anyio.BrokenResourceError,
+    anyio.ClosedResourceError,  # a stream the SDK closed when its client went
+)
+
+
+def client_left(exc: BaseException) -> bool:
+    """Whether ``exc`` (an exception group of the server's tasks, nested or not) is only
+    the client going away: a broken pipe or a reset connection, nothing else."""
+    if isinstance(exc, BaseExceptionGroup):
+        return all(client_left(inner) for inner in exc.exceptions)
+    return isinstance(exc, _GONE)
+
+
+class OneLineLogs(logging.Filter):
+    """Every log record one line: a record of a client that left (the SDK logs an
+    exception when an HTTP client ends its event stream, a normal end) is dropped, any
+    other exception is named after the message instead of printed as a traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is None:
+            return True
+        if client_left(exc):
+            return False
+        record.msg = f"{record.getMessage()} ({type(exc).__name__}: {exc})"
+        record.args, record.exc_info, record.exc_text = (), None, None
+        return True
+
+
+def one_line_logs() -> None:
+    """Install :class:`OneLineLogs` on every handler of the root logger."""
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, OneLineLogs) for f in handler.filters):
+            handler.addFilter(OneLineLogs())
+
+
+def _drop(protocol: TextIO) -> None:
+    """Forget what is buffered for a client that left: closing would flush it into the
+    broken pipe again (an 'Exception ignored' report at exit)."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), protocol.fileno())
+        protocol.close()
+    except (OSError, ValueError):
+        pass
 
 
 def http_app(settings: McpSettings, allowed_hosts: tuple[str, ...]) -> Any:
@@ -119,4 +175,13 @@ def serve_http(settings: McpSettings, sock: socket.socket, allowed_hosts: tuple[
     server.run(sockets=[sock])
 
 
-__all__ = ["MCP_PATH", "http_app", "protocol_stdout", "serve_http", "serve_stdio"]
+__all__ = [
+    "MCP_PATH",
+    "OneLineLogs",
+    "client_left",
+    "http_app",
+    "one_line_logs",
+    "protocol_stdout",
+    "serve_http",
+    "serve_stdio",
+]

@@ -17,7 +17,12 @@ import psycopg
 from psycopg import errors as pg_errors
 from psycopg.conninfo import conninfo_to_dict
 
-from kbgraph.errors import ConfigError, DatabaseSetupError, DatabaseUnavailableError
+from kbgraph.errors import (
+    ConfigError,
+    DatabaseSetupError,
+    DatabaseTimeoutError,
+    DatabaseUnavailableError,
+)
 
 CONNECT_TIMEOUT_S = 10
 URL_FORM = "postgresql://user[:password]@host[:port]/dbname"
@@ -106,6 +111,18 @@ class Database:
                 f"PostgreSQL at {self.location} refused to {doing}: {self.reason(exc)}; grant "
                 "the user the privilege (CREATE on the schema to index, SELECT to search) or "
                 "use a user that has it"
+            ) from None
+        except pg_errors.LockNotAvailable as exc:
+            raise DatabaseTimeoutError(
+                f"PostgreSQL at {self.location} gave up trying to {doing}: a table it needs "
+                f"is locked by another session ({self.reason(exc)}); wait for that session "
+                "(a migration, VACUUM FULL, an index run) or raise KBGRAPH_PG_LOCK_TIMEOUT_MS"
+            ) from None
+        except pg_errors.QueryCanceled as exc:
+            raise DatabaseTimeoutError(
+                f"PostgreSQL at {self.location} stopped trying to {doing}: the statement ran "
+                f"past its time limit ({self.reason(exc)}); check the server's load, or raise "
+                "KBGRAPH_PG_STATEMENT_TIMEOUT_MS"
             ) from None
         except (
             psycopg.OperationalError,

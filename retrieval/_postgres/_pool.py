@@ -26,6 +26,8 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from kbgraph.errors import ConfigError
+
 from ._servers import Servers, in_recovery
 
 FAILBACK_S = 30.0
@@ -36,10 +38,42 @@ MAX_IDLE = 64
 once, up to this; more are opened when needed and closed when given back. At 16, 64
 agents searching back to back opened a connection (a server process) for most searches:
 111 searches/s against 184 at 32 agents (``benchmarks/bench_load.py``)."""
-SESSION_SQL = "SET jit = off"
-"""Sent once per connection. A search is a short indexed query: LLVM compilation, which
-the planner starts above a cost that a BM25 aggregation's misestimated rows can reach,
-costs more than the whole query."""
+SESSION_SQL = (
+    "SELECT set_config('jit', 'off', false), set_config('statement_timeout', %s, false),"
+    " set_config('lock_timeout', %s, false)"
+)
+"""Sent once per connection (one round trip). A search is a short indexed query: LLVM
+compilation, which the planner starts above a cost that a BM25 aggregation's misestimated
+rows can reach, costs more than the whole query. The timeouts bound a search that waits:
+without them a search queued behind a table lock (an ``ALTER``, a ``VACUUM FULL``, a
+migration) waited as long as the lock was held, and so did every agent searching."""
+STATEMENT_TIMEOUT_MS = 5000
+"""Default longest search statement (``KBGRAPH_PG_STATEMENT_TIMEOUT_MS``; 0: no limit)."""
+LOCK_TIMEOUT_MS = 1000
+"""Default longest wait of a search for a lock (``KBGRAPH_PG_LOCK_TIMEOUT_MS``; 0: no
+limit)."""
+
+
+def search_timeouts() -> tuple[int, int]:
+    """The statement and lock timeouts of search connections, in milliseconds: the
+    environment's ``KBGRAPH_PG_STATEMENT_TIMEOUT_MS`` / ``KBGRAPH_PG_LOCK_TIMEOUT_MS`` or the
+    defaults."""
+    return (
+        _milliseconds("KBGRAPH_PG_STATEMENT_TIMEOUT_MS", STATEMENT_TIMEOUT_MS),
+        _milliseconds("KBGRAPH_PG_LOCK_TIMEOUT_MS", LOCK_TIMEOUT_MS),
+    )
+
+
+def _milliseconds(name: str, default: int) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit():
+        raise ConfigError(
+            f"{name}={raw!r} is not a number of milliseconds; set a whole number "
+            f"(0: no limit) or unset it for the default {default}"
+        )
+    return int(raw)
 
 
 @dataclass
@@ -87,7 +121,8 @@ class ReaderPool:
         conn = servers.reader()
         try:
             standby = in_recovery(conn)
-            conn.execute(SESSION_SQL)
+            statement_ms, lock_ms = search_timeouts()
+            conn.execute(SESSION_SQL, (str(statement_ms), str(lock_ms)))
         except BaseException:
             conn.close()
             raise
@@ -149,4 +184,14 @@ def fails_back(servers: Servers, standby: bool, since: float) -> bool:
 
 READERS = ReaderPool()
 
-__all__ = ["FAILBACK_S", "MAX_IDLE", "READERS", "PooledConnection", "ReaderPool", "fails_back"]
+__all__ = [
+    "FAILBACK_S",
+    "LOCK_TIMEOUT_MS",
+    "MAX_IDLE",
+    "READERS",
+    "STATEMENT_TIMEOUT_MS",
+    "PooledConnection",
+    "ReaderPool",
+    "fails_back",
+    "search_timeouts",
+]

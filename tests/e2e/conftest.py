@@ -6,6 +6,7 @@ spawns; it is stopped after the module's tests, pass or fail."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -60,6 +61,11 @@ def dev_server(tmp_path_factory: pytest.TempPathFactory, docs_folder: Path) -> I
     log = tmp_path_factory.mktemp("langgraph-dev") / "server.log"
     env = {
         "KBGRAPH_INSPECT_FOLDERS": str(docs_folder),
+        # the folders runs may name: the docs and the tests' own temporary folders
+        "KBGRAPH_ALLOW_INDEX": "1",  # the runs index the tests' fresh folders
+        "KBGRAPH_ALLOWED_FOLDERS": os.pathsep.join(
+            [str(docs_folder), str(tmp_path_factory.getbasetemp())]
+        ),
         "KBGRAPH_RUNS_DIR": str(tmp_path_factory.mktemp("runs")),
     }
     try:

@@ -433,3 +433,30 @@ def test_under_flag_the_streamed_answer_is_marked_in_place(
     verdict = answer["response_metadata"]["kbgraph_check"]
     assert verdict["policy"] == "flag" and verdict["grounded"] is False
     assert "⚠ Not supported by the sources:" in answer["content"]
+
+
+def test_the_real_server_refuses_a_rebound_host_a_foreign_page_and_a_foreign_folder(
+    dev_server: DevServer, docs_folder: Path
+) -> None:
+    # issue 42 hole 2: `langgraph dev` answered these with 200 and
+    # access-control-allow-origin: *, ran on any folder and indexed it.
+    body = {"assistant_id": "rag_subgraph", "input": _user(QUESTION)}
+    rebound = httpx.post(
+        f"{dev_server.url}/runs/wait",
+        json={**body, "context": _context(docs_folder)},
+        headers={"Host": "127.0.0.1.rebind.example", "Origin": "https://evil.example"},
+        timeout=60,
+    )
+    assert rebound.status_code == 421, rebound.text
+    page = httpx.post(
+        f"{dev_server.url}/runs/wait",
+        json={**body, "context": _context(docs_folder)},
+        headers={"Origin": "https://evil.example"},
+        timeout=60,
+    )
+    assert page.status_code == 403 and "access-control-allow-origin" not in page.headers
+    outside = Path("/etc")
+    folder = httpx.post(
+        f"{dev_server.url}/runs/wait", json={**body, "context": _context(outside)}, timeout=60
+    )
+    assert folder.status_code == 403 and "KBGRAPH_ALLOWED_FOLDERS" in folder.text

@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from langchain.agents import create_agent
@@ -269,3 +270,94 @@ async def test_several_knowledge_bases_in_postgresql(tmp_path: Path, pg_url: str
     ]
     assert "make restart" in lines.structuredContent["text"]  # type: ignore[index]
     assert pg_url not in str(listed)  # a URL may hold a password: never shown
+
+
+def test_every_interface_answers_the_machines_addresses_and_prints_a_usable_url(
+    docs: Path,
+) -> None:
+    # ``--host 0.0.0.0 --allow-remote`` answered 421 to every remote client (only loopback
+    # names were allowed) and printed http://0.0.0.0:PORT/mcp (issue 42 hole 13). Here the
+    # client dials 127.0.0.1 but names the machine's address, as a remote client would.
+    proc = subprocess.Popen(
+        _command(str(docs), "--http", "--host", "0.0.0.0", "--allow-remote", "--port", "0"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    try:
+        assert proc.stdout is not None
+        url = httpx.URL(proc.stdout.readline().strip())
+        assert url.host not in ("0.0.0.0", "") and url.path == "/mcp", url
+        reply = httpx.post(
+            f"http://127.0.0.1:{url.port}/mcp",
+            headers={
+                "Host": f"{url.host}:{url.port}",
+                "Accept": "application/json, text/event-stream",
+            },
+            json=json.loads(_rpc(1, "initialize", _INIT)),
+            timeout=30,
+        )
+        rebound = httpx.post(
+            f"http://127.0.0.1:{url.port}/mcp", headers={"Host": "evil.example"}, json={}
+        )
+    finally:
+        proc.terminate()
+        proc.wait(20)
+    assert reply.status_code == 200, reply.text
+    assert rebound.status_code in (400, 421)
+
+
+_INIT = {
+    "protocolVersion": "2025-06-18",
+    "capabilities": {},
+    "clientInfo": {"name": "test", "version": "0"},
+}
+
+
+def test_a_stdio_client_that_leaves_mid_replies_ends_the_server_cleanly(docs: Path) -> None:
+    # The client closes its end of stdout with 200 searches still to answer: the server
+    # left a 75-line traceback and exit 1 (issue 42 hole 11); now nothing, and exit 0.
+    proc = subprocess.Popen(
+        _command(str(docs)),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc.stdin.write(_rpc(1, "initialize", _INIT))
+    proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+    proc.stdin.flush()
+    assert proc.stdout.readline()
+    for n in range(200):
+        proc.stdin.write(_rpc(10 + n, "tools/call", {"name": "search", "arguments": _QUERY}))
+    proc.stdin.flush()
+    proc.stdout.close()
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.stdin.close()  # it noticed nothing yet: EOF ends it too
+        proc.wait(60)
+    err = proc.stderr.read()
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+
+
+_QUERY = {"query": "retry policy"}
+
+
+async def test_an_http_client_that_ends_its_session_leaves_no_traceback(docs: Path) -> None:
+    # The SDK logs an exception when a client closes its event stream (a normal end): the
+    # server printed a traceback for each (issue 42 hole 11).
+    with http_server(str(docs)) as (proc, url):
+        async with (
+            streamable_http_client(url) as (read, write, _),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            await session.call_tool("search", _QUERY)
+        await anyio.sleep(1)  # the server's side of the closed stream
+    assert proc.stderr is not None
+    assert "Traceback" not in proc.stderr.read()

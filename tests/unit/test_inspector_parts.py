@@ -185,8 +185,13 @@ def test_langgraph_json_app_keeps_the_context_check_and_mounts_the_inspector(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from kbgraph.inspector import http_app
+    from kbgraph.inspector._served import ServedRequestsGuard
 
-    assert [m.cls for m in http_app.app.user_middleware] == [ContextKeysMiddleware]
+    # the Host/Origin/folder guard first (issue 42 hole 2), then the context check
+    assert [m.cls for m in http_app.app.user_middleware] == [
+        ServedRequestsGuard,
+        ContextKeysMiddleware,
+    ]
     mount = http_app.app.routes[0]
     assert isinstance(mount, Mount) and mount.path == http_app.MOUNT == "/kbgraph/inspect"
     monkeypatch.setenv("KBGRAPH_INSPECT_FOLDERS", str(tmp_path))

@@ -117,3 +117,20 @@ def test_an_old_langgraph_json_entry_still_loads_its_graph() -> None:
     category, message = out.stdout.strip().split(" | ")
     assert category == "DeprecationWarning"
     assert "name kbgraph.graphs._subgraph in langgraph.json" in message
+
+
+def test_a_star_import_of_an_old_module_imports_its_names() -> None:
+    # ``from old import *`` reads ``__all__`` from the module's dict: a stand-in without it
+    # imported nothing, silently (issue 42 hole 14).
+    code = (
+        "import warnings\n"
+        "warnings.simplefilter('ignore')\n"
+        "from kbgraph.graphs.tool import *\n"
+        "from kbgraph.retrieval.text import *\n"
+        "import kbgraph.graphs._tool as new\n"
+        "assert rag_search is new.rag_search\n"
+        "print(callable(words))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "True"

@@ -392,3 +392,28 @@ def test_the_raw_follow_up_weighs_less_in_the_fused_order(kb: tuple[Path, FakeSe
     assert order(weighted).index(completed_best) < order(weighted).index(raw_best)
     assert debug_of(weighted)["steps"][0]["data"]["weights"]["q0:bm25"] == 0.5
     assert max(c["score"] for c in weighted["rag_candidates"]) <= 1.0
+
+
+@pytest.mark.parametrize("where", ["rank", "open", "index"])
+def test_a_custom_searchers_foreign_exception_is_recorded(
+    kb: tuple[Path, FakeSearcher], where: str
+) -> None:
+    # A searcher from SearcherRegistry(factory=...) raises what its backend raises (a
+    # RuntimeError, psycopg's OperationalError): recorded as data, the turn goes on (issue 42
+    # hole 10); it crashed the turn when only KbgraphError/OSError were caught.
+    folder, searcher = kb
+
+    def broken(folder: str, embedding: str | None) -> Any:
+        raise RuntimeError("backend is down")
+
+    if where == "rank":
+        searcher.fail_rank = RuntimeError("backend is down")
+        registry = registry_with({folder: searcher})
+    elif where == "index":
+        searcher.fail_open = RuntimeError("backend is down")
+        registry = registry_with({folder: searcher})
+    else:
+        registry = SearcherRegistry(broken)
+    out, _ = _run(settings_for(folder), registry)
+    errors = debug_of(out)["steps"][0]["data"]["errors"]["docs"]
+    assert errors[0]["type"] == "RuntimeError" and "backend is down" in errors[0]["message"]

@@ -65,6 +65,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "ConfigError",
         "ContextLengthError",
         "DatabaseSetupError",
+        "DatabaseTimeoutError",
         "DatabaseUnavailableError",
         "DatasetError",
         "DimensionMismatchError",

@@ -1,0 +1,211 @@
+"""The guard of every route of ``langgraph dev`` when ``langgraph.json`` names kbgraph's app
+(issue 42 hole 2). The server itself answers any Host and any Origin (``access-control-
+allow-origin: *``), so a web page the user opens could POST ``/runs/wait`` through a DNS
+name rebound to 127.0.0.1 and run a graph on any folder the user can read. In front of
+every route (the server's own included) this checks:
+
+- the Host: loopback names, or a name of ``KBGRAPH_ALLOW_HOSTS`` (comma-separated), as the
+  inspector's :class:`~kbgraph.inspector._guard.Guard` does (421 otherwise);
+- the Origin of a browser request: a page served from an answered host, or one of
+  ``KBGRAPH_ALLOW_ORIGINS`` (comma-separated; default LangGraph Studio's,
+  :data:`STUDIO_ORIGIN`), 403 otherwise;
+- the folders a context names (a run's, a cron's, an assistant's): inside the folders the
+  server was started with (``KBGRAPH_ALLOWED_FOLDERS``, ``os.pathsep``-separated; else
+  ``KBGRAPH_INSPECT_FOLDERS``, else ``KBGRAPH_FOLDER``, else the server's working folder),
+  403 otherwise;
+- writes: a run is made with ``auto_index: false`` unless the server was started with
+  ``KBGRAPH_ALLOW_INDEX=1`` (then index writes go only into the folders above)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from kbgraph.graphs._internal import FOLDER_ENV, buffered_body, knowledge_base_specs
+
+from ._config import FOLDERS_ENV, LOOPBACK_HOSTS
+from ._guard import host_name
+
+HOSTS_ENV = "KBGRAPH_ALLOW_HOSTS"
+ORIGINS_ENV = "KBGRAPH_ALLOW_ORIGINS"
+ALLOWED_FOLDERS_ENV = "KBGRAPH_ALLOWED_FOLDERS"
+STUDIO_ORIGIN = "https://smith.langchain.com,https://eu.smith.langchain.com"
+
+
+def _listed(name: str, default: str = "") -> tuple[str, ...]:
+    raw = os.environ.get(name, default)
+    return tuple(item.strip().lower().rstrip("/") for item in raw.split(",") if item.strip())
+
+
+def allowed_folders() -> tuple[Path, ...]:
+    """The folders runs may name (see the module docstring), resolved."""
+    for name in (ALLOWED_FOLDERS_ENV, FOLDERS_ENV, FOLDER_ENV):
+        raw = os.environ.get(name, "").strip()
+        if raw:
+            return tuple(Path(p).expanduser().resolve() for p in raw.split(os.pathsep) if p)
+    return (Path.cwd().resolve(),)
+
+
+def _inside(folder: Path, roots: tuple[Path, ...]) -> bool:
+    return any(folder == root or folder.is_relative_to(root) for root in roots)
+
+
+def _context_folders(body: Any) -> Iterator[str]:
+    """The ``folder`` of every knowledge base a run body's context names."""
+    runs = body if isinstance(body, list) else [body]
+    for run in runs:
+        if not isinstance(run, dict):
+            continue
+        config = run.get("config")
+        legacy = config.get("configurable") if isinstance(config, dict) else None
+        for context in (run.get("context"), legacy):
+            if not isinstance(context, dict) or "knowledge_bases" not in context:
+                continue
+            try:
+                specs = knowledge_base_specs(context["knowledge_bases"])
+            except (ValueError, TypeError):
+                continue  # the graph's own check refuses it
+            yield from (str(s["folder"]) for s in specs if s.get("folder"))
+
+
+IN_PROCESS_HOST = "api"
+"""The host of ``langgraph_sdk.get_client()`` without a URL: the server calling itself
+through an ASGI transport (the context check asks it for schemas that way). A request from
+a socket has the address it came in on as its ``server``, never a name."""
+
+
+def _in_process(scope: Scope) -> bool:
+    return (scope.get("server") or ("",))[0] == IN_PROCESS_HOST
+
+
+INDEX_ENV = "KBGRAPH_ALLOW_INDEX"
+_RUNS = re.compile(r"/runs(?:/stream|/wait|/batch)?/?$")
+
+
+def _index_allowed() -> bool:
+    return os.environ.get(INDEX_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def _no_index(body: Any) -> bool:
+    """Sets ``auto_index: false`` in the context of each run of ``body`` (a request may
+    not write an index unless the server was started with ``KBGRAPH_ALLOW_INDEX=1``);
+    whether anything changed. A run that passes its settings as ``config.configurable``
+    gets them there (the server refuses a run with both)."""
+    changed = False
+    for run in body if isinstance(body, list) else [body]:
+        if not isinstance(run, dict):
+            continue
+        config = run.get("config")
+        legacy = config.get("configurable") if isinstance(config, dict) else None
+        target = legacy if isinstance(legacy, dict) and not run.get("context") else None
+        if target is None:
+            context = run.get("context")
+            target = context if isinstance(context, dict) else run.setdefault("context", {})
+        if isinstance(target, dict) and target.get("auto_index") is not False:
+            target["auto_index"] = False
+            changed = True
+    return changed
+
+
+def _with_body(scope: Scope, body: bytes, later: Receive) -> tuple[Scope, Receive]:
+    """The request with ``body`` in place of its own; then ``later`` (the client's own
+    messages: a streamed run watches it for a disconnect)."""
+    headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]
+    scope = {**scope, "headers": [*headers, (b"content-length", str(len(body)).encode())]}
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if sent:
+            return await later()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return scope, receive
+
+
+class ServedRequestsGuard:
+    """Pure ASGI middleware in front of every route (see the module docstring)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    def problem(self, scope: Scope, body: Any) -> tuple[int, str] | None:
+        """(status, one line) for a request refused, else ``None``."""
+        headers = Headers(scope=scope)
+        hosts = (*LOOPBACK_HOSTS, *_listed(HOSTS_ENV))
+        host = headers.get("host", "")
+        if host_name(host) not in hosts:
+            return 421, (
+                f"this server answers to loopback names only, not {host[:200]!r} (a DNS name "
+                f"pointing at it could be another site's); use http://127.0.0.1:PORT or add "
+                f"the name to {HOSTS_ENV}"
+            )
+        origin = headers.get("origin")
+        if origin is not None and not self._origin_ok(origin, hosts):
+            return 403, (
+                f"requests from the page {origin[:200]!r} are refused: another site must not "
+                f"drive this server; add the origin to {ORIGINS_ENV} to allow it"
+            )
+        roots = allowed_folders()
+        for folder in _context_folders(body):
+            if not _inside(Path(folder).expanduser().resolve(), roots):
+                shown = os.pathsep.join(str(r) for r in roots)
+                return 403, (
+                    f"the folder {folder[:300]!r} is not one this server was started with "
+                    f"({shown}); set {ALLOWED_FOLDERS_ENV} before starting it to allow it"
+                )
+        return None
+
+    @staticmethod
+    def _origin_ok(origin: str, hosts: tuple[str, ...]) -> bool:
+        if origin.strip().lower().rstrip("/") in _listed(ORIGINS_ENV, STUDIO_ORIGIN):
+            return True
+        parts = urlsplit(origin.strip())
+        return parts.scheme in ("http", "https") and (parts.hostname or "") in hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or _in_process(scope):
+            await self.app(scope, receive, send)
+            return
+        body: Any = None
+        if scope["method"] in ("POST", "PATCH", "PUT"):  # runs, crons, assistants carry contexts
+            raw, receive = await buffered_body(receive)
+            try:
+                body = json.loads(raw or b"null")
+            except (ValueError, RecursionError):
+                body = None
+        problem = self.problem(scope, body)
+        if problem is None:
+            if _RUNS.search(scope["path"]) and not _index_allowed() and _no_index(body):
+                await receive()  # the buffered body, handed on once: skip it
+                scope, receive = _with_body(scope, json.dumps(body).encode(), receive)
+            await self.app(scope, receive, send)
+            return
+        status, detail = problem
+        payload = json.dumps({"detail": detail}).encode()
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(payload)).encode()),
+        ]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": payload})
+
+
+__all__ = [
+    "ALLOWED_FOLDERS_ENV",
+    "HOSTS_ENV",
+    "INDEX_ENV",
+    "ORIGINS_ENV",
+    "STUDIO_ORIGIN",
+    "ServedRequestsGuard",
+    "allowed_folders",
+]
