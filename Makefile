@@ -37,8 +37,12 @@ lint: $(VENV)/.installed
 typecheck: $(VENV)/.installed
 	$(BIN)/mypy
 
+# Two workers on this 2-core machine, a test file to a worker (--dist loadfile), so a
+# file's fixtures (the local model, a PostgreSQL cluster, a dev server) are made once.
+# PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= 2
 pytest: $(VENV)/.installed
-	$(BIN)/pytest -q --durations=30
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations=30
 
 # The documentation site, strict: a warning (a broken link, a missing reference, a
 # docstring that does not parse) fails the build. -E: read every page again, so a warning
