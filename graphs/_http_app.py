@@ -30,9 +30,12 @@ from uuid import UUID
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kbgraph.retrieval._internal import likely_setting, unknown_setting
+
+from ._http_body import buffered_body
+from ._served_guard import ServedRequestsGuard
 
 logger = logging.getLogger("kbgraph.graphs")
 
@@ -70,7 +73,7 @@ class ContextKeysMiddleware:
         if scope["method"] == "DELETE":
             await self.app(scope, receive, send)
             return
-        body, receive = await _buffered(receive)
+        body, receive = await buffered_body(receive)
         problem = await self._problem(scope, body)
         if problem is None:
             await self.app(scope, receive, send)
@@ -195,29 +198,6 @@ def _is_uuid(text: str) -> bool:
     return True
 
 
-async def _buffered(receive: Receive) -> tuple[bytes, Receive]:
-    """The whole request body, and a ``receive`` that hands it to the app once more."""
-    chunks: list[bytes] = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            break
-    body = b"".join(chunks)
-    replayed = False
-
-    async def replay() -> Message:
-        nonlocal replayed
-        if replayed:
-            return await receive()
-        replayed = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return body, replay
-
-
 async def _refuse(send: Send, detail: str) -> None:
     payload = json.dumps({"detail": detail}).encode()
     headers = [
@@ -228,11 +208,10 @@ async def _refuse(send: Send, detail: str) -> None:
     await send({"type": "http.response.body", "body": payload})
 
 
-buffered_body = _buffered  # the inspector's guard of every route reads run bodies too
-
-app = Starlette(middleware=[Middleware(ContextKeysMiddleware)])
+# The guard first: a request refused for its Host, Origin or folders reaches nothing.
+app = Starlette(middleware=[Middleware(ServedRequestsGuard), Middleware(ContextKeysMiddleware)])
 
 # The name the face exports (``kbgraph.graphs:http_app`` in a langgraph.json).
 http_app = app
 
-__all__ = ["ContextKeysMiddleware", "app", "buffered_body", "unknown_context_keys"]
+__all__ = ["ContextKeysMiddleware", "app", "unknown_context_keys"]

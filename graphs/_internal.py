@@ -57,11 +57,11 @@ if TYPE_CHECKING:
         largest_fitting as largest_fitting,
     )
     from ._extractive import extractive_text as extractive_text
+    from ._hosts import LOOPBACK_HOSTS as LOOPBACK_HOSTS
+    from ._hosts import host_name as host_name
+    from ._hosts import is_ip as is_ip
     from ._http_app import (
         ContextKeysMiddleware as ContextKeysMiddleware,
-    )
-    from ._http_app import (
-        buffered_body as buffered_body,
     )
     from ._models import (
         resolve_chat_model as resolve_chat_model,
@@ -102,6 +102,7 @@ if TYPE_CHECKING:
     from ._searcher import (
         SearcherRegistry as SearcherRegistry,
     )
+    from ._served_guard import ServedRequestsGuard as ServedRequestsGuard
     from ._settings import (
         FOLDER_ENV as FOLDER_ENV,
     )
@@ -159,7 +160,10 @@ _LAZY = {
     "build_rag_graph": "._subgraph",
     "check_lines": "._trace",
     "ContextKeysMiddleware": "._http_app",
-    "buffered_body": "._http_app",
+    "LOOPBACK_HOSTS": "._hosts",
+    "host_name": "._hosts",
+    "is_ip": "._hosts",
+    "ServedRequestsGuard": "._served_guard",
     "describe_error": "._structured",
     "extract_citations": "._citations",
     "extractive_text": "._extractive",

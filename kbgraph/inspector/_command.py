@@ -17,8 +17,9 @@ import click
 
 from kbgraph._exit_codes import failing_as
 from kbgraph.errors import ConfigError
+from kbgraph.graphs._internal import LOOPBACK_HOSTS
 
-from ._config import LOOPBACK_HOSTS, InspectorConfig, is_loopback
+from ._config import InspectorConfig, is_loopback
 
 DEFAULT_PORT = 8765
 _EVERY_INTERFACE = ("", "0.0.0.0", "::", "[::]")

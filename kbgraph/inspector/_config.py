@@ -18,13 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from kbgraph.errors import ConfigError
-from kbgraph.graphs._internal import FOLDER_ENV, RagSettings, runs_dir
+from kbgraph.graphs._internal import FOLDER_ENV, LOOPBACK_HOSTS, RagSettings, runs_dir
 
 FOLDERS_ENV = "KBGRAPH_INSPECT_FOLDERS"
 EVALS_ENV = "KBGRAPH_INSPECT_EVALS"
 STORE_ENV = "KBGRAPH_STORE"
 DEFAULT_EVALS = Path("eval-results")
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +123,6 @@ __all__ = [
     "DEFAULT_EVALS",
     "EVALS_ENV",
     "FOLDERS_ENV",
-    "LOOPBACK_HOSTS",
     "InspectedBase",
     "InspectorConfig",
     "is_loopback",

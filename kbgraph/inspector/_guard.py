@@ -6,13 +6,13 @@ files (Content-Security-Policy), from being framed, and from being cached."""
 from __future__ import annotations
 
 import hmac
-import ipaddress
-import re
 
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ._config import LOOPBACK_HOSTS, InspectorConfig
+from kbgraph.graphs._internal import LOOPBACK_HOSTS, host_name, is_ip
+
+from ._config import InspectorConfig
 
 SECURITY_HEADERS = [
     (
@@ -26,28 +26,6 @@ SECURITY_HEADERS = [
     (b"cache-control", b"no-store"),
 ]
 TOKEN_HEADER = "x-kbgraph-token"
-
-
-# A Host header: a name or IPv4 address, or a bracketed IPv6 address, and an optional port.
-_HOST = re.compile(r"(?:\[(?P<v6>[0-9a-f:.]+)\]|(?P<name>[^\[\]:]+))(?::[0-9]{1,5})?")
-
-
-def host_name(host: str) -> str:
-    """``127.0.0.1:8765`` → ``127.0.0.1``; ``[::1]:8765`` → ``::1``; a bare ``::1`` stays;
-    anything else that is not a host and port (``[::1]x``, ``a:b:c``) → ``""``."""
-    host = host.strip().lower()
-    match = _HOST.fullmatch(host)
-    if match is None:
-        return host if _is_ip(host) else ""
-    return match["v6"] or match["name"]
-
-
-def _is_ip(name: str) -> bool:
-    try:
-        ipaddress.ip_address(name)
-    except ValueError:
-        return False
-    return True
 
 
 def token_matches(given: str | None, config: InspectorConfig) -> bool:
@@ -74,7 +52,7 @@ class Guard:
         if name in self.config.allowed_hosts or name in LOOPBACK_HOSTS:
             return True
         local = (scope.get("server") or ("",))[0]
-        return isinstance(local, str) and _is_ip(name) and name == local.lower()
+        return isinstance(local, str) and is_ip(name) and name == local.lower()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

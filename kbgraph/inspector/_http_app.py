@@ -22,9 +22,9 @@ from starlette.routing import Mount
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kbgraph.errors import KbgraphError
-from kbgraph.graphs._internal import ContextKeysMiddleware
+from kbgraph.graphs._internal import ContextKeysMiddleware, ServedRequestsGuard
 
-from ._served import ServedRequestsGuard
+from ._config import FOLDERS_ENV
 
 MOUNT = "/kbgraph/inspect"
 
@@ -63,7 +63,10 @@ class LazyInspector:
 app = Starlette(
     routes=[Mount(MOUNT, app=LazyInspector())],
     # The guard first: a request refused for its Host, Origin or folders reaches nothing.
-    middleware=[Middleware(ServedRequestsGuard), Middleware(ContextKeysMiddleware)],
+    middleware=[
+        Middleware(ServedRequestsGuard, folder_envs=(FOLDERS_ENV,)),
+        Middleware(ContextKeysMiddleware),
+    ],
 )
 
 __all__ = ["MOUNT", "LazyInspector", "app"]

@@ -13,9 +13,9 @@ from starlette.testclient import TestClient
 from kbgraph.errors import ConfigError
 from kbgraph.graphs import RagSettings
 from kbgraph.graphs._http_app import ContextKeysMiddleware
+from kbgraph.graphs._internal import host_name
 from kbgraph.inspector._evals import histogram
 from kbgraph.inspector._evals_view import histogram_svg
-from kbgraph.inspector._guard import host_name
 from kbgraph.inspector._html import el, page, url
 from kbgraph.inspector._lab import LabQuery, fate_of, list_columns, result_rows
 from kbgraph.inspector._runs import render_run, run_view, timeline
@@ -184,8 +184,8 @@ def test_host_names(host: str, name: str) -> None:
 def test_langgraph_json_app_keeps_the_context_check_and_mounts_the_inspector(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kbgraph.inspector import http_app
-    from kbgraph.inspector._served import ServedRequestsGuard
+    from kbgraph.graphs._internal import ServedRequestsGuard
+    from kbgraph.inspector import _http_app as http_app
 
     # the Host/Origin/folder guard first (issue 42 hole 2), then the context check
     assert [m.cls for m in http_app.app.user_middleware] == [

@@ -1,6 +1,7 @@
-"""langgraph.json's app guards every route of ``langgraph dev`` (issue 42 hole 2): a POST
-to /runs/wait with a rebound Host or a foreign Origin, or a context naming a folder the
-server was not started with, is refused before the server runs anything."""
+"""Both of kbgraph's langgraph.json apps (``kbgraph.inspector:app`` and
+``kbgraph.graphs:http_app``) guard every route of ``langgraph dev`` (issue 42 hole 2): a
+POST to /runs/wait with a rebound Host or a foreign Origin, or a context naming a folder
+the server was not started with, is refused before the server runs anything."""
 
 from __future__ import annotations
 
@@ -10,14 +11,26 @@ from typing import Any
 import httpx
 import pytest
 
-from kbgraph.inspector._http_app import app
+from kbgraph.graphs import http_app as graphs_app
+from kbgraph.graphs._internal import ServedRequestsGuard
+from kbgraph.inspector import app as inspector_app
+
+APPS = {"kbgraph.inspector:app": inspector_app, "kbgraph.graphs:http_app": graphs_app}
+_APP: list[Any] = [inspector_app]
+
+
+@pytest.fixture(params=sorted(APPS), autouse=True)
+def served_app(request: pytest.FixtureRequest) -> Any:
+    """Every test runs against both apps a langgraph.json may name."""
+    _APP[0] = APPS[request.param]
+    return _APP[0]
 
 
 def _post(body: Any, **headers: str) -> httpx.Response:
     import anyio
 
     async def go() -> httpx.Response:
-        transport = httpx.ASGITransport(app=app)
+        transport = httpx.ASGITransport(app=_APP[0])
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
             return await c.post("/runs/wait", json=body, headers=headers)
 
@@ -68,8 +81,6 @@ def test_a_run_does_not_index_unless_the_server_allows_it(
 
     import anyio
 
-    from kbgraph.inspector._served import ServedRequestsGuard
-
     seen: list[Any] = []
 
     async def server(scope: Any, receive: Any, send: Any) -> None:
@@ -91,3 +102,31 @@ def test_a_run_does_not_index_unless_the_server_allows_it(
     monkeypatch.setenv("KBGRAPH_ALLOW_INDEX", "1")
     anyio.run(post, _run(served))
     assert "auto_index" not in seen[2]["context"]
+
+
+def test_each_app_puts_the_guard_in_front_of_the_context_check(served_app: Any) -> None:
+    from kbgraph.graphs._internal import ContextKeysMiddleware
+
+    assert [m.cls for m in served_app.user_middleware] == [
+        ServedRequestsGuard,
+        ContextKeysMiddleware,
+    ]
+
+
+def test_the_inspector_app_also_allows_the_folders_it_inspects(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, served_app: Any
+) -> None:
+    # KBGRAPH_INSPECT_FOLDERS is the inspector's variable: only its app reads it.
+    inspected = tmp_path / "inspected"
+    inspected.mkdir()
+    monkeypatch.delenv("KBGRAPH_ALLOWED_FOLDERS", raising=False)
+    monkeypatch.delenv("KBGRAPH_FOLDER", raising=False)
+    monkeypatch.setenv("KBGRAPH_INSPECT_FOLDERS", str(inspected))
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    status = _post(_run(inspected)).status_code
+    if served_app is inspector_app:
+        assert status not in (403, 421)
+    else:
+        assert status == 403

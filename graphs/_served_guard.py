@@ -1,18 +1,19 @@
-"""The guard of every route of ``langgraph dev`` when ``langgraph.json`` names kbgraph's app
-(issue 42 hole 2). The server itself answers any Host and any Origin (``access-control-
-allow-origin: *``), so a web page the user opens could POST ``/runs/wait`` through a DNS
+"""The guard of every route of ``langgraph dev`` when ``langgraph.json`` names one of
+kbgraph's apps, ``kbgraph.graphs:http_app`` or ``kbgraph.inspector:app`` (issue 42 hole
+2). The server itself answers any Host and any Origin (``access-control-allow-origin:
+*``), so a web page the user opens could POST ``/runs/wait`` through a DNS
 name rebound to 127.0.0.1 and run a graph on any folder the user can read. In front of
 every route (the server's own included) this checks:
 
 - the Host: loopback names, or a name of ``KBGRAPH_ALLOW_HOSTS`` (comma-separated), as the
-  inspector's :class:`~kbgraph.inspector._guard.Guard` does (421 otherwise);
+  inspector's own guard does (421 otherwise);
 - the Origin of a browser request: a page served from an answered host, or one of
   ``KBGRAPH_ALLOW_ORIGINS`` (comma-separated; default LangGraph Studio's,
   :data:`STUDIO_ORIGIN`), 403 otherwise;
 - the folders a context names (a run's, a cron's, an assistant's): inside the folders the
-  server was started with (``KBGRAPH_ALLOWED_FOLDERS``, ``os.pathsep``-separated; else
-  ``KBGRAPH_INSPECT_FOLDERS``, else ``KBGRAPH_FOLDER``, else the server's working folder),
-  403 otherwise;
+  server was started with (``KBGRAPH_ALLOWED_FOLDERS``, ``os.pathsep``-separated; else the
+  folders of the app's own variables — the inspector's app adds ``KBGRAPH_INSPECT_FOLDERS`` —
+  else ``KBGRAPH_FOLDER``, else the server's working folder), 403 otherwise;
 - writes: a run is made with ``auto_index: false`` unless the server was started with
   ``KBGRAPH_ALLOW_INDEX=1`` (then index writes go only into the folders above)."""
 
@@ -29,10 +30,9 @@ from urllib.parse import urlsplit
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from kbgraph.graphs._internal import FOLDER_ENV, buffered_body, knowledge_base_specs
-
-from ._config import FOLDERS_ENV, LOOPBACK_HOSTS
-from ._guard import host_name
+from ._hosts import LOOPBACK_HOSTS, host_name
+from ._http_body import buffered_body
+from ._settings import FOLDER_ENV, knowledge_base_specs
 
 HOSTS_ENV = "KBGRAPH_ALLOW_HOSTS"
 ORIGINS_ENV = "KBGRAPH_ALLOW_ORIGINS"
@@ -45,9 +45,10 @@ def _listed(name: str, default: str = "") -> tuple[str, ...]:
     return tuple(item.strip().lower().rstrip("/") for item in raw.split(",") if item.strip())
 
 
-def allowed_folders() -> tuple[Path, ...]:
-    """The folders runs may name (see the module docstring), resolved."""
-    for name in (ALLOWED_FOLDERS_ENV, FOLDERS_ENV, FOLDER_ENV):
+def allowed_folders(folder_envs: tuple[str, ...] = ()) -> tuple[Path, ...]:
+    """The folders runs may name (see the module docstring), resolved: the first of
+    ``KBGRAPH_ALLOWED_FOLDERS``, then ``folder_envs``, then ``KBGRAPH_FOLDER`` that is set."""
+    for name in (ALLOWED_FOLDERS_ENV, *folder_envs, FOLDER_ENV):
         raw = os.environ.get(name, "").strip()
         if raw:
             return tuple(Path(p).expanduser().resolve() for p in raw.split(os.pathsep) if p)
@@ -135,8 +136,9 @@ def _with_body(scope: Scope, body: bytes, later: Receive) -> tuple[Scope, Receiv
 class ServedRequestsGuard:
     """Pure ASGI middleware in front of every route (see the module docstring)."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, folder_envs: tuple[str, ...] = ()) -> None:
         self.app = app
+        self.folder_envs = folder_envs
 
     def problem(self, scope: Scope, body: Any) -> tuple[int, str] | None:
         """(status, one line) for a request refused, else ``None``."""
@@ -155,7 +157,7 @@ class ServedRequestsGuard:
                 f"requests from the page {origin[:200]!r} are refused: another site must not "
                 f"drive this server; add the origin to {ORIGINS_ENV} to allow it"
             )
-        roots = allowed_folders()
+        roots = allowed_folders(self.folder_envs)
         for folder in _context_folders(body):
             if not _inside(Path(folder).expanduser().resolve(), roots):
                 shown = os.pathsep.join(str(r) for r in roots)
