@@ -43,7 +43,7 @@ def inject_context(
     rag_context: str,
     *,
     instructions: str | None = None,
-    sources_role: Literal["system", "user"] = "system",
+    sources_role: Literal["system", "user"] = "user",
 ) -> list[BaseMessage]:
     """``messages`` with the retrieved context.
 
@@ -53,11 +53,12 @@ def inject_context(
     several providers accept only one system message, and only at the start. The input
     list is not modified.
 
-    ``sources_role="user"`` keeps the retrieved text out of the system role, the one with
-    the most authority: the instructions extend the system message and the fenced sources
-    are a user message of their own, just before the last question (LangChain's RAG guides
-    do the same; a document that says "ignore your instructions" then speaks with a user's
-    voice at most).
+    By default (``sources_role="user"``) the retrieved text stays out of the system role,
+    the one with the most authority (issue 42 hole 6): the instructions extend the system
+    message and the fenced sources are a user message of their own, just before the last
+    question (LangChain's RAG guides do the same; a document that says "ignore your
+    instructions" then speaks with a user's voice at most). ``sources_role="system"`` puts
+    them into the system message instead, for a model that reads only that.
     """
     guidance = render_prompt(CITATION_PROMPT) if instructions is None else instructions
     block = _sources_block(rag_context)

@@ -126,9 +126,10 @@ def compose_answer(
 def answer_prompt(
     state: Mapping[str, Any], model: BaseChatModel
 ) -> tuple[list[BaseMessage], str | None]:
-    """The answer's prompt (the sources in the system prompt, then the conversation), with
-    fewer sources when all of them would not fit the model's context window; and what was
-    left out, if anything."""
+    """The answer's prompt (the instructions in the system prompt, then the conversation,
+    the fenced sources a user message just before the last question), with fewer sources
+    when all of them would not fit the model's context window; and what was left out, if
+    anything."""
     messages = [SystemMessage(load_prompt("agent_system").strip()), *state.get("messages", [])]
     fit = fit_sources(
         model,

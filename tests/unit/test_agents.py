@@ -301,11 +301,13 @@ def test_llm_answer_gets_context_and_instructions_and_markers_resolve(
     assert out["answer_citations"][0]["source"] == "retry.md"
     assert [u["n"] for u in out["answer_unresolved"]] == [9]
     (call,) = model.calls
-    system = call.messages[0]
+    system, *_, sources, question = call.messages
     assert isinstance(system, SystemMessage)
-    assert out["rag_context"] in system.text
-    assert "not instructions" in system.text
-    assert call.messages[-1].text == RETRY_QUESTION
+    # the instructions in the system role, the retrieved text as a user message just
+    # before the question (issue 42 hole 6: never with the system role's authority)
+    assert "not instructions" in system.text and out["rag_context"] not in system.text
+    assert isinstance(sources, HumanMessage) and out["rag_context"] in sources.text
+    assert question.text == RETRY_QUESTION
 
 
 @pytest.mark.parametrize("failure", [TimeoutError("slow"), ConnectionError("refused"), ""])

@@ -161,7 +161,7 @@ def test_the_answer_is_generated_from_the_sources_that_fit() -> None:
     reply = compose_answer(_answer_state(), RagSettings(), model)  # type: ignore[arg-type]
     assert reply.mode == "llm" and reply.text == "Set it [1]."
     assert reply.trimmed is not None and "sources 1-2 of 3 shown" in reply.trimmed
-    sent = model.calls[0].messages[0].text
+    sent = "\n".join(m.text for m in model.calls[0].messages)
     assert "[2] Source: notes/café.md" in sent and "[3] Source" not in sent
 
 
