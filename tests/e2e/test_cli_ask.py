@@ -154,7 +154,9 @@ def test_done_when_follow_up_through_history(example_docs: Path, tmp_path: Path)
 
 def test_ask_with_a_local_gguf_model_generates_the_answer_offline(docs_folder: Path) -> None:
     """`kbgraph ask ... --chat-model gguf:PATH --json`: SmolLM2-135M run in the CLI's own
-    process, no server, no network (the environment is offline, and only loopback is used)."""
+    process, no server, no network (the environment is offline, and only loopback is used).
+    Over 30 s on a busy machine: the process loads SmolLM2 and the local embedding model and
+    generates the answer on the CPU."""
     spec = smollm2_spec(n_ctx=2048, max_tokens=48)
     data = ask_json(docs_folder, "How do I change the number of retries?",
                     "--embedding", "fake", "--chat-model", spec)  # fmt: skip

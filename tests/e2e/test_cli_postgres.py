@@ -25,6 +25,9 @@ def _lines(path: Path, start: int, end: int) -> str:
 
 
 def test_index_search_stats_delete_in_postgres(pg_url: str) -> None:
+    """The CLI's whole life cycle on PostgreSQL with the real httpx docs. Over 30 s (~40
+    s): it embeds the folder with the local model once (the second index reuses every
+    vector, which is what it checks), and each command is a fresh process."""
     if not HTTPX_DOCS.is_dir():
         pytest.skip(f"{HTTPX_DOCS} is missing (../shared beside the repo)")
     docs, store = str(HTTPX_DOCS), ("--store", pg_url)

@@ -109,6 +109,11 @@ _MID_RUN = {"scan", "load", "embed", "write"}
 
 
 def test_kill_at_random_moments_leaves_an_index_that_opens(tmp_path: Path) -> None:
+    """SIGKILL of ``kbgraph index`` at random moments never leaves an index that fails to
+    open, and the next run completes it. Over 30 s (~70 s): each kill is a fresh CLI
+    process (its imports and model load), and it keeps killing until 20 kills landed mid-run
+    (4 while embedding, 4 while writing) because a kill that lands before or after the run
+    proves nothing."""
     folder = tmp_path / "corpus"
     folder.mkdir()
     write_corpus(folder, 0)

@@ -170,6 +170,9 @@ def test_llm_judge_with_the_real_model() -> None:
 def test_openai_compatible_path_against_llama_cpps_server(
     docs: Path, registry: SearcherRegistry
 ) -> None:
+    """The agent through ``openai_compatible:`` against a real OpenAI-compatible server
+    (llama.cpp's, on loopback) rather than a patched client. Over 30 s (~55 s): the server
+    process loads SmolLM2 and answers every structured node and the answer over HTTP."""
     with LlamaServer(smollm2_path()) as server:
         spec = f"openai_compatible:smollm2@{server.base_url}"
         out = _run_agent(_settings(docs, spec, rerank="heuristic"), registry)

@@ -181,6 +181,8 @@ def _assert_searched_and_answered(messages: list[BaseMessage]) -> None:
 
 
 def test_tool_agent_searches_and_answers(agent_model: ChatGGUF, settings: RagSettings) -> None:
+    """The tool agent with SmolLM2: a forced search, then an answer from its sources. Over
+    30 s (~45 s on 2 busy cores): two generations on the CPU, and the answer check."""
     # Its first step forces the search; SmolLM2's query is often made up, the sources come.
     out = build_tool_agent(chat_model=agent_model).invoke(
         {"messages": [("user", QUESTION)]}, context=settings

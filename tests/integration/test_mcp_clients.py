@@ -91,7 +91,9 @@ def test_stdout_holds_only_the_protocol(docs: Path, chat_model: str | None) -> N
     """Raw pipes, no client library: every line on stdout is a JSON-RPC message, whatever
     the tools did (an ask runs the agent and its answer check; with the GGUF model,
     llama.cpp loads and writes its own log from native code), and the process ends with
-    stdin; logs and warnings are on stderr."""
+    stdin; logs and warnings are on stderr. The ``gguf`` case takes over 30 s (~75 s on 2
+    busy cores): the server loads SmolLM2 and generates an answer, since llama.cpp's own
+    native log is what could reach stdout."""
     models = ["--chat-model", _gguf_spec()] if chat_model else []
     init = {
         "protocolVersion": "2025-06-18",
@@ -230,6 +232,10 @@ async def search_first(
 
 
 async def test_the_gguf_model_calls_search_through_the_adapter(docs: Path) -> None:
+    """A real model (SmolLM2 on llama.cpp) calls ``search`` through langchain-mcp-adapters
+    over stdio and answers from the result. Over 30 s (~80 s on 2 busy cores): it starts
+    the MCP server process and generates two replies (the tool call, then the answer) on
+    the CPU; a scripted model would not prove the adapter's schema reaches a real one."""
     from kbgraph.graphs._chat_models import ChatGGUF
     from tests.support.gguf import smollm2_path
 

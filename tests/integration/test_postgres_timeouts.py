@@ -19,12 +19,20 @@ from kbgraph.retrieval._postgres._pool import READERS, search_timeouts
 pytestmark = pytest.mark.integration
 
 
-def _chunks_table(pg_url: str) -> str:
+def _chunks_table(pg_url: str, folder: Path) -> str:
+    """The chunks table of the knowledge base of ``folder`` (by its id: the cluster holds the
+    tables of every test that ran before on this worker, and ``kbgraph_kb10_chunks`` sorts
+    before ``kbgraph_kb9_chunks`` by name)."""
     with psycopg.connect(pg_url, autocommit=True) as conn:
+        (kb_id,) = conn.execute(
+            "SELECT id FROM kbgraph_kbs WHERE folder = %s", (str(folder.resolve()),)
+        ).fetchone() or (None,)
+        assert kb_id is not None, f"no knowledge base row for {folder}"
         rows = conn.execute(
-            "SELECT schemaname, tablename FROM pg_tables WHERE tablename LIKE 'kbgraph_kb%%_chunks'"
-            " ORDER BY tablename DESC"
+            "SELECT schemaname, tablename FROM pg_tables WHERE tablename = %s",
+            (f"kbgraph_kb{kb_id}_chunks",),
         ).fetchall()
+    assert len(rows) == 1, rows
     return f"{rows[0][0]}.{rows[0][1]}"
 
 
@@ -38,7 +46,7 @@ def test_a_search_behind_a_table_lock_fails_with_a_timeout_error(
     (docs / "a.md").write_text("# A\n\nExponential backoff retries.\n", encoding="utf-8")
     kb = KnowledgeBase(docs, embedding="fake", store=pg_url)
     kb.index()
-    schema, table = _chunks_table(pg_url).split(".")
+    schema, table = _chunks_table(pg_url, docs).split(".")
     locked, release = threading.Event(), threading.Event()
 
     def hold_lock() -> None:
