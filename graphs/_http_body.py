@@ -17,16 +17,22 @@ async def buffered_body(receive: Receive) -> tuple[bytes, Receive]:
         if not message.get("more_body", False):
             break
     body = b"".join(chunks)
-    replayed = False
+    return body, body_then(body, receive)
 
-    async def replay() -> Message:
-        nonlocal replayed
-        if replayed:
-            return await receive()
-        replayed = True
+
+def body_then(body: bytes, later: Receive) -> Receive:
+    """A ``receive`` that gives ``body`` as the whole request once, then ``later``'s messages
+    (the client's own: a streamed run watches them for a disconnect)."""
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if sent:
+            return await later()
+        sent = True
         return {"type": "http.request", "body": body, "more_body": False}
 
-    return body, replay
+    return receive
 
 
-__all__ = ["buffered_body"]
+__all__ = ["body_then", "buffered_body"]

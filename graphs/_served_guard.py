@@ -28,10 +28,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ._hosts import LOOPBACK_HOSTS, host_name
-from ._http_body import buffered_body
+from ._http_body import body_then, buffered_body
 from ._settings import FOLDER_ENV, knowledge_base_specs
 
 HOSTS_ENV = "KBGRAPH_ALLOW_HOSTS"
@@ -121,16 +121,7 @@ def _with_body(scope: Scope, body: bytes, later: Receive) -> tuple[Scope, Receiv
     messages: a streamed run watches it for a disconnect)."""
     headers = [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]
     scope = {**scope, "headers": [*headers, (b"content-length", str(len(body)).encode())]}
-    sent = False
-
-    async def receive() -> Message:
-        nonlocal sent
-        if sent:
-            return await later()
-        sent = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return scope, receive
+    return scope, body_then(body, later)
 
 
 class ServedRequestsGuard:
