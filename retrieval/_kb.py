@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-from langchain_core.embeddings import Embeddings
 
 from kbgraph.errors import ConfigError, IndexCorruptError
 
@@ -54,6 +53,8 @@ from ._storage import (
 )
 
 if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+
     from ._retriever import KnowledgeBaseRetriever
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
-from langchain_core.embeddings import Embeddings
 
 from kbgraph.errors import ConfigError
 
@@ -15,7 +15,10 @@ from ._embeddings import BatchEmbedder, call_timeout_for, describe_embeddings, r
 from ._search import check_query_model, no_query_model
 from ._storage import EmbeddingMeta, ModelLost, ObjectOnly, QueryEmbedder, Snapshot
 
-EmbeddingSpec = str | Embeddings | ObjectOnly | ModelLost | None
+if TYPE_CHECKING:  # ~0.18 s to import, and a BM25 search never needs it
+    from langchain_core.embeddings import Embeddings
+
+EmbeddingSpec: TypeAlias = "str | Embeddings | ObjectOnly | ModelLost | None"
 
 
 def describe(embedding: EmbeddingSpec) -> EmbeddingMeta | None:

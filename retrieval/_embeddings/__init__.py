@@ -5,7 +5,15 @@ embedding cache.
     embedder = BatchEmbedder(embeddings)
     with EmbeddingCache(index_dir / "embeddings.sqlite", embedder.info.key) as cache:
         outcome = embed_with_cache(embedder, cache, texts)
+
+``LocalEmbeddings``, ``FakeEmbeddings`` and ``packaged_model_dir`` load on first use: their
+classes subclass LangChain's ``Embeddings``, whose import costs ~0.18 s, and a BM25 search
+needs none of them.
 """
+
+from typing import TYPE_CHECKING
+
+from kbgraph._layers import lazy_attributes
 
 from ._batching import (
     BatchEmbedder,
@@ -18,7 +26,6 @@ from ._batching import (
 )
 from ._cache import CachedEmbedOutcome, EmbeddingCache, VectorCache, embed_with_cache
 from ._identity import describe_embeddings
-from ._local import LocalEmbeddings, packaged_model_dir
 from ._providers import DEFAULT_TIMEOUT, call_timeout_for, resolve_embeddings
 from ._retry import ErrorVerdict, backoff_delay, classify_error, parse_retry_after
 from ._spec import (
@@ -28,7 +35,14 @@ from ._spec import (
     EmbeddingSpec,
     parse_spec,
 )
-from .fake import FakeEmbeddings
+
+if TYPE_CHECKING:
+    from ._local import LocalEmbeddings as LocalEmbeddings
+    from ._local import packaged_model_dir as packaged_model_dir
+    from .fake import FakeEmbeddings as FakeEmbeddings
+
+_LAZY = {"LocalEmbeddings": "._local", "packaged_model_dir": "._local", "FakeEmbeddings": ".fake"}
+__getattr__ = lazy_attributes(globals(), _LAZY)
 
 __all__ = [
     "ALLOWED_FORMS",

@@ -5,18 +5,21 @@ that a spec and the object it resolves to describe alike."""
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
-
-from langchain_core.embeddings import Embeddings
 
 from kbgraph.errors import ConfigError
 
-from ._local import LocalEmbeddings
-from ._spec import EmbeddingInfo, parse_spec
-from .fake import FakeEmbeddings
+from ._spec import EmbeddingInfo, is_embeddings, parse_spec
+
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
 
 
 def _info_of_object(embeddings: Embeddings) -> EmbeddingInfo:
+    from ._local import LocalEmbeddings
+    from .fake import FakeEmbeddings
+
     if isinstance(embeddings, FakeEmbeddings):
         return EmbeddingInfo("fake", embeddings.model)
     if isinstance(embeddings, LocalEmbeddings):
@@ -46,7 +49,7 @@ def describe_embeddings(spec_or_embeddings: str | Embeddings) -> EmbeddingInfo:
     if isinstance(spec_or_embeddings, str):
         parsed = parse_spec(spec_or_embeddings)
         return EmbeddingInfo(parsed.integration or parsed.provider, parsed.model)
-    if not isinstance(spec_or_embeddings, Embeddings):
+    if not is_embeddings(spec_or_embeddings):
         raise ConfigError(
             f"expected an embedding spec or a LangChain Embeddings, got "
             f"{type(spec_or_embeddings).__name__}; pass e.g. 'local' or OpenAIEmbeddings(...)"

@@ -10,16 +10,17 @@ which downloads its encodings at run time; ``BatchEmbedder`` caps input length i
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain_core.embeddings import Embeddings
 from pydantic import SecretStr
 
 from kbgraph.errors import ConfigError
 
 from .._integrations import init_integration
-from ._local import LocalEmbeddings
-from ._spec import DEFAULT_FAKE_DIMS, PACKAGED_MODEL, EmbeddingSpec, parse_spec
+from ._spec import DEFAULT_FAKE_DIMS, PACKAGED_MODEL, EmbeddingSpec, is_embeddings, parse_spec
+
+if TYPE_CHECKING:  # imported where an object is built: a BM25 search never loads them
+    from langchain_core.embeddings import Embeddings
 
 DEFAULT_TIMEOUT = 30.0  # seconds per remote request; a timed-out request is retried twice
 # OpenAI-compatible servers (Ollama, vLLM, LM Studio) mostly ignore the key, but the OpenAI
@@ -82,6 +83,8 @@ def embeddings_from_spec(spec: EmbeddingSpec, *, timeout: float = DEFAULT_TIMEOU
 
         return FakeEmbeddings(spec.dims or DEFAULT_FAKE_DIMS)
     if spec.provider == "local":
+        from ._local import LocalEmbeddings
+
         return LocalEmbeddings(None if spec.model == PACKAGED_MODEL else spec.model)
     if spec.provider == "langchain" and spec.integration:
         built: Embeddings = init_integration("embeddings", spec.integration, spec.model)
@@ -106,7 +109,7 @@ def resolve_embeddings(spec: str | Embeddings, *, timeout: float = DEFAULT_TIMEO
     ``openai:<model>``, ``azure_openai:<deployment>``, ``openai_compatible:<model>@<url>``,
     ``http(s)://host:port/v1#<model>``, ``fake``, ``fake:<dims>``). An ``Embeddings`` object
     is returned unchanged. ``timeout`` (seconds) applies to each remote request."""
-    if isinstance(spec, Embeddings):
+    if is_embeddings(spec):
         return spec
     if not isinstance(spec, str):
         raise ConfigError(
@@ -122,11 +125,12 @@ def call_timeout_for(spec: str | Embeddings, timeout: float) -> float | None:
     with ``timeout``, and for the in-process models (local, fake), which answer or fail;
     ``timeout`` for anything else (an ``Embeddings`` object, a LangChain integration),
     whose own client may wait forever."""
-    from .fake import FakeEmbeddings
-
     if isinstance(spec, str):
         provider = parse_spec(spec).provider
         return timeout if provider == "langchain" else None
+    from ._local import LocalEmbeddings
+    from .fake import FakeEmbeddings
+
     if isinstance(spec, FakeEmbeddings | LocalEmbeddings):
         return None
     return timeout

@@ -10,12 +10,28 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 from urllib.parse import urlsplit
 
 from kbgraph.errors import ConfigError
 
-from .fake import DEFAULT_FAKE_DIMS
+if TYPE_CHECKING:
+    from langchain_core.embeddings import Embeddings
+
+DEFAULT_FAKE_DIMS = 384
+"""The dimensions of ``fake`` (the deterministic test embedder) when the spec names none."""
+
+
+def is_embeddings(value: Any) -> TypeGuard[Embeddings]:
+    """Whether ``value`` is a LangChain ``Embeddings`` object. ``langchain_core`` is imported
+    only for a value that is not a string: it costs ~0.18 s (its callbacks), which a BM25
+    search never needs, and an ``Embeddings`` object means it is loaded already."""
+    if isinstance(value, str):
+        return False
+    from langchain_core.embeddings import Embeddings
+
+    return isinstance(value, Embeddings)
+
 
 Provider = Literal["local", "fake", "openai", "azure_openai", "openai_compatible", "langchain"]
 
@@ -163,9 +179,11 @@ def parse_spec(spec: str) -> EmbeddingSpec:
 
 __all__ = [
     "ALLOWED_FORMS",
+    "DEFAULT_FAKE_DIMS",
     "PACKAGED_MODEL",
     "EmbeddingInfo",
     "EmbeddingSpec",
     "Provider",
+    "is_embeddings",
     "parse_spec",
 ]

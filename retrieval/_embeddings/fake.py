@@ -13,7 +13,8 @@ from langchain_core.embeddings import Embeddings
 from kbgraph.errors import ConfigError
 from kbgraph.retrieval._text import words
 
-DEFAULT_FAKE_DIMS = 384
+from ._spec import DEFAULT_FAKE_DIMS
+
 # Texts without any word still need a unit vector, so that cosine similarity is defined.
 _EMPTY_FEATURE = "\0empty"
 
