@@ -8,7 +8,6 @@ print(format_context(results))   # citation-tagged context for a chat model
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -185,6 +184,8 @@ class KnowledgeBase:
     ) -> IndexReport:
         """:meth:`index` in a worker thread: the event loop keeps running while files are
         read and embedded (``progress`` is then called from that thread)."""
+        import asyncio  # here: a running loop has it loaded; a CLI search never needs it
+
         return await asyncio.to_thread(
             self.index,
             progress=progress,
@@ -290,6 +291,8 @@ class KnowledgeBase:
     ) -> list[SearchResult]:
         """:meth:`search` in a worker thread (the memory-mapped index is read and the
         query embedded there), so a warm query never stalls the event loop."""
+        import asyncio  # see aindex
+
         return await asyncio.to_thread(
             self.search, query, top_k=top_k, mode=mode, filters=filters, config=config
         )
