@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kbgraph.prompts import render_prompt
-from kbgraph.retrieval._internal import escape_markers, language_of, stems
+from kbgraph.retrieval._internal import QUESTION_STOP_WORDS, escape_markers, language_of, stems
 
 from ._entries import (
     HOW_TO_WEIGHT,
@@ -72,7 +72,10 @@ def terms(text: str) -> set[str]:
     words of its ``snake_case`` and dotted names (``MAX_CONTENT_LENGTH``: content, length;
     ``retry.max_attempts``: retry, max, attempts)."""
     found = content_terms(text)
+    # A name's stop-word parts are left out: ``call_with_retry`` is about calls and
+    # retries, and a "with" would count the name once more than the line that answers.
     parts = [p for word in found for p in re.split(r"[_.]", word) if len(p) > 1 and p != word]
+    parts = [p for p in parts if p not in QUESTION_STOP_WORDS]
     return set(stems([*found, *parts]))
 
 

@@ -197,3 +197,19 @@ def test_a_docstring_definition_is_quoted_with_its_term() -> None:
         "How do I strip spaces and tabs before a tag?", _citation(1, text, "src/settings.py")
     )
     assert "strip_lead" in answer
+
+
+def test_a_docstring_line_is_quoted_beside_the_def_whose_name_the_question_gives() -> None:
+    # "with" in call_with_retry is a stop word: counting it made the def line score so far
+    # above the docstring line that answers that the latter fell below the cut.
+    answer = _answer(
+        "In the retry code, how is a Retry-After value used by call_with_retry?",
+        _file_citation(1, "src/harbor/retry.py", 80, 100),
+    )
+    assert "replaces the computed delay" in answer
+    assert "def call_with_retry(" in answer
+
+
+def test_the_stop_word_parts_of_a_name_are_no_terms() -> None:
+    assert {"call", "retri"} <= _extractive.terms("call_with_retry")
+    assert "with" not in _extractive.terms("call_with_retry")
