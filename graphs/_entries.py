@@ -22,6 +22,11 @@ _POINTER = re.compile(
 _VALUE = re.compile(
     r"\d|\w[.=(]\w|\w_\w|\w\(|\b[A-Z][A-Z0-9]+_[A-Z0-9_]+\b|=\s*\S|\b[A-Z]\w*-[A-Z]\w*\b"
 )
+# A sentence that states a default holds a value even when it is a plain word once the
+# markup is off ("The default is `noopener`." reads "The default is noopener.").
+_STATES_DEFAULT = re.compile(
+    r"\b(the default( value)? (is|of)|defaults? to|per default|by default)\b", re.IGNORECASE
+)
 _DEF = re.compile(r"\s*(async\s+def|def|class)\s+\w")
 _LISTS = re.compile(r"(:|\.\.\.|…)$")
 _EXAMPLE = re.compile(r"\b(this|the following|for) example\b|\bas follows\b", re.IGNORECASE)
@@ -64,7 +69,7 @@ def is_pointer(text: str) -> bool:
 
 
 def holds_value(text: str) -> bool:
-    return bool(_VALUE.search(text))
+    return bool(_VALUE.search(text) or _STATES_DEFAULT.search(text))
 
 
 def settings_table(question: str, header: str) -> bool:

@@ -213,3 +213,18 @@ def test_a_docstring_line_is_quoted_beside_the_def_whose_name_the_question_gives
 def test_the_stop_word_parts_of_a_name_are_no_terms() -> None:
     assert {"call", "retri"} <= _extractive.terms("call_with_retry")
     assert "with" not in _extractive.terms("call_with_retry")
+
+
+def test_an_entry_is_quoted_up_to_the_sentence_that_states_its_default_in_a_word() -> None:
+    # The default is a plain word once the markup is off: no digit, no name in code.
+    text = (
+        "``urlize.rel``:\n"
+        "    A string that defines the items for the `rel` attribute of generated\n"
+        "    links with the `urlize` filter.  These items are always added.  The\n"
+        "    default is `noopener`.\n"
+    )
+    answer = _answer(
+        "What is the default value of the urlize.rel policy?",
+        _citation(1, text, "docs/api.rst", 555),
+    )
+    assert "The default is noopener." in answer
