@@ -68,6 +68,46 @@ def is_pointer(text: str) -> bool:
     return not re.search(r"\d", rest)
 
 
+_PATH_CELL = re.compile(r"\S*/\S*|\S+\.(md|rst|txt|html?|adoc)(#\S*)?")
+
+
+def is_index_table(rows: Sequence[str]) -> bool:
+    """A table of contents: every row but the header ends in a path or a link ("Orders
+    endpoints | docs/api/orders.md"). It repeats a topic's words and sends the reader
+    elsewhere, as a pointer sentence does; ``rows`` are the cells joined by " | "."""
+    body = rows[1:] if len(rows) > 1 else rows
+    return bool(body) and all(_PATH_CELL.fullmatch(row.split(" | ")[-1]) for row in body)
+
+
+FORM_WEIGHT = 1.5
+"""A unit in the form the question asks for (a FAQ entry asking the reader's question, the
+definition of the term a "What is X?" question names) counts this much more: its form says
+it answers, where shared words only say it is about the same thing."""
+_WHAT_IS = re.compile(r"^\s*what (is|are) (an? |the )?(?P<subject>[^?]+?)\s*\??\s*$", re.I)
+MAX_SUBJECT_WORDS = 4
+
+
+def faq_question(text: str) -> str | None:
+    """The question of a unit that is a question kept with its answer (a FAQ's "Q: …? A:
+    …"), ``None`` for any other unit."""
+    head, mark, rest = text.partition("?")
+    return head if mark and any(ch.isalnum() for ch in rest) else None
+
+
+def defined_subject(question: str) -> str | None:
+    """What a "What is X?" question asks to define, when it is a short term."""
+    found = _WHAT_IS.match(question)
+    subject = found.group("subject") if found else ""
+    return subject if 0 < len(subject.split()) <= MAX_SUBJECT_WORDS else None
+
+
+def defines(subject: str, text: str) -> bool:
+    """A unit that opens with the term it is about: a glossary entry ("Full jitter A
+    backoff strategy …"), "X is …", "X: …"."""
+    opening = re.sub(r"^(an?|the)\s+", "", text.strip(), flags=re.I)
+    return opening.casefold().startswith(subject.casefold())
+
+
 def holds_value(text: str) -> bool:
     return bool(_VALUE.search(text) or _STATES_DEFAULT.search(text))
 
@@ -218,6 +258,7 @@ def is_header(lines: list[str], index: int) -> bool:
 
 
 __all__ = [
+    "FORM_WEIGHT",
     "HOW_TO_WEIGHT",
     "MAX_FOLLOW_UPS",
     "MAX_LIST_ITEMS",
@@ -226,13 +267,17 @@ __all__ = [
     "SETTINGS_WEIGHT",
     "asks_how",
     "best_rows",
+    "defined_subject",
+    "defines",
     "definition_term",
     "enclosing_definition",
+    "faq_question",
     "holds_value",
     "intro_of",
     "introduced_list",
     "introduces",
     "is_header",
+    "is_index_table",
     "is_pointer",
     "settings_table",
     "with_follow_ups",

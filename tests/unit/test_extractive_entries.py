@@ -228,3 +228,52 @@ def test_an_entry_is_quoted_up_to_the_sentence_that_states_its_default_in_a_word
         _citation(1, text, "docs/api.rst", 555),
     )
     assert "The default is noopener." in answer
+
+
+def _filler(n: int, words: str) -> dict[str, Any]:
+    return _citation(n, f"{words}.\n", f"docs/filler{n}.md")
+
+
+def test_a_faq_entry_asking_the_question_answers_from_a_lower_ranked_source() -> None:
+    # The first three sources share the question's words; the FAQ ranked fourth asks it.
+    answer = _answer(
+        "Can I cancel an order that has already shipped?",
+        _citation(1, "Cancelling an order that is already cancelled returns 200.\n", "a.md"),
+        _filler(2, "Orders can be listed and cancelled"),
+        _filler(3, "An order that shipped sends a webhook"),
+        _file_citation(4, "docs/faq.txt", 37, 40),
+    )
+    assert "Only pending and confirmed orders can be cancelled" in answer
+
+
+def test_a_what_is_question_is_answered_by_the_definition_of_its_term() -> None:
+    glossary = _citation(
+        5,
+        "Full jitter\nA backoff strategy where each retry waits a random time between zero"
+        " and an exponentially growing ceiling.\n",
+        "docs/glossary.md",
+    )
+    answer = _answer(
+        "What is full jitter?",
+        _filler(1, "Retry delays use full jitter instead of equal jitter"),
+        _filler(2, "Full jitter spreads retries"),
+        _filler(3, "Retries use full jitter"),
+        _filler(4, "Full jitter is configurable"),
+        glossary,
+    )
+    assert "exponentially growing ceiling" in answer
+
+
+def test_a_table_of_contents_counts_as_a_pointer() -> None:
+    table = (
+        "| Topic | Page |\n|---|---|\n"
+        "| Orders endpoints | [docs/api/orders.md](docs/api/orders.md) |\n"
+        "| Listing orders and pagination | [docs/api/list.md](docs/api/list.md) |\n"
+    )
+    answer = _answer(
+        "How does pagination work when listing orders?",
+        _citation(1, "Orders are returned newest first, a page at a time.\n", "docs/api.md"),
+        _citation(2, table, "README.md"),
+    )
+    assert "newest first" in answer
+    assert "docs/api/list.md" not in answer
