@@ -108,6 +108,20 @@ def defines(subject: str, text: str) -> bool:
     return opening.casefold().startswith(subject.casefold())
 
 
+_ASKS_DEFAULT = re.compile(r"\bdefaults?\b", re.IGNORECASE)
+
+
+def asks_default(question: str) -> bool:
+    return bool(_ASKS_DEFAULT.search(question))
+
+
+def states_default(text: str) -> bool:
+    """A sentence that states a default and then its value ("… so the default of 5 means
+    …"); "which defaults to no extra schemes" names no value."""
+    found = _STATES_DEFAULT.search(text)
+    return found is not None and bool(_VALUE.search(text, found.end()))
+
+
 def holds_value(text: str) -> bool:
     return bool(_VALUE.search(text) or _STATES_DEFAULT.search(text))
 
@@ -265,6 +279,7 @@ __all__ = [
     "MAX_TABLE_ROWS",
     "POINTER_WEIGHT",
     "SETTINGS_WEIGHT",
+    "asks_default",
     "asks_how",
     "best_rows",
     "defined_subject",
@@ -280,5 +295,6 @@ __all__ = [
     "is_index_table",
     "is_pointer",
     "settings_table",
+    "states_default",
     "with_follow_ups",
 ]

@@ -277,3 +277,25 @@ def test_a_table_of_contents_counts_as_a_pointer() -> None:
     )
     assert "newest first" in answer
     assert "docs/api/list.md" not in answer
+
+
+def test_a_default_question_brings_the_sentence_stating_the_default_from_a_later_source() -> None:
+    # The FAQ ranked first matches the question's words twice over (its question and its
+    # answer); the option's entry ranked fifth states the default the question asks for.
+    answer = _answer(
+        "How many attempts does Harbor make by default when a call to a downstream provider fails?",
+        _file_citation(1, "docs/faq.txt", 10, 19),
+        _file_citation(2, "src/harbor/retry.py", 1, 11),
+        _file_citation(3, "docs/configuration.md", 46, 50),
+        _file_citation(4, "README.md", 10, 17),
+        _file_citation(5, "docs/configuration.md", 57, 65),
+    )
+    assert "the default of 5 means one call" in answer
+
+
+def test_a_default_is_stated_only_with_a_value_after_it() -> None:
+    from kbgraph.graphs import _entries
+
+    assert _entries.states_default("so the default of 5 means one call")
+    assert not _entries.states_default("The default is `noopener`.")  # a word, no value
+    assert not _entries.states_default('env.policies["a.b"], which defaults to no schemes')
