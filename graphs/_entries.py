@@ -221,7 +221,21 @@ def with_follow_ups(every: list[Unit], picked: list[Unit]) -> list[Unit]:
         telling = [k for k, u in enumerate(same) if holds_value(u.text) or introduces(u.text)]
         if telling:
             out.extend(same[: telling[-1] + 1])
+        elif (value := _next_paragraph_value(unit, ahead)) is not None:
+            out.append(value)
     return sorted(set(out), key=every.index)
+
+
+def _next_paragraph_value(unit: Unit, ahead: list[Unit]) -> Unit | None:
+    """The first sentence of the next paragraph when it names the value that ``unit`` and
+    the rest of its paragraph do not ("They can be used to configure HTTP proxying." then
+    "See HTTP_PROXY, HTTPS_PROXY …"): the names a "which" question asks for."""
+    if holds_value(unit.text) or not ahead or ahead[0].paragraph == unit.paragraph:
+        return None
+    after = ahead[0]
+    # A sentence that introduces a block or list opens an entry of its own.
+    plain_prose = not after.code and after.table is None and not introduces(after.text)
+    return after if plain_prose and not after.item and holds_value(after.text) else None
 
 
 def _lead(every: list[Unit], index: int) -> list[Unit]:

@@ -299,3 +299,24 @@ def test_a_default_is_stated_only_with_a_value_after_it() -> None:
     assert _entries.states_default("so the default of 5 means one call")
     assert not _entries.states_default("The default is `noopener`.")  # a word, no value
     assert not _entries.states_default('env.policies["a.b"], which defaults to no schemes')
+
+
+def test_a_paragraph_without_the_value_brings_the_next_one_that_names_it() -> None:
+    text = (
+        "### Environment variables\n\n"
+        "There are also environment variables that can be used to control the mounts.\n"
+        "They can be used to configure HTTP proxying for clients.\n\n"
+        "See documentation on `HTTP_PROXY`, `HTTPS_PROXY` and `NO_PROXY` for more information.\n"
+    )
+    answer = _answer(
+        "Which environment variables configure a proxy?",
+        _citation(1, text, "advanced/transports.md", 448),
+    )
+    assert "They can be used to configure HTTP proxying" in answer
+    assert "HTTPS_PROXY" in answer
+
+
+def test_a_paragraph_that_states_its_value_brings_no_next_paragraph() -> None:
+    text = "Proxies are configured with HTTP_PROXY.\n\nSee the `NO_PROXY` page too.\n"
+    answer = _answer("How are proxies configured?", _citation(1, text, "a.md"))
+    assert "NO_PROXY" not in answer
