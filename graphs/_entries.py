@@ -83,7 +83,8 @@ FORM_WEIGHT = 1.5
 """A unit in the form the question asks for (a FAQ entry asking the reader's question, the
 definition of the term a "What is X?" question names) counts this much more: its form says
 it answers, where shared words only say it is about the same thing."""
-_WHAT_IS = re.compile(r"^\s*what (is|are) (an? |the )?(?P<subject>[^?]+?)\s*\??\s*$", re.I)
+# The question as asked comes first; the search queries made from it may follow it.
+_WHAT_IS = re.compile(r"^\s*what (is|are) (an? |the )?(?P<subject>[^?]+?)\s*(\?|$)", re.I)
 MAX_SUBJECT_WORDS = 4
 
 

@@ -320,3 +320,16 @@ def test_a_paragraph_that_states_its_value_brings_no_next_paragraph() -> None:
     text = "Proxies are configured with HTTP_PROXY.\n\nSee the `NO_PROXY` page too.\n"
     answer = _answer("How are proxies configured?", _citation(1, text, "a.md"))
     assert "NO_PROXY" not in answer
+
+
+def test_the_form_of_the_question_is_read_when_its_search_queries_follow_it() -> None:
+    # extractive_text scores against the question and the queries made from it, joined.
+    citations = [
+        _filler(1, "Retry delays use full jitter instead of equal jitter"),
+        _filler(2, "Full jitter spreads retries"),
+        _filler(3, "Retries use full jitter"),
+        _filler(4, "Full jitter is configurable"),
+        _citation(5, "Full jitter\nA backoff strategy with a growing ceiling.\n", "g.md"),
+    ]
+    state = {"rag_queries": ["What is full jitter?", "full jitter"], "rag_citations": citations}
+    assert "growing ceiling" in _extractive.extractive_text(state)
