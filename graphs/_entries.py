@@ -21,12 +21,15 @@ _POINTER = re.compile(
 # assignment, an upper-case constant, a header name such as Retry-After).
 _VALUE = re.compile(
     r"\d|\w[.=(]\w|\w_\w|\w\(|\b[A-Z][A-Z0-9]+_[A-Z0-9_]+\b|=\s*\S|\b[A-Z]\w*-[A-Z]\w*\b"
+    r"|(?<![\w-])--\w"  # a command-line option: --debug
 )
 # A sentence that states a default holds a value even when it is a plain word once the
 # markup is off ("The default is `noopener`." reads "The default is noopener.").
 _STATES_DEFAULT = re.compile(
     r"\b(the default( value)? (is|of)|defaults? to|per default|by default)\b", re.IGNORECASE
 )
+# A reference entry's field line ("Default: ``'session'``"): whatever follows is the value.
+_DEFAULT_FIELD = re.compile(r"^\s*default:\s*\S", re.IGNORECASE)
 _DEF = re.compile(r"\s*(async\s+def|def|class)\s+\w")
 _LISTS = re.compile(r"(:|\.\.\.|…)$")
 _EXAMPLE = re.compile(r"\b(this|the following|for) example\b|\bas follows\b", re.IGNORECASE)
@@ -119,6 +122,8 @@ def asks_default(question: str) -> bool:
 def states_default(text: str) -> bool:
     """A sentence that states a default and then its value ("… so the default of 5 means
     …"); "which defaults to no extra schemes" names no value."""
+    if _DEFAULT_FIELD.match(text):
+        return True
     found = _STATES_DEFAULT.search(text)
     return found is not None and bool(_VALUE.search(text, found.end()))
 

@@ -333,3 +333,23 @@ def test_the_form_of_the_question_is_read_when_its_search_queries_follow_it() ->
     ]
     state = {"rag_queries": ["What is full jitter?", "full jitter"], "rag_citations": citations}
     assert "growing ceiling" in _extractive.extractive_text(state)
+
+
+def test_a_command_line_option_is_a_value_the_entry_is_quoted_up_to() -> None:
+    text = (
+        "The ``flask run`` command starts the development server in debug mode when asked.\n"
+        "Pass ``--debug`` for it.\n"
+    )
+    answer = _answer(
+        "How do I enable debug mode when running the development server?",
+        _citation(1, text, "docs/server.rst", 21),
+    )
+    assert "Pass --debug for it." in answer
+
+
+def test_a_default_field_line_states_the_default() -> None:
+    from kbgraph.graphs import _entries
+
+    assert _entries.states_default("Default: 'session'")
+    assert _entries.states_default("Default: True")
+    assert not _entries.states_default("Default values are listed below.")
