@@ -22,11 +22,12 @@ _POINTER = re.compile(
 _VALUE = re.compile(
     r"\d|\w[.=(]\w|\w_\w|\w\(|\b[A-Z][A-Z0-9]+_[A-Z0-9_]+\b|=\s*\S|\b[A-Z]\w*-[A-Z]\w*\b"
     r"|(?<![\w-])--\w"  # a command-line option: --debug
+    r"|\b[A-Z][a-z]+[A-Z]\w*"  # a class or exception: UndefinedError
 )
 # A sentence that states a default holds a value even when it is a plain word once the
 # markup is off ("The default is `noopener`." reads "The default is noopener.").
 _STATES_DEFAULT = re.compile(
-    r"\b(the default( value)? (is|of)|defaults? to|per default|by default)\b", re.IGNORECASE
+    r"\b(the default( \w+)? (is|of)|defaults? to|per default|by default)\b", re.IGNORECASE
 )
 # A reference entry's field line ("Default: ``'session'``"): whatever follows is the value.
 _DEFAULT_FIELD = re.compile(r"^\s*default:\s*\S", re.IGNORECASE)

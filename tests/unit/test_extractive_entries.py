@@ -353,3 +353,21 @@ def test_a_default_field_line_states_the_default() -> None:
     assert _entries.states_default("Default: 'session'")
     assert _entries.states_default("Default: True")
     assert not _entries.states_default("Default values are listed below.")
+
+
+def test_a_class_name_is_a_value_and_so_is_the_default_of_a_named_kind() -> None:
+    from kbgraph.graphs import _entries
+
+    assert _entries.holds_value("This is usually one of UndefinedError or SecurityError.")
+    assert _entries.holds_value("The default exception is UndefinedError.")
+    assert not _entries.holds_value("Some operations on undefined values are then allowed.")
+    text = (
+        "The exception provided as exc is raised if something with the generated\n"
+        "undefined object is done that the undefined object does not allow.  The default\n"
+        "exception is :exc:`UndefinedError`.\n"
+    )
+    answer = _answer(
+        "Which exception is raised when an undefined object is used in a way it does not allow?",
+        _citation(1, text, "docs/api.rst", 150),
+    )
+    assert "The default exception is UndefinedError." in answer
