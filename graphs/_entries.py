@@ -129,6 +129,19 @@ def states_default(text: str) -> bool:
     return found is not None and bool(_VALUE.search(text, found.end()))
 
 
+_ASKS_FORMULA = re.compile(
+    r"\bhow (is|are|do|does)\b.*\b(comput|calculat|determin|deriv)\w*|\bformula\b", re.I
+)
+# An expression: a call whose arguments hold an operator, or a power.
+_FORMULA = re.compile(r"\w\([^()]*\w\s*[*+/]\s*\w[^()]*\)|\w\s*\*\*\s*\w")
+
+
+def gives_formula(question: str, text: str) -> bool:
+    """A sentence holding the expression a "How is X computed?" question asks for
+    ("… between 0 and min(cap, base * 2 ** n)")."""
+    return bool(_ASKS_FORMULA.search(question) and _FORMULA.search(text))
+
+
 def holds_value(text: str) -> bool:
     return bool(_VALUE.search(text) or _STATES_DEFAULT.search(text))
 
@@ -308,6 +321,7 @@ __all__ = [
     "definition_term",
     "enclosing_definition",
     "faq_question",
+    "gives_formula",
     "holds_value",
     "intro_of",
     "introduced_list",

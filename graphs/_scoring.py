@@ -10,7 +10,14 @@ from collections.abc import Sequence
 
 from kbgraph.retrieval._internal import QUESTION_STOP_WORDS, stems
 
-from ._entries import asks_default, defined_subject, defines, faq_question, states_default
+from ._entries import (
+    asks_default,
+    defined_subject,
+    defines,
+    faq_question,
+    gives_formula,
+    states_default,
+)
 from ._nodes import content_terms
 
 
@@ -41,13 +48,14 @@ def line_scores(question: str, lines: Sequence[str]) -> list[float]:
 
 def answers_form(question: str, text: str) -> bool:
     """A FAQ entry whose question holds at least half the reader's question terms, a
-    sentence stating a default and its value for a question about a default, or the
+    sentence stating a default and its value for a question about a default, the
+    expression a "How is X computed?" asks for, or the
     definition of what a "What is X?" question names."""
     asked = faq_question(text)
     if asked is not None:
         wanted = terms(question)
         return bool(wanted) and 2 * len(terms(asked) & wanted) >= len(wanted)
-    if asks_default(question) and states_default(text):
+    if (asks_default(question) and states_default(text)) or gives_formula(question, text):
         return True
     subject = defined_subject(question)
     return subject is not None and defines(subject, text)

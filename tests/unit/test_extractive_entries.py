@@ -371,3 +371,24 @@ def test_a_class_name_is_a_value_and_so_is_the_default_of_a_named_kind() -> None
         _citation(1, text, "docs/api.rst", 150),
     )
     assert "The default exception is UndefinedError." in answer
+
+
+def test_a_how_is_it_computed_question_brings_the_formula_from_a_later_source() -> None:
+    answer = _answer(
+        "How is the delay before a retry computed?",
+        _file_citation(1, "src/harbor/retry.py", 58, 61),
+        _file_citation(2, "src/harbor/retry.py", 80, 89),
+        _file_citation(3, "config/harbor.example.yaml", 22, 28),
+        _file_citation(4, "src/harbor/retry.py", 1, 11),
+        _file_citation(5, "docs/configuration.md", 57, 65),
+    )
+    assert "min(backoff_cap_ms, backoff_base_ms * 2 ** n)" in answer
+
+
+def test_only_an_expression_is_a_formula() -> None:
+    from kbgraph.graphs import _entries
+
+    asked = "How is the delay computed?"
+    assert _entries.gives_formula(asked, "drawn from min(cap, base * 2 ** n) ms")
+    assert not _entries.gives_formula(asked, "The delay is computed by call_with_retry().")
+    assert not _entries.gives_formula("What is the delay?", "min(cap, base * 2)")
