@@ -83,7 +83,8 @@ def best_quotes(
 ) -> list[Quote]:
     """Quotes of the units close to the best one over the first ``max_sources`` citations
     (they arrive ranked), at most ``lines_per_source`` units of a source and
-    :data:`MAX_QUOTES` in all, in file order within a source. When no unit shares a term
+    :data:`MAX_QUOTES` in all, in file order within a source and the sources in the order
+    of their best unit. When no unit shares a term
     with the question, the first unit of each source stands in."""
     chosen = list(citations)[: max_sources + FORM_SOURCES]
     candidates = _candidates(question, chosen, max_sources)
@@ -109,11 +110,12 @@ def best_quotes(
     else:
         for pos, unit in found:
             picked.setdefault(pos, [unit])
+    # The answer opens with what answers: the source of the best unit first.
+    top = {pos: max(scores[found.index((pos, u))] for u in us) for pos, us in picked.items() if us}
     quotes: list[Quote] = []
-    for pos, citation in enumerate(chosen):
-        if picked.get(pos):
-            mine = sorted(picked[pos], key=lambda u: u.first)
-            quotes.extend(_quotes(citation, pos + 1, mine, question))
+    for pos in sorted(top, key=lambda p: (-top[p], p)):
+        mine = sorted(picked[pos], key=lambda u: u.first)
+        quotes.extend(_quotes(chosen[pos], pos + 1, mine, question))
     return quotes
 
 

@@ -392,3 +392,19 @@ def test_only_an_expression_is_a_formula() -> None:
     assert _entries.gives_formula(asked, "drawn from min(cap, base * 2 ** n) ms")
     assert not _entries.gives_formula(asked, "The delay is computed by call_with_retry().")
     assert not _entries.gives_formula("What is the delay?", "min(cap, base * 2)")
+
+
+def test_the_answer_opens_with_the_source_of_the_best_unit() -> None:
+    glossary = _citation(
+        5, "Full jitter\nA backoff strategy with a growing ceiling.\n", "docs/glossary.md"
+    )
+    answer = _answer(
+        "What is full jitter?",
+        _filler(1, "Retry delays use full jitter instead of equal jitter"),
+        _filler(2, "Retries spread with full jitter"),
+        _filler(3, "Retries use full jitter"),
+        _filler(4, "Backoff is configurable"),
+        glossary,
+    )
+    bullets = [line for line in answer.splitlines() if line.startswith("- ")]
+    assert "growing ceiling" in bullets[0]
