@@ -25,25 +25,17 @@ from kbgraph.prompts import render_prompt
 from kbgraph.retrieval._internal import escape_markers, language_of
 
 from ._entries import (
-    FORM_WEIGHT,
-    HOW_TO_WEIGHT,
-    POINTER_WEIGHT,
-    SETTINGS_WEIGHT,
-    asks_how,
     best_rows,
     definition_term,
     enclosing_definition,
     introduced_list,
     introduces,
     is_header,
-    is_index_table,
-    is_pointer,
-    settings_table,
     with_follow_ups,
 )
 from ._nodes import question_of
 from ._passages import Unit, plain, units
-from ._scoring import answers_form, line_scores, terms
+from ._scoring import answers_form, line_scores, terms, weight
 
 MAX_QUOTE_CHARS = 400
 MAX_SENTENCE_CHARS = 1000
@@ -84,39 +76,46 @@ def best_quotes(
     """Quotes of the units close to the best one over the first ``max_sources`` citations
     (they arrive ranked), at most ``lines_per_source`` units of a source and
     :data:`MAX_QUOTES` in all, in file order within a source and the sources in the order
-    of their best unit. When no unit shares a term
-    with the question, the first unit of each source stands in."""
+    of their best unit. When no unit shares a term with the question, the first unit of
+    each source stands in."""
     chosen = list(citations)[: max_sources + FORM_SOURCES]
     candidates = _candidates(question, chosen, max_sources)
     found = [(pos, unit) for pos, unit, _ in candidates]
     scores = line_scores(question, [unit.text for _, unit in found])
     scores = [
-        score * _weight(question, unit, after)
+        score * weight(question, unit, after)
         for score, (_, unit, after) in zip(scores, candidates, strict=True)
     ]
-    best = max(scores, default=0.0)
-    picked: dict[int, list[Unit]] = {}
-    if best > 0:
-        order = sorted(range(len(found)), key=lambda k: (-scores[k], k))
-        total = 0
-        for k in order:
-            pos, unit = found[k]
-            mine = picked.setdefault(pos, [])
-            if scores[k] >= CLOSE_TO_BEST * best and len(mine) < lines_per_source:
-                mine.append(unit)
-                total += 1
-            if total == MAX_QUOTES:
-                break
-    else:
-        for pos, unit in found:
-            picked.setdefault(pos, [unit])
+    picked = _pick(found, scores, lines_per_source)
     # The answer opens with what answers: the source of the best unit first.
-    top = {pos: max(scores[found.index((pos, u))] for u in us) for pos, us in picked.items() if us}
+    top = {pos: max(scores[found.index((pos, u))] for u in us) for pos, us in picked.items()}
     quotes: list[Quote] = []
     for pos in sorted(top, key=lambda p: (-top[p], p)):
         mine = sorted(picked[pos], key=lambda u: u.first)
         quotes.extend(_quotes(chosen[pos], pos + 1, mine, question))
     return quotes
+
+
+def _pick(
+    found: list[tuple[int, Unit]], scores: list[float], lines_per_source: int
+) -> dict[int, list[Unit]]:
+    """Per source position, the units to quote (see :func:`best_quotes`)."""
+    best = max(scores, default=0.0)
+    picked: dict[int, list[Unit]] = {}
+    if best <= 0:
+        for pos, unit in found:
+            picked.setdefault(pos, [unit])
+        return picked
+    total = 0
+    for k in sorted(range(len(found)), key=lambda k: (-scores[k], k)):
+        pos, unit = found[k]
+        mine = picked.setdefault(pos, [])
+        if scores[k] >= CLOSE_TO_BEST * best and len(mine) < lines_per_source:
+            mine.append(unit)
+            total += 1
+        if total == MAX_QUOTES:
+            break
+    return {pos: units_ for pos, units_ in picked.items() if units_}
 
 
 def _candidates(
@@ -133,29 +132,6 @@ def _candidates(
             if pos < max_sources or answers_form(question, unit.text):
                 out.append((pos, unit, every[k + 1] if k + 1 < len(every) else None))
     return out
-
-
-def _weight(question: str, unit: Unit, following: Unit | None) -> float:
-    form = FORM_WEIGHT if not unit.code and answers_form(question, unit.text) else 1.0
-    return form * _match_weight(question, unit, following)
-
-
-def _match_weight(question: str, unit: Unit, following: Unit | None) -> float:
-    """How much a unit's match counts: less for a pointer sentence or table and for one that
-    announces what its chunk does not hold ("To change the policy in harbor.yaml:" as the
-    chunk's last line), more for a sentence that introduces a code block or a list when
-    the question asks how to do something. ``following`` is the next unit of the chunk."""
-    if unit.table is not None:
-        if is_index_table(unit.text.split("; ")):
-            return POINTER_WEIGHT
-        return SETTINGS_WEIGHT if settings_table(question, unit.text.split("; ")[0]) else 1.0
-    if unit.code:
-        return 1.0
-    dangling = following is None and unit.text.rstrip().endswith(":")
-    if dangling or is_pointer(unit.text):
-        return POINTER_WEIGHT
-    shows = following is not None and (following.code or following.item)
-    return HOW_TO_WEIGHT if shows and introduces(unit.text) and asks_how(question) else 1.0
 
 
 def _units(citation: Mapping[str, Any]) -> list[Unit]:

@@ -11,14 +11,24 @@ from collections.abc import Sequence
 from kbgraph.retrieval._internal import QUESTION_STOP_WORDS, stems
 
 from ._entries import (
+    FORM_WEIGHT,
+    HOW_TO_WEIGHT,
+    POINTER_WEIGHT,
+    SETTINGS_WEIGHT,
     asks_default,
+    asks_how,
     defined_subject,
     defines,
     faq_question,
     gives_formula,
+    introduces,
+    is_index_table,
+    is_pointer,
+    settings_table,
     states_default,
 )
 from ._nodes import content_terms
+from ._passages import Unit
 
 
 def terms(text: str) -> set[str]:
@@ -61,4 +71,28 @@ def answers_form(question: str, text: str) -> bool:
     return subject is not None and defines(subject, text)
 
 
-__all__ = ["answers_form", "line_scores", "terms"]
+def weight(question: str, unit: Unit, following: Unit | None) -> float:
+    """How much a unit's match counts (:func:`_match_weight`), more in the asked form."""
+    form = FORM_WEIGHT if not unit.code and answers_form(question, unit.text) else 1.0
+    return form * _match_weight(question, unit, following)
+
+
+def _match_weight(question: str, unit: Unit, following: Unit | None) -> float:
+    """How much a unit's match counts: less for a pointer sentence or table and for one that
+    announces what its chunk does not hold ("To change the policy in harbor.yaml:" as the
+    chunk's last line), more for a sentence that introduces a code block or a list when
+    the question asks how to do something. ``following`` is the next unit of the chunk."""
+    if unit.table is not None:
+        if is_index_table(unit.text.split("; ")):
+            return POINTER_WEIGHT
+        return SETTINGS_WEIGHT if settings_table(question, unit.text.split("; ")[0]) else 1.0
+    if unit.code:
+        return 1.0
+    dangling = following is None and unit.text.rstrip().endswith(":")
+    if dangling or is_pointer(unit.text):
+        return POINTER_WEIGHT
+    shows = following is not None and (following.code or following.item)
+    return HOW_TO_WEIGHT if shows and introduces(unit.text) and asks_how(question) else 1.0
+
+
+__all__ = ["answers_form", "line_scores", "terms", "weight"]
