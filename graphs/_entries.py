@@ -85,8 +85,9 @@ def is_index_table(rows: Sequence[str]) -> bool:
 
 FORM_WEIGHT = 1.5
 """A unit in the form the question asks for (a FAQ entry asking the reader's question, the
-definition of the term a "What is X?" question names) counts this much more: its form says
-it answers, where shared words only say it is about the same thing."""
+definition of the term a "What is X?" question names, a default and its value, a formula)
+counts this much more: its form says it answers, where shared words only say it is about
+the same thing."""
 # The question as asked comes first; the search queries made from it may follow it.
 _WHAT_IS = re.compile(r"^\s*what (is|are) (an? |the )?(?P<subject>[^?]+?)\s*(\?|$)", re.I)
 MAX_SUBJECT_WORDS = 4

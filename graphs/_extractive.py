@@ -9,10 +9,10 @@ fact less clearly). A unit is quoted with the rest of its entry (:mod:`._entries
 sentences after it up to one that holds a value, the block or list a sentence introduces
 ("run:", "in harbor.yaml:"), a table's header and the rows that answer; a pointer sentence
 counts little, and so does a table of contents. A unit in the form the question asks for (a
-FAQ entry asking it, the definition a "What is X?" names: :mod:`._scoring`) counts more and
-may come from a source ranked a little lower. A code or CSV source is quoted by lines, each
-carried on to the end of its sentence (a docstring wraps), from the ``def`` line it belongs
-to, neighbours merged."""
+FAQ entry asking it, the definition a "What is X?" names, a default and its value, a
+formula: :mod:`._scoring`) counts more and may come from a source ranked a little lower.
+A code or CSV source is quoted by lines, each carried on to the end of its sentence (a
+docstring wraps), from the ``def`` line it belongs to, neighbours merged."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ CLOSE_TO_BEST = 0.6
 MAX_QUOTES = 4
 FORM_SOURCES = 2
 """How many citations after the first ``max_sources`` may answer with a unit in the form
-the question asks for (a FAQ entry, a definition)."""
+the question asks for (a FAQ entry, a definition, a default, a formula)."""
 MAX_CODE_LINES = 8
 # How many lines a passage may grow by to finish its sentence.
 MAX_CONTINUATION_LINES = 2
