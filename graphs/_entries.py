@@ -21,7 +21,16 @@ _POINTER = re.compile(
 # assignment, an upper-case constant, a header name such as Retry-After).
 _VALUE = re.compile(
     r"\d|\w[.=(]\w|\w_\w|\w\(|\b[A-Z][A-Z0-9]+_[A-Z0-9_]+\b|=\s*\S|\b[A-Z]\w*-[A-Z]\w*\b"
+    r"|(?<![\w-])--\w"  # a command-line option: --debug
+    r"|\b[A-Z][a-z]+[A-Z]\w*"  # a class or exception: UndefinedError
 )
+# A sentence that states a default holds a value even when it is a plain word once the
+# markup is off ("The default is `noopener`." reads "The default is noopener.").
+_STATES_DEFAULT = re.compile(
+    r"\b(the default( \w+)? (is|of)|defaults? to|per default|by default)\b", re.IGNORECASE
+)
+# A reference entry's field line ("Default: ``'session'``"): whatever follows is the value.
+_DEFAULT_FIELD = re.compile(r"^\s*default:\s*\S", re.IGNORECASE)
 _DEF = re.compile(r"\s*(async\s+def|def|class)\s+\w")
 _LISTS = re.compile(r"(:|\.\.\.|…)$")
 _EXAMPLE = re.compile(r"\b(this|the following|for) example\b|\bas follows\b", re.IGNORECASE)
@@ -63,8 +72,79 @@ def is_pointer(text: str) -> bool:
     return not re.search(r"\d", rest)
 
 
+_PATH_CELL = re.compile(r"\S*/\S*|\S+\.(md|rst|txt|html?|adoc)(#\S*)?")
+
+
+def is_index_table(rows: Sequence[str]) -> bool:
+    """A table of contents: every row but the header ends in a path or a link ("Orders
+    endpoints | docs/api/orders.md"). It repeats a topic's words and sends the reader
+    elsewhere, as a pointer sentence does; ``rows`` are the cells joined by " | "."""
+    body = rows[1:] if len(rows) > 1 else rows
+    return bool(body) and all(_PATH_CELL.fullmatch(row.split(" | ")[-1]) for row in body)
+
+
+FORM_WEIGHT = 1.5
+"""A unit in the form the question asks for (a FAQ entry asking the reader's question, the
+definition of the term a "What is X?" question names, a default and its value, a formula)
+counts this much more: its form says it answers, where shared words only say it is about
+the same thing."""
+# The question as asked comes first; the search queries made from it may follow it.
+_WHAT_IS = re.compile(r"^\s*what (is|are) (an? |the )?(?P<subject>[^?]+?)\s*(\?|$)", re.I)
+MAX_SUBJECT_WORDS = 4
+
+
+def faq_question(text: str) -> str | None:
+    """The question of a unit that is a question kept with its answer (a FAQ's "Q: …? A:
+    …"), ``None`` for any other unit."""
+    head, mark, rest = text.partition("?")
+    return head if mark and any(ch.isalnum() for ch in rest) else None
+
+
+def defined_subject(question: str) -> str | None:
+    """What a "What is X?" question asks to define, when it is a short term."""
+    found = _WHAT_IS.match(question)
+    subject = found.group("subject") if found else ""
+    return subject if 0 < len(subject.split()) <= MAX_SUBJECT_WORDS else None
+
+
+def defines(subject: str, text: str) -> bool:
+    """A unit that opens with the term it is about: a glossary entry ("Full jitter A
+    backoff strategy …"), "X is …", "X: …"."""
+    opening = re.sub(r"^(an?|the)\s+", "", text.strip(), flags=re.I)
+    return opening.casefold().startswith(subject.casefold())
+
+
+_ASKS_DEFAULT = re.compile(r"\bdefaults?\b", re.IGNORECASE)
+
+
+def asks_default(question: str) -> bool:
+    return bool(_ASKS_DEFAULT.search(question))
+
+
+def states_default(text: str) -> bool:
+    """A sentence that states a default and then its value ("… so the default of 5 means
+    …"); "which defaults to no extra schemes" names no value."""
+    if _DEFAULT_FIELD.match(text):
+        return True
+    found = _STATES_DEFAULT.search(text)
+    return found is not None and bool(_VALUE.search(text, found.end()))
+
+
+_ASKS_FORMULA = re.compile(
+    r"\bhow (is|are|do|does)\b.*\b(comput|calculat|determin|deriv)\w*|\bformula\b", re.I
+)
+# An expression: a call whose arguments hold an operator, or a power.
+_FORMULA = re.compile(r"\w\([^()]*\w\s*[*+/]\s*\w[^()]*\)|\w\s*\*\*\s*\w")
+
+
+def gives_formula(question: str, text: str) -> bool:
+    """A sentence holding the expression a "How is X computed?" question asks for
+    ("… between 0 and min(cap, base * 2 ** n)")."""
+    return bool(_ASKS_FORMULA.search(question) and _FORMULA.search(text))
+
+
 def holds_value(text: str) -> bool:
-    return bool(_VALUE.search(text))
+    return bool(_VALUE.search(text) or _STATES_DEFAULT.search(text))
 
 
 def settings_table(question: str, header: str) -> bool:
@@ -162,7 +242,21 @@ def with_follow_ups(every: list[Unit], picked: list[Unit]) -> list[Unit]:
         telling = [k for k, u in enumerate(same) if holds_value(u.text) or introduces(u.text)]
         if telling:
             out.extend(same[: telling[-1] + 1])
+        elif (value := _next_paragraph_value(unit, ahead)) is not None:
+            out.append(value)
     return sorted(set(out), key=every.index)
+
+
+def _next_paragraph_value(unit: Unit, ahead: list[Unit]) -> Unit | None:
+    """The first sentence of the next paragraph when it names the value that ``unit`` and
+    the rest of its paragraph do not ("They can be used to configure HTTP proxying." then
+    "See HTTP_PROXY, HTTPS_PROXY …"): the names a "which" question asks for."""
+    if holds_value(unit.text) or not ahead or ahead[0].paragraph == unit.paragraph:
+        return None
+    after = ahead[0]
+    # A sentence that introduces a block or list opens an entry of its own.
+    plain_prose = not after.code and after.table is None and not introduces(after.text)
+    return after if plain_prose and not after.item and holds_value(after.text) else None
 
 
 def _lead(every: list[Unit], index: int) -> list[Unit]:
@@ -213,22 +307,30 @@ def is_header(lines: list[str], index: int) -> bool:
 
 
 __all__ = [
+    "FORM_WEIGHT",
     "HOW_TO_WEIGHT",
     "MAX_FOLLOW_UPS",
     "MAX_LIST_ITEMS",
     "MAX_TABLE_ROWS",
     "POINTER_WEIGHT",
     "SETTINGS_WEIGHT",
+    "asks_default",
     "asks_how",
     "best_rows",
+    "defined_subject",
+    "defines",
     "definition_term",
     "enclosing_definition",
+    "faq_question",
+    "gives_formula",
     "holds_value",
     "intro_of",
     "introduced_list",
     "introduces",
     "is_header",
+    "is_index_table",
     "is_pointer",
     "settings_table",
+    "states_default",
     "with_follow_ups",
 ]

@@ -8,37 +8,34 @@ the sources, only those close to the best one (an answer padded with near misses
 fact less clearly). A unit is quoted with the rest of its entry (:mod:`._entries`): the
 sentences after it up to one that holds a value, the block or list a sentence introduces
 ("run:", "in harbor.yaml:"), a table's header and the rows that answer; a pointer sentence
-counts little. A code or CSV source is quoted by lines, each carried on to the end of its
-sentence (a docstring wraps), from the ``def`` line it belongs to, neighbours merged."""
+counts little, and so does a table of contents. A unit in the form the question asks for (a
+FAQ entry asking it, the definition a "What is X?" names, a default and its value, a
+formula: :mod:`._scoring`) counts more and may come from a source ranked a little lower.
+A code or CSV source is quoted by lines, each carried on to the end of its sentence (a
+docstring wraps), from the ``def`` line it belongs to, neighbours merged."""
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kbgraph.prompts import render_prompt
-from kbgraph.retrieval._internal import escape_markers, language_of, stems
+from kbgraph.retrieval._internal import escape_markers, language_of
 
 from ._entries import (
-    HOW_TO_WEIGHT,
-    POINTER_WEIGHT,
-    SETTINGS_WEIGHT,
-    asks_how,
     best_rows,
     definition_term,
     enclosing_definition,
     introduced_list,
     introduces,
     is_header,
-    is_pointer,
-    settings_table,
     with_follow_ups,
 )
-from ._nodes import content_terms, question_of
+from ._nodes import question_of
 from ._passages import Unit, plain, units
+from ._scoring import answers_form, line_scores, terms, weight
 
 MAX_QUOTE_CHARS = 400
 MAX_SENTENCE_CHARS = 1000
@@ -46,6 +43,9 @@ MAX_SENTENCE_CHARS = 1000
 CLOSE_TO_BEST = 0.6
 """A unit is quoted when it scores at least this share of the best unit's score."""
 MAX_QUOTES = 4
+FORM_SOURCES = 2
+"""How many citations after the first ``max_sources`` may answer with a unit in the form
+the question asks for (a FAQ entry, a definition, a default, a formula)."""
 MAX_CODE_LINES = 8
 # How many lines a passage may grow by to finish its sentence.
 MAX_CONTINUATION_LINES = 2
@@ -66,28 +66,6 @@ class Quote:
     code: tuple[str, ...] = ()  # code lines shown as they are, after ``text``
 
 
-def terms(text: str) -> set[str]:
-    """The stems of the topic words of ``text`` (the heuristic nodes' notion of a term, so
-    that the quoted lines match the question the way GroundingCheck judged it), and of the
-    words of its ``snake_case`` and dotted names (``MAX_CONTENT_LENGTH``: content, length;
-    ``retry.max_attempts``: retry, max, attempts)."""
-    found = content_terms(text)
-    parts = [p for word in found for p in re.split(r"[_.]", word) if len(p) > 1 and p != word]
-    return set(stems([*found, *parts]))
-
-
-def line_scores(question: str, lines: Sequence[str]) -> list[float]:
-    """Query-biased line scoring: the sum of the IDF of the question terms a line contains,
-    IDF taken over the candidate lines (Tombros & Sanderson, "Advantages of query biased
-    summaries in information retrieval", SIGIR 1998; IDF as in Sparck Jones 1972)."""
-    wanted = terms(question)
-    line_terms = [terms(line) for line in lines]
-    count = len(lines)
-    df = {t: sum(1 for ts in line_terms if t in ts) for t in wanted}
-    idf = {t: math.log(1 + count / df[t]) for t in wanted if df[t]}
-    return [sum(idf.get(t, 0.0) for t in ts & wanted) for ts in line_terms]
-
-
 def best_quotes(
     question: str,
     citations: Sequence[Mapping[str, Any]],
@@ -97,57 +75,63 @@ def best_quotes(
 ) -> list[Quote]:
     """Quotes of the units close to the best one over the first ``max_sources`` citations
     (they arrive ranked), at most ``lines_per_source`` units of a source and
-    :data:`MAX_QUOTES` in all, in file order within a source. When no unit shares a term
-    with the question, the first unit of each source stands in."""
-    chosen = list(citations)[:max_sources]
-    found = [(pos, unit) for pos, c in enumerate(chosen) for unit in _units(c)]
+    :data:`MAX_QUOTES` in all, in file order within a source and the sources in the order
+    of their best unit. When no unit shares a term with the question, the first unit of
+    each source stands in."""
+    chosen = list(citations)[: max_sources + FORM_SOURCES]
+    candidates = _candidates(question, chosen, max_sources)
+    found = [(pos, unit) for pos, unit, _ in candidates]
     scores = line_scores(question, [unit.text for _, unit in found])
-    nexts = [
-        found[k + 1][1] if k + 1 < len(found) and found[k + 1][0] == pos else None
-        for k, (pos, _) in enumerate(found)
-    ]
     scores = [
-        score * _weight(question, unit, after)
-        for score, (_, unit), after in zip(scores, found, nexts, strict=True)
+        score * weight(question, unit, after)
+        for score, (_, unit, after) in zip(scores, candidates, strict=True)
     ]
-    best = max(scores, default=0.0)
-    picked: dict[int, list[Unit]] = {}
-    if best > 0:
-        order = sorted(range(len(found)), key=lambda k: (-scores[k], k))
-        total = 0
-        for k in order:
-            pos, unit = found[k]
-            mine = picked.setdefault(pos, [])
-            if scores[k] >= CLOSE_TO_BEST * best and len(mine) < lines_per_source:
-                mine.append(unit)
-                total += 1
-            if total == MAX_QUOTES:
-                break
-    else:
-        for pos, unit in found:
-            picked.setdefault(pos, [unit])
+    picked = _pick(found, scores, lines_per_source)
+    # The answer opens with what answers: the source of the best unit first.
+    top = {pos: max(scores[found.index((pos, u))] for u in us) for pos, us in picked.items()}
     quotes: list[Quote] = []
-    for pos, citation in enumerate(chosen):
-        if picked.get(pos):
-            mine = sorted(picked[pos], key=lambda u: u.first)
-            quotes.extend(_quotes(citation, pos + 1, mine, question))
+    for pos in sorted(top, key=lambda p: (-top[p], p)):
+        mine = sorted(picked[pos], key=lambda u: u.first)
+        quotes.extend(_quotes(chosen[pos], pos + 1, mine, question))
     return quotes
 
 
-def _weight(question: str, unit: Unit, following: Unit | None) -> float:
-    """How much a unit's match counts: less for a pointer sentence and for one that
-    announces what its chunk does not hold ("To change the policy in harbor.yaml:" as the
-    chunk's last line), more for a sentence that introduces a code block or a list when
-    the question asks how to do something. ``following`` is the next unit of the chunk."""
-    if unit.table is not None:
-        return SETTINGS_WEIGHT if settings_table(question, unit.text.split("; ")[0]) else 1.0
-    if unit.code:
-        return 1.0
-    dangling = following is None and unit.text.rstrip().endswith(":")
-    if dangling or is_pointer(unit.text):
-        return POINTER_WEIGHT
-    shows = following is not None and (following.code or following.item)
-    return HOW_TO_WEIGHT if shows and introduces(unit.text) and asks_how(question) else 1.0
+def _pick(
+    found: list[tuple[int, Unit]], scores: list[float], lines_per_source: int
+) -> dict[int, list[Unit]]:
+    """Per source position, the units to quote (see :func:`best_quotes`)."""
+    best = max(scores, default=0.0)
+    picked: dict[int, list[Unit]] = {}
+    if best <= 0:
+        for pos, unit in found:
+            picked.setdefault(pos, [unit])
+        return picked
+    total = 0
+    for k in sorted(range(len(found)), key=lambda k: (-scores[k], k)):
+        pos, unit = found[k]
+        mine = picked.setdefault(pos, [])
+        if scores[k] >= CLOSE_TO_BEST * best and len(mine) < lines_per_source:
+            mine.append(unit)
+            total += 1
+        if total == MAX_QUOTES:
+            break
+    return {pos: units_ for pos, units_ in picked.items() if units_}
+
+
+def _candidates(
+    question: str, chosen: Sequence[Mapping[str, Any]], max_sources: int
+) -> list[tuple[int, Unit, Unit | None]]:
+    """Each unit of the first ``max_sources`` citations with its source's position and the
+    unit after it; of the next :data:`FORM_SOURCES`, only the units in the form the question
+    asks for (:func:`answers_form`): a source ranked lower that holds the FAQ entry or the
+    definition asked for still answers, its other sentences would only add near misses."""
+    out: list[tuple[int, Unit, Unit | None]] = []
+    for pos, citation in enumerate(chosen):
+        every = _units(citation)
+        for k, unit in enumerate(every):
+            if pos < max_sources or answers_form(question, unit.text):
+                out.append((pos, unit, every[k + 1] if k + 1 < len(every) else None))
+    return out
 
 
 def _units(citation: Mapping[str, Any]) -> list[Unit]:

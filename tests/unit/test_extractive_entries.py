@@ -197,3 +197,214 @@ def test_a_docstring_definition_is_quoted_with_its_term() -> None:
         "How do I strip spaces and tabs before a tag?", _citation(1, text, "src/settings.py")
     )
     assert "strip_lead" in answer
+
+
+def test_a_docstring_line_is_quoted_beside_the_def_whose_name_the_question_gives() -> None:
+    # "with" in call_with_retry is a stop word: counting it made the def line score so far
+    # above the docstring line that answers that the latter fell below the cut.
+    answer = _answer(
+        "In the retry code, how is a Retry-After value used by call_with_retry?",
+        _file_citation(1, "src/harbor/retry.py", 80, 100),
+    )
+    assert "replaces the computed delay" in answer
+    assert "def call_with_retry(" in answer
+
+
+def test_the_stop_word_parts_of_a_name_are_no_terms() -> None:
+    assert {"call", "retri"} <= _extractive.terms("call_with_retry")
+    assert "with" not in _extractive.terms("call_with_retry")
+
+
+def test_an_entry_is_quoted_up_to_the_sentence_that_states_its_default_in_a_word() -> None:
+    # The default is a plain word once the markup is off: no digit, no name in code.
+    text = (
+        "``urlize.rel``:\n"
+        "    A string that defines the items for the `rel` attribute of generated\n"
+        "    links with the `urlize` filter.  These items are always added.  The\n"
+        "    default is `noopener`.\n"
+    )
+    answer = _answer(
+        "What is the default value of the urlize.rel policy?",
+        _citation(1, text, "docs/api.rst", 555),
+    )
+    assert "The default is noopener." in answer
+
+
+def _filler(n: int, words: str) -> dict[str, Any]:
+    return _citation(n, f"{words}.\n", f"docs/filler{n}.md")
+
+
+def test_a_faq_entry_asking_the_question_answers_from_a_lower_ranked_source() -> None:
+    # The first three sources share the question's words; the FAQ ranked fourth asks it.
+    answer = _answer(
+        "Can I cancel an order that has already shipped?",
+        _citation(1, "Cancelling an order that is already cancelled returns 200.\n", "a.md"),
+        _filler(2, "Orders can be listed and cancelled"),
+        _filler(3, "An order that shipped sends a webhook"),
+        _file_citation(4, "docs/faq.txt", 37, 40),
+    )
+    assert "Only pending and confirmed orders can be cancelled" in answer
+
+
+def test_a_what_is_question_is_answered_by_the_definition_of_its_term() -> None:
+    glossary = _citation(
+        5,
+        "Full jitter\nA backoff strategy where each retry waits a random time between zero"
+        " and an exponentially growing ceiling.\n",
+        "docs/glossary.md",
+    )
+    answer = _answer(
+        "What is full jitter?",
+        _filler(1, "Retry delays use full jitter instead of equal jitter"),
+        _filler(2, "Full jitter spreads retries"),
+        _filler(3, "Retries use full jitter"),
+        _filler(4, "Full jitter is configurable"),
+        glossary,
+    )
+    assert "exponentially growing ceiling" in answer
+
+
+def test_a_table_of_contents_counts_as_a_pointer() -> None:
+    table = (
+        "| Topic | Page |\n|---|---|\n"
+        "| Orders endpoints | [docs/api/orders.md](docs/api/orders.md) |\n"
+        "| Listing orders and pagination | [docs/api/list.md](docs/api/list.md) |\n"
+    )
+    answer = _answer(
+        "How does pagination work when listing orders?",
+        _citation(1, "Orders are returned newest first, a page at a time.\n", "docs/api.md"),
+        _citation(2, table, "README.md"),
+    )
+    assert "newest first" in answer
+    assert "docs/api/list.md" not in answer
+
+
+def test_a_default_question_brings_the_sentence_stating_the_default_from_a_later_source() -> None:
+    # The FAQ ranked first matches the question's words twice over (its question and its
+    # answer); the option's entry ranked fifth states the default the question asks for.
+    answer = _answer(
+        "How many attempts does Harbor make by default when a call to a downstream provider fails?",
+        _file_citation(1, "docs/faq.txt", 10, 19),
+        _file_citation(2, "src/harbor/retry.py", 1, 11),
+        _file_citation(3, "docs/configuration.md", 46, 50),
+        _file_citation(4, "README.md", 10, 17),
+        _file_citation(5, "docs/configuration.md", 57, 65),
+    )
+    assert "the default of 5 means one call" in answer
+
+
+def test_a_default_is_stated_only_with_a_value_after_it() -> None:
+    from kbgraph.graphs import _entries
+
+    assert _entries.states_default("so the default of 5 means one call")
+    assert not _entries.states_default("The default is `noopener`.")  # a word, no value
+    assert not _entries.states_default('env.policies["a.b"], which defaults to no schemes')
+
+
+def test_a_paragraph_without_the_value_brings_the_next_one_that_names_it() -> None:
+    text = (
+        "### Environment variables\n\n"
+        "There are also environment variables that can be used to control the mounts.\n"
+        "They can be used to configure HTTP proxying for clients.\n\n"
+        "See documentation on `HTTP_PROXY`, `HTTPS_PROXY` and `NO_PROXY` for more information.\n"
+    )
+    answer = _answer(
+        "Which environment variables configure a proxy?",
+        _citation(1, text, "advanced/transports.md", 448),
+    )
+    assert "They can be used to configure HTTP proxying" in answer
+    assert "HTTPS_PROXY" in answer
+
+
+def test_a_paragraph_that_states_its_value_brings_no_next_paragraph() -> None:
+    text = "Proxies are configured with HTTP_PROXY.\n\nSee the `NO_PROXY` page too.\n"
+    answer = _answer("How are proxies configured?", _citation(1, text, "a.md"))
+    assert "NO_PROXY" not in answer
+
+
+def test_the_form_of_the_question_is_read_when_its_search_queries_follow_it() -> None:
+    # extractive_text scores against the question and the queries made from it, joined.
+    citations = [
+        _filler(1, "Retry delays use full jitter instead of equal jitter"),
+        _filler(2, "Full jitter spreads retries"),
+        _filler(3, "Retries use full jitter"),
+        _filler(4, "Full jitter is configurable"),
+        _citation(5, "Full jitter\nA backoff strategy with a growing ceiling.\n", "g.md"),
+    ]
+    state = {"rag_queries": ["What is full jitter?", "full jitter"], "rag_citations": citations}
+    assert "growing ceiling" in _extractive.extractive_text(state)
+
+
+def test_a_command_line_option_is_a_value_the_entry_is_quoted_up_to() -> None:
+    text = (
+        "The ``flask run`` command starts the development server in debug mode when asked.\n"
+        "Pass ``--debug`` for it.\n"
+    )
+    answer = _answer(
+        "How do I enable debug mode when running the development server?",
+        _citation(1, text, "docs/server.rst", 21),
+    )
+    assert "Pass --debug for it." in answer
+
+
+def test_a_default_field_line_states_the_default() -> None:
+    from kbgraph.graphs import _entries
+
+    assert _entries.states_default("Default: 'session'")
+    assert _entries.states_default("Default: True")
+    assert not _entries.states_default("Default values are listed below.")
+
+
+def test_a_class_name_is_a_value_and_so_is_the_default_of_a_named_kind() -> None:
+    from kbgraph.graphs import _entries
+
+    assert _entries.holds_value("This is usually one of UndefinedError or SecurityError.")
+    assert _entries.holds_value("The default exception is UndefinedError.")
+    assert not _entries.holds_value("Some operations on undefined values are then allowed.")
+    text = (
+        "The exception provided as exc is raised if something with the generated\n"
+        "undefined object is done that the undefined object does not allow.  The default\n"
+        "exception is :exc:`UndefinedError`.\n"
+    )
+    answer = _answer(
+        "Which exception is raised when an undefined object is used in a way it does not allow?",
+        _citation(1, text, "docs/api.rst", 150),
+    )
+    assert "The default exception is UndefinedError." in answer
+
+
+def test_a_how_is_it_computed_question_brings_the_formula_from_a_later_source() -> None:
+    answer = _answer(
+        "How is the delay before a retry computed?",
+        _file_citation(1, "src/harbor/retry.py", 58, 61),
+        _file_citation(2, "src/harbor/retry.py", 80, 89),
+        _file_citation(3, "config/harbor.example.yaml", 22, 28),
+        _file_citation(4, "src/harbor/retry.py", 1, 11),
+        _file_citation(5, "docs/configuration.md", 57, 65),
+    )
+    assert "min(backoff_cap_ms, backoff_base_ms * 2 ** n)" in answer
+
+
+def test_only_an_expression_is_a_formula() -> None:
+    from kbgraph.graphs import _entries
+
+    asked = "How is the delay computed?"
+    assert _entries.gives_formula(asked, "drawn from min(cap, base * 2 ** n) ms")
+    assert not _entries.gives_formula(asked, "The delay is computed by call_with_retry().")
+    assert not _entries.gives_formula("What is the delay?", "min(cap, base * 2)")
+
+
+def test_the_answer_opens_with_the_source_of_the_best_unit() -> None:
+    glossary = _citation(
+        5, "Full jitter\nA backoff strategy with a growing ceiling.\n", "docs/glossary.md"
+    )
+    answer = _answer(
+        "What is full jitter?",
+        _filler(1, "Retry delays use full jitter instead of equal jitter"),
+        _filler(2, "Retries spread with full jitter"),
+        _filler(3, "Retries use full jitter"),
+        _filler(4, "Backoff is configurable"),
+        glossary,
+    )
+    bullets = [line for line in answer.splitlines() if line.startswith("- ")]
+    assert "growing ceiling" in bullets[0]
