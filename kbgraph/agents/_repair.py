@@ -23,6 +23,9 @@ _MARKER = re.compile(r"\s*\[\d+\]")
 # is one word); the [N] markers after it stay with it.
 _SENTENCE = re.compile(r"\S.*?(?:[.!?]+(?:\s*\[\d+\])*(?=\s|$)|$)", re.MULTILINE)
 _ENDED = re.compile(r"[.!?:)\]`\"']\s*(?:\[\d+\]\s*)*$")
+# A sentence that announces what follows ("Here's how to do it:"): shown last, it
+# announces nothing (what followed was dropped), and the answer ends on a dangling colon.
+_ANNOUNCES = re.compile(r":\s*(?:\[\d+\]\s*)*$")
 
 
 class DroppedPart(TypedDict):
@@ -75,6 +78,8 @@ def repair_draft(
             kept.append(fixed)
         else:
             out.dropped.append({"text": sentence, "why": fixed[0]})
+    while kept and _ANNOUNCES.search(kept[-1]):
+        out.dropped.append({"text": kept.pop(), "why": "announces what was dropped"})
     out.text = " ".join(kept)
     return out
 

@@ -279,6 +279,31 @@ def test_a_wrongly_cited_sentence_is_cited_by_the_source_that_supports_it() -> N
     assert kept.text == "A permanent session lasts 31 days [2]." and kept.dropped == []
 
 
+def test_a_kept_answer_never_ends_on_a_sentence_announcing_what_was_dropped() -> None:
+    # SmolLM2 on Flask's docs: "... use the ``--debug`` option [1]. Here's how to do it:"
+    # and then a loop; the loop went, the answer shown ended on the dangling colon.
+    check: Any = {"claims": [
+        {"text": "Set max_attempts to change the number of retries.", "supported": True,
+         "cause": "supported", "evidence": "a"},
+        {"text": "Here's how to do it:", "supported": True, "cause": "supported",
+         "evidence": "a"},
+        {"text": "Set it to 9.", "supported": False, "cause": "unstated_fact",
+         "reason": "9 is in no cited source"},
+    ]}  # fmt: skip
+    citations = [{"n": 1, "chunkId": "a", "text": DOCS["retry.md"]}]
+    draft = (
+        "Set max_attempts to change the number of retries [1]. Here's how to do it:\n\nSet it to 9."
+    )
+    kept = repair_draft(draft, check, citations, cut=False)
+    assert kept.text == "Set max_attempts to change the number of retries [1]."
+    assert [d["why"] for d in kept.dropped] == [
+        "not supported: 9 is in no cited source",
+        "announces what was dropped",
+    ]
+    whole = "It retries 4 times [1]:"  # announces a list that never came: nothing is kept
+    assert repair_draft(whole, check, citations, cut=False).text == ""
+
+
 def test_the_trace_says_what_repair_dropped_and_why(docs: Path) -> None:
     out = _ask(docs, _model(LOOP, "never asked"))
     lines = _trace.check_lines(out)
