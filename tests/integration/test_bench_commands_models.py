@@ -1,0 +1,59 @@
+"""Published benchmark commands in their small mode (``--quick``, issue 43), second part
+(see test_bench_commands.py): the ones that start ``kbgraph`` processes or answer
+questions. Only that each runs to its report is checked."""
+
+from __future__ import annotations
+
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.integration._bench import ROOT, run_quick
+
+pytestmark = pytest.mark.integration  # real processes, the real scripts
+
+EXAMPLES = ROOT / "examples" / "docs"
+
+
+def _docs(tmp_path: Path) -> Path:
+    """A copy of examples/docs: no index is written beside the repository's own."""
+    return Path(
+        shutil.copytree(EXAMPLES, tmp_path / "docs", ignore=shutil.ignore_patterns(".kbgraph"))
+    )
+
+
+def test_bench_coldstart_quick() -> None:
+    """Indexes examples/docs with the local model, then cold processes: about 25 s, the
+    slowest of the smoke runs (torch's imports, which the full run also times, are left out)."""
+    out = run_quick("bench_coldstart.py")
+    assert "| cold search, BM25 |" in out
+    assert "| onnx |" in out
+
+
+def test_bench_mcp_coldstart_quick() -> None:
+    assert "ratio mcp / search" in run_quick("bench_mcp_coldstart.py")
+
+
+def test_bench_async_quick(tmp_path: Path) -> None:
+    out = run_quick("bench_async.py", "--folder", str(_docs(tmp_path)))
+    assert "| rag_search.ainvoke (subgraph) |" in out
+
+
+def test_bench_code_quick(tmp_path: Path) -> None:
+    """The pinned wheel is a stand-in of two files, so that nothing is downloaded."""
+    wheels = tmp_path / "work" / "wheel"
+    wheels.mkdir(parents=True)
+    with zipfile.ZipFile(wheels / "requests-2.32.3-py3-none-any.whl", "w") as wheel:
+        wheel.writestr(
+            "requests/adapters.py", "DEFAULT_RETRIES = 0\n\n\nclass HTTPAdapter:\n    pass\n"
+        )
+        wheel.writestr("requests/sessions.py", "def merge_setting(a, b):\n    return a or b\n")
+    out = run_quick("bench_code.py", "--work-dir", str(tmp_path / "work"))
+    assert "| bm25s (same chunks) |" in out
+
+
+def test_bench_facts_quick() -> None:
+    """Two bundled questions, extractive answers, the offline judge."""
+    assert "states the fact" in run_quick("bench_facts.py")
