@@ -147,7 +147,8 @@ def first_server_query(folder: Path, log: Path) -> float:
 
     from tests.support.langgraph_dev import start_dev_server, stop_dev_server
 
-    server = start_dev_server(log, timeout=300)
+    allowed = {"KBGRAPH_ALLOWED_FOLDERS": str(folder)}  # the served guard refuses others
+    server = start_dev_server(log, timeout=300, env=allowed)
     ready = time.perf_counter()  # start_dev_server returns as /ok first answers
     try:
         out = get_sync_client(url=server.url).runs.wait(

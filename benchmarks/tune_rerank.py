@@ -1,7 +1,7 @@
 """How the subgraph's heuristic Rerank was chosen: each signal it could add to the fused
 score, measured on two kinds of data; prints Markdown tables, not a test.
 
-    python benchmarks/tune_rerank.py [--work-dir /tmp/beir-tune] [--data DIR]
+    python benchmarks/tune_rerank.py [--work-dir /tmp/beir-tune] [--data DIR] [--quick]
 
 1. SciFact *train* (809 queries; the test files are refused as in ``tune_beir.py``): the
    subgraph on the BEIR run's settings with ``rerank="none"`` and no rewrites gives each
@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from _quick import parse
 from langchain_core.messages import HumanMessage
 from tune_beir import DEFAULT_DATA, TRAIN_QUERY_FILES, cached_queries, guard_test_files, log
 
@@ -66,6 +67,7 @@ VARIANTS: list[Variant] = [
     ("path 0.1", {"path": 0.1}),
     ("path 0.2", {"path": 0.2}),
 ]  # fmt: skip
+QUICK_QUESTIONS = 3  # --quick: of the bundled set
 Pool = list[tuple[list[str], list[Candidate]]]  # (queries, fused candidates) per question
 
 
@@ -131,8 +133,9 @@ def _passages(cands: Sequence[Candidate]) -> list[Passage]:
     ]  # fmt: skip
 
 
-def bundled(fusion: str) -> Callable[[dict[str, float]], str]:
+def bundled(fusion: str, limit: int | None = None) -> Callable[[dict[str, float]], str]:
     rows = [r for r in load_dataset(ROOT / "evals/data/examples_docs.jsonl") if r.gold_sources]
+    rows = rows[:limit]
     with tempfile.TemporaryDirectory() as tmp:
         docs = Path(shutil.copytree(ROOT / "examples/docs", Path(tmp) / "docs"))
         weights = {"vector": 0.5, "bm25": 0.5} if fusion == "convex" else {"vector": 1, "bm25": 1}
@@ -160,8 +163,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--work-dir", type=Path, default=Path(tempfile.gettempdir()) / "beir-tune")
-    args = parser.parse_args(argv)
-    columns = [scifact(args.data, args.work_dir), bundled("rrf"), bundled("convex")]
+    args = parse(parser, argv)
+    limit = QUICK_QUESTIONS if args.quick else None  # the SciFact part: whatever --data holds
+    columns = [scifact(args.data, args.work_dir), bundled("rrf", limit), bundled("convex", limit)]
     header = ("variant", "SciFact train nDCG@10", "docs (RRF) recall@5", "MRR",
               "docs (convex) recall@5", "MRR")  # fmt: skip
     print("| " + " | ".join(header) + " |")

@@ -26,7 +26,8 @@ def beir_folder(root: Path, splits: tuple[str, ...] = ("test",)) -> Path:
     queries = [{"_id": f"q{i}", "text": f"{w} effects"} for i, w in enumerate(WORDS[:3])]
     root.mkdir()
     (root / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
-    (root / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    for name in ("queries.jsonl", "queries_all.jsonl"):  # the test split's, every split's
+        (root / name).write_text("".join(json.dumps(q) + "\n" for q in queries))
     (root / "qrels").mkdir()
     rows = "".join(f"q{i}\td{i}\t1\n" for i in range(3))
     for split in splits:

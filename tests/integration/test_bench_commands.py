@@ -51,3 +51,17 @@ def test_bench_search_latency_quick(tmp_path: Path) -> None:
 def test_soak_quick() -> None:
     out = run_quick("soak.py")
     assert "torn reads: 0" in out
+
+
+def test_bench_cost_quick(tmp_path: Path) -> None:
+    """Both stores, one server start, three queries: about 20 s."""
+    out = run_quick("bench_cost.py", str(beir_folder(tmp_path / "beir")))
+    assert "| PostgreSQL | hybrid |" in out
+
+
+def test_bench_load_quick() -> None:
+    """Every section, langgraph dev's too (it failed: the served guard refused the
+    benchmark's folder, no KBGRAPH_ALLOWED_FOLDERS); 1 s a row, about 30 s."""
+    out = run_quick("bench_load.py")
+    assert "open loop (saturation" in out
+    assert "results from another tenant: 0 of" in out
