@@ -4,6 +4,7 @@ questions. Only that each runs to its report is checked."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import zipfile
 from pathlib import Path
@@ -15,6 +16,15 @@ from tests.integration._bench import ROOT, run_quick
 pytestmark = pytest.mark.integration  # real processes, the real scripts
 
 EXAMPLES = ROOT / "examples" / "docs"
+SUMMEDITS_DOMAINS = (
+    "podcast",
+    "qmsumm",
+    "samsum",
+    "scitldr",
+    "ectsum",
+    "sales_call",
+    "sales_email",
+)
 
 
 def _docs(tmp_path: Path) -> Path:
@@ -57,3 +67,40 @@ def test_bench_code_quick(tmp_path: Path) -> None:
 def test_bench_facts_quick() -> None:
     """Two bundled questions, extractive answers, the offline judge."""
     assert "states the fact" in run_quick("bench_facts.py")
+
+
+def _frank_clone(root: Path) -> Path:
+    """The two files of a FRANK clone that judge_dev_sets.py reads, four summaries."""
+    article = "The council approved 12 new buses on Monday . Mayor Smith said the fleet will grow ."
+    texts = [
+        {"hash": f"h{i}", "model_name": "m", "article": article, "summary": summary,
+         "reference": "the council approved 12 new buses . the mayor said the fleet will grow"}
+        for i, summary in enumerate(("12 buses were approved.", "30 buses were approved."))
+    ]  # fmt: skip
+    labels = [
+        {"hash": r["hash"], "model_name": "m", "Factuality": float(i == 0), "dataset": origin}
+        for origin in ("cnndm", "bbc")
+        for i, r in enumerate(texts)
+    ]
+    (root / "data").mkdir(parents=True)
+    (root / "data" / "benchmark_data.json").write_text(json.dumps(texts))
+    (root / "data" / "human_annotations.json").write_text(json.dumps(labels))
+    return root
+
+
+def test_judge_dev_sets_then_bench_judge_quick(tmp_path: Path) -> None:
+    """The published pair: judge_dev_sets.py writes the sets bench_judge.py scores."""
+    sets, edits = tmp_path / "sets", tmp_path / "summedits"
+    edits.mkdir()
+    for domain in SUMMEDITS_DOMAINS:
+        row = {"doc": "The call ended at noon.", "summary": "It ended at noon.", "label": 1}
+        (edits / f"summedits_{domain}.json").write_text(json.dumps([row]))
+    frank = str(_frank_clone(tmp_path / "frank"))
+    out = run_quick(
+        "judge_dev_sets.py", "--frank", frank, "--summedits", str(edits), "--out", str(sets)
+    )
+    assert "synthetic_claims.jsonl" in out
+    files = [str(sets / f"{name}.jsonl") for name in ("frank_cnndm", "synthetic_claims")]
+    out = run_quick("bench_judge.py", *files)
+    assert "| contrast pairs |" in out
+    assert "| synthetic_claims |" in out
