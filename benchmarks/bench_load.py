@@ -323,7 +323,7 @@ def langgraph_sections(
 
 
 SECTIONS = ("api", "open", "langgraph", "langgraph-open", "tenants")
-QUICK = {  # --quick: every section (or those asked for), tiny
+QUICK: dict[str, Any] = {  # --quick: every section (or those asked for), tiny
     "agents": [1, 2], "seconds": 1.0, "levels": [0.5], "langgraph_jobs": [1], "pool": 2,
     "idle_seconds": 1.0, "idle_pause": [0.1, 0.2], "tenants": 4, "tenant_sample": 2,
 }  # fmt: skip

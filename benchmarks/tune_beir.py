@@ -67,7 +67,7 @@ DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir" 
 TRAIN_QUERY_FILES = ("queries_all.jsonl",)
 TEST_FILES = ("qrels/test.tsv", "queries.jsonl")
 Row = dict[str, Any]
-QUICK = {  # --quick: one point of every grid, every part
+QUICK: dict[str, Any] = {  # --quick: one point of every grid, every part
     "formats": ["md"], "sizes": [500], "overlaps": [0.1], "k1s": [1.2], "bs": [0.75],
     "vector_sizes": [500], "rrf_weights": [1.0], "alphas": [0.5], "candidates": [100],
     "graph_top_ks": [10], "peers": True,

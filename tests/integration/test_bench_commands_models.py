@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration._bench import ROOT, run_quick
+from tests.support.gguf import smollm2_path
 
 pytestmark = pytest.mark.integration  # real processes, the real scripts
 
@@ -104,3 +105,25 @@ def test_judge_dev_sets_then_bench_judge_quick(tmp_path: Path) -> None:
     out = run_quick("bench_judge.py", *files)
     assert "| contrast pairs |" in out
     assert "| synthetic_claims |" in out
+
+
+def test_bench_gguf_quick() -> None:
+    """SmolLM2 on one short prompt, 8 tokens."""
+    smollm2_path()  # skips without the model
+    assert "| 1 |" in run_quick("bench_gguf.py")
+
+
+def test_bench_gguf_tools_quick() -> None:
+    """One question, tool_choice forced as shipped (the cut call made again): about 15 s."""
+    smollm2_path()
+    assert "| rag_search | as shipped |" in run_quick("bench_gguf_tools.py")
+
+
+def test_bench_agentic_quick(tmp_path: Path) -> None:
+    """One question over one file of examples/docs, both paths, SmolLM2 replies of 16
+    tokens: about 30 s (its agent asks the model several times), the slowest here."""
+    smollm2_path()
+    (tmp_path / "kb" / "docs").mkdir(parents=True)
+    shutil.copy(EXAMPLES / "docs" / "faq.txt", tmp_path / "kb" / "docs" / "faq.txt")
+    out = run_quick("bench_agentic.py", "--kb", str(tmp_path / "kb"))
+    assert "| chat model SmolLM2" in out
