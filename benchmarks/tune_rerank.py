@@ -98,10 +98,10 @@ def collect(graph: Any, context: RagSettings, questions: Sequence[str]) -> Pool:
     return pool
 
 
-def scifact(data_dir: Path, work: Path) -> Callable[[dict[str, float]], str]:
+def scifact(data_dir: Path, work: Path, quick: bool = False) -> Callable[[dict[str, float]], str]:
     guard_test_files(data_dir)
     data = load_beir(data_dir, "train", query_files=TRAIN_QUERY_FILES)
-    settings = RunSettings()
+    settings = RunSettings(embedding="fake") if quick else RunSettings()
     log(f"SciFact train: indexing with the BEIR run's settings in {work} ...")
     kb, names, _ = index_corpus(data, work / f"local-{settings.doc_format}", settings)
     cached_queries(kb)
@@ -133,15 +133,16 @@ def _passages(cands: Sequence[Candidate]) -> list[Passage]:
     ]  # fmt: skip
 
 
-def bundled(fusion: str, limit: int | None = None) -> Callable[[dict[str, float]], str]:
+def bundled(fusion: str, quick: bool = False) -> Callable[[dict[str, float]], str]:
     rows = [r for r in load_dataset(ROOT / "evals/data/examples_docs.jsonl") if r.gold_sources]
-    rows = rows[:limit]
+    rows = rows[:QUICK_QUESTIONS] if quick else rows
     with tempfile.TemporaryDirectory() as tmp:
         docs = Path(shutil.copytree(ROOT / "examples/docs", Path(tmp) / "docs"))
         weights = {"vector": 0.5, "bm25": 0.5} if fusion == "convex" else {"vector": 1, "bm25": 1}
         context = RagSettings(
             knowledge_bases=[{"folder": str(docs), "name": "docs"}], rerank="none",
             max_rewrites=0, search=SearchConfig(fusion=fusion, weights=weights),  # type: ignore[arg-type]
+            embedding="fake" if quick else "auto",
         )  # fmt: skip
         graph = build_rag_graph(registry=SearcherRegistry())
         pool = collect(graph, context, [r.question for r in rows])
@@ -164,8 +165,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--work-dir", type=Path, default=Path(tempfile.gettempdir()) / "beir-tune")
     args = parse(parser, argv)
-    limit = QUICK_QUESTIONS if args.quick else None  # the SciFact part: whatever --data holds
-    columns = [scifact(args.data, args.work_dir), bundled("rrf", limit), bundled("convex", limit)]
+    quick = args.quick  # the fake model; the SciFact part: whatever --data holds
+    columns = [
+        scifact(args.data, args.work_dir, quick),
+        bundled("rrf", quick),
+        bundled("convex", quick),
+    ]
     header = ("variant", "SciFact train nDCG@10", "docs (RRF) recall@5", "MRR",
               "docs (convex) recall@5", "MRR")  # fmt: skip
     print("| " + " | ".join(header) + " |")
