@@ -3,7 +3,7 @@ goes.
 
     python benchmarks/bench_coldstart.py              # medians of 5, ~3 min on 2 cores
     python benchmarks/bench_coldstart.py --runs 1     # a quick check that it all runs
-    python benchmarks/bench_coldstart.py --quick      # one run, no server or torch, no results file
+    python benchmarks/bench_coldstart.py --quick      # one run, no torch, no results file
 
 Every figure is the median of ``--runs`` runs in this one invocation, on a copy of
 ``examples/docs`` indexed with the packaged all-MiniLM-L6-v2 model:
@@ -201,7 +201,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="runs per figure (median)")
     parser.add_argument("--skip-server", action="store_true", help="no langgraph dev figure")
-    args = parse(parser, runs=1, skip_server=True)
+    args = parse(parser, runs=1)
     with tempfile.TemporaryDirectory(prefix="kbgraph-coldstart-") as tmp:
         work = Path(tmp)
         print("indexing examples/docs with the local model …", file=sys.stderr)
