@@ -219,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     measured = commit()  # the code that runs, not the checkout at the end of a long run
     rows = list(load_dataset(args.questions))[: args.limit]
     model = args.chat_model or default_model(args.quick)
-    embedding = "fake" if args.quick else "auto"  # the RagSettings default, else
+    embedding = "fake" if args.quick else "auto"  # auto: what RagSettings defaults to
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / args.kb.name
         shutil.copytree(args.kb, folder, ignore=shutil.ignore_patterns(".kbgraph"))
