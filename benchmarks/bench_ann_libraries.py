@@ -5,6 +5,7 @@ efSearch=64), one query at a time on one thread.
 
     pip install faiss-cpu   # not a kbgraph dependency; only this comparison needs it
     python benchmarks/bench_ann_libraries.py --rows 100000 --queries 200
+    python benchmarks/bench_ann_libraries.py --quick   # 2,000 rows, 5 queries: a smoke run
 
 Prints build time, p50/p95 latency of a top-20 candidate search and recall@10 against the
 exact top 10. Timing figures need a quiet machine; recall does not.
@@ -13,6 +14,7 @@ exact top 10. Timing figures need a quiet machine; recall does not.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 import time
 from pathlib import Path
@@ -21,6 +23,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _quick import parse
 from _synthetic import queries as synthetic_queries
 from _synthetic import vectors as synthetic_vectors
 
@@ -75,7 +78,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--dims", type=int, default=384)
     parser.add_argument("--queries", type=int, default=200)
-    args = parser.parse_args()
+    args = parse(parser, rows=2_000, queries=5)
     data = synthetic_vectors(args.rows, args.dims)
     qs = synthetic_queries(args.queries, args.dims)
     truth = [set(np.argsort(-(data @ q), kind="stable")[:K].tolist()) for q in qs]
@@ -83,6 +86,9 @@ def main() -> None:
     print("| library | build s | p50 ms | p95 ms | recall@10 |")
     print("|---|---:|---:|---:|---:|")
     for name, run in (("usearch (f16)", usearch_run), ("faiss-cpu IndexHNSWFlat", faiss_run)):
+        if "faiss" in name and importlib.util.find_spec("faiss") is None:
+            print(f"| {name} | not installed: pip install faiss-cpu | | | |")
+            continue
         build, (found, times) = run(data, qs)
         recall = np.mean([len(set(f) & t) / K for f, t in zip(found, truth, strict=True)])
         print(

@@ -1,6 +1,7 @@
 """How long the event loop stalls while kbgraph's async API works. Prints figures; not a test.
 
     python benchmarks/bench_async.py [--folder examples/docs] [--queries 50] [--embedding local]
+    python benchmarks/bench_async.py --folder DIR --quick   # 3 queries, the fake model
 
 An asyncio heartbeat sleeps ``--tick-ms`` (default 5 ms) in a loop and records how late
 each wake-up is; meanwhile warm queries run one after another through
@@ -21,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from _quick import parse
 from langgraph.prebuilt import ToolRuntime
 
 from kbgraph.graphs._settings import RagSettings
@@ -113,4 +115,4 @@ if __name__ == "__main__":
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--embedding", default="local")
     parser.add_argument("--tick-ms", type=float, default=5.0)
-    asyncio.run(main(parser.parse_args()))
+    asyncio.run(main(parse(parser, queries=3, embedding="fake")))

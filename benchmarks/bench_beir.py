@@ -3,7 +3,7 @@ pick instead, in the same run, with the same embedding model. Prints figures; no
 
     python benchmarks/bench_beir.py [--data DIR] [--split test] [--graph]
                                     [--work-dir DIR] [--no-index-timing] [--out DIR]
-                                    [--limit-queries N]
+                                    [--limit-queries N] [--quick]
 
 Rows (document rankings of 100, scored as ``kbgraph eval retrieval`` scores them, BEIR's
 ``ignore_identical_ids`` applied to every row):
@@ -54,6 +54,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import _quick
 import numpy as np
 
 from kbgraph.evals._beir import (
@@ -437,7 +438,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         default=DEFAULT_OUT,
         help="folder for bench-beir-<data>-<split>.json and .md",
     )
-    args = parser.parse_args(argv)
+    args = _quick.parse(parser, argv, limit_queries=3)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     return args
 

@@ -20,6 +20,8 @@ relevant chunk of the index first).
 
     python benchmarks/bench_code.py                    # bm25, vector, hybrid, bm25s
     python benchmarks/bench_code.py --embedding none   # lexical rows only, no model
+    python benchmarks/bench_code.py --work-dir DIR --quick   # 3 questions, fake model, the
+        # wheel already in DIR/wheel: a smoke run
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from _quick import parse
+
 from kbgraph.evals._beir._report import machine
 from kbgraph.retrieval import KnowledgeBase
 from kbgraph.retrieval._records import Chunk, index_text
@@ -45,6 +49,7 @@ PACKAGE = "requests"
 VERSION = "2.32.3"
 QUESTIONS = Path(__file__).parent / "questions" / "requests_code.jsonl"
 DEPTH = 10
+QUICK_QUESTIONS = 3
 Range = tuple[str, int, int]
 
 
@@ -52,10 +57,12 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def fetch_source(work: Path) -> Path:
+def fetch_source(work: Path, download: bool = True) -> Path:
     """The package's ``.py`` files, extracted from its pinned wheel (downloaded once)."""
     wheels = work / "wheel"
     found = sorted(wheels.glob(f"{PACKAGE}-{VERSION}-*.whl"))
+    if not found and not download:
+        raise SystemExit(f"--quick downloads nothing: no {PACKAGE}-{VERSION} wheel in {wheels}")
     if not found:
         log(f"pip download {PACKAGE}=={VERSION} ...")
         subprocess.run(
@@ -140,8 +147,8 @@ def mean(rows: Sequence[dict[str, float]]) -> dict[str, float]:
 
 
 def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
-    src = fetch_source(work)
-    questions = load_questions(args.questions)
+    src = fetch_source(work, download=not args.quick)
+    questions = load_questions(args.questions)[: QUICK_QUESTIONS if args.quick else None]
     kb = KnowledgeBase(src, embedding=None if args.embedding == "none" else args.embedding)
     start = time.perf_counter()
     kb.index()
@@ -191,7 +198,7 @@ def main() -> None:
     parser.add_argument("--questions", type=Path, default=QUESTIONS)
     parser.add_argument("--work-dir", type=Path, default=None, help="default: a temp folder")
     parser.add_argument("--out", type=Path, default=None, help="write the JSON result here")
-    args = parser.parse_args()
+    args = parse(parser, embedding="fake")
     with tempfile.TemporaryDirectory(prefix="bench-code-") as tmp:
         work = args.work_dir or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)

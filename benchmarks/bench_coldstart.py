@@ -3,6 +3,7 @@ goes.
 
     python benchmarks/bench_coldstart.py              # medians of 5, ~3 min on 2 cores
     python benchmarks/bench_coldstart.py --runs 1     # a quick check that it all runs
+    python benchmarks/bench_coldstart.py --quick      # one run, no torch, no results file
 
 Every figure is the median of ``--runs`` runs in this one invocation, on a copy of
 ``examples/docs`` indexed with the packaged all-MiniLM-L6-v2 model:
@@ -38,6 +39,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from _quick import parse
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # tests.support: the langgraph dev launcher the e2e tests use
@@ -121,13 +124,15 @@ def prepare(work: Path) -> Path:
     return folder
 
 
-def cold_searches(folder: Path, runs: int) -> dict[str, dict[str, float]]:
+def cold_searches(folder: Path, runs: int, torch: bool = True) -> dict[str, dict[str, float]]:
     search = [str(BIN / "kbgraph"), "search", str(folder), QUERY]
     cases = {
         "cold search, local model": (search, _env()),
         "cold search, local model on torch": (search, _env(KBGRAPH_LOCAL_BACKEND="torch")),
         "cold search, BM25": ([*search, "--mode", "bm25"], _env()),
     }
+    if not torch:  # a smoke run: torch's imports alone take 15 s
+        del cases["cold search, local model on torch"]
     out = {}
     for name, (command, env) in cases.items():
         wall, rss = median_of(runs, lambda c=command, e=env: timed_process(c, e))
@@ -142,7 +147,8 @@ def first_server_query(folder: Path, log: Path) -> float:
 
     from tests.support.langgraph_dev import start_dev_server, stop_dev_server
 
-    server = start_dev_server(log, timeout=300)
+    allowed = {"KBGRAPH_ALLOWED_FOLDERS": str(folder)}  # the served guard refuses others
+    server = start_dev_server(log, timeout=300, env=allowed)
     ready = time.perf_counter()  # start_dev_server returns as /ok first answers
     try:
         out = get_sync_client(url=server.url).runs.wait(
@@ -177,9 +183,9 @@ def live_edit_to_searchable(folder: Path, runs: int) -> float:
     return statistics.median(samples)
 
 
-def split_cold_path() -> dict[str, dict[str, float]]:
+def split_cold_path(backends: tuple[str, ...] = ("onnx", "torch")) -> dict[str, dict[str, float]]:
     out = {}
-    for backend in ("onnx", "torch"):
+    for backend in backends:
         proc = subprocess.run(
             [sys.executable, "-c", _SPLIT, backend],
             env=_env(KBGRAPH_LOCAL_BACKEND=backend),
@@ -195,12 +201,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="runs per figure (median)")
     parser.add_argument("--skip-server", action="store_true", help="no langgraph dev figure")
-    args = parser.parse_args()
+    args = parse(parser, runs=1)
     with tempfile.TemporaryDirectory(prefix="kbgraph-coldstart-") as tmp:
         work = Path(tmp)
         print("indexing examples/docs with the local model …", file=sys.stderr)
         folder = prepare(work)
-        figures: dict[str, Any] = cold_searches(folder, args.runs)
+        figures: dict[str, Any] = cold_searches(folder, args.runs, torch=not args.quick)
         if not args.skip_server:
             took = statistics.median(
                 first_server_query(folder, work / "server.log") for _ in range(args.runs)
@@ -208,11 +214,13 @@ def main() -> None:
             figures["langgraph dev, first query"] = {"seconds": took}
             print(f"  langgraph dev, first query: {took:.2f} s", file=sys.stderr)
         figures["live edit to searchable"] = {"seconds": live_edit_to_searchable(folder, args.runs)}
-        split = split_cold_path()
-    report(figures, split, args.runs)
+        split = split_cold_path(("onnx",) if args.quick else ("onnx", "torch"))
+    report(figures, split, args.runs, record=not args.quick)
 
 
-def report(figures: dict[str, Any], split: dict[str, dict[str, float]], runs: int) -> None:
+def report(
+    figures: dict[str, Any], split: dict[str, dict[str, float]], runs: int, record: bool = True
+) -> None:
     local = figures["cold search, local model"]["seconds"]
     bm25 = figures["cold search, BM25"]["seconds"]
     print(f"\n| figure (median of {runs}) | seconds | peak RSS MiB |\n|---|---:|---:|")
@@ -232,6 +240,11 @@ def report(figures: dict[str, Any], split: dict[str, dict[str, float]], runs: in
             f"| {backend} | {parts['import_s']:.2f} | {parts['kbgraph_import_s']:.2f} | "
             f"{parts['load_s']:.2f} | {parts['first_encode_s']:.3f} |"
         )
+    if record:
+        write_record(figures, split, runs)
+
+
+def write_record(figures: dict[str, Any], split: dict[str, dict[str, float]], runs: int) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / "bench-coldstart.json"
     record = {

@@ -5,6 +5,7 @@ memory per million chunks. How each figure is taken: benchmarks/README.md, "Cost
 
     python benchmarks/bench_cost.py ../shared/data/beir/scifact          # the figures
     python benchmarks/bench_cost.py DATA --limit-queries 20 --embedding fake   # a quick check
+    python benchmarks/bench_cost.py DATA --quick   # 3 queries, the fake model: a smoke run
 
 The queries are embedded once, up front (the "query embedding" row); each store, in a fresh
 process without the model, then looks their vectors up, so its rows are the store's cost.
@@ -47,6 +48,7 @@ from _pg_server import (
     server_versions,
     settle,
 )
+from _quick import parse
 from bench_pg_quality import SHARED, seed_cache
 
 from tests.support.postgres import running_postgres
@@ -338,7 +340,7 @@ def main() -> None:
         "--count-queries", type=int, default=50, help="searches per mode counting statements"
     )
     parser.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
-    args = parser.parse_args()
+    args = parse(parser, limit_queries=3, embedding="fake", warmup=1, count_queries=2)
     args.modes = tuple(args.modes)
     load = os.getloadavg()
     out = run(args)

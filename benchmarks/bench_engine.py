@@ -1,6 +1,6 @@
 """Speed and quality of the ranking core against its peers. Prints figures; not a test.
 
-    python benchmarks/bench_engine.py [--section vector|bm25|build|all]
+    python benchmarks/bench_engine.py [--section vector|bm25|build|all] [--quick]
 
 vector: ``top_k_dot`` (k=10) against a bare ``mm @ q`` over the same memory-mapped
         ``vectors.bin``, 10K and 100K rows of 384 dims (target: ratio <= 1.5).
@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _quick import parse
 
 from kbgraph.retrieval._folder import open_vectors, write_vectors
 from kbgraph.retrieval._lexical import BM25Index
@@ -40,6 +41,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "beir" / "scifact"
 DIMS = 384
 TOP_K = 10
+FULL_ROWS, QUICK_ROWS, QUICK_DOCS = (10_000, 100_000), (2_000,), 8  # --quick: a few
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +121,7 @@ def random_unit_vectors(n: int, dims: int, seed: int) -> np.ndarray:
     return rows
 
 
-def bench_vector(sizes: Sequence[int] = (10_000, 100_000)) -> list[Row]:
+def bench_vector(sizes: Sequence[int] = FULL_ROWS) -> list[Row]:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
@@ -307,13 +309,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--threads", type=int, default=1, help="BLAS threads for vector and bm25 (0: default)"
     )
-    args = parser.parse_args(argv)
+    args = parse(parser, argv, build_docs=QUICK_DOCS)
     rows: list[Row] = []
     with blas_threads(args.threads):
         if args.section in ("vector", "all"):
-            rows += bench_vector()
+            rows += bench_vector(QUICK_ROWS if args.quick else FULL_ROWS)
         if args.section in ("bm25", "all"):
-            rows += bench_bm25(args.data)
+            rows += bench_bm25(args.data, rounds=2 if args.quick else 15)
     if args.section in ("build", "all"):
         rows += bench_build(args.data, args.build_docs)
     if rows:

@@ -13,6 +13,7 @@ and table bars removed, whitespace collapsed. Keys come from a row's ``metadata.
     python benchmarks/bench_facts.py                      # bundled questions + their keys
     python benchmarks/bench_facts.py --kb ../shared/data/corpora/httpx-docs \\
         --dataset benchmarks/questions/httpx_facts.jsonl
+    python benchmarks/bench_facts.py --quick               # 2 questions, the fake model
 
 The folder is copied to a temporary directory first, so no index is written beside the
 documents. Prints one line of figures and the questions whose answer misses its key.
@@ -30,6 +31,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from _quick import parse
 
 from kbgraph.agents import ChatAgent
 from kbgraph.evals import bundled_dataset_path, load_dataset
@@ -68,11 +71,11 @@ def main() -> None:
     parser.add_argument("--embedding", default="local")
     parser.add_argument("--chat-model", default=None, help="default: none (extractive)")
     parser.add_argument("--out", type=Path, default=None, help="keep the eval report here")
-    args = parser.parse_args()
+    args = parse(parser, embedding="fake")
     dataset = args.dataset or bundled_dataset_path()
     keys_file = args.keys or (BUNDLED_KEYS if args.dataset is None else None)
     keys = load_keys(keys_file)
-    rows = load_dataset(dataset)
+    rows = load_dataset(dataset)[: 2 if args.quick else None]
     for row in rows:
         if row.id not in keys and row.metadata.get("key"):
             keys[row.id] = _as_list(row.metadata["key"])

@@ -4,6 +4,7 @@ a reply without a call.
 
     python benchmarks/bench_gguf_tools.py                      # SmolLM2-135M, 10 questions
     python benchmarks/bench_gguf_tools.py --model path/to/model.gguf --questions 40
+    python benchmarks/bench_gguf_tools.py --quick   # 1 question, rag_search forced as shipped
 
 The questions are the bundled examples/docs set (``evals/data/examples_docs.jsonl``);
 the prompt is the tool agent's (its system prompt, ``rag_search`` bound). Per tool choice
@@ -22,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _quick import parse
 from bench_gguf import smollm2
 from langchain_core.messages import HumanMessage, SystemMessage
 
@@ -29,6 +31,12 @@ from kbgraph.evals._datasets import bundled_dataset_path, load_dataset
 from kbgraph.graphs._chat_models import ChatGGUF
 from kbgraph.graphs._tool import rag_search
 from kbgraph.prompts import render_prompt
+
+DECODINGS: list[tuple[str, dict[str, Any]]] = [
+    ("as shipped", {}),
+    ("greedy only", {"repeat_penalty": 1.0}),
+]
+CASES = [(choice, *decoding) for choice in (None, "rag_search") for decoding in DECODINGS]
 
 
 def first_steps(
@@ -53,7 +61,7 @@ def main() -> None:
     parser.add_argument("--model", type=Path, default=None, help="a .gguf file")
     parser.add_argument("--questions", type=int, default=10)
     parser.add_argument("--max-tokens", type=int, default=128)
-    args = parser.parse_args()
+    args = parse(parser, questions=1, max_tokens=16)
     path = args.model or smollm2()
     rows = load_dataset(bundled_dataset_path())[: args.questions]
     questions = [row.question for row in rows]
@@ -62,13 +70,12 @@ def main() -> None:
           f"{len(questions)} questions, max_tokens={args.max_tokens}")  # fmt: skip
     print("| tool_choice | decoding | valid call | cut call | no call | made again | s/reply |")
     print("|---|---|---:|---:|---:|---:|---:|")
-    for choice in (None, "rag_search"):
-        for label, options in (("as shipped", {}), ("greedy only", {"repeat_penalty": 1.0})):
-            row = first_steps(model, questions, choice, options)
-            print(
-                f"| {choice or 'auto'} | {label} | {row['valid']:.0f} | {row['cut']:.0f} "
-                f"| {row['no call']:.0f} | {row['made again']:.0f} | {row['seconds']:.1f} |"
-            )
+    for choice, label, options in CASES[-2:-1] if args.quick else CASES:
+        row = first_steps(model, questions, choice, options)
+        print(
+            f"| {choice or 'auto'} | {label} | {row['valid']:.0f} | {row['cut']:.0f} "
+            f"| {row['no call']:.0f} | {row['made again']:.0f} | {row['seconds']:.1f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ AUROC of its score against the rows' labels; and the judge on the contrast set. 
 Markdown tables, not a test.
 
     python benchmarks/bench_judge.py [FILE.jsonl ...] [--limit 200] [--threads 1] [--no-contrast]
+    python benchmarks/bench_judge.py FILE.jsonl --quick   # 4 rows, 4 contrast pairs: smoke run
 
 The contrast set (``evals/data/judge_contrast.jsonl``, written for this repository) is
 pairs of answers to one context that differ by one number, one negation or one entity (the
@@ -31,6 +32,8 @@ import json
 import time
 from pathlib import Path
 
+from _quick import parse
+
 from kbgraph.evals import _benchmarks as bench
 from kbgraph.evals import bundled_dataset_path
 from kbgraph.evals._evaluators.faithfulness import FaithfulnessEvaluator
@@ -38,6 +41,8 @@ from kbgraph.evals._judges import OfflineJudge
 from kbgraph.evals._meta import _prefetch
 from kbgraph.evals._records import EvalRecord, Passage
 from kbgraph.evals._stats import auroc
+
+QUICK_ROWS = 4  # --quick: rows of each file, pairs of the contrast set
 
 
 def rows_of(args: argparse.Namespace) -> list[tuple[str, list[bench.Labelled]]]:
@@ -78,12 +83,12 @@ def measure(
     return cpu, wall, claims, area
 
 
-def contrast(threads: int | None) -> None:
-    """The contrast set's table (see the module docstring)."""
+def contrast(threads: int | None, limit: int | None = None) -> None:
+    """The contrast set's table (see the module docstring), of its first ``limit`` pairs."""
     judge = OfflineJudge("local", model_threads=threads)
     metric = FaithfulnessEvaluator(judge)
     path = bundled_dataset_path("judge_contrast.jsonl")
-    rows = [json.loads(line) for line in path.read_text("utf-8").splitlines() if line]
+    rows = [json.loads(line) for line in path.read_text("utf-8").splitlines() if line][:limit]
     kinds: dict[str, list[tuple[bool, bool, bool]]] = {}
     for row in rows:
         judged = [
@@ -109,10 +114,10 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=200)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--no-contrast", action="store_true", help="skip the contrast set")
-    args = parser.parse_args()
+    args = parse(parser, limit=QUICK_ROWS)
     threads = args.threads or None
     if not args.no_contrast:
-        contrast(threads)
+        contrast(threads, QUICK_ROWS if args.quick else None)
     print(
         f"| rows | n | claims | AUROC | CPU s / 100 rows | wall s / 100 rows | threads: "
         f"{args.threads} |"

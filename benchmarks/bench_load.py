@@ -4,6 +4,7 @@ writer re-indexes edits, then 1,000 knowledge bases (tenants) in one database.
     python benchmarks/bench_load.py                                   # every section
     python benchmarks/bench_load.py --section api --agents 1 8 --seconds 5   # a quick proof
     python benchmarks/bench_load.py --section open --saturation 100 --seconds 5
+    python benchmarks/bench_load.py --quick   # every section in seconds: a smoke run
 
 Sections:
 
@@ -71,6 +72,7 @@ from _load_report import (
     server_runs_note,
 )
 from _load_report import versions as server_versions
+from _quick import parse
 
 from kbgraph.retrieval import KnowledgeBase, SearchFilters
 from tests.support.postgres import chosen_server, running_postgres
@@ -187,7 +189,8 @@ def dev_server(folder: Path, url: str, jobs: int) -> Iterator[tuple[Agents, Path
     from tests.support.langgraph_dev import start_dev_server, stop_dev_server
 
     log = Path(tempfile.mkdtemp(prefix="kbgraph-load-dev-")) / "server.log"
-    server = start_dev_server(log, args=["--n-jobs-per-worker", str(jobs)])
+    allowed = {"KBGRAPH_ALLOWED_FOLDERS": str(folder)}  # the served guard refuses others
+    server = start_dev_server(log, env=allowed, args=["--n-jobs-per-worker", str(jobs)])
     try:
         first = get_sync_client(url=server.url)
         [found] = first.assistants.search(
@@ -320,6 +323,10 @@ def langgraph_sections(
 
 
 SECTIONS = ("api", "open", "langgraph", "langgraph-open", "tenants")
+QUICK: dict[str, Any] = {  # --quick: every section (or those asked for), tiny
+    "agents": [1, 2], "seconds": 1.0, "levels": [0.5], "langgraph_jobs": [1], "pool": 2,
+    "idle_seconds": 1.0, "idle_pause": [0.1, 0.2], "tenants": 4, "tenant_sample": 2,
+}  # fmt: skip
 
 
 def arguments() -> argparse.Namespace:
@@ -356,7 +363,7 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--tenants", type=int, default=1000)
     parser.add_argument("--tenant-sample", type=int, default=200)
     parser.add_argument("--json", type=Path, help="also write the figures here")
-    args = parser.parse_args()
+    args = parse(parser, **QUICK)
     args.section = args.section or list(SECTIONS)
     # An open loop needs a saturation: measured by its closed loop unless given.
     if "open" in args.section and args.saturation is None:

@@ -3,6 +3,7 @@ on the same folder and query (issue 32's target: at most 1.2x).
 
     python benchmarks/bench_mcp_coldstart.py               # medians of 5
     python benchmarks/bench_mcp_coldstart.py --runs 1      # a quick check that it runs
+    python benchmarks/bench_mcp_coldstart.py --quick       # one run, the fake model: a smoke run
     python benchmarks/bench_mcp_coldstart.py --folder /path/to/indexed/folder
 
 Both are fresh processes, timed from spawn to the results: ``kbgraph search FOLDER QUERY
@@ -26,6 +27,8 @@ import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
+
+from _quick import parse
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "docs"
@@ -89,7 +92,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--folder", type=Path, default=None, help="An indexed folder.")
     parser.add_argument("--embedding", default="local")
-    args = parser.parse_args()
+    args = parse(parser, runs=1, embedding="fake")
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.folder
         if folder is None:

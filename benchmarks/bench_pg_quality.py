@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from _quick import add_quick
 from psycopg import sql
 
 from kbgraph.evals import EvalRow, bundled_dataset_path, load_dataset, passages_from
@@ -288,7 +289,7 @@ def main() -> None:
     parser.add_argument(
         "--section", choices=("all", "scifact", "questions", "lexical"), default="all"
     )
-    parser.add_argument("--quick", action="store_true", help="smoke run of the lexical section")
+    add_quick(parser)  # the lexical section's smoke run
     args = parser.parse_args()
     if args.section in ("all", "questions"):
         questions()

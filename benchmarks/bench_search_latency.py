@@ -27,6 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _quick import parse  # noqa: E402
 from bench_engine import blas_threads, load_beir  # noqa: E402
 
 SCIFACT = ROOT.parent / "shared" / "data" / "beir" / "scifact"
@@ -76,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=SCIFACT)
     parser.add_argument("--limit", type=int, default=None, help="first N documents only")
-    args = parser.parse_args(argv)
+    args = parse(parser, argv, limit=20)
     data = load_beir(args.data)
     texts = data.texts[: args.limit]
     from kbgraph.retrieval import KnowledgeBase

@@ -1,7 +1,7 @@
 """Development sets for the offline judge, built from public data into a folder outside the
 repository (nothing here is shipped or committed); prints what it wrote.
 
-    python benchmarks/judge_dev_sets.py --frank FRANK_CLONE [--summedits DIR] [--out DIR]
+    python benchmarks/judge_dev_sets.py --frank FRANK_CLONE [--summedits DIR] [--out DIR] [--quick]
 
 Each set is JSON lines ``{"context", "answer", "grounded", "kind"}``, the format
 ``benchmarks/tune_judge.py --extra`` and ``benchmarks/bench_judge.py`` read.
@@ -32,6 +32,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from _quick import parse
+
 Row = dict[str, Any]
 ARTICLES_COMMIT = "5860706bda0641136d10d27ead52c5f6ae79630e"  # has articles-wbertscore-json/
 SUMMEDITS_DOMAINS = (
@@ -49,6 +51,7 @@ FRAMES = (
     "the text reports that {}",
     "according to the article , {}",
 )
+QUICK_ROWS = 6  # --quick: the first summaries of each source
 AUXILIARIES = ("is", "was", "are", "were", "has", "have", "had", "will", "can", "could", "did")
 
 
@@ -58,14 +61,15 @@ def main() -> None:
     parser.add_argument("--summedits", type=Path, help="factualNLG's data/summedits folder")
     parser.add_argument("--out", type=Path, default=Path("/tmp/kbgraph-judge-dev"))
     parser.add_argument("--seed", type=int, default=7)
-    args = parser.parse_args()
+    args = parse(parser)
     args.out.mkdir(parents=True, exist_ok=True)
-    summaries = frank_summaries(args.frank)
+    summaries = frank_summaries(args.frank)[: QUICK_ROWS if args.quick else None]
     for origin, name in (("cnndm", "frank_cnndm"), ("bbc", "frank_xsum")):
         write(args.out / f"{name}.jsonl", [r for r in summaries if r["origin"] == origin])
     if args.summedits:
         for domain in SUMMEDITS_DOMAINS:
             rows = json.loads((args.summedits / f"summedits_{domain}.json").read_text("utf-8"))
+            rows = rows[: QUICK_ROWS if args.quick else None]
             write(
                 args.out / f"summedits_{domain}.jsonl",
                 [

@@ -2,6 +2,7 @@
 
     python benchmarks/soak.py                          # 200 kills, then 10 minutes
     python benchmarks/soak.py --kills 8 --minutes 0.5  # a quick proof that it runs
+    python benchmarks/soak.py --quick                  # 2 kills, 6 s of concurrency: a smoke run
 
 Part 1 SIGKILLs an indexing process at random moments of its run, aimed in turn at each
 phase: startup (importing, opening the index), load (scan, read, chunk), embed (a slow fake
@@ -36,6 +37,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from _quick import parse  # noqa: E402
 
 from tests.integration._corpus import write_corpus  # noqa: E402
 
@@ -277,7 +280,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=12)
     parser.add_argument("--workdir", type=Path, default=None, help="default: a temporary folder")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
-    args = parser.parse_args()
+    args = parse(parser, kills=2, minutes=0.1, writers=1, readers=1)
     import tempfile
 
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="kbgraph-soak-"))

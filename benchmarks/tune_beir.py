@@ -6,7 +6,7 @@ Prints Markdown tables of train-split figures (and writes them as JSON); not a t
         [--k1s 0.9,1.2,1.5] [--bs 0.4,0.75,1.0]
         [--vector-formats md] [--vector-sizes 1000,1500,2000,4000]
         [--rrf-weights 0.5,1,2] [--alphas 0.3,0.5,0.7] [--candidates 300] [--peers]
-        [--graph-top-ks 50]
+        [--graph-top-ks 50] [--quick]
 
 The command that chose the settings of ``kbgraph.evals._beir`` and its output are in
 ``benchmarks/README.md``.
@@ -46,6 +46,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import _quick
+
 from kbgraph.evals._beir import (
     BEIR_SEARCH,
     BeirData,
@@ -65,6 +67,11 @@ DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "beir" 
 TRAIN_QUERY_FILES = ("queries_all.jsonl",)
 TEST_FILES = ("qrels/test.tsv", "queries.jsonl")
 Row = dict[str, Any]
+QUICK: dict[str, Any] = {  # --quick: one point of every grid, every part
+    "formats": ["md"], "sizes": [500], "overlaps": [0.1], "k1s": [1.2], "bs": [0.75],
+    "vector_sizes": [500], "rrf_weights": [1.0], "alphas": [0.5], "candidates": [100],
+    "graph_top_ks": [10], "peers": True,
+}  # fmt: skip
 
 
 def log(message: str) -> None:
@@ -367,7 +374,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--candidates", type=listed(int), default=[300])
     p.add_argument("--graph-top-ks", type=listed(int), default=[])
     p.add_argument("--peers", action="store_true", help="bm25s, MiniLM, RRF on train")
-    args = p.parse_args(argv)
+    args = _quick.parse(p, argv, **QUICK)
     for fmt in [*args.formats, *args.vector_formats]:
         if fmt not in ("md", "txt"):
             p.error(f"unknown format {fmt!r}; allowed: md, txt")

@@ -1,7 +1,7 @@
 """How the subgraph's heuristic Rerank was chosen: each signal it could add to the fused
 score, measured on two kinds of data; prints Markdown tables, not a test.
 
-    python benchmarks/tune_rerank.py [--work-dir /tmp/beir-tune] [--data DIR]
+    python benchmarks/tune_rerank.py [--work-dir /tmp/beir-tune] [--data DIR] [--quick]
 
 1. SciFact *train* (809 queries; the test files are refused as in ``tune_beir.py``): the
    subgraph on the BEIR run's settings with ``rerank="none"`` and no rewrites gives each
@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from _quick import parse
 from langchain_core.messages import HumanMessage
 from tune_beir import DEFAULT_DATA, TRAIN_QUERY_FILES, cached_queries, guard_test_files, log
 
@@ -66,6 +67,7 @@ VARIANTS: list[Variant] = [
     ("path 0.1", {"path": 0.1}),
     ("path 0.2", {"path": 0.2}),
 ]  # fmt: skip
+QUICK_QUESTIONS = 3  # --quick: of the bundled set
 Pool = list[tuple[list[str], list[Candidate]]]  # (queries, fused candidates) per question
 
 
@@ -96,10 +98,10 @@ def collect(graph: Any, context: RagSettings, questions: Sequence[str]) -> Pool:
     return pool
 
 
-def scifact(data_dir: Path, work: Path) -> Callable[[dict[str, float]], str]:
+def scifact(data_dir: Path, work: Path, quick: bool = False) -> Callable[[dict[str, float]], str]:
     guard_test_files(data_dir)
     data = load_beir(data_dir, "train", query_files=TRAIN_QUERY_FILES)
-    settings = RunSettings()
+    settings = RunSettings(embedding="fake") if quick else RunSettings()
     log(f"SciFact train: indexing with the BEIR run's settings in {work} ...")
     kb, names, _ = index_corpus(data, work / f"local-{settings.doc_format}", settings)
     cached_queries(kb)
@@ -131,14 +133,16 @@ def _passages(cands: Sequence[Candidate]) -> list[Passage]:
     ]  # fmt: skip
 
 
-def bundled(fusion: str) -> Callable[[dict[str, float]], str]:
+def bundled(fusion: str, quick: bool = False) -> Callable[[dict[str, float]], str]:
     rows = [r for r in load_dataset(ROOT / "evals/data/examples_docs.jsonl") if r.gold_sources]
+    rows = rows[:QUICK_QUESTIONS] if quick else rows
     with tempfile.TemporaryDirectory() as tmp:
         docs = Path(shutil.copytree(ROOT / "examples/docs", Path(tmp) / "docs"))
         weights = {"vector": 0.5, "bm25": 0.5} if fusion == "convex" else {"vector": 1, "bm25": 1}
         context = RagSettings(
             knowledge_bases=[{"folder": str(docs), "name": "docs"}], rerank="none",
             max_rewrites=0, search=SearchConfig(fusion=fusion, weights=weights),  # type: ignore[arg-type]
+            embedding="fake" if quick else "auto",
         )  # fmt: skip
         graph = build_rag_graph(registry=SearcherRegistry())
         pool = collect(graph, context, [r.question for r in rows])
@@ -160,8 +164,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--work-dir", type=Path, default=Path(tempfile.gettempdir()) / "beir-tune")
-    args = parser.parse_args(argv)
-    columns = [scifact(args.data, args.work_dir), bundled("rrf"), bundled("convex")]
+    args = parse(parser, argv)
+    quick = args.quick  # the fake model; the SciFact part: whatever --data holds
+    columns = [
+        scifact(args.data, args.work_dir, quick),
+        bundled("rrf", quick),
+        bundled("convex", quick),
+    ]
     header = ("variant", "SciFact train nDCG@10", "docs (RRF) recall@5", "MRR",
               "docs (convex) recall@5", "MRR")  # fmt: skip
     print("| " + " | ".join(header) + " |")
