@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import anyio
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -176,7 +177,10 @@ class ServedRequestsGuard:
                 body = json.loads(raw or b"null")
             except (ValueError, RecursionError):
                 body = None
-        problem = self.problem(scope, body)
+        # Off the event loop: the folder check resolves paths (os.getcwd, lstat), and the
+        # LangGraph dev server's blockbuster fails a request that blocks the loop — every
+        # request answered 500 when no folder variable was set.
+        problem = await anyio.to_thread.run_sync(self.problem, scope, body)
         if problem is None:
             if _RUNS.search(scope["path"]) and not _index_allowed() and _no_index(body):
                 await receive()  # the buffered body, handed on once: skip it

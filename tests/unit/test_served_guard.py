@@ -130,3 +130,20 @@ def test_the_inspector_app_also_allows_the_folders_it_inspects(
         assert status not in (403, 421)
     else:
         assert status == 403
+
+
+def test_the_guard_never_blocks_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Under langgraph dev (blockbuster on), the folder check's os.getcwd ran on the loop
+    # when no folder variable was set: every request, /ok included, answered 500.
+    from blockbuster import blockbuster_ctx
+
+    for name in ("KBGRAPH_ALLOWED_FOLDERS", "KBGRAPH_INSPECT_FOLDERS", "KBGRAPH_FOLDER"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    with blockbuster_ctx():
+        refused = _post(_run(tmp_path.parent / "elsewhere"))
+        passed = _post(_run(tmp_path / "docs"))
+    assert refused.status_code == 403 and str(tmp_path) in refused.json()["detail"]
+    assert passed.status_code not in (403, 421, 500)
