@@ -55,6 +55,7 @@ NODE = "grounding_check"
 STEPS_PER_ATTEMPT = 5
 _CONTEXT_CHARS = 12000
 _SHOWN_CHARS = 120
+MODEL_REASON = "chat model: "
 MISSING_CHARS = 160
 
 
@@ -240,8 +241,10 @@ def _take(answer: GroundingVerdict, verdict: Verdict, rec: StepRecorder) -> None
         rec.overrule(proposal, {"heuristic": verdict.reasons}, {"grounded": verdict.grounded}, why)
         return
     verdict.grounded = answer.grounded
-    shown = reason if says_something(reason) else ""
-    verdict.reasons = [shown or "chat model verdict", *verdict.reasons]
+    # Said as the model's: its reason may be a claim of its own ("The default ... is 600
+    # seconds."), printed bare it read as a finding of the check.
+    shown = f"{MODEL_REASON}{reason}" if says_something(reason) else "chat model verdict"
+    verdict.reasons = [shown, *verdict.reasons]
     missing, _ = screen_reason(answer.missing, MISSING_CHARS)
     if says_something(missing) and not answer.grounded:
         verdict.missing = [missing, *verdict.missing]

@@ -298,7 +298,7 @@ def test_llm_path_trajectory(kb: tuple[Path, FakeSearcher]) -> None:
     assert [s["path"] for s in out["rag_retrieval_debug"]["steps"]] == [
         "llm", "llm", "llm", "heuristic", "llm", "heuristic", "llm",
     ]  # fmt: skip
-    assert out["rag_grounding"]["reasons"][0] == "the passage says how"
+    assert out["rag_grounding"]["reasons"][0] == "chat model: the passage says how"
     assert out["rag_retrieval_debug"]["fallbacks"] == []
 
 
