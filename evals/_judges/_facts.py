@@ -4,7 +4,8 @@ answer check and of the faithfulness metric.
 A claim's *checkable facts* are its numbers (with their units), dates and quantities
 (``_numbers``), its proper names (a capitalised word that does not open the sentence, an
 all-capitals word, or a run of capitalised words anywhere: "Tom Lee"), its codes (a token
-mixing letters and digits: "E1234", "v2.3.1", "HTTP/2") and its negations (``_polarity``).
+mixing letters and digits: "E1234", "v2.3.1", "HTTP/2"), its misnamed identifiers (below)
+and its negations (``_polarity``).
 Each must be *stated* by the context:
 
 - found there: the same number with no unit of another kind, or the same quantity in
@@ -13,6 +14,10 @@ Each must be *stated* by the context:
   together in one sentence (any case, any inflection, "PhDs" for "PhD"; a hyphenated word's
   lower-case parts are no name: "AI-supported" names "AI"); the code as a token; a number
   past twenty also in words ("twenty five");
+- a snake_case name in code is unstated only when it misnames one the context writes: the
+  context's name with parts added or left out (``retry_delay_ms`` where the sources define
+  ``delay_ms``); a name the context never comes near is let pass, since a cited chunk of
+  code often lacks the ``def`` line of the function it is the body of;
 - a name found is stated (the words beside a name vary too much for the subject check:
   on SummEdits' consistent summaries half the false flags were names); a number or a code
   is stated about the same subject: the clause of the sentence that holds it does not put
@@ -39,13 +44,14 @@ from typing import Literal
 from .._text import PASSAGE_MARKER, content_words, is_negation_cue, normalise, numbers
 from ._context import META_WORDS, ContextText, claim_words, context_text
 from ._evidence import clauses as claim_clauses
+from ._identifiers import misnamed
 from ._numbers import YEAR, NumberSlot, derivable, number_slots
 from ._polarity import MIN_WORDS, Clause
 from ._polarity import clauses as polarity_clauses
 from ._subject import TOKENS, WORD, other_subject
 from ._units import dimension_of, quantities
 
-FactKind = Literal["number", "name", "code", "negation"]
+FactKind = Literal["number", "name", "code", "identifier", "negation"]
 
 _CURRENCIES = frozenset(content_words("dollar euro pound yen cent usd eur gbp"))
 _CODE = re.compile(
@@ -85,6 +91,7 @@ def unstated_facts(
         plain = _CODE.sub(" code ", part)  # a code's digits are no number of their own
         about = _about_words(part, ctx)
         out += [f for f in (_code(c, part, about, ctx, where) for c in codes) if f]
+        out += _misnamed(part, ctx, where)
         out += [f for f in (_number(s, plain, about, ctx, where) for s in _slots(plain)) if f]
         out += [f for f in (_name(n, part, about, ctx, where) for n in proper_names(plain)) if f]
     out += _negations(claim, ctx)
@@ -232,6 +239,13 @@ def _code(
     if not found:
         return UnstatedFact(code, "code", f"{code} is in {where}")
     return _same_subject(code, "code", found, about, ctx, text)
+
+
+def _misnamed(text: str, ctx: ContextText, where: str) -> list[UnstatedFact]:
+    return [
+        UnstatedFact(name, "identifier", f"{name} is in {where} (the sources write {near})")
+        for name, near in misnamed(text, ctx.sentences)
+    ]
 
 
 def proper_names(text: str) -> list[str]:

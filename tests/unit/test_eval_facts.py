@@ -299,6 +299,34 @@ def test_units_and_names() -> None:
     assert proper_names("He said The de.") == []
 
 
+RETRY_PY = (
+    "class RetryPolicy:\n    max_attempts: int = 5\n\n"
+    "    def delay_ms(self, retry: int) -> float:\n        return min(cap, base * 2**retry)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("claim", "misnamed"),
+    [
+        # SmolLM2's answer, shown at 0.66: the words around the name were the sources'
+        ("The delay before a retry is computed by the `retry_delay_ms` function [1].",
+         "retry_delay_ms"),
+        ("Set `max_attempts_total` to change how often it retries.", "max_attempts_total"),
+        ("The delay is computed by `RetryPolicy.delay_ms` [1].", None),
+        ("Set `retry.max_attempts` to change how often it retries.", None),
+        # a cited chunk of code often lacks the def line of the function it is the body of
+        ("Call_with_retry waits between attempts.", None),
+    ],
+)  # fmt: skip
+def test_a_name_in_code_that_misnames_one_the_sources_write_is_unstated(
+    claim: str, misnamed: str | None
+) -> None:
+    found = unstated_facts(claim, RETRY_PY)
+    assert [f.token for f in found] == ([misnamed] if misnamed else [])
+    for fact in found:
+        assert fact.kind == "identifier" and "(the sources write " in fact.reason
+
+
 def _gold_text(items: list[Any], docs: Path) -> str:
     out = []
     for item in items:
