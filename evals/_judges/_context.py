@@ -20,6 +20,7 @@ from functools import cached_property, lru_cache
 from .._framing import SOURCE_NOUNS
 from .._text import content_words, numbers, split_sentences
 from ._alignment import Alignment, absent_weight, align, sentence_idf
+from ._identifiers import code_names
 from ._numbers import NumberSlot, number_slots
 from ._polarity import Clause, clauses
 
@@ -111,6 +112,11 @@ class ContextText:
     @cached_property
     def bigrams(self) -> frozenset[tuple[str, str]]:
         return frozenset(p for ws in self.sentence_lists for p in itertools.pairwise(ws))
+
+    @cached_property
+    def code_names(self) -> frozenset[str]:
+        """The snake_case names in code the sentences write, case folded."""
+        return code_names(self.sentences)
 
     @cached_property
     def numbers(self) -> frozenset[str]:

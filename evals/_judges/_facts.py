@@ -244,7 +244,7 @@ def _code(
 def _misnamed(text: str, ctx: ContextText, where: str) -> list[UnstatedFact]:
     return [
         UnstatedFact(name, "identifier", f"{name} is in {where} (the sources write {near})")
-        for name, near in misnamed(text, ctx.sentences)
+        for name, near in misnamed(text, ctx.code_names)
     ]
 
 

@@ -15,10 +15,14 @@ SNAKE = re.compile(r"(?<![\w.])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+(?![\w])")
 """A snake_case name in code; of a dotted path (``retry.max_attempts``) the last part."""
 
 
-def misnamed(text: str, sentences: Iterable[str]) -> list[tuple[str, str]]:
+def code_names(sentences: Iterable[str]) -> frozenset[str]:
+    """The snake_case names ``sentences`` write, case folded (a context's, read once)."""
+    return frozenset(m.group(0).lower() for s in sentences for m in SNAKE.finditer(s))
+
+
+def misnamed(text: str, written: frozenset[str]) -> list[tuple[str, str]]:
     """``(name, the sources' name it misnames)`` for each snake_case name of ``text`` that
-    misnames one of ``sentences``' (case folded), in ``text``'s order."""
-    written = {m.group(0).lower() for s in sentences for m in SNAKE.finditer(s)}
+    misnames one of ``written`` (:func:`code_names`), in ``text``'s order."""
     out = []
     for match in SNAKE.finditer(text):
         name = match.group(0)
@@ -38,4 +42,4 @@ def _nested(a: list[str], b: list[str]) -> bool:
     return n < len(longer) and any(longer[i : i + n] == shorter for i in range(len(longer) - n + 1))
 
 
-__all__ = ["SNAKE", "misnamed"]
+__all__ = ["SNAKE", "code_names", "misnamed"]
