@@ -47,9 +47,9 @@ from _quick import parse
 from langchain_core.messages import HumanMessage
 
 from kbgraph.agents import build_chat_agent
-from kbgraph.agents._problems import repetition
 from kbgraph.evals import EvalRow, bundled_dataset_path, check_answer, load_dataset
 from kbgraph.evals._records import GoldSource
+from kbgraph.graphs._internal import repetition
 from kbgraph.graphs._settings import RagSettings
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -63,6 +63,8 @@ if TYPE_CHECKING:
     from ._http_app import (
         ContextKeysMiddleware as ContextKeysMiddleware,
     )
+    from ._loops import quoted as quoted
+    from ._loops import repetition as repetition
     from ._models import (
         resolve_chat_model as resolve_chat_model,
     )
@@ -163,6 +165,8 @@ _LAZY = {
     "LOOPBACK_HOSTS": "._hosts",
     "host_name": "._hosts",
     "is_ip": "._hosts",
+    "quoted": "._loops",
+    "repetition": "._loops",
     "ServedRequestsGuard": "._served_guard",
     "describe_error": "._structured",
     "extract_citations": "._citations",

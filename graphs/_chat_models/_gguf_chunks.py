@@ -14,6 +14,8 @@ from ._gguf_reply import ParsedReply
 
 # Ollama's default repetition penalty; used only to generate a cut-off tool call again.
 LOOP_PENALTY = 1.1
+LOOPED = "looped"
+"""The finish reason of a free-text reply stopped because it loops (``ChatGGUF.stop_loops``)."""
 
 
 def json_format(schema: dict[str, Any]) -> dict[str, Any]:
@@ -111,6 +113,7 @@ def last_chunk(
 
 
 __all__ = [
+    "LOOPED",
     "LOOP_PENALTY",
     "Generated",
     "delta",

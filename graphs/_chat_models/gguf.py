@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,17 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, model_validator
 
-from ._gguf_chunks import LOOP_PENALTY, Generated, delta, json_format, last_chunk, plain_chunk
+from .._loops import LoopWatch
+from ._gguf_chunks import (
+    LOOP_PENALTY,
+    LOOPED,
+    Generated,
+    delta,
+    json_format,
+    last_chunk,
+    plain_chunk,
+    usage_metadata,
+)
 from ._gguf_messages import prompt_messages, with_system
 from ._gguf_reply import ParsedReply, ReplyReader, repeats_answered, with_cut_calls
 from ._gguf_spec import (
@@ -83,6 +94,9 @@ class ChatGGUF(BaseChatModel):
     temperature: float = 0.0
     timeout: float | None = None
     stop: list[str] | None = None
+    stop_loops: bool = True
+    """Stop a reply in free text once it loops (see ``kbgraph.graphs._loops``), with
+    ``finish_reason="looped"``; JSON under a schema, a grammar or tools is never stopped."""
 
     @model_validator(mode="after")
     def _check_options(self) -> ChatGGUF:
@@ -176,12 +190,37 @@ class ChatGGUF(BaseChatModel):
         if plan is not None:
             yield from self._tool_chunks(request, plan, messages, replies)
             return
-        for raw in self._raw_chunks(request):
-            chunk = plain_chunk(raw, self.model_name)
-            if chunk is not None:
+        watch = LoopWatch() if self.stop_loops and _free_text(request) else None
+        with closing(self._raw_chunks(request)) as raws:
+            for raw in raws:
+                chunk = plain_chunk(raw, self.model_name)
+                if chunk is None:
+                    continue
                 yield chunk
+                if watch is not None and watch.feed(chunk.text):
+                    break
+            else:
+                return
+        # The reply loops: generating stopped there (closing the stream stops llama.cpp),
+        # and the last chunk says why, with the tokens counted as llama.cpp would have.
+        yield self._looped_chunk(request, watch.text if watch else "")
 
-    def _raw_chunks(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    def _looped_chunk(self, request: dict[str, Any], text: str) -> ChatGenerationChunk:
+        runtime = self.runtime()
+        usage = {
+            "prompt_tokens": runtime.count_tokens(request["messages"]),
+            "completion_tokens": len(runtime.tokenize(text)),
+        }
+        done = Generated(LOOPED, usage)
+        message = AIMessageChunk(
+            content="",
+            response_metadata=done.metadata(self.model_name),
+            usage_metadata=usage_metadata(usage),
+            chunk_position="last",
+        )
+        return ChatGenerationChunk(message=message)
+
+    def _raw_chunks(self, request: dict[str, Any]) -> Generator[dict[str, Any], None, None]:
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
         yield from self.runtime().chat_stream(request, deadline=deadline)
 
@@ -328,6 +367,11 @@ class ChatGGUF(BaseChatModel):
 
     def get_token_ids(self, text: str) -> list[int]:
         return self.runtime().tokenize(text)
+
+
+def _free_text(request: dict[str, Any]) -> bool:
+    """Whether the reply is free text: no schema, grammar or JSON format holds it."""
+    return not any(request.get(k) for k in ("response_format", "grammar", "json_schema"))
 
 
 __all__ = ["ChatGGUF"]

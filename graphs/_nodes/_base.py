@@ -85,7 +85,7 @@ class StepRecorder:
         ``values``), or ``None`` when it failed: the path taken (``llm``, ``llm-json`` or
         ``fallback``) and every failed call are recorded. The call has its own budget
         (see :func:`kbgraph.graphs._nodes._llm.budgeted`)."""
-        model = budgeted(model, self.settings.llm_timeout_seconds)
+        model = budgeted(model, self.settings.llm_timeout_seconds, self.node)
         result = ask_node(model, schema, self.node, node=self.node, attempt=self.attempt, **values)
         self.fallbacks += result.fallbacks
         self.path = result.path or "fallback"

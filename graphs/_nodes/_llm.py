@@ -29,6 +29,18 @@ STEP_MAX_TOKENS = 256
 """The longest reply of a node's structured call: its JSON objects (a verdict, a scope, a
 query, an order of up to ``llm_rerank_max`` numbers) take well under 200 tokens; a small
 model that loops inside a value ran on to its ``max_tokens`` (512 by default), twice."""
+NODE_MAX_TOKENS = {
+    "decide_retrieve": 96,
+    "select_scope": 128,
+    "rewrite_query": 160,
+    "grounding_check": 128,
+}
+"""Tighter caps where a node's whole reply is a few short fields (the rest keep
+:data:`STEP_MAX_TOKENS`). SmolLM2's complete replies took 31-47 tokens (DecideRetrieve),
+69-76 (RewriteQuery: three short strings) and 70-82 (GroundingCheck: a verdict and two
+short texts); SelectScope's never completed: it lists invented paths until the cap, so
+each token past a reply's real size is time lost (~40 tokens/s on one core), not a
+better answer. A capable model's replies are of the same size."""
 STEP_TIMEOUT_SHARE = 0.25
 """The share of ``llm_timeout_seconds`` one node's call may take with an in-process GGUF
 model: the answer, the call the person waits for, keeps the whole of it."""
@@ -59,15 +71,17 @@ def ask_node(
     return LlmResult(reply.value, reply.path, fallbacks)
 
 
-def budgeted(model: BaseChatModel, timeout_seconds: float) -> BaseChatModel:
-    """``model`` held to one node call's budget: at most :data:`STEP_MAX_TOKENS` tokens
-    when it has a ``max_tokens`` field (read per request by ``ChatGGUF`` and
-    ``ChatOpenAI``), and :data:`STEP_TIMEOUT_SHARE` of ``timeout_seconds`` for a
-    ``ChatGGUF`` (other clients fix their timeout when they are made)."""
+def budgeted(model: BaseChatModel, timeout_seconds: float, node: str = "") -> BaseChatModel:
+    """``model`` held to one node call's budget: at most the node's
+    :data:`NODE_MAX_TOKENS` (else :data:`STEP_MAX_TOKENS`) tokens when it has a
+    ``max_tokens`` field (read per request by ``ChatGGUF`` and ``ChatOpenAI``), and
+    :data:`STEP_TIMEOUT_SHARE` of ``timeout_seconds`` for a ``ChatGGUF`` (other clients
+    fix their timeout when they are made)."""
     update: dict[str, object] = {}
     if "max_tokens" in type(model).model_fields:
+        cap = NODE_MAX_TOKENS.get(node, STEP_MAX_TOKENS)
         current = getattr(model, "max_tokens", None)
-        update["max_tokens"] = min(current or STEP_MAX_TOKENS, STEP_MAX_TOKENS)
+        update["max_tokens"] = min(current or cap, cap)
     if isinstance(model, ChatGGUF):
         share = timeout_seconds * STEP_TIMEOUT_SHARE
         update["timeout"] = min(model.timeout or share, share)
@@ -106,6 +120,7 @@ def _record(node: str, attempt: int, stage: Stage, exc: BaseException) -> LlmFal
 
 
 __all__ = [
+    "NODE_MAX_TOKENS",
     "STEP_MAX_TOKENS",
     "STEP_TIMEOUT_SHARE",
     "LlmResult",

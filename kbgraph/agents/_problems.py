@@ -9,43 +9,15 @@ of them, so it is never replaced."""
 from __future__ import annotations
 
 import math
-import re
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from kbgraph.retrieval._internal import words
+from kbgraph.graphs._internal import quoted, repetition
 
-SENTENCE_REPEATS = 3
-"""A sentence said three times is a loop, whatever its length ..."""
-LONG_SENTENCE_WORDS = 6
-"""... and a sentence of six words or more said twice is one too."""
-RUN_WORDS = 8
-"""A run of eight words said three times is a loop that ran without a full stop."""
-QUOTE_CHARS = 80
 MAX_CLAIM_PROBLEMS = 3
 _CUT_OFF = frozenset({"length", "max_tokens", "model_length_limit"})
-_MARKER = re.compile(r"\[\d+\]")
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-
-
-def repetition(text: str) -> str | None:
-    """How ``text`` loops (``'repeats "…" 43 times'``), or ``None`` when it does not."""
-    plain = _MARKER.sub("", text)
-    sentences = [" ".join(words(s)) for s in _SENTENCE_END.split(plain)]
-    counts = Counter(s for s in sentences if len(s.split()) >= 3)
-    for sentence, n in counts.most_common(3):
-        if n >= SENTENCE_REPEATS or (n >= 2 and len(sentence.split()) >= LONG_SENTENCE_WORDS):
-            return f"it repeats {_quoted(sentence)} {n} times"
-    tokens = words(plain)
-    runs = Counter(tuple(tokens[i : i + RUN_WORDS]) for i in range(len(tokens) - RUN_WORDS + 1))
-    if runs:
-        run, n = runs.most_common(1)[0]
-        if n >= SENTENCE_REPEATS:
-            return f"it repeats {_quoted(' '.join(run))} {n} times"
-    return None
 
 
 def cut_off(message: AIMessage | None) -> bool:
@@ -91,7 +63,7 @@ def answer_problems(
         shown = math.floor(score * 100) / 100  # 0.4997 is below 0.50: never print "0.50"
         problems.append(f"the answer check scored it {shown:.2f}, below {threshold:.2f}")
     stated = [
-        f"{_quoted(str(c.get('text') or ''))}: {c.get('reason') or c.get('cause')}"[:200]
+        f"{quoted(str(c.get('text') or ''))}: {c.get('reason') or c.get('cause')}"[:200]
         for c in claims
         if not c.get("supported") and c.get("cause") in ACTING_CAUSES
     ]
@@ -99,8 +71,4 @@ def answer_problems(
     return problems
 
 
-def _quoted(text: str) -> str:
-    return f'"{text}"' if len(text) <= QUOTE_CHARS else f'"{text[: QUOTE_CHARS - 1]}…"'
-
-
-__all__ = ["ACTING_CAUSES", "answer_problems", "cut_off", "repetition"]
+__all__ = ["ACTING_CAUSES", "answer_problems", "cut_off"]

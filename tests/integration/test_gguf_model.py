@@ -104,6 +104,19 @@ def test_the_timeout_stops_a_generation(model: ChatGGUF) -> None:
     assert time.monotonic() - started < 10
 
 
+def test_a_reply_that_loops_stops_where_it_loops(model: ChatGGUF) -> None:
+    """SmolLM2 writes this refrain again and again (to max_tokens without the watch)."""
+    prompt = [
+        HumanMessage("Write a poem where every line is 'The sea is blue and the sky is wide.'")
+    ]
+    reply = model.invoke(prompt, max_tokens=200)
+    assert reply.response_metadata["finish_reason"] == "looped"
+    assert reply.usage_metadata is not None and reply.usage_metadata["output_tokens"] < 100
+    assert reply.text.count("The sea is blue and the sky is wide") == 3
+    unwatched = model.model_copy(update={"stop_loops": False}).invoke(prompt, max_tokens=200)
+    assert unwatched.response_metadata["finish_reason"] == "length"
+
+
 def test_the_model_loads_once_and_serves_several_threads(model: ChatGGUF) -> None:
     spec = smollm2_spec(n_ctx=1024, max_tokens=24)
     resolved = resolve_chat_model(spec)

@@ -14,6 +14,7 @@ from kbgraph.errors import ChatModelError, ConfigError, LlmRefusalError
 from kbgraph.evals._judges.llm import ClaimVerdictsOut
 from kbgraph.graphs._chat_models import ChatGGUF
 from kbgraph.graphs._nodes._llm import (
+    NODE_MAX_TOKENS,
     STEP_MAX_TOKENS,
     STEP_TIMEOUT_SHARE,
     ask_node,
@@ -134,6 +135,28 @@ def test_a_node_call_is_held_to_its_own_budget(tmp_path: Any) -> None:
     assert small.max_tokens == 64 and small.timeout == 1.0
     scripted = ScriptedChatModel(responses=[])
     assert budgeted(scripted, 60.0) is scripted
+
+
+def test_a_node_whose_reply_is_a_few_short_fields_gets_a_tighter_cap(tmp_path: Any) -> None:
+    """SelectScope's SmolLM2 reply listed invented paths until the 256-token cap, every
+    run (~7 CPU-s of a question's time); a node of its own cap is held to it, the others
+    to STEP_MAX_TOKENS, and a caller's smaller max_tokens still wins."""
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF" + bytes(60))
+    try:
+        model = ChatGGUF(model_path=str(gguf), max_tokens=512, timeout=60.0)
+    except ConfigError:
+        pytest.skip("xllamacpp is not installed")
+    assert budgeted(model, 60.0, "select_scope").max_tokens == 128
+    assert budgeted(model, 60.0, "decide_retrieve").max_tokens == 96
+    assert budgeted(model, 60.0, "rerank").max_tokens == STEP_MAX_TOKENS
+    small = model.model_copy(update={"max_tokens": 64})
+    assert budgeted(small, 60.0, "rewrite_query").max_tokens == 64
+    # each capped name is a node's own (a misspelt one would quietly get the wide cap)
+    from kbgraph.graphs._nodes import decide_retrieve, grounding_check, rewrite_query, select_scope
+
+    nodes = {m.NODE for m in (decide_retrieve, grounding_check, rewrite_query, select_scope)}
+    assert set(NODE_MAX_TOKENS) == nodes
 
 
 def test_other_failures_are_not_outages() -> None:
