@@ -13,6 +13,7 @@ import pytest
 from kbgraph.evals._records import ClaimVerdict, Passage
 from kbgraph.graphs._state import Candidate, Citation
 from kbgraph.retrieval import KnowledgeBase
+from kbgraph.retrieval._camel import OLD_CITATION_KEYS, snake_keys
 from kbgraph.retrieval._citations import ResolvedCitation, extract_citations
 from kbgraph.retrieval._folder import VersionInfo
 from kbgraph.retrieval._records import Chunk, SearchResult, SkippedFile
@@ -67,3 +68,32 @@ def test_every_outside_form_names_the_chunk_id_chunkId(tmp_path: Path) -> None:
     assert Passage.from_any(citation, 1).to_dict()["chunkId"] == result.chunk.id
     assert "id" not in result.to_dict() and "id" not in document.metadata
     assert ClaimVerdict("c", "supported", 0.123456).to_dict()["score"] == 0.1235
+
+
+def test_snake_keys_renames_the_old_keys_at_any_depth_with_one_warning() -> None:
+    old = {"rag_citations": [{"n": 1, "lineStart": 2, "lineEnd": 3, "chunkId": "c"}],
+           "debug": ({"order": [{"chunkId": "c", "byteStart": 0, "byteEnd": 9}]},)}  # fmt: skip
+    with pytest.warns(DeprecationWarning) as caught:
+        new = snake_keys(old, "a test record")
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    assert message.startswith("a test record: the camelCase keys byteEnd, byteStart, chunkId")
+    assert "0.3" in message and "line_start" in message
+    assert new == {
+        "rag_citations": [{"n": 1, "line_start": 2, "line_end": 3, "chunk_id": "c"}],
+        "debug": ({"order": [{"chunk_id": "c", "byte_start": 0, "byte_end": 9}]},),
+    }
+    assert old["rag_citations"][0]["lineStart"] == 2  # a copy: the input is left as it was
+
+
+def test_snake_keys_leaves_a_record_of_the_one_spelling_as_it_is() -> None:
+    record = {"citations": [{"n": 1, "line_start": 2, "chunk_id": "c", "ranks": {"q0:bm25": 1}}]}
+    assert snake_keys(record, "a test record") is record  # no copy, no warning
+
+
+def test_snake_keys_prefers_the_snake_case_key_when_both_are_given() -> None:
+    with pytest.warns(DeprecationWarning):
+        assert snake_keys({"lineStart": 1, "line_start": 2}, "x") == {"line_start": 2}
+    assert set(OLD_CITATION_KEYS.values()) == {
+        "chunk_id", "line_start", "line_end", "byte_start", "byte_end",
+    }  # fmt: skip
