@@ -334,7 +334,7 @@ def _gold_text(items: list[Any], docs: Path) -> str:
             out.append(_gold_text(item["any_of"], docs))
         else:
             lines = (docs / item["path"]).read_text("utf-8").splitlines()
-            out.append("\n".join(lines[item["lineStart"] - 1 : item["lineEnd"]]))
+            out.append("\n".join(lines[item["line_start"] - 1 : item["line_end"]]))
     return "\n\n".join(out)
 
 
