@@ -1,15 +1,19 @@
-"""camelCase JSON for the records kbgraph prints and stores, by pydantic aliases.
+"""The JSON spelling of kbgraph's records, by pydantic aliases.
 
-Python fields stay snake_case; every JSON form (``kbgraph ... --json``, ``chunks.jsonl``,
-LangChain ``Document`` metadata) uses the camelCase alias pydantic's ``to_camel`` derives
-(``line_start`` → ``lineStart``), or an explicit ``Field(alias=...)`` where the JSON name
-is not the field's (a chunk's ``id`` is ``chunkId`` outside the chunk record itself). A
-record opts in with the :func:`camel` decorator; :func:`to_camel_dict` and
-:func:`from_camel` convert through one cached ``TypeAdapter`` per class, which is faster
-than a hand-written dict (pydantic-core does the work).
+Citation records (search hits, the subgraph's candidates and citations, ``ask --json``,
+LangChain ``Document`` metadata, MCP results, eval passages and gold sources, the
+inspector's views) are snake_case, as their Python fields: ``line_start``, ``line_end``,
+``chunk_id`` (a chunk's ``id`` outside the chunk record itself, by ``Field(alias=...)``).
+The index's own files (``chunks.jsonl``, ``meta.json``) and its reports keep the camelCase
+alias pydantic's ``to_camel`` derives (``line_start`` → ``lineStart``): a record opts in
+with the :func:`camel` decorator. :func:`to_camel_dict` and :func:`from_camel` convert
+through one cached ``TypeAdapter`` per class, which is faster than a hand-written dict
+(pydantic-core does the work).
 
-:func:`snake_keys` renames the camelCase citation keys (``lineStart``, ``chunkId`` ...) of a
-record read back to snake_case, with one ``DeprecationWarning``.
+Citation records were camelCase before 0.2 (issue 43: a user's ``c["line_start"]`` read
+``None``); what kbgraph reads back that a user or an older version wrote (state passed
+into a graph, recorded runs, data sets, results files) goes through :func:`snake_keys`,
+which renames the old keys and warns once with a ``DeprecationWarning``.
 """
 
 from __future__ import annotations

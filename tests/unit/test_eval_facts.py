@@ -89,7 +89,7 @@ FIVE = [
 
 
 def _cited(source: str) -> list[dict[str, Any]]:
-    return [{"n": 1, "chunkId": "c1", "source": "doc.md", "text": source}]
+    return [{"n": 1, "chunk_id": "c1", "source": "doc.md", "text": source}]
 
 
 @pytest.fixture(scope="module")
