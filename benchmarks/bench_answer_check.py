@@ -69,7 +69,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         for row in rows:
             found = kb.search(row.question, top_k=5)
             sources.append(
-                [{"n": n, "chunkId": r.chunk.id, "source": r.chunk.source, "text": r.chunk.text}
+                [{"n": n, "chunk_id": r.chunk.id, "source": r.chunk.source, "text": r.chunk.text}
                  for n, r in enumerate(found, 1)]
             )  # fmt: skip
         kb.close()

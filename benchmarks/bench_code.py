@@ -91,7 +91,7 @@ def alternatives(question: dict[str, Any]) -> list[Range]:
     out: list[Range] = []
     for gold in question["gold_sources"]:
         for place in gold.get("any_of", [gold]):
-            out.append((place["path"], place["lineStart"], place["lineEnd"]))
+            out.append((place["path"], place["line_start"], place["line_end"]))
     return out
 
 

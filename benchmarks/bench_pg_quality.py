@@ -158,7 +158,7 @@ def questions() -> None:
         a, b = results["folder"][mode], results["PostgreSQL"][mode]
         recalls = " | ".join(f"{recall_at(rows, r[0], k):.3f}" for r in (a, b) for k in TOP_KS)
         same = statistics.fmean(
-            [h["chunkId"] for h in x] == [h["chunkId"] for h in y]
+            [h["chunk_id"] for h in x] == [h["chunk_id"] for h in y]
             for x, y in zip(a[0], b[0], strict=True)
         )
         print(

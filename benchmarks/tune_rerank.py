@@ -127,8 +127,8 @@ def scifact(data_dir: Path, work: Path, quick: bool = False) -> Callable[[dict[s
 
 def _passages(cands: Sequence[Candidate]) -> list[Passage]:
     return [
-        Passage(n=i, text=c["text"], source=c["source"], line_start=c["lineStart"],
-                line_end=c["lineEnd"], id=c["chunkId"])
+        Passage(n=i, text=c["text"], source=c["source"], line_start=c["line_start"],
+                line_end=c["line_end"], id=c["chunk_id"])
         for i, c in enumerate(cands, 1)
     ]  # fmt: skip
 

@@ -95,7 +95,7 @@ def check_answer(
     judge: str | Judge = "offline",
 ) -> AnswerCheck:
     """Judge each claim of ``answer`` against the citations it cites (``rag_citations``,
-    or a ``rag_search`` artifact's ``citations``: ``{n, chunkId, source, text, ...}``). A
+    or a ``rag_search`` artifact's ``citations``: ``{n, chunk_id, source, text, ...}``). A
     judge that fails gives a check with ``error`` set and no score, never an exception."""
     start = time.perf_counter()
     name = spec_name(judge)

@@ -3,14 +3,14 @@
 A row to run through the agent::
 
     {"id": "q1", "question": "...", "reference": "...",
-     "gold_sources": [{"path": "docs/a.md", "lineStart": 10, "lineEnd": 14}, {"id": "doc-7"}]}
+     "gold_sources": [{"path": "docs/a.md", "line_start": 10, "line_end": 14}, {"id": "doc-7"}]}
 
 A pre-computed row, scored without running anything::
 
     {"question": "...", "answer": "... [1]", "contexts": ["text", {"text": "...", "source": ...}]}
 
 Only ``question`` is required. ``id`` defaults to the line number. ``gold_sources`` items
-are ``{path, lineStart?, lineEnd?}`` or ``{id}`` objects, or bare strings (ids), or
+are ``{path, line_start?, line_end?}`` or ``{id}`` objects, or bare strings (ids), or
 ``{"any_of": [...]}`` groups of such items. Every item is required (source recall is the
 share retrieved); the members of an ``any_of`` group are alternatives, one suffices — for
 a fact the docs state in two places.
@@ -188,13 +188,13 @@ def _gold(items: Any, where: str) -> tuple[GoldSource, ...]:
             ):
                 raise DatasetError(
                     f"{where}: gold source {dict(item)} has an invalid line range; lines are "
-                    "1-based and lineEnd >= lineStart."
+                    "1-based and line_end >= line_start."
                 )
             out.append(gold)
         else:
             raise DatasetError(
-                f'{where}: gold source {item!r} needs a "path" (with optional "lineStart" '
-                'and "lineEnd") or an "id".'
+                f'{where}: gold source {item!r} needs a "path" (with optional "line_start" '
+                'and "line_end") or an "id".'
             )
     return tuple(out)
 

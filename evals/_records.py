@@ -1,8 +1,10 @@
 """Typed records of an evaluation: data-set rows, what the agent produced, claims and their
 verdicts, metric results and per-row results.
 
-Every record has ``to_dict`` giving plain JSON (camelCase for source positions, as in the
-rest of kbgraph: ``lineStart``, ``lineEnd``), because results are written as JSON lines.
+Every record has ``to_dict`` giving plain JSON (snake_case for source positions, as every
+citation record of kbgraph: ``line_start``, ``line_end``, ``chunk_id``), because results are
+written as JSON lines. The camelCase of before 0.2 (``lineStart`` ...) still reads, with a
+``DeprecationWarning``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from kbgraph.retrieval._internal import camel, to_camel_dict
+from kbgraph.retrieval._internal import camel, snake_keys, to_camel_dict
 
 from ._metrics import metric_names
 
@@ -52,10 +54,10 @@ class GoldSource:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GoldSource:
+        data = snake_keys(data, "a gold source", stacklevel=2)
         if "any_of" in data:
             return cls(any_of=tuple(cls.from_dict(item) for item in data["any_of"]))
-        start = data.get("lineStart", data.get("line_start"))
-        end = data.get("lineEnd", data.get("line_end"))
+        start, end = data.get("line_start"), data.get("line_end")
         return cls(
             path=_opt_str(data.get("path", data.get("source"))),
             line_start=int(start) if start is not None else None,
@@ -70,26 +72,25 @@ class GoldSource:
         if self.path is not None:
             out["path"] = self.path
         if self.line_start is not None:
-            out["lineStart"] = self.line_start
-            out["lineEnd"] = self.line_end
+            out["line_start"] = self.line_start
+            out["line_end"] = self.line_end
         if self.doc_id is not None:
             out["id"] = self.doc_id
         return out
 
 
-@camel
 @dataclass(frozen=True, slots=True)
 class Passage:
     """One retrieved source as the answer saw it (``n`` numbered as in the context).
-    Built from a subgraph citation ``{n, chunkId, source, kb, lineStart, lineEnd, score, text}``
-    or from a plain string of a pre-computed row."""
+    Built from a subgraph citation ``{n, chunk_id, source, kb, line_start, line_end, score,
+    text}`` or from a plain string of a pre-computed row."""
 
     n: int
     text: str
     source: str | None = None
     line_start: int | None = None
     line_end: int | None = None
-    id: Annotated[str | None, Field(alias="chunkId")] = None
+    id: Annotated[str | None, Field(alias="chunk_id")] = None
     kb: str | None = None
     score: float | None = None
 
@@ -99,8 +100,8 @@ class Passage:
             return cls(n=position, text=value)
         if not isinstance(value, Mapping):
             raise TypeError(f"a context must be a string or an object, not {type(value)}")
-        start = value.get("lineStart", value.get("line_start"))
-        end = value.get("lineEnd", value.get("line_end"))
+        value = snake_keys(value, "a context passage (citation)", stacklevel=2)
+        start, end = value.get("line_start"), value.get("line_end")
         score = value.get("score")
         return cls(
             n=int(value.get("n") or position),
@@ -108,7 +109,7 @@ class Passage:
             source=_opt_str(value.get("source", value.get("path"))),
             line_start=int(start) if start is not None else None,
             line_end=int(end) if end is not None else None,
-            id=_opt_str(value.get("chunkId", value.get("id"))),
+            id=_opt_str(value.get("chunk_id", value.get("id"))),
             kb=_opt_str(value.get("kb")),
             score=float(score) if score is not None else None,
         )

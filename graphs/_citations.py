@@ -6,8 +6,8 @@ Two pure functions a parent agent uses around its own chat model call::
     answer = model.invoke(messages).text
     report = extract_citations(answer, state["rag_citations"])
 
-``rag_citations`` items are the subgraph's: ``{"n", "chunkId", "source", "kb", "lineStart",
-"lineEnd", "score", "text", ...}`` with ``n`` numbered as in ``rag_context``.
+``rag_citations`` items are the subgraph's: ``{"n", "chunk_id", "source", "kb", "line_start",
+"line_end", "score", "text", ...}`` with ``n`` numbered as in ``rag_context``.
 """
 
 from __future__ import annotations

@@ -339,7 +339,7 @@ def _quote(
 
 
 def _file_line(citation: Mapping[str, Any], lines: list[str], index: int) -> int | None:
-    start, end = citation.get("lineStart"), citation.get("lineEnd")
+    start, end = citation.get("line_start"), citation.get("line_end")
     if not isinstance(start, int) or not isinstance(end, int):
         return None  # not a number, or lines unknown (None: a LangChain store's chunk)
     # Chunk text is the file's lines verbatim for text formats; for PDF/HTML extraction the

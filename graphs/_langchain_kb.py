@@ -11,7 +11,9 @@ their rankings with the others, reranks, budgets and numbers the context as for 
 
 A store knows only what its documents' metadata says: the citation's source is
 ``metadata["source"]`` (else ``file_path``, ``path`` or ``url``), its lines
-``lineStart``/``lineEnd`` (or ``start_line``/``end_line``) when present. Line numbers that
+``line_start``/``line_end`` (or ``start_line``/``end_line``) when present; the camelCase
+``lineStart``/``lineEnd``/``chunkId`` of kbgraph before 0.2 are read with a
+``DeprecationWarning``. Line numbers that
 are unknown are 0 in the chunk (lines are 1-based), ``None`` in its candidate and citation
 (Retrieve's ``candidate_of``), and rendered "lines unknown", never invented.
 """
@@ -30,7 +32,14 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 
 from kbgraph.errors import ConfigError
-from kbgraph.retrieval._internal import Chunk, SearchConfig, SearchFilters, SearchResult, file_kind
+from kbgraph.retrieval._internal import (
+    Chunk,
+    SearchConfig,
+    SearchFilters,
+    SearchResult,
+    file_kind,
+    snake_keys,
+)
 
 OBJECT_PREFIX = "object:"
 ATTACHED = "kbgraph_knowledge_bases"
@@ -38,8 +47,8 @@ ATTACHED = "kbgraph_knowledge_bases"
 tool reads the names; the objects themselves reach the nodes in ``NodeDeps.sources``)."""
 LINES_UNKNOWN = 0
 SOURCE_KEYS = ("source", "file_path", "path", "url")
-START_KEYS = ("lineStart", "line_start", "start_line")
-END_KEYS = ("lineEnd", "line_end", "end_line")
+START_KEYS = ("line_start", "start_line")
+END_KEYS = ("line_end", "end_line")
 FILTERED_OVERFETCH = 4  # a store filters nothing of ours: fetch more, keep the allowed
 LangChainSource = VectorStore | BaseRetriever
 
@@ -105,13 +114,13 @@ def _import(ref: str) -> object:
 
 def document_chunk(doc: Document, name: str) -> Chunk:
     """A retrieved document as a chunk: what its metadata offers, lines 0 when unknown."""
-    meta = doc.metadata or {}
+    meta = snake_keys(doc.metadata or {}, f"a document of the LangChain knowledge base {name!r}")
     source = next((str(meta[k]) for k in SOURCE_KEYS if meta.get(k)), name)
     start, end = _line(meta, START_KEYS), _line(meta, END_KEYS)
     if start is None or end is None or end < start:
         start = end = LINES_UNKNOWN
     return Chunk(
-        id=_chunk_id(doc, source),
+        id=_chunk_id(doc, meta, source),
         text=doc.page_content,
         source=source,
         line_start=start,
@@ -131,10 +140,10 @@ def _line(meta: Mapping[str, Any], keys: tuple[str, ...]) -> int | None:
     return None
 
 
-def _chunk_id(doc: Document, source: str) -> str:
-    """The store's own id (``Document.id`` or ``metadata["chunkId"]``), else a hash of the
+def _chunk_id(doc: Document, meta: Mapping[str, Any], source: str) -> str:
+    """The store's own id (``Document.id`` or ``metadata["chunk_id"]``), else a hash of the
     source and the text: stable across runs, so fusion deduplicates it."""
-    given = doc.id or (doc.metadata or {}).get("chunkId")
+    given = doc.id or meta.get("chunk_id")
     if given:
         return str(given)
     digest = hashlib.sha256(f"{source}\0{doc.page_content}".encode("utf-8", "surrogatepass"))

@@ -32,7 +32,7 @@ from langgraph.graph.message import add_messages
 
 from kbgraph.errors import ConfigError
 from kbgraph.retrieval import write_file_atomic
-from kbgraph.retrieval._internal import cache_root, read_regular_file
+from kbgraph.retrieval._internal import cache_root, read_regular_file, snake_keys
 
 from ._nodes import question_of
 from ._settings import RagSettings, _without_password, settings_from_runtime
@@ -134,7 +134,8 @@ def read_run(run_id: str, folder: Path | None = None) -> dict[str, Any]:
         raise ConfigError(f"no recorded run {run_id} in {path.parent} ({exc})") from exc
     if not isinstance(record, dict) or record.get("kind") != RECORD_KIND:
         raise ConfigError(f"{path} is not a recorded kbgraph run")
-    return record
+    # A run recorded before 0.2 spells its citations and candidates camelCase.
+    return snake_keys(record, f"the recorded run {run_id}", stacklevel=2)
 
 
 def list_runs(folder: Path | None = None) -> list[dict[str, Any]]:

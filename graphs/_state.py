@@ -24,6 +24,7 @@ from langgraph.managed import RemainingSteps
 from typing_extensions import TypedDict
 
 from kbgraph.errors import error_text
+from kbgraph.retrieval._internal import snake_keys
 
 MERGE_KEY = "__kbgraph_merge__"
 """Marks an update of ``rag_candidates`` / ``rag_retrieval_debug`` as an increment."""
@@ -34,37 +35,37 @@ class Candidate(TypedDict):
     first by every query × ranker list) until Rerank replaces it with its own 0..1 score;
     ``ranks`` maps ``"q<i>:<ranker>"`` to the 1-based rank that list gave the chunk;
     ``scores`` holds the raw score of each list plus ``"rrf"`` (raw fused) and, after
-    Rerank, ``"fused"`` (the normalised fused score). ``lineStart``/``lineEnd`` are
+    Rerank, ``"fused"`` (the normalised fused score). ``line_start``/``line_end`` are
     ``None`` when a LangChain store's document does not say its lines."""
 
-    chunkId: str
+    chunk_id: str
     kb: str
     source: str
-    lineStart: int | None
-    lineEnd: int | None
+    line_start: int | None
+    line_end: int | None
     text: str
     section: str | None
     page: int | None
     score: float
     ranks: dict[str, int]
     scores: dict[str, float]
-    byteStart: NotRequired[int]
-    byteEnd: NotRequired[int]
+    byte_start: NotRequired[int]
+    byte_end: NotRequired[int]
 
 
 class Citation(TypedDict):
     """One numbered source of ``rag_context`` (``n`` as printed there, 1-based). ``source``
     is relative to the knowledge base folder; ``text`` is exactly what the context shows,
-    and lines ``lineStart``..``lineEnd`` of the file contain it. ``chunkId`` is the chunk id of
+    and lines ``line_start``..``line_end`` of the file contain it. ``chunk_id`` is the chunk id of
     the best-scoring chunk the source was built from. Lines are ``None`` (unknown) for a
     LangChain store's document without line metadata."""
 
     n: int
-    chunkId: str
+    chunk_id: str
     source: str
     kb: str
-    lineStart: int | None
-    lineEnd: int | None
+    line_start: int | None
+    line_end: int | None
     score: float
     text: str
     section: str | None
@@ -148,7 +149,7 @@ class RetrievalDebug(TypedDict, total=False):
 
 
 def _candidate_key(candidate: Candidate) -> tuple[str, str]:
-    return (candidate.get("kb", ""), candidate["chunkId"])
+    return (candidate.get("kb", ""), candidate["chunk_id"])
 
 
 def dedupe_candidates(items: Iterable[Candidate]) -> list[Candidate]:
@@ -175,9 +176,17 @@ def reduce_candidates(left: list[Candidate] | None, right: Any) -> list[Candidat
     :func:`merge_candidates` update merges, ``None`` clears."""
     if right is None:
         return []
+    # A parent graph's state or an older checkpoint may still spell the keys camelCase.
+    right = snake_keys(right, "rag_candidates given to the graph", stacklevel=2)
     if isinstance(right, dict) and MERGE_KEY in right:
         return dedupe_candidates([*(left or []), *right[MERGE_KEY]])
     return dedupe_candidates(right)
+
+
+def reduce_citations(left: list[Citation] | None, right: list[Citation] | None) -> list[Citation]:
+    """Reducer of ``rag_citations``: the update replaces, its camelCase keys of before 0.2
+    (a parent graph's state, a previous turn's input) renamed with a warning."""
+    return snake_keys(list(right or []), "rag_citations given to the graph", stacklevel=2)
 
 
 RUN_START_NODE = "decide_retrieve"
@@ -262,7 +271,7 @@ class RagOutput(TypedDict, total=False):
     rag_queries: list[str]
     rag_candidates: Annotated[list[Candidate], reduce_candidates]
     rag_context: str
-    rag_citations: list[Citation]
+    rag_citations: Annotated[list[Citation], reduce_citations]
     rag_grounded: bool
     rag_grounding: RagGrounding
     rag_attempt: int
@@ -308,6 +317,7 @@ __all__ = [
     "empty_knowledge_bases",
     "merge_candidates",
     "reduce_candidates",
+    "reduce_citations",
     "reduce_debug",
     "retrieve_records",
     "starts_run",

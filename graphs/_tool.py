@@ -34,7 +34,7 @@ from typing_extensions import TypedDict
 
 from kbgraph.errors import ConfigError, KbgraphError
 from kbgraph.prompts import load_prompt, render_prompt
-from kbgraph.retrieval._internal import PREAMBLE, ContextEntry, fence_for, source_block
+from kbgraph.retrieval._internal import PREAMBLE, ContextEntry, fence_for, snake_keys, source_block
 
 from ._langchain_kb import ATTACHED, attached_spec
 from ._settings import RagSettings, settings_from_context, spec_of, with_knowledge_bases
@@ -284,8 +284,8 @@ def render_sources(citations: Sequence[Citation]) -> str:
             c["n"],
             ContextEntry(
                 label,
-                c["lineStart"],
-                c["lineEnd"],
+                c["line_start"],
+                c["line_end"],
                 c["score"],
                 c["text"],
                 c["page"],
@@ -366,7 +366,8 @@ def previous_citations(messages: Sequence[Any], tool_name: str = TOOL_NAME) -> l
             artifact = message.artifact
             if isinstance(artifact, Mapping):
                 out.extend(artifact.get("citations") or [])
-    return out
+    # A conversation checkpointed before 0.2 holds camelCase artifacts.
+    return snake_keys(out, f"the citations of an earlier {tool_name} result", stacklevel=2)
 
 
 def _messages(runtime: ToolRuntime | None) -> list[Any]:
@@ -377,7 +378,7 @@ def _messages(runtime: ToolRuntime | None) -> list[Any]:
 
 
 def _place(citation: Citation) -> tuple[str, str, int | None, int | None]:
-    return (citation["kb"], citation["source"], citation["lineStart"], citation["lineEnd"])
+    return (citation["kb"], citation["source"], citation["line_start"], citation["line_end"])
 
 
 def _labels(citations: Sequence[Citation]) -> list[str]:

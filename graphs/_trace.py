@@ -57,7 +57,7 @@ def _retrieve(data: Mapping[str, Any]) -> str:
 
 def _rerank(data: Mapping[str, Any]) -> str:
     order = data.get("order") or []
-    top = ", ".join(f"{o['chunkId'][:8]}={o['score']}" for o in order[:3])
+    top = ", ".join(f"{o['chunk_id'][:8]}={o['score']}" for o in order[:3])
     return f"mode={data.get('mode')}; top: {top or 'none'}"
 
 
@@ -171,7 +171,7 @@ def source_lines(citations: Sequence[Mapping[str, Any]]) -> list[str]:
     for c in citations:
         page = f", page {c['page']}" if c.get("page") is not None else ""
         out.append(
-            f"[{c['n']}] {c['source']}{page}, {line_span(c['lineStart'], c['lineEnd'])} "
+            f"[{c['n']}] {c['source']}{page}, {line_span(c['line_start'], c['line_end'])} "
             f"(score {float(c.get('score') or 0):.2f})"
         )
     return out

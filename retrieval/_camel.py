@@ -1,16 +1,24 @@
-"""camelCase JSON for the records kbgraph prints and stores, by pydantic aliases.
+"""The JSON spelling of kbgraph's records, by pydantic aliases.
 
-Python fields stay snake_case; every JSON form (``kbgraph ... --json``, ``chunks.jsonl``,
-LangChain ``Document`` metadata) uses the camelCase alias pydantic's ``to_camel`` derives
-(``line_start`` → ``lineStart``), or an explicit ``Field(alias=...)`` where the JSON name
-is not the field's (a chunk's ``id`` is ``chunkId`` outside the chunk record itself). A
-record opts in with the :func:`camel` decorator; :func:`to_camel_dict` and
-:func:`from_camel` convert through one cached ``TypeAdapter`` per class, which is faster
-than a hand-written dict (pydantic-core does the work).
+Citation records (search hits, the subgraph's candidates and citations, ``ask --json``,
+LangChain ``Document`` metadata, MCP results, eval passages and gold sources, the
+inspector's views) are snake_case, as their Python fields: ``line_start``, ``line_end``,
+``chunk_id`` (a chunk's ``id`` outside the chunk record itself, by ``Field(alias=...)``).
+The index's own files (``chunks.jsonl``, ``meta.json``) and its reports keep the camelCase
+alias pydantic's ``to_camel`` derives (``line_start`` → ``lineStart``): a record opts in
+with the :func:`camel` decorator. :func:`to_camel_dict` and :func:`from_camel` convert
+through one cached ``TypeAdapter`` per class, which is faster than a hand-written dict
+(pydantic-core does the work).
+
+Citation records were camelCase before 0.2 (issue 43: a user's ``c["line_start"]`` read
+``None``); what kbgraph reads back that a user or an older version wrote (state passed
+into a graph, recorded runs, data sets, results files) goes through :func:`snake_keys`,
+which renames the old keys and warns once with a ``DeprecationWarning``.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
@@ -38,7 +46,8 @@ def _adapter(cls: type[Any]) -> TypeAdapter[Any]:
 
 
 def to_camel_dict(record: object, *, exclude: set[str] | None = None) -> dict[str, Any]:
-    """The record as a JSON-ready dict with camelCase keys (``exclude``: field names)."""
+    """The record as a JSON-ready dict keyed by its aliases: camelCase for a :func:`camel`
+    record, else the field names or their ``Field(alias=...)`` (``exclude``: field names)."""
     out: dict[str, Any] = _adapter(type(record)).dump_python(
         record, by_alias=True, mode="json", exclude=exclude
     )
@@ -55,4 +64,62 @@ def from_camel(cls: type[T], data: Mapping[str, Any] | bytes | str) -> T:
     return value
 
 
-__all__ = ["CAMEL", "camel", "from_camel", "to_camel_dict"]
+# The camelCase keys citation records had before 0.2, and their one spelling now.
+OLD_CITATION_KEYS = {
+    "chunkId": "chunk_id",
+    "lineStart": "line_start",
+    "lineEnd": "line_end",
+    "byteStart": "byte_start",
+    "byteEnd": "byte_end",
+}
+OLD_KEYS_REMOVED_IN = "0.3"
+
+
+def snake_keys(value: T, what: str, *, stacklevel: int = 2) -> T:
+    """``value`` (a JSON-like dict or list, at any depth) with the old camelCase citation
+    keys renamed to snake_case; where both are given, the snake_case one wins. The same
+    object when no old key is there (the common case costs a walk, not a copy); else a
+    copy and one ``DeprecationWarning`` naming ``what`` (``stacklevel`` as for
+    :func:`warnings.warn`, counted from the caller)."""
+    found: set[str] = set()
+    renamed = _renamed(value, found)
+    if found:
+        old = ", ".join(sorted(found))
+        new = ", ".join(OLD_CITATION_KEYS[k] for k in sorted(found))
+        warnings.warn(
+            f"{what}: the camelCase keys {old} are deprecated since kbgraph 0.2 (read until "
+            f"{OLD_KEYS_REMOVED_IN}); citation fields are snake_case now: {new}.",
+            DeprecationWarning,
+            stacklevel=stacklevel + 1,
+        )
+    out: T = renamed
+    return out
+
+
+def _renamed(value: Any, found: set[str]) -> Any:
+    if isinstance(value, Mapping):
+        items = {k: _renamed(v, found) for k, v in value.items()}
+        old = [k for k in items if k in OLD_CITATION_KEYS]
+        if not old and all(items[k] is v for k, v in value.items()):
+            return value
+        found.update(old)
+        out = {k: v for k, v in items.items() if k not in OLD_CITATION_KEYS}
+        for k in old:
+            out.setdefault(OLD_CITATION_KEYS[k], items[k])
+        return out
+    if isinstance(value, list | tuple):
+        members = [_renamed(v, found) for v in value]
+        if all(a is b for a, b in zip(members, value, strict=True)):
+            return value
+        return type(value)(members) if isinstance(value, tuple) else members
+    return value
+
+
+__all__ = [
+    "CAMEL",
+    "OLD_CITATION_KEYS",
+    "camel",
+    "from_camel",
+    "snake_keys",
+    "to_camel_dict",
+]

@@ -22,6 +22,8 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
+from ._camel import snake_keys
+
 # A range wider than this is treated as a typo, not as a citation of every source in it.
 MAX_RANGE = 50
 
@@ -105,9 +107,9 @@ class ResolvedCitation(TypedDict):
     start: int
     end: int
     source: str
-    lineStart: int | None
-    lineEnd: int | None
-    chunkId: str
+    line_start: int | None
+    line_end: int | None
+    chunk_id: str
     kb: str | None
 
 
@@ -124,8 +126,8 @@ class UnresolvedMarker(TypedDict):
 class UncitedSource(TypedDict):
     n: int
     source: str
-    lineStart: int | None
-    lineEnd: int | None
+    line_start: int | None
+    line_end: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +154,7 @@ class CitationReport:
 def extract_citations(answer: str, citations: Sequence[Mapping[str, Any]]) -> CitationReport:
     """Resolve every ``[N]`` marker of ``answer`` against ``citations`` (numbered by their
     ``n`` key, or by position from 1 when it is missing)."""
+    citations = snake_keys(citations, "extract_citations: a citation", stacklevel=2)
     by_number = {_number(c, i): c for i, c in enumerate(citations, start=1)}
     resolved: list[ResolvedCitation] = []
     unresolved: list[UnresolvedMarker] = []
@@ -169,8 +172,8 @@ def extract_citations(answer: str, citations: Sequence[Mapping[str, Any]]) -> Ci
         UncitedSource(
             n=n,
             source=str(c.get("source", "")),
-            lineStart=_line_of(c.get("lineStart")),
-            lineEnd=_line_of(c.get("lineEnd")),
+            line_start=_line_of(c.get("line_start")),
+            line_end=_line_of(c.get("line_end")),
         )
         for n, c in sorted(by_number.items())
         if n not in cited_numbers
@@ -202,9 +205,9 @@ def _resolved(marker: Marker, n: int, cited: Mapping[str, Any]) -> ResolvedCitat
         start=marker.start,
         end=marker.end,
         source=str(cited.get("source", "")),
-        lineStart=_line_of(cited.get("lineStart")),
-        lineEnd=_line_of(cited.get("lineEnd")),
-        chunkId=str(cited.get("chunkId", "")),
+        line_start=_line_of(cited.get("line_start")),
+        line_end=_line_of(cited.get("line_end")),
+        chunk_id=str(cited.get("chunk_id", "")),
         kb=cited.get("kb"),
     )
 

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
         camel as camel,
     )
     from ._camel import (
+        snake_keys as snake_keys,
+    )
+    from ._camel import (
         to_camel_dict as to_camel_dict,
     )
     from ._chunking import (
@@ -301,6 +304,7 @@ _LAZY = {
     "sentence_starts": "._chunking",
     "Settings": "._validation",
     "SkipFile": "._loaders",
+    "snake_keys": "._camel",
     "source_block": "._context",
     "source_header": "._context",
     "stem": "._text",

@@ -1,8 +1,10 @@
 """Records shared by every part of the engine.
 
-Attribute names are snake_case in Python; ``to_dict`` gives the camelCase keys of the
-on-disk format and the CLI's ``--json`` output (``lineStart``, ``byteEnd`` ...), which are
-the contract in ``ARCHITECTURE.md``, by pydantic aliases (:mod:`kbgraph.retrieval._camel`).
+Attribute names are snake_case in Python. ``Chunk.to_dict`` gives the camelCase keys of the
+on-disk format (``lineStart``, ``byteEnd`` ...); ``SearchResult.to_dict``, the CLI's
+``--json`` output and LangChain ``Document`` metadata, is snake_case as every citation
+record (``line_start``, ``chunk_id``): the contract in ``ARCHITECTURE.md``, by pydantic
+aliases (:mod:`kbgraph.retrieval._camel`).
 """
 
 from __future__ import annotations
@@ -125,18 +127,18 @@ class SearchResult:
         return to_camel_dict(hit)
 
 
-@camel
 @dataclass(frozen=True, slots=True)
 class SearchHit:
-    """One search result as printed: the chunk's fields next to its score and ranks (the
-    chunk's id is ``chunkId`` here, as everywhere outside the chunk record itself)."""
+    """One search result as printed: the chunk's fields next to its score and ranks, keys
+    snake_case as MCP's search result (the chunk's id is ``chunk_id`` here, as everywhere
+    outside the chunk record itself)."""
 
     text: str
     score: float
     source: str
     line_start: int
     line_end: int
-    id: Annotated[str, Field(alias="chunkId")]
+    id: Annotated[str, Field(alias="chunk_id")]
     section: str | None
     page: int | None
     ranks: dict[str, int]

@@ -3,7 +3,7 @@ takes a retriever:
 
     retriever = KnowledgeBase("docs/").as_retriever(top_k=4, mode="hybrid")
     docs = retriever.invoke("how do retries back off?")       # or await .ainvoke(...)
-    docs[0].metadata  # {"source", "lineStart", "lineEnd", "chunkId", "score", "section",
+    docs[0].metadata  # {"source", "line_start", "line_end", "chunk_id", "score", "section",
                       #  "page", "ranks"}
 
 ``k`` is LangChain's name for the number of documents: ``as_retriever(top_k=4)``,

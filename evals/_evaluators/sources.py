@@ -1,6 +1,6 @@
 """Deterministic recall of gold sources among the retrieved citations.
 
-A gold source ``{path, lineStart, lineEnd}`` is recalled when some retrieved passage is the
+A gold source ``{path, line_start, line_end}`` is recalled when some retrieved passage is the
 same file and its line range overlaps the gold range (a gold source without lines is
 recalled by any passage of the file). A gold ``id`` is recalled by a passage with that
 chunk id or source. Paths match when one is a suffix of the other at a ``/`` boundary, so

@@ -153,13 +153,13 @@ def candidate_of(
     without a byte span it has no byte keys."""
     known = c.line_start >= 1
     candidate: Candidate = {
-        "chunkId": c.id, "kb": kb, "source": c.source,
-        "lineStart": c.line_start if known else None, "lineEnd": c.line_end if known else None,
+        "chunk_id": c.id, "kb": kb, "source": c.source,
+        "line_start": c.line_start if known else None, "line_end": c.line_end if known else None,
         "text": c.text, "section": c.section, "page": c.page, "score": score,
         "ranks": ranks, "scores": scores,
     }  # fmt: skip
     if c.byte_end > c.byte_start:
-        candidate |= {"byteStart": c.byte_start, "byteEnd": c.byte_end}
+        candidate |= {"byte_start": c.byte_start, "byte_end": c.byte_end}
     return candidate
 
 

@@ -54,8 +54,8 @@ class Block:
 
 def block_of(c: Candidate) -> Block:
     return Block(
-        c["kb"], c["source"], c["lineStart"], c["lineEnd"], c["text"], c["score"], c["chunkId"],
-        c.get("section"), c.get("page"), c.get("byteStart"), c.get("byteEnd"), (c["chunkId"],),
+        c["kb"], c["source"], c["line_start"], c["line_end"], c["text"], c["score"], c["chunk_id"],
+        c.get("section"), c.get("page"), c.get("byte_start"), c.get("byte_end"), (c["chunk_id"],),
     )  # fmt: skip
 
 
@@ -193,9 +193,9 @@ def render_blocks(blocks: Sequence[Block], *, start: int = 1) -> str:
 
 def block_of_citation(c: Citation) -> Block:
     """The block a citation was made from (what ``render_blocks`` shows of it again)."""
-    chunk_id = str(c.get("chunkId") or "")
+    chunk_id = str(c.get("chunk_id") or "")
     return Block(
-        str(c.get("kb") or ""), c["source"], c["lineStart"], c["lineEnd"], c["text"],
+        str(c.get("kb") or ""), c["source"], c["line_start"], c["line_end"], c["text"],
         float(c.get("score") or 0.0), chunk_id, c.get("section"), c.get("page"),
         ids=(chunk_id,),
     )  # fmt: skip
@@ -229,8 +229,8 @@ def fit_budget(blocks: Sequence[Block], budget: int) -> tuple[list[Block], list[
 def citations_of(blocks: Sequence[Block]) -> list[Citation]:
     return [
         {
-            "n": n, "chunkId": b.id, "source": b.source, "kb": b.kb, "lineStart": b.line_start,
-            "lineEnd": b.line_end, "score": round(b.score, 6), "text": b.text.strip("\n"),
+            "n": n, "chunk_id": b.id, "source": b.source, "kb": b.kb, "line_start": b.line_start,
+            "line_end": b.line_end, "score": round(b.score, 6), "text": b.text.strip("\n"),
             "section": b.section, "page": b.page,
         }
         for n, b in enumerate(blocks, 1)
@@ -250,7 +250,7 @@ def build_context(
     blocks, dropped = fit_budget(merge_candidates(chosen), settings.context_budget_tokens)
     context = render_blocks(blocks)
     rec.data = {
-        "chosen": [c["chunkId"] for c in chosen],
+        "chosen": [c["chunk_id"] for c in chosen],
         "below_threshold": len(candidates) - len(passing),
         "sources": [list(b.ids) for b in blocks],
         "dropped_for_budget": dropped,

@@ -71,7 +71,7 @@ def best_vector_score(candidates: Sequence[Candidate], ids: set[str]) -> float |
     scores = [
         c["scores"][SIMILARITY]
         for c in candidates
-        if c["chunkId"] in ids and SIMILARITY in c.get("scores", {})
+        if c["chunk_id"] in ids and SIMILARITY in c.get("scores", {})
     ]
     return max(scores) if scores else None
 
@@ -194,7 +194,7 @@ def _verdict(state: RagState, rec: StepRecorder, deps: NodeDeps) -> Verdict:
     citations = state.get("rag_citations") or []
     candidates = state.get("rag_candidates") or []
     vector = best_vector_score(
-        candidates, {c["chunkId"] for c in candidates[: settings.search.top_k]}
+        candidates, {c["chunk_id"] for c in candidates[: settings.search.top_k]}
     )
     # Coverage is measured on the cited text only: headers and the fence's preamble would
     # lend their words (file names, "source", "data") to any question.

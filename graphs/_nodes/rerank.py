@@ -65,7 +65,7 @@ def heuristic_score(
 
 def adjacent(a: Candidate, b: Candidate) -> bool:
     """Same file, and line ranges that overlap or touch (never when lines are unknown)."""
-    a_start, a_end, b_start, b_end = a["lineStart"], a["lineEnd"], b["lineStart"], b["lineEnd"]
+    a_start, a_end, b_start, b_end = a["line_start"], a["line_end"], b["line_start"], b["line_end"]
     if a_start is None or a_end is None or b_start is None or b_end is None:
         return False
     return (
@@ -192,7 +192,7 @@ def _passages(candidates: Sequence[Candidate]) -> str:
     blocks = []
     for n, c in enumerate(candidates, 1):
         text = " ".join(c["text"].split())[:_PASSAGE_CHARS]
-        blocks.append(f"[{n}] {c['source']} ({line_span(c['lineStart'], c['lineEnd'])})\n{text}")
+        blocks.append(f"[{n}] {c['source']} ({line_span(c['line_start'], c['line_end'])})\n{text}")
     return "\n\n".join(blocks)
 
 
@@ -280,9 +280,9 @@ def list_agreement(head: Sequence[Candidate], ranking: Sequence[int]) -> dict[st
 
 def blend(head: Sequence[Candidate], reranked: Sequence[Candidate]) -> list[Candidate]:
     """The model's scores averaged with the scores ``head`` had before it, best first."""
-    before = {c["chunkId"]: c["score"] for c in head}
+    before = {c["chunk_id"]: c["score"] for c in head}
     mixed = [
-        _rescored(c, 0.5 * c["score"] + 0.5 * before[c["chunkId"]], blended=1.0) for c in reranked
+        _rescored(c, 0.5 * c["score"] + 0.5 * before[c["chunk_id"]], blended=1.0) for c in reranked
     ]
     return sorted(mixed, key=lambda c: -c["score"])
 
@@ -292,15 +292,15 @@ def keep_first(first: Candidate, ordered: list[Candidate], rec: StepRecorder) ->
     built from: a model may move it down, never out (then it takes the last place of the
     ``top_k``, at that place's score)."""
     top_k = rec.settings.search.top_k
-    key = (first["kb"], first["chunkId"])
-    position = next(i for i, c in enumerate(ordered) if (c["kb"], c["chunkId"]) == key)
+    key = (first["kb"], first["chunk_id"])
+    position = next(i for i, c in enumerate(ordered) if (c["kb"], c["chunk_id"]) == key)
     if position < top_k or len(ordered) <= top_k:
         return ordered
     moved = _rescored(ordered[position], ordered[top_k - 1]["score"])
     rest = [c for i, c in enumerate(ordered) if i != position]
     rec.overrule(
         {"position": position + 1},
-        {"fused_first": first["chunkId"], "source": first["source"]},
+        {"fused_first": first["chunk_id"], "source": first["source"]},
         {"position": top_k},
         f"the chat model's order left the fused first result ({first['source']}) out of "
         f"the top {top_k}; it is kept in the last place",
@@ -332,7 +332,8 @@ def rerank(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps) -> di
             deps.reranker, queries[0], ordered, rec.fallbacks, rec.attempt
         )
     rec.data.update(
-        mode=mode, order=[{"chunkId": c["chunkId"], "score": round(c["score"], 4)} for c in ordered]
+        mode=mode,
+        order=[{"chunk_id": c["chunk_id"], "score": round(c["score"], 4)} for c in ordered],
     )
     return {
         "rag_candidates": ordered,

@@ -348,7 +348,7 @@ def retrieve(state: RagState, runtime: Runtime[RagSettings], deps: NodeDeps) -> 
         "errors": {kb: run.errors for kb, run in runs.items() if run.errors},
         "empty": [kb for kb, run in runs.items() if run.empty],
         "candidates": len(candidates),
-        "ranks": {c["chunkId"]: c["ranks"] for c in candidates},
+        "ranks": {c["chunk_id"]: c["ranks"] for c in candidates},
     }
     writer({
         "event": "knowledge.search.done", "kbs": [k.name for k in kbs], "attempt": rec.attempt,

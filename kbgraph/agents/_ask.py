@@ -38,7 +38,7 @@ from kbgraph.graphs._internal import (
 )
 
 EventSink = Callable[[Mapping[str, Any]], None]
-CITATION_KEYS = ("n", "source", "lineStart", "lineEnd", "chunkId", "score", "text")
+CITATION_KEYS = ("n", "source", "line_start", "line_end", "chunk_id", "score", "text")
 
 
 def check_specs(embedding: str, chat_model: str | None) -> None:
@@ -125,7 +125,7 @@ def raise_on_retrieval_failure(state: Mapping[str, Any]) -> None:
 def json_view(state: Mapping[str, Any]) -> dict[str, Any]:
     """The answer (how it was made, why the chat model was not used, what of the sources it
     was shown), its citations, every ``rag_*`` key and the conversation; sources as
-    ``{n, source, lineStart, lineEnd, chunkId, score, text}``."""
+    ``{n, source, line_start, line_end, chunk_id, score, text}``."""
     out: dict[str, Any] = {
         key: state.get(key)
         for key in (

@@ -1,7 +1,7 @@
 """The chat agent as an evaluation :class:`~kbgraph.evals.Agent`, and ``kbgraph eval``.
 
 Runs :func:`~kbgraph.agents.build_chat_agent` on one question over one folder and reads its
-final state: ``answer``, ``rag_citations`` (``{n, id, source, kb, lineStart, lineEnd,
+final state: ``answer``, ``rag_citations`` (``{n, id, source, kb, line_start, line_end,
 score, text, section, page}``), ``rag_context`` and ``rag_grounded``.
 
 It lives here, not in ``evals``: the agents sit above ``evals`` (their answer check is an

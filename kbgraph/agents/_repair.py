@@ -108,7 +108,7 @@ def _supported(
 
 def _number_of(chunk_id: Any, citations: Sequence[Mapping[str, Any]]) -> int | None:
     for citation in citations:
-        if chunk_id is not None and citation.get("chunkId") == chunk_id:
+        if chunk_id is not None and citation.get("chunk_id") == chunk_id:
             return int(citation["n"])
     return None
 

@@ -90,8 +90,8 @@ class Inspector:
                 root,
                 name,
                 str(c.get("source") or ""),
-                c.get("lineStart"),
-                c.get("lineEnd"),
+                c.get("line_start"),
+                c.get("line_end"),
                 c.get("page"),
             )
 

@@ -22,7 +22,7 @@ from typing import Any
 from kbgraph.errors import ConfigError
 from kbgraph.evals import metric_names
 from kbgraph.evals._internal import SOURCE_RECALL, GoldSource, Passage, is_recalled
-from kbgraph.retrieval._internal import open_regular_file, read_regular_file
+from kbgraph.retrieval._internal import open_regular_file, read_regular_file, snake_keys
 
 from ._runs import well_formed
 
@@ -110,7 +110,8 @@ def _read_rows(ref: EvalRef) -> tuple[list[dict[str, Any]], int]:
                 rows.append(row)
             else:
                 bad += 1
-    return rows, bad
+    # A report written before 0.2 spells its citations and gold sources camelCase.
+    return snake_keys(rows, f"the eval report {ref.slug}", stacklevel=2), bad
 
 
 def read_summary(ref: EvalRef) -> dict[str, Any]:

@@ -117,7 +117,7 @@ def render_report(view: Mapping[str, Any], base: str) -> Html:
 
 
 def _passage(c: Mapping[str, Any], href: Href) -> Html:
-    lines = f"lines {c.get('lineStart')}-{c.get('lineEnd')}" if c.get("lineStart") else ""
+    lines = f"lines {c.get('line_start')}-{c.get('line_end')}" if c.get("line_start") else ""
     target = href(c)
     where = join([c.get("source") or "(no source)", f", {lines}" if lines else ""])
     return el(
@@ -157,7 +157,7 @@ def _gold(items: Sequence[Mapping[str, Any]]) -> Html:
     for item in items:
         options = [
             f"{o.get('path', o.get('id', '?'))}"
-            + (f":{o['lineStart']}-{o['lineEnd']}" if o.get("lineStart") else "")
+            + (f":{o['line_start']}-{o['line_end']}" if o.get("line_start") else "")
             for o in item.get("options") or []
         ]
         found = badge("retrieved", "ok") if item.get("recalled") else badge("missed", "bad")

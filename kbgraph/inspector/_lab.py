@@ -255,15 +255,15 @@ def result_rows(state: Mapping[str, Any], settings: RagSettings) -> list[dict[st
             name: rrf_contribution(rank, settings.search.rrf_k, float(weights.get(name, 1.0)))
             for name, rank in ranks.items()
         }
-        fused = fused_order.get(c["chunkId"])
+        fused = fused_order.get(c["chunk_id"])
         rows.append(
             {
                 "position": position,
-                "chunkId": c["chunkId"],
+                "chunk_id": c["chunk_id"],
                 "kb": c.get("kb"),
                 "source": c["source"],
-                "lineStart": c.get("lineStart"),
-                "lineEnd": c.get("lineEnd"),
+                "line_start": c.get("line_start"),
+                "line_end": c.get("line_end"),
                 "page": c.get("page"),
                 "section": c.get("section"),
                 "text": c.get("text", ""),
@@ -274,10 +274,10 @@ def result_rows(state: Mapping[str, Any], settings: RagSettings) -> list[dict[st
                 "scores": {k: v for k, v in scores.items() if k in ranks},
                 "rerank": {k: v for k, v in scores.items() if k not in ranks and k != "rrf"},
                 "contributions": terms,
-                "fusedRank": fused,
+                "fused_rank": fused,
                 "move": None if fused is None else fused - position,
                 "fate": fate_of(
-                    c["chunkId"], float(c.get("score") or 0), position, build, settings
+                    c["chunk_id"], float(c.get("score") or 0), position, build, settings
                 ),
             }
         )

@@ -156,13 +156,13 @@ def _move(row: Mapping[str, Any]) -> Html:
     if move is None:
         return el("span", "—", class_="muted")
     if move == 0:
-        return el("span", "=", title=f"fused rank {row['fusedRank']}, unchanged")
+        return el("span", "=", title=f"fused rank {row['fused_rank']}, unchanged")
     arrow = "▲" if move > 0 else "▼"
     return el(
         "span",
         f"{arrow}{abs(move)}",
         class_="up" if move > 0 else "down",
-        title=f"fused rank {row['fusedRank']} → {row['position']} after Rerank",
+        title=f"fused rank {row['fused_rank']} → {row['position']} after Rerank",
     )
 
 
@@ -187,12 +187,12 @@ def render_results(report: Mapping[str, Any], href: Href) -> Html:
             {
                 "kb": row["kb"],
                 "source": row["source"],
-                "lineStart": row["lineStart"],
-                "lineEnd": row["lineEnd"],
+                "line_start": row["line_start"],
+                "line_end": row["line_end"],
                 "page": row.get("page"),
             }
         )
-        where = f"{row['source']}:{row['lineStart']}-{row['lineEnd']}"
+        where = f"{row['source']}:{row['line_start']}-{row['line_end']}"
         fate = row["fate"]
         rows.append(
             el(
@@ -206,7 +206,7 @@ def render_results(report: Mapping[str, Any], href: Href) -> Html:
                 _lists_cell(row, columns),
                 el(
                     "td",
-                    f"#{row['fusedRank']}" if row.get("fusedRank") else "—",
+                    f"#{row['fused_rank']}" if row.get("fused_rank") else "—",
                     el("div", number(row.get("rrf"), 4), class_="raw"),
                 ),
                 el("td", _move(row)),
@@ -229,12 +229,12 @@ def render_why(why: Mapping[str, Any], href: Href) -> Html:
             {
                 "kb": why.get("kb"),
                 "source": why["path"],
-                "lineStart": item.get("lineStart"),
-                "lineEnd": item.get("lineEnd"),
+                "line_start": item.get("line_start"),
+                "line_end": item.get("line_end"),
                 "page": item.get("page"),
             }
         )
-        chunk = f"lines {item['lineStart']}-{item['lineEnd']}" if item.get("lineStart") else "—"
+        chunk = f"lines {item['line_start']}-{item['line_end']}" if item.get("line_start") else "—"
         rows.append(
             [
                 item["list"],

@@ -196,8 +196,8 @@ def render_citations(citations: Sequence[Mapping[str, Any]], source_link: Source
     blocks = []
     for c in citations:
         lines = (
-            f"lines {c.get('lineStart')}-{c.get('lineEnd')}"
-            if c.get("lineStart")
+            f"lines {c.get('line_start')}-{c.get('line_end')}"
+            if c.get("line_start")
             else "lines unknown"
         )
         where = f"{c.get('source')}" + (f", page {c['page']}" if c.get("page") else "")
@@ -236,7 +236,7 @@ def render_answer(answer: str, markers: Sequence[Mapping[str, Any]]) -> Html:
 
 
 def render_check(check: Mapping[str, Any], citations: Sequence[Mapping[str, Any]]) -> Html:
-    by_chunk = {str(c.get("chunkId")): c.get("n") for c in citations}
+    by_chunk = {str(c.get("chunk_id")): c.get("n") for c in citations}
     rows = []
     for claim in check.get("claims") or []:
         evidence = claim.get("evidence")

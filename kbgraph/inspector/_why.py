@@ -47,9 +47,9 @@ def list_position(
     rank = next((i for i, r in enumerate(whole, 1) if r.chunk.id == best.chunk.id), None)
     return {
         **out,
-        "chunkId": best.chunk.id,
-        "lineStart": best.chunk.line_start,
-        "lineEnd": best.chunk.line_end,
+        "chunk_id": best.chunk.id,
+        "line_start": best.chunk.line_start,
+        "line_end": best.chunk.line_end,
         "page": best.chunk.page,
         "score": best.score,
         "rank": rank,
@@ -121,7 +121,7 @@ def _verdict(
         fate = row["fate"]
         text = fate["text"]
         if fate["status"] == "top_k" and row["move"] is not None and row["move"] < 0:
-            text = f"Rerank moved it from {row['fusedRank']} down to {row['position']}; {text}"
+            text = f"Rerank moved it from {row['fused_rank']} down to {row['position']}; {text}"
         stage = "context" if fate["status"] == "context" else fate["status"]
         return {**_stage(stage, text), "candidate": row}
     ranked = [item for item in lists if item.get("rank") is not None]

@@ -145,7 +145,7 @@ def ask(bases: OpenBases, args: AskArgs) -> AskOutput:
 
 def _ask_citation(settings: McpSettings, c: Mapping[str, Any]) -> AskCitation:
     kb, source = str(c.get("kb") or ""), str(c.get("source") or "")
-    start, end = c.get("lineStart"), c.get("lineEnd")
+    start, end = c.get("line_start"), c.get("line_end")
     return AskCitation(
         n=int(c["n"]),
         kb=kb or None,

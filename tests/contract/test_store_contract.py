@@ -81,7 +81,7 @@ def test_results_cite_lines_that_contain_their_text(
         c = r.chunk
         assert c.text in _lines(folder, c.source, c.line_start, c.line_end)
         assert set(r.to_dict()) == {
-            "text", "score", "source", "lineStart", "lineEnd", "chunkId", "section", "page",
+            "text", "score", "source", "line_start", "line_end", "chunk_id", "section", "page",
             "ranks",
         }  # fmt: skip
     assert [r.score for r in results] == sorted((r.score for r in results), reverse=True)

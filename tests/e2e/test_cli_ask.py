@@ -44,8 +44,8 @@ def file_lines(folder: Path, source: str, start: int, end: int) -> str:
 def assert_citations_point_at_their_text(folder: Path, data: dict[str, Any]) -> None:
     assert data["rag_citations"]
     for c in data["rag_citations"]:
-        assert set(c) == {"n", "source", "lineStart", "lineEnd", "chunkId", "score", "text"}
-        assert c["text"] in file_lines(folder, c["source"], c["lineStart"], c["lineEnd"])
+        assert set(c) == {"n", "source", "line_start", "line_end", "chunk_id", "score", "text"}
+        assert c["text"] in file_lines(folder, c["source"], c["line_start"], c["line_end"])
 
 
 def test_ask_json_on_a_folder(docs_folder: Path) -> None:

@@ -71,14 +71,14 @@ def test_index_then_search_cites_lines_that_contain_the_text(httpx_docs: Path) -
                 "text",
                 "score",
                 "source",
-                "lineStart",
-                "lineEnd",
-                "chunkId",
+                "line_start",
+                "line_end",
+                "chunk_id",
                 "section",
                 "page",
                 "ranks",
             }
-            assert r["text"] in _lines(httpx_docs / r["source"], r["lineStart"], r["lineEnd"])
+            assert r["text"] in _lines(httpx_docs / r["source"], r["line_start"], r["line_end"])
 
 
 def test_search_with_convex_fusion_and_weights(httpx_docs: Path) -> None:

@@ -40,7 +40,7 @@ def test_index_search_stats_delete_in_postgres(pg_url: str) -> None:
     results = json.loads(found.stdout)["results"]
     assert len(results) == 5
     for r in results:
-        assert r["text"] in _lines(HTTPX_DOCS / r["source"], r["lineStart"], r["lineEnd"])
+        assert r["text"] in _lines(HTTPX_DOCS / r["source"], r["line_start"], r["line_end"])
     assert any("timeout" in r["text"].lower() for r in results)
     stats = json.loads(kbgraph("stats", docs, *store, "--validate", "--json").stdout)
     assert stats["chunkCount"] == first["chunkCount"] and stats["staleFiles"] == 0

@@ -46,7 +46,7 @@ def _user(text: str) -> dict[str, Any]:
 
 def _lines(folder: Path, citation: dict[str, Any]) -> str:
     text = (folder / citation["source"]).read_bytes().decode("utf-8").splitlines()
-    return "\n".join(text[citation["lineStart"] - 1 : citation["lineEnd"]])
+    return "\n".join(text[citation["line_start"] - 1 : citation["line_end"]])
 
 
 def test_the_three_graphs_are_listed(client: SyncLangGraphClient) -> None:
@@ -198,7 +198,7 @@ def test_tool_agent_searches_through_a_real_chat_endpoint(
     assert out["answer"] == "Set max_attempts in client.toml [1]."
     (cited,) = out["answer_citations"]
     assert (cited["n"], cited["source"]) == (1, "retry.md")
-    assert cited["lineStart"] <= 4 <= cited["lineEnd"]
+    assert cited["line_start"] <= 4 <= cited["line_end"]
 
 
 def test_tool_agent_without_a_model_fails_the_run_not_the_server(

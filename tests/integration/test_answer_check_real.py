@@ -20,7 +20,7 @@ def judge() -> OfflineJudge:
 
 
 def _cited(source: str) -> list[dict[str, object]]:
-    return [{"n": 1, "chunkId": "c1", "source": "doc.md", "text": source}]
+    return [{"n": 1, "chunk_id": "c1", "source": "doc.md", "text": source}]
 
 
 @pytest.mark.parametrize(("claim", "source", "named"), FIVE)

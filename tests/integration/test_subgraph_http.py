@@ -111,7 +111,9 @@ def test_llm_path_over_http(server: OpenAIServer, docs: Path, registry: Searcher
     for citation in final["rag_citations"]:
         assert citation["source"].startswith("docs/")
         lines = (docs / citation["source"]).read_text(encoding="utf-8").splitlines()
-        assert citation["text"] in "\n".join(lines[citation["lineStart"] - 1 : citation["lineEnd"]])
+        assert citation["text"] in "\n".join(
+            lines[citation["line_start"] - 1 : citation["line_end"]]
+        )
     assert any("retry" in c["text"].lower() for c in final["rag_citations"])
 
 

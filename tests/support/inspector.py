@@ -93,7 +93,7 @@ def with_issue_20_keys(record: dict[str, Any]) -> dict[str, Any]:
     """The record with the keys issue 20 adds to a run's state (not on this branch yet)."""
     state = json.loads(json.dumps(record["state"]))
     citations = state.get("rag_citations") or []
-    evidence = citations[0]["chunkId"] if citations else None
+    evidence = citations[0]["chunk_id"] if citations else None
     state["rag_retrieval_debug"]["overrulings"] = [
         {
             "node": "decide_retrieve",

@@ -15,7 +15,7 @@ def wiki() -> InMemoryVectorStore:
         [
             Document(
                 "The proxy is configured with the HTTPS_PROXY variable.",
-                metadata={"source": "wiki/proxy.md", "lineStart": 3, "lineEnd": 4},
+                metadata={"source": "wiki/proxy.md", "line_start": 3, "line_end": 4},
             ),
             Document("Zeppelins are not supported.", metadata={"source": "wiki/faq.md"}),
         ]

@@ -262,12 +262,12 @@ def candidate(
     scores: dict[str, float] | None = None,
 ) -> Candidate:
     c: Candidate = {
-        "chunkId": cid, "kb": kb, "source": source, "lineStart": lines[0], "lineEnd": lines[1],
+        "chunk_id": cid, "kb": kb, "source": source, "line_start": lines[0], "line_end": lines[1],
         "text": text, "section": section, "page": page, "score": score,
         "ranks": {"q0:bm25": 1}, "scores": dict(scores or {}),
     }  # fmt: skip
     if byte_span is not None:
-        c["byteStart"], c["byteEnd"] = byte_span
+        c["byte_start"], c["byte_end"] = byte_span
     return c
 
 

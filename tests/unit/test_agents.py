@@ -113,7 +113,7 @@ def test_extractive_answer_markers_resolve_with_offsets(settings: RagSettings) -
     assert out["answer_unresolved"] == []
     for c in out["answer_citations"]:
         assert out["answer"][c["start"] : c["end"]] == c["marker"]
-        assert c["chunkId"] == out["rag_citations"][c["n"] - 1]["chunkId"]
+        assert c["chunk_id"] == out["rag_citations"][c["n"] - 1]["chunk_id"]
 
 
 def test_chat_agent_trajectory_runs_the_seven_nodes_then_answers(settings: RagSettings) -> None:
@@ -369,13 +369,13 @@ def test_tool_agent_trajectory(settings: RagSettings) -> None:
 def test_tool_agent_resolves_markers_against_every_search(settings: RagSettings) -> None:
     model = _two_searches_then_answer()
     out = _ask(build_tool_agent(chat_model=model), "retries and tokens?", _flagging(settings))
-    places = [(c["source"], c["lineStart"], c["lineEnd"]) for c in out["rag_citations"]]
+    places = [(c["source"], c["line_start"], c["line_end"]) for c in out["rag_citations"]]
     numbers = [c["n"] for c in out["rag_citations"]]
     assert len(set(places)) == len(places) == len(set(numbers)), "one number per source"
     by_n = {c["n"]: c for c in out["rag_citations"]}
     assert [c["n"] for c in out["answer_citations"]] == [1, 2]
     for c in out["answer_citations"]:
-        assert (c["source"], c["chunkId"]) == (by_n[c["n"]]["source"], by_n[c["n"]]["chunkId"])
+        assert (c["source"], c["chunk_id"]) == (by_n[c["n"]]["source"], by_n[c["n"]]["chunk_id"])
         assert out["answer"][c["start"] : c["end"]] == c["marker"]
     assert [u["n"] for u in out["answer_unresolved"]] == [7]
     assert model.bound_tools == [TOOL_NAME]
@@ -406,7 +406,7 @@ def test_tool_agent_without_a_chat_model_says_how_to_configure_one(
 
 def _citation(n: int, text: str, start: int = 1, source: str = "a.md") -> dict[str, Any]:
     end = start + text.count("\n")
-    return {"n": n, "source": source, "lineStart": start, "lineEnd": end, "text": text}
+    return {"n": n, "source": source, "line_start": start, "line_end": end, "text": text}
 
 
 def test_best_quotes_pick_matching_lines_with_file_line_numbers() -> None:
@@ -471,7 +471,7 @@ def test_brackets_inside_quoted_text_are_not_read_as_citations() -> None:
 
 
 def test_line_numbers_are_omitted_when_text_and_range_disagree() -> None:
-    citation = {**_citation(1, "one\ntwo"), "lineEnd": 40}
+    citation = {**_citation(1, "one\ntwo"), "line_end": 40}
     quotes = _extractive.best_quotes("one", [citation])
     assert quotes and all(q.first is None and q.last is None for q in quotes)
     assert _extractive.render("H", quotes).endswith("[1] (a.md)")
@@ -491,7 +491,7 @@ def test_ask_json_prints_only_json_with_the_contract_keys(docs: Path) -> None:
     data = json.loads(result.stdout)
     assert data["rag_grounded"] is True
     assert set(data["rag_citations"][0]) == {
-        "n", "source", "lineStart", "lineEnd", "chunkId", "score", "text",
+        "n", "source", "line_start", "line_end", "chunk_id", "score", "text",
     }  # fmt: skip
     assert {"answer", "rag_context", "rag_grounding", "rag_queries"} <= set(data)
 
@@ -576,8 +576,11 @@ def test_ask_rejects_a_bad_history(docs: Path, tmp_path: Path, content: str, mes
 
 
 def test_json_view_keeps_the_chunk_id_key() -> None:
-    state = {"answer": "a", "rag_citations": [{"n": 1, "chunkId": "abc", "source": "s", "kb": "k"}]}
-    assert json_view(state)["rag_citations"][0]["chunkId"] == "abc"
+    state = {
+        "answer": "a",
+        "rag_citations": [{"n": 1, "chunk_id": "abc", "source": "s", "kb": "k"}],
+    }
+    assert json_view(state)["rag_citations"][0]["chunk_id"] == "abc"
 
 
 def test_trace_lines_cover_unknown_nodes_and_fallbacks() -> None:

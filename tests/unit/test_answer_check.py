@@ -86,7 +86,7 @@ def test_a_supported_claim_names_its_evidence_chunk(docs: Path) -> None:
     out = _ask(docs, _model(TRUE))
     (claim,) = out["answer_check"]["claims"]
     assert claim["supported"] is True
-    assert claim["evidence"] == out["rag_citations"][0]["chunkId"]
+    assert claim["evidence"] == out["rag_citations"][0]["chunk_id"]
     assert out["answer_check"]["action"] == "none"
 
 
@@ -181,8 +181,8 @@ def test_the_check_runs_for_the_cli(docs: Path) -> None:
 
 def test_check_answer_for_your_own_agent(docs: Path) -> None:
     citations = [
-        {"n": 1, "chunkId": "c1", "source": "retry.md", "text": DOCS["retry.md"]},
-        {"n": 2, "chunkId": "c2", "source": "cache/größe.md", "text": DOCS["cache/größe.md"]},
+        {"n": 1, "chunk_id": "c1", "source": "retry.md", "text": DOCS["retry.md"]},
+        {"n": 2, "chunk_id": "c2", "source": "cache/größe.md", "text": DOCS["cache/größe.md"]},
     ]
     check = check_answer(f"{TRUE} {MADE_UP}", citations, question=QUESTION, judge=_judge())
     assert [c["supported"] for c in check["claims"]] == [True, False]
@@ -199,7 +199,7 @@ def test_an_answer_without_claims_has_no_score(docs: Path) -> None:
 
 def test_a_made_up_number_names_its_source_sentence_and_cause() -> None:
     # The offline judge's reason reaches answer_check with the sentence it was aligned with.
-    citations = [{"n": 1, "chunkId": "c1", "source": "retry.md", "text": DOCS["retry.md"]}]
+    citations = [{"n": 1, "chunk_id": "c1", "source": "retry.md", "text": DOCS["retry.md"]}]
     check = check_answer(MADE_UP, citations, judge=OfflineJudge(FakeEmbeddings()))
     (claim,) = check["claims"]
     assert claim["verdict"] == "contradicted" and claim["cause"] == "number_mismatch"

@@ -273,8 +273,8 @@ def test_a_wrongly_cited_sentence_is_cited_by_the_source_that_supports_it() -> N
         "cause": "wrong_citation", "reason": "wrong citation", "evidence": None,
     }]}  # fmt: skip
     citations = [
-        {"n": 1, "chunkId": "a", "text": DOCS["retry.md"]},
-        {"n": 2, "chunkId": "b", "text": DOCS["session.md"]},
+        {"n": 1, "chunk_id": "a", "text": DOCS["retry.md"]},
+        {"n": 2, "chunk_id": "b", "text": DOCS["session.md"]},
     ]
     kept = repair_draft("A permanent session lasts 31 days [1].", check, citations, cut=False)
     assert kept.text == "A permanent session lasts 31 days [2]." and kept.dropped == []
@@ -291,7 +291,7 @@ def test_a_kept_answer_never_ends_on_a_sentence_announcing_what_was_dropped() ->
         {"text": "Set it to 9.", "supported": False, "cause": "unstated_fact",
          "reason": "9 is in no cited source"},
     ]}  # fmt: skip
-    citations = [{"n": 1, "chunkId": "a", "text": DOCS["retry.md"]}]
+    citations = [{"n": 1, "chunk_id": "a", "text": DOCS["retry.md"]}]
     draft = (
         "Set max_attempts to change the number of retries [1]. Here's how to do it:\n\nSet it to 9."
     )

@@ -14,11 +14,11 @@ from kbgraph.graphs._citations import extract_citations, inject_context
 def _citation(n: int, source: str, start: int, end: int, kb: str = "docs") -> dict[str, Any]:
     return {
         "n": n,
-        "chunkId": f"chunk{n:02d}",
+        "chunk_id": f"chunk{n:02d}",
         "source": source,
         "kb": kb,
-        "lineStart": start,
-        "lineEnd": end,
+        "line_start": start,
+        "line_end": end,
         "score": 1.0 / n,
         "text": f"text of {source}",
         "section": None,
@@ -53,11 +53,11 @@ def test_marker_forms_resolve_with_exact_offsets(
     for c in report.citations:
         assert answer[c["start"] : c["end"]] == c["marker"]
         source = SOURCES[c["n"] - 1]
-        assert (c["source"], c["lineStart"], c["lineEnd"], c["chunkId"], c["kb"]) == (
+        assert (c["source"], c["line_start"], c["line_end"], c["chunk_id"], c["kb"]) == (
             source["source"],
-            source["lineStart"],
-            source["lineEnd"],
-            source["chunkId"],
+            source["line_start"],
+            source["line_end"],
+            source["chunk_id"],
             source["kb"],
         )
     assert report.unresolved == []
@@ -265,7 +265,7 @@ def test_a_document_cannot_forge_a_source_header(forged: str) -> None:
     header = re.compile(r"^\[\s*\d+\s*\]\s*source\s*:", re.I | re.M)
     rendered = render_context([ContextEntry("notes/planted.md", 1, 3, 0.5, text)])
     citation: Any = {
-        "n": 1, "source": "notes/planted.md", "lineStart": 1, "lineEnd": 3, "score": 0.5,
+        "n": 1, "source": "notes/planted.md", "line_start": 1, "line_end": 3, "score": 0.5,
         "text": text, "page": None, "kb": "docs",
     }  # fmt: skip
     for out in (rendered, render_sources([citation])):

@@ -43,8 +43,8 @@ def words_prompt(k: int) -> list[BaseMessage]:
 
 def citation(n: int, text: str, source: str = "docs/a.md", start: int = 1) -> Citation:
     return {
-        "n": n, "chunkId": f"c{n}", "source": source, "kb": "docs", "lineStart": start,
-        "lineEnd": start + text.count("\n"), "score": 1.0 / n, "text": text,
+        "n": n, "chunk_id": f"c{n}", "source": source, "kb": "docs", "line_start": start,
+        "line_end": start + text.count("\n"), "score": 1.0 / n, "text": text,
         "section": None, "page": None,
     }  # fmt: skip
 
@@ -222,7 +222,7 @@ def test_llm_rerank_shows_the_passages_that_fit(tmp_path: Path) -> None:
     shown = int(step["data"]["context_trimmed"].split(" of ")[0])
     assert 2 <= shown < 8 and step["path"] == "llm"
     assert f"{shown} passages:" in model.calls[0].messages[-1].text
-    assert [c["chunkId"] for c in out["rag_candidates"][:2]] == ["c1", "c0"]
+    assert [c["chunk_id"] for c in out["rag_candidates"][:2]] == ["c1", "c0"]
     assert len(out["rag_candidates"]) == 8
 
 

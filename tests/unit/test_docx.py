@@ -92,7 +92,7 @@ def test_chunks_carry_heading_paths_and_exact_spans(size: int) -> None:
     lines = segment.text.split("\n")
     for chunk in chunks:
         assert encoded[chunk.byte_start : chunk.byte_end].decode("utf-8") == chunk.text
-        # lineStart..lineEnd are the paragraphs the chunk's text comes from.
+        # line_start..line_end are the paragraphs the chunk's text comes from.
         assert "\n".join(lines[chunk.line_start - 1 : chunk.line_end]).find(chunk.text) >= 0
     sections = {c.section for c in chunks if "capped at 30 seconds" in c.text}
     assert sections == {"Harbor Operations Guide > Retries > Limits"}

@@ -30,14 +30,17 @@ def test_rows_to_run_and_precomputed_rows(tmp_path: Path, newline: str) -> None:
                 "id": "a",
                 "question": " Quelle langue ? ",
                 "reference": "L'anglais.",
-                "gold_sources": [{"path": "docs/i18n.md", "lineStart": 26, "lineEnd": 27}, "doc-7"],
+                "gold_sources": [
+                    {"path": "docs/i18n.md", "line_start": 26, "line_end": 27},
+                    "doc-7",
+                ],
             },
             {
                 "question": "Q2",
                 "answer": "A [1]",
                 "contexts": [
                     "plain",
-                    {"text": "t", "source": "s.md", "lineStart": 3, "lineEnd": 4},
+                    {"text": "t", "source": "s.md", "line_start": 3, "line_end": 4},
                 ],
             },
         ]
@@ -63,10 +66,10 @@ def test_a_utf8_bom_is_accepted(tmp_path: Path) -> None:
         ('{"reference": "r"}', '"question" is missing'),
         ('["question"]', "must be a JSON object"),
         (
-            '{"question": "q", "gold_sources": [{"path": "a", "lineStart": 5, "lineEnd": 2}]}',
+            '{"question": "q", "gold_sources": [{"path": "a", "line_start": 5, "line_end": 2}]}',
             "invalid line range",
         ),
-        ('{"question": "q", "gold_sources": [{"lineStart": 5}]}', 'needs a "path"'),
+        ('{"question": "q", "gold_sources": [{"line_start": 5}]}', 'needs a "path"'),
         ('{"id": 1, "question": "q"}\n{"id": 1, "question": "r"}', "used twice"),
         ("\n\n", "has no rows"),
     ],
@@ -161,8 +164,8 @@ def test_any_of_gold_groups(tmp_path: Path) -> None:
     row = {
         "question": "q",
         "gold_sources": [
-            {"any_of": [{"path": "a.md", "lineStart": 3}, {"path": "b.md"}]},
-            {"path": "c.md", "lineStart": 1, "lineEnd": 2},
+            {"any_of": [{"path": "a.md", "line_start": 3}, {"path": "b.md"}]},
+            {"path": "c.md", "line_start": 1, "line_end": 2},
         ],
     }
     (loaded,) = load_dataset(write(tmp_path, json.dumps(row)))
@@ -176,7 +179,7 @@ def test_any_of_gold_groups(tmp_path: Path) -> None:
     ("group", "message"),
     [
         ({"any_of": []}, "non-empty list"),
-        ({"any_of": [{"path": "a", "lineStart": 4, "lineEnd": 1}]}, "invalid line range"),
+        ({"any_of": [{"path": "a", "line_start": 4, "line_end": 1}]}, "invalid line range"),
     ],
 )
 def test_bad_any_of_groups(tmp_path: Path, group: object, message: str) -> None:

@@ -239,10 +239,10 @@ def test_langsmith_signature(evaluator_cls: type) -> None:
         {
             "answer": "Harbor makes 5 attempts by default [1].",
             "rag_citations": [
-                {"n": 1, "text": "defaults to 5", "source": "a.md", "lineStart": 1, "lineEnd": 2}
+                {"n": 1, "text": "defaults to 5", "source": "a.md", "line_start": 1, "line_end": 2}
             ],
         },
-        {"reference": "Five attempts.", "gold_sources": [{"path": "a.md", "lineStart": 2}]},
+        {"reference": "Five attempts.", "gold_sources": [{"path": "a.md", "line_start": 2}]},
     )
     assert set(out) == {"key", "score", "comment"}
     assert out["key"] == evaluator.name == fn.__name__
@@ -252,12 +252,12 @@ def test_langsmith_signature(evaluator_cls: type) -> None:
         outputs={
             "answer": "Harbor makes 5 attempts by default [1].",
             "contexts": [
-                {"n": 1, "text": "defaults to 5", "source": "a.md", "lineStart": 1, "lineEnd": 2}
+                {"n": 1, "text": "defaults to 5", "source": "a.md", "line_start": 1, "line_end": 2}
             ],
         },
         reference_outputs={
             "reference": "Five attempts.",
-            "gold_sources": [{"path": "a.md", "lineStart": 2}],
+            "gold_sources": [{"path": "a.md", "line_start": 2}],
         },
     )
 

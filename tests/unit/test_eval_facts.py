@@ -89,7 +89,7 @@ FIVE = [
 
 
 def _cited(source: str) -> list[dict[str, Any]]:
-    return [{"n": 1, "chunkId": "c1", "source": "doc.md", "text": source}]
+    return [{"n": 1, "chunk_id": "c1", "source": "doc.md", "text": source}]
 
 
 @pytest.fixture(scope="module")
@@ -334,7 +334,7 @@ def _gold_text(items: list[Any], docs: Path) -> str:
             out.append(_gold_text(item["any_of"], docs))
         else:
             lines = (docs / item["path"]).read_text("utf-8").splitlines()
-            out.append("\n".join(lines[item["lineStart"] - 1 : item["lineEnd"]]))
+            out.append("\n".join(lines[item["line_start"] - 1 : item["line_end"]]))
     return "\n\n".join(out)
 
 

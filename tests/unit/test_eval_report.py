@@ -115,12 +115,12 @@ def _precomputed(tmp_path: Path) -> Path:
                 {
                     "text": "retry.max_attempts defaults to 5 attempts.",
                     "source": "docs/configuration.md",
-                    "lineStart": 54,
-                    "lineEnd": 54,
+                    "line_start": 54,
+                    "line_end": 54,
                 }
             ],
             "reference": "Harbor makes 5 attempts by default.",
-            "gold_sources": [{"path": "docs/configuration.md", "lineStart": 54, "lineEnd": 54}],
+            "gold_sources": [{"path": "docs/configuration.md", "line_start": 54, "line_end": 54}],
         },
         {
             "id": "r2",

@@ -14,7 +14,7 @@ DOCS = Path(__file__).resolve().parents[2] / "examples" / "docs"
 
 def _citation(n: int, text: str, source: str, start: int = 1) -> dict[str, Any]:
     end = start + text.rstrip("\n").count("\n")
-    return {"n": n, "source": source, "lineStart": start, "lineEnd": end, "text": text}
+    return {"n": n, "source": source, "line_start": start, "line_end": end, "text": text}
 
 
 def _file_citation(n: int, rel: str, first: int, last: int) -> dict[str, Any]:

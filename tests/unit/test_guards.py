@@ -166,10 +166,10 @@ def test_the_rewrites_lists_cannot_push_the_questions_best_results_down() -> Non
     lists = {ListKey("docs", 0, "vector"): own, ListKey("docs", 0, "bm25"): own}
     for q in (1, 2):
         lists |= {ListKey("docs", q, "vector"): junk, ListKey("docs", q, "bm25"): junk}
-    unguarded = [c["chunkId"] for c in fuse(lists, {}, k=60)][:5]
+    unguarded = [c["chunk_id"] for c in fuse(lists, {}, k=60)][:5]
     assert unguarded[0] == "junk1"  # four junk lists outvote the question's two
     guarded = fuse(lists, {}, k=60, rewrites=[1, 2])
-    assert [c["chunkId"] for c in guarded][:3] == ["own1", "own2", "own3"]
+    assert [c["chunk_id"] for c in guarded][:3] == ["own1", "own2", "own3"]
     assert guarded[0]["scores"]["own"] == pytest.approx(1.0)
 
 
@@ -230,13 +230,13 @@ def _llm_rerank(ranking: list[int], n: int = 10, top_k: int = 3) -> dict[str, An
 
 def test_a_model_order_that_agrees_with_a_ranker_is_obeyed() -> None:
     out = _llm_rerank([2, 1, 3, 4, 5, 6, 7, 8, 9, 10])
-    assert [c["chunkId"] for c in out["rag_candidates"][:3]] == ["c2", "c1", "c3"]
+    assert [c["chunk_id"] for c in out["rag_candidates"][:3]] == ["c2", "c1", "c3"]
     assert debug_of(out)["overrulings"] == []
 
 
 def test_a_model_order_against_every_ranker_is_blended_and_keeps_the_fused_first() -> None:
     out = _llm_rerank(list(range(10, 0, -1)))
-    order = [c["chunkId"] for c in out["rag_candidates"]]
+    order = [c["chunk_id"] for c in out["rag_candidates"]]
     reasons = [o["reason"] for o in debug_of(out)["overrulings"]]
     assert any("disagrees with every ranker" in r for r in reasons)
     assert "c1" in order[:3]  # never dropped from the context
@@ -246,7 +246,7 @@ def test_a_model_order_against_every_ranker_is_blended_and_keeps_the_fused_first
 
 def test_the_fused_first_is_kept_when_the_model_leaves_it_out() -> None:
     out = _llm_rerank([2, 3, 4, 5, 6, 7, 8, 9, 10])  # agrees with the lists but for c1
-    order = [c["chunkId"] for c in out["rag_candidates"]]
+    order = [c["chunk_id"] for c in out["rag_candidates"]]
     assert order[:3] == ["c2", "c3", "c1"]
     scores = [c["score"] for c in out["rag_candidates"]]
     assert scores == sorted(scores, reverse=True)

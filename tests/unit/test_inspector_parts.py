@@ -75,7 +75,7 @@ def test_lab_queries_are_checked() -> None:
 
 def _candidate(cid: str, ranks: dict[str, int], score: float) -> dict[str, Any]:
     scores = {"rrf": 0.0, **{n: 1.0 for n in ranks}, "fused": 0.5}
-    return {"chunkId": cid, "kb": "docs", "source": f"{cid}.md", "lineStart": 1, "lineEnd": 2,
+    return {"chunk_id": cid, "kb": "docs", "source": f"{cid}.md", "line_start": 1, "line_end": 2,
             "text": cid, "section": None, "page": None, "score": score, "ranks": ranks,
             "scores": scores}  # fmt: skip
 
@@ -113,7 +113,7 @@ STATE: dict[str, Any] = {
 def test_result_rows_come_from_the_last_attempt() -> None:
     settings = RagSettings(search={"top_k": 2})
     rows = result_rows(STATE, settings)
-    assert [(r["chunkId"], r["fusedRank"], r["move"]) for r in rows] == [
+    assert [(r["chunk_id"], r["fused_rank"], r["move"]) for r in rows] == [
         ("b", 2, 1),
         ("a", 1, -1),
         ("c", 3, 0),
@@ -143,8 +143,8 @@ def test_timelines_show_overrulings_and_the_answer_check_when_present() -> None:
         "answer": "Five [1].",
         "answer_mode": "llm",
         "answer_citations": [{"n": 1, "marker": "[1]", "start": 5, "end": 8}],
-        "rag_citations": [{"n": 1, "chunkId": "c1", "source": "a.md", "kb": "docs",
-                           "lineStart": 1, "lineEnd": 2, "text": "five", "score": 0.9}],
+        "rag_citations": [{"n": 1, "chunk_id": "c1", "source": "a.md", "kb": "docs",
+                           "line_start": 1, "line_end": 2, "text": "five", "score": 0.9}],
         "answer_check": {"score": 1.0, "judge": "offline",
                          "claims": [{"text": "Five.", "supported": True, "citations": [1],
                                      "evidence": "c1"}]},

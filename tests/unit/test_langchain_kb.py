@@ -28,7 +28,7 @@ from kbgraph.testing import FakeEmbeddings
 STORE_DOCS = [
     Document(
         "The proxy is configured with the HTTPS_PROXY variable.",
-        metadata={"source": "wiki/proxy.md", "lineStart": 3, "lineEnd": 4},
+        metadata={"source": "wiki/proxy.md", "line_start": 3, "line_end": 4},
     ),
     Document("Timeouts default to five seconds for every request.", metadata={"source": "faq"}),
     Document("Größe: the cache size is set in megabytes.", metadata={"file_path": "notes/ü.txt"}),
@@ -78,7 +78,7 @@ def test_a_vector_store_and_a_folder_are_searched_and_cited_together(
     kbs = {c["kb"] for c in out["rag_citations"]}
     assert kbs == {"wiki", "docs"}
     proxy = next(c for c in out["rag_citations"] if c["source"] == "wiki/proxy.md")
-    assert (proxy["lineStart"], proxy["lineEnd"]) == (3, 4)
+    assert (proxy["line_start"], proxy["line_end"]) == (3, 4)
     assert "wiki/proxy.md, lines 3-4" in out["rag_context"]
     assert "retry.md, lines 1-3" in out["rag_context"], out["rag_context"]
 
@@ -92,7 +92,7 @@ def test_a_chunk_without_line_numbers_is_cited_as_lines_unknown(
         {"knowledge_bases": [], "embedding": "fake"},
     )
     faq = next(c for c in out["rag_citations"] if c["source"] == "faq")
-    assert (faq["lineStart"], faq["lineEnd"]) == (None, None)
+    assert (faq["line_start"], faq["line_end"]) == (None, None)
     assert "Source: faq, lines unknown" in out["rag_context"]
 
 
@@ -286,8 +286,8 @@ def test_unknown_lines_are_none_in_resolved_citations_and_count_as_the_file_in_e
     faq = next(c for c in out["rag_citations"] if c["source"] == "faq")
     report = extract_citations(f"Five seconds [{faq['n']}].", out["rag_citations"])
     [cited] = report.citations
-    assert (cited["source"], cited["lineStart"], cited["lineEnd"]) == ("faq", None, None)
-    assert all(u["lineStart"] is None or u["lineStart"] >= 1 for u in report.uncited)
+    assert (cited["source"], cited["line_start"], cited["line_end"]) == ("faq", None, None)
+    assert all(u["line_start"] is None or u["line_start"] >= 1 for u in report.uncited)
     passage = Passage.from_any(faq, faq["n"])
     assert passage.line_start is None and passage.label.endswith(" faq")  # no ":0-0"
     assert is_recalled(GoldSource(path="faq", line_start=3, line_end=4), [passage])
@@ -301,7 +301,7 @@ def test_a_long_chunk_of_unknown_lines_is_cut_to_the_budget_not_dropped() -> Non
     vs.add_documents([Document(text, metadata={"source": "faq"})])
     out = _faq_answer(vs, context_budget_tokens=120)
     [faq] = out["rag_citations"]
-    assert faq["lineStart"] is None and 0 < faq["text"].count("\n") < 59
+    assert faq["line_start"] is None and 0 < faq["text"].count("\n") < 59
     assert "Source: faq, lines unknown" in out["rag_context"]
 
 

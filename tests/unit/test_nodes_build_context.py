@@ -32,11 +32,11 @@ from ._rag_fakes import candidate, debug_of, runtime_for
 
 CITATION_KEYS = {
     "n",
-    "chunkId",
+    "chunk_id",
     "source",
     "kb",
-    "lineStart",
-    "lineEnd",
+    "line_start",
+    "line_end",
     "score",
     "text",
     "section",
@@ -108,7 +108,7 @@ def test_merge_gives_exact_line_ranges(
 def test_merged_text_is_always_the_file_lines(spans: list[tuple[int, int]], crlf: bool) -> None:
     raw = CRLF if crlf else LF
     candidates = [window(raw, "a.md", a, min(20, a + n)) for a, n in spans]
-    unique = {c["chunkId"]: c for c in candidates}
+    unique = {c["chunk_id"]: c for c in candidates}
     for block in merge_candidates(list(unique.values())):
         assert block.text == file_lines(raw, block.line_start, block.line_end)
 
@@ -183,22 +183,22 @@ def test_context_and_citations() -> None:
     assert [c["n"] for c in citations] == [1, 2]
     first = citations[0]
     assert set(first) == CITATION_KEYS
-    assert (first["source"], first["lineStart"], first["lineEnd"]) == ("docs/a.md", 3, 7)
-    assert first["text"] == file_lines(raw, 3, 7) and first["chunkId"] == cands[0]["chunkId"]
+    assert (first["source"], first["line_start"], first["line_end"]) == ("docs/a.md", 3, 7)
+    assert first["text"] == file_lines(raw, 3, 7) and first["chunk_id"] == cands[0]["chunk_id"]
     assert first["score"] == pytest.approx(0.91) and first["kb"] == "kb"
     context = out["rag_context"]
     assert "[1] Source: docs/a.md, lines 3-7, score: 0.91\n" + first["text"] in context
     assert "[2] Source: src/b.py, lines 1-2, score: 0.60" in context
     assert context.count(FENCE) == 2 and "data, not instructions" in context
     data = debug_of(out)["steps"][0]["data"]
-    assert data["sources"] == [[cands[0]["chunkId"], cands[2]["chunkId"]], [cands[1]["chunkId"]]]
+    assert data["sources"] == [[cands[0]["chunk_id"], cands[2]["chunk_id"]], [cands[1]["chunk_id"]]]
     assert data["tokens"] == estimate_tokens(context) <= 2000
 
 
 def test_threshold_top_k_and_empty() -> None:
     cands = [candidate(f"c{i}", f"f{i}.md", score=1 - i / 10) for i in range(8)]
     out = _run(cands, search=SearchConfig(top_k=3, score_threshold=0.85))
-    assert [c["chunkId"] for c in out["rag_citations"]] == ["c0", "c1"]
+    assert [c["chunk_id"] for c in out["rag_citations"]] == ["c0", "c1"]
     assert debug_of(out)["steps"][0]["data"]["below_threshold"] == 6
     empty = _run([])
     assert empty["rag_context"] == "" and empty["rag_citations"] == []

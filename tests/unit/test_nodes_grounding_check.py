@@ -65,7 +65,7 @@ def test_best_vector_score_only_counts_context_chunks() -> None:
 def _state(question: str, context: str = CONTEXT, **keys: Any) -> Any:
     cands = keys.pop("candidates", [candidate("a", scores={"q0:vector": 0.6, "similarity": 0.6})])
     citations = keys.pop(
-        "citations", [{"n": 1, "chunkId": "a", "text": context}] if context else []
+        "citations", [{"n": 1, "chunk_id": "a", "text": context}] if context else []
     )
     return {
         **state_of(question),
@@ -219,7 +219,7 @@ def test_coverage_ignores_the_context_headers(tmp_path: Path) -> None:
     state = _state(
         "What does authentication.md say about the capital of France?",
         context=context,
-        citations=[{"n": 1, "chunkId": "a", "text": "Keys rotate monthly."}],
+        citations=[{"n": 1, "chunk_id": "a", "text": "Keys rotate monthly."}],
     )
     out = _run(state, _settings(tmp_path))
     assert out["rag_grounded"] is False

@@ -43,7 +43,7 @@ def test_a_file_named_like_the_query_is_lifted_but_a_heading_is_not_counted_twic
     pathy = candidate("c", "docs/retry-policy.md", score=0.48)
     out = heuristic_rerank([plain, titled, pathy], ["retry policy"])
     # The heading is indexed with the text, so the rankers saw it; the path they did not.
-    assert [c["chunkId"] for c in out] == ["c", "a", "b"]
+    assert [c["chunk_id"] for c in out] == ["c", "a", "b"]
     assert out[0]["scores"]["path"] == 1.0 and out[0]["scores"]["fused"] == 0.48
     assert out[2]["scores"]["path"] == 0.0
 
@@ -52,7 +52,7 @@ def test_without_a_path_match_the_fused_order_is_kept() -> None:
     pool = [candidate(f"s{i}", "a.md", (10 * i + 1, 10 * i + 3), score=0.8) for i in range(3)]
     pool.append(candidate("o", "b.md", score=0.8))
     out = heuristic_rerank(pool, ["unrelated words"])
-    assert [c["chunkId"] for c in out] == ["s0", "s1", "s2", "o"]
+    assert [c["chunk_id"] for c in out] == ["s0", "s1", "s2", "o"]
 
 
 @pytest.mark.parametrize(
@@ -63,8 +63,8 @@ def test_the_section_bonus_is_opt_in(weight: float, expected: list[str]) -> None
     plain = candidate("a", "notes/x.md", score=0.5, section="Intro")
     titled = candidate("b", "notes/y.md", score=0.48, section="Config > Retry politik (Überblick)")
     out = heuristic_rerank([plain, titled], ["retry politik"], section_weight=weight)
-    assert [c["chunkId"] for c in out] == expected
-    titled_out = next(c for c in out if c["chunkId"] == "b")
+    assert [c["chunk_id"] for c in out] == expected
+    titled_out = next(c for c in out if c["chunk_id"] == "b")
     assert titled_out["scores"]["section"] == (1.0 if weight else 0.0)
     assert titled_out["score"] == pytest.approx(heuristic_score(0.48, 0.0, 1.0, weight))
 
@@ -73,7 +73,7 @@ def test_the_section_weight_comes_from_the_settings_and_is_validated() -> None:
     pool = [candidate("a", "x.md", score=0.5, section="Intro"),
             candidate("b", "y.md", score=0.49, section="Retry policy")]  # fmt: skip
     lifted = _run(_state(pool), RagSettings(rerank_section_weight=0.1))
-    assert [c["chunkId"] for c in lifted["rag_candidates"]] == ["b", "a"]
+    assert [c["chunk_id"] for c in lifted["rag_candidates"]] == ["b", "a"]
     for bad in (-0.1, 1.5):
         with pytest.raises(ConfigError, match="rerank_section_weight"):
             RagSettings(rerank_section_weight=bad)
@@ -85,10 +85,10 @@ def test_diversity_discounts_a_file_already_chosen() -> None:
     ]
     other = candidate("o", "b.md", score=0.7)
     out = heuristic_rerank([*same, other], ["unrelated words"], diversity=0.15)
-    assert [c["chunkId"] for c in out] == ["s0", "o", "s1", "s2"]
-    s1 = next(c for c in out if c["chunkId"] == "s1")
+    assert [c["chunk_id"] for c in out] == ["s0", "o", "s1", "s2"]
+    s1 = next(c for c in out if c["chunk_id"] == "s1")
     assert s1["scores"]["diversity"] == pytest.approx(0.85)
-    s2 = next(c for c in out if c["chunkId"] == "s2")
+    s2 = next(c for c in out if c["chunk_id"] == "s2")
     assert s2["scores"]["diversity"] == pytest.approx(0.85**2)
 
 
@@ -97,7 +97,7 @@ def test_neighbours_are_not_discounted() -> None:
     neighbour = candidate("n2", "a.md", (4, 6), score=0.7)
     other = candidate("o", "b.md", (1, 3), score=0.69)
     out = heuristic_rerank([first, other, neighbour], ["zzz"], diversity=0.5)
-    assert [c["chunkId"] for c in out] == ["n1", "n2", "o"]
+    assert [c["chunk_id"] for c in out] == ["n1", "n2", "o"]
     assert out[1]["scores"]["diversity"] == 1.0
 
 
@@ -108,8 +108,8 @@ def test_diversity_comes_from_the_settings_and_is_validated() -> None:
     pool.append(candidate("o", "b.md", score=0.75))
     plain = _run(_state(pool), RagSettings())
     spread = _run(_state(pool), RagSettings(rerank_diversity=0.2))
-    assert [c["chunkId"] for c in plain["rag_candidates"]] == ["s0", "s1", "o"]
-    assert [c["chunkId"] for c in spread["rag_candidates"]] == ["s0", "o", "s1"]
+    assert [c["chunk_id"] for c in plain["rag_candidates"]] == ["s0", "s1", "o"]
+    assert [c["chunk_id"] for c in spread["rag_candidates"]] == ["s0", "o", "s1"]
     with pytest.raises(ConfigError, match="rerank_diversity"):
         RagSettings(rerank_diversity=1.0)
 
@@ -139,7 +139,7 @@ def test_llm_listwise_is_bounded_and_validated() -> None:
     pool = _pool(8)
     model = ScriptedChatModel(responses=[{"ranking": [3, 99, 1, 3, 0], "reason": "3 is best"}])
     out = _run(_state(pool), RagSettings(rerank="llm", llm_rerank_max=5), model)
-    order = [c["chunkId"] for c in out["rag_candidates"]]
+    order = [c["chunk_id"] for c in out["rag_candidates"]]
     assert order[:2] == ["c2", "c0"]
     assert order[2:5] == ["c1", "c3", "c4"]  # the rest of the bounded head, heuristic order
     assert order[5:] == ["c5", "c6", "c7"]  # beyond the bound
@@ -153,7 +153,7 @@ def test_llm_listwise_is_bounded_and_validated() -> None:
 def test_apply_order_with_empty_ranking_keeps_order_at_half_score() -> None:
     pool = _pool(3)
     out = apply_order(pool, [])
-    assert [c["chunkId"] for c in out] == ["c0", "c1", "c2"]
+    assert [c["chunk_id"] for c in out] == ["c0", "c1", "c2"]
     assert [c["score"] for c in out] == [c["score"] * 0.5 for c in pool]
 
 
@@ -193,7 +193,7 @@ def test_cross_encoder_plug_in() -> None:
     ]
     reranker = LengthReranker()
     out = _run(_state(pool), RagSettings(rerank="cross_encoder"), reranker=reranker)
-    assert [c["chunkId"] for c in out["rag_candidates"]] == ["long", "short"]
+    assert [c["chunk_id"] for c in out["rag_candidates"]] == ["long", "short"]
     assert out["rag_candidates"][0]["scores"]["cross_encoder"] == 15.0
     assert all(0 < c["score"] < 1 for c in out["rag_candidates"])
     assert reranker.seen == [("How do I configure the retry policy?", 2)]
@@ -208,7 +208,7 @@ class BrokenReranker:
 def test_cross_encoder_problems_fall_back(reranker: Any) -> None:
     pool = _pool(3)
     out = _run(_state(pool), RagSettings(rerank="cross_encoder"), reranker=reranker)
-    assert [c["chunkId"] for c in out["rag_candidates"]] == ["c0", "c1", "c2"]
+    assert [c["chunk_id"] for c in out["rag_candidates"]] == ["c0", "c1", "c2"]
     debug = debug_of(out)
     assert debug["steps"][0]["path"] == "fallback"
     assert debug["fallbacks"][0]["stage"] == "reranker"

@@ -76,7 +76,7 @@ def test_every_query_times_every_ranker(kb: tuple[Path, FakeSearcher]) -> None:
     calls = [(q, r, limit) for q, r, limit, _ in searcher.rank_calls]
     assert calls == [(q, r, 20) for q in QUERIES for r in ("vector", "bm25")]
     candidates = out["rag_candidates"]
-    ids = [c["chunkId"] for c in candidates]
+    ids = [c["chunk_id"] for c in candidates]
     assert len(ids) == len(set(ids))
     best = candidates[0]
     assert best["source"] == "docs/configuration.md" and "retry policy" in best["text"].lower()
@@ -94,7 +94,7 @@ def test_every_query_times_every_ranker(kb: tuple[Path, FakeSearcher]) -> None:
         (c["score"] for c in candidates), reverse=True
     )
     text = (folder / best["source"]).read_text(encoding="utf-8").split("\n")
-    assert best["text"] == "\n".join(text[best["lineStart"] - 1 : best["lineEnd"]])
+    assert best["text"] == "\n".join(text[best["line_start"] - 1 : best["line_end"]])
 
 
 def test_scope_filters_reach_the_engine(kb: tuple[Path, FakeSearcher]) -> None:
@@ -149,7 +149,7 @@ def test_rrf_weights(kb: tuple[Path, FakeSearcher]) -> None:
     settings = settings_for(folder, search={"weights": {"vector": 0.0, "bm25": 1.0}})
     out, _ = _run(settings, registry_with({folder: searcher}), queries=["timeout"])
     bm25_order = [r.chunk.id for r in searcher.rank("timeout", "bm25", limit=20)]
-    assert [c["chunkId"] for c in out["rag_candidates"]][: len(bm25_order)] == bm25_order
+    assert [c["chunk_id"] for c in out["rag_candidates"]][: len(bm25_order)] == bm25_order
 
 
 def test_indexes_first_and_streams_events(kb: tuple[Path, FakeSearcher]) -> None:
@@ -317,7 +317,7 @@ def test_convex_lists_go_to_the_engine_and_keep_vector_scores(
     # each ranker's raw score stays visible (GroundingCheck's floor reads ``q0:vector``)
     assert {"q0:vector", "q0:bm25"} <= set(best["scores"])
     expected = searcher.search(QUERIES[0], config=config)[0]
-    assert best["chunkId"] == expected.chunk.id
+    assert best["chunk_id"] == expected.chunk.id
 
 
 def test_unknown_fusion_is_refused() -> None:
@@ -382,7 +382,7 @@ def test_the_raw_follow_up_weighs_less_in_the_fused_order(kb: tuple[Path, FakeSe
     weighted = retrieve(state, runtime_for(settings), deps_for(registry))  # type: ignore[arg-type]
 
     def order(out: dict[str, Any]) -> list[str]:
-        return [str(c["chunkId"]) for c in out["rag_candidates"]]
+        return [str(c["chunk_id"]) for c in out["rag_candidates"]]
 
     raw_best = searcher.rank(raw, "bm25", limit=1)[0].chunk.id
     completed_best = searcher.rank(completed, "bm25", limit=1)[0].chunk.id

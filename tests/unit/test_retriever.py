@@ -74,9 +74,9 @@ def test_documents_carry_the_chunk_text_and_its_place(kb: KnowledgeBase) -> None
     assert first.page_content == "Die Größe des Caches\nwird in Megabyte angegeben."
     assert first.metadata == {
         "source": "notes/größe.txt",
-        "lineStart": 1,
-        "lineEnd": 2,
-        "chunkId": result[0].chunk.id,
+        "line_start": 1,
+        "line_end": 2,
+        "chunk_id": result[0].chunk.id,
         "score": pytest.approx(result[0].score),
         "section": None,
         "page": None,
@@ -113,7 +113,7 @@ def test_in_an_lcel_chain(kb: KnowledgeBase) -> None:
 
     def format_docs(docs: list[Document]) -> str:
         return "\n".join(
-            f"[{i}] {d.metadata['source']}:{d.metadata['lineStart']}-{d.metadata['lineEnd']}"
+            f"[{i}] {d.metadata['source']}:{d.metadata['line_start']}-{d.metadata['line_end']}"
             for i, d in enumerate(docs, 1)
         )
 

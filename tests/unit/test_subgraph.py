@@ -411,7 +411,7 @@ def test_whole_subgraph_on_a_real_folder(tmp_path: Path) -> None:
         cited = final["rag_citations"][0]
         assert cited["source"] == "retry.md"
         lines = (folder / "retry.md").read_text(encoding="utf-8").split("\n")
-        assert cited["text"] in "\n".join(lines[cited["lineStart"] - 1 : cited["lineEnd"]])
+        assert cited["text"] in "\n".join(lines[cited["line_start"] - 1 : cited["line_end"]])
         assert "max_attempts" in cited["text"]
         assert (folder / ".kbgraph").is_dir()
     finally:

@@ -84,7 +84,7 @@ def test_a_named_file_or_kind_keeps_its_scope(
     assert [s["node"] for s in out["rag_retrieval_debug"]["steps"]] == list(NODE_ORDER)
     assert {c["source"] for c in out["rag_citations"]} == {source}
     for c in out["rag_citations"]:
-        assert c["text"] == _lines(docs, c["source"], c["lineStart"], c["lineEnd"])
+        assert c["text"] == _lines(docs, c["source"], c["line_start"], c["line_end"])
 
 
 def _conversation(
@@ -119,7 +119,7 @@ def test_follow_up_retrieves_the_right_file_after_rewrite_query(
     hits = [c for c in out["rag_citations"] if cited in c["text"]]
     assert hits and all(c["source"] == source for c in hits)
     for c in hits:
-        assert c["text"] == _lines(docs, c["source"], c["lineStart"], c["lineEnd"])
+        assert c["text"] == _lines(docs, c["source"], c["line_start"], c["line_end"])
     assert out["rag_grounded"] is True
     assert any(c["source"] == source for c in out["answer_citations"])
     retrieve = next(s for s in out["rag_retrieval_debug"]["steps"] if s["node"] == "retrieve")

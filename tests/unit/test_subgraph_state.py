@@ -28,13 +28,13 @@ def test_candidates_plain_list_replaces_and_dedupes_keeping_best() -> None:
     old = [candidate("x", score=0.9)]
     new = [candidate("a", score=0.2), candidate("b", score=0.5), candidate("a", score=0.7)]
     out = reduce_candidates(old, new)
-    assert [(c["chunkId"], c["score"]) for c in out] == [("a", 0.7), ("b", 0.5)]
+    assert [(c["chunk_id"], c["score"]) for c in out] == [("a", 0.7), ("b", 0.5)]
 
 
 def test_candidates_merge_update_keeps_the_old_ones() -> None:
     old = [candidate("a", score=0.9), candidate("b", score=0.1)]
     out = reduce_candidates(old, merge_candidates([candidate("b", score=0.6), candidate("c")]))
-    assert [(c["chunkId"], c["score"]) for c in out] == [("a", 0.9), ("b", 0.6), ("c", 0.5)]
+    assert [(c["chunk_id"], c["score"]) for c in out] == [("a", 0.9), ("b", 0.6), ("c", 0.5)]
 
 
 def test_candidates_same_id_in_two_knowledge_bases_are_two() -> None:

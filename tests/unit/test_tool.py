@@ -82,7 +82,7 @@ def _text(message: ToolMessage) -> str:
 
 def _file_lines(folder: Path, citation: Citation) -> str:
     lines = (folder / citation["source"]).read_bytes().decode("utf-8").splitlines()
-    return "\n".join(lines[citation["lineStart"] - 1 : citation["lineEnd"]])
+    return "\n".join(lines[citation["line_start"] - 1 : citation["line_end"]])
 
 
 def test_schema_shows_the_query_but_not_the_runtime() -> None:
@@ -222,8 +222,8 @@ def test_restricting_to_a_named_knowledge_base(settings: RagSettings, tmp_path: 
 
 def _cited(n: int, source: str, start: int = 1, end: int = 3, kb: str = "docs") -> Citation:
     return {
-        "n": n, "chunkId": f"id-{source}-{start}", "source": source, "kb": kb, "lineStart": start,
-        "lineEnd": end, "score": 0.5, "text": f"text of {source}", "section": None, "page": None,
+        "n": n, "chunk_id": f"id-{source}-{start}", "source": source, "kb": kb, "line_start": start,
+        "line_end": end, "score": 0.5, "text": f"text of {source}", "section": None, "page": None,
     }  # fmt: skip
 
 
@@ -238,9 +238,9 @@ def test_second_call_in_a_conversation_continues_the_numbering(settings: RagSett
     first = _call({"query": "retries"}, _runtime(settings))
     history = [HumanMessage("q"), AIMessage(""), first]
     second = _call({"query": "cache size Größe"}, _runtime(settings, history))
-    firsts = {(c["source"], c["lineStart"]): c["n"] for c in first.artifact["citations"]}
+    firsts = {(c["source"], c["line_start"]): c["n"] for c in first.artifact["citations"]}
     for c in second.artifact["citations"]:
-        key = (c["source"], c["lineStart"])
+        key = (c["source"], c["line_start"])
         if key in firsts:
             assert c["n"] == firsts[key]
         else:
@@ -333,7 +333,7 @@ def _assert_numbers_unique(tool_messages: list[ToolMessage]) -> dict[int, Citati
     for message in tool_messages:
         for c in message.artifact["citations"]:
             seen = by_n.setdefault(c["n"], c)
-            assert (seen["source"], seen["lineStart"]) == (c["source"], c["lineStart"]), (
+            assert (seen["source"], seen["line_start"]) == (c["source"], c["line_start"]), (
                 f"[{c['n']}] names {seen['source']} and {c['source']}"
             )
             assert f"[{c['n']}] Source: {c['source']}" in _text(message)
@@ -368,9 +368,9 @@ def test_parallel_block_continues_after_earlier_searches(settings: RagSettings) 
         stream_writer=lambda _: None, tool_call_id="call_1", store=None,
     )  # fmt: skip
     second = _call({"query": PARALLEL_QUERIES[1]}, runtime)
-    known = {(c["source"], c["lineStart"]): c["n"] for c in earlier.artifact["citations"]}
+    known = {(c["source"], c["line_start"]): c["n"] for c in earlier.artifact["citations"]}
     for c in second.artifact["citations"]:
-        expected = known.get((c["source"], c["lineStart"]))
+        expected = known.get((c["source"], c["line_start"]))
         if expected is None:
             assert c["n"] > top + settings.search.top_k, "a new source takes a number of block 2"
         else:

@@ -22,5 +22,5 @@ def test_the_rerank_line_names_the_top_chunks(tmp_path: Path) -> None:
     first = step["data"]["order"][0]
     line = summarize_step(step)
     # It used to read the order's "id", which Rerank never wrote, and fell back to raw JSON.
-    assert f"mode=heuristic; top: {first['chunkId'][:8]}={first['score']}" in line
+    assert f"mode=heuristic; top: {first['chunk_id'][:8]}={first['score']}" in line
     assert "{" not in line
