@@ -13,7 +13,12 @@ packaged SmolLM2-135M GGUF), and prints per path:
 * CPU seconds per question (this process: the embedding model and llama.cpp run in it);
 * the answers shown that loop, the model's answers shown below the answer check's
   threshold, in how many grounded runs the model was asked for the answer (a node's
-  timeout must not stop that: issue 40), and the wall time per question.
+  timeout must not stop that: issue 40), and the wall time per question;
+* with the questions' fact keys (as ``bench_facts.py`` reads them: the bundled keys, a
+  row's ``metadata.key`` or ``--keys``): how many final answers state the fact, and how
+  many of the model's first drafts did; and the questions **lost**: the model path's final
+  answer misses a fact that its draft or the heuristic path's answer stated (issue 40's
+  target: none).
 
     python benchmarks/bench_agentic.py                                  # bundled questions
     python benchmarks/bench_agentic.py --kb ../shared/data/corpora/httpx-docs \\
@@ -44,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from _quick import parse
+from bench_facts import BUNDLED_KEYS, keys_for, states
 from langchain_core.messages import HumanMessage
 
 from kbgraph.agents import build_chat_agent
@@ -77,6 +83,9 @@ class PathResult:
     below_threshold_shown: int = 0
     grounded: int = 0
     model_asked: int = 0
+    keyed: int = 0
+    stated: dict[str, bool] = field(default_factory=dict)
+    draft_stated: dict[str, bool] = field(default_factory=dict)
     rows: list[dict[str, Any]] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
@@ -98,6 +107,9 @@ class PathResult:
             "model_answers_shown_below_threshold": self.below_threshold_shown,
             "grounded_runs": self.grounded,
             "model_asked_for_the_answer": self.model_asked,
+            "keyed": self.keyed,
+            "states_the_fact": sum(self.stated.values()),
+            "draft_states_the_fact": sum(self.draft_stated.values()),
         }
 
 
@@ -108,7 +120,12 @@ def gold_paths(source: GoldSource) -> set[str]:
 
 
 def run_path(
-    name: str, chat_model: str | None, rows: Sequence[EvalRow], folder: Path, embedding: str
+    name: str,
+    chat_model: str | None,
+    rows: Sequence[EvalRow],
+    folder: Path,
+    embedding: str,
+    keys: dict[str, list[str]],
 ) -> PathResult:
     agent = build_chat_agent()
     settings = RagSettings(
@@ -122,7 +139,28 @@ def run_path(
         result.wall += time.perf_counter() - start
         result.questions += 1
         record(result, row, out)
+        if row.id in keys:
+            record_fact(result, row.id, out, keys[row.id])
     return result
+
+
+def record_fact(result: PathResult, row_id: str, out: dict[str, Any], key: list[str]) -> None:
+    """Whether the final answer, and the model's first draft (kept in the check's
+    ``attempts`` when it was not shown), state the fact."""
+    result.keyed += 1
+    result.stated[row_id] = states(str(out.get("answer") or ""), key)
+    attempts = (out.get("answer_check") or {}).get("attempts") or []
+    draft = str(attempts[0].get("text") or "") if attempts else ""
+    result.draft_stated[row_id] = bool(draft) and states(draft, key)
+
+
+def lost(heuristic: PathResult, model: PathResult) -> list[str]:
+    """The questions whose model-path answer misses a fact that its draft or the
+    heuristic path's answer stated."""
+    return [
+        q for q, ok in model.stated.items()
+        if not ok and (model.draft_stated.get(q) or heuristic.stated.get(q))
+    ]  # fmt: skip
 
 
 def record(result: PathResult, row: EvalRow, out: dict[str, Any]) -> None:
@@ -190,10 +228,10 @@ def print_table(results: Sequence[PathResult]) -> None:
         "| path | on-topic | skipped | gold file in sources | gold file cited | mean check "
         "score | answers with an unsupported claim | overrulings | CPU s / question | "
         "wall s / question | loops shown | model answers shown below threshold | "
-        "model asked for the answer |"
+        "model asked for the answer | states the fact | draft states it |"
     )
     print(header)
-    print("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in results:
         s = r.summary()
         overruled = ", ".join(f"{k} {v}" for k, v in sorted(r.overrulings.items())) or "none"
@@ -204,7 +242,8 @@ def print_table(results: Sequence[PathResult]) -> None:
             f"{s['answers_with_unsupported_claims']} of {s['questions']} | {overruled} | "
             f"{s['cpu_s_per_question']:.2f} | {s['wall_s_per_question']:.1f} | "
             f"{s['answers_shown_that_loop']} | {s['model_answers_shown_below_threshold']} | "
-            f"{s['model_asked_for_the_answer']} of {s['grounded_runs']} grounded |"
+            f"{s['model_asked_for_the_answer']} of {s['grounded_runs']} grounded | "
+            f"{s['states_the_fact']} of {s['keyed']} | {s['draft_states_the_fact']} |"
         )
 
 
@@ -215,9 +254,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--chat-model", default=None, help="default: the packaged SmolLM2")
     parser.add_argument("--limit", type=int, default=None)
     parser.add_argument("--json", type=Path, default=None, help="write every row here")
+    parser.add_argument("--keys", type=Path, default=None, help="default: the bundled keys")
     args = parse(parser, argv, limit=1)
     measured = commit()  # the code that runs, not the checkout at the end of a long run
     rows = list(load_dataset(args.questions))[: args.limit]
+    bundled = args.questions == bundled_dataset_path()
+    keys = keys_for(rows, args.keys or (BUNDLED_KEYS if bundled else None))
     model = args.chat_model or default_model(args.quick)
     embedding = "fake" if args.quick else "auto"  # auto: what RagSettings defaults to
     with tempfile.TemporaryDirectory() as tmp:
@@ -228,9 +270,14 @@ def main(argv: Sequence[str] | None = None) -> None:
             file=sys.stderr,
         )
         results = [
-            run_path("no chat model (heuristic)", None, rows, folder, embedding),
+            run_path("no chat model (heuristic)", None, rows, folder, embedding, keys),
             run_path(
-                f"chat model {Path(model.split('?')[0]).name}", model, rows, folder, embedding
+                f"chat model {Path(model.split('?')[0]).name}",
+                model,
+                rows,
+                folder,
+                embedding,
+                keys,
             ),
         ]
     print(
@@ -241,6 +288,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     for r in results:
         for question in r.skipped:
             print(f"skipped by {r.name}: {question}")
+    if any(r.keyed for r in results):
+        missing = lost(*results)
+        named = f": {', '.join(missing)}" if missing else ""
+        print(f"\nlost (the final answer misses a fact its draft or the heuristic answer "
+              f"stated): {len(missing)}{named}")  # fmt: skip
     if args.json is not None:
         data = [{**r.summary(), "rows": r.rows} for r in results]
         args.json.write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")

@@ -29,13 +29,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from _quick import parse
 
 from kbgraph.agents import ChatAgent
-from kbgraph.evals import bundled_dataset_path, load_dataset
+from kbgraph.evals import EvalRow, bundled_dataset_path, load_dataset
 from kbgraph.evals._batch import run_evaluation
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,6 +64,15 @@ def load_keys(path: Path | None) -> dict[str, list[str]]:
     return {str(row["id"]): _as_list(row["key"]) for row in rows}
 
 
+def keys_for(rows: Sequence[EvalRow], path: Path | None) -> dict[str, list[str]]:
+    """Each row's key: from ``path`` by row id, else from its ``metadata.key``."""
+    keys = load_keys(path)
+    for row in rows:
+        if row.id not in keys and row.metadata.get("key"):
+            keys[row.id] = _as_list(row.metadata["key"])
+    return keys
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--kb", type=Path, default=ROOT / "examples" / "docs")
@@ -74,11 +84,8 @@ def main() -> None:
     args = parse(parser, embedding="fake")
     dataset = args.dataset or bundled_dataset_path()
     keys_file = args.keys or (BUNDLED_KEYS if args.dataset is None else None)
-    keys = load_keys(keys_file)
     rows = load_dataset(dataset)[: 2 if args.quick else None]
-    for row in rows:
-        if row.id not in keys and row.metadata.get("key"):
-            keys[row.id] = _as_list(row.metadata["key"])
+    keys = keys_for(rows, keys_file)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "kb"
         shutil.copytree(args.kb, folder, ignore=shutil.ignore_patterns(".kbgraph"))

@@ -124,3 +124,4 @@ def test_bench_agentic_quick(tmp_path: Path) -> None:
     shutil.copy(EXAMPLES / "docs" / "faq.txt", tmp_path / "kb" / "docs" / "faq.txt")
     out = run_quick("bench_agentic.py", "--kb", str(tmp_path / "kb"))
     assert "| chat model SmolLM2" in out
+    assert "lost (the final answer misses a fact" in out  # the bundled question has a key
