@@ -1,10 +1,11 @@
-"""When a chat model's reply loops: one sentence, or one long run of words, said again and
-again. A small model does this on real questions ("The permanent session lifetime is 30
-seconds" 43 times); :func:`repetition` says so from the text, for the answer check
-(``kbgraph.agents._problems``) and for :class:`LoopWatch`, which lets an in-process model
-stop generating once its reply loops instead of running on to ``max_tokens``: with
-SmolLM2 on two cores the 400 tokens after the loop began cost ~15 s of the answer and, in
-the draft the repair quotes back, ~10 s of the second attempt's prompt."""
+"""When a chat model's reply loops: one sentence, one long run of words, or one line with
+other numbers, said again and again. A small model does this on real questions ("The
+permanent session lifetime is 30 seconds" 43 times); :func:`repetition` says so from the
+text, for the answer check (``kbgraph.agents._problems``) and for :class:`LoopWatch`, which
+lets an in-process model stop generating once its reply loops instead of running on to
+``max_tokens``: with SmolLM2 on two cores the 400 tokens after the loop began cost ~15 s
+of the answer and, in the draft the repair quotes back, ~10 s of the second attempt's
+prompt."""
 
 from __future__ import annotations
 
@@ -19,7 +20,11 @@ LONG_SENTENCE_WORDS = 6
 """... and a sentence of six words or more said twice is one too."""
 RUN_WORDS = 8
 """A run of eight words said three times is a loop that ran without a full stop."""
+SHAPE_REPEATS = 8
+"""Eight lines in a row that differ only in their numbers are a list that counts on
+("15. 514 (Unauthorized)", "16. 515 (Unauthorized)", … to the token limit)."""
 QUOTE_CHARS = 80
+_DIGITS = re.compile(r"\d+")
 _MARKER = re.compile(r"\[\d+\]")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 
@@ -35,6 +40,10 @@ def repetition(text: str, *, long_twice: bool = True) -> str | None:
         long = long_twice and len(sentence.split()) >= LONG_SENTENCE_WORDS
         if n >= SENTENCE_REPEATS or (n >= 2 and long):
             return f"it repeats {quoted(sentence)} {n} times"
+    counted = counting_lines(plain)
+    if counted is not None:
+        line, n = counted
+        return f"it repeats the line {quoted(line)} with other numbers {n} times"
     tokens = words(plain)
     runs = Counter(tuple(tokens[i : i + RUN_WORDS]) for i in range(len(tokens) - RUN_WORDS + 1))
     if runs:
@@ -42,6 +51,24 @@ def repetition(text: str, *, long_twice: bool = True) -> str | None:
         if n >= SENTENCE_REPEATS:
             return f"it repeats {quoted(' '.join(run))} {n} times"
     return None
+
+
+def counting_lines(text: str) -> tuple[str, int] | None:
+    """The first line of the longest run of :data:`SHAPE_REPEATS` or more lines in a row
+    that are the same once their numbers are masked, and the run's length."""
+    best: tuple[str, int] | None = None
+    shape, first, n = "", "", 0
+    for line in (raw.strip() for raw in text.splitlines()):
+        if not line:
+            continue
+        masked = _DIGITS.sub("0", line)
+        if masked == shape and len(line.split()) >= 2:
+            n += 1
+        else:
+            shape, first, n = masked, line, 1
+        if n >= SHAPE_REPEATS and (best is None or n > best[1]):
+            best = (first, n)
+    return best
 
 
 def quoted(text: str) -> str:
@@ -81,7 +108,9 @@ __all__ = [
     "QUOTE_CHARS",
     "RUN_WORDS",
     "SENTENCE_REPEATS",
+    "SHAPE_REPEATS",
     "LoopWatch",
+    "counting_lines",
     "quoted",
     "repetition",
 ]

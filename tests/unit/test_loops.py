@@ -44,6 +44,20 @@ def test_a_refrain_said_twice_and_plain_prose_are_not_stopped() -> None:
     assert repetition(REFRAIN) is not None  # the answer check is stricter than the stop
 
 
+def test_a_list_that_counts_on_is_a_loop_and_a_short_list_is_not() -> None:
+    """SmolLM2 listed "N. 5NN (Unauthorized)" to its 512-token cap: no sentence repeats."""
+    counting = "The codes are:\n" + "".join(
+        f"{i}. {500 + i} (Unauthorized)\n" for i in range(1, 30)
+    )
+    stopped, text = _fed(counting)
+    assert stopped and text.count("(Unauthorized)") == 8
+    assert repetition(counting) == (
+        'it repeats the line "1. 501 (Unauthorized)" with other numbers 29 times'
+    )
+    codes = "Retried: 408, 429, 500, 502, 503.\n- 502 (Bad Gateway)\n- 503 (Unavailable)\n"
+    assert repetition(codes) is None and _fed(codes)[0] is False
+
+
 class _Runtime:
     """llama.cpp's stream of a looping reply, one word a chunk; records being closed."""
 
