@@ -10,6 +10,7 @@ standalone form) is searched whatever the model wrote.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
@@ -30,8 +31,12 @@ MIN_WORDS_FOR_SHARE = 8
 _SAME_SCRIPT = {"HIRAGANA": "CJK", "KATAKANA": "CJK", "HALFWIDTH": "CJK"}
 
 
-def rewrite_problem(rewrite: str, question: str, conversation: str = "") -> str | None:
-    """Why ``rewrite`` must not be searched for ``question``, or ``None`` when it may be."""
+def rewrite_problem(
+    rewrite: str, question: str, conversation: str = "", *, first: bool = True
+) -> str | None:
+    """Why ``rewrite`` must not be searched for ``question``, or ``None`` when it may be.
+    ``first``: the first attempt, where the question and its keywords are searched (on a
+    retry a few of its words alone are a new search)."""
     tokens = words(rewrite)
     if not tokens:
         return "empty"
@@ -47,6 +52,39 @@ def rewrite_problem(rewrite: str, question: str, conversation: str = "") -> str 
     topic = set(stems(content_terms(f"{question}\n{conversation}")))
     if topic and not topic & set(stems(content_terms(rewrite))):
         return "shares no content word with the question or the conversation"
+    stray = stray_sentence(rewrite, topic)
+    if stray:
+        return f"a sentence of its own added ({stray!r})"
+    own = set(stems(content_terms(question)))
+    same_words = set(stems(tokens)) == set(stems(asked))  # deduplicated, said nowhere
+    if first and not same_words and set(stems(content_terms(rewrite))) <= own:
+        # One more list of the same words only reorders the fused ranking: SmolLM2's
+        # "How many attempts does Harbor makes by default when a downstream provider
+        # fails?" pushed the chunk with "the default of 5" out of the five sources.
+        return "adds no content word to the question"
+    return None
+
+
+STRAY_SENTENCE_WORDS = 6
+_SENTENCES = re.compile(r"(?<=[.!?])\s+")
+
+
+def stray_sentence(rewrite: str, topic: set[str]) -> str | None:
+    """A sentence of ``rewrite`` (of :data:`STRAY_SENTENCE_WORDS` words or more, when it has
+    two or more) that shares no content word with the question or the conversation
+    (``topic``: their stems), or ``None``. SmolLM2's paraphrases were the question and
+    "This is a question that has been asked before, but no answer has been found yet.":
+    searched, they moved the chunk with the answer out of the sources (the extractive
+    fallback then lost "the default of 5" and the status-code table that the run without
+    a model quoted). A query is one question; the question itself is searched anyway."""
+    sentences = [p for p in _SENTENCES.split(rewrite.strip()) if p]
+    if len(sentences) < 2 or not topic:
+        return None
+    for sentence in sentences:
+        if len(words(sentence)) < STRAY_SENTENCE_WORDS:
+            continue
+        if not set(stems(content_terms(sentence))) & topic:
+            return sentence[:80]
     return None
 
 
@@ -75,13 +113,13 @@ def dominant_script(text: str) -> str | None:
 
 
 def screen_rewrites(
-    rewrites: Sequence[str], question: str, conversation: str = ""
+    rewrites: Sequence[str], question: str, conversation: str = "", *, first: bool = True
 ) -> tuple[list[str], dict[str, str]]:
     """The rewrites worth a search (in order) and the dropped ones with why."""
     kept: list[str] = []
     dropped: dict[str, str] = {}
     for rewrite in rewrites:
-        problem = rewrite_problem(rewrite, question, conversation)
+        problem = rewrite_problem(rewrite, question, conversation, first=first)
         if problem is None:
             kept.append(rewrite.strip())
         elif rewrite.strip():
@@ -125,6 +163,7 @@ def list_problem(items: Sequence[str], limit: int) -> str | None:
 
 __all__ = [
     "REASON_CHARS",
+    "STRAY_SENTENCE_WORDS",
     "dominant_script",
     "is_repetitive",
     "list_problem",
@@ -132,4 +171,5 @@ __all__ = [
     "says_something",
     "screen_reason",
     "screen_rewrites",
+    "stray_sentence",
 ]

@@ -323,7 +323,7 @@ def _with_rewrites(
     checked against; and which queries the model wrote (Retrieve keeps the question's own
     lists from being pushed out by theirs)."""
     proposed = [written.standalone_question, written.keyword_query, written.paraphrase]
-    kept, dropped = screen_rewrites(proposed, question, conversation)
+    kept, dropped = screen_rewrites(proposed, question, conversation, first=rec.attempt == 0)
     own = [question, plan.standalone] if plan.completed else [question]
     queries = unique_queries([*own, *kept, *plan.queries[1:]], tried)
     own_keys = {query_key(q) for q in [*own, *plan.queries]}

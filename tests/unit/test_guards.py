@@ -141,6 +141,36 @@ def test_junk_rewrites_are_dropped_and_the_question_is_searched(docs: tuple[Path
         ("configurer le délai d'attente", "Comment configurer le délai ?", None),
         ("How do I enable HTTP/2 on a client?", "How do I use HTTP/2?", None),
         ("retry policy timeout", "What about its timeout?", None),
+        # SmolLM2's "paraphrase": the question, then a sentence of its own (issue 40: it
+        # moved the chunk with the answer out of the sources)
+        (
+            "Which HTTP status codes does Harbor retry by default? This is a question that "
+            "has been asked before, but no answer has been found yet.",
+            "Which HTTP status codes does Harbor retry by default?",
+            "a sentence of its own added",
+        ),
+        (
+            "How many attempts does Harbor makes by default when a downstream provider fails? "
+            "This is a question that has been asked before, but no answer has been found yet.",
+            "How many attempts does Harbor make by default when a call to a downstream "
+            "provider fails?",
+            "a sentence of its own added",
+        ),
+        ("Which statuses are retried? Is 429 among them?", "Which statuses are retried?", None),
+        (
+            "How many attempts does Harbor makes by default when a downstream provider fails?",
+            "How many attempts does Harbor make by default when a call to a downstream "
+            "provider fails?",
+            "adds no content word to the question",
+        ),
+        ("how do I use http/2", "How do I use HTTP/2?", None),  # the same words: deduplicated
+        # the question with the conversation's topic added is a standalone question
+        (
+            "How do I configure the timeout of the retry policy?",
+            "How do I configure the timeout?",
+            None,
+        ),
+        ("How do I use HTTP/2 in httpx?", "How do I use HTTP/2?", None),  # one word added
     ],
 )
 def test_rewrite_problems(rewrite: str, question: str, problem: str | None) -> None:
