@@ -30,7 +30,8 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 
 from kbgraph.errors import ConfigError
-from kbgraph.retrieval._internal import Chunk, SearchConfig, SearchFilters, SearchResult, file_kind
+from kbgraph.retrieval import Chunk, SearchConfig, SearchFilters, SearchResult
+from kbgraph.retrieval._internal import file_kind
 
 OBJECT_PREFIX = "object:"
 ATTACHED = "kbgraph_knowledge_bases"

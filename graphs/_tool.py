@@ -34,7 +34,8 @@ from typing_extensions import TypedDict
 
 from kbgraph.errors import ConfigError, KbgraphError
 from kbgraph.prompts import load_prompt, render_prompt
-from kbgraph.retrieval._internal import PREAMBLE, ContextEntry, fence_for, source_block
+from kbgraph.retrieval import ContextEntry
+from kbgraph.retrieval._internal import PREAMBLE, fence_for, source_block
 
 from ._langchain_kb import ATTACHED, attached_spec
 from ._settings import RagSettings, settings_from_context, spec_of, with_knowledge_bases

@@ -10,6 +10,7 @@ each layer refuses that when it is imported.
 
 from __future__ import annotations
 
+import ast
 import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -45,4 +46,42 @@ def lazy_attributes(namespace: Mapping[str, Any], table: Mapping[str, str]) -> C
     return __getattr__
 
 
-__all__ = ["LAYERS", "imported_as_kbgraph", "lazy_attributes"]
+def type_checking_imports(source: str) -> dict[str, str]:
+    """The names a module's top-level ``if TYPE_CHECKING:`` blocks import, each mapped to
+    the module it comes from as written (``._config``): the lazy table of a doorway, so
+    that each name it lends is written once, in the import the type checker reads."""
+    table: dict[str, str] = {}
+    for node in ast.parse(source).body:
+        if not (isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"):
+            continue
+        for statement in node.body:
+            if not isinstance(statement, ast.ImportFrom) or statement.names[0].name == "*":
+                raise TypeError(f"not a 'from module import name' line: {ast.unparse(statement)}")
+            module = "." * statement.level + (statement.module or "")
+            table.update((alias.asname or alias.name, module) for alias in statement.names)
+    return table
+
+
+def lazy_doorway(namespace: Mapping[str, Any]) -> Callable[[str], Any]:
+    """:func:`lazy_attributes` for a doorway whose table is its own ``if TYPE_CHECKING:``
+    imports (:func:`type_checking_imports`). The source is read and parsed once, on the
+    first attribute asked for, so importing the doorway costs nothing more than before."""
+    table: dict[str, str] = {}
+    lookup = lazy_attributes(namespace, table)
+
+    def __getattr__(name: str) -> Any:
+        if not table:
+            source = namespace["__loader__"].get_source(namespace["__name__"])
+            table.update(type_checking_imports(source))
+        return lookup(name)
+
+    return __getattr__
+
+
+__all__ = [
+    "LAYERS",
+    "imported_as_kbgraph",
+    "lazy_attributes",
+    "lazy_doorway",
+    "type_checking_imports",
+]

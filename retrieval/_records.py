@@ -2,7 +2,7 @@
 
 Attribute names are snake_case in Python; ``to_dict`` gives the camelCase keys of the
 on-disk format and the CLI's ``--json`` output (``lineStart``, ``byteEnd`` ...), which are
-the contract in ``ARCHITECTURE.md``, by pydantic aliases (:mod:`kbgraph.retrieval._camel`).
+the contract in ``ARCHITECTURE.md``, by pydantic aliases (:mod:`kbgraph._base.camel`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ._camel import camel, from_camel, to_camel_dict
+from kbgraph._base.camel import camel, from_camel, to_camel_dict
 
 SkipReason = Literal[
     "excluded",

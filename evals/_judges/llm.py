@@ -233,7 +233,7 @@ def _numbered(items: Sequence[str]) -> str:
 def _resolve(model: BaseChatModel | str) -> BaseChatModel:
     if isinstance(model, BaseChatModel):
         return model
-    from kbgraph.graphs._internal import resolve_chat_model
+    from kbgraph.graphs import resolve_chat_model
 
     resolved = resolve_chat_model(model)
     if resolved is None:

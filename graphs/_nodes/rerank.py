@@ -34,7 +34,8 @@ from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from kbgraph.retrieval._internal import line_span, stems, words
+from kbgraph._base.text import stems, words
+from kbgraph.retrieval._internal import line_span
 
 from .._context_window import JSON_RESERVE_TOKENS, largest_fitting
 from .._settings import RagSettings

@@ -78,7 +78,7 @@ def run_ask(
     (``kbgraph mcp`` serves several); ``auto_index=False`` never writes an index;
     ``llm_timeout``: ``RagSettings.llm_timeout_seconds`` (``None``: its default)."""
     from kbgraph.graphs import RagSettings
-    from kbgraph.retrieval._internal import SearchConfig
+    from kbgraph.retrieval import SearchConfig
 
     from ._chat import exported_chat_agent
     from ._state import AgentInput

@@ -16,7 +16,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from kbgraph.retrieval._internal import words
+from kbgraph._base.text import words
 
 SENTENCE_REPEATS = 3
 """A sentence said three times is a loop, whatever its length ..."""

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from kbgraph.errors import ConfigError
-from kbgraph.evals import metric_names
-from kbgraph.evals._internal import SOURCE_RECALL, GoldSource, Passage, is_recalled
+from kbgraph.evals import GoldSource, Passage, metric_names
+from kbgraph.evals._internal import SOURCE_RECALL, is_recalled
 from kbgraph.retrieval._internal import open_regular_file, read_regular_file
 
 from ._runs import well_formed

@@ -16,7 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from kbgraph.errors import ConfigError, KbgraphError
-from kbgraph.graphs._internal import RagSettings, knowledge_base_specs, message_dict, summarize_step
+from kbgraph.graphs import RagSettings
+from kbgraph.graphs._internal import knowledge_base_specs, message_dict, summarize_step
 
 from ._html import Html, badge, el, json_block, link, number, table
 

