@@ -12,8 +12,8 @@ from __future__ import annotations
 import itertools
 import re
 
+from kbgraph._base.sentences import sentence_starts
 from kbgraph._base.text import FUNCTION_WORDS, NEGATIONS, stem, words
-from kbgraph.retrieval._internal import sentence_starts
 
 _NUMBER_WORDS = {
     word: str(value)

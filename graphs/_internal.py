@@ -26,7 +26,6 @@ if TYPE_CHECKING:
         refusal_message,
         tool_call_message,
     )
-    from ._context_window import JSON_RESERVE_TOKENS, first_lines, largest_fitting
     from ._extractive import extractive_text
     from ._http_app import ContextKeysMiddleware
     from ._nodes import fit_sources, question_of, run_outage

@@ -45,7 +45,7 @@ MOVED: dict[str, str] = {
     "kbgraph.graphs.chat_models": "kbgraph.graphs._chat_models",
     "kbgraph.graphs.citations": "kbgraph.graphs._citations",
     "kbgraph.graphs.cli": "kbgraph.agents._ask",
-    "kbgraph.graphs.context_window": "kbgraph.graphs._context_window",
+    "kbgraph.graphs.context_window": "kbgraph._base.context_window",
     "kbgraph.graphs.http_app": "kbgraph.graphs._http_app",
     "kbgraph.graphs.langchain_kb": "kbgraph.graphs._langchain_kb",
     "kbgraph.graphs.models": "kbgraph.graphs._models",

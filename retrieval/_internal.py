@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 from kbgraph._layers import lazy_doorway
 
 if TYPE_CHECKING:
-    from ._chunking import sentence_starts
     from ._config import FusionMethod, check_search_mode
     from ._context import PREAMBLE, fence_for, line_span, longest_backtick_run, source_block
     from ._embeddings import (

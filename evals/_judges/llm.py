@@ -20,14 +20,9 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
+from kbgraph._base.context_window import JSON_RESERVE_TOKENS, first_lines, largest_fitting
 from kbgraph.errors import JudgeError
-from kbgraph.graphs._internal import (
-    JSON_RESERVE_TOKENS,
-    ask_structured,
-    describe_error,
-    first_lines,
-    largest_fitting,
-)
+from kbgraph.graphs._internal import ask_structured, describe_error
 from kbgraph.prompts import render_prompt
 
 from .._claims import citation_numbers, strip_markers

@@ -16,7 +16,7 @@ shape, or a call of a bound tool with arguments of its schema, unless it is cut 
 ``max_tokens`` (see ``_gguf_tools`` for the reply's shape and ``_gguf_messages`` for how a
 conversation with tool calls is written for a model's chat template).
 ``profile["max_input_tokens"]`` is ``n_ctx - max_tokens``, and token counts are exact (the
-model's own template and tokenizer): ``kbgraph.graphs._context_window`` trims retrieved text
+model's own template and tokenizer): ``kbgraph._base.context_window`` trims retrieved text
 to fit with both. A prompt that still does not fit raises
 :class:`kbgraph.errors.ContextLengthError`.
 """

@@ -83,7 +83,7 @@ def prompt_messages(prompt: str, **values: object) -> tuple[SystemMessage, Human
 
 def context_fallback(node: str, attempt: int) -> LlmFallback:
     """The record of a call not made: the prompt does not fit the model's context window
-    even with the retrieved text cut down (see ``kbgraph.graphs._context_window``)."""
+    even with the retrieved text cut down (see ``kbgraph._base.context_window``)."""
     return {
         "node": node,
         "attempt": attempt,
