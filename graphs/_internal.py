@@ -37,13 +37,5 @@ if TYPE_CHECKING:
     from ._state import retrieve_records
     from ._structured import INTERNAL, ask_structured, describe_error
     from ._tool import previous_citations
-    from ._trace import (
-        check_lines,
-        source_lines,
-        summarize_step,
-        trace_lines,
-        unresolved_lines,
-        verdict_lines,
-    )
 
 __getattr__ = lazy_doorway(globals())

@@ -58,7 +58,7 @@ MOVED: dict[str, str] = {
     "kbgraph.graphs.structured": "kbgraph.graphs._structured",
     "kbgraph.graphs.subgraph": "kbgraph.graphs._subgraph",
     "kbgraph.graphs.tool": "kbgraph.graphs._tool",
-    "kbgraph.graphs.trace": "kbgraph.graphs._trace",
+    "kbgraph.graphs.trace": "kbgraph.agents._trace",
     "kbgraph.graphs.turns": "kbgraph.graphs._turns",
     "kbgraph.inspector.app": "kbgraph.inspector._app",
     "kbgraph.inspector.config": "kbgraph.inspector._config",

@@ -31,7 +31,7 @@ REMOVED: dict[tuple[str, str], str] = {
     # every store answers server() now (issue 31 item 5), so no protocol marks the served ones
     ("kbgraph.retrieval.storage", "ServedStore"): "IndexStore.server()",
     ("kbgraph.graphs.trace", "unsearched_knowledge_bases"): (
-        "graphs/trace.py re-exported graphs/state.py's; the stand-in maps to graphs/_trace.py"
+        "graphs/trace.py re-exported graphs/state.py's; the stand-in maps to agents/_trace.py"
     ),
 }
 
