@@ -18,7 +18,7 @@ from kbgraph._layers import lazy_doorway
 
 if TYPE_CHECKING:
     from ._answer_check import unsupported
-    from ._cli import DefaultCommandGroup, eval_group
+    from ._cli import eval_group
     from ._evaluators import is_recalled
     from ._judges.scripted import ScriptedJudge
     from ._report import SOURCE_RECALL

@@ -17,15 +17,6 @@ from typing import TYPE_CHECKING
 from kbgraph._layers import lazy_doorway
 
 if TYPE_CHECKING:
-    from ._chat_models.scripted import (
-        ScriptedCall,
-        ScriptedChatModel,
-        ScriptedRefusalError,
-        ScriptExhaustedError,
-        StructuredOutputParseError,
-        refusal_message,
-        tool_call_message,
-    )
     from ._extractive import extractive_text
     from ._http_app import ContextKeysMiddleware
     from ._nodes import fit_sources, question_of, run_outage
@@ -35,7 +26,7 @@ if TYPE_CHECKING:
     from ._served_guard import ServedRequestsGuard
     from ._settings import FOLDER_ENV, ResolvedKnowledgeBase, knowledge_base_specs
     from ._state import retrieve_records
-    from ._structured import INTERNAL, ask_structured, describe_error
+    from ._structured import ask_structured
     from ._tool import previous_citations
 
 __getattr__ = lazy_doorway(globals())

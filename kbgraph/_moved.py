@@ -43,6 +43,7 @@ MOVED: dict[str, str] = {
     "kbgraph.graphs.agents.react": "kbgraph.agents._react",
     "kbgraph.graphs.agents.state": "kbgraph.agents._state",
     "kbgraph.graphs.chat_models": "kbgraph.graphs._chat_models",
+    "kbgraph.graphs.chat_models.scripted": "kbgraph._base.scripted_chat",
     "kbgraph.graphs.citations": "kbgraph.graphs._citations",
     "kbgraph.graphs.cli": "kbgraph.agents._ask",
     "kbgraph.graphs.context_window": "kbgraph._base.context_window",

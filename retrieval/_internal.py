@@ -18,7 +18,7 @@ from kbgraph._layers import lazy_doorway
 
 if TYPE_CHECKING:
     from ._config import FusionMethod, check_search_mode
-    from ._context import PREAMBLE, fence_for, line_span, longest_backtick_run, source_block
+    from ._context import PREAMBLE, fence_for, longest_backtick_run, source_block
     from ._embeddings import (
         DEFAULT_TIMEOUT,
         LocalEmbeddings,

@@ -21,8 +21,9 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
 from kbgraph._base.context_window import JSON_RESERVE_TOKENS, first_lines, largest_fitting
+from kbgraph._base.model_calls import describe_error
 from kbgraph.errors import JudgeError
-from kbgraph.graphs._internal import ask_structured, describe_error
+from kbgraph.graphs._internal import ask_structured
 from kbgraph.prompts import render_prompt
 
 from .._claims import citation_numbers, strip_markers

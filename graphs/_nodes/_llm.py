@@ -19,11 +19,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel
 
+from kbgraph._base.model_calls import describe_error
 from kbgraph.prompts import render_prompt
 
 from .._chat_models import ChatGGUF
 from .._state import LlmFallback
-from .._structured import Stage, StructuredPath, ask_structured, describe_error, is_down
+from .._structured import Stage, StructuredPath, ask_structured, is_down
 
 STEP_MAX_TOKENS = 256
 """The longest reply of a node's structured call: its JSON objects (a verdict, a scope, a

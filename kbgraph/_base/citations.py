@@ -32,6 +32,15 @@ _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})", re.MULTILINE)
 _INLINE_CODE = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.DOTALL)
 
 
+def line_span(start: int | None, end: int | None, word: str = "lines") -> str:
+    """How a source's line range is written (``lines 3-9``; ``lines unknown`` for a chunk
+    whose store gave no line numbers: ``None``, or 0 in a chunk, lines being 1-based): in a
+    context's source headers, the rerank prompt and a run's trace alike."""
+    if start is None or end is None or start < 1:
+        return f"{word} unknown"
+    return f"{word} {start}-{end}"
+
+
 @dataclass(frozen=True, slots=True)
 class Marker:
     """One bracketed marker: its text, its character span in the answer, and the numbers
@@ -225,4 +234,5 @@ __all__ = [
     "escape_markers",
     "extract_citations",
     "find_markers",
+    "line_span",
 ]
