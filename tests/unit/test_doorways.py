@@ -80,9 +80,19 @@ def test_a_doorway_import_is_a_run_time_edge(tmp_path: Path) -> None:
     assert _upward(_edges(files)) == [("kbgraph.retrieval._internal", "kbgraph.graphs._state")]
 
 
+def _face_lent(lent: dict[str, dict[str, str]]) -> list[tuple[str, str]]:
+    return sorted((d, n) for d, names in lent.items() for n in names if n in _face_names(d))
+
+
 def test_no_doorway_lends_a_name_of_its_face() -> None:
     # The layers above import those from the face: one road per name.
-    assert [(d, n) for d, names in _lent().items() for n in names if n in _face_names(d)] == []
+    assert _face_lent(_lent()) == []
+
+
+def test_a_face_name_lent_again_is_caught(tmp_path: Path) -> None:
+    text = "if TYPE_CHECKING:\n    from ._subgraph import build_rag_graph\n"
+    files = _injected(tmp_path, "kbgraph.graphs._internal", text)
+    assert _face_lent(_lent(files)) == [("kbgraph.graphs._internal", "build_rag_graph")]
 
 
 def test_every_lent_name_loads_and_is_its_layers_own() -> None:
