@@ -94,6 +94,9 @@ def _safely_fenced(context: str) -> bool:
     return tail.strip() == fence and longest_backtick_run(body) < len(fence)
 
 
+# The grammar's names (kbgraph._base.citations) are named here too for the 0.1 module name
+# kbgraph.graphs.citations, whose stand-in (kbgraph._moved) reads this module; kbgraph's own
+# code imports them from the foundation.
 __all__ = [
     "CitationReport",
     "Marker",

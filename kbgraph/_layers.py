@@ -63,9 +63,18 @@ def type_checking_imports(source: str) -> dict[str, str]:
 
 
 def lazy_doorway(namespace: Mapping[str, Any]) -> Callable[[str], Any]:
-    """:func:`lazy_attributes` for a doorway whose table is its own ``if TYPE_CHECKING:``
-    imports (:func:`type_checking_imports`). The source is read and parsed once, on the
-    first attribute asked for, so importing the doorway costs nothing more than before."""
+    """The ``__getattr__`` of a doorway, ``kbgraph.<layer>._internal``: what the layers above
+    use of a layer beyond its face, kbgraph's own contract between its layers and not public
+    API (it may change in any release). A name the face exports is imported from the face, a
+    helper no layer owns from ``kbgraph._base``; a doorway lends only what a layer above uses
+    of its layer's private modules (``tests/unit/test_doorways.py``), and another layer may
+    import those modules only through it (``tests/unit/test_layers.py``).
+
+    Each name is written once, in the doorway's ``if TYPE_CHECKING:`` imports: the type
+    checker reads them, and this derives the lazy table from the same lines
+    (:func:`type_checking_imports`; :func:`lazy_attributes` then loads each name's module
+    on first use, so a light import stays light). The source is read and parsed once, on
+    the first attribute asked for."""
     table: dict[str, str] = {}
     lookup = lazy_attributes(namespace, table)
 

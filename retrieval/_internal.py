@@ -1,14 +1,7 @@
-"""What the layers above use of ``kbgraph.retrieval`` beyond its face: kbgraph's own
-contract between its layers, not public API (it may change in any release; users import
-``kbgraph.retrieval``). A name the face exports is imported from the face, and a helper no
-layer owns from ``kbgraph._base``; only what the layers above need of this layer's private
-modules is lent here. ``tests/unit/test_layers.py`` lets another layer import this layer's
-private modules only through here, and reads these imports to see the real edges.
-
-Each name is written once, in the ``if TYPE_CHECKING:`` block below: the type checker reads
-it, and at run time :func:`kbgraph._layers.lazy_doorway` derives the lazy table from it, so
-that each name loads its module on first use, as the face's do, and a light import stays
-light."""
+"""The doorway of ``kbgraph.retrieval``: the engine's pieces the subgraph, the evals and the
+application build on (the context format, embeddings, loaders and safe reads, ranking math,
+the watcher). Not public API; the rules of every doorway are
+:func:`kbgraph._layers.lazy_doorway`'s."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""What the application above uses of ``kbgraph.agents`` beyond its face: kbgraph's own
-contract between its layers, not public API (users import ``kbgraph.agents``). The
-inspector shows a recorded run's steps as ``kbgraph ask --trace`` does. As the layers'
-doorways (``kbgraph.retrieval._internal``), each name is written once, in the
-``if TYPE_CHECKING:`` block, from which :func:`kbgraph._layers.lazy_doorway` derives the
-lazy table."""
+"""The doorway of ``kbgraph.agents``: the trace's step summaries the inspector shows as
+``kbgraph ask --trace`` does. Not public API; the rules of every doorway are
+:func:`kbgraph._layers.lazy_doorway`'s."""
 
 from __future__ import annotations
 
