@@ -1,13 +1,12 @@
 """The doorway of ``kbgraph.graphs``: the subgraph's pieces the ready agents and the
 application build on (its nodes' helpers, recorded runs, structured output, the HTTP app's
-guards). Not public API; the rules of every doorway are
-:func:`kbgraph._layers.lazy_doorway`'s."""
+guards). Not public API; what every doorway holds to: ``tests/unit/test_doorways.py``."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kbgraph._layers import lazy_doorway
+from kbgraph._layers import lazy_imports
 
 if TYPE_CHECKING:
     from ._extractive import extractive_text
@@ -22,4 +21,4 @@ if TYPE_CHECKING:
     from ._structured import ask_structured
     from ._tool import previous_citations
 
-__getattr__ = lazy_doorway(globals())
+__getattr__ = lazy_imports(globals())

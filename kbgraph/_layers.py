@@ -31,11 +31,10 @@ def imported_as_kbgraph(name: str) -> None:
         )
 
 
-def lazy_attributes(namespace: Mapping[str, Any], table: Mapping[str, str]) -> Callable[[str], Any]:
-    """A module's ``__getattr__`` (PEP 562) for the faces and doorways: each name of
-    ``table`` is loaded from its module (relative to the module's package) on first use,
-    so importing one light module never loads the heavy ones a face also names.
-    ``namespace`` is the module's ``globals()``."""
+def _load_lazily(namespace: Mapping[str, Any], table: Mapping[str, str]) -> Callable[[str], Any]:
+    """A module's ``__getattr__`` (PEP 562): each name of ``table`` is loaded from its module
+    (relative to the module's package) on first use, so importing one light module never
+    loads the heavy ones a face also names. ``namespace`` is the module's ``globals()``."""
     module, package = namespace["__name__"], namespace["__package__"]
 
     def __getattr__(name: str) -> Any:
@@ -48,8 +47,7 @@ def lazy_attributes(namespace: Mapping[str, Any], table: Mapping[str, str]) -> C
 
 def type_checking_imports(source: str) -> dict[str, str]:
     """The names a module's top-level ``if TYPE_CHECKING:`` blocks import, each mapped to
-    the module it comes from as written (``._config``): the lazy table of a doorway, so
-    that each name it lends is written once, in the import the type checker reads."""
+    the module it comes from as written (``._config``): its lazy table (:func:`lazy_imports`)."""
     table: dict[str, str] = {}
     for node in ast.parse(source).body:
         if not (isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING"):
@@ -62,35 +60,29 @@ def type_checking_imports(source: str) -> dict[str, str]:
     return table
 
 
-def lazy_doorway(namespace: Mapping[str, Any]) -> Callable[[str], Any]:
-    """The ``__getattr__`` of a doorway, ``kbgraph.<layer>._internal``: what the layers above
-    use of a layer beyond its face, kbgraph's own contract between its layers and not public
-    API (it may change in any release). A name the face exports is imported from the face, a
-    helper no layer owns from ``kbgraph._base``; a doorway lends only what a layer above uses
-    of its layer's private modules (``tests/unit/test_doorways.py``), and another layer may
-    import those modules only through it (``tests/unit/test_layers.py``).
-
-    Each name is written once, in the doorway's ``if TYPE_CHECKING:`` imports: the type
-    checker reads them, and this derives the lazy table from the same lines
-    (:func:`type_checking_imports`; :func:`lazy_attributes` then loads each name's module
-    on first use, so a light import stays light). The source is read and parsed once, on
-    the first attribute asked for."""
+def lazy_imports(namespace: Mapping[str, Any]) -> Callable[[str], Any]:
+    """The ``__getattr__`` of a face or a doorway whose lazy names are its own top-level
+    ``if TYPE_CHECKING:`` imports: each name is written once, in the import the type checker
+    reads, and loads its module on first use (so ``import kbgraph.errors`` or one light
+    module stays light). The module's source is read and parsed once, on the first
+    attribute asked for; ``namespace`` is the module's ``globals()``."""
     table: dict[str, str] = {}
-    lookup = lazy_attributes(namespace, table)
+    read: list[bool] = []
+    lookup = _load_lazily(namespace, table)
 
     def __getattr__(name: str) -> Any:
-        if not table:
+        if not read:  # two threads may both read it: the same table, either one kept
             source = namespace["__loader__"].get_source(namespace["__name__"])
+            if source is None:
+                raise ImportError(
+                    f"{namespace['__name__']} is installed without its source, which names "
+                    "what it loads on first use; reinstall kbgraph from its wheel or sdist"
+                )
             table.update(type_checking_imports(source))
+            read.append(True)
         return lookup(name)
 
     return __getattr__
 
 
-__all__ = [
-    "LAYERS",
-    "imported_as_kbgraph",
-    "lazy_attributes",
-    "lazy_doorway",
-    "type_checking_imports",
-]
+__all__ = ["LAYERS", "imported_as_kbgraph", "lazy_imports", "type_checking_imports"]

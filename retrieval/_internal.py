@@ -1,13 +1,13 @@
 """The doorway of ``kbgraph.retrieval``: the engine's pieces the subgraph, the evals and the
 application build on (the context format, embeddings, loaders and safe reads, ranking math,
-the watcher). Not public API; the rules of every doorway are
-:func:`kbgraph._layers.lazy_doorway`'s."""
+the watcher). Not public API; what every doorway holds to:
+``tests/unit/test_doorways.py``."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kbgraph._layers import lazy_doorway
+from kbgraph._layers import lazy_imports
 
 if TYPE_CHECKING:
     from ._config import FusionMethod, check_search_mode
@@ -31,4 +31,4 @@ if TYPE_CHECKING:
     from ._storage import is_database, no_versions
     from ._watch import DEBOUNCE_MS, FolderWatcher, WatchRun
 
-__getattr__ = lazy_doorway(globals())
+__getattr__ = lazy_imports(globals())

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kbgraph._layers import lazy_attributes
+from kbgraph._layers import lazy_imports
 
 if TYPE_CHECKING:
     from kbgraph._base.scripted_chat import (
@@ -31,20 +31,8 @@ if TYPE_CHECKING:
     from kbgraph.evals._internal import ScriptedJudge
     from kbgraph.retrieval._internal import FakeEmbeddings
 
-_LAZY = {
-    "ScriptedCall": "kbgraph._base.scripted_chat",
-    "ScriptedChatModel": "kbgraph._base.scripted_chat",
-    "ScriptedRefusalError": "kbgraph._base.scripted_chat",
-    "ScriptExhaustedError": "kbgraph._base.scripted_chat",
-    "StructuredOutputParseError": "kbgraph._base.scripted_chat",
-    "refusal_message": "kbgraph._base.scripted_chat",
-    "tool_call_message": "kbgraph._base.scripted_chat",
-    "FakeEmbeddings": "kbgraph.retrieval._internal",
-    "ScriptedJudge": "kbgraph.evals._internal",
-}
 
-
-__getattr__ = lazy_attributes(globals(), _LAZY)
+__getattr__ = lazy_imports(globals())
 
 
 __all__ = [

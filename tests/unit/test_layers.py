@@ -38,8 +38,8 @@ RANK = {
 }
 
 # A layer's doorway for kbgraph's own layers (``kbgraph.retrieval._internal``): what the
-# layers above use beyond the face, not public API. Its ``if TYPE_CHECKING:`` imports are
-# its lazy table too (``kbgraph._layers.lazy_doorway``): run-time edges, loaded on first use.
+# layers above use beyond the face, not public API. As a face's, its ``if TYPE_CHECKING:``
+# imports are its lazy table (``kbgraph._layers.lazy_imports``): run-time edges.
 DOORWAY = "._internal"
 
 
@@ -105,15 +105,9 @@ def _is_old_name(name: str) -> bool:
 
 
 def _string_imports(module: str, path: Path, tree: ast.Module) -> Iterator[str]:
-    """Modules named by ``importlib.import_module("...")`` with a literal name, and the
-    values of the lazy maps given to ``lazy_attributes`` (the faces' and doorways'
-    ``_LAZY``): each is an import the ``import`` statements do not show."""
+    """Modules named by ``importlib.import_module("...")`` with a literal name: each is an
+    import the ``import`` statements do not show."""
     package = _package(module, path)
-    maps = {
-        ast.unparse(node.targets[0]): node.value
-        for node in tree.body
-        if isinstance(node, ast.Assign) and len(node.targets) == 1
-    }
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not node.args:
             continue
@@ -121,13 +115,6 @@ def _string_imports(module: str, path: Path, tree: ast.Module) -> Iterator[str]:
         first = node.args[0]
         if callee == "import_module" and isinstance(first, ast.Constant):
             yield _resolve(str(first.value), package)
-        elif callee == "lazy_attributes" and len(node.args) > 1:
-            table = node.args[1]
-            table = maps.get(ast.unparse(table), table) if isinstance(table, ast.Name) else table
-            if isinstance(table, ast.Dict):
-                for value in table.values:
-                    if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                        yield _resolve(value.value, package)
 
 
 def _known(name: str) -> str | None:
@@ -138,22 +125,22 @@ def _known(name: str) -> str | None:
     return name or None
 
 
-def _derives_its_lazy_table(tree: ast.Module) -> bool:
-    """Whether the module is a doorway built by ``lazy_doorway``: its type-checking imports
-    are then the names it loads at run time."""
+def _loads_its_type_imports(tree: ast.Module) -> bool:
+    """Whether the module is a face or doorway built by ``lazy_imports``: its type-checking
+    imports are then the names it loads at run time, on first use."""
     return any(
-        isinstance(node, ast.Call) and ast.unparse(node.func).endswith("lazy_doorway")
+        isinstance(node, ast.Call) and ast.unparse(node.func).endswith("lazy_imports")
         for node in ast.walk(tree)
     )
 
 
 def _imports_of(module: str, path: Path, *, types: bool = False) -> set[str]:
     """The package's modules that ``module`` (its source at ``path``) imports: statements
-    (inside functions too), literal ``import_module`` calls and lazy maps (a doorway's
-    ``if TYPE_CHECKING:`` imports among them); with ``types``, the imports under
+    (inside functions too), literal ``import_module`` calls and the lazy names of a face or
+    doorway (its ``if TYPE_CHECKING:`` imports); with ``types``, the imports under
     ``if TYPE_CHECKING:`` of every module too."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    runtime = types or _derives_its_lazy_table(tree)
+    runtime = types or _loads_its_type_imports(tree)
     skipped = set() if runtime else _type_checking_only(tree)
     names = [
         target
@@ -246,8 +233,8 @@ def test_no_import_circle_for_the_type_checker() -> None:
 
 
 def test_the_typed_graph_counts_type_checking_imports(tmp_path: Path) -> None:
-    # graphs/__init__.py names its lazy exports' modules for the type checker and in its
-    # lazy map (loaded on first use): both graphs see the edge.
+    # graphs/__init__.py's lazy exports are its type-checking imports (loaded on first use):
+    # both graphs see the edge.
     assert "kbgraph.graphs._subgraph" in TYPED_EDGES["kbgraph.graphs"]
     assert "kbgraph.graphs._subgraph" in EDGES["kbgraph.graphs"]
     line = "if TYPE_CHECKING:\n    from ._subgraph import rag_graph\n"
@@ -289,20 +276,17 @@ def test_imports_between_layers_point_down() -> None:
     assert _upward(TYPED_EDGES) == []
 
 
-def test_an_upward_entry_in_a_face_lazy_map_is_caught(tmp_path: Path) -> None:
-    # The faces load their names through ``lazy_attributes(globals(), _LAZY)``; an entry
-    # naming a module of a layer above is an upward import the statements do not show.
-    text = '_LAZY["RagState"] = "kbgraph.graphs._state"\n'
-    files = _injected(tmp_path, "kbgraph.retrieval", text.replace("_LAZY[", "_UNUSED["))
-    assert _upward(_edges(files)) == []  # a dict no lazy_attributes call reads
-    source = MODULES["kbgraph.retrieval"].read_text(encoding="utf-8")
-    assert "_LAZY = {\n" in source
-    files = _injected(tmp_path / "2", "kbgraph.retrieval", "")
-    files["kbgraph.retrieval"].write_text(
-        source.replace("_LAZY = {\n", '_LAZY = {\n    "RagState": "kbgraph.graphs._state",\n'),
-        "utf-8",
-    )
-    assert _upward(_edges(files)) == [("kbgraph.retrieval", "kbgraph.graphs._state")]
+@pytest.mark.parametrize("module", ["kbgraph.retrieval", "kbgraph.retrieval._internal"])
+def test_an_upward_lazy_name_of_a_face_or_doorway_is_caught(tmp_path: Path, module: str) -> None:
+    # Faces and doorways load their ``if TYPE_CHECKING:`` imports on first use
+    # (``kbgraph._layers.lazy_imports``): run-time edges, though written for the type checker.
+    assert "kbgraph.retrieval._kb" in EDGES["kbgraph.retrieval"]
+    assert "kbgraph.retrieval._watch" in EDGES["kbgraph.retrieval._internal"]
+    text = "if TYPE_CHECKING:\n    from kbgraph.graphs._state import RagState\n"
+    files = _injected(tmp_path, module, text)
+    assert _upward(_edges(files)) == [(module, "kbgraph.graphs._state")]
+    plain = _injected(tmp_path / "plain", "kbgraph.retrieval._kb", text)
+    assert _upward(_edges(plain)) == []  # elsewhere a type-checking import stays a type's
 
 
 def test_a_string_import_is_caught(tmp_path: Path) -> None:
