@@ -352,7 +352,7 @@ def test_no_private_module_of_another_package() -> None:
 
 def test_the_private_import_rule_knows_a_package_from_its_subpackages() -> None:
     edges = {
-        "kbgraph.graphs._nodes.rerank": {"kbgraph.graphs._nodes._text", "kbgraph.graphs._trace"},
+        "kbgraph.graphs._nodes.rerank": {"kbgraph.graphs._nodes._text", "kbgraph.graphs._tool"},
         "kbgraph.graphs._nodes": {"kbgraph.graphs._nodes._base"},
         "kbgraph.graphs._extractive": {"kbgraph.graphs._nodes._text", "kbgraph.graphs._nodes"},
         "kbgraph.evals._runner": {"kbgraph.retrieval._search", "kbgraph._version"},
