@@ -52,10 +52,10 @@ from _quick import parse
 from bench_facts import BUNDLED_KEYS, keys_for, states
 from langchain_core.messages import HumanMessage
 
+from kbgraph._base.loops import repetition
 from kbgraph.agents import build_chat_agent
 from kbgraph.evals import EvalRow, bundled_dataset_path, check_answer, load_dataset
 from kbgraph.evals._records import GoldSource
-from kbgraph.graphs._internal import repetition
 from kbgraph.graphs._settings import RagSettings
 
 ROOT = Path(__file__).resolve().parents[1]

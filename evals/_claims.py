@@ -25,7 +25,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kbgraph.retrieval._internal import find_markers
+from kbgraph._base.citations import find_markers
 
 from ._framing import is_frame_label, without_framing
 from ._hedges import NON_CLAIM_PATTERNS, REFUSAL_PATTERNS, is_non_claim, is_refusal, without_hedges

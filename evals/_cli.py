@@ -19,7 +19,6 @@ against ``--baseline`` or a metric below its ``--min``.
 
 from __future__ import annotations
 
-import importlib
 import json
 import sys
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from kbgraph._base.commands import DefaultCommandGroup
 from kbgraph._exit_codes import LiveChoice, failing_as
 from kbgraph.retrieval import search_modes
 
@@ -48,38 +48,6 @@ if TYPE_CHECKING:
 # The choices of `eval meta --benchmark`, spelt out so that `--help` does not import the
 # meta-evaluation; tests/unit/test_eval_meta.py holds them equal to meta.ALL_BENCHMARKS.
 META_BENCHMARKS = ("wikieval", "halueval", "begin", "ragtruth", "lfqa", "attributionbench")
-
-
-class DefaultCommandGroup(click.Group):
-    """A group that runs ``default_command`` when the first argument is not one of its
-    commands (``kbgraph eval data.jsonl`` = ``kbgraph eval run data.jsonl``). ``lazy``
-    maps command names to ``(module, attribute)`` loaded on first use, so that other
-    layers can add subcommands without this module importing them."""
-
-    default_command = "run"
-
-    def __init__(
-        self, *args: Any, lazy: dict[str, tuple[str, str]] | None = None, **kwargs: Any
-    ) -> None:
-        super().__init__(*args, **kwargs)
-        self.lazy: dict[str, tuple[str, str]] = dict(lazy or {})
-
-    def _known(self) -> set[str]:
-        return {*self.commands, *self.lazy}
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and args[0] not in self._known() and args[0] not in ctx.help_option_names:
-            args = [self.default_command, *args]
-        return super().parse_args(ctx, args)
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(self._known())
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name in self.lazy and cmd_name not in self.commands:
-            module_name, attr = self.lazy[cmd_name]
-            self.add_command(getattr(importlib.import_module(module_name), attr), name=cmd_name)
-        return super().get_command(ctx, cmd_name)
 
 
 fail_cleanly = failing_as("kbgraph eval")

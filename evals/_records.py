@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from kbgraph.retrieval._internal import camel, snake_keys, to_camel_dict
+from kbgraph._base.camel import camel, snake_keys, to_camel_dict
 
 from ._metrics import metric_names
 

@@ -1,7 +1,7 @@
 """Text helpers shared by claims, the offline judge and the baseline: sentences, content
 words (stemmed), numbers and negation cues.
 
-Words, stems and stop lists are :mod:`kbgraph.retrieval._text`'s (the ones BM25 and the
+Words, stems and stop lists are :mod:`kbgraph._base.text`'s (the ones BM25 and the
 subgraph use): content words are its words of two characters or more, Snowball-stemmed,
 minus ``FUNCTION_WORDS`` (a wider list than BM25's: BM25's idf discounts common words,
 plain overlap has no idf, so function words must go explicitly) and ``NEGATIONS``.
@@ -12,7 +12,8 @@ from __future__ import annotations
 import itertools
 import re
 
-from kbgraph.retrieval._internal import FUNCTION_WORDS, NEGATIONS, sentence_starts, stem, words
+from kbgraph._base.sentences import sentence_starts
+from kbgraph._base.text import FUNCTION_WORDS, NEGATIONS, stem, words
 
 _NUMBER_WORDS = {
     word: str(value)

@@ -12,7 +12,7 @@ example::
 
 from __future__ import annotations
 
-from kbgraph._layers import imported_as_kbgraph, lazy_attributes
+from kbgraph._layers import imported_as_kbgraph, lazy_imports
 
 # Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly, and before
 # any submodule loads, so that a refused import leaves no 'retrieval.*' module behind.
@@ -53,55 +53,7 @@ if TYPE_CHECKING:
 
 # Each name loads its module on first use: importing one module of this package (the
 # evaluators import ``kbgraph.graphs._structured``) must not compile the subgraph.
-_LAZY = {
-    # What the ready agents (kbgraph.agents, a layer above) build their answers with.
-    "resolve_chat_model": "._models",
-    "NodeDeps": "._nodes",
-    "Reranker": "._nodes",
-    "Searcher": "._searcher",
-    "SearcherRegistry": "._searcher",
-    "default_registry": "._searcher",
-    "open_knowledge_base": "._searcher",
-    "AnswerCheckSettings": "._settings",
-    "KnowledgeBaseSpec": "._settings",
-    "RagSettings": "._settings",
-    "settings_from_context": "._settings",
-    "settings_from_runtime": "._settings",
-    "Candidate": "._state",
-    "Citation": "._state",
-    "RagGrounding": "._state",
-    "RagInput": "._state",
-    "RagOutput": "._state",
-    "RagScope": "._state",
-    "RagState": "._state",
-    "RetrievalDebug": "._state",
-    "NODE_ORDER": "._subgraph",
-    "build_rag_graph": "._subgraph",
-    "rag_graph": "._subgraph",
-    "make_rag_search": "._tool",
-    "rag_search": "._tool",
-    "TURN_KEY": "._turns",
-    "TurnMarker": "._turns",
-    "mark_answer": "._turns",
-    "marker_of": "._turns",
-    "turn_marker": "._turns",
-    "AnswerPolicy": "._settings",
-    "CallableReranker": "._rerankers",
-    "ChatGGUF": "._chat_models",
-    "CompressorReranker": "._rerankers",
-    "CrossEncoderReranker": "._rerankers",
-    "GGUFOptions": "._chat_models",
-    "RagSearchArtifact": "._tool",
-    "RerankMode": "._settings",
-    "as_reranker": "._rerankers",
-    "extract_citations": "._citations",
-    "http_app": "._http_app",
-    "inject_context": "._citations",
-    "tool_runtime": "._tool",
-}
-
-
-__getattr__ = lazy_attributes(globals(), _LAZY)
+__getattr__ = lazy_imports(globals())
 
 
 __all__ = [

@@ -21,8 +21,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kbgraph._base.citations import escape_markers
+from kbgraph._base.languages import language_of
 from kbgraph.prompts import render_prompt
-from kbgraph.retrieval._internal import escape_markers, language_of
 
 from ._entries import (
     best_rows,

@@ -32,7 +32,7 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from kbgraph.retrieval._internal import likely_setting, unknown_setting
+from kbgraph._base.validation import likely_setting, unknown_setting
 
 from ._http_body import buffered_body
 from ._served_guard import ServedRequestsGuard

@@ -31,15 +31,10 @@ from langchain_core.embeddings import Embeddings
 from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 
+from kbgraph._base.camel import snake_keys
 from kbgraph.errors import ConfigError
-from kbgraph.retrieval._internal import (
-    Chunk,
-    SearchConfig,
-    SearchFilters,
-    SearchResult,
-    file_kind,
-    snake_keys,
-)
+from kbgraph.retrieval import Chunk, SearchConfig, SearchFilters, SearchResult
+from kbgraph.retrieval._internal import file_kind
 
 OBJECT_PREFIX = "object:"
 ATTACHED = "kbgraph_knowledge_bases"

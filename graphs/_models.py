@@ -55,7 +55,7 @@ def resolve_chat_model(
     provider, sep, rest = spec.partition(":")
     provider = provider.lower()
     if provider == "fake":
-        from ._chat_models.scripted import ScriptedChatModel
+        from kbgraph._base.scripted_chat import ScriptedChatModel
 
         # Not cached: a scripted model records its calls, and runs must not share them.
         return ScriptedChatModel(default=rest if sep and rest else FAKE_REPLY)

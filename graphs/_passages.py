@@ -10,7 +10,7 @@ the markup of Markdown, reStructuredText, AsciiDoc and HTML taken off the prose.
   title, AsciiDoc ``=``), directive lines (``.. note::``, ``.. admonition:: …``), option
   lines (``:linenos:``), table rules, fences. A directive's indented body is prose.
 - Prose: paragraphs (a list item starts a new one) joined across their hard-wrapped lines
-  and cut into sentences (:func:`kbgraph.retrieval._chunking.sentence_starts`), a question
+  and cut into sentences (:func:`kbgraph._base.sentences.sentence_starts`), a question
   kept with the sentence after it (a FAQ's answer); a table row is one unit, its cells
   joined by `` | ``.
 """
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from kbgraph.retrieval._internal import sentence_starts
+from kbgraph._base.sentences import sentence_starts
 
 _FENCE = re.compile(r"\s*(`{3,}|~{3,})")
 _ATX = re.compile(r"\s{0,3}#{1,6}(\s|$)")

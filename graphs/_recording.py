@@ -30,9 +30,11 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from langgraph.graph.message import add_messages
 
+from kbgraph._base.cache import cache_root
+from kbgraph._base.camel import snake_keys
 from kbgraph.errors import ConfigError
 from kbgraph.retrieval import write_file_atomic
-from kbgraph.retrieval._internal import cache_root, read_regular_file, snake_keys
+from kbgraph.retrieval._internal import read_regular_file
 
 from ._nodes import question_of
 from ._settings import RagSettings, _without_password, settings_from_runtime

@@ -8,7 +8,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from kbgraph.retrieval._internal import QUESTION_STOP_WORDS, stems
+from kbgraph._base.text import QUESTION_STOP_WORDS, stems
 
 from ._entries import (
     FORM_WEIGHT,

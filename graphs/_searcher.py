@@ -18,11 +18,10 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from langchain_core.embeddings import Embeddings
 
-from kbgraph.retrieval._internal import ProgressCallback, SearchFilters, SearchResult
+from kbgraph.retrieval import ProgressCallback, SearchFilters, SearchResult
 
 if TYPE_CHECKING:
-    from kbgraph.retrieval import RankerName
-    from kbgraph.retrieval._internal import ChunkConfig, SearchConfig
+    from kbgraph.retrieval import ChunkConfig, RankerName, SearchConfig
 
 
 @runtime_checkable
@@ -72,7 +71,7 @@ class SearcherFactory(Protocol):
 
 
 def _open_real(folder: str, embedding: str | None, /, **options: Any) -> Searcher:
-    from kbgraph.retrieval._internal import KnowledgeBase
+    from kbgraph.retrieval import KnowledgeBase
 
     return KnowledgeBase(
         folder,

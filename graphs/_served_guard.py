@@ -31,7 +31,8 @@ import anyio
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ._hosts import LOOPBACK_HOSTS, host_name
+from kbgraph._base.hosts import LOOPBACK_HOSTS, host_name
+
 from ._http_body import body_then, buffered_body
 from ._settings import FOLDER_ENV, knowledge_base_specs
 

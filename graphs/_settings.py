@@ -25,8 +25,9 @@ from langgraph.config import get_config
 from pydantic import Field, PrivateAttr, field_validator
 from typing_extensions import TypedDict
 
+from kbgraph._base.validation import Settings
 from kbgraph.errors import ConfigError
-from kbgraph.retrieval._internal import ChunkConfig, SearchConfig, Settings
+from kbgraph.retrieval import ChunkConfig, SearchConfig
 
 RerankMode = Literal["heuristic", "llm", "none", "cross_encoder"]
 AnswerPolicy = Literal["repair", "flag", "regenerate", "extractive", "off"]

@@ -23,8 +23,8 @@ from langgraph.graph.message import add_messages
 from langgraph.managed import RemainingSteps
 from typing_extensions import TypedDict
 
+from kbgraph._base.camel import snake_keys
 from kbgraph.errors import error_text
-from kbgraph.retrieval._internal import snake_keys
 
 MERGE_KEY = "__kbgraph_merge__"
 """Marks an update of ``rag_candidates`` / ``rag_retrieval_debug`` as an increment."""

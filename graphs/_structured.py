@@ -22,26 +22,15 @@ from typing import Any, Generic, Literal, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.runnables import RunnableConfig
 from pydantic import BaseModel
 
+from kbgraph._base.model_calls import INTERNAL, INTERNAL_TAG, describe_error, internal_config
 from kbgraph.errors import ChatModelError, LlmRefusalError
 from kbgraph.prompts import render_prompt
 
 T = TypeVar("T", bound=BaseModel)
 Stage = Literal["structured", "json"]
 StructuredPath = Literal["llm", "llm-json"]
-
-INTERNAL_TAG = "kbgraph:internal"
-INTERNAL: RunnableConfig = {"tags": ["nostream", INTERNAL_TAG]}
-"""The config of every internal model call (``nostream`` is LangGraph's tag for runs that
-``stream_mode="messages"`` must not stream)."""
-
-
-def internal_config(name: str | None) -> RunnableConfig:
-    """:data:`INTERNAL`, with the run named ``kbgraph.<name>`` in traces (LangSmith,
-    callbacks) so that each node's call is found by its node."""
-    return INTERNAL if name is None else {**INTERNAL, "run_name": f"kbgraph.{name}"}
 
 
 @dataclass
@@ -197,12 +186,6 @@ def is_down(exc: BaseException) -> bool:
     need not try it again. A timeout is not one: the model is slow, and a call with a
     smaller job (the answer after a node's JSON) may well finish."""
     return is_outage(exc) and not is_timeout(exc)
-
-
-def describe_error(exc: BaseException, limit: int = 300) -> str:
-    """``Type: message`` on one line, cut to ``limit`` characters of message."""
-    message = " ".join(str(exc).split())[:limit]
-    return f"{type(exc).__name__}: {message}"
 
 
 __all__ = [

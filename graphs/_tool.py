@@ -32,9 +32,11 @@ from langgraph.prebuilt import ToolRuntime
 from pydantic import Field
 from typing_extensions import TypedDict
 
+from kbgraph._base.camel import snake_keys
 from kbgraph.errors import ConfigError, KbgraphError
 from kbgraph.prompts import load_prompt, render_prompt
-from kbgraph.retrieval._internal import PREAMBLE, ContextEntry, fence_for, snake_keys, source_block
+from kbgraph.retrieval import ContextEntry
+from kbgraph.retrieval._internal import PREAMBLE, fence_for, source_block
 
 from ._langchain_kb import ATTACHED, attached_spec
 from ._settings import RagSettings, settings_from_context, spec_of, with_knowledge_bases

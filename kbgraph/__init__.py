@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kbgraph import _moved
-from kbgraph._layers import lazy_attributes
+from kbgraph._layers import lazy_imports
 from kbgraph._version import __version__
 
 # Old module names (``kbgraph.graphs._tool``) keep working, with a warning, until 0.3.
@@ -28,19 +28,8 @@ if TYPE_CHECKING:
     from kbgraph.graphs import RagSettings, build_rag_graph, rag_search
     from kbgraph.retrieval import KnowledgeBase, SearchFilters, format_context
 
-_LAZY = {
-    "KnowledgeBase": "kbgraph.retrieval",
-    "SearchFilters": "kbgraph.retrieval",
-    "format_context": "kbgraph.retrieval",
-    "RagSettings": "kbgraph.graphs",
-    "build_rag_graph": "kbgraph.graphs",
-    "rag_search": "kbgraph.graphs",
-    "KbgraphError": "kbgraph.errors",
-    "ConfigError": "kbgraph.errors",
-}
 
-
-__getattr__ = lazy_attributes(globals(), _LAZY)
+__getattr__ = lazy_imports(globals())
 
 
 __all__ = [

@@ -7,7 +7,7 @@ from types import TracebackType
 
 from tqdm import tqdm
 
-from kbgraph.retrieval._internal import ProgressEvent
+from kbgraph.retrieval import ProgressEvent
 
 
 class TqdmProgress:

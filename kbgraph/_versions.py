@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from kbgraph.retrieval._internal import describe_store, is_database, no_versions
+from kbgraph.retrieval import describe_store
+from kbgraph.retrieval._internal import is_database, no_versions
 
 from ._exit_codes import emit_json, fail_cleanly, printable
 from .cli import _open_kb, folder_arg, index_dir_opt, json_opt, lock_timeout_opt, store_opt

@@ -20,15 +20,17 @@ from kbgraph import __version__
 from kbgraph.errors import (
     ConfigError,
 )
-from kbgraph.retrieval import hybrid_rankers, rankers, search_modes
-from kbgraph.retrieval._internal import (
+from kbgraph.retrieval import (
     ChunkConfig,
     ScanConfig,
     SearchConfig,
     SearchFilters,
     SearchResult,
-    search_kinds,
+    hybrid_rankers,
+    rankers,
+    search_modes,
 )
+from kbgraph.retrieval._internal import search_kinds
 
 from ._exit_codes import LiveChoice, emit_json, end_quietly, fail_cleanly, printable, stdout_closed
 from ._progress import TqdmProgress
@@ -46,7 +48,8 @@ def _open_kb(
     store: str | None = None,
     read_store: str | None = None,
 ) -> Any:
-    from kbgraph.retrieval._internal import DEFAULT_TIMEOUT, KnowledgeBase
+    from kbgraph.retrieval import KnowledgeBase
+    from kbgraph.retrieval._internal import DEFAULT_TIMEOUT
 
     spec: str | None = embedding
     if embedding == "none":

@@ -4,7 +4,7 @@ fusion, and format citation-tagged context. Usable without LangGraph."""
 
 from __future__ import annotations
 
-from kbgraph._layers import imported_as_kbgraph, lazy_attributes
+from kbgraph._layers import imported_as_kbgraph, lazy_imports
 
 # Loaded as the top-level 'retrieval' & co. (a second copy): refuse, loudly, and before
 # any submodule loads, so that a refused import leaves no 'retrieval.*' module behind.
@@ -56,33 +56,7 @@ if TYPE_CHECKING:
 
 # The facade pulls in embeddings, loaders and LangChain; load it on first use so that
 # importing a light module (``kbgraph.retrieval._segments``) stays light.
-_LAZY = {
-    "IndexChanges": "._reports",
-    "IndexReport": "._reports",
-    "IndexStats": "._reports",
-    "KnowledgeBase": "._kb",
-    "KnowledgeBaseRetriever": "._retriever",
-    "EmbeddingMeta": "._storage",
-    "FileRecord": "._storage",
-    "IndexMeta": "._storage",
-    "IndexStore": "._storage",
-    "IndexWriter": "._storage",
-    "Previous": "._storage",
-    "QueryRanking": "._storage",
-    "Snapshot": "._storage",
-    "VersionInfo": "._storage",
-    "describe_store": "._backends",
-    "open_store": "._backends",
-    "LoadedFile": "._loaders",
-    "Loader": "._loaders",
-    "file_kinds": "._loaders",
-    "load_text": "._loaders",
-    "register_loader": "._loaders",
-    "unregister_loader": "._loaders",
-}
-
-
-__getattr__ = lazy_attributes(globals(), _LAZY)
+__getattr__ = lazy_imports(globals())
 
 
 from ._progress import ProgressCallback, ProgressEvent

@@ -10,8 +10,9 @@ from pydantic import Field, GetJsonSchemaHandler, field_validator, model_validat
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
+from kbgraph._base.validation import Settings
+
 from ._rankers import default_weights, ranker_names, search_modes
-from ._validation import Settings
 
 ChunkStrategy = Literal["fixed_size", "sentence", "paragraph", "recursive", "markdown", "code"]
 

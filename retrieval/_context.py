@@ -23,6 +23,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kbgraph._base.citations import line_span
+
 from ._records import SearchResult
 from ._scan import file_kind
 
@@ -48,14 +50,6 @@ def lines_word(source: str) -> str:
     """What a chunk's line numbers count: in a Word document, paragraphs (its extracted
     text has one line per paragraph or table row); elsewhere, lines."""
     return "paragraphs" if file_kind(source) == "docx" else "lines"
-
-
-def line_span(start: int | None, end: int | None, word: str = "lines") -> str:
-    """``lines 3-9``; ``lines unknown`` for a chunk whose store gave no line numbers
-    (``None``, or 0 in a chunk: lines are 1-based)."""
-    if start is None or end is None or start < 1:
-        return f"{word} unknown"
-    return f"{word} {start}-{end}"
 
 
 def source_header(n: int, entry: ContextEntry) -> str:

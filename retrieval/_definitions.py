@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ._languages import language_of
+from kbgraph._base.languages import language_of
+
 from ._lexical import compounds, segment_parts, split_compound
 from ._records import Chunk
 

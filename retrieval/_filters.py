@@ -8,11 +8,12 @@ from typing import get_args
 
 from pydantic import field_validator
 
+from kbgraph._base.languages import TEST_ROLES, CodeLanguage, TestRole, language_of, test_role
+from kbgraph._base.validation import Settings
+
 from ._globs import GlobSet, check_glob, compile_globs
-from ._languages import TEST_ROLES, CodeLanguage, TestRole, language_of, test_role
 from ._loaders import file_kinds
 from ._records import FileKind
-from ._validation import Settings
 
 SearchKind = str
 """What ``SearchFilters.kinds`` may name (:func:`search_kinds`): a file kind of the loader
@@ -30,7 +31,7 @@ class SearchFilters(Settings):
     """``paths``: globs (``docs/**/*.md``) or folder prefixes (``docs/api``), any of which
     may match; ``kinds``: file kinds and code languages, any of which may match, and test
     roles: ``test`` (test files and anything in a test folder, see
-    :mod:`kbgraph.retrieval._languages`) or ``non-test``. A file must match both groups
+    :mod:`kbgraph._base.languages`) or ``non-test``. A file must match both groups
     when both are given: ``("python", "non-test")`` is Python outside the tests. Empty
     means no restriction."""
 

@@ -4,7 +4,7 @@ Attribute names are snake_case in Python. ``Chunk.to_dict`` gives the camelCase 
 on-disk format (``lineStart``, ``byteEnd`` ...); ``SearchResult.to_dict``, the CLI's
 ``--json`` output and LangChain ``Document`` metadata, is snake_case as every citation
 record (``line_start``, ``chunk_id``): the contract in ``ARCHITECTURE.md``, by pydantic
-aliases (:mod:`kbgraph.retrieval._camel`).
+aliases (:mod:`kbgraph._base.camel`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from ._camel import camel, from_camel, to_camel_dict
+from kbgraph._base.camel import camel, from_camel, to_camel_dict
 
 SkipReason = Literal[
     "excluded",

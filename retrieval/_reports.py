@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._camel import camel, to_camel_dict
+from kbgraph._base.camel import camel, to_camel_dict
+
 from ._records import SkippedFile
 
 

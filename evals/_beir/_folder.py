@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import quote
 
-from kbgraph.retrieval._internal import CACHE_ENV, cache_root
+from kbgraph._base.cache import CACHE_ENV, cache_root
 
 from ._load import Document
 

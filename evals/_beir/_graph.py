@@ -9,8 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 from langchain_core.messages import HumanMessage
 
-from kbgraph.graphs._internal import RagInput
-from kbgraph.retrieval._internal import KnowledgeBase, SearchConfig
+from kbgraph.graphs import RagInput
+from kbgraph.retrieval import KnowledgeBase, SearchConfig
 
 Rank = Callable[[str, Sequence[tuple[str, float]]], list[str]]
 """``(query id, (source, score) hits best first) -> document ranking``."""
@@ -35,7 +35,7 @@ def graph_rankings(
     """Document rankings and per-query latencies (ms). The subgraph searches ``kb`` itself
     (registered for its folder), not a default-configured copy of it; one invocation runs
     before the timed ones, so loading the model is not counted."""
-    from kbgraph.graphs._internal import RagSettings, SearcherRegistry, build_rag_graph
+    from kbgraph.graphs import RagSettings, SearcherRegistry, build_rag_graph
 
     spec = embedding or "none"
     registry = SearcherRegistry()

@@ -18,14 +18,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kbgraph.errors import ConfigError
-from kbgraph.retrieval import HYBRID, rankers
-from kbgraph.retrieval._internal import (
+from kbgraph.retrieval import (
+    HYBRID,
     ChunkConfig,
-    FusionMethod,
     KnowledgeBase,
     SearchConfig,
     describe_store,
+    rankers,
 )
+from kbgraph.retrieval._internal import FusionMethod
 
 from ._folder import DOCS_DIR, INDEX_DIR, DocFormat, default_work_dir, write_corpus
 from ._graph import graph_rankings

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
-from kbgraph.retrieval._internal import FUNCTION_WORDS, words
+from kbgraph._base.text import FUNCTION_WORDS, words
 
 from .._text import content_words, normalise
 

@@ -20,14 +20,10 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
+from kbgraph._base.context_window import JSON_RESERVE_TOKENS, first_lines, largest_fitting
+from kbgraph._base.model_calls import describe_error
 from kbgraph.errors import JudgeError
-from kbgraph.graphs._internal import (
-    JSON_RESERVE_TOKENS,
-    ask_structured,
-    describe_error,
-    first_lines,
-    largest_fitting,
-)
+from kbgraph.graphs._internal import ask_structured
 from kbgraph.prompts import render_prompt
 
 from .._claims import citation_numbers, strip_markers
@@ -233,7 +229,7 @@ def _numbered(items: Sequence[str]) -> str:
 def _resolve(model: BaseChatModel | str) -> BaseChatModel:
     if isinstance(model, BaseChatModel):
         return model
-    from kbgraph.graphs._internal import resolve_chat_model
+    from kbgraph.graphs import resolve_chat_model
 
     resolved = resolve_chat_model(model)
     if resolved is None:

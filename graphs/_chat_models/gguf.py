@@ -16,7 +16,7 @@ shape, or a call of a bound tool with arguments of its schema, unless it is cut 
 ``max_tokens`` (see ``_gguf_tools`` for the reply's shape and ``_gguf_messages`` for how a
 conversation with tool calls is written for a model's chat template).
 ``profile["max_input_tokens"]`` is ``n_ctx - max_tokens``, and token counts are exact (the
-model's own template and tokenizer): ``kbgraph.graphs._context_window`` trims retrieved text
+model's own template and tokenizer): ``kbgraph._base.context_window`` trims retrieved text
 to fit with both. A prompt that still does not fit raises
 :class:`kbgraph.errors.ContextLengthError`.
 """
@@ -39,7 +39,8 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, model_validator
 
-from .._loops import LoopWatch
+from kbgraph._base.loops import LoopWatch
+
 from ._gguf_chunks import (
     LOOP_PENALTY,
     LOOPED,
@@ -95,7 +96,7 @@ class ChatGGUF(BaseChatModel):
     timeout: float | None = None
     stop: list[str] | None = None
     stop_loops: bool = True
-    """Stop a reply in free text once it loops (see ``kbgraph.graphs._loops``), with
+    """Stop a reply in free text once it loops (see ``kbgraph._base.loops``), with
     ``finish_reason="looped"``; JSON under a schema, a grammar or tools is never stopped."""
 
     @model_validator(mode="after")

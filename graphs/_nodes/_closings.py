@@ -37,7 +37,7 @@ from typing import Literal
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from kbgraph.retrieval._internal import QUESTION_STOP_WORDS, word_set, words
+from kbgraph._base.text import QUESTION_STOP_WORDS, word_set, words
 
 MAX_WORDS = 12
 MARGIN = 0.15

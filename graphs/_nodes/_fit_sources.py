@@ -16,7 +16,8 @@ from dataclasses import dataclass, replace
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
-from .._context_window import Fit, largest_fitting
+from kbgraph._base.context_window import Fit, largest_fitting
+
 from .._state import Citation
 from .build_context import Block, block_of_citation, render_blocks, truncate
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from kbgraph.retrieval._internal import Chunk, FusedItem, SearchResult, rrf_fuse
+from kbgraph.retrieval import Chunk, SearchResult
+from kbgraph.retrieval._internal import FusedItem, rrf_fuse
 
 from .._state import Candidate
 

@@ -19,11 +19,12 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel
 
+from kbgraph._base.model_calls import describe_error
 from kbgraph.prompts import render_prompt
 
 from .._chat_models import ChatGGUF
 from .._state import LlmFallback
-from .._structured import Stage, StructuredPath, ask_structured, describe_error, is_down
+from .._structured import Stage, StructuredPath, ask_structured, is_down
 
 STEP_MAX_TOKENS = 256
 """The longest reply of a node's structured call: its JSON objects (a verdict, a scope, a
@@ -97,7 +98,7 @@ def prompt_messages(prompt: str, **values: object) -> tuple[SystemMessage, Human
 
 def context_fallback(node: str, attempt: int) -> LlmFallback:
     """The record of a call not made: the prompt does not fit the model's context window
-    even with the retrieved text cut down (see ``kbgraph.graphs._context_window``)."""
+    even with the retrieved text cut down (see ``kbgraph._base.context_window``)."""
     return {
         "node": node,
         "attempt": attempt,

@@ -9,15 +9,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from kbgraph.retrieval._internal import (
-    SearchKind,
-    is_test_path,
-    language_of,
-    path_matches,
-    search_kinds,
-    word_set,
-    words,
-)
+from kbgraph._base.languages import is_test_path, language_of
+from kbgraph._base.text import word_set, words
+from kbgraph.retrieval._internal import SearchKind, path_matches, search_kinds
 
 
 def scope_kinds() -> tuple[SearchKind, ...]:

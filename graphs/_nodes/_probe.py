@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kbgraph.retrieval import rankers
-from kbgraph.retrieval._internal import SearchFilters, SearchResult, file_kind
+from kbgraph.retrieval import SearchFilters, SearchResult, rankers
+from kbgraph.retrieval._internal import file_kind
 
 from .._settings import RagSettings, ResolvedKnowledgeBase
 from ._base import NodeDeps

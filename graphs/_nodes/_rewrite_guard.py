@@ -15,7 +15,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 
-from kbgraph.retrieval._internal import QUESTION_STOP_WORDS, stems, words
+from kbgraph._base.text import QUESTION_STOP_WORDS, stems, words
 
 from ._text import content_terms
 

@@ -1,7 +1,7 @@
 """Word-level helpers the heuristic paths share: a question's topic terms and their
 coverage in a text, the question of a state, and the turns before it.
 
-Words, stems and stop words are :mod:`kbgraph.retrieval._text`'s, the ones BM25 and the
+Words, stems and stop words are :mod:`kbgraph._base.text`'s, the ones BM25 and the
 evaluators use. The stop list here is ``QUESTION_STOP_WORDS``, larger than BM25's on
 purpose: it separates what a question is *about* from how it is asked ("how do I", "can you
 explain"), which BM25's idf does for the index but a term-coverage test cannot.
@@ -15,8 +15,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from kbgraph._base.text import QUESTION_STOP_WORDS, stems, word_set, words
 from kbgraph.prompts import load_prompt
-from kbgraph.retrieval._internal import QUESTION_STOP_WORDS, stems, word_set, words
 
 from .._turns import marker_of
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from kbgraph.retrieval._internal import ContextEntry, render_context
+from kbgraph.retrieval import ContextEntry, render_context
 
 from .._settings import RagSettings
 from .._state import Candidate, Citation, RagState

@@ -26,7 +26,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from kbgraph.retrieval._internal import word_set, words
+from kbgraph._base.text import word_set, words
 
 from .._settings import RagSettings
 from .._state import RagScope, RagState

@@ -27,10 +27,10 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
+from kbgraph._base.context_window import JSON_RESERVE_TOKENS
+from kbgraph._base.text import stems
 from kbgraph.errors import error_text
-from kbgraph.retrieval._internal import stems
 
-from .._context_window import JSON_RESERVE_TOKENS
 from .._settings import RagSettings, ResolvedKnowledgeBase
 from .._state import (
     Candidate,

@@ -34,9 +34,10 @@ from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from kbgraph.retrieval._internal import line_span, stems, words
+from kbgraph._base.citations import line_span
+from kbgraph._base.context_window import JSON_RESERVE_TOKENS, largest_fitting
+from kbgraph._base.text import stems, words
 
-from .._context_window import JSON_RESERVE_TOKENS, largest_fitting
 from .._settings import RagSettings
 from .._state import Candidate, LlmFallback, RagState
 from ._base import NodeDeps, Reranker, StepRecorder

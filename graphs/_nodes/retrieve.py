@@ -25,8 +25,15 @@ from langchain_core.embeddings import Embeddings
 from langgraph.runtime import Runtime
 
 from kbgraph.errors import ErrorRecord, KbgraphError, ModelMismatchError, error_record
-from kbgraph.retrieval import RankerName, get_ranker, hybrid_rankers
-from kbgraph.retrieval._internal import ProgressEvent, SearchConfig, SearchFilters, SearchResult
+from kbgraph.retrieval import (
+    ProgressEvent,
+    RankerName,
+    SearchConfig,
+    SearchFilters,
+    SearchResult,
+    get_ranker,
+    hybrid_rankers,
+)
 
 from .._langchain_kb import LangChainSearcher, resolve_source
 from .._searcher import Searcher, Watchable

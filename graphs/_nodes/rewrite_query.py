@@ -30,7 +30,7 @@ from langchain_core.messages import BaseMessage
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
-from kbgraph.retrieval._internal import stems, word_set, words
+from kbgraph._base.text import stems, word_set, words
 
 from .._settings import RagSettings
 from .._state import RagState, RetrievalDebug

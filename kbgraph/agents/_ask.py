@@ -27,15 +27,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, conver
 from kbgraph._exit_codes import failing_as, printable
 from kbgraph.errors import ConfigError, KbgraphError, error_from_record
 from kbgraph.graphs import TURN_KEY
-from kbgraph.graphs._internal import (
-    RECORDED_EVENT,
-    check_lines,
-    retrieve_records,
-    source_lines,
-    trace_lines,
-    unresolved_lines,
-    verdict_lines,
-)
+from kbgraph.graphs._internal import RECORDED_EVENT, retrieve_records
+
+from ._trace import check_lines, source_lines, trace_lines, unresolved_lines, verdict_lines
 
 EventSink = Callable[[Mapping[str, Any]], None]
 CITATION_KEYS = ("n", "source", "line_start", "line_end", "chunk_id", "score", "text")
@@ -78,7 +72,7 @@ def run_ask(
     (``kbgraph mcp`` serves several); ``auto_index=False`` never writes an index;
     ``llm_timeout``: ``RagSettings.llm_timeout_seconds`` (``None``: its default)."""
     from kbgraph.graphs import RagSettings
-    from kbgraph.retrieval._internal import SearchConfig
+    from kbgraph.retrieval import SearchConfig
 
     from ._chat import exported_chat_agent
     from ._state import AgentInput

@@ -50,13 +50,13 @@ from kbgraph.graphs import (
     RagSettings,
     SearcherRegistry,
     build_rag_graph,
+    inject_context,
     mark_answer,
     settings_from_runtime,
 )
 from kbgraph.graphs._internal import (
     extractive_text,
     fit_sources,
-    inject_context,
     is_small_talk_or_closing,
     question_of,
     recording,

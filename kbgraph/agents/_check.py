@@ -37,6 +37,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, RemoveMessage
 from langgraph.runtime import Runtime
 
+from kbgraph._base.model_calls import INTERNAL, describe_error
 from kbgraph.evals import AnswerCheck, Judge
 from kbgraph.evals import check_answer as check_with
 from kbgraph.evals._internal import unsupported
@@ -46,7 +47,7 @@ from kbgraph.graphs import (
     mark_answer,
     settings_from_runtime,
 )
-from kbgraph.graphs._internal import INTERNAL, describe_error, question_of, run_outage
+from kbgraph.graphs._internal import question_of, run_outage
 from kbgraph.prompts import render_prompt
 
 from ._common import citation_update, model_for

@@ -30,9 +30,10 @@ from langchain.agents.middleware.types import (
 from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.types import Command
 
+from kbgraph._base.citations import ResolvedCitation
 from kbgraph.evals import Judge
 from kbgraph.graphs import RagSettings, settings_from_context, settings_from_runtime
-from kbgraph.graphs._internal import ResolvedCitation, extractive_text, previous_citations
+from kbgraph.graphs._internal import extractive_text, previous_citations
 
 from ._check import make_check_node
 from ._common import citation_update

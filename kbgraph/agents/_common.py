@@ -8,8 +8,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from kbgraph.graphs import RagSettings, resolve_chat_model
-from kbgraph.graphs._internal import extract_citations
+from kbgraph.graphs import RagSettings, extract_citations, resolve_chat_model
 
 
 def model_for(override: BaseChatModel | None, settings: RagSettings) -> BaseChatModel | None:

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from kbgraph._base.commands import DefaultCommandGroup
 from kbgraph.evals import AgentOutput, passages_from
-from kbgraph.evals._internal import DefaultCommandGroup
 from kbgraph.evals._internal import eval_group as evals_group
 
 

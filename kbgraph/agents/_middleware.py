@@ -55,7 +55,8 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from kbgraph.evals._internal import Judge
+from kbgraph._base.citations import ResolvedCitation, UncitedSource, UnresolvedMarker
+from kbgraph.evals import Judge
 from kbgraph.graphs import (
     Citation,
     RagGrounding,
@@ -64,19 +65,12 @@ from kbgraph.graphs import (
     RetrievalDebug,
     SearcherRegistry,
     build_rag_graph,
+    inject_context,
     mark_answer,
     settings_from_context,
     settings_from_runtime,
 )
-from kbgraph.graphs._internal import (
-    ResolvedCitation,
-    UncitedSource,
-    UnresolvedMarker,
-    extractive_text,
-    fit_sources,
-    inject_context,
-    is_small_talk_or_closing,
-)
+from kbgraph.graphs._internal import extractive_text, fit_sources, is_small_talk_or_closing
 
 from ._chat import not_grounded_text
 from ._check import make_check_node

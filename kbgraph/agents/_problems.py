@@ -14,7 +14,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage
 
-from kbgraph.graphs._internal import quoted, repetition
+from kbgraph._base.loops import quoted, repetition
 
 MAX_CLAIM_PROBLEMS = 3
 _CUT_OFF = frozenset({"length", "max_tokens", "model_length_limit"})

@@ -15,8 +15,8 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
+from kbgraph._base.text import words
 from kbgraph.evals import AnswerCheck
-from kbgraph.retrieval._internal import words
 
 _MARKER = re.compile(r"\s*\[\d+\]")
 # A full stop ends a sentence only before a space or the line's end ("retry.max_attempts"

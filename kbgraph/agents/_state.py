@@ -9,9 +9,9 @@ from langgraph.graph.message import add_messages
 from langgraph.managed import RemainingSteps
 from typing_extensions import TypedDict
 
+from kbgraph._base.citations import ResolvedCitation, UncitedSource, UnresolvedMarker
 from kbgraph.evals import AnswerCheck
 from kbgraph.graphs import Citation, RagOutput
-from kbgraph.graphs._internal import ResolvedCitation, UncitedSource, UnresolvedMarker
 
 from ._repair import DroppedPart
 

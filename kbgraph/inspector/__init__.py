@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kbgraph._layers import lazy_attributes
+from kbgraph._layers import lazy_imports
 
 from ._config import InspectedBase, InspectorConfig, is_loopback
 
@@ -30,20 +30,7 @@ if TYPE_CHECKING:
 
 # Starlette loads with the app, not with the configuration. The source reads (only
 # indexed files, inside the folder) and the loopback listening serve `kbgraph mcp` too.
-_LAZY = {
-    "create_app": "._app",
-    "allowed_hosts": "._command",
-    "listen": "._command",
-    "served_url": "._command",
-    "RefusedPath": "._sources",
-    "SourceText": "._sources",
-    "check_relative": "._sources",
-    "source_text": "._sources",
-    "app": "._http_app",
-}
-
-
-__getattr__ = lazy_attributes(globals(), _LAZY)
+__getattr__ = lazy_imports(globals())
 
 
 __all__ = [

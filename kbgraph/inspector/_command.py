@@ -15,9 +15,9 @@ from pathlib import Path
 
 import click
 
+from kbgraph._base.hosts import LOOPBACK_HOSTS
 from kbgraph._exit_codes import failing_as
 from kbgraph.errors import ConfigError
-from kbgraph.graphs._internal import LOOPBACK_HOSTS
 
 from ._config import InspectorConfig, is_loopback
 

@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kbgraph._base.hosts import LOOPBACK_HOSTS
 from kbgraph.errors import ConfigError
-from kbgraph.graphs._internal import FOLDER_ENV, LOOPBACK_HOSTS, RagSettings, runs_dir
+from kbgraph.graphs import RagSettings
+from kbgraph.graphs._internal import FOLDER_ENV, runs_dir
 
 FOLDERS_ENV = "KBGRAPH_INSPECT_FOLDERS"
 EVALS_ENV = "KBGRAPH_INSPECT_EVALS"

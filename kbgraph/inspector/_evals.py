@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kbgraph._base.camel import snake_keys
 from kbgraph.errors import ConfigError
-from kbgraph.evals import metric_names
-from kbgraph.evals._internal import SOURCE_RECALL, GoldSource, Passage, is_recalled
-from kbgraph.retrieval._internal import open_regular_file, read_regular_file, snake_keys
+from kbgraph.evals import GoldSource, Passage, metric_names
+from kbgraph.evals._internal import SOURCE_RECALL, is_recalled
+from kbgraph.retrieval._internal import open_regular_file, read_regular_file
 
 from ._runs import well_formed
 

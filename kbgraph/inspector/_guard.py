@@ -10,7 +10,7 @@ import hmac
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from kbgraph.graphs._internal import LOOPBACK_HOSTS, host_name, is_ip
+from kbgraph._base.hosts import LOOPBACK_HOSTS, host_name, is_ip
 
 from ._config import InspectorConfig
 

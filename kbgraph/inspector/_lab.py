@@ -27,15 +27,9 @@ from typing import Any, Literal
 from langchain_core.messages import HumanMessage
 
 from kbgraph.errors import ConfigError, IndexNotFoundError, KbgraphError
-from kbgraph.graphs._internal import RagSettings
-from kbgraph.retrieval import search_modes
-from kbgraph.retrieval._internal import (
-    SearchConfig,
-    SearchMode,
-    check_glob,
-    file_kinds,
-    rrf_contribution,
-)
+from kbgraph.graphs import RagSettings
+from kbgraph.retrieval import SearchConfig, SearchMode, file_kinds, search_modes
+from kbgraph.retrieval._internal import check_glob, rrf_contribution
 
 from ._config import InspectedBase, InspectorConfig
 

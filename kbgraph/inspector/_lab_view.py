@@ -7,8 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kbgraph.errors import error_text
-from kbgraph.retrieval import search_modes
-from kbgraph.retrieval._internal import file_kinds
+from kbgraph.retrieval import file_kinds, search_modes
 
 from ._html import Html, badge, el, join, link, number, table
 from ._lab import MAX_TOP_K

@@ -15,8 +15,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from kbgraph.agents._internal import summarize_step
 from kbgraph.errors import ConfigError, KbgraphError
-from kbgraph.graphs._internal import RagSettings, knowledge_base_specs, message_dict, summarize_step
+from kbgraph.graphs import RagSettings
+from kbgraph.graphs._internal import knowledge_base_specs, message_dict
 
 from ._html import Html, badge, el, json_block, link, number, table
 

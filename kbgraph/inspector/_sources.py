@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from kbgraph.errors import ConfigError, KbgraphError
-from kbgraph.retrieval._internal import ScanConfig, SkipFile, file_kind, load_bytes, read_served
+from kbgraph.retrieval import ScanConfig
+from kbgraph.retrieval._internal import SkipFile, file_kind, load_bytes, read_served
 
 from ._html import Html, el, link, url
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kbgraph.graphs._internal import RagSettings, ResolvedKnowledgeBase, one_list, scope_filters
-from kbgraph.retrieval import rankers
-from kbgraph.retrieval._internal import SearchFilters
+from kbgraph.graphs import RagSettings
+from kbgraph.graphs._internal import ResolvedKnowledgeBase, one_list, scope_filters
+from kbgraph.retrieval import SearchFilters, rankers
 
 from ._lab import last_attempt, list_columns, result_rows
 

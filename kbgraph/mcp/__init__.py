@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kbgraph._layers import lazy_attributes
+from kbgraph._layers import lazy_imports
 
 from ._settings import MAX_QUERY_CHARS, MAX_READ_LINES, McpSettings, ServedBase
 
@@ -24,15 +24,7 @@ if TYPE_CHECKING:
     from ._transport import http_app, serve_http, serve_stdio
 
 # The MCP SDK loads with the server, not with the settings.
-_LAZY = {
-    "build_server": "._server",
-    "http_app": "._transport",
-    "serve_http": "._transport",
-    "serve_stdio": "._transport",
-}
-
-
-__getattr__ = lazy_attributes(globals(), _LAZY)
+__getattr__ = lazy_imports(globals())
 
 
 __all__ = [

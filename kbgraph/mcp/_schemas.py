@@ -9,8 +9,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from kbgraph._base.languages import CodeLanguage, TestRole
 from kbgraph.retrieval import SearchMode
-from kbgraph.retrieval._internal import CodeLanguage, FileKind, TestRole, check_search_mode
+from kbgraph.retrieval._internal import FileKind, check_search_mode
 
 from ._settings import MAX_QUERY_CHARS, MAX_READ_LINES, MAX_TOP_K
 

@@ -6,20 +6,20 @@
   embedding spec), no model and no network;
 - :class:`ScriptedJudge` — an evaluation judge whose verdicts a test states.
 
-Each lives beside the seam it stands in for (``kbgraph.graphs._chat_models.scripted``,
-``kbgraph.retrieval._embeddings.fake``, ``kbgraph.evals._judges.scripted``: the ``fake`` specs
-resolve to them there) and loads on first use, so importing this package stays light.
+Each lives beside the seam it stands in for (``kbgraph.retrieval._embeddings.fake``,
+``kbgraph.evals._judges.scripted``; the chat model is the seam of every layer above the
+engine, so its double is the foundation's, ``kbgraph._base.scripted_chat``: the ``fake``
+specs resolve to them there) and loads on first use, so importing this package stays light.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kbgraph._layers import lazy_attributes
+from kbgraph._layers import lazy_imports
 
 if TYPE_CHECKING:
-    from kbgraph.evals._internal import ScriptedJudge
-    from kbgraph.graphs._internal import (
+    from kbgraph._base.scripted_chat import (
         ScriptedCall,
         ScriptedChatModel,
         ScriptedRefusalError,
@@ -28,22 +28,11 @@ if TYPE_CHECKING:
         refusal_message,
         tool_call_message,
     )
+    from kbgraph.evals._internal import ScriptedJudge
     from kbgraph.retrieval._internal import FakeEmbeddings
 
-_LAZY = {
-    "ScriptedCall": "kbgraph.graphs._internal",
-    "ScriptedChatModel": "kbgraph.graphs._internal",
-    "ScriptedRefusalError": "kbgraph.graphs._internal",
-    "ScriptExhaustedError": "kbgraph.graphs._internal",
-    "StructuredOutputParseError": "kbgraph.graphs._internal",
-    "refusal_message": "kbgraph.graphs._internal",
-    "tool_call_message": "kbgraph.graphs._internal",
-    "FakeEmbeddings": "kbgraph.retrieval._internal",
-    "ScriptedJudge": "kbgraph.evals._internal",
-}
 
-
-__getattr__ = lazy_attributes(globals(), _LAZY)
+__getattr__ = lazy_imports(globals())
 
 
 __all__ = [

@@ -11,9 +11,10 @@ grapheme cluster apart unless a single cluster is longer than the size.
 
 from __future__ import annotations
 
+from kbgraph._base.sentences import sentence_starts
+
 from ._definitions import CODE_CHUNKER_VERSION, code_chunker_id
 from ._dispatch import CHUNKERS, Choice, Chunker, choose, chunk_file, chunk_segment
-from ._sentences import sentence_starts
 
 __all__ = [
     "CHUNKERS",

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Protocol
 
+from kbgraph._base.languages import language_of
 from kbgraph.retrieval._config import ChunkConfig, ChunkStrategy
-from kbgraph.retrieval._languages import language_of
 from kbgraph.retrieval._loaders import TEXT, loader_for
 from kbgraph.retrieval._records import Chunk, FileKind
 from kbgraph.retrieval._segments import Segment, Span, spans_to_chunks

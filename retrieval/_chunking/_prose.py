@@ -9,11 +9,11 @@
 
 from __future__ import annotations
 
+from kbgraph._base.sentences import sentence_starts
 from kbgraph.retrieval._segments import Span
 
 from ._boundaries import line_starts, paragraph_starts, word_starts
 from ._pack import Plan, checked_settings, finalize, pack
-from ._sentences import sentence_starts
 
 PROSE_MIN_FILL = 0.25
 """Prose chunks end at a paragraph or line boundary only when they reach a quarter of the

@@ -13,7 +13,7 @@ needs none of them.
 
 from typing import TYPE_CHECKING
 
-from kbgraph._layers import lazy_attributes
+from kbgraph._layers import lazy_imports
 
 from ._batching import (
     BatchEmbedder,
@@ -41,8 +41,7 @@ if TYPE_CHECKING:
     from ._local import packaged_model_dir as packaged_model_dir
     from .fake import FakeEmbeddings as FakeEmbeddings
 
-_LAZY = {"LocalEmbeddings": "._local", "packaged_model_dir": "._local", "FakeEmbeddings": ".fake"}
-__getattr__ = lazy_attributes(globals(), _LAZY)
+__getattr__ = lazy_imports(globals())
 
 __all__ = [
     "ALLOWED_FORMS",

@@ -42,7 +42,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .._cache import CACHE_ENV, cache_root
+from kbgraph._base.cache import CACHE_ENV, cache_root
 
 try:
     import fcntl

@@ -10,8 +10,8 @@ import math
 
 from langchain_core.embeddings import Embeddings
 
+from kbgraph._base.text import words
 from kbgraph.errors import ConfigError
-from kbgraph.retrieval._text import words
 
 from ._spec import DEFAULT_FAKE_DIMS
 

@@ -73,7 +73,7 @@ _find_compounds = re.compile(COMPOUND_PATTERN).findall
 
 def compounds(text: str) -> list[str]:
     """The matches of :data:`COMPOUND_PATTERN` in ``text``, in order, case kept. As
-    :func:`kbgraph.retrieval._text.words` does, the text is first split in C at ASCII
+    :func:`kbgraph._base.text.words` does, the text is first split in C at ASCII
     characters no compound holds; only pieces that may hide more (punctuation, non-ASCII)
     go through the regular expression."""
     raw = text.encode("utf-8", "surrogatepass").translate(_ASCII_SEPARATORS)

@@ -31,9 +31,9 @@ from functools import lru_cache
 
 import numpy as np
 
+from kbgraph._base.text import BM25_STOP_WORDS, stems, words
 from kbgraph.errors import IndexCorruptError
 
-from .._text import BM25_STOP_WORDS, stems, words
 from ._identifiers import compounds, glued_parts, split_compound
 
 TOKENIZER_ID = "identifiers-2|stop-en-lucene33|snowball-english"

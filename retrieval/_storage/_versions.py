@@ -7,9 +7,9 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from kbgraph._base.camel import camel, to_camel_dict
 from kbgraph.errors import ConfigError
 
-from .._camel import camel, to_camel_dict
 from ._meta import DEFAULT_KEEP_VERSIONS
 
 MAX_KEEP_VERSIONS = 100

@@ -16,6 +16,7 @@ import numpy as np
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.runtime import Runtime
 
+from kbgraph._base.text import stems, words
 from kbgraph.graphs._nodes import NodeDeps
 from kbgraph.graphs._searcher import SearcherRegistry
 from kbgraph.graphs._settings import RagSettings
@@ -26,7 +27,6 @@ from kbgraph.retrieval._progress import ProgressCallback, ProgressEvent
 from kbgraph.retrieval._ranking import convex_fuse
 from kbgraph.retrieval._records import Chunk, SearchResult, chunk_id
 from kbgraph.retrieval._scan import file_kind
-from kbgraph.retrieval._text import stems, words
 
 DOCS: dict[str, str] = {
     "docs/configuration.md": (

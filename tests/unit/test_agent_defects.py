@@ -17,8 +17,8 @@ from langchain_core.tracers.schemas import Run
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 
+from kbgraph._base.model_calls import INTERNAL_TAG
 from kbgraph.graphs import RagSettings, build_rag_graph
-from kbgraph.graphs._structured import INTERNAL_TAG
 from kbgraph.graphs._tool import rag_search, tool_runtime
 from kbgraph.testing import ScriptedChatModel
 

@@ -14,10 +14,10 @@ from click.testing import CliRunner
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
-from kbgraph.agents import build_chat_agent, build_tool_agent, chat_agent
+from kbgraph.agents import _trace, build_chat_agent, build_tool_agent, chat_agent
 from kbgraph.agents._ask import ask, json_view
 from kbgraph.errors import ConfigError
-from kbgraph.graphs import _extractive, _passages, _trace
+from kbgraph.graphs import _extractive, _passages
 from kbgraph.graphs._settings import AnswerCheckSettings, RagSettings
 from kbgraph.graphs._subgraph import NODE_ORDER, build_rag_graph
 from kbgraph.graphs._tool import TOOL_NAME

@@ -13,12 +13,11 @@ import pytest
 from click.testing import CliRunner
 from langchain_core.messages import AIMessage, HumanMessage
 
-from kbgraph.agents import build_chat_agent, build_tool_agent
+from kbgraph.agents import _trace, build_chat_agent, build_tool_agent
 from kbgraph.agents._ask import json_view
 from kbgraph.evals import check_answer
 from kbgraph.evals._evaluators.faithfulness import UNSTATED_CAP
 from kbgraph.evals._judges import OfflineJudge
-from kbgraph.graphs import _trace
 from kbgraph.graphs._settings import RagSettings
 from kbgraph.graphs._tool import TOOL_NAME
 from kbgraph.graphs._turns import marker_of

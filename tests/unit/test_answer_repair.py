@@ -13,11 +13,10 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
 
-from kbgraph.agents import build_chat_agent, build_tool_agent
+from kbgraph._base.loops import repetition
+from kbgraph.agents import _trace, build_chat_agent, build_tool_agent
 from kbgraph.agents._problems import answer_problems
 from kbgraph.agents._repair import repair_draft
-from kbgraph.graphs import _trace
-from kbgraph.graphs._internal import repetition
 from kbgraph.graphs._settings import AnswerCheckSettings, RagSettings
 from kbgraph.graphs._tool import TOOL_NAME
 from kbgraph.testing import ScriptedChatModel, ScriptedJudge, tool_call_message

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kbgraph._base.text import BM25_STOP_WORDS as STOPWORDS_EN
+from kbgraph._base.text import words
 from kbgraph.errors import ConfigError, IndexCorruptError, IndexNotFoundError
 from kbgraph.retrieval._lexical import BM25_FILES, BM25Index, tokenize, tokenize_corpus
-from kbgraph.retrieval._text import BM25_STOP_WORDS as STOPWORDS_EN
-from kbgraph.retrieval._text import words
 
 TOKEN_PATTERN = r"(?u)\b\w\w+\b"  # bm25s' default token pattern
 

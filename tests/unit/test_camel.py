@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from kbgraph._base.camel import OLD_CITATION_KEYS, snake_keys
+from kbgraph._base.citations import ResolvedCitation, UncitedSource, extract_citations
 from kbgraph.evals._records import ClaimVerdict, GoldSource, Passage
 from kbgraph.graphs._state import Candidate, Citation
 from kbgraph.retrieval import KnowledgeBase
-from kbgraph.retrieval._camel import OLD_CITATION_KEYS, snake_keys
-from kbgraph.retrieval._citations import ResolvedCitation, UncitedSource, extract_citations
 from kbgraph.retrieval._folder import VersionInfo
 from kbgraph.retrieval._records import Chunk, SearchResult, SkippedFile
 from kbgraph.retrieval._reports import IndexReport, IndexStats

@@ -15,6 +15,7 @@ from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.graph import START, StateGraph
 
+from kbgraph._base.citations import extract_citations
 from kbgraph.cli import main
 from kbgraph.evals import bundled_dataset_path, load_dataset
 from kbgraph.graphs import RagOutput, RagSettings, build_rag_graph
@@ -24,7 +25,6 @@ from kbgraph.graphs._searcher import SearcherRegistry
 from kbgraph.graphs._tool import previous_citations
 from kbgraph.inspector._evals import EvalRef, read_rows
 from kbgraph.mcp._schemas import AskCitation, SearchHit
-from kbgraph.retrieval._citations import extract_citations
 
 SNAKE = re.compile(r"^[a-z]+(?:_[a-z]+)*$")
 QUESTION = "How do I configure max_attempts for retries?"

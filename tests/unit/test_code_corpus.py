@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from kbgraph._base.languages import is_test_path, language_of
 from kbgraph.retrieval import KnowledgeBase, SearchFilters, format_context
 from kbgraph.retrieval._context import ContextEntry, render_context
-from kbgraph.retrieval._languages import is_test_path, language_of
 from kbgraph.retrieval._lexical import LEGACY_TOKENIZER_ID, TOKENIZER_ID, BM25Index
 from kbgraph.retrieval._records import Chunk, SearchResult, index_text, json_checksum
 from tests.unit.test_kb_search import _write

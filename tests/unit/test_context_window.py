@@ -10,16 +10,16 @@ from typing import Any
 import pytest
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from kbgraph.agents._chat import answer_prompt, compose_answer
-from kbgraph.errors import JudgeError
-from kbgraph.evals._judges.llm import LLMJudge
-from kbgraph.graphs._context_window import (
+from kbgraph._base.context_window import (
     JSON_RESERVE_TOKENS,
     byte_bound,
     first_lines,
     input_token_limit,
     largest_fitting,
 )
+from kbgraph.agents._chat import answer_prompt, compose_answer
+from kbgraph.errors import JudgeError
+from kbgraph.evals._judges.llm import LLMJudge
 from kbgraph.graphs._nodes._fit_sources import fit_sources
 from kbgraph.graphs._nodes._llm import prompt_messages
 from kbgraph.graphs._nodes.build_context import block_of_citation, render_blocks

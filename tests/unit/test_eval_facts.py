@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from kbgraph.agents import _trace
 from kbgraph.evals import bundled_dataset_path, check_answer
 from kbgraph.evals._claims import split_claims
 from kbgraph.evals._evaluators import FaithfulnessEvaluator
@@ -23,7 +24,6 @@ from kbgraph.evals._judges._facts import proper_names, unstated_facts
 from kbgraph.evals._judges._units import quantities
 from kbgraph.evals._meta_results import THRESHOLD
 from kbgraph.evals._records import EvalRecord, Passage
-from kbgraph.graphs import _trace
 from kbgraph.testing import FakeEmbeddings
 
 UPLOADS = (

@@ -9,6 +9,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
+from kbgraph._base.commands import DefaultCommandGroup
 from kbgraph.evals import metric_names
 from kbgraph.evals._baseline import (
     REGRESSION_EXIT_CODE,
@@ -16,7 +17,7 @@ from kbgraph.evals._baseline import (
     compare_summaries,
     load_summary,
 )
-from kbgraph.evals._cli import DefaultCommandGroup, eval_group
+from kbgraph.evals._cli import eval_group
 from kbgraph.evals._datasets import DatasetError
 from kbgraph.evals._records import MetricResult, RowResult
 from kbgraph.evals._report import summarize, write_report

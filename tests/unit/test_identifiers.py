@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kbgraph._base.text import BM25_STOP_WORDS, stems, words
 from kbgraph.retrieval._lexical import (
     GLUED_PART_WEIGHT,
     IDENTIFIERS_1_ID,
@@ -21,7 +22,6 @@ from kbgraph.retrieval._lexical import (
     tokenize,
     tokenize_corpus,
 )
-from kbgraph.retrieval._text import BM25_STOP_WORDS, stems, words
 
 
 @pytest.mark.parametrize(

@@ -10,10 +10,10 @@ import pytest
 from starlette.routing import Mount
 from starlette.testclient import TestClient
 
+from kbgraph._base.hosts import host_name
 from kbgraph.errors import ConfigError
 from kbgraph.graphs import RagSettings
 from kbgraph.graphs._http_app import ContextKeysMiddleware
-from kbgraph.graphs._internal import host_name
 from kbgraph.inspector._evals import histogram
 from kbgraph.inspector._evals_view import histogram_svg
 from kbgraph.inspector._html import el, page, url

@@ -278,9 +278,9 @@ def test_unknown_lines_are_none_in_resolved_citations_and_count_as_the_file_in_e
     """Unknown lines are ``None`` wherever a citation goes (was 0: the resolved citation
     said lines 0-0, and source recall compared a gold line range with line 0, so a store
     passage from the gold file was never recalled)."""
+    from kbgraph._base.citations import extract_citations
     from kbgraph.evals._evaluators.sources import is_recalled
     from kbgraph.evals._records import GoldSource, Passage
-    from kbgraph.retrieval._citations import extract_citations
 
     out = _faq_answer(store)
     faq = next(c for c in out["rag_citations"] if c["source"] == "faq")

@@ -4,9 +4,10 @@ between layers point down, a private module is imported only inside its own pack
 importing kbgraph.evals does not build the LangGraph subgraph.
 
 Layers, bottom up: the foundation (``kbgraph.errors``, ``kbgraph._exit_codes``, the version,
-``kbgraph._layers``), ``prompts``, ``retrieval``, ``graphs``, ``evals``, the ready agents
-(``kbgraph.agents``: they run the evals' answer check), then the application (the CLI, the
-inspector, the MCP server ``kbgraph.mcp``, ``kbgraph.testing``, the ``kbgraph`` package)."""
+``kbgraph._layers``, and ``kbgraph._base``: the helpers no layer owns), ``prompts``,
+``retrieval``, ``graphs``, ``evals``, the ready agents (``kbgraph.agents``: they run the
+evals' answer check), then the application (the CLI, the inspector, the MCP server
+``kbgraph.mcp``, ``kbgraph.testing``, the ``kbgraph`` package)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,9 @@ from kbgraph import _moved
 ROOT = Path(__file__).resolve().parents[2]
 LAYER_FOLDERS = ("prompts", "retrieval", "graphs", "evals")
 FOUNDATION = ("kbgraph.errors", "kbgraph._exit_codes", "kbgraph._layers", "kbgraph._version")
+# The helpers no layer owns (words and stems, camelCase, the cache folder, the settings base,
+# the citation grammar, loopback hosts): every layer imports them directly, they import none.
+FOUNDATION_PACKAGE = "kbgraph._base"
 RANK = {
     "foundation": 0,
     "prompts": 1,
@@ -34,7 +38,8 @@ RANK = {
 }
 
 # A layer's doorway for kbgraph's own layers (``kbgraph.retrieval._internal``): what the
-# layers above use beyond the face, not public API; its ``_LAZY`` map names the modules.
+# layers above use beyond the face, not public API. As a face's, its ``if TYPE_CHECKING:``
+# imports are its lazy table (``kbgraph._layers.lazy_imports``): run-time edges.
 DOORWAY = "._internal"
 
 
@@ -100,15 +105,9 @@ def _is_old_name(name: str) -> bool:
 
 
 def _string_imports(module: str, path: Path, tree: ast.Module) -> Iterator[str]:
-    """Modules named by ``importlib.import_module("...")`` with a literal name, and the
-    values of the lazy maps given to ``lazy_attributes`` (the faces' and doorways'
-    ``_LAZY``): each is an import the ``import`` statements do not show."""
+    """Modules named by ``importlib.import_module("...")`` with a literal name: each is an
+    import the ``import`` statements do not show."""
     package = _package(module, path)
-    maps = {
-        ast.unparse(node.targets[0]): node.value
-        for node in tree.body
-        if isinstance(node, ast.Assign) and len(node.targets) == 1
-    }
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not node.args:
             continue
@@ -116,13 +115,6 @@ def _string_imports(module: str, path: Path, tree: ast.Module) -> Iterator[str]:
         first = node.args[0]
         if callee == "import_module" and isinstance(first, ast.Constant):
             yield _resolve(str(first.value), package)
-        elif callee == "lazy_attributes" and len(node.args) > 1:
-            table = node.args[1]
-            table = maps.get(ast.unparse(table), table) if isinstance(table, ast.Name) else table
-            if isinstance(table, ast.Dict):
-                for value in table.values:
-                    if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                        yield _resolve(value.value, package)
 
 
 def _known(name: str) -> str | None:
@@ -133,12 +125,23 @@ def _known(name: str) -> str | None:
     return name or None
 
 
+def _loads_its_type_imports(tree: ast.Module) -> bool:
+    """Whether the module is a face or doorway built by ``lazy_imports``: its type-checking
+    imports are then the names it loads at run time, on first use."""
+    return any(
+        isinstance(node, ast.Call) and ast.unparse(node.func).endswith("lazy_imports")
+        for node in ast.walk(tree)
+    )
+
+
 def _imports_of(module: str, path: Path, *, types: bool = False) -> set[str]:
     """The package's modules that ``module`` (its source at ``path``) imports: statements
-    (inside functions too), literal ``import_module`` calls and lazy maps; with ``types``,
-    the imports under ``if TYPE_CHECKING:`` too."""
+    (inside functions too), literal ``import_module`` calls and the lazy names of a face or
+    doorway (its ``if TYPE_CHECKING:`` imports); with ``types``, the imports under
+    ``if TYPE_CHECKING:`` of every module too."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    skipped = set() if types else _type_checking_only(tree)
+    runtime = types or _loads_its_type_imports(tree)
+    skipped = set() if runtime else _type_checking_only(tree)
     names = [
         target
         for node in ast.walk(tree)
@@ -204,7 +207,7 @@ def _circles(edges: dict[str, set[str]]) -> list[list[str]]:
 
 def _layer(module: str) -> str:
     parts = module.split(".")
-    if module in FOUNDATION:
+    if module in FOUNDATION or _inside(module, FOUNDATION_PACKAGE):
         return "foundation"
     if parts[:2] == ["kbgraph", "agents"]:
         return "agents"
@@ -230,8 +233,8 @@ def test_no_import_circle_for_the_type_checker() -> None:
 
 
 def test_the_typed_graph_counts_type_checking_imports(tmp_path: Path) -> None:
-    # graphs/__init__.py names its lazy exports' modules for the type checker and in its
-    # lazy map (loaded on first use): both graphs see the edge.
+    # graphs/__init__.py's lazy exports are its type-checking imports (loaded on first use):
+    # both graphs see the edge.
     assert "kbgraph.graphs._subgraph" in TYPED_EDGES["kbgraph.graphs"]
     assert "kbgraph.graphs._subgraph" in EDGES["kbgraph.graphs"]
     line = "if TYPE_CHECKING:\n    from ._subgraph import rag_graph\n"
@@ -273,20 +276,17 @@ def test_imports_between_layers_point_down() -> None:
     assert _upward(TYPED_EDGES) == []
 
 
-def test_an_upward_entry_in_a_face_lazy_map_is_caught(tmp_path: Path) -> None:
-    # The faces load their names through ``lazy_attributes(globals(), _LAZY)``; an entry
-    # naming a module of a layer above is an upward import the statements do not show.
-    text = '_LAZY["RagState"] = "kbgraph.graphs._state"\n'
-    files = _injected(tmp_path, "kbgraph.retrieval", text.replace("_LAZY[", "_UNUSED["))
-    assert _upward(_edges(files)) == []  # a dict no lazy_attributes call reads
-    source = MODULES["kbgraph.retrieval"].read_text(encoding="utf-8")
-    assert "_LAZY = {\n" in source
-    files = _injected(tmp_path / "2", "kbgraph.retrieval", "")
-    files["kbgraph.retrieval"].write_text(
-        source.replace("_LAZY = {\n", '_LAZY = {\n    "RagState": "kbgraph.graphs._state",\n'),
-        "utf-8",
-    )
-    assert _upward(_edges(files)) == [("kbgraph.retrieval", "kbgraph.graphs._state")]
+@pytest.mark.parametrize("module", ["kbgraph.retrieval", "kbgraph.retrieval._internal"])
+def test_an_upward_lazy_name_of_a_face_or_doorway_is_caught(tmp_path: Path, module: str) -> None:
+    # Faces and doorways load their ``if TYPE_CHECKING:`` imports on first use
+    # (``kbgraph._layers.lazy_imports``): run-time edges, though written for the type checker.
+    assert "kbgraph.retrieval._kb" in EDGES["kbgraph.retrieval"]
+    assert "kbgraph.retrieval._watch" in EDGES["kbgraph.retrieval._internal"]
+    text = "if TYPE_CHECKING:\n    from kbgraph.graphs._state import RagState\n"
+    files = _injected(tmp_path, module, text)
+    assert _upward(_edges(files)) == [(module, "kbgraph.graphs._state")]
+    plain = _injected(tmp_path / "plain", "kbgraph.retrieval._kb", text)
+    assert _upward(_edges(plain)) == []  # elsewhere a type-checking import stays a type's
 
 
 def test_a_string_import_is_caught(tmp_path: Path) -> None:
@@ -352,7 +352,7 @@ def test_no_private_module_of_another_package() -> None:
 
 def test_the_private_import_rule_knows_a_package_from_its_subpackages() -> None:
     edges = {
-        "kbgraph.graphs._nodes.rerank": {"kbgraph.graphs._nodes._text", "kbgraph.graphs._trace"},
+        "kbgraph.graphs._nodes.rerank": {"kbgraph.graphs._nodes._text", "kbgraph.graphs._tool"},
         "kbgraph.graphs._nodes": {"kbgraph.graphs._nodes._base"},
         "kbgraph.graphs._extractive": {"kbgraph.graphs._nodes._text", "kbgraph.graphs._nodes"},
         "kbgraph.evals._runner": {"kbgraph.retrieval._search", "kbgraph._version"},
@@ -416,20 +416,32 @@ def test_importing_evals_does_not_build_the_subgraph() -> None:
     assert out.stdout.split() == ["False", "False"]
 
 
-def test_the_doorways_name_real_modules_of_their_own_layer() -> None:
-    doorways = [m for m in MODULES if m.endswith(DOORWAY)]
-    assert {"kbgraph.retrieval._internal", "kbgraph.graphs._internal"} <= set(doorways)
-    wrong = []
-    for door in doorways:
-        tree = ast.parse(MODULES[door].read_text(encoding="utf-8"))
-        lazy = next(
-            ast.literal_eval(node.value)
-            for node in tree.body
-            if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "_LAZY"
-        )
-        package = door.removesuffix(DOORWAY)
-        wrong += [(door, n, t) for n, t in lazy.items() if package + t not in MODULES]
-        # every name it lends is imported for the type checker too, so mypy sees it
-        typed = {a.asname or a.name for a in ast.walk(tree) if isinstance(a, ast.alias)}
-        assert set(lazy) <= typed
-    assert wrong == []
+def test_every_layer_imports_the_foundation_directly() -> None:
+    assert _layer("kbgraph._base.text") == _layer("kbgraph._base") == "foundation"
+    assert "kbgraph._base.validation" in EDGES["kbgraph.retrieval._config"]
+    assert "kbgraph._base.hosts" in EDGES["kbgraph.graphs._served_guard"]
+    assert "kbgraph._base.text" in EDGES["kbgraph.evals._text"]
+    assert "kbgraph._base.citations" in EDGES["kbgraph.agents._state"]
+    foundation = [m for m in MODULES if _layer(m) == "foundation"]
+    assert not [(m, t) for m in foundation for t in TYPED_EDGES[m] if _layer(t) != "foundation"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "from kbgraph.retrieval import KnowledgeBase\n",
+        "def _late() -> object:\n    from kbgraph.graphs._state import RagState\n\n"
+        "    return RagState\n",
+        "from kbgraph.cli import main\n",
+    ],
+)
+def test_an_upward_import_from_the_foundation_is_caught(tmp_path: Path, text: str) -> None:
+    files = _injected(tmp_path, "kbgraph._base.text", text)
+    assert [m for m, _ in _upward(_edges(files))] == ["kbgraph._base.text"]
+
+
+def test_a_type_level_upward_import_from_the_foundation_is_caught(tmp_path: Path) -> None:
+    text = "if TYPE_CHECKING:\n    from kbgraph.retrieval import Chunk\n"
+    files = _injected(tmp_path, "kbgraph._base.camel", text)
+    assert _upward(_edges(files)) == []
+    assert _upward(_edges(files, types=True)) == [("kbgraph._base.camel", "kbgraph.retrieval")]

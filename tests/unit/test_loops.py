@@ -11,10 +11,9 @@ from typing import Any
 import pytest
 from langchain_core.messages import HumanMessage
 
+from kbgraph._base.loops import LoopWatch, repetition
 from kbgraph.errors import ConfigError
 from kbgraph.graphs._chat_models import ChatGGUF
-from kbgraph.graphs._internal import repetition
-from kbgraph.graphs._loops import LoopWatch
 
 LOOP = "The default is 5. " + "It is set by the retry module. " * 6
 REFRAIN = (

@@ -31,7 +31,7 @@ REMOVED: dict[tuple[str, str], str] = {
     # every store answers server() now (issue 31 item 5), so no protocol marks the served ones
     ("kbgraph.retrieval.storage", "ServedStore"): "IndexStore.server()",
     ("kbgraph.graphs.trace", "unsearched_knowledge_bases"): (
-        "graphs/trace.py re-exported graphs/state.py's; the stand-in maps to graphs/_trace.py"
+        "graphs/trace.py re-exported graphs/state.py's; the stand-in maps to agents/_trace.py"
     ),
 }
 
@@ -76,7 +76,7 @@ def test_the_warning_names_the_face_when_the_face_exports_it() -> None:
 
 
 def test_an_internal_name_says_it_is_internal() -> None:
-    with pytest.warns(DeprecationWarning, match=r"internal now \(kbgraph\.retrieval\._text\)"):
+    with pytest.warns(DeprecationWarning, match=r"internal now \(kbgraph\._base\.text\)"):
         from kbgraph.retrieval.text import words  # noqa: F401
 
 

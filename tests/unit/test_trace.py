@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kbgraph.agents._trace import summarize_step
 from kbgraph.graphs import RagSettings, build_rag_graph
-from kbgraph.graphs._trace import summarize_step
 
 
 def test_the_rerank_line_names_the_top_chunks(tmp_path: Path) -> None:

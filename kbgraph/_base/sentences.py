@@ -14,8 +14,6 @@ from __future__ import annotations
 import re
 from array import array
 
-from ._boundaries import Positions
-
 _CLOSERS = "\"')\\]»”’"
 _LATIN_END = re.compile(rf"[.!?\u2026]+[{_CLOSERS}]*\s+")
 _CJK_END = re.compile(rf"[。！？｡．]+[」』）】〕〉》〞〟{_CLOSERS}]*\s*")
@@ -84,7 +82,8 @@ def _cjk_starts(text: str) -> list[int]:
     return starts
 
 
-def sentence_starts(text: str) -> Positions:
-    """Starts of sentences after the first, sorted."""
+def sentence_starts(text: str) -> array[int]:
+    """Starts of sentences after the first, sorted (an ``array("q")``, as the chunkers'
+    other boundaries)."""
     merged = sorted(set(_latin_starts(text)) | set(_cjk_starts(text)))
     return array("q", (pos for pos in merged if pos < len(text)))

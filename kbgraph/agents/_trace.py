@@ -10,8 +10,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from kbgraph._base.citations import line_span
 from kbgraph.errors import error_text
-from kbgraph.retrieval._internal import line_span
 
 _MAX_DATA_CHARS = 240
 MAX_LINE_CHARS = 400

@@ -17,7 +17,7 @@ returns a binding whose calls record the tools. When the script runs out, ``defa
 used, or :class:`ScriptExhaustedError` is raised.
 
 Token counts are words (whitespace-separated), counted offline: give the model a window with
-``profile={"max_input_tokens": N}`` to test what fits (``kbgraph.graphs._context_window``).
+``profile={"max_input_tokens": N}`` to test what fits (``kbgraph._base.context_window``).
 """
 
 from __future__ import annotations

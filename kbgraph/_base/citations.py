@@ -22,7 +22,7 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
-from ._camel import snake_keys
+from .camel import snake_keys
 
 # A range wider than this is treated as a typo, not as a citation of every source in it.
 MAX_RANGE = 50
@@ -32,6 +32,15 @@ _MARKER = re.compile(rf"(?<!\\)\[\s*({_PART}(?:\s*[,;]\s*{_PART})*)\s*\](?!\()")
 _RANGE = re.compile(r"(\d+)\s*[-–—]\s*(\d+)")
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})", re.MULTILINE)
 _INLINE_CODE = re.compile(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)", re.DOTALL)
+
+
+def line_span(start: int | None, end: int | None, word: str = "lines") -> str:
+    """How a source's line range is written (``lines 3-9``; ``lines unknown`` for a chunk
+    whose store gave no line numbers: ``None``, or 0 in a chunk, lines being 1-based): in a
+    context's source headers, the rerank prompt and a run's trace alike."""
+    if start is None or end is None or start < 1:
+        return f"{word} unknown"
+    return f"{word} {start}-{end}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,4 +237,5 @@ __all__ = [
     "escape_markers",
     "extract_citations",
     "find_markers",
+    "line_span",
 ]

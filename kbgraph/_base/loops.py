@@ -1,18 +1,18 @@
-"""When a chat model's reply loops: one sentence, one long run of words, or one line with
-other numbers, said again and again. A small model does this on real questions ("The
-permanent session lifetime is 30 seconds" 43 times); :func:`repetition` says so from the
-text, for the answer check (``kbgraph.agents._problems``) and for :class:`LoopWatch`, which
-lets an in-process model stop generating once its reply loops instead of running on to
-``max_tokens``: with SmolLM2 on two cores the 400 tokens after the loop began cost ~15 s
-of the answer and, in the draft the repair quotes back, ~10 s of the second attempt's
-prompt."""
+"""When a chat model's reply loops: one sentence, one long run of words, or one line with other
+numbers, said again and again. A small model does this on real questions ("The permanent
+session lifetime is 30 seconds" 43 times); :func:`repetition` says so from the text, for the
+answer check (``kbgraph.agents._problems``) and for :class:`LoopWatch`, which lets an in-
+process model (``kbgraph.graphs.ChatGGUF``) stop generating once its reply loops instead of
+running on to ``max_tokens``: with SmolLM2 on two cores the 400 tokens after the loop began
+cost ~15 s of the answer and, in the draft the repair quotes back, ~10 s of the second
+attempt's prompt."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
 
-from kbgraph.retrieval._internal import words
+from kbgraph._base.text import words
 
 SENTENCE_REPEATS = 3
 """A sentence said three times is a loop, whatever its length ..."""
