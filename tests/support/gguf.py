@@ -46,6 +46,21 @@ def smollm2_path() -> Path:
     return path
 
 
+def stub_gguf_model(folder: Path, **fields: Any) -> Any:
+    """A ``ChatGGUF`` over a stub file (the GGUF magic, no weights): its options, budgets
+    and request handling can be tested, nothing loads until a call. Skips without
+    xllamacpp."""
+    from kbgraph.errors import ConfigError
+    from kbgraph.graphs._chat_models import ChatGGUF
+
+    path = folder / "m.gguf"
+    path.write_bytes(b"GGUF" + bytes(60))
+    try:
+        return ChatGGUF(model_path=str(path), **fields)
+    except ConfigError:
+        pytest.skip("xllamacpp is not installed")
+
+
 def smollm2_spec(**options: int) -> str:
     """``gguf:<path>?...`` for SmolLM2 with ``options`` (threads, n_ctx, max_tokens)."""
     query = "&".join(f"{k}={v}" for k, v in options.items())

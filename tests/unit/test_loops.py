@@ -12,8 +12,8 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from kbgraph._base.loops import LoopWatch, repetition
-from kbgraph.errors import ConfigError
 from kbgraph.graphs._chat_models import ChatGGUF
+from tests.support.gguf import stub_gguf_model
 
 LOOP = "The default is 5. " + "It is set by the retry module. " * 6
 REFRAIN = (
@@ -86,12 +86,8 @@ class _Runtime:
 
 @pytest.fixture
 def model(tmp_path: Any) -> ChatGGUF:
-    gguf = tmp_path / "m.gguf"
-    gguf.write_bytes(b"GGUF" + bytes(60))
-    try:
-        return ChatGGUF(model_path=str(gguf), max_tokens=512)
-    except ConfigError:
-        pytest.skip("xllamacpp is not installed")
+    stub: ChatGGUF = stub_gguf_model(tmp_path, max_tokens=512)
+    return stub
 
 
 def _with_runtime(model: ChatGGUF, runtime: _Runtime, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,9 +10,8 @@ import pytest
 from langchain_core.messages import AIMessage
 from pydantic import BaseModel, Field
 
-from kbgraph.errors import ChatModelError, ConfigError, LlmRefusalError
+from kbgraph.errors import ChatModelError, LlmRefusalError
 from kbgraph.evals._judges.llm import ClaimVerdictsOut
-from kbgraph.graphs._chat_models import ChatGGUF
 from kbgraph.graphs._nodes._llm import (
     NODE_MAX_TOKENS,
     STEP_MAX_TOKENS,
@@ -29,6 +28,7 @@ from kbgraph.graphs._structured import (
     skeleton,
 )
 from kbgraph.testing import ScriptedChatModel, refusal_message
+from tests.support.gguf import stub_gguf_model
 
 
 class Choice(BaseModel):
@@ -122,12 +122,7 @@ def test_a_timeout_is_not_waited_for_twice_nor_called_an_outage() -> None:
 
 
 def test_a_node_call_is_held_to_its_own_budget(tmp_path: Any) -> None:
-    gguf = tmp_path / "m.gguf"
-    gguf.write_bytes(b"GGUF" + bytes(60))
-    try:
-        model = ChatGGUF(model_path=str(gguf), max_tokens=512, timeout=60.0)
-    except ConfigError:
-        pytest.skip("xllamacpp is not installed")
+    model = stub_gguf_model(tmp_path, max_tokens=512, timeout=60.0)
     step = budgeted(model, 60.0)
     assert step.max_tokens == STEP_MAX_TOKENS and step.timeout == 60.0 * STEP_TIMEOUT_SHARE
     assert model.max_tokens == 512 and model.timeout == 60.0  # the answer keeps its own
@@ -141,12 +136,7 @@ def test_a_node_whose_reply_is_a_few_short_fields_gets_a_tighter_cap(tmp_path: A
     """SelectScope's SmolLM2 reply listed invented paths until the 256-token cap, every
     run (~7 CPU-s of a question's time); a node of its own cap is held to it, the others
     to STEP_MAX_TOKENS, and a caller's smaller max_tokens still wins."""
-    gguf = tmp_path / "m.gguf"
-    gguf.write_bytes(b"GGUF" + bytes(60))
-    try:
-        model = ChatGGUF(model_path=str(gguf), max_tokens=512, timeout=60.0)
-    except ConfigError:
-        pytest.skip("xllamacpp is not installed")
+    model = stub_gguf_model(tmp_path, max_tokens=512, timeout=60.0)
     assert budgeted(model, 60.0, "select_scope").max_tokens == 128
     assert budgeted(model, 60.0, "decide_retrieve").max_tokens == 96
     assert budgeted(model, 60.0, "rerank").max_tokens == STEP_MAX_TOKENS
