@@ -66,11 +66,15 @@ def plain_chunk(raw: dict[str, Any], model_name: str) -> ChatGenerationChunk | N
     metadata: dict[str, Any] = {} if finish is None else {"finish_reason": finish}
     if usage is None:
         return ChatGenerationChunk(message=AIMessageChunk(content=text, response_metadata=metadata))
-    done = Generated(finish, usage, raw.get("timings"))
+    return final_chunk(text, Generated(finish, usage, raw.get("timings")), model_name)
+
+
+def final_chunk(text: str, done: Generated, model_name: str) -> ChatGenerationChunk:
+    """A reply's last chunk: ``text``, how it ended, its usage and metadata."""
     message = AIMessageChunk(
         content=text,
         response_metadata=done.metadata(model_name),
-        usage_metadata=usage_metadata(usage),
+        usage_metadata=usage_metadata(done.usage),
         chunk_position="last",
     )
     return ChatGenerationChunk(message=message)
@@ -117,6 +121,7 @@ __all__ = [
     "LOOP_PENALTY",
     "Generated",
     "delta",
+    "final_chunk",
     "json_format",
     "last_chunk",
     "plain_chunk",

@@ -46,10 +46,10 @@ from ._gguf_chunks import (
     LOOPED,
     Generated,
     delta,
+    final_chunk,
     json_format,
     last_chunk,
     plain_chunk,
-    usage_metadata,
 )
 from ._gguf_messages import prompt_messages, with_system
 from ._gguf_reply import ParsedReply, ReplyReader, repeats_answered, with_cut_calls
@@ -204,22 +204,13 @@ class ChatGGUF(BaseChatModel):
                 return
         # The reply loops: generating stopped there (closing the stream stops llama.cpp),
         # and the last chunk says why, with the tokens counted as llama.cpp would have.
-        yield self._looped_chunk(request, watch.text if watch else "")
-
-    def _looped_chunk(self, request: dict[str, Any], text: str) -> ChatGenerationChunk:
+        assert watch is not None  # only the watch breaks the loop
         runtime = self.runtime()
         usage = {
             "prompt_tokens": runtime.count_tokens(request["messages"]),
-            "completion_tokens": len(runtime.tokenize(text)),
+            "completion_tokens": len(runtime.tokenize(watch.text)),
         }
-        done = Generated(LOOPED, usage)
-        message = AIMessageChunk(
-            content="",
-            response_metadata=done.metadata(self.model_name),
-            usage_metadata=usage_metadata(usage),
-            chunk_position="last",
-        )
-        return ChatGenerationChunk(message=message)
+        yield final_chunk("", Generated(LOOPED, usage), self.model_name)
 
     def _raw_chunks(self, request: dict[str, Any]) -> Generator[dict[str, Any], None, None]:
         deadline = None if self.timeout is None else time.monotonic() + self.timeout
