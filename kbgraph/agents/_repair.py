@@ -59,6 +59,7 @@ def repair_draft(
     the model stopped at its token limit."""
     out = Repaired("")
     kept: list[str] = []
+    drafted: list[str] = []  # each kept sentence as the draft wrote it
     seen: set[str] = set()
     parts = sentences(text)
     for i, sentence in enumerate(parts):
@@ -76,12 +77,32 @@ def repair_draft(
         fixed = _supported(sentence, check, citations)
         if isinstance(fixed, str):
             kept.append(fixed)
+            drafted.append(sentence)
         else:
             out.dropped.append({"text": sentence, "why": fixed[0]})
     while kept and _ANNOUNCES.search(kept[-1]):
-        out.dropped.append({"text": kept.pop(), "why": "announces what was dropped"})
+        kept.pop()
+        out.dropped.append({"text": drafted.pop(), "why": "announces what was dropped"})
     out.text = " ".join(kept)
+    out.dropped = _repeats_share_why(out.dropped, kept)
     return out
+
+
+def _repeats_share_why(dropped: list[DroppedPart], kept: Sequence[str]) -> list[DroppedPart]:
+    """A repeat is "said again" only where its first copy is shown: a repeat of a sentence
+    dropped for a reason is dropped for that reason (the person read "said again" of a
+    sentence that appears nowhere in the answer)."""
+    shown = {_key(s) for s in kept}
+    first_why: dict[str, str] = {}
+    for part in dropped:
+        if part["why"] != "said again":
+            first_why.setdefault(_key(part["text"]), part["why"])
+    return [
+        {"text": part["text"], "why": first_why.get(_key(part["text"]), part["why"])}
+        if part["why"] == "said again" and _key(part["text"]) not in shown
+        else part
+        for part in dropped
+    ]
 
 
 def _supported(

@@ -304,6 +304,34 @@ def test_a_kept_answer_never_ends_on_a_sentence_announcing_what_was_dropped() ->
     assert repair_draft(whole, check, citations, cut=False).text == ""
 
 
+def test_a_repeat_of_a_dropped_sentence_is_dropped_for_the_same_reason() -> None:
+    # SmolLM2 on examples/docs: "You can do this by running the following command:" twice,
+    # and nothing after it; the trace said the second copy was "said again" although the
+    # answer shown holds neither copy.
+    announce = "You can do this by running the following command:"
+    check: Any = {"claims": [
+        {"text": "Set max_attempts to change the number of retries.", "supported": True,
+         "cause": "supported", "evidence": "a"},
+        {"text": announce, "supported": True, "cause": "supported", "evidence": "a"},
+        {"text": "Set it to 9.", "supported": False, "cause": "unstated_fact",
+         "reason": "9 is in no cited source"},
+    ]}  # fmt: skip
+    citations = [{"n": 1, "chunk_id": "a", "text": DOCS["retry.md"]}]
+    draft = (
+        f"Set max_attempts to change the number of retries [1].\n{announce}\n{announce}\n"
+        "Set it to 9.\nSet it to 9.\nSet max_attempts to change the number of retries [1]."
+    )
+    kept = repair_draft(draft, check, citations, cut=False)
+    assert kept.text == "Set max_attempts to change the number of retries [1]."
+    assert sorted((d["why"], d["text"]) for d in kept.dropped) == [
+        ("announces what was dropped", announce),
+        ("announces what was dropped", announce),
+        ("not supported: 9 is in no cited source", "Set it to 9."),
+        ("not supported: 9 is in no cited source", "Set it to 9."),
+        ("said again", "Set max_attempts to change the number of retries [1]."),
+    ]
+
+
 def test_the_trace_says_what_repair_dropped_and_why(docs: Path) -> None:
     out = _ask(docs, _model(LOOP, "never asked"))
     lines = _trace.check_lines(out)
