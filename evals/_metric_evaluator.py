@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from typing import ClassVar, Protocol, runtime_checkable
 
+from kbgraph._base.faces import shown_as
+
 from ._judges.base import Judge
 from ._records import EvalRecord, MetricResult
 
 
 @runtime_checkable
+@shown_as("kbgraph.evals")
 class MetricEvaluator(Protocol):
     """An evaluator class: built with a judge, scoring one record as its metric ``name``."""
 

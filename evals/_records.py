@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from kbgraph._base.camel import camel, snake_keys, to_camel_dict
+from kbgraph._base.faces import shown_as
 
 from ._metrics import metric_names
 
@@ -419,6 +420,7 @@ class RowResult:
         return out
 
 
+@shown_as("kbgraph.evals")
 class EvalResults(list[RowResult]):
     """The results of a batch run, in data-set order: a list of :class:`RowResult` that
     also converts to a table."""

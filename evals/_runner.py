@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from tqdm import tqdm
 
+from kbgraph._base.faces import shown_as
 from kbgraph.errors import ConfigError, JudgeTimeoutError
 
 from ._bounds import (
@@ -43,12 +44,14 @@ from ._records import (
 
 
 @runtime_checkable
+@shown_as("kbgraph.evals")
 class Agent(Protocol):
     """Anything that answers one question with the sources it used."""
 
     async def arun(self, question: str) -> AgentOutput: ...
 
 
+@shown_as("kbgraph.evals")
 class FunctionAgent:
     """An :class:`Agent` over a plain function (sync or async) returning an
     :class:`AgentOutput`, or just the answer text."""

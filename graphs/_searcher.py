@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from langchain_core.embeddings import Embeddings
 
+from kbgraph._base.faces import shown_as
 from kbgraph.retrieval import ProgressCallback, SearchFilters, SearchResult
 
 if TYPE_CHECKING:
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
 
 @runtime_checkable
+@shown_as("kbgraph.graphs")
 class Searcher(Protocol):
     def ensure_fresh(
         self, *, progress: ProgressCallback | None = None, allow_model_change: bool = False
@@ -85,6 +87,7 @@ def _open_real(folder: str, embedding: str | None, /, **options: Any) -> Searche
 Key = tuple[str, str | None, str | None, str | None, str | None]
 
 
+@shown_as("kbgraph.graphs")
 class SearcherRegistry:
     """Open searchers by (absolute folder, embedding spec, chunking, store: None for the
     folder index, else a PostgreSQL URL, read_store: a standby's URL or None); ``factory``

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from kbgraph._base.faces import shown_as
 from kbgraph.errors import ConfigError, IndexCorruptError
 
 from . import _kb_index, _kb_search, _kb_stats
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from ._retriever import KnowledgeBaseRetriever
 
 
+@shown_as("kbgraph.retrieval")
 class KnowledgeBase:
     """Index and search one folder. ``embedding`` is a spec (``local``, ``local:<path>``,
     ``openai:<model>``, ``azure_openai:<deployment>``, ``openai_compatible:<model>@<url>``,

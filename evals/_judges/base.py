@@ -16,12 +16,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from kbgraph._base.faces import shown_as
 from kbgraph.errors import JudgeError
 
 from .._records import Claim, Judgement, Relevance, TokenUsage
 
 
 @runtime_checkable
+@shown_as("kbgraph.evals")
 class Judge(Protocol):
     """A judge. Implementations must be safe to call from several threads at once."""
 
@@ -53,6 +55,7 @@ class Judge(Protocol):
 
 
 @runtime_checkable
+@shown_as("kbgraph.evals")
 class ClaimDecomposer(Protocol):
     """A judge that can also break an answer into self-contained claims itself (the LLM
     judge); the others use the regex splitter of ``kbgraph.evals._claims``."""

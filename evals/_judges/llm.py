@@ -21,6 +21,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
 from kbgraph._base.context_window import JSON_RESERVE_TOKENS, first_lines, largest_fitting
+from kbgraph._base.faces import shown_as
 from kbgraph._base.model_calls import describe_error
 from kbgraph.errors import JudgeError
 from kbgraph.graphs._internal import ask_structured
@@ -79,6 +80,7 @@ class AnswerOut(BaseModel):
     reason: str = ""
 
 
+@shown_as("kbgraph.evals")
 class LLMJudge:
     """``model`` is a chat model or a chat model spec (``openai:gpt-4o-mini``,
     ``openai_compatible:<model>@<url>`` …)."""

@@ -30,6 +30,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
+from kbgraph._base.faces import shown_as
+
 from .._claims import split_claims
 from .._deadline import check_deadline
 from .._hedges import without_hedges
@@ -59,6 +61,7 @@ PASSAGE_RELEVANT_AT = 0.5
 _WH_WORDS = frozenset(content_words("what which who whom whose when where why how"))
 
 
+@shown_as("kbgraph.evals")
 class OfflineJudge:
     """The offline judge. ``embeddings`` is a LangChain ``Embeddings`` or a spec for
     ``kbgraph.retrieval._embeddings.resolve_embeddings`` (``local``, ``fake`` …).

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from kbgraph._base.faces import shown_as
+
 from .._records import Judgement, Relevance, TokenUsage, Verdict
 from .._text import content_words
 
@@ -24,6 +26,7 @@ def content_overlap(answer: str, context: str) -> float:
     return len(wanted & set(content_words(context))) / len(wanted)
 
 
+@shown_as("kbgraph.evals")
 class OverlapJudge:
     """The baseline as a judge, so that it can run through the same evaluators."""
 

@@ -11,6 +11,8 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
+from kbgraph._base.faces import shown_as
+
 from .._langchain_kb import LangChainSource
 from .._models import resolve_chat_model
 from .._searcher import SearcherRegistry, default_registry
@@ -34,6 +36,7 @@ END: Literal["__end__"] = "__end__"
 
 
 @runtime_checkable
+@shown_as("kbgraph.graphs")
 class Reranker(Protocol):
     """A cross-encoder-style reranker: one relevance score per candidate, higher is better
     (any scale; scores outside 0..1 are squashed with a logistic)."""

@@ -38,17 +38,21 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, Field, PrivateAttr
 
+from kbgraph._base.faces import shown_as
 from kbgraph.errors import ChatModelError, ConfigError, KbgraphError, LlmRefusalError
 
 
+@shown_as("kbgraph.testing")
 class ScriptExhaustedError(KbgraphError, RuntimeError):
     """The scripted model was called more often than it has responses."""
 
 
+@shown_as("kbgraph.testing")
 class ScriptedRefusalError(LlmRefusalError):
     """A structured-output call got a refusal instead of JSON."""
 
 
+@shown_as("kbgraph.testing")
 class StructuredOutputParseError(ChatModelError, ValueError):
     """A structured-output call got a reply that is not a JSON object of the schema."""
 

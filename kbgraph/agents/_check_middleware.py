@@ -31,6 +31,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langgraph.types import Command
 
 from kbgraph._base.citations import ResolvedCitation
+from kbgraph._base.faces import shown_as
 from kbgraph.evals import Judge
 from kbgraph.graphs import RagSettings, settings_from_context, settings_from_runtime
 from kbgraph.graphs._internal import extractive_text, previous_citations
@@ -52,6 +53,7 @@ class AnswerCheckMiddlewareState(AgentState[Any]):
     answer_citations: NotRequired[Annotated[list[ResolvedCitation], _OUTPUT]]
 
 
+@shown_as("kbgraph.agents")
 class AnswerCheckMiddleware(AgentMiddleware[AnswerCheckMiddlewareState, Any, Any]):
     """Check the final answer against the sources ``rag_search`` returned; mark or repair it.
 

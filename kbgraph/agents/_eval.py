@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from kbgraph._base.commands import DefaultCommandGroup
+from kbgraph._base.faces import shown_as
 from kbgraph.evals import AgentOutput, passages_from
 from kbgraph.evals._internal import eval_group as evals_group
 
 
+@shown_as("kbgraph.agents")
 class ChatAgent:
     """The ready chat agent over ``folder`` (knowledge base ``name``). ``settings`` are
     further ``kbgraph.graphs._settings.RagSettings`` fields (``top_k``, ``rerank`` …)."""

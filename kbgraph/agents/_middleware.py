@@ -56,6 +56,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from kbgraph._base.citations import ResolvedCitation, UncitedSource, UnresolvedMarker
+from kbgraph._base.faces import shown_as
 from kbgraph.evals import Judge
 from kbgraph.graphs import (
     Citation,
@@ -125,6 +126,7 @@ NEW_ANSWER: dict[str, Any] = {
 _NOT_KEPT = ("messages", "answer", "answer_error")  # the answer is the last message
 
 
+@shown_as("kbgraph.agents")
 class RagMiddleware(AgentMiddleware[RagMiddlewareState, Any, Any]):
     """Retrieval before the model, the sources in its request, the answer checked after it.
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from kbgraph._base.faces import shown_as
 from kbgraph.errors import ConfigError, KbgraphError
 from kbgraph.retrieval import ScanConfig
 from kbgraph.retrieval._internal import SkipFile, file_kind, load_bytes, read_served
@@ -41,6 +42,7 @@ _DIR_FLAGS = _FLAGS | getattr(os, "O_DIRECTORY", 0)
 _FILE_FLAGS = _FLAGS | getattr(os, "O_NONBLOCK", 0)
 
 
+@shown_as("kbgraph.inspector")
 class RefusedPath(KbgraphError):
     """A path the inspector does not serve (outside the folder, not an indexed file)."""
 

@@ -10,6 +10,7 @@ import math
 
 from langchain_core.embeddings import Embeddings
 
+from kbgraph._base.faces import shown_as
 from kbgraph._base.text import words
 from kbgraph.errors import ConfigError
 
@@ -44,6 +45,7 @@ def bag_of_words_vector(text: str, dims: int) -> list[float]:
     return [v / norm for v in vector]
 
 
+@shown_as("kbgraph.testing")
 class FakeEmbeddings(Embeddings):
     """Deterministic hashed bag-of-words embeddings (``fake`` / ``fake:<dims>`` spec)."""
 

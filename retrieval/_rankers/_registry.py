@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from kbgraph._base.faces import shown_as
 from kbgraph.errors import ConfigError
 
 from .._records import Chunk
@@ -21,6 +22,7 @@ HYBRID = "hybrid"
 
 
 @runtime_checkable
+@shown_as("kbgraph.retrieval")
 class Ranker(Protocol):
     """One way to rank a knowledge base's chunks for a query.
 

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from kbgraph._base.faces import shown_as
 from kbgraph.errors import ConfigError, KbgraphError
 
 from .._embeddings import VectorCache
@@ -44,6 +45,7 @@ QueryEmbedder = Callable[[str], np.ndarray]
 DATABASE_SCHEMES = ("postgresql://", "postgres://")
 
 
+@shown_as("kbgraph.retrieval")
 class QueryRanking(Protocol):
     """One query's rankers over one version of the index. Keys are opaque row ids, valid
     inside this ranking only."""
@@ -69,6 +71,7 @@ class SnapshotMoved(KbgraphError):
     reader reopens the live version and runs the search again. Never reaches a caller."""
 
 
+@shown_as("kbgraph.retrieval")
 class Snapshot(Protocol):
     """One published version of an index, open for reading. A snapshot whose class sets
     ``checks_version = True`` checks the version inside every ranking (raising
@@ -98,6 +101,7 @@ class Snapshot(Protocol):
     def close(self) -> None: ...
 
 
+@shown_as("kbgraph.retrieval")
 class Previous(Protocol):
     """The live version as a source of chunks and vectors for one indexing run."""
 
@@ -140,6 +144,7 @@ class IndexUpdate:
     fresh: bool = False
 
 
+@shown_as("kbgraph.retrieval")
 class IndexWriter(Protocol):
     """What one indexing run sees while it holds the writer's lock."""
 
@@ -161,6 +166,7 @@ class IndexWriter(Protocol):
         """Nothing to publish: clear what a crashed writer left behind."""
 
 
+@shown_as("kbgraph.retrieval")
 class IndexStore(Protocol):
     """Where one knowledge base's index lives."""
 
