@@ -33,7 +33,6 @@ from kbgraph.retrieval import (
 from kbgraph.retrieval._internal import search_kinds
 
 from ._exit_codes import LiveChoice, emit_json, end_quietly, fail_cleanly, printable, stdout_closed
-from ._progress import TqdmProgress
 
 
 def _open_kb(
@@ -337,6 +336,8 @@ def index(
         store,
         read_store,
     )
+    from ._progress import TqdmProgress  # imported here: tqdm is for indexing only
+
     with TqdmProgress(enabled=not quiet) as progress:
         report = kb.index(progress=progress, rebuild=rebuild, allow_model_change=False)
     data = report.to_dict()

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 from kbgraph._base.citations import line_span
 
+from ._loaders import kind_of  # the loader table's kinds: formatting scans no folder
 from ._records import SearchResult
-from ._scan import file_kind
 
 FENCE = "`" * 8
 PREAMBLE = (
@@ -49,7 +49,7 @@ class ContextEntry:
 def lines_word(source: str) -> str:
     """What a chunk's line numbers count: in a Word document, paragraphs (its extracted
     text has one line per paragraph or table row); elsewhere, lines."""
-    return "paragraphs" if file_kind(source) == "docx" else "lines"
+    return "paragraphs" if kind_of(source) == "docx" else "lines"
 
 
 def source_header(n: int, entry: ContextEntry) -> str:
@@ -79,7 +79,7 @@ def source_block(n: int, entry: ContextEntry) -> str:
 def symbol_label(source: str, section: str | None) -> str:
     """`` § Client._redirect_url`` for a chunk of code with a symbol path, else empty (a
     document's heading path stays out of the header, as before)."""
-    if not section or file_kind(source) != "code":
+    if not section or kind_of(source) != "code":
         return ""
     return " § " + " ".join(section.split())
 

@@ -16,12 +16,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ._reports import IndexChanges
-from ._scan import ScanResult
 from ._storage import IndexMeta
 
 if TYPE_CHECKING:
     from ._progress import ProgressCallback
     from ._reports import IndexReport
+    from ._scan import ScanResult
     from ._watch import FolderWatcher
 
 DEFAULT_TTL_S = 2.0

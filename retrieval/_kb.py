@@ -17,7 +17,7 @@ import numpy as np
 from kbgraph._base.faces import shown_as
 from kbgraph.errors import ConfigError, IndexCorruptError
 
-from . import _kb_index, _kb_search, _kb_stats
+from . import _kb_search, _kb_stats
 from ._arguments import (
     flag,
     path_argument,
@@ -29,10 +29,9 @@ from ._arguments import (
 )
 from ._backends import IndexLayout, folder_layout, open_store
 from ._config import ChunkConfig, ScanConfig, SearchConfig, SearchMode
-from ._embeddings import DEFAULT_TIMEOUT, BatchEmbedder
+from ._embeddings import DEFAULT_TIMEOUT
 from ._filters import SearchFilters
 from ._freshness import DEFAULT_TTL_S
-from ._indexer import IndexPlan
 from ._kb_live import LiveMode
 from ._kb_model import EmbeddingModel, EmbeddingSpec
 from ._kb_reader import LiveReader
@@ -55,6 +54,8 @@ from ._storage import (
 if TYPE_CHECKING:
     from langchain_core.embeddings import Embeddings
 
+    from ._embeddings import BatchEmbedder
+    from ._indexer import IndexPlan
     from ._retriever import KnowledgeBaseRetriever
 
 
@@ -148,6 +149,10 @@ class KnowledgeBase:
 
     def _plan(self, rebuild: bool = False) -> IndexPlan:
         """What an indexing run of this knowledge base works with."""
+        # Imported here, as _kb_index below: a BM25 search never indexes, and the indexer
+        # brings the chunkers, the loaders and the embedding batches.
+        from ._indexer import IndexPlan
+
         return IndexPlan(
             folder=self.folder,
             store=self.store,
@@ -175,6 +180,8 @@ class KnowledgeBase:
         otherwise a ``ModelMismatchError`` names both models (``kbgraph index`` and the
         file watcher never re-embed a whole index unasked)."""
         plan = self._plan(rebuild)
+        from . import _kb_index
+
         return _kb_index.index(plan, self._model, self._live, progress, allow_model_change)
 
     async def aindex(
@@ -199,17 +206,23 @@ class KnowledgeBase:
         """New + modified + deleted files, from file metadata only; None without an index
         or when the settings changed (everything is stale). Scan-level skips (secrets,
         excluded ...) are not files of the index and never count."""
+        from . import _kb_index
+
         return _kb_index.stale_files(self._plan(), self._live)
 
     def changes(self) -> IndexChanges:
         """What changed in the folder since the live index was built (file metadata only;
         ``rebuild`` when the settings changed). ``IndexNotFoundError`` without an index."""
+        from . import _kb_index
+
         return _kb_index.changes(self._plan(), self._live)
 
     def skipped_files(self) -> list[SkippedFile]:
         """The files left out of the index with their reasons: those the scan leaves out
         now (secrets, excluded, too large ...) and those the live index could not load
         (binary, empty, unreadable, extraction failed)."""
+        from . import _kb_index
+
         return _kb_index.skipped_files(self._plan(), self._live)
 
     # -- freshness and live mode --------------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from kbgraph.errors import ReadOnlyStoreError
 
@@ -14,16 +14,18 @@ from ._freshness import Freshness
 from ._kb_reader import LiveReader
 from ._progress import ProgressCallback
 from ._reports import IndexReport
-from ._watch import FolderWatcher, WatchTarget
+
+if TYPE_CHECKING:  # the watcher loads when it starts: most knowledge bases never watch
+    from ._watch import FolderWatcher, WatchTarget
+
+    class Kept(WatchTarget, Protocol):
+        """What keeping a knowledge base fresh needs of it: its own ``index`` (the one a
+        caller may have wrapped) and the metadata walk that says whether it is fresh."""
+
+        def is_fresh(self) -> bool: ...
+
 
 logger = logging.getLogger("kbgraph.retrieval")
-
-
-class Kept(WatchTarget, Protocol):
-    """What keeping a knowledge base fresh needs of it: its own ``index`` (the one a
-    caller may have wrapped) and the metadata walk that says whether it is fresh."""
-
-    def is_fresh(self) -> bool: ...
 
 
 class LiveMode:
@@ -62,6 +64,8 @@ class LiveMode:
         """Start the watcher (idempotent)."""
         with self._lock:
             if self._watcher is None:
+                from ._watch import FolderWatcher
+
                 self._watcher = FolderWatcher(self._kb, ignore=self._live.store.index_dir)
             self._watcher.start()
             self.freshness.watcher = self._watcher
@@ -81,4 +85,4 @@ class LiveMode:
         return watcher is not None and watcher.running
 
 
-__all__ = ["Kept", "LiveMode"]
+__all__ = ["LiveMode"]

@@ -11,12 +11,14 @@ import numpy as np
 
 from kbgraph.errors import ConfigError
 
-from ._embeddings import BatchEmbedder, call_timeout_for, describe_embeddings, resolve_embeddings
+from ._embeddings import call_timeout_for, describe_embeddings, resolve_embeddings
 from ._search import check_query_model, no_query_model
 from ._storage import EmbeddingMeta, ModelLost, ObjectOnly, QueryEmbedder, Snapshot
 
 if TYPE_CHECKING:  # ~0.18 s to import, and a BM25 search never needs it
     from langchain_core.embeddings import Embeddings
+
+    from ._embeddings import BatchEmbedder
 
 EmbeddingSpec: TypeAlias = "str | Embeddings | ObjectOnly | ModelLost | None"
 
@@ -57,6 +59,9 @@ class EmbeddingModel:
                     else spec
                 )
                 bound = call_timeout_for(spec, self.timeout)
+                # Imported here: a BM25 search embeds nothing.
+                from ._embeddings import BatchEmbedder
+
                 self._embedder = BatchEmbedder(model, call_timeout=bound)
             return self._embedder
 

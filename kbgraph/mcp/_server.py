@@ -17,10 +17,6 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 import anyio
-from mcp import types
-from mcp.server.lowlevel import Server
-from mcp.server.lowlevel.helper_types import ReadResourceContents
-from mcp.shared.exceptions import McpError
 from pydantic import AnyUrl, BaseModel, ValidationError
 
 from kbgraph import __version__
@@ -41,6 +37,7 @@ from ._schemas import (
     SearchOutput,
     StatsOutput,
 )
+from ._sdk import McpError, ReadResourceContents, Server, types
 from ._settings import McpSettings
 
 logger = logging.getLogger("kbgraph.mcp")

@@ -15,19 +15,8 @@ from typing import TYPE_CHECKING
 
 from kbgraph._layers import lazy_imports
 
-from ._batching import (
-    BatchEmbedder,
-    EmbeddedBatch,
-    EmbedOutcome,
-    InputLimited,
-    check_dims,
-    l2_normalise,
-    length_order,
-)
-from ._cache import CachedEmbedOutcome, EmbeddingCache, VectorCache, embed_with_cache
 from ._identity import describe_embeddings
 from ._providers import DEFAULT_TIMEOUT, call_timeout_for, resolve_embeddings
-from ._retry import ErrorVerdict, backoff_delay, classify_error, parse_retry_after
 from ._spec import (
     ALLOWED_FORMS,
     PACKAGED_MODEL,
@@ -37,8 +26,21 @@ from ._spec import (
 )
 
 if TYPE_CHECKING:
+    # Batching, the cache (sqlite3) and retries load on first use too: a BM25 search reads
+    # a knowledge base's model spec, and embeds nothing.
+    from ._batching import (
+        BatchEmbedder,
+        EmbeddedBatch,
+        EmbedOutcome,
+        InputLimited,
+        check_dims,
+        l2_normalise,
+        length_order,
+    )
+    from ._cache import CachedEmbedOutcome, EmbeddingCache, VectorCache, embed_with_cache
     from ._local import LocalEmbeddings as LocalEmbeddings
     from ._local import packaged_model_dir as packaged_model_dir
+    from ._retry import ErrorVerdict, backoff_delay, classify_error, parse_retry_after
     from .fake import FakeEmbeddings as FakeEmbeddings
 
 __getattr__ = lazy_imports(globals())

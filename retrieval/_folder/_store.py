@@ -14,14 +14,13 @@ import os
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import ValidationError
 
 from kbgraph.errors import IndexCorruptError, IndexNotFoundError
 
-from .._embeddings import EmbeddingCache, VectorCache
 from .._records import Chunk
 from .._storage import (
     EmbeddingMeta,
@@ -35,12 +34,14 @@ from .._storage import (
     usable_vectors,
 )
 from ._ann import write_ann
-from ._documents import check_documents
 from ._generation import IndexReader, write_generation
 from ._layout import INDEX_DIR_NAME, IndexLayout, secure_tree
 from ._lock import file_lock
 from ._query import FolderRanking, folder_ranking
 from ._versions import list_versions, restore_version
+
+if TYPE_CHECKING:  # a search opens no embedding cache
+    from .._embeddings import VectorCache
 
 
 def recorded_settings(layout: IndexLayout) -> Recorded:
@@ -106,6 +107,10 @@ class FolderSnapshot(IndexReader):
         against the file's bytes in ``documents``, and the BM25 index against the chunks."""
         super().validate()
         if documents is not None:
+            # Imported here: checking against the documents chunks them again, and a
+            # search never validates (the chunkers and the scan stay unloaded).
+            from ._documents import check_documents
+
             check_documents(self, documents)
         self.check_lexical()
 
@@ -219,6 +224,8 @@ class FolderWriter:
         return None
 
     def cache(self, model: str) -> AbstractContextManager[VectorCache]:
+        from .._embeddings import EmbeddingCache  # imported here: only indexing embeds
+
         return EmbeddingCache(self.layout.cache, model)
 
     def commit(self, update: IndexUpdate) -> None:

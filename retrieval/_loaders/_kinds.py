@@ -14,10 +14,6 @@ from kbgraph.errors import ConfigError
 
 from .._records import SkippedFile
 from .._segments import Segment
-from ._csv import with_record_units
-from ._docx import load_docx
-from ._html import extract_html
-from ._pdf import load_pdf
 from ._plain import decode_text_file
 
 Load = Callable[[bytes, str], tuple[list[Segment], list[SkippedFile]]]
@@ -48,14 +44,33 @@ def load_text(data: bytes, rel: str) -> tuple[list[Segment], list[SkippedFile]]:
     return [segment], notes
 
 
+# The format loaders (html.parser, zipfile, pypdf's wrapper, csv) are imported by the first
+# file of their kind: the table is read by every search (a file's kind), a loader only by
+# the indexer.
 def _load_html(data: bytes, rel: str) -> tuple[list[Segment], list[SkippedFile]]:
+    from ._html import extract_html
+
     segment, notes = decode_text_file(data, rel)
     return [extract_html(segment, data, rel)], notes
 
 
 def _load_csv(data: bytes, rel: str) -> tuple[list[Segment], list[SkippedFile]]:
+    from ._csv import with_record_units
+
     segment, notes = decode_text_file(data, rel)
     return [with_record_units(segment, rel)], notes
+
+
+def _load_pdf(data: bytes, rel: str) -> tuple[list[Segment], list[SkippedFile]]:
+    from ._pdf import load_pdf
+
+    return load_pdf(data, rel)
+
+
+def _load_docx(data: bytes, rel: str) -> tuple[list[Segment], list[SkippedFile]]:
+    from ._docx import load_docx
+
+    return load_docx(data, rel)
 
 
 _CODE = ("py", "pyi", "js", "jsx", "mjs", "cjs", "ts", "tsx", "rs", "go", "java", "kt",
@@ -66,8 +81,8 @@ _BUILT_IN = (
     Loader("markdown", ("md", "markdown", "mdx"), load_text, "markdown"),
     Loader("code", _CODE, load_text, "code"),
     Loader("html", ("html", "htm", "xhtml"), _load_html),
-    Loader("pdf", ("pdf",), load_pdf),
-    Loader("docx", ("docx",), load_docx, "markdown"),  # sectioned by its heading styles
+    Loader("pdf", ("pdf",), _load_pdf),
+    Loader("docx", ("docx",), _load_docx, "markdown"),  # sectioned by its heading styles
     Loader("csv", ("csv", "tsv"), _load_csv),
     Loader("data", ("json", "jsonl", "yaml", "yml", "toml"), load_text, "data"),
 )

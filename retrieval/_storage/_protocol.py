@@ -25,14 +25,13 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from kbgraph._base.faces import shown_as
 from kbgraph.errors import ConfigError, KbgraphError
 
-from .._embeddings import VectorCache
 from .._filters import SearchFilters
 from .._rankers import RankerName
 from .._records import Chunk
@@ -40,6 +39,9 @@ from ._meta import FileRecord, IndexMeta
 from ._recorded import Recorded
 from ._rows import FileRows
 from ._versions import VersionInfo
+
+if TYPE_CHECKING:  # a search opens no embedding cache
+    from .._embeddings import VectorCache
 
 QueryEmbedder = Callable[[str], np.ndarray]
 DATABASE_SCHEMES = ("postgresql://", "postgres://")
