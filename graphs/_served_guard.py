@@ -14,8 +14,10 @@ every route (the server's own included) this checks:
   server was started with (``KBGRAPH_ALLOWED_FOLDERS``, ``os.pathsep``-separated; else the
   folders of the app's own variables — the inspector's app adds ``KBGRAPH_INSPECT_FOLDERS`` —
   else ``KBGRAPH_FOLDER``, else the server's working folder), 403 otherwise;
-- writes: a run is made with ``auto_index: false`` unless the server was started with
-  ``KBGRAPH_ALLOW_INDEX=1`` (then index writes go only into the folders above)."""
+- writes: a run, a cron and an assistant are made (and a cron's or an assistant's context
+  updated) with ``auto_index: false`` unless the server was started with
+  ``KBGRAPH_ALLOW_INDEX=1`` (then index writes go only into the folders above): a cron's
+  runs are started by the server itself, past this guard."""
 
 from __future__ import annotations
 
@@ -90,18 +92,36 @@ def _in_process(scope: Scope) -> bool:
 
 
 INDEX_ENV = "KBGRAPH_ALLOW_INDEX"
-_RUNS = re.compile(r"/runs(?:/stream|/wait|/batch)?/?$")
+_RUNS = re.compile(r"/runs(?:/stream|/wait|/batch|/crons)?/?$")
+"""Requests that create runs, now or later: a cron's runs are started by the server
+itself, never through this guard, so a cron gets ``auto_index: false`` when created."""
+_STORED = re.compile(r"/(?:assistants|runs/crons)/[^/]+/?$")
+"""Updates of a stored context (PATCH of an assistant or a cron): it gets ``auto_index:
+false`` when it names one (a PATCH without a context keeps the one stored)."""
+_ASSISTANTS = re.compile(r"/assistants/?$")
+
+
+def _stamped(method: str, path: str) -> bool | None:
+    """Whether a request's body gets ``auto_index: false``: True for one that creates runs
+    or an assistant (a context added when it has none), False for an update of a stored
+    context (only a context it sends), None for any other."""
+    if method == "POST" and (_RUNS.search(path) or _ASSISTANTS.search(path)):
+        return True
+    if method == "PATCH" and _STORED.search(path) and not path.endswith(("/search", "/count")):
+        return False
+    return None
 
 
 def _index_allowed() -> bool:
     return os.environ.get(INDEX_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
-def _no_index(body: Any) -> bool:
+def _no_index(body: Any, *, add: bool = True) -> bool:
     """Sets ``auto_index: false`` in the context of each run of ``body`` (a request may
     not write an index unless the server was started with ``KBGRAPH_ALLOW_INDEX=1``);
     whether anything changed. A run that passes its settings as ``config.configurable``
-    gets them there (the server refuses a run with both)."""
+    gets them there (the server refuses a run with both); ``add``: a context is added to
+    a body without one."""
     changed = False
     for run in body if isinstance(body, list) else [body]:
         if not isinstance(run, dict):
@@ -111,6 +131,8 @@ def _no_index(body: Any) -> bool:
         target = legacy if isinstance(legacy, dict) and not run.get("context") else None
         if target is None:
             context = run.get("context")
+            if not isinstance(context, dict) and not add:
+                continue
             target = context if isinstance(context, dict) else run.setdefault("context", {})
         if isinstance(target, dict) and target.get("auto_index") is not False:
             target["auto_index"] = False
@@ -183,7 +205,8 @@ class ServedRequestsGuard:
         # request answered 500 when no folder variable was set.
         problem = await anyio.to_thread.run_sync(self.problem, scope, body)
         if problem is None:
-            if _RUNS.search(scope["path"]) and not _index_allowed() and _no_index(body):
+            stamped = _stamped(scope["method"], scope["path"])
+            if stamped is not None and not _index_allowed() and _no_index(body, add=stamped):
                 await receive()  # the buffered body, handed on once: skip it
                 scope, receive = _with_body(scope, json.dumps(body).encode(), receive)
             await self.app(scope, receive, send)

@@ -5,10 +5,12 @@ while a long-running reader (the MCP server, the inspector) has them mapped: a m
 shrunk under its map kills the process with SIGBUS at the first read past its new end, and
 bytes changed in place are read as they are now (a BM25 column checked once, then
 damaged, was served with a score of 2.3e38 while a fresh ``kbgraph search`` refused it).
-So every search first compares each file's identity (inode, size, mtime: one ``stat``
-each, ~1 µs) with the one seen at open: a file of another size is an
+So every search first compares each file's identity (inode, size, mtime and ctime: one
+``stat`` each, ~1 µs) with the one seen at open: a file of another size is an
 ``IndexCorruptError`` naming it, before anything reads the map; a file of the same size
-changed since (its mtime) makes the reader check again what it had checked once. A path
+changed since makes the reader check again what it had checked once. The ctime counts
+too: a write whose mtime was put back (``cp -p``, ``rsync -t``, ``touch -r``,
+``os.utime``) still moves the ctime, which no one can set. A path
 that no longer names the mapped file (a pruned generation, a file replaced by rename)
 leaves the map as it was: nobody can shrink an inode that no path names."""
 
@@ -29,7 +31,7 @@ class _Seen:
     ino: int
     dev: int
     size: int
-    mtime_ns: int
+    times: tuple[int, int]  # (st_mtime_ns, st_ctime_ns)
 
 
 class MappedFiles:
@@ -41,11 +43,11 @@ class MappedFiles:
             for name in sorted(names):
                 path = Path(directory) / name
                 st = os.stat(path, follow_symlinks=False)
-                self._seen.append(_Seen(path, st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns))
+                self._seen.append(_Seen(path, st.st_ino, st.st_dev, st.st_size, _times(st)))
 
     def changed(self) -> bool:
         """``IndexCorruptError`` when a file changed size since the open; True when one
-        changed in place (its mtime; then it counts as seen as it is now)."""
+        changed in place (its mtime or ctime; then it counts as seen as it is now)."""
         changed = False
         for seen in self._seen:
             try:
@@ -59,10 +61,14 @@ class MappedFiles:
                     f"{seen.path}: {st.st_size} bytes now, {seen.size} when the index was "
                     f"opened: it was truncated or rewritten while in use; {REPAIR}"
                 )
-            if st.st_mtime_ns != seen.mtime_ns:
-                seen.mtime_ns = st.st_mtime_ns
+            if _times(st) != seen.times:
+                seen.times = _times(st)
                 changed = True
         return changed
+
+
+def _times(st: os.stat_result) -> tuple[int, int]:
+    return st.st_mtime_ns, st.st_ctime_ns
 
 
 __all__ = ["MappedFiles"]

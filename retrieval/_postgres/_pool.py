@@ -64,6 +64,14 @@ def search_timeouts() -> tuple[int, int]:
     )
 
 
+def start_session(conn: psycopg.Connection[Any]) -> None:
+    """:data:`SESSION_SQL` with :func:`search_timeouts`, on a new connection that searches
+    read through: the pool's, and the store's own for the reads each search starts with
+    (its version in ``kbgraph_kbs``), which a lock on that table held 30 s without them."""
+    statement_ms, lock_ms = search_timeouts()
+    conn.execute(SESSION_SQL, (str(statement_ms), str(lock_ms)))
+
+
 def _milliseconds(name: str, default: int) -> int:
     raw = os.environ.get(name, "").strip()
     if not raw:
@@ -121,8 +129,7 @@ class ReaderPool:
         conn = servers.reader()
         try:
             standby = in_recovery(conn)
-            statement_ms, lock_ms = search_timeouts()
-            conn.execute(SESSION_SQL, (str(statement_ms), str(lock_ms)))
+            start_session(conn)
         except BaseException:
             conn.close()
             raise
@@ -194,4 +201,5 @@ __all__ = [
     "ReaderPool",
     "fails_back",
     "search_timeouts",
+    "start_session",
 ]

@@ -35,7 +35,7 @@ from .._storage import (
 )
 from ._connect import Database, ensure_vector_extension
 from ._features import layout_of, pgvector_of
-from ._pool import fails_back
+from ._pool import fails_back, start_session
 from ._schema import ADVISORY_CLASS, SCHEMA_LOCK, SHARED_DDL, Tables
 from ._servers import Servers, address, in_recovery, server_info, wait_for_replay
 from ._snapshot import EXACT_BELOW, PgSnapshot
@@ -206,6 +206,7 @@ class PostgresStore:
                         self._conn = self.servers.reader()
                         self._connected_at = time.monotonic()
                         self._on_standby = in_recovery(self._conn)
+                        start_session(self._conn)  # a lock on kbgraph_kbs: a timeout
                     if self._written is not None and self._on_standby:
                         wait_for_replay(self._conn, self._written, READ_YOUR_WRITES_S)
                     self._written = None

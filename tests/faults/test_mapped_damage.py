@@ -5,6 +5,7 @@ check is refused as a fresh ``kbgraph search`` refuses it."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -54,15 +55,25 @@ def test_a_file_shrunk_under_a_reader_is_an_error_naming_it_not_a_signal(
     assert name.rsplit("/", 1)[-1] in lines[0] and "truncated" in lines[0]
 
 
-def test_bm25_damage_after_the_first_check_is_refused_like_a_fresh_search(docs: Path) -> None:
+@pytest.mark.parametrize("mtime", ["new", "put back"])
+def test_bm25_damage_after_the_first_check_is_refused_like_a_fresh_search(
+    docs: Path, mtime: str
+) -> None:
+    """``put back``: the damage's mtime reset to the one before (``cp -p``, ``rsync -t``,
+    ``touch -r``) was served with a score of 3e38 while a fresh search refused it: only
+    the mtime was compared, and the ctime (which nobody can set) was not."""
     KnowledgeBase(docs, embedding="fake").index()
     data = generation(docs) / "bm25" / "bm25.data.npy"
     with KnowledgeBase(docs, embedding="fake") as kb:
         assert kb.search("retry", top_k=3, mode="bm25")  # the columns of 'retry' checked
+        before = os.stat(data)
         array = np.load(data, mmap_mode="r+")
         array[:] = 3.0e38  # every score, in place: same size, new mtime
         array.flush()
         del array
+        if mtime == "put back":
+            os.utime(data, ns=(before.st_atime_ns, before.st_mtime_ns))
+            assert os.stat(data).st_mtime_ns == before.st_mtime_ns
         with pytest.raises(IndexCorruptError, match="checksum"):
             kb.search("retry", top_k=3, mode="bm25")
     with KnowledgeBase(docs, embedding="fake") as fresh, pytest.raises(IndexCorruptError):

@@ -147,3 +147,51 @@ def test_the_guard_never_blocks_the_event_loop(
         passed = _post(_run(tmp_path / "docs"))
     assert refused.status_code == 403 and str(tmp_path) in refused.json()["detail"]
     assert passed.status_code not in (403, 421, 500)
+
+
+def test_a_cron_or_an_assistant_does_not_index_unless_the_server_allows_it(
+    served: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A cron's runs are started by the server itself, past the guard: POST /runs/crons with
+    # auto_index true wrote FOLDER/.kbgraph a minute later although the server was started
+    # without KBGRAPH_ALLOW_INDEX (only /runs, /runs/stream, /runs/wait, /runs/batch and
+    # their thread forms were stamped).
+    import json
+
+    import anyio
+
+    seen: list[Any] = []
+
+    async def server(scope: Any, receive: Any, send: Any) -> None:
+        message = await receive()
+        seen.append(json.loads(message["body"] or b"null"))
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    async def send(method: str, path: str, body: Any) -> None:
+        transport = httpx.ASGITransport(app=ServedRequestsGuard(server))
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
+            reply = await c.request(method, path, json=body)
+            assert reply.status_code == 200, reply.text
+
+    monkeypatch.delenv("KBGRAPH_ALLOW_INDEX", raising=False)
+    wants = {"knowledge_bases": [str(served)], "auto_index": True}
+    cron = {"assistant_id": "rag_subgraph", "schedule": "* * * * *", "context": wants}
+    for method, path, body in [
+        ("POST", "/runs/crons", cron),
+        ("POST", "/threads/t1/runs/crons", cron),
+        ("PATCH", "/runs/crons/c1", {"context": wants}),
+        ("POST", "/assistants", {"graph_id": "rag_subgraph", "context": wants}),
+        ("PATCH", "/assistants/a1", {"context": wants}),
+    ]:
+        anyio.run(send, method, path, json.loads(json.dumps(body)))
+        assert seen[-1]["context"]["auto_index"] is False, (method, path)
+    anyio.run(send, "POST", "/assistants", {"graph_id": "rag_subgraph"})
+    assert seen[-1]["context"] == {"auto_index": False}
+    anyio.run(send, "PATCH", "/assistants/a1", {"metadata": {"a": 1}})
+    assert seen[-1] == {"metadata": {"a": 1}}  # no context sent: the stored one is kept
+    anyio.run(send, "POST", "/assistants/search", {"graph_id": "rag_subgraph"})
+    assert seen[-1] == {"graph_id": "rag_subgraph"}
+    monkeypatch.setenv("KBGRAPH_ALLOW_INDEX", "1")
+    anyio.run(send, "POST", "/runs/crons", json.loads(json.dumps(cron)))
+    assert seen[-1]["context"]["auto_index"] is True
