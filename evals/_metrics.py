@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
+from kbgraph._base.registry import Registry
 from kbgraph.errors import ConfigError
 
 _E = TypeVar("_E", bound=type[Any])
-_CLASSES: dict[str, type[Any]] = {}
+_CLASSES: Registry[type[Any]] = Registry("metric")
 
 
 def register_metric(cls: _E, *, replace: bool = False) -> _E:
@@ -25,29 +26,23 @@ def register_metric(cls: _E, *, replace: bool = False) -> _E:
         )
     if not callable(getattr(cls, "evaluate", None)):
         raise ConfigError(f"{cls.__name__} needs an evaluate(record) method to be a metric")
-    if name in _CLASSES and _CLASSES[name] is not cls and not replace:
-        raise ConfigError(
-            f"a metric named {name!r} is registered already ({_CLASSES[name].__name__}); pass "
-            "replace=True to replace it, or choose another name"
-        )
-    _CLASSES[name] = cls
+    _CLASSES.add(name, cls, replace=replace)
     return cls
 
 
 def unregister_metric(name: str) -> None:
     """Remove the metric ``name`` (a test's cleanup)."""
-    if _CLASSES.pop(name, None) is None:
-        raise ConfigError(f"no metric named {name!r}; metrics: {', '.join(_CLASSES)}")
+    _CLASSES.remove(name)
 
 
 def metric_classes() -> tuple[type[Any], ...]:
     """The evaluator classes, in report order (the built-in five first)."""
-    return tuple(_CLASSES.values())
+    return _CLASSES.values()
 
 
 def metric_names() -> tuple[str, ...]:
     """The metrics' names, in report order."""
-    return tuple(_CLASSES)
+    return _CLASSES.names()
 
 
 __all__ = [

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Literal
 
+from kbgraph._base.registry import Registry
 from kbgraph.errors import ConfigError
 
 from .._records import SkippedFile
@@ -86,7 +87,7 @@ _BUILT_IN = (
     Loader("csv", ("csv", "tsv"), _load_csv),
     Loader("data", ("json", "jsonl", "yaml", "yml", "toml"), load_text, "data"),
 )
-_LOADERS: dict[str, Loader] = {loader.kind: loader for loader in _BUILT_IN}
+_LOADERS: Registry[Loader] = Registry("file kind", {loader.kind: loader for loader in _BUILT_IN})
 _BY_SUFFIX: dict[str, str] = {s: loader.kind for loader in _BUILT_IN for s in loader.suffixes}
 
 
@@ -96,10 +97,7 @@ def register_loader(loader: Loader, *, replace: bool = False) -> Loader:
     if not loader.kind.isidentifier():
         raise ConfigError(f"a file kind is a lower-case word, got {loader.kind!r}")
     if loader.kind in _LOADERS and not replace:
-        raise ConfigError(
-            f"the file kind {loader.kind!r} has a loader already; pass replace=True to "
-            "replace it, or choose another kind"
-        )
+        _LOADERS.add(loader.kind, loader)  # refuses the kind taken (unless it is this loader)
     taken = {
         s: _BY_SUFFIX[s] for s in loader.suffixes if _BY_SUFFIX.get(s, loader.kind) != loader.kind
     }
@@ -108,22 +106,23 @@ def register_loader(loader: Loader, *, replace: bool = False) -> Loader:
         raise ConfigError(f"the suffix {suffix!r} is the kind {kind!r}'s; choose another suffix")
     if loader.kind in _LOADERS:
         unregister_loader(loader.kind)
-    _LOADERS[loader.kind] = loader
+    _LOADERS.add(loader.kind, loader, replace=True)
     _BY_SUFFIX.update(dict.fromkeys(loader.suffixes, loader.kind))
     return loader
 
 
 def unregister_loader(kind: str) -> None:
     """Remove the kind ``kind`` (a test's cleanup); its suffixes become plain text."""
-    if kind == TEXT or _LOADERS.pop(kind, None) is None:
-        raise ConfigError(f"no removable loader of the kind {kind!r}; kinds: {', '.join(_LOADERS)}")
+    if kind == TEXT:
+        raise ConfigError(f"the file kind {TEXT!r} is every other file's and stays")
+    _LOADERS.remove(kind)
     for suffix in [s for s, k in _BY_SUFFIX.items() if k == kind]:
         del _BY_SUFFIX[suffix]
 
 
 def file_kinds() -> tuple[str, ...]:
     """Every file kind, built-in ones first."""
-    return tuple(_LOADERS)
+    return _LOADERS.names()
 
 
 def kind_of(rel: str) -> str:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from kbgraph._base.faces import shown_as
+from kbgraph._base.registry import Registry
 from kbgraph.errors import ConfigError
 
 from .._records import Chunk
@@ -77,7 +78,7 @@ class FieldRanker:
     lexical: bool = True
 
 
-_RANKERS: dict[RankerName, Ranker] = {}
+_RANKERS: Registry[Ranker] = Registry("ranker")
 
 
 def register_ranker(ranker: Ranker, *, replace: bool = False) -> Ranker:
@@ -98,35 +99,28 @@ def register_ranker(ranker: Ranker, *, replace: bool = False) -> Ranker:
             f"ranker {name!r}: the lexical probe asks only lexical rankers that need no "
             "vectors; set probe=False"
         )
-    if name in _RANKERS and not replace:
-        raise ConfigError(
-            f"a ranker named {name!r} is registered already; pass replace=True to replace it, "
-            "or choose another name"
-        )
-    _RANKERS[name] = ranker
-    return ranker
+    return _RANKERS.add(name, ranker, replace=replace)
 
 
 def unregister_ranker(name: RankerName) -> None:
     """Remove the ranker ``name`` (a test's cleanup; a plugin switched off)."""
-    if _RANKERS.pop(name, None) is None:
-        raise ConfigError(f"no ranker named {name!r} is registered; registered: {_names()}")
+    _RANKERS.remove(name)
 
 
 def rankers() -> tuple[Ranker, ...]:
     """Every registered ranker, in registration order (vector, bm25, title first)."""
-    return tuple(_RANKERS.values())
+    return _RANKERS.values()
 
 
 def ranker_names() -> tuple[RankerName, ...]:
-    return tuple(_RANKERS)
+    return _RANKERS.names()
 
 
 def get_ranker(name: str) -> Ranker:
     """The ranker ``name`` (``ConfigError`` naming the registered ones)."""
-    found = _RANKERS.get(name) if isinstance(name, str) else None
+    found = _RANKERS.get(name)
     if found is None:
-        raise ConfigError(f"unknown ranker {name!r}; allowed: {_names()}")
+        raise ConfigError(f"unknown ranker {name!r}; allowed: {_RANKERS.listing()}")
     return found
 
 
@@ -153,10 +147,6 @@ def hybrid_rankers(weights: Mapping[str, float]) -> dict[RankerName, float]:
         for r in _RANKERS.values()
         if r.hybrid_weight is not None or r.name in weights
     }
-
-
-def _names() -> str:
-    return ", ".join(_RANKERS) or "none"
 
 
 __all__ = [
