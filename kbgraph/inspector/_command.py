@@ -17,6 +17,14 @@ import click
 
 from kbgraph._base.hosts import LOOPBACK_HOSTS
 from kbgraph._exit_codes import failing_as
+from kbgraph._server_options import (
+    allow_host_option,
+    embedding_option,
+    folders_argument,
+    host_option,
+    port_option,
+    store_option,
+)
 from kbgraph.errors import ConfigError
 
 from ._config import InspectorConfig, is_loopback
@@ -58,40 +66,14 @@ def served_url(sock: socket.socket) -> str:
 
 
 @click.command("inspect")
-@click.argument(
-    "folders",
-    nargs=-1,
-    required=True,
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
+@folders_argument
+@store_option
+@host_option("Interface to listen on; anything but loopback prints a warning.")
+@allow_host_option(
+    "Also answer to this Host name (repeatable), e.g. the machine's name with "
+    "--host 0.0.0.0. Loopback names and the --host address are always answered."
 )
-@click.option(
-    "--store",
-    default=None,
-    metavar="URL",
-    envvar="KBGRAPH_STORE",
-    help="Where the indexes live (default: the folder index; postgresql://...).",
-)
-@click.option(
-    "--host",
-    default="127.0.0.1",
-    show_default=True,
-    help="Interface to listen on; anything but loopback prints a warning.",
-)
-@click.option(
-    "--allow-host",
-    "allow_hosts",
-    multiple=True,
-    metavar="NAME",
-    help="Also answer to this Host name (repeatable), e.g. the machine's name with "
-    "--host 0.0.0.0. Loopback names and the --host address are always answered.",
-)
-@click.option(
-    "--port",
-    type=click.IntRange(0, 65535),
-    default=DEFAULT_PORT,
-    show_default=True,
-    help="0 picks a free port.",
-)
+@port_option(DEFAULT_PORT, "0 picks a free port.")
 @click.option(
     "--eval",
     "evals",
@@ -108,13 +90,7 @@ def served_url(sock: socket.socket) -> str:
     metavar="DIR",
     help="Recorded runs (default: $KBGRAPH_RUNS_DIR, else the cache's runs/).",
 )
-@click.option(
-    "--embedding",
-    default="auto",
-    show_default=True,
-    metavar="SPEC",
-    help="auto (each index's own model), or a spec; none searches BM25 only.",
-)
+@embedding_option("auto (each index's own model), or a spec; none searches BM25 only.")
 @failing_as("kbgraph inspect")
 def inspect(
     folders: tuple[Path, ...],

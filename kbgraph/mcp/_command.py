@@ -17,6 +17,14 @@ from pathlib import Path
 import click
 
 from kbgraph._exit_codes import failing_as
+from kbgraph._server_options import (
+    allow_host_option,
+    embedding_option,
+    folders_argument,
+    host_option,
+    port_option,
+    store_option,
+)
 from kbgraph.errors import ConfigError
 
 from ._settings import McpSettings
@@ -34,26 +42,9 @@ def _check_chat_model(chat_model: str | None, embedding: str) -> None:
 
 
 @click.command("mcp")
-@click.argument(
-    "folders",
-    nargs=-1,
-    required=True,
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-)
-@click.option(
-    "--store",
-    default=None,
-    metavar="URL",
-    envvar="KBGRAPH_STORE",
-    help="Where the indexes live (default: the folder index; postgresql://...).",
-)
-@click.option(
-    "--embedding",
-    default="auto",
-    show_default=True,
-    metavar="SPEC",
-    help="auto (each index's own model), a spec, or none (BM25 only).",
-)
+@folders_argument
+@store_option
+@embedding_option("auto (each index's own model), a spec, or none (BM25 only).")
 @click.option(
     "--chat-model",
     default=None,
@@ -63,27 +54,15 @@ def _check_chat_model(chat_model: str | None, embedding: str) -> None:
     "gguf:<path> ...). Without one the answer is extractive.",
 )
 @click.option("--http", "use_http", is_flag=True, help="Serve streamable HTTP, not stdio.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="With --http.")
-@click.option(
-    "--port",
-    type=click.IntRange(0, 65535),
-    default=DEFAULT_PORT,
-    show_default=True,
-    help="With --http; 0 picks a free port.",
-)
+@host_option("With --http.")
+@port_option(DEFAULT_PORT, "With --http; 0 picks a free port.")
 @click.option(
     "--allow-remote",
     is_flag=True,
     help="Allow a --host other than loopback (no authentication: anyone who reaches it "
     "reads the documents).",
 )
-@click.option(
-    "--allow-host",
-    "allow_hosts",
-    multiple=True,
-    metavar="NAME",
-    help="Also answer to this Host name (repeatable); loopback names and --host always.",
-)
+@allow_host_option("Also answer to this Host name (repeatable); loopback names and --host always.")
 @click.option("--allow-write", is_flag=True, help="Serve the `index` tool.")
 @click.option(
     "--auto-index",
