@@ -10,6 +10,7 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
@@ -26,6 +27,7 @@ from kbgraph.retrieval._embeddings._tokens import (
     token_batches,
 )
 from kbgraph.retrieval._indexer import _matrix
+from kbgraph.retrieval._storage import joined_rows
 
 CLS, SEP = 101, 102
 
@@ -212,3 +214,15 @@ def test_a_first_index_holds_its_vectors_once() -> None:
     kept = np.full(2, 5.0, dtype=np.float32)
     mixed = _matrix([kept, None, None], [1, 2], rows[:2], 2)
     np.testing.assert_array_equal(mixed, [[5, 5], [1, 1], [1, 1]])
+
+
+def test_file_slices_of_one_matrix_are_written_without_a_copy() -> None:
+    matrix = np.arange(12, dtype=np.float32).reshape(6, 2)
+    parts: list[Any] = [matrix[0:2], matrix[2:2], matrix[2:5], matrix[5:6]]
+    joined = joined_rows(parts, 2)
+    assert np.shares_memory(joined, matrix)
+    np.testing.assert_array_equal(joined, matrix)
+    shuffled = joined_rows([matrix[2:4], matrix[0:2]], 2)
+    assert not np.shares_memory(shuffled, matrix)
+    np.testing.assert_array_equal(shuffled, matrix[[2, 3, 0, 1]])
+    assert joined_rows([], 2).shape == (0, 2)
