@@ -351,6 +351,12 @@ def index(
         f"({data['embedded']} embedded, {data['reused']} reused) into "
         f"{kb.store.location} [{data['indexSize'] / 1e6:.1f} MB]"
     )
+    if data["truncated"]:
+        click.echo(
+            f"  {data['truncated']} chunks are longer than the model's input: only their "
+            "beginning is embedded (their whole text is searched by keyword; a smaller "
+            "--chunk-size avoids it)"
+        )
     _echo_skipped(data["skipped"])
     for warning in data["warnings"]:
         if warning["reason"] == "no-documents":

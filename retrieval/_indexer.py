@@ -67,6 +67,7 @@ class RunResult:
     meta: IndexMeta
     embedded: int = 0
     reused: int = 0
+    truncated: int = 0  # chunks embedded now that were longer than the model's input
     skipped: list[SkippedFile] = field(default_factory=list)  # not indexed
     rebuilt: bool = False
     warnings: list[SkippedFile] = field(default_factory=list)  # indexed, with a caveat
@@ -137,8 +138,9 @@ def _build(
         # version out of the ones kept (a file watcher runs this on every burst).
         writer.tidy()
         progress(ProgressEvent("write", 1, 1, f"{plan.store.location} (unchanged)"))
-        return RunResult(old.meta, 0, pending.reused_vectors, skipped, warnings=warnings)
-    vectors, embedded, failed = _embed(plan, writer, old.meta if old else None, pending, progress)
+        return RunResult(old.meta, 0, pending.reused_vectors, 0, skipped, warnings=warnings)
+    embedded_run = _embed(plan, writer, old.meta if old else None, pending, progress)
+    vectors, embedded, failed = embedded_run.vectors, embedded_run.embedded, embedded_run.failed
     meta = _make_meta(plan, pending, vectors, failed)
     progress(ProgressEvent("write", 0, 1, "writing index"))
     writer.commit(IndexUpdate(meta, _entries(pending, vectors, failed), fresh=old is None))
@@ -147,6 +149,7 @@ def _build(
         meta,
         embedded,
         pending.reused_vectors,
+        embedded_run.truncated,
         skipped,
         warnings=warnings,
         repaired=pending.repaired,
@@ -279,25 +282,36 @@ def _take(plan: IndexPlan, p: _Pending, rec: FileRecord, file: ScannedFile, reus
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Embedded:
+    """The run's vectors (None: a lexical index), the texts embedded now, the rows that
+    failed and the texts the model's input cut."""
+
+    vectors: np.ndarray | None
+    embedded: int = 0
+    failed: list[int] = field(default_factory=list)
+    truncated: int = 0
+
+
 def _embed(
     plan: IndexPlan,
     writer: IndexWriter,
     old: IndexMeta | None,
     p: _Pending,
     progress: ProgressCallback,
-) -> tuple[np.ndarray | None, int, list[int]]:
+) -> _Embedded:
     if plan.embedder is None or plan.embedding is None:
-        return None, 0, []
+        return _Embedded(None)
     missing = [i for i, v in enumerate(p.vectors) if v is None]
     dims = old.embedding.dims if old and old.embedding else 0
-    embedded, failed_local = 0, []
+    embedded, failed_local, truncated = 0, [], 0
     new_rows: np.ndarray | None = None
     if missing:
         embedder = plan.embedder()
         texts = [index_text(p.chunks[i]) for i in missing]
         index_model = _model_name(old.embedding if old else None)
         outcome = _embed_missing(writer, embedder, texts, progress, dims, index_model)
-        embedded, failed_local = outcome.embedded, outcome.failed
+        embedded, failed_local, truncated = outcome.embedded, outcome.failed, outcome.truncated
         p.reused_vectors += outcome.reused
         new_rows = outcome.vectors
         width = int(new_rows.shape[1])
@@ -313,14 +327,25 @@ def _embed(
         # Nothing embedded yet (an empty folder): the model's own width, so that the index
         # is that model's and later vectors and queries are checked against it, not 0.
         dims = plan.embedding.dims or plan.embedder().dimensions()
-    matrix = np.zeros((len(p.chunks), dims), dtype=np.float32)
-    known = [(i, v) for i, v in enumerate(p.vectors) if v is not None]
-    for i, vector in known:
-        matrix[i] = vector
+    matrix = _matrix(p.vectors, missing, new_rows, dims)
+    plan.embedding = plan.embedding.model_copy(update={"dims": dims})
+    return _Embedded(matrix, embedded, sorted(missing[j] for j in failed_local), truncated)
+
+
+def _matrix(
+    known: list[np.ndarray | None], missing: list[int], new_rows: np.ndarray | None, dims: int
+) -> np.ndarray:
+    """Every chunk's row: the reused vectors and the new ones. A run that reused nothing
+    (a first index, a rebuild) takes the new rows as they are: the vectors held once."""
+    if new_rows is not None and len(missing) == len(known) and new_rows.dtype == np.float32:
+        return new_rows
+    matrix = np.zeros((len(known), dims), dtype=np.float32)
+    for i, vector in enumerate(known):
+        if vector is not None:
+            matrix[i] = vector
     if new_rows is not None:
         matrix[missing] = new_rows
-    plan.embedding = plan.embedding.model_copy(update={"dims": dims})
-    return matrix, embedded, sorted(missing[j] for j in failed_local)
+    return matrix
 
 
 def _embed_missing(

@@ -41,6 +41,7 @@ def index(
         reused=result.reused,
         skipped=result.skipped,
         failed_embeddings=len(result.meta.failed_embeddings),
+        truncated=result.truncated,
         rebuilt=result.rebuilt,
         warnings=result.warnings,
         repaired=result.repaired,

@@ -42,6 +42,9 @@ class IndexReport:
     reused: int
     skipped: list[SkippedFile]
     failed_embeddings: int = 0
+    # Chunks embedded in this run that were longer than the model's input: only their
+    # beginning is in the vector (said, never cut quietly; a smaller --chunk-size avoids it)
+    truncated: int = 0
     rebuilt: bool = False  # model or chunking parameters changed
     warnings: list[SkippedFile] = field(default_factory=list)
     repaired: list[str] = field(default_factory=list)  # damage found (and repaired)

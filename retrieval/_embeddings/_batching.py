@@ -9,7 +9,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -17,6 +17,7 @@ from kbgraph.errors import DimensionMismatchError, EmbeddingError, KbgraphError
 
 from ._calls import call_within, one_line
 from ._identity import describe_embeddings
+from ._plan import BatchPlan, InputLimited, length_order, make_plan
 from ._retry import ErrorVerdict, backoff_delay, classify_error
 from ._spec import EmbeddingInfo
 
@@ -51,20 +52,7 @@ class EmbeddedBatch:
     indices: list[int]
     vectors: np.ndarray
     failed: list[int]
-
-
-@runtime_checkable
-class InputLimited(Protocol):
-    """An ``Embeddings`` that knows its own input limit (a token count), so that the
-    truncation warning is about what the model really cuts, not a character guess."""
-
-    def over_input_limit(self, texts: Sequence[str]) -> list[bool]:
-        """For each text: would the model truncate it?"""
-        ...
-
-    def input_limit(self) -> str:
-        """The limit in words for a warning, e.g. ``"256 tokens"``."""
-        ...
+    truncated: int = 0  # of this batch's texts, those longer than the model's input
 
 
 def l2_normalise(matrix: np.ndarray) -> np.ndarray:
@@ -163,21 +151,25 @@ class BatchEmbedder:
     ) -> EmbedOutcome:
         """Embed ``texts`` in order. ``on_batch`` is called after each batch with the number
         of texts done so far."""
-        truncated = self._warn_truncation(texts)
-        batches: list[EmbeddedBatch] = []
+        plan = self._plan(texts)
+        truncated = self._warn_truncation(plan)
+        # Batches embedded before the vector size was known (all refused) have width 0:
+        # the matrix is made at the first batch with vectors, and each batch written into
+        # it as it comes (one copy of the vectors, not the batches and the matrix).
+        vectors: np.ndarray | None = None
+        failed: list[int] = []
         done = 0
-        for batch in self._batches(texts):
-            batches.append(batch)
+        for batch in self._batches(plan):
+            if batch.vectors.shape[1]:
+                if vectors is None:
+                    vectors = np.zeros((len(texts), batch.vectors.shape[1]), dtype=np.float32)
+                vectors[batch.indices] = batch.vectors
+            failed += batch.failed
             done += len(batch.indices)
             if on_batch is not None:
                 on_batch(done)
-        # Batches embedded before the vector size was known (all refused) have width 0.
-        vectors = np.zeros((len(texts), self.dims or 0), dtype=np.float32)
-        failed: list[int] = []
-        for batch in batches:
-            if batch.vectors.shape[1]:
-                vectors[batch.indices] = batch.vectors
-            failed += batch.failed
+        if vectors is None:
+            vectors = np.zeros((len(texts), self.dims or 0), dtype=np.float32)
         return EmbedOutcome(vectors, sorted(failed), truncated)
 
     def iter_batches(self, texts: Sequence[str]) -> Iterator[EmbeddedBatch]:
@@ -185,29 +177,35 @@ class BatchEmbedder:
         done (so that callers can persist progress). Raises ``EmbeddingError`` when the
         provider refused every one of several inputs: that is a setting (model name,
         server) gone wrong, not bad data."""
-        self._warn_truncation(texts)
-        yield from self._batches(texts)
+        plan = self._plan(texts)
+        self._warn_truncation(plan)
+        yield from self._batches(plan)
 
-    def _batches(self, texts: Sequence[str]) -> Iterator[EmbeddedBatch]:
-        """``iter_batches`` without the truncation warning (the caller gave it)."""
-        prepared = [text[: self.max_chars] for text in texts]
-        order = length_order(prepared)
-        self._shortest = (order[-1], prepared[order[-1]]) if order else None
+    def _plan(self, texts: Sequence[str]) -> BatchPlan:
+        return make_plan(
+            self.embeddings, texts, max_chars=self.max_chars, batch_size=self.batch_size
+        )
+
+    def _batches(self, plan: BatchPlan) -> Iterator[EmbeddedBatch]:
+        """The plan's batches, embedded (``iter_batches`` without the truncation warning)."""
+        count = len(plan.texts)
+        last = plan.batches[-1][-1] if plan.batches else None
+        self._shortest = (last, plan.texts[last]) if last is not None else None
         embedded_any = False
-        for start in range(0, len(order), self.batch_size):
-            indices = order[start : start + self.batch_size]
+        for number, indices in enumerate(plan.batches, 1):
             refused_before = self._refused
-            rows = self._embed_span([prepared[i] for i in indices], indices)
+            rows = self._embed_span([plan.items[i] for i in indices], indices, plan.encode)
             if len(rows) > 1 and self._refused - refused_before == len(rows):
                 self._check_requests_accepted(force=True)
             failed = [indices[k] for k, row in enumerate(rows) if row is None]
             embedded_any = embedded_any or len(failed) < len(rows)
-            if not embedded_any and len(order) > 1 and start + len(indices) == len(order):
+            if not embedded_any and count > 1 and number == len(plan.batches):
                 raise EmbeddingError(
-                    f"{self.info.key} refused every one of the {len(order)} inputs; "
+                    f"{self.info.key} refused every one of the {count} inputs; "
                     "check the model name and the server's logs"
                 )
-            yield EmbeddedBatch(indices, self._stack(rows), sorted(failed))
+            cut = sum(plan.cut[i] for i in indices)
+            yield EmbeddedBatch(indices, self._stack(rows), sorted(failed), cut)
 
     def embed_query(self, text: str) -> np.ndarray:
         """One normalised query vector (``EmbeddingError`` when the provider refuses it)."""
@@ -244,21 +242,14 @@ class BatchEmbedder:
     def count_truncated(self, texts: Sequence[str]) -> int:
         """Texts cut before embedding: longer than ``max_chars``, or over the model's own
         input limit when it knows one."""
-        return sum(self._truncated(texts))
+        return sum(self._plan(texts).cut)
 
     # -- internals --------------------------------------------------------------------
 
-    def _truncated(self, texts: Sequence[str]) -> list[bool]:
-        cut = [len(text) > self.max_chars for text in texts]
-        if isinstance(self.embeddings, InputLimited) and texts:
-            over = self.embeddings.over_input_limit([t[: self.max_chars] for t in texts])
-            cut = [a or b for a, b in zip(cut, over, strict=True)]
-        return cut
-
-    def _warn_truncation(self, texts: Sequence[str]) -> int:
+    def _warn_truncation(self, plan: BatchPlan) -> int:
         """One warning per call, with a count (a line per text would drown the log); the
-        count is returned, as the local model counts by tokenizing every text."""
-        count = self.count_truncated(texts)
+        count is returned, from the plan's own tokens when the model gave them."""
+        count = sum(plan.cut)
         if not count:
             return 0
         if isinstance(self.embeddings, InputLimited):
@@ -270,7 +261,7 @@ class BatchEmbedder:
             "%d of %d texts are longer than %s's input limit of %s; only their beginning "
             "was embedded (smaller chunks avoid this: --chunk-size)",
             count,
-            len(texts),
+            len(plan.texts),
             self.info.key,
             limit,
         )
@@ -284,11 +275,23 @@ class BatchEmbedder:
                 out[i] = row
         return out
 
-    def _embed_span(self, texts: list[str], positions: list[int]) -> list[np.ndarray | None]:
-        """Rows for ``texts`` (at ``positions`` of the caller's list); ``None`` for the
-        inputs the provider refused, found by bisection."""
+    def _embed_span(
+        self,
+        texts: list[Any],
+        positions: list[int],
+        encode: Callable[[list[Any]], object] | None = None,
+    ) -> list[np.ndarray | None]:
+        """Rows for ``texts`` (at ``positions`` of the caller's list; the model's tokens
+        when ``encode`` takes them); ``None`` for the inputs the provider refused, found
+        by bisection."""
+
+        def send() -> object:
+            if encode is None:
+                return self._documents(texts)
+            return self._call(lambda: encode(texts))
+
         try:
-            raw = self._with_retries(lambda: self._documents(texts), len(texts))
+            raw = self._with_retries(send, len(texts))
         except _Rejected as rejected:
             self._check_requests_accepted(rejected)
             if len(texts) == 1:
@@ -301,8 +304,8 @@ class BatchEmbedder:
                 self._check_inputs_accepted(rejected, positions[0])
                 return [None]
             half = len(texts) // 2
-            return self._embed_span(texts[:half], positions[:half]) + self._embed_span(
-                texts[half:], positions[half:]
+            return self._embed_span(texts[:half], positions[:half], encode) + self._embed_span(
+                texts[half:], positions[half:], encode
             )
         self._accepted = True
         self._real_input_accepted()
@@ -476,14 +479,6 @@ class BatchEmbedder:
     def _fatal(self, verdict: ErrorVerdict, exc: Exception) -> EmbeddingError:
         hint = _HINTS.get(verdict.status or 0, "check the embedding settings")
         return EmbeddingError(f"{self.info.key} failed: {_describe(verdict, exc)}; {hint}")
-
-
-def length_order(texts: Sequence[str]) -> list[int]:
-    """Positions of ``texts``, longest first (ties in their order). A transformer pads
-    every text of a batch to the batch's longest; sentence-transformers sorts by length
-    only within one call, so batches cut from the caller's order would each pay for their
-    own longest text. Sorting the whole run first makes batches of similar lengths."""
-    return sorted(range(len(texts)), key=lambda i: -len(texts[i]))
 
 
 class _Rejected(Exception):

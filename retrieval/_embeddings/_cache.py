@@ -175,12 +175,15 @@ class EmbeddingCache:
 class CachedEmbedOutcome:
     """``embedded``: distinct texts embedded now; ``reused``: positions served from the cache
     or by an identical text embedded in this run; ``failed``: positions that could not be
-    embedded (zero rows). ``embedded + reused + len(failed) == len(texts)``."""
+    embedded (zero rows). ``embedded + reused + len(failed) == len(texts)``. ``truncated``:
+    of the texts embedded now, those longer than the model's input (only their beginning
+    is in the vector)."""
 
     vectors: np.ndarray
     embedded: int
     reused: int
     failed: list[int] = field(default_factory=list)
+    truncated: int = 0
 
 
 def embed_with_cache(
@@ -207,7 +210,7 @@ def embed_with_cache(
     if on_progress is not None:
         on_progress(done, len(texts))
     failed_hashes: set[str] = set()
-    embedded = 0
+    embedded = truncated = 0
     for batch in embedder.iter_batches([texts[positions[d][0]] for d in missing]):
         width = int(batch.vectors.shape[1])
         if expected_dims and width:
@@ -219,12 +222,14 @@ def embed_with_cache(
         known.update(fresh)
         failed_hashes |= failed_here
         embedded += len(fresh)
+        truncated += batch.truncated
         done += sum(len(positions[d]) for d in batch_hashes)
         if on_progress is not None:
             on_progress(done, len(texts))
     vectors = _assemble(known, hashes, embedder.dims, cache)
     failed = sorted(i for d in failed_hashes for i in positions[d])
-    return CachedEmbedOutcome(vectors, embedded, len(texts) - embedded - len(failed), failed)
+    reused = len(texts) - embedded - len(failed)
+    return CachedEmbedOutcome(vectors, embedded, reused, failed, truncated)
 
 
 def _assemble(

@@ -176,6 +176,11 @@ class LocalEmbeddings(Embeddings):
                     export(self._model, pipeline)
             return self._model
 
+    def token_encoder(self) -> OnnxEncoder | None:
+        """The ONNX encoder, to be given tokens batched by count (:mod:`._tokens`); None
+        on the torch path, which batches its own way."""
+        return self._encoder()
+
     def _encode(self, texts: list[str], *, query: bool) -> list[list[float]]:
         encoder = self._encoder()
         if encoder is not None:
@@ -212,7 +217,7 @@ class LocalEmbeddings(Embeddings):
         limit = self.max_tokens()
         encoder = self._encoder()
         if encoder is not None and limit is not None:
-            return [n > limit for n in encoder.token_counts(texts)] if texts else []
+            return [t.cut for t in encoder.tokenize(texts)] if texts else []
         tokenizer = getattr(self.client, "tokenizer", None)
         if limit is None or tokenizer is None or not texts:
             return [False] * len(texts)

@@ -45,6 +45,7 @@ from ._onnx_cache import (
     reading,
     writing,
 )
+from ._tokens import Tokens, cut_to, padded, token_batches
 
 BACKEND_ENV = "KBGRAPH_LOCAL_BACKEND"
 Backend = Literal["auto", "onnx", "torch"]
@@ -135,17 +136,20 @@ def _is_published(target: Path) -> bool:
 
 
 class OnnxEncoder:
-    """Tokenize, run the exported network, mean-pool over real tokens, L2-normalise."""
+    """Tokenize once, batch by token count, run the exported network, mean-pool over real
+    tokens, L2-normalise (a :class:`TokenEncoder`)."""
 
     def __init__(self, pipeline: Pipeline, session: Any, tokenizer: Any) -> None:
         self.pipeline = pipeline
         self._session = session
         self._names = {i.name for i in session.get_inputs()}
+        # Untruncated, unpadded: the counts decide the batches and what is said to be cut;
+        # the cut and the padding are applied to these same tokens (no second pass).
         self._tokenizer = tokenizer
-        self._counter = tokenizer.__class__.from_str(tokenizer.to_str())
-        self._counter.no_truncation()
-        self._counter.no_padding()
-        self._lock = threading.Lock()  # tokenizers' padding state is per object
+        self._tokenizer.no_truncation()
+        self._tokenizer.no_padding()
+        self._pad = _pad_id(tokenizer)
+        self._lock = threading.Lock()  # a Tokenizer object is not shared across threads
 
     @classmethod
     def load(
@@ -182,66 +186,88 @@ class OnnxEncoder:
         tokenizers: Any,
         threads: int | None,
     ) -> OnnxEncoder | None:
-        options = onnxruntime.SessionOptions()
-        options.log_severity_level = 3  # errors only: library code never prints
-        if threads is not None:
-            # Many small calls (the offline judge): idle pool threads spin between runs and
-            # burn a core each for nothing, as torch's and OpenBLAS's do.
-            options.intra_op_num_threads = threads
-            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             session = onnxruntime.InferenceSession(
-                str(target / MODEL_FILE), options, providers=["CPUExecutionProvider"]
+                str(target / MODEL_FILE),
+                session_options(onnxruntime, threads),
+                providers=["CPUExecutionProvider"],
             )
             tokenizer = tokenizers.from_file(str(target / "tokenizer.json"))
         except Exception:  # damaged: the torch path still works, and exports again
             return None
-        tokenizer.enable_truncation(max_length=pipeline.max_seq_length)
-        tokenizer.enable_padding(pad_id=_pad_id(tokenizer))
         return cls(pipeline, session, tokenizer)
 
     @property
     def max_seq_length(self) -> int:
         return self.pipeline.max_seq_length
 
-    def encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
-        """One row per text, in the order given. Batches are cut from the texts sorted by
-        length, so a batch pads its short texts to a similar length instead of to the
-        longest text of a random mix (padded tokens are masked: the vectors are the same)."""
-        if not texts:
-            return np.zeros((0, 0), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        ordered = [texts[i] for i in order]
-        rows = np.concatenate(
-            [self._batch(ordered[i : i + batch_size]) for i in range(0, len(ordered), batch_size)]
-        )
-        out = np.empty_like(rows)
-        out[order] = rows
+    def tokenize(self, texts: Sequence[str]) -> list[Tokens]:
+        """Each text's word pieces, special tokens included, cut to the model's input as
+        its tokenizer would; ``length`` keeps the count before the cut."""
+        with self._lock:
+            encodings = self._tokenizer.encode_batch(list(texts))
+        limit = self.max_seq_length
+        out = []
+        for e in encodings:
+            ids, special = e.ids, e.special_tokens_mask
+            out.append(
+                Tokens(
+                    np.asarray(cut_to(ids, special, limit), dtype=np.int32),
+                    np.asarray(cut_to(e.type_ids, special, limit), dtype=np.int8),
+                    len(ids),
+                )
+            )
         return out
 
-    def _batch(self, texts: list[str]) -> np.ndarray:
-        with self._lock:
-            encodings = self._tokenizer.encode_batch(texts)
-        feeds = {
-            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
-            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
-            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
-        }
+    def encode_tokens(self, batch: Sequence[Tokens]) -> np.ndarray:
+        """One normalised row per item (padded to the batch's longest; padding is masked,
+        so a row does not depend on its batch)."""
+        feeds = padded(batch, self._pad)
         hidden = self._session.run(None, {k: v for k, v in feeds.items() if k in self._names})[0]
         return mean_pool(hidden, feeds["attention_mask"], normalize=self.pipeline.normalize)
 
+    def encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
+        """One row per text, in the order given; batches of at most ``batch_size`` texts
+        and ``MAX_BATCH_TOKENS`` padded tokens, cut from the texts sorted by token count."""
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        tokens = self.tokenize(texts)
+        out: np.ndarray | None = None
+        for rows in token_batches([len(t.ids) for t in tokens], max_rows=batch_size):
+            vectors = self.encode_tokens([tokens[i] for i in rows])
+            if out is None:
+                out = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
+            out[rows] = vectors
+        assert out is not None
+        return out
+
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         """Word pieces per text, special tokens included, without truncation."""
-        with self._lock:
-            return [len(e.ids) for e in self._counter.encode_batch(list(texts))]
+        return [t.length for t in self.tokenize(texts)]
+
+
+def session_options(onnxruntime: Any, threads: int | None) -> Any:
+    """onnxruntime's options for the local model: errors-only logging (library code never
+    prints), ``threads`` intra-op threads (None: one per core), and pool threads that
+    sleep when idle. Spinning threads burn a core each between runs (between the batches
+    of an index, between the queries of the offline judge): on a shared 2-core machine that
+    is CPU taken from everything else, the tokenizer and the next batch included."""
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
+    if threads is not None:
+        options.intra_op_num_threads = threads
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    return options
 
 
 def mean_pool(hidden: np.ndarray, mask: np.ndarray, *, normalize: bool) -> np.ndarray:
     """sentence-transformers' mean pooling: the average of the token vectors the attention
-    mask keeps (Reimers & Gurevych 2019), then optionally L2 normalisation."""
-    weights = mask[..., None].astype(np.float32)
-    summed = (hidden.astype(np.float32) * weights).sum(axis=1)
-    pooled = summed / np.clip(weights.sum(axis=1), 1e-9, None)
+    mask keeps (Reimers & Gurevych 2019), then optionally L2 normalisation. One batched
+    product (mask @ hidden) instead of a masked copy of the activations."""
+    weights = mask.astype(np.float32)
+    summed = np.matmul(weights[:, None, :], np.asarray(hidden, dtype=np.float32))[:, 0, :]
+    pooled = summed / np.clip(weights.sum(axis=1, keepdims=True), 1e-9, None)
     if not normalize:
         return pooled
     norms = np.linalg.norm(pooled, axis=1, keepdims=True)
@@ -367,4 +393,5 @@ __all__ = [
     "export_is_current",
     "mean_pool",
     "pipeline_of",
+    "session_options",
 ]

@@ -31,6 +31,7 @@ from .._storage import (
     QueryEmbedder,
     Recorded,
     VersionInfo,
+    joined_rows,
     usable_vectors,
 )
 from ._ann import write_ann
@@ -234,7 +235,7 @@ class FolderWriter:
         if update.meta.embedding is not None:
             dims = update.meta.embedding.dims
             parts = [e.vectors for e in update.entries if e.vectors is not None]
-            vectors = np.concatenate(parts) if parts else np.zeros((0, dims), dtype=np.float32)
+            vectors = joined_rows(parts, dims)
         target = self.layout.new_generation()
         write_generation(target, update.meta, chunks, vectors)
         if vectors is not None:

@@ -36,7 +36,7 @@ def write_vectors(path: Path, vectors: np.ndarray) -> None:
     count, dims = array.shape
     with open(path, "wb") as fh:
         fh.write(HEADER.pack(MAGIC, VERSION, dims, count))
-        fh.write(array.tobytes())
+        fh.write(array.data)  # the buffer itself: tobytes() would copy the matrix
         fh.flush()
         os.fsync(fh.fileno())
 

@@ -43,6 +43,7 @@ from ._rows import (
     UNIT_NORM_TOLERANCE,
     FileRows,
     check_query_vector,
+    joined_rows,
     sound_vectors,
     usable_vectors,
 )
@@ -81,6 +82,7 @@ __all__ = [
     "check_query_vector",
     "first_error",
     "is_database",
+    "joined_rows",
     "meta_bytes",
     "no_versions",
     "parse_meta",

@@ -58,6 +58,37 @@ def usable_vectors(
     return vectors, damaged
 
 
+def joined_rows(parts: list[np.ndarray], dims: int) -> np.ndarray:
+    """The parts one under the other. Slices lying end to end in one float32 buffer (each
+    file's rows of a run's matrix, in order) are read in place, not copied: the vectors
+    are held once while a version is written. Anything else is concatenated."""
+    rows = [part for part in parts if len(part)]
+    if not rows:
+        return np.zeros((0, dims), dtype=np.float32)
+    base = rows[0].base
+    if isinstance(base, np.ndarray) and base.flags.c_contiguous:
+        end = rows[0].ctypes.data
+        for part in rows:
+            if not _view_of(base, part, rows[0].shape[1]) or part.ctypes.data != end:
+                break
+            end += part.nbytes
+        else:
+            count = sum(len(part) for part in rows)
+            offset = rows[0].ctypes.data - base.ctypes.data
+            return np.ndarray((count, rows[0].shape[1]), np.float32, buffer=base, offset=offset)
+    return np.concatenate(rows)
+
+
+def _view_of(base: np.ndarray, part: np.ndarray, width: int) -> bool:
+    return (
+        part.base is base
+        and part.dtype == np.float32
+        and part.ndim == 2
+        and part.shape[1] == width
+        and part.flags.c_contiguous
+    )
+
+
 def check_query_vector(vector: np.ndarray, dims: int, embedding: EmbeddingMeta | None) -> None:
     """The query vector must have the index's size (another model would give noise)."""
     if vector.shape[-1] != dims:
@@ -73,6 +104,7 @@ __all__ = [
     "UNIT_NORM_TOLERANCE",
     "FileRows",
     "check_query_vector",
+    "joined_rows",
     "sound_vectors",
     "usable_vectors",
 ]

@@ -40,6 +40,15 @@ def test_bench_coldstart_quick() -> None:
     assert "| onnx |" in out
 
 
+def test_bench_index_quick() -> None:
+    """Two files of examples/docs indexed cold, and the packaged model alone on their chunk
+    texts (both floors): about 20 s."""
+    out = run_quick("bench_index.py")
+    assert "| examples-docs (2 files) |" in out
+    assert "floor CPU-s, ≤1,024 tokens" in out
+    assert "| scan+parse+chunk |" in out
+
+
 def test_bench_mcp_coldstart_quick() -> None:
     assert "ratio mcp / search" in run_quick("bench_mcp_coldstart.py")
 
