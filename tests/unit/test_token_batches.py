@@ -198,10 +198,13 @@ def test_the_cli_says_how_many_chunks_were_cut(
     from click.testing import CliRunner
 
     from kbgraph.cli import main
-    from kbgraph.retrieval import _kb_model
+    from kbgraph.retrieval import _embeddings
 
-    # The fake model's input: 40 characters, so the long file's chunks are cut.
-    monkeypatch.setattr(_kb_model, "BatchEmbedder", functools.partial(BatchEmbedder, max_chars=40))
+    # The fake model's input: 40 characters, so the long file's chunks are cut. (The
+    # knowledge base imports BatchEmbedder from the package when it first embeds.)
+    monkeypatch.setattr(
+        _embeddings, "BatchEmbedder", functools.partial(BatchEmbedder, max_chars=40)
+    )
     folder = _folder(tmp_path)
     result = CliRunner().invoke(main, ["index", str(folder), "--embedding", "fake", "--quiet"])
     assert result.exit_code == 0, result.output
