@@ -239,11 +239,6 @@ class BatchEmbedder:
         assert self.dims is not None
         return self.dims
 
-    def count_truncated(self, texts: Sequence[str]) -> int:
-        """Texts cut before embedding: longer than ``max_chars``, or over the model's own
-        input limit when it knows one."""
-        return sum(self._plan(texts).cut)
-
     # -- internals --------------------------------------------------------------------
 
     def _warn_truncation(self, plan: BatchPlan) -> int:
