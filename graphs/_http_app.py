@@ -209,7 +209,11 @@ async def _refuse(send: Send, detail: str) -> None:
 
 
 # The guard first: a request refused for its Host, Origin or folders reaches nothing.
-app = Starlette(middleware=[Middleware(ServedRequestsGuard), Middleware(ContextKeysMiddleware)])
+# Its lifespan marks the process as served: runs the server starts itself obey it too.
+app = Starlette(
+    middleware=[Middleware(ServedRequestsGuard), Middleware(ContextKeysMiddleware)],
+    lifespan=ServedRequestsGuard.lifespan,
+)
 
 # The name the face exports (``kbgraph.graphs:http_app`` in a langgraph.json).
 http_app = app

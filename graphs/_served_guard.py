@@ -17,14 +17,16 @@ every route (the server's own included) this checks:
 - writes: a run, a cron and an assistant are made (and a cron's or an assistant's context
   updated) with ``auto_index: false`` unless the server was started with
   ``KBGRAPH_ALLOW_INDEX=1`` (then index writes go only into the folders above): a cron's
-  runs are started by the server itself, past this guard."""
+  runs are started by the server itself, past this guard, so the Retrieve node also
+  ignores ``auto_index`` in a process this guard serves (:mod:`kbgraph.graphs._served`:
+  a cron stored before this check keeps ``auto_index: true``)."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -36,6 +38,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from kbgraph._base.hosts import LOOPBACK_HOSTS, host_name
 
 from ._http_body import body_then, buffered_body
+from ._served import INDEX_ENV, index_allowed, serving
 from ._settings import FOLDER_ENV, knowledge_base_specs
 
 HOSTS_ENV = "KBGRAPH_ALLOW_HOSTS"
@@ -91,7 +94,6 @@ def _in_process(scope: Scope) -> bool:
     return (scope.get("server") or ("",))[0] == IN_PROCESS_HOST
 
 
-INDEX_ENV = "KBGRAPH_ALLOW_INDEX"
 _RUNS = re.compile(r"/runs(?:/stream|/wait|/batch|/crons)?/?$")
 """Requests that create runs, now or later: a cron's runs are started by the server
 itself, never through this guard, so a cron gets ``auto_index: false`` when created."""
@@ -110,10 +112,6 @@ def _stamped(method: str, path: str) -> bool | None:
     if method == "PATCH" and _STORED.search(path) and not path.endswith(("/search", "/count")):
         return False
     return None
-
-
-def _index_allowed() -> bool:
-    return os.environ.get(INDEX_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
 def _no_index(body: Any, *, add: bool = True) -> bool:
@@ -148,8 +146,33 @@ def _with_body(scope: Scope, body: bytes, later: Receive) -> tuple[Scope, Receiv
     return scope, body_then(body, later)
 
 
+def parse_body(raw: bytes) -> tuple[Any, tuple[int, str] | None]:
+    """A request body as the server will read it, or a refusal. The server parses with
+    orjson (1,024 levels deep); ``json.loads`` gives up sooner (Python's recursion limit,
+    less the frames of this call), so a body nested ~950–1,024 deep would have reached the
+    server with its context unchecked. Parsed by the same parser, a body that fails here
+    fails there too; one too deep for the fallback parser is refused, never passed on."""
+    loads: Callable[[bytes], Any] = json.loads
+    try:
+        import orjson
+
+        loads = orjson.loads
+    except ImportError:  # not a LangGraph server: the standard parser, deep bodies refused
+        pass
+    try:
+        return loads(raw or b"null"), None
+    except RecursionError:
+        return None, (400, "the request body is nested too deeply to be checked; send it flatter")
+    except ValueError:  # not JSON: the server refuses it as well
+        return None, None
+
+
 class ServedRequestsGuard:
     """Pure ASGI middleware in front of every route (see the module docstring)."""
+
+    lifespan = staticmethod(serving)
+    """The lifespan of an app this guard is in front of: while the server runs it, runs
+    the server starts itself (a cron's) write no index unless it was started to allow it."""
 
     def __init__(self, app: ASGIApp, folder_envs: tuple[str, ...] = ()) -> None:
         self.app = app
@@ -194,19 +217,18 @@ class ServedRequestsGuard:
             await self.app(scope, receive, send)
             return
         body: Any = None
+        problem: tuple[int, str] | None = None
         if scope["method"] in ("POST", "PATCH", "PUT"):  # runs, crons, assistants carry contexts
             raw, receive = await buffered_body(receive)
-            try:
-                body = json.loads(raw or b"null")
-            except (ValueError, RecursionError):
-                body = None
+            body, problem = parse_body(raw)
         # Off the event loop: the folder check resolves paths (os.getcwd, lstat), and the
         # LangGraph dev server's blockbuster fails a request that blocks the loop — every
         # request answered 500 when no folder variable was set.
-        problem = await anyio.to_thread.run_sync(self.problem, scope, body)
+        if problem is None:
+            problem = await anyio.to_thread.run_sync(self.problem, scope, body)
         if problem is None:
             stamped = _stamped(scope["method"], scope["path"])
-            if stamped is not None and not _index_allowed() and _no_index(body, add=stamped):
+            if stamped is not None and not index_allowed() and _no_index(body, add=stamped):
                 await receive()  # the buffered body, handed on once: skip it
                 scope, receive = _with_body(scope, json.dumps(body).encode(), receive)
             await self.app(scope, receive, send)

@@ -181,13 +181,28 @@ class _MovedLoader(importlib.abc.Loader):
             if kind is not None and not name.startswith("_") and isinstance(value, kind)
         }
         if graphs:
+            # A FutureWarning, not a DeprecationWarning: the importer is a server reading
+            # langgraph.json (``langgraph dev``), never ``__main__``, so Python's default
+            # filters hide a DeprecationWarning there and the advice was never seen.
             warnings.warn(
                 f"the module {module.__name__} is gone since kbgraph 0.2 (its old name works "
                 f"until {REMOVED_IN}); name {self.new} in langgraph.json instead.",
-                DeprecationWarning,
-                stacklevel=2,
+                FutureWarning,
+                stacklevel=_importer_level(),
             )
             module.__dict__.update(graphs)
+
+
+def _importer_level() -> int:
+    """The ``stacklevel`` of the first frame that is neither this module nor Python's
+    import machinery: the line that imported the old name (the warning names it)."""
+    machinery = (__file__, "<frozen importlib", importlib.__file__.rsplit("/", 1)[0] + "/")
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(machinery):
+        frame = frame.f_back  # type: ignore[assignment]
+        # ``warnings`` itself steps over importlib's bootstrap frames: they do not count
+        level += frame is not None and not frame.f_code.co_filename.startswith("<frozen")
+    return level
 
 
 class MovedFinder(importlib.abc.MetaPathFinder):

@@ -37,6 +37,7 @@ from kbgraph.retrieval import (
 
 from .._langchain_kb import LangChainSearcher, resolve_source
 from .._searcher import Searcher, Watchable
+from .._served import index_refused
 from .._settings import RagSettings, ResolvedKnowledgeBase
 from .._state import RagScope, RagState
 from ._base import NodeDeps, StepRecorder
@@ -216,7 +217,7 @@ def search_kb(
             searcher.start_watching()
         # Not under the searcher's lock: a freshness check may walk the folder, and other
         # runs must go on searching the index as it is meanwhile.
-        if settings.auto_index:
+        if settings.auto_index and not index_refused():
             _index(searcher, kb.name, run, writer, settings)
         with deps.registry.lock(
             kb.folder, spec, settings.chunking, kb.store, kb.read_store

@@ -67,6 +67,7 @@ app = Starlette(
         Middleware(ServedRequestsGuard, folder_envs=(FOLDERS_ENV,)),
         Middleware(ContextKeysMiddleware),
     ],
+    lifespan=ServedRequestsGuard.lifespan,  # a cron's runs write no index either
 )
 
 __all__ = ["MOUNT", "LazyInspector", "app"]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from kbgraph.errors import ConfigError
 
 from ._bases import OpenBases
-from ._schemas import ReadArgs, ReadOutput
+from ._schemas import ReadArgs, ReadOutput, Reply
 from ._settings import MAX_READ_CHARS, MAX_READ_LINES, ServedBase
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def source_of(bases: OpenBases, kb: str | None, path: str) -> tuple[ServedBase, 
     return base, source_text(base.name, base.folder, path, indexed, None, limit=limit, scan=scan)
 
 
-def read_lines(bases: OpenBases, args: ReadArgs) -> ReadOutput:
+def read_lines(bases: OpenBases, args: ReadArgs) -> Reply:
     base, text = source_of(bases, args.kb, args.path)
     total = text.line_count
     last_line = text.first_line + total - 1
@@ -74,7 +74,8 @@ def read_lines(bases: OpenBases, args: ReadArgs) -> ReadOutput:
     lines = text.lines[start - text.first_line : end - text.first_line + 1]
     lines, note = _within_chars(lines, start, args.path)
     end = start + len(lines) - 1
-    return ReadOutput(
+    body = "\n".join(lines)
+    output = ReadOutput(
         kb=base.name,
         path=args.path,
         kind=text.kind,
@@ -83,10 +84,11 @@ def read_lines(bases: OpenBases, args: ReadArgs) -> ReadOutput:
         total_lines=total,
         page=text.page,
         citation=bases.settings.cite(base.name, args.path, start, end),
-        text="\n".join(lines),
+        chars=len(body),
         more=end < last_line,
         note=note,
     )
+    return Reply(output, body)
 
 
 def _within_chars(lines: list[str], start: int, path: str) -> tuple[list[str], str | None]:

@@ -5,6 +5,7 @@ and ``line_end`` can be passed back to ``read`` as they are."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -128,6 +129,9 @@ class SearchOutput(BaseModel):
 
 
 class ReadOutput(BaseModel):
+    """Where the lines come from. The lines themselves are the reply's second content
+    block: up to 100,000 characters, sent once rather than again inside this object."""
+
     kb: str
     path: str
     kind: str
@@ -136,7 +140,10 @@ class ReadOutput(BaseModel):
     total_lines: int
     page: int | None = None
     citation: str
-    text: str = Field(description="The lines asked for (fewer at the end of the file).")
+    chars: int = Field(
+        description="Characters of the lines, sent once as the reply's second content "
+        "block (text) and not repeated here."
+    )
     more: bool = Field(description="Lines follow line_end: read again from line_end + 1.")
     note: str | None = Field(
         default=None,
@@ -207,6 +214,16 @@ class IndexOutput(BaseModel):
     indexed: list[IndexedKb]
 
 
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """A tool's structured output and a body of text sent beside it, once: a file's
+    lines are not escaped into the JSON of ``output`` a second time (a 100,000-character
+    read would go out twice, and a model would read it with every quote escaped)."""
+
+    output: BaseModel
+    body: str
+
+
 __all__ = [
     "AskArgs",
     "AskOutput",
@@ -218,6 +235,7 @@ __all__ = [
     "NoArgs",
     "ReadArgs",
     "ReadOutput",
+    "Reply",
     "SearchArgs",
     "SearchHit",
     "SearchOutput",

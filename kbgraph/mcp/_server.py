@@ -33,6 +33,7 @@ from ._schemas import (
     NoArgs,
     ReadArgs,
     ReadOutput,
+    Reply,
     SearchArgs,
     SearchOutput,
     StatsOutput,
@@ -47,7 +48,7 @@ _MAX_MESSAGE = 1000
 
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
-    run: Callable[[OpenBases, Any], BaseModel]
+    run: Callable[[OpenBases, Any], BaseModel | Reply]
     arguments: type[BaseModel]
     output: type[BaseModel]
     description: str
@@ -68,7 +69,8 @@ TOOLS: dict[str, ToolSpec] = {
         ReadArgs,
         ReadOutput,
         "Read lines of a file of a knowledge base (a 'source' of a search result), "
-        "numbered as the citations number them. Only indexed files are read.",
+        "numbered as the citations number them. Only indexed files are read. The lines "
+        "are the reply's second text block; the structured result says where they are from.",
     ),
     "list_knowledge_bases": ToolSpec(
         _tools.list_knowledge_bases,
@@ -169,11 +171,20 @@ async def call(
     except Exception as exc:  # a bug or a library's failure: logged whole, said in one line
         logger.exception("tool %s failed", name)
         return _error(f"{name} failed: {type(exc).__name__}: {exc}")
-    data = result.model_dump(mode="json")
+    return _result(result)
+
+
+def _result(result: BaseModel | Reply) -> types.CallToolResult:
+    """The structured output, its JSON as the first text block (as the MCP spec asks of
+    tools with an output schema, for clients that read only ``content``) and a reply's
+    body as the second."""
+    output, body = (result.output, result.body) if isinstance(result, Reply) else (result, None)
+    data = output.model_dump(mode="json")
     text = json.dumps(data, ensure_ascii=False, indent=1)
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)], structuredContent=data
-    )
+    blocks: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
+    if body is not None:
+        blocks.append(types.TextContent(type="text", text=body))
+    return types.CallToolResult(content=blocks, structuredContent=data)
 
 
 def resource_uri(kb: str, path: str) -> str:

@@ -23,7 +23,7 @@ from ._schemas import (
     KnowledgeBasesOutput,
     NoArgs,
     ReadArgs,
-    ReadOutput,
+    Reply,
     SearchArgs,
     SearchHit,
     SearchOutput,
@@ -74,7 +74,7 @@ def search(bases: OpenBases, args: SearchArgs) -> SearchOutput:
     )
 
 
-def read(bases: OpenBases, args: ReadArgs) -> ReadOutput:
+def read(bases: OpenBases, args: ReadArgs) -> Reply:
     return read_lines(bases, args)
 
 

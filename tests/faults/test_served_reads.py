@@ -71,7 +71,7 @@ async def test_mcp_read_and_resources_refuse_what_took_an_indexed_files_place(
                 await client.read_resource(AnyUrl(f"kbgraph://docs/{rel}"))
             _one_line(str(refused.value))
         fine = await client.call_tool("read", {"path": "docs/deployment.md"})
-    assert not fine.isError and fine.structuredContent["text"]  # type: ignore[index]
+    assert not fine.isError and fine.content[1].text  # type: ignore[union-attr]
     assert "a folder, not a file" in text  # the last one: the folder
 
 
@@ -97,15 +97,39 @@ async def test_mcp_read_is_capped_in_characters_and_says_how_to_read_on(tmp_path
     KnowledgeBase(folder, embedding="fake").index()
     server = build_server(McpSettings.from_folders([folder]))
     async with create_connected_server_and_client_session(server) as client:
-        one = (await client.call_tool("read", {"path": "one.txt"})).structuredContent
-        many = (await client.call_tool("read", {"path": "many.txt"})).structuredContent
-        assert many is not None
+        first = await client.call_tool("read", {"path": "one.txt"})
+        some = await client.call_tool("read", {"path": "many.txt"})
+        one, many = first.structuredContent, some.structuredContent
+        assert one is not None and many is not None
         rest = await client.call_tool(
             "read", {"path": "many.txt", "line_start": many["line_end"] + 1}
         )
-    assert one is not None and len(one["text"]) == MAX_READ_CHARS
+    assert len(_lines_of(first)) == MAX_READ_CHARS == one["chars"]
     assert "line 1 has" in one["note"] and "open one.txt" in one["note"]
-    assert len(many["text"]) <= MAX_READ_CHARS and many["more"]
+    assert len(_lines_of(some)) <= MAX_READ_CHARS and many["more"]
     assert many["line_end"] < 1500 and f"line_start {many['line_end'] + 1}" in many["note"]
-    following = rest.structuredContent
-    assert following is not None and following["text"].startswith(f"{many['line_end']:05d}")
+    assert _lines_of(rest).startswith(f"{many['line_end']:05d}")
+
+
+def _lines_of(result: types.CallToolResult) -> str:
+    """A read's lines: its second text block (the first is the structured JSON)."""
+    assert len(result.content) == 2 and result.structuredContent is not None
+    block = result.content[1]
+    assert isinstance(block, types.TextContent)
+    return block.text
+
+
+async def test_mcp_read_sends_the_text_once(tmp_path: Path) -> None:
+    """Issue 42 hole 9: the lines went out twice, in ``structuredContent`` and again in
+    the JSON of the text block (~15 MB on the wire for a 7.5 MB file)."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    marker = 'ünïque-marker "quoted" line'
+    (folder / "notes.md").write_text(f"# Notes\r\n{marker}\r\n" + "filler line\r\n" * 50)
+    KnowledgeBase(folder, embedding="fake").index()
+    server = build_server(McpSettings.from_folders([folder]))
+    async with create_connected_server_and_client_session(server) as client:
+        result = await client.call_tool("read", {"path": "notes.md"})
+    wire = result.model_dump_json(by_alias=True)
+    assert wire.count("ünïque-marker") == 1 and marker in _lines_of(result)
+    assert result.structuredContent is not None and "text" not in result.structuredContent

@@ -72,7 +72,7 @@ async def test_the_sdk_client_over_stdio(docs: Path) -> None:
         refused = await session.call_tool("read", {"path": "../../etc/passwd"})
     assert tools == ["search", "read", "list_knowledge_bases", "stats", "ask"]
     assert hit["citation"] == f"{hit['source']}:{hit['line_start']}-{hit['line_end']}"
-    assert lines.structuredContent["text"].startswith(hit["text"].split("\n")[0])  # type: ignore[index]
+    assert lines.content[1].text.startswith(hit["text"].split("\n")[0])  # type: ignore[union-attr]
     assert refused.isError and "leaves the knowledge base folder" in refused.content[0].text  # type: ignore[union-attr]
 
 
@@ -274,7 +274,7 @@ async def test_several_knowledge_bases_in_postgresql(tmp_path: Path, pg_url: str
         ("ops", "postgresql", True),
         ("faq", "postgresql", True),
     ]
-    assert "make restart" in lines.structuredContent["text"]  # type: ignore[index]
+    assert "make restart" in lines.content[1].text  # type: ignore[union-attr]
     assert pg_url not in str(listed)  # a URL may hold a password: never shown
 
 

@@ -121,7 +121,8 @@ async def test_read_returns_the_cited_lines(docs: Path) -> None:
         tail = await client.call_tool("read", {"path": "README.md", "line_start": 2})
     data = result.structuredContent
     lines = (docs / "docs/configuration.md").read_text(encoding="utf-8").split("\n")
-    assert data["text"] == "\n".join(lines[45:48])  # type: ignore[index]
+    assert result.content[1].text == "\n".join(lines[45:48])  # type: ignore[union-attr]
+    assert data["chars"] == len(result.content[1].text)  # type: ignore[index,union-attr]
     assert data["citation"] == "docs/configuration.md:46-48" and data["more"]  # type: ignore[index]
     assert not tail.structuredContent["more"]  # type: ignore[index]
 

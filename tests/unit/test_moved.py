@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 import warnings
@@ -14,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from kbgraph import _moved
+
+ROOT = Path(__file__).resolve().parents[2]
 
 OLD_API: dict[str, list[str]] = json.loads(
     (Path(__file__).with_name("public_api_0.1.json")).read_text(encoding="utf-8")
@@ -115,8 +118,36 @@ def test_an_old_langgraph_json_entry_still_loads_its_graph() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     category, message = out.stdout.strip().split(" | ")
-    assert category == "DeprecationWarning"
+    assert category == "FutureWarning"
     assert "name kbgraph.graphs._subgraph in langgraph.json" in message
+
+
+def test_the_langgraph_json_advice_is_shown_by_default_once_naming_the_importer(
+    tmp_path: Path,
+) -> None:
+    """Issue 42 hole 14: a server reading langgraph.json imports the graph's module (never
+    as ``__main__``), so a DeprecationWarning was hidden by Python's default filters."""
+    (tmp_path / "server.py").write_text(
+        "import importlib\n"
+        "def load(name):\n"
+        "    return importlib.import_module(name)  # the line the warning names\n"
+    )
+    code = (
+        "import server\n"
+        "server.load('kbgraph.graphs.subgraph')\n"
+        "server.load('kbgraph.graphs.subgraph')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONWARNINGS": "", "PYTHONPATH": f"{tmp_path}:{ROOT}"},
+    )
+    advice = [line for line in out.stderr.splitlines() if "langgraph.json" in line]
+    assert len(advice) == 1, out.stderr
+    assert "server.py:3: FutureWarning" in advice[0], advice
 
 
 def test_a_star_import_of_an_old_module_imports_its_names() -> None:

@@ -5,6 +5,8 @@ the server was not started with, is refused before the server runs anything."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -195,3 +197,68 @@ def test_a_cron_or_an_assistant_does_not_index_unless_the_server_allows_it(
     monkeypatch.setenv("KBGRAPH_ALLOW_INDEX", "1")
     anyio.run(send, "POST", "/runs/crons", json.loads(json.dumps(cron)))
     assert seen[-1]["context"]["auto_index"] is True
+
+
+def test_runs_the_server_starts_itself_write_no_index_while_it_serves(
+    served: Path, served_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A cron stored before the guard stamped crons keeps ``auto_index: true`` in
+    # .langgraph_api, and the server starts its runs itself, past the guard: such a run
+    # wrote FOLDER/.kbgraph on a server started without KBGRAPH_ALLOW_INDEX.
+    from starlette.testclient import TestClient
+
+    from kbgraph.graphs._nodes.retrieve import search_kb
+    from kbgraph.graphs._searcher import SearcherRegistry
+    from kbgraph.retrieval import KnowledgeBase
+
+    from ._rag_fakes import deps_for, settings_for
+
+    (served / "retry.md").write_text("# Retry\r\n\nRetries back off: up to 5 attempts.\n")
+    settings = settings_for(served, auto_index=True)
+    [kb] = settings.resolved_knowledge_bases()
+
+    def run_as_a_cron() -> None:
+        registry = SearcherRegistry(lambda f, e, /, **o: KnowledgeBase(f, embedding=e))
+        search_kb(kb, ["retry"], settings, None, deps_for(registry), lambda _e: None)
+        registry.close_all()
+
+    monkeypatch.delenv("KBGRAPH_ALLOW_INDEX", raising=False)
+    with TestClient(served_app, base_url="http://127.0.0.1"):  # the app's lifespan runs
+        run_as_a_cron()
+        assert not (served / ".kbgraph").exists()
+        monkeypatch.setenv("KBGRAPH_ALLOW_INDEX", "1")
+        run_as_a_cron()
+        assert (served / ".kbgraph").is_dir()  # a server started to allow it indexes
+    shutil.rmtree(served / ".kbgraph")
+    monkeypatch.delenv("KBGRAPH_ALLOW_INDEX")
+    run_as_a_cron()  # no server any more: a script's run indexes as it always did
+    assert (served / ".kbgraph").is_dir()
+
+
+def test_a_deeply_nested_body_is_checked_as_the_server_parses_it(
+    served: Path, tmp_path: Path
+) -> None:
+    # ``json.loads`` gave up ~950 levels deep (RecursionError) and the body passed
+    # unchecked; the server's orjson reads up to 1,024, so its foreign folder was run.
+    deep = "[" * 1000 + "]" * 1000
+    foreign = json.dumps(_run(tmp_path))
+    raw = foreign[:-1] + f', "metadata": {{"x": {deep}}}}}'
+    reply = _post_raw(raw.encode())
+    assert reply.status_code == 403 and "is not one this server was started with" in reply.text
+    from kbgraph.graphs._served_guard import parse_body
+
+    too_deep = ("[" * 5000 + "]" * 5000).encode()
+    assert parse_body(too_deep)[1] is None  # orjson refuses it, as the server will
+    assert parse_body(b"not json") == (None, None)
+
+
+def _post_raw(body: bytes) -> httpx.Response:
+    import anyio
+
+    async def go() -> httpx.Response:
+        transport = httpx.ASGITransport(app=_APP[0])
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
+            headers = {"content-type": "application/json"}
+            return await c.post("/runs/wait", content=body, headers=headers)
+
+    return anyio.run(go)
