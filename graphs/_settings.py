@@ -79,6 +79,13 @@ class AnswerCheckSettings(Settings):
     judge: str = Field(default="offline", min_length=1)
     policy: AnswerPolicy = "repair"
     threshold: float = Field(default=0.5, ge=0.0, le=1.0, allow_inf_nan=False)
+    rewrite: bool | None = None
+    """Whether ``repair`` writes a rejected answer once more before the extractive answer:
+    ``None`` (default) does with a chat model served elsewhere and not with one that runs
+    in this process on the CPU (a ``gguf:`` model, see :func:`asks_optional`)."""
+
+    def rewrites_with(self, model: Any) -> bool:
+        return asks_optional(self.rewrite, model)
 
 
 class RagSettings(Settings):
@@ -133,6 +140,10 @@ class RagSettings(Settings):
     llm_timeout_seconds: float = Field(default=60.0, gt=0, allow_inf_nan=False)
     llm_rerank_max: int = Field(default=20, ge=1)
     grounding_min_coverage: float = Field(default=0.5, ge=0.0, le=1.0)
+    grounding_model: bool | None = None
+    """Whether GroundingCheck asks the chat model for its verdict (else the heuristic's
+    stands): ``None`` (default) asks a model served elsewhere, not one that runs in this
+    process on the CPU (see :func:`asks_optional`)."""
     grounding_min_vector_score: float | None = Field(default=0.2, allow_inf_nan=False)
     answer_check: AnswerCheckSettings = Field(default_factory=AnswerCheckSettings)
     # Write each finished run to kbgraph.graphs._recording.runs_dir() for `kbgraph inspect`.
@@ -287,6 +298,18 @@ def settings_from_context(context: Any) -> RagSettings:
     else:
         values = {k: getattr(context, k) for k in fields if hasattr(context, k)}
     return RagSettings(**values)
+
+
+def asks_optional(choice: bool | None, model: Any) -> bool:
+    """An optional model call's setting (``grounding_model``, ``answer_check.rewrite``):
+    ``True``/``False`` as given; ``None`` asks unless the model runs in this process
+    (``runs_in_process``: a ``gguf:`` model). Measured with the packaged SmolLM2 on a busy
+    2-core machine (bench_agentic, 12 questions): GroundingCheck's call took ~10 CPU-s and
+    timed out in most runs (its heuristic verdict stood anyway), and the second answer
+    took ~15 CPU-s and was never the one shown; the person waits for both."""
+    if choice is not None:
+        return choice
+    return not getattr(model, "runs_in_process", False)
 
 
 def settings_from_runtime(runtime: Any) -> RagSettings:

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput, ModelProfile
@@ -89,6 +89,10 @@ class ChatGGUF(BaseChatModel):
     per process."""
 
     model_path: str
+    runs_in_process: ClassVar[bool] = True
+    """It computes on this machine's CPU, in this process: an optional call (GroundingCheck's
+    verdict, a second answer) costs as much CPU as the person's answer does (see
+    :func:`kbgraph.graphs._settings.asks_optional`)."""
     threads: int = DEFAULT_THREADS
     n_ctx: int = DEFAULT_N_CTX
     max_tokens: int = DEFAULT_MAX_TOKENS

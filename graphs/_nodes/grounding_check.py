@@ -31,7 +31,7 @@ from kbgraph._base.context_window import JSON_RESERVE_TOKENS
 from kbgraph._base.text import stems
 from kbgraph.errors import error_text
 
-from .._settings import RagSettings, ResolvedKnowledgeBase
+from .._settings import RagSettings, ResolvedKnowledgeBase, asks_optional
 from .._state import (
     Candidate,
     RagGrounding,
@@ -182,6 +182,7 @@ class Verdict:
     missing: list[str]
     vector: float | None
     trimmed: str | None = None  # how the context was cut to fit the model's window
+    not_asked: bool = False  # a chat model that grounding_model says not to ask
 
 
 def _verdict(state: RagState, rec: StepRecorder, deps: NodeDeps) -> Verdict:
@@ -210,6 +211,9 @@ def _verdict(state: RagState, rec: StepRecorder, deps: NodeDeps) -> Verdict:
         return verdict
     model = rec.chat_model(deps)
     if model is None:
+        return verdict
+    if not asks_optional(settings.grounding_model, model):
+        verdict.not_asked = True  # the heuristic verdict stands (grounding_model)
         return verdict
     context = (state.get("rag_context") or "")[:_CONTEXT_CHARS]
     fit = fit_sources(
@@ -277,6 +281,8 @@ def grounding_check(
     }  # fmt: skip
     if verdict.trimmed:
         rec.data["context_trimmed"] = verdict.trimmed
+    if verdict.not_asked:
+        rec.data["model_asked"] = False
     update: dict[str, Any] = {
         "rag_grounded": verdict.grounded,
         "rag_grounding": grounding,

@@ -88,6 +88,7 @@ def make_check_node(
             return update
         if config.policy == "repair":
             usable = model is not None and run_outage(state) is None
+            usable = usable and config.rewrites_with(model)
             redo = _Redo(state, model, settings, prompt_for, chosen) if usable else None
             return _repaired(state, check, config, citations, extractive, update, redo, chosen)
         if check["error"] or model is None or run_outage(state):

@@ -60,6 +60,9 @@ def _settings(docs: Path, chat_model: str, **overrides: Any) -> RagSettings:
         "search": {"top_k": 2},
         "context_budget_tokens": 300,
         "max_rewrites": 0,
+        # Asked although the model runs in this process (the default does not ask it):
+        # these tests have every node meet the real model.
+        "grounding_model": True,
         **overrides,
     }
     return RagSettings(**values)

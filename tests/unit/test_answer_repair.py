@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
@@ -337,3 +337,32 @@ def test_the_trace_says_what_repair_dropped_and_why(docs: Path) -> None:
     lines = _trace.check_lines(out)
     assert any(line.startswith("  the draft was shown without what its sources") for line in lines)
     assert f"  dropped (said again, 42 times): {TRUE}" in lines
+
+
+class _InProcess(ScriptedChatModel):
+    """A scripted model that says it computes in this process, as a ``gguf:`` model does."""
+
+    runs_in_process: ClassVar[bool] = True
+
+
+@pytest.mark.parametrize(("rewrite", "asked"), [(None, False), (True, True)])
+def test_a_model_in_this_process_is_not_asked_to_write_it_again_unless_told(
+    docs: Path, rewrite: bool | None, asked: bool
+) -> None:
+    # SmolLM2 on a busy 2-core machine: the second answer took ~15 CPU-s and was the one
+    # shown in none of 12 questions; the person waited for it every time.
+    model = _InProcess(responses=[ValueError("no JSON")] * 8 + [MADE_UP_LOOP, TRUE])
+    agent = build_chat_agent(chat_model=model, answer_judge=_judge())
+    context = RagSettings(
+        knowledge_bases=[{"name": "docs", "folder": str(docs)}],
+        embedding="fake",
+        grounding_model=True,  # the scripted replies above count on its call
+        answer_check={"rewrite": rewrite},  # type: ignore[arg-type]
+    )
+    out = dict(agent.invoke({"messages": [HumanMessage(QUESTION)]}, context=context))
+    assert model.remaining == (0 if asked else 1)
+    if asked:
+        assert out["answer"] == TRUE and out["answer_check"]["action"] == "regenerated"
+    else:
+        assert out["answer_mode"] == "fallback" and len(out["answer_check"]["attempts"]) == 1
+        assert out["answer"].startswith("Extractive answer (the chat model's answer was not")

@@ -4,7 +4,7 @@ reasons and guidance, and the bounded decision to retry with a wider scope."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import pytest
 
@@ -340,3 +340,31 @@ def test_missing_terms_of_a_question_in_another_language(
     # issue 30: its stop words ("comment", "la", "wie") were listed as missing terms.
     out = _run(_state(question), _settings(tmp_path))
     assert debug_of(out)["steps"][0]["data"]["missing"] == missing
+
+
+class _InProcess(ScriptedChatModel):
+    """A scripted model that says it computes in this process, as a ``gguf:`` model does."""
+
+    runs_in_process: ClassVar[bool] = True
+
+
+@pytest.mark.parametrize(
+    ("model_cls", "choice", "asked"),
+    [
+        (_InProcess, None, False),  # a gguf model: its verdict cost ~10 CPU-s and timed out
+        (_InProcess, True, True),
+        (ScriptedChatModel, None, True),  # a model served elsewhere is asked
+        (ScriptedChatModel, False, False),
+    ],
+)
+def test_the_model_is_asked_for_its_verdict_as_grounding_model_says(
+    tmp_path: Path, model_cls: type[ScriptedChatModel], choice: bool | None, asked: bool
+) -> None:
+    model = model_cls(responses=[{"grounded": False, "reason": "it lacks the limit"}])
+    settings = _settings(tmp_path, grounding_model=choice)
+    out = _run(_state("How do I configure the retry policy?"), settings, model)
+    assert len(model.calls) == int(asked)
+    assert out["rag_grounded"] is (not asked)  # the heuristic verdict is "grounded" here
+    step = debug_of(out)["steps"][0]
+    assert step["path"] == ("llm" if asked else "heuristic")
+    assert step["data"].get("model_asked", True) is asked
