@@ -176,3 +176,28 @@ async def test_two_workers_serve_one_knowledge_base_in_postgresql(
     with workers_server(str(folder), "--store", pg_url) as (_, url, _pids):
         sources = [await _search_in_a_session(url) for _ in range(3)]
     assert {source for source, _ in sources} == {"notes.md"}
+
+
+async def test_one_stateless_process_answers_without_a_session(docs: Path) -> None:
+    """``--stateless`` alone: the single process serves as each worker does (no session
+    id, JSON replies), for servers behind a load balancer."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
+    command = [sys.executable, "-m", "kbgraph", "mcp", str(docs), "--embedding", "fake"]
+    proc = subprocess.Popen(
+        [*command, "--http", "--port", "0", "--stateless"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        source, seen = await _search_in_a_session(url)
+        reply = httpx.post(url, headers=ACCEPT, json=SEARCH, timeout=30)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    assert source == "docs/configuration.md" and seen == {"none"}  # no worker header
+    assert reply.headers["content-type"].startswith("application/json")
+    assert "mcp-session-id" not in reply.headers
