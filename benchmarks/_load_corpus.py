@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from _load_open import FreshnessProbe
+from _load_open import FreshnessProbe, Visible
 
 from kbgraph.retrieval import KnowledgeBase, SearchFilters
 
@@ -84,12 +84,14 @@ class Tally:
 
 
 class Writer(threading.Thread):
-    """Rewrites EDITS_PER_RUN files and indexes, until stopped; each edit (file, version,
-    when written) goes to ``edits`` for the freshness probe."""
+    """Rewrites EDITS_PER_RUN files and indexes, until stopped, ``pause`` seconds between
+    runs (0: back to back); each edit (file, version, when written) goes to ``edits`` for
+    the freshness probe."""
 
-    def __init__(self, folder: Path, url: str) -> None:
+    def __init__(self, folder: Path, url: str, pause: float = 0.0) -> None:
         super().__init__(daemon=True)
         self.folder, self.kb = folder, KnowledgeBase(folder, embedding="fake", store=url)
+        self.pause = pause
         self.runs, self.failures = 0, 0
         self.edits: queue.Queue[tuple[int, int, float]] = queue.Queue()
         self.stop_now = threading.Event()
@@ -106,6 +108,8 @@ class Writer(threading.Thread):
                 self.runs += 1
             except Exception:
                 self.failures += 1
+            # Paced, a writer is what a team's edits are, not a second load on the cores.
+            self.stop_now.wait(self.pause)
 
 
 def visible(kb: KnowledgeBase, i: int, version: int) -> bool:
@@ -124,13 +128,18 @@ class WriterStats:
 
 
 @contextmanager
-def writing(folder: Path, url: str) -> Iterator[WriterStats]:
-    """The writer and the freshness probe that follows its edits, for the block; the
-    stats are filled in when the block ends (the probe waits for the writer's last run)."""
+def writing(
+    folder: Path, url: str, pause: float = 0.0, seen: Visible | None = None
+) -> Iterator[WriterStats]:
+    """The writer (``pause`` seconds between its runs) and the freshness probe that
+    follows its edits, for the block; the probe searches with ``seen`` (through a server),
+    else with a ``KnowledgeBase`` of its own. The stats are filled in when the block ends
+    (the probe waits for the writer's last run)."""
     stats = WriterStats()
-    writer = Writer(folder, url)
+    writer = Writer(folder, url, pause)
     probe_kb = KnowledgeBase(folder, embedding="fake", store=url)
-    probe = FreshnessProbe(writer.edits, lambda i, v: visible(probe_kb, i, v), PROBE_INTERVAL)
+    own: Visible = lambda i, v: visible(probe_kb, i, v)  # noqa: E731
+    probe = FreshnessProbe(writer.edits, seen or own, PROBE_INTERVAL)
     writer.start()
     probe.start()
     try:

@@ -4,6 +4,7 @@ writer re-indexes edits, then 1,000 knowledge bases (tenants) in one database.
     python benchmarks/bench_load.py                                   # every section
     python benchmarks/bench_load.py --section api --agents 1 8 --seconds 5   # a quick proof
     python benchmarks/bench_load.py --section open --saturation 100 --seconds 5
+    python benchmarks/bench_load.py --section mcp-open --mcp-workers 1 2   # many workers
     python benchmarks/bench_load.py --quick   # every section in seconds: a smoke run
 
 Sections:
@@ -22,6 +23,12 @@ Sections:
   rerank, no chat model, ``auto_index`` off: the writer keeps the index fresh), once per
   ``--langgraph-jobs`` (the server's ``--n-jobs-per-worker``); the open loop's rates are
   fractions of the server's own closed-loop saturation;
+- ``mcp`` and ``mcp-open``: the same two through ``kbgraph mcp --http --store URL``, one
+  server per ``--mcp-workers`` count (1: the single-process server; N > 1: ``--workers N``,
+  stateless), its agents MCP clients (JSON-RPC over HTTP, a keep-alive connection and a
+  session each), the freshness probe one more; the writer paced (``--writer-pause`` s
+  between runs); each row also says the CPU per search of the server's processes, of
+  PostgreSQL's and of this one (the sizing rule of docs/how-to/many-workers.md);
 - ``tenants``: ``--tenants`` knowledge bases of two files each in one database: each is
   searched for its own word and for another tenant's (isolation: no result may come from
   another folder), cold (open, search, close) and warm (searched again).
@@ -49,7 +56,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -58,8 +65,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _load_corpus import EDITS_PER_RUN, FILES, QUERIES, Tally, WriterStats, write_file, writing
-from _load_open import Hits, Search, latency_summary, run_closed, run_idle, run_open
+from _load_corpus import EDITS_PER_RUN, FILES, QUERIES, write_file
+from _load_mcp import mcp_sections
+from _load_open import Hits, Search
 from _load_report import (
     DEV_NOTES,
     Section,
@@ -72,15 +80,11 @@ from _load_report import (
     server_runs_note,
 )
 from _load_report import versions as server_versions
+from _load_rows import Agents, Bench, closed_rows, open_rows, saturation_of
 from _quick import parse
 
 from kbgraph.retrieval import KnowledgeBase, SearchFilters
 from tests.support.postgres import chosen_server, running_postgres
-
-TARGETS = {0.5: 3.0, 0.8: 6.0}  # level of saturation: most p95 may be, × the idle agent's
-
-# ``agents(n)``: a search function over n agents (agent k searches with ``search(k, q)``).
-Agents = Callable[[int], AbstractContextManager[Search]]
 
 
 @contextmanager
@@ -102,74 +106,6 @@ def api_agents(folder: Path, url: str, n: int) -> Iterator[Search]:
     finally:
         for kb in kbs:
             kb.close()
-
-
-def tally_row(tally: Tally, writer: WriterStats) -> dict[str, Any]:
-    return {
-        "searches": len(tally.ms),
-        **latency_summary(tally.ms),
-        "results": tally.results,
-        "errors": len(tally.errors),
-        "first_error": tally.errors[0] if tally.errors else "",
-        "torn": tally.torn,
-        "writer_runs": writer.runs,
-        "writer_failures": writer.failures,
-        **writer.fresh,
-    }
-
-
-def closed_rows(
-    label: str, agents: Agents, counts: list[int], seconds: float, folder: Path, url: str
-) -> list[dict[str, Any]]:
-    rows = []
-    for n in counts:
-        print(f"  {label}, {n} agents, closed loop", file=sys.stderr, flush=True)
-        tally = Tally()
-        with agents(n) as search, writing(folder, url) as writer:
-            run_closed(n, seconds, search, tally, QUERIES)
-        row = {"name": f"{label}, {n} agents", "agents": n, "per_s": len(tally.ms) / seconds}
-        rows.append(row | tally_row(tally, writer))
-    return rows
-
-
-def idle_row(
-    label: str, search: Search, args: argparse.Namespace, folder: Path, url: str
-) -> dict[str, Any]:
-    print(f"  {label}, one idle agent", file=sys.stderr, flush=True)
-    tally = Tally()
-    with writing(folder, url) as writer:
-        run_idle(args.idle_seconds, search, tuple(args.idle_pause), tally, QUERIES)
-    row = {"name": f"{label}, one idle agent", "level": 0.0, "offered_per_s": float("nan")}
-    row |= {"achieved_per_s": len(tally.ms) / args.idle_seconds, "ratio": 1.0}
-    return row | tally_row(tally, writer)
-
-
-def open_rows(
-    label: str,
-    agents: Agents,
-    saturation: float,
-    args: argparse.Namespace,
-    folder: Path,
-    url: str,
-) -> list[dict[str, Any]]:
-    """The idle agent, then each level of ``saturation`` offered as Poisson arrivals."""
-    with agents(args.pool) as search:
-        rows = [idle_row(label, search, args, folder, url)]
-        for level in args.levels:
-            rate = level * saturation
-            print(f"  {label}, {level:.0%} = {rate:.1f}/s, open loop", file=sys.stderr, flush=True)
-            tally = Tally()
-            with writing(folder, url) as writer:
-                run = run_open(rate, args.seconds, search, args.pool, tally, QUERIES)
-            row: dict[str, Any] = {"name": f"{level:.0%} of {saturation:.1f}/s", "level": level}
-            row |= {"rate": rate, "offered_per_s": run.offered / args.seconds}
-            row |= {"achieved_per_s": len(tally.ms) / run.elapsed_s, "target": TARGETS.get(level)}
-            row |= {"peak_busy": run.peak_busy, "pool": run.pool}
-            row |= {"late_dispatch_ms": run.late_dispatch_ms, "elapsed_s": run.elapsed_s}
-            row |= tally_row(tally, writer)
-            row["ratio"] = row["p95"] / rows[0]["p95"]
-            rows.append(row)
-    return rows
 
 
 def subgraph_search(client: Any, assistant: str, context: dict[str, Any], query: str) -> Hits:
@@ -217,11 +153,6 @@ def dev_server(folder: Path, url: str, jobs: int) -> Iterator[tuple[Agents, Path
         yield agents, log
     finally:
         stop_dev_server(server.process)
-
-
-def saturation_of(rows: list[dict[str, Any]], given: float | None) -> float:
-    """``given``, else the best searches/s of the closed-loop rows."""
-    return given if given else max(r["per_s"] for r in rows)
 
 
 def tenant_word(k: int) -> str:
@@ -287,14 +218,14 @@ def api_sections(args: argparse.Namespace, sections: list[Section], folder: Path
     if "api" in args.section:
         with measuring("Python API, closed loop (saturation)", "closed", sections) as s:
             closed = s.rows = closed_rows(
-                "Python API", agents, args.agents, args.seconds, folder, url
+                "Python API", agents, args.agents, args.seconds, Bench(folder, url)
             )
     if "open" in args.section:
         saturation = saturation_of(closed, args.saturation)
         with measuring(
             f"Python API, open loop (saturation {saturation:.1f}/s)", "open", sections
         ) as s:
-            s.rows = open_rows("Python API", agents, saturation, args, folder, url)
+            s.rows = open_rows("Python API", agents, saturation, args, Bench(folder, url))
             s.notes.append(open_notes(args))
 
 
@@ -309,7 +240,7 @@ def langgraph_sections(
                 mark = log_lines(log)
                 with measuring(f"{label}, closed loop (saturation)", "closed", sections) as s:
                     closed = s.rows = closed_rows(
-                        label, agents, args.agents, args.seconds, folder, url
+                        label, agents, args.agents, args.seconds, Bench(folder, url)
                     )
                 s.notes += [server_runs_note(log, mark), DEV_NOTES]
             if "langgraph-open" in args.section:
@@ -317,15 +248,16 @@ def langgraph_sections(
                 title = f"{label}, open loop (saturation {saturation:.1f}/s)"
                 mark = log_lines(log)
                 with measuring(title, "open", sections) as s:
-                    s.rows = open_rows(label, agents, saturation, args, folder, url)
+                    s.rows = open_rows(label, agents, saturation, args, Bench(folder, url))
                 s.notes += [open_notes(args), server_runs_note(log, mark)]
                 s.notes += [] if closed else [DEV_NOTES]
 
 
-SECTIONS = ("api", "open", "langgraph", "langgraph-open", "tenants")
+SECTIONS = ("api", "open", "langgraph", "langgraph-open", "mcp", "mcp-open", "tenants")
 QUICK: dict[str, Any] = {  # --quick: every section (or those asked for), tiny
     "agents": [1, 2], "seconds": 1.0, "levels": [0.5], "langgraph_jobs": [1], "pool": 2,
     "idle_seconds": 1.0, "idle_pause": [0.1, 0.2], "tenants": 4, "tenant_sample": 2,
+    "mcp_workers": [2], "writer_pause": 0.2,
 }  # fmt: skip
 
 
@@ -355,6 +287,21 @@ def arguments() -> argparse.Namespace:
         default=[1, 10],
         help="langgraph dev --n-jobs-per-worker, one server each",
     )
+    parser.add_argument(
+        "--mcp-workers",
+        type=int,
+        nargs="+",
+        default=[1, 2],
+        help="kbgraph mcp --http --workers, one server each (1: the single-process server)",
+    )
+    parser.add_argument("--mcp-saturation", type=float, help="the same for kbgraph mcp")
+    parser.add_argument(
+        "--writer-pause",
+        type=float,
+        default=1.0,
+        help="the mcp sections' writer: seconds between its runs (the other sections' "
+        "writer runs back to back)",
+    )
     parser.add_argument("--pool", type=int, default=64, help="open loop: agents serving arrivals")
     parser.add_argument("--idle-seconds", type=float, default=60.0)
     parser.add_argument(
@@ -370,6 +317,8 @@ def arguments() -> argparse.Namespace:
         args.section.append("api")
     if "langgraph-open" in args.section and args.langgraph_saturation is None:
         args.section.append("langgraph")
+    if "mcp-open" in args.section and args.mcp_saturation is None:
+        args.section.append("mcp")
     return args
 
 
@@ -390,6 +339,8 @@ def main() -> None:
         api_sections(args, sections, folder, url)
         if {"langgraph", "langgraph-open"} & set(args.section):
             langgraph_sections(args, sections, folder, url)
+        if {"mcp", "mcp-open"} & set(args.section):
+            mcp_sections(args, sections, folder, url)
         if "tenants" in args.section:
             with measuring(
                 f"{args.tenants} knowledge bases in one database", "tenants", sections

@@ -119,6 +119,11 @@ class DimensionMismatchError(ModelMismatchError):
     """The embedding model gives vectors of another size than the existing index."""
 
 
+class ServerWorkerError(KbgraphError):
+    """A worker process of ``kbgraph mcp --http --workers N`` ended without being asked to
+    (it crashed, or was killed): the server stops its other workers and fails."""
+
+
 class EmbeddingError(KbgraphError):
     """The embedding provider failed after retries."""
 
@@ -240,6 +245,7 @@ __all__ = [
     "LlmRefusalError",
     "ModelMismatchError",
     "ReadOnlyStoreError",
+    "ServerWorkerError",
     "error_from_record",
     "error_record",
     "error_text",

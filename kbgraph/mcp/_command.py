@@ -5,7 +5,9 @@ Over stdio by default (stdout carries the protocol only; logs and progress go to
 URL (``--port 0`` picks a free port). A host other than loopback is refused unless
 ``--allow-remote``: there is no authentication, and whoever reaches the port reads the
 documents. Bound to every interface (``--host 0.0.0.0``), the server answers to the
-machine's own names and addresses, and prints a URL with one of them."""
+machine's own names and addresses, and prints a URL with one of them. ``--workers N``
+serves from N processes, statelessly (``_workers.py``); ``--stateless`` alone serves one
+process so, for several servers behind a load balancer."""
 
 from __future__ import annotations
 
@@ -63,6 +65,21 @@ def _check_chat_model(chat_model: str | None, embedding: str) -> None:
     "reads the documents).",
 )
 @allow_host_option("Also answer to this Host name (repeatable); loopback names and --host always.")
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 256),
+    default=1,
+    show_default=True,
+    help="With --http: serve from this many processes (a process's Python work shares "
+    "one core: about one per core). Above 1 the server is stateless (as --stateless).",
+)
+@click.option(
+    "--stateless",
+    is_flag=True,
+    help="With --http: answer every request on its own, without an MCP session (JSON "
+    "replies, no event stream), so that any process (a worker, or a server behind a load "
+    "balancer) answers any request.",
+)
 @click.option("--allow-write", is_flag=True, help="Serve the `index` tool.")
 @click.option(
     "--auto-index",
@@ -85,6 +102,8 @@ def mcp(
     port: int,
     allow_remote: bool,
     allow_hosts: tuple[str, ...],
+    workers: int,
+    stateless: bool,
     allow_write: bool,
     auto_index: bool,
     watch: bool,
@@ -106,16 +125,37 @@ def mcp(
         watch=watch,
     )
     _check_chat_model(chat_model, embedding)
+    _check_workers(use_http, workers, stateless, watch)
     if not use_http:
         from ._transport import serve_stdio
 
         serve_stdio(settings)
         return
-    _serve_http(settings, host, port, allow_remote, allow_hosts)
+    _serve_http(settings, host, port, allow_remote, allow_hosts, workers, stateless)
+
+
+def _check_workers(use_http: bool, workers: int, stateless: bool, watch: bool) -> None:
+    """Refuse, before anything starts, what several processes cannot do."""
+    if not use_http and (workers > 1 or stateless):
+        raise ConfigError(
+            "--workers and --stateless serve HTTP: pass --http (over stdio one client "
+            "launches one process)"
+        )
+    if workers > 1 and watch:
+        raise ConfigError(
+            f"--watch with --workers {workers} would run {workers} watchers writing one "
+            "index; run one `kbgraph watch FOLDER` beside the server instead"
+        )
 
 
 def _serve_http(
-    settings: McpSettings, host: str, port: int, allow_remote: bool, allow_hosts: tuple[str, ...]
+    settings: McpSettings,
+    host: str,
+    port: int,
+    allow_remote: bool,
+    allow_hosts: tuple[str, ...],
+    workers: int = 1,
+    stateless: bool = False,
 ) -> None:
     from kbgraph.inspector import allowed_hosts, is_loopback, listen, served_url
 
@@ -144,7 +184,14 @@ def _serve_http(
         url = f"http://{shown}:{sock.getsockname()[1]}{MCP_PATH}"
     click.echo(url, nl=True)
     sys.stdout.flush()
-    serve_http(settings, sock, answered)
+    if workers == 1:
+        serve_http(settings, sock, answered, stateless=stateless)
+        return
+    from ._transport import require_sdk
+    from ._workers import serve_workers
+
+    require_sdk()  # a missing SDK fails here, once, not in every worker
+    serve_workers(settings, sock, answered, workers)
 
 
 WILDCARDS = ("0.0.0.0", "::", "")

@@ -44,14 +44,22 @@ def protocol_stdout() -> TextIO:
     return io.TextIOWrapper(os.fdopen(protocol, "wb"), encoding="utf-8", newline="\n")
 
 
-def _server(bases: OpenBases) -> Server[Any, Any]:
-    """The server over ``bases``; the SDK is imported here, with a word on a missing one."""
+def require_sdk() -> None:
+    """Import the server's side of the MCP SDK; a ``ConfigError`` saying what to install
+    when it is missing."""
     try:
-        from ._server import server_over
+        from . import _server  # noqa: F401
     except ImportError as exc:
         raise ConfigError(
             f"kbgraph mcp needs the MCP SDK ({exc}); pip install 'kbgraph[mcp]'"
         ) from exc
+
+
+def _server(bases: OpenBases) -> Server[Any, Any]:
+    """The server over ``bases``; the SDK is imported here, with a word on a missing one."""
+    require_sdk()
+    from ._server import server_over
+
     return server_over(bases)
 
 
@@ -127,9 +135,13 @@ def _drop(protocol: TextIO) -> None:
         pass
 
 
-def http_app(settings: McpSettings, allowed_hosts: tuple[str, ...]) -> Any:
+def http_app(
+    settings: McpSettings, allowed_hosts: tuple[str, ...], *, stateless: bool = False
+) -> Any:
     """The Starlette app serving MCP at :data:`MCP_PATH`, answering only ``allowed_hosts``
-    (names, any port) and browser origins on them."""
+    (names, any port) and browser origins on them. ``stateless``: every request is
+    answered on its own, without an MCP session, as JSON (no event stream), so that any
+    process (a worker, or a machine behind a load balancer) can answer any request."""
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
     from mcp.server.transport_security import TransportSecuritySettings
     from starlette.applications import Starlette
@@ -143,7 +155,9 @@ def http_app(settings: McpSettings, allowed_hosts: tuple[str, ...]) -> Any:
         allowed_hosts=[f"{h}:*" for h in shown] + shown,
         allowed_origins=[f"http://{h}:*" for h in shown] + [f"http://{h}" for h in shown],
     )
-    manager = StreamableHTTPSessionManager(app=server, security_settings=security)
+    manager = StreamableHTTPSessionManager(
+        app=server, security_settings=security, stateless=stateless, json_response=stateless
+    )
 
     @asynccontextmanager
     async def lifespan(_: Any) -> AsyncIterator[None]:
@@ -166,11 +180,17 @@ class _Endpoint:
         await self.manager.handle_request(scope, receive, send)
 
 
-def serve_http(settings: McpSettings, sock: socket.socket, allowed_hosts: tuple[str, ...]) -> None:
+def serve_http(
+    settings: McpSettings,
+    sock: socket.socket,
+    allowed_hosts: tuple[str, ...],
+    *,
+    stateless: bool = False,
+) -> None:
     """Serve streamable HTTP on the listening socket ``sock`` until interrupted."""
     import uvicorn
 
-    app = http_app(settings, allowed_hosts)
+    app = http_app(settings, allowed_hosts, stateless=stateless)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     server.run(sockets=[sock])
 
@@ -182,6 +202,7 @@ __all__ = [
     "http_app",
     "one_line_logs",
     "protocol_stdout",
+    "require_sdk",
     "serve_http",
     "serve_stdio",
 ]

@@ -61,7 +61,11 @@ def test_bench_cost_quick(tmp_path: Path) -> None:
 
 def test_bench_load_quick() -> None:
     """Every section, langgraph dev's too (it failed: the served guard refused the
-    benchmark's folder, no KBGRAPH_ALLOWED_FOLDERS); 1 s a row, about 30 s."""
+    benchmark's folder, no KBGRAPH_ALLOWED_FOLDERS) and ``kbgraph mcp --http --workers
+    2``'s (its quick form: about 15 s of the run); 1 s a row, about 45 s."""
     out = run_quick("bench_load.py")
     assert "open loop (saturation" in out
     assert "results from another tenant: 0 of" in out
+    assert "### `kbgraph mcp --http --workers 2`, open loop (saturation" in out
+    assert "CPU per search and cores busy (2 worker processes" in out
+    assert "first error" not in out

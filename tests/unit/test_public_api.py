@@ -83,6 +83,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "LlmRefusalError",
         "ModelMismatchError",
         "ReadOnlyStoreError",
+        "ServerWorkerError",
         "error_from_record",
         "error_record",
         "error_text",
