@@ -20,6 +20,7 @@ document, to make a claim look like the trusted file's) is escaped with a backsl
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -62,13 +63,22 @@ def source_header(n: int, entry: ContextEntry) -> str:
 
 
 # A line a model would take for a header: ``[n] Source:`` at its start, in any spacing or
-# case (``[ 2 ]source :``, after indentation or an invisible space).
-_HEADER_LIKE = re.compile(r"^([\s\u200b\ufeff]*)(?=\[\s*\d+\s*\]\s*source\s*:)", re.I | re.M)
+# case (``[ 2 ]source :``, after indentation or an invisible space), and in the forms NFKC
+# folds to it (fullwidth ``［５］ Ｓｏｕｒｃｅ：``) or other square brackets (``【2】``).
+_LEAD = re.compile(r"[\s\u200b-\u200d\u2060\ufeff]*")
+_HEADER_LIKE = re.compile(r"[\[【〔〖⟦]\s*\d+\s*[\]】〕〗⟧]\s*source\s*:", re.I)
 
 
 def escape_headers(text: str) -> str:
     """``text`` with each line that reads as a source header escaped (see the module)."""
-    return _HEADER_LIKE.sub(lambda m: m.group(1) + "\\", text)
+    return "\n".join(_escaped_line(line) for line in text.split("\n"))
+
+
+def _escaped_line(line: str) -> str:
+    lead = _LEAD.match(line).end()  # type: ignore[union-attr]
+    if _HEADER_LIKE.match(unicodedata.normalize("NFKC", line[lead:])):
+        return f"{line[:lead]}\\{line[lead:]}"
+    return line
 
 
 def source_block(n: int, entry: ContextEntry) -> str:

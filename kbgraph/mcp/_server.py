@@ -39,7 +39,7 @@ from ._schemas import (
     StatsOutput,
 )
 from ._sdk import McpError, ReadResourceContents, Server, types
-from ._settings import McpSettings
+from ._settings import MAX_READ_CHARS, McpSettings
 
 logger = logging.getLogger("kbgraph.mcp")
 SCHEME = "kbgraph"
@@ -218,7 +218,15 @@ def _read_resource(bases: OpenBases, uri: str) -> str:
         raise KbgraphError(f"{one_line(uri)[:200]!r} is not a {SCHEME}://KB/PATH resource")
     kb, path = unquote(parts.netloc), unquote(parts.path.removeprefix("/"))
     _, text = source_of(bases, kb, path)
-    return "\n".join(text.lines)
+    whole = "\n".join(text.lines)
+    if len(whole) > MAX_READ_CHARS:
+        # A resource is the whole file or nothing: a silent cut would read as all of it.
+        raise KbgraphError(
+            f"{path} has {len(whole):,} characters, more than the {MAX_READ_CHARS:,} a "
+            f"resource read returns; read it in parts with the read tool (path {path!r}, "
+            "line_start, line_end)"
+        )
+    return whole
 
 
 def _refuse(message: str) -> McpError:

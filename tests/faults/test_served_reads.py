@@ -133,3 +133,24 @@ async def test_mcp_read_sends_the_text_once(tmp_path: Path) -> None:
     wire = result.model_dump_json(by_alias=True)
     assert wire.count("ünïque-marker") == 1 and marker in _lines_of(result)
     assert result.structuredContent is not None and "text" not in result.structuredContent
+
+
+async def test_a_resource_longer_than_a_read_is_refused_in_one_line(tmp_path: Path) -> None:
+    """The matrix rerun: ``resources/read`` of a 7.5 MB file sent it whole while the read
+    tool stops at 100,000 characters."""
+    from kbgraph.mcp._settings import MAX_READ_CHARS
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "big.txt").write_text("retry " * (MAX_READ_CHARS // 5) + "\n")
+    (folder / "small.md").write_text("# Ünïcode\r\nretry once\r\n")
+    KnowledgeBase(folder, embedding="fake").index()
+    server = build_server(McpSettings.from_folders([folder]))
+    async with create_connected_server_and_client_session(server) as client:
+        with pytest.raises(McpError) as refused:
+            await client.read_resource(AnyUrl("kbgraph://docs/big.txt"))
+        small = await client.read_resource(AnyUrl("kbgraph://docs/small.md"))
+    message = str(refused.value)
+    assert "more than the 100,000 a resource read returns" in message and "\n" not in message
+    assert "read tool" in message
+    assert small.contents[0].text == "# Ünïcode\nretry once\n"  # type: ignore[union-attr]
