@@ -27,7 +27,7 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -122,15 +122,16 @@ class AnnIndex:
     rows: np.ndarray  # rows[i]: the row of keys[i]
 
     @classmethod
-    def open(cls, generation: Path, count: int) -> AnnIndex | None:
+    def open(cls, generation: Path, count: int, *, in_memory: bool = False) -> AnnIndex | None:
         if not (generation / ANN_FILES[0]).is_file():
             return None
         from usearch.index import Index
 
         try:
-            index = Index.restore(str(generation / ANN_FILES[0]), view=True)
-            keys = np.load(generation / ANN_FILES[1], mmap_mode="r", allow_pickle=False)
-            rows = np.load(generation / ANN_FILES[2], mmap_mode="r", allow_pickle=False)
+            mode: Literal["r"] | None = None if in_memory else "r"
+            index = Index.restore(str(generation / ANN_FILES[0]), view=not in_memory)
+            keys = np.load(generation / ANN_FILES[1], mmap_mode=mode, allow_pickle=False)
+            rows = np.load(generation / ANN_FILES[2], mmap_mode=mode, allow_pickle=False)
         except (OSError, ValueError, RuntimeError) as exc:
             raise IndexCorruptError(
                 f"{generation}: the ANN graph does not open ({exc}); re-index"

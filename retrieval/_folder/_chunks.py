@@ -70,8 +70,16 @@ def write_chunks(chunks_path: Path, offsets_path: Path, chunks: Iterable[Chunk])
 class ChunkReader:
     """Random access to the chunks of one generation through a memory map."""
 
-    def __init__(self, chunks_path: Path, offsets_path: Path, *, checked: bool = True) -> None:
-        """``checked``: lines carry their checksum (False only for index format 1)."""
+    def __init__(
+        self,
+        chunks_path: Path,
+        offsets_path: Path,
+        *,
+        checked: bool = True,
+        in_memory: bool = False,
+    ) -> None:
+        """``checked``: lines carry their checksum (False only for index format 1);
+        ``in_memory``: the file is read, not mapped (see :mod:`._mapped`)."""
         self.path = chunks_path
         self._checked = checked
         self._size = _size_of(chunks_path)
@@ -93,8 +101,14 @@ class ChunkReader:
         # The map holds its own handle of the file: closing ours now leaves no file object
         # for a reader that is never closed (a cached knowledge base at interpreter exit
         # would otherwise warn "unclosed file chunks.jsonl").
-        with open(chunks_path, "rb") as fh:
-            self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if self._size else None
+        self._map: mmap.mmap | bytes | None = None
+        if self._size and in_memory:
+            self._map = chunks_path.read_bytes()
+            if len(self._map) != self._size:
+                raise IndexCorruptError(f"{chunks_path}: changed size while read; {REPAIR}")
+        elif self._size:
+            with open(chunks_path, "rb") as fh:
+                self._map = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
 
     def __len__(self) -> int:
         return len(self._offsets)
@@ -150,5 +164,5 @@ class ChunkReader:
             yield self.get(i)
 
     def close(self) -> None:
-        if self._map is not None:
+        if isinstance(self._map, mmap.mmap):
             self._map.close()

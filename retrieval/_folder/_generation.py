@@ -82,7 +82,10 @@ class IndexReader:
             self.legacy = self.meta.format_version == LEGACY_FORMAT
             with _unreadable_is_damage(self.path):
                 self.chunks = ChunkReader(
-                    self.path / "chunks.jsonl", self.path / "offsets.bin", checked=not self.legacy
+                    self.path / "chunks.jsonl",
+                    self.path / "offsets.bin",
+                    checked=not self.legacy,
+                    in_memory=self.mapped.in_memory,
                 )
             try:
                 with _unreadable_is_damage(self.path):
@@ -106,15 +109,19 @@ class IndexReader:
             raise
 
     def _open_rest(self, *, legacy_ok: bool) -> None:
-        self.vectors = open_vectors(self.path / "vectors.bin") if self.meta.embedding else None
+        in_memory = self.mapped.in_memory
+        vectors = self.path / "vectors.bin"
+        self.vectors = open_vectors(vectors, in_memory=in_memory) if self.meta.embedding else None
         self.row_sums = (
             None if self.vectors is None else open_sums(self.path / SUMS, len(self.vectors))
         )
-        self.bm25 = _load_bm25(self.path / "bm25", legacy_ok)
+        self.bm25 = _load_bm25(self.path / "bm25", legacy_ok, in_memory)
         # Field rankers (title, ...) are built from the checked chunks on first use.
         self.fields = FieldIndexes(self.meta.tokenizer)
         self.ann = (
-            AnnIndex.open(self.path, self.meta.chunk_count) if self.vectors is not None else None
+            AnnIndex.open(self.path, self.meta.chunk_count, in_memory=in_memory)
+            if self.vectors is not None
+            else None
         )
 
     def check_mapped(self) -> None:
@@ -309,9 +316,9 @@ def lines_problem(chunk: Chunk, kind: str) -> str | None:
     return None
 
 
-def _load_bm25(directory: Path, legacy_ok: bool = False) -> BM25Index:
+def _load_bm25(directory: Path, legacy_ok: bool = False, in_memory: bool = False) -> BM25Index:
     try:
-        return BM25Index.load(directory, legacy_ok=legacy_ok)
+        return BM25Index.load(directory, legacy_ok=legacy_ok, in_memory=in_memory)
     except IndexNotFoundError as exc:  # inside a generation, a missing part is damage
         raise IndexCorruptError(f"{exc} ({REPAIR})") from None
 

@@ -12,10 +12,23 @@ changed since makes the reader check again what it had checked once. The ctime c
 too: a write whose mtime was put back (``cp -p``, ``rsync -t``, ``touch -r``,
 ``os.utime``) still moves the ctime, which no one can set. A path
 that no longer names the mapped file (a pruned generation, a file replaced by rename)
-leaves the map as it was: nobody can shrink an inode that no path names."""
+leaves the map as it was: nobody can shrink an inode that no path names.
+
+The check before a search cannot close the window while a search reads: a file truncated
+during a search killed the MCP server with SIGBUS all the same (the matrix rerun of issue
+42: 3 of 3 runs). So a generation of at most :data:`IN_MEMORY_MAX_BYTES` (256 MiB;
+``KBGRAPH_IN_MEMORY_MAX_MB``) is read into memory rather than mapped: a file shrunk or
+rewritten later cannot reach what the reader holds. Its files' digests are taken at open,
+and a file changed in place since (its times moved) is an ``IndexCorruptError`` when its
+bytes differ, as a fresh ``kbgraph search`` would refuse it — a time that moved alone (a
+hard link made by a backup tool) changes nothing. A larger generation stays mapped
+(shared by every process that reads it, not copied): there a file truncated while a search
+reads it still ends the process with SIGBUS — do not let other programs write into
+``.kbgraph``."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +36,19 @@ from pathlib import Path
 from kbgraph.errors import IndexCorruptError
 
 from .._storage import REPAIR
+
+IN_MEMORY_ENV = "KBGRAPH_IN_MEMORY_MAX_MB"
+IN_MEMORY_MAX_BYTES = 256 << 20
+
+
+def in_memory_max() -> int:
+    """The largest generation read into memory, in bytes (``KBGRAPH_IN_MEMORY_MAX_MB``;
+    0 maps every generation)."""
+    raw = os.environ.get(IN_MEMORY_ENV, "").strip()
+    try:
+        return int(float(raw) * (1 << 20)) if raw else IN_MEMORY_MAX_BYTES
+    except ValueError:
+        return IN_MEMORY_MAX_BYTES
 
 
 @dataclass(slots=True)
@@ -32,10 +58,12 @@ class _Seen:
     dev: int
     size: int
     times: tuple[int, int]  # (st_mtime_ns, st_ctime_ns)
+    digest: bytes = b""  # of the bytes read at open (a generation held in memory)
 
 
 class MappedFiles:
-    """The files of one generation folder as they were when it was opened."""
+    """The files of one generation folder as they were when it was opened; ``in_memory``:
+    the generation is small enough to be read rather than mapped."""
 
     def __init__(self, folder: Path) -> None:
         self._seen: list[_Seen] = []
@@ -44,6 +72,10 @@ class MappedFiles:
                 path = Path(directory) / name
                 st = os.stat(path, follow_symlinks=False)
                 self._seen.append(_Seen(path, st.st_ino, st.st_dev, st.st_size, _times(st)))
+        self.in_memory = sum(seen.size for seen in self._seen) <= in_memory_max()
+        if self.in_memory:
+            for seen in self._seen:
+                seen.digest = _digest(seen.path)
 
     def changed(self) -> bool:
         """``IndexCorruptError`` when a file changed size since the open; True when one
@@ -62,8 +94,13 @@ class MappedFiles:
                     f"opened: it was truncated or rewritten while in use; {REPAIR}"
                 )
             if _times(st) != seen.times:
+                if self.in_memory and _digest(seen.path) != seen.digest:
+                    raise IndexCorruptError(
+                        f"{seen.path}: its bytes no longer match the checksum taken when "
+                        f"the index was opened (changed while in use); {REPAIR}"
+                    )
                 seen.times = _times(st)
-                changed = True
+                changed = not self.in_memory  # held in memory: what was checked stands
         return changed
 
 
@@ -71,4 +108,9 @@ def _times(st: os.stat_result) -> tuple[int, int]:
     return st.st_mtime_ns, st.st_ctime_ns
 
 
-__all__ = ["MappedFiles"]
+def _digest(path: Path) -> bytes:
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "blake2b").digest()
+
+
+__all__ = ["IN_MEMORY_ENV", "IN_MEMORY_MAX_BYTES", "MappedFiles", "in_memory_max"]

@@ -41,8 +41,9 @@ def write_vectors(path: Path, vectors: np.ndarray) -> None:
         os.fsync(fh.fileno())
 
 
-def open_vectors(path: Path) -> np.ndarray:
-    """Validate the header and exact length, then memory-map the matrix read-only."""
+def open_vectors(path: Path, *, in_memory: bool = False) -> np.ndarray:
+    """Validate the header and exact length, then memory-map the matrix read-only (or,
+    ``in_memory``, read it: see :mod:`._mapped`)."""
     try:
         size = path.stat().st_size
     except OSError as exc:
@@ -65,6 +66,12 @@ def open_vectors(path: Path) -> np.ndarray:
         )
     if count == 0:
         return np.zeros((0, dims), dtype=np.float32)
+    if in_memory:
+        matrix = np.fromfile(path, dtype="<f4", count=count * dims, offset=HEADER.size)
+        if len(matrix) != count * dims:  # shrunk since the stat above
+            raise IndexCorruptError(f"{path}: shorter than its header says; {REPAIR}")
+        matrix.flags.writeable = False
+        return matrix.reshape(count, dims)
     return np.memmap(path, dtype="<f4", mode="r", offset=HEADER.size, shape=(count, dims))
 
 

@@ -248,14 +248,17 @@ class BM25Index:
         fsync_dir(directory)
 
     @classmethod
-    def load(cls, directory: Path, *, legacy_ok: bool = False) -> BM25Index:
+    def load(
+        cls, directory: Path, *, legacy_ok: bool = False, in_memory: bool = False
+    ) -> BM25Index:
         """Open an index written by :meth:`save`; the arrays stay on disk (memory-mapped).
         The metadata, the column starts and the column checksums are checked here, each
         column when a query first reads it. ``legacy_ok`` also opens format 1, unchecked."""
         directory = Path(directory)
         meta = _read_meta(directory, legacy_ok=legacy_ok)
         arrays = {
-            attr: _open_array(directory, name, dtype) for attr, (name, dtype) in ARRAY_FILES.items()
+            attr: _open_array(directory, name, dtype, in_memory)
+            for attr, (name, dtype) in ARRAY_FILES.items()
         }
         columns = ScoreColumns(**arrays)
         _check_shapes(columns, meta, directory)
@@ -340,10 +343,12 @@ def _read_meta(directory: Path, *, legacy_ok: bool = False) -> dict[str, Any]:
     return dict(meta)
 
 
-def _open_array(directory: Path, name: str, dtype: np.dtype[Any]) -> np.ndarray:
+def _open_array(
+    directory: Path, name: str, dtype: np.dtype[Any], in_memory: bool = False
+) -> np.ndarray:
     path = directory / name
     try:
-        array = np.load(path, mmap_mode="r", allow_pickle=False)
+        array = np.load(path, mmap_mode=None if in_memory else "r", allow_pickle=False)
     except FileNotFoundError as exc:
         raise IndexCorruptError(f"{path} is missing; {_REBUILD}.") from exc
     except (OSError, ValueError) as exc:

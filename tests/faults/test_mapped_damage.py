@@ -55,6 +55,49 @@ def test_a_file_shrunk_under_a_reader_is_an_error_naming_it_not_a_signal(
     assert name.rsplit("/", 1)[-1] in lines[0] and "truncated" in lines[0]
 
 
+_RACE = """
+import os, sys
+from kbgraph.retrieval import KnowledgeBase
+from kbgraph.retrieval._folder import _mapped
+folder, gen = sys.argv[1], sys.argv[2]
+with KnowledgeBase(folder, embedding="fake") as kb:
+    assert kb.search("retry backoff", top_k=3, mode="hybrid")
+    # The file shrinks after the check before a search and while the search reads: the
+    # window no check can close (the matrix rerun killed the MCP server this way).
+    _mapped.MappedFiles.changed = lambda self: False
+    for name in ("vectors.bin", "chunks.jsonl", "bm25/bm25.data.npy"):
+        os.truncate(os.path.join(gen, name), 0)
+    print(len(kb.search("retry backoff", top_k=3, mode="hybrid")))
+"""
+
+
+@pytest.mark.parametrize(("limit_mb", "survives"), [(None, True), ("0", False)])
+def test_a_file_shrunk_while_a_search_reads_it_is_no_signal_for_an_index_in_memory(
+    docs: Path, limit_mb: str | None, survives: bool
+) -> None:
+    """The matrix rerun of hole 4: ``truncate`` racing the searches of a long-running MCP
+    server killed it with SIGBUS (exit -7) after 13-50 calls. A generation up to
+    KBGRAPH_IN_MEMORY_MAX_MB is read, not mapped; a mapped one (limit 0) still dies, as
+    the docs say."""
+    KnowledgeBase(docs, embedding="fake").index()
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"}
+    if limit_mb is not None:
+        env["KBGRAPH_IN_MEMORY_MAX_MB"] = limit_mb
+    done = subprocess.run(
+        [sys.executable, "-c", _RACE, str(docs), str(generation(docs))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=env,
+    )
+    if survives:
+        assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+        assert int(done.stdout.strip()) == 3  # searched what was read at open
+    else:
+        assert done.returncode == -7, (done.returncode, done.stderr[-2000:])  # SIGBUS
+
+
 @pytest.mark.parametrize("mtime", ["new", "put back"])
 def test_bm25_damage_after_the_first_check_is_refused_like_a_fresh_search(
     docs: Path, mtime: str
