@@ -8,10 +8,18 @@ folder, a FIFO. So the path is judged again by the scan's own rules
 folder the walk does not enter, not excluded or secret; a regular file within
 ``max_file_bytes``) and read as the indexer reads it (:func:`~kbgraph.retrieval._loaders.
 read_scanned`: one folder at a time without following a link, the descriptor checked to be
-the file just judged). One helper, so that every serving path applies the same rules."""
+the file just judged). One helper, so that every serving path applies the same rules.
+
+And it must be the file that was indexed, or an edit of it: a file whose bytes are not the
+ones indexed (``indexed_sha256``) and that has other names too (a hard link: ``ln -f .env
+docs/deployment.md`` keeps the name and brings another inode, whose other name the scan
+would have left out) is refused. A file with one name that changed since is the user's own
+edit, served as it is now."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 from pathlib import Path
 
 from ._config import ScanConfig
@@ -20,7 +28,9 @@ from ._records import SkippedFile
 from ._scan import _Scanner
 
 
-def read_served(root: Path, rel: str, config: ScanConfig, *, max_bytes: int) -> bytes:
+def read_served(
+    root: Path, rel: str, config: ScanConfig, *, max_bytes: int, indexed_sha256: str | None = None
+) -> bytes:
     """The bytes of ``rel`` under ``root`` when the scan (``config``) would index it now,
     read as the indexer reads it; ``SkipFile`` saying why not (its ``skipped.reason``:
     ``secret``, ``excluded``, ``symlink-outside``, ``unreadable`` …)."""
@@ -31,7 +41,24 @@ def read_served(root: Path, rel: str, config: ScanConfig, *, max_bytes: int) -> 
             raise SkipFile(scanner.skipped[-1])
         why = "it no longer exists or is not a file the scan indexes"
         raise SkipFile(SkippedFile(rel, "unreadable", why))
-    return read_scanned(scanned, max_bytes=max_bytes)
+    names = _names(scanned.path, scanned.ino)
+    data = read_scanned(scanned, max_bytes=max_bytes)
+    if names != 1 and indexed_sha256 and hashlib.sha256(data).hexdigest() != indexed_sha256:
+        why = (
+            "its bytes are not those indexed and the file has other names too (a hard link "
+            "took the place of the indexed file?); run `kbgraph index` to serve it again"
+        )
+        raise SkipFile(SkippedFile(rel, "unreadable", why))
+    return data
+
+
+def _names(path: Path, ino: int | None) -> int:
+    """How many names the inode at ``path`` has (0: not the inode the scan saw there)."""
+    try:
+        st = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return 0
+    return st.st_nlink if ino is None or st.st_ino == ino else 0
 
 
 __all__ = ["read_served"]

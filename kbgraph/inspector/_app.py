@@ -147,7 +147,7 @@ class Inspector:
     def _source(self, name: str, rel: str, page_no: int | None) -> Any:
         base, kb = self.config.base(name), self.kb(name)
         scan = kb.scan_config
-        indexed = set(kb.indexed_files())
+        indexed = kb.indexed_files()
         return source_text(
             name, base.folder, rel, indexed, page_no, limit=scan.max_file_bytes, scan=scan
         )

@@ -22,6 +22,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -158,13 +159,14 @@ def source_text(
     kb: str,
     folder: Path,
     rel: str,
-    indexed: set[str],
+    indexed: Mapping[str, Any],
     page: int | None,
     *,
     limit: int = MAX_BYTES,
     scan: ScanConfig | None = None,
 ) -> SourceText:
-    """The text of ``rel`` if it is a file of the index (``indexed``) that the scan
+    """The text of ``rel`` if it is a file of the index (``indexed``: its records by
+    path) that the scan
     (``scan``: the index's rules) would index now, else ``RefusedPath`` saying why;
     ``limit``: the index's ``max_file_bytes`` (no file of it may be larger)."""
     check_relative(rel)
@@ -173,7 +175,13 @@ def source_text(
     try:
         # The scan's rules again: a link swapped in since the index run is judged by its
         # target (.git/config, .env, the index itself are refused), a folder is refused.
-        data = read_served(folder, rel, scan or ScanConfig(), max_bytes=min(limit, MAX_BYTES))
+        data = read_served(
+            folder,
+            rel,
+            scan or ScanConfig(),
+            max_bytes=min(limit, MAX_BYTES),
+            indexed_sha256=getattr(indexed[rel], "sha256", None),
+        )
     except SkipFile as exc:
         raise RefusedPath(f"{rel} is not served now: {exc.skipped.detail}") from None
     kind = file_kind(rel)

@@ -51,7 +51,7 @@ def source_of(bases: OpenBases, kb: str | None, path: str) -> tuple[ServedBase, 
     check_relative(path)  # before any index is opened: '..', '/etc', 'a\\b' ...
     base = _holder(bases, kb, path)
     opened = bases.get(base)
-    indexed = set(opened.indexed_files())
+    indexed = opened.indexed_files()
     scan = opened.scan_config
     limit = scan.max_file_bytes
     return base, source_text(base.name, base.folder, path, indexed, None, limit=limit, scan=scan)

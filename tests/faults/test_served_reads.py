@@ -154,3 +154,28 @@ async def test_a_resource_longer_than_a_read_is_refused_in_one_line(tmp_path: Pa
     assert "more than the 100,000 a resource read returns" in message and "\n" not in message
     assert "read tool" in message
     assert small.contents[0].text == "# Ünïcode\nretry once\n"  # type: ignore[union-attr]
+
+
+async def test_a_hard_link_in_place_of_an_indexed_file_is_not_served(tmp_path: Path) -> None:
+    """The matrix rerun: ``ln -f .env docs/deployment.md`` after indexing kept the name an
+    index holds and brought the secret's inode; MCP read and the inspector served it."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / ".env").write_text(f"API_KEY={SECRET}\n")
+    (folder / "deployment.md").write_text("# Deployment\r\n\r\nDeploy with `make ship`.\n")
+    (folder / "edited.md").write_text("# Edited\n\nOld text.\n")
+    KnowledgeBase(folder, embedding="fake").index()
+    os.unlink(folder / "deployment.md")
+    os.link(folder / ".env", folder / "deployment.md")
+    (folder / "edited.md").write_text("# Edited\n\nNew text, one name: the user's own edit.\n")
+    server = build_server(McpSettings.from_folders([folder]))
+    async with create_connected_server_and_client_session(server) as client:
+        linked = await client.call_tool("read", {"path": "deployment.md"})
+        edited = await client.call_tool("read", {"path": "edited.md"})
+    assert linked.isError and SECRET not in str(linked.content)
+    assert "a hard link took the place" in _one_line(linked.content[0].text)  # type: ignore[union-attr]
+    assert not edited.isError and "New text" in _lines_of(edited)
+    config = InspectorConfig.from_folders([folder], embedding="fake")
+    with TestClient(create_app(config), base_url="http://127.0.0.1") as browser:
+        page = browser.get("/api/source/docs/deployment.md")
+    assert page.status_code == 403 and SECRET not in page.text

@@ -206,11 +206,11 @@ def test_a_word_documents_lines_are_its_paragraphs(tmp_path: Any) -> None:
     from tests.unit.test_docx import BODY, make_docx
 
     (tmp_path / "guide.docx").write_bytes(make_docx())
-    text = source_text("kb", tmp_path, "guide.docx", {"guide.docx"}, None)
+    text = source_text("kb", tmp_path, "guide.docx", {"guide.docx": None}, None)
     assert text.unit == "paragraphs" and text.first_line == 1
     assert text.lines[: len(BODY)] == [line for _, line in BODY]
     with pytest.raises(RefusedPath, match="not a file of the index"):
-        source_text("kb", tmp_path, "guide.docx", set(), None)
+        source_text("kb", tmp_path, "guide.docx", {}, None)
 
 
 def test_a_pdf_is_shown_a_page_at_a_time(tmp_path: Any) -> None:
@@ -218,9 +218,9 @@ def test_a_pdf_is_shown_a_page_at_a_time(tmp_path: Any) -> None:
     from tests.unit.test_loaders import make_pdf
 
     (tmp_path / "a.pdf").write_bytes(make_pdf([["one"], [], ["three", "lines"]]))
-    first = source_text("kb", tmp_path, "a.pdf", {"a.pdf"}, None)
+    first = source_text("kb", tmp_path, "a.pdf", {"a.pdf": None}, None)
     assert first.page == 1 and first.pages == (1, 3) and first.lines[0] == "one"
-    third = source_text("kb", tmp_path, "a.pdf", {"a.pdf"}, 3)
+    third = source_text("kb", tmp_path, "a.pdf", {"a.pdf": None}, 3)
     assert third.page == 3 and third.lines[:2] == ["three", "lines"]
 
 
