@@ -75,7 +75,7 @@ bench: $(VENV)/.installed
 # (training/README.md). Only commit a new model.onnx when `kbgraph eval meta` improves.
 verifier: $(VENV)/.installed
 	$(BIN)/python training/verifier_data.py --out training/out/pairs.jsonl --seed 13
-	$(BIN)/python training/train_verifier.py --pairs training/out/pairs.jsonl --seed 13 --epochs 1.5
+	$(BIN)/python training/train_verifier.py --pairs training/out/pairs.jsonl --seed 13 --epochs 1.0
 
 clean:
 	rm -rf $(VENV) build examples/docs/.kbgraph .pytest_cache .mypy_cache .ruff_cache

@@ -117,6 +117,9 @@ SUMMEDITS_DOMAINS = (
     "news", "podcast", "billsum", "samsum", "sales_call", "sales_email", "shakespeare",
     "scitldr", "qmsumm", "ectsum",
 )  # fmt: skip
+SUMMEDITS_VERIFIER_TRAIN = ("news", "podcast", "qmsumm", "sales_call")
+"""The SummEdits domains the trained verifier learns from (``training/_human.py``); its
+SummEdits figures are measured on the other domains only, never on what it trained on."""
 
 
 def summedits(folder: Path) -> dict[str, list[Labelled]]:
@@ -168,6 +171,7 @@ __all__ = [
     "BEGIN_TEST",
     "DATA_ENV",
     "SUMMEDITS_DOMAINS",
+    "SUMMEDITS_VERIFIER_TRAIN",
     "Labelled",
     "Pair",
     "begin",

@@ -3,6 +3,7 @@ a verifier into a claim's graded support score, and the training data's edits.""
 
 from __future__ import annotations
 
+import json
 import random
 import sys
 from collections.abc import Sequence
@@ -129,3 +130,55 @@ def test_the_training_edits_change_what_they_say_they_change(edits) -> None:
         )
         == "In this setup transport wraps the proxy."
     )
+
+
+@pytest.fixture(scope="module")
+def human():
+    sys.path.insert(0, str(ROOT / "training"))
+    import _human
+
+    return _human
+
+
+def test_only_the_claims_an_edit_changed_carry_a_summedits_label(human) -> None:
+    original = "The team met on Monday. They chose a blue logo."
+    changed, kept = human.edited_claims("The team met on Monday. They chose a red logo.", original)
+    assert changed == ["They chose a red logo."]
+    assert kept == ["The team met on Monday."]
+
+
+def test_a_wice_claim_is_cut_only_before_one_trailing_unsupported_span(human) -> None:
+    claim = "Raza made his debut for Pakistan against Zimbabwe on 24 October 1996 ."
+    tokens = claim.split()
+    trailing = [False] * 8 + [True] * 4 + [False]
+    assert (
+        human.supported_part(tokens, trailing)
+        == "Raza made his debut for Pakistan against Zimbabwe."
+    )
+    # Unsupported words in the middle: what is left would not be a sentence a person wrote.
+    middle = [False] * 13
+    middle[4] = True
+    assert human.supported_part(tokens, middle) is None
+    # Too little left to be a claim.
+    assert human.supported_part(tokens, [False] * 3 + [True] * 9 + [False]) is None
+
+
+def test_wice_evidence_is_the_first_supporting_set_in_page_order(human) -> None:
+    row = {"evidence": ["a.", "b.", "c.", "d."], "supporting_sentences": [[2, 0], [3]]}
+    assert human.wice_evidence(row) == "a. c."
+
+
+def test_the_seed_13_summedits_sample_is_the_same_with_domains_tagged(tmp_path) -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_verdict
+
+    for domain in ("news", "samsum"):
+        rows = [
+            {"doc": f"{domain} doc {i}.", "summary": f"{domain} summary {i}.", "label": i % 2}
+            for i in range(20)
+        ]
+        (tmp_path / f"summedits_{domain}.json").write_text(json.dumps(rows))
+    tagged = bench_verdict.sample_tagged(tmp_path, 8, 13)
+    assert [item for _, item in tagged] == bench_verdict.sample_summedits(tmp_path, 8, 13)
+    dev = bench_verdict.dev_only(tagged)
+    assert dev and all(item.answer.startswith("samsum") for item in dev)
