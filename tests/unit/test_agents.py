@@ -260,9 +260,10 @@ def test_the_old_import_path_still_works_with_a_deprecation_warning() -> None:
     from kbgraph.agents import tool_agent
 
     # The old module is a stand-in of kbgraph._moved: it warns once when it loads (its
-    # compiled graphs are copied in, for LangGraph's server, which reads ``__dict__``).
+    # compiled graphs are copied in, for LangGraph's server, which reads ``__dict__``), a
+    # FutureWarning so that langgraph dev shows it by default (issue 42 hole 14).
     sys.modules.pop("kbgraph.graphs.agents", None)
-    with pytest.warns(DeprecationWarning, match="kbgraph.graphs.agents is gone since kbgraph 0.2"):
+    with pytest.warns(FutureWarning, match="kbgraph.graphs.agents is gone since kbgraph 0.2"):
         from kbgraph.graphs.agents import chat_agent as old_chat
     from kbgraph.graphs.agents import tool_agent as old_tool
 
