@@ -119,6 +119,12 @@ class ScanConfig(Settings):
     include: tuple[str, ...] = DEFAULT_INCLUDE
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     max_file_bytes: int = Field(default=10 * 1024 * 1024, gt=0)
+    trust_hard_links: bool = Field(
+        default=False,
+        description="index a file with several names (hard links) even when some name is "
+        "not a file the scan indexes (a secret, in .git, outside the folder); off, such a "
+        "file is skipped as hard-link",
+    )
 
 
 class ChunkConfig(Settings):

@@ -27,6 +27,7 @@ SkipReason = Literal[
     "too-large",
     "binary",
     "symlink-outside",
+    "hard-link",
     "unreadable",
     "decode-fallback",
     "empty",

@@ -28,6 +28,11 @@ Rules, in the order they apply:
    target. A link to a folder is not entered (its target is scanned under its real path),
    so link loops cannot occur.
 6. Files larger than ``max_file_bytes``: ``too-large``.
+7. A file with several names (hard links) is indexed only when every name is a file this
+   walk indexes (``hard-link`` otherwise): ``ln .env docs/notes.md`` or a link to
+   ``.git/config`` or to a file outside the folder keeps a harmless name on an inode whose
+   other name the rules above leave out, and names are all a scan judges.
+   ``trust_hard_links`` turns this off (a folder of files hard-linked from a cache).
 
 Globs match the POSIX path relative to the root: ``*`` and ``?`` stay inside one folder,
 ``**`` crosses folders (``**/`` also matches no folder at all), a pattern without ``/``
@@ -98,12 +103,16 @@ class _Scanner:
         self.pruned_dirs = {str(p) for p in pruned}
         self.files: list[ScannedFile] = []
         self.skipped: list[SkippedFile] = []
+        self.trust_hard_links = config.trust_hard_links
+        self._names: dict[tuple[int, int], int] = {}  # (dev, ino) -> st_nlink, when > 1
 
     def run(self) -> ScanResult:
         pending: list[tuple[str, str]] = [(str(self.root), "")]
         while pending:
             abs_dir, rel_dir = pending.pop()
             pending.extend(self._scan_dir(abs_dir, rel_dir))
+        if not self.trust_hard_links:
+            self._refuse_stray_hard_links()
         self.files.sort(key=lambda f: f.rel)
         self.skipped.sort(key=lambda s: s.path)
         return ScanResult(files=self.files, skipped=self.skipped)
@@ -247,6 +256,8 @@ class _Scanner:
             detail = f"{st.st_size} bytes > max_file_bytes {self.rules.max_bytes}"
             self._skip(rel, "too-large", detail)
         else:
+            if st.st_nlink > 1:
+                self._names[(st.st_dev, st.st_ino)] = st.st_nlink
             kind = file_kind(rel)
             self.files.append(
                 ScannedFile(
@@ -254,6 +265,30 @@ class _Scanner:
                     root=self.root, target=target or rel, dev=st.st_dev, ino=st.st_ino,
                 )
             )  # fmt: skip
+
+    def _refuse_stray_hard_links(self) -> None:
+        """Rule 7: the files of an inode with more names than this walk indexes are
+        skipped, every name of it (the walk saw each name it indexes; a link's name counts
+        as its target's)."""
+        if not self._names:
+            return
+        seen: dict[tuple[int, int], set[str]] = {}
+        for f in self.files:
+            seen.setdefault(_inode(f), set()).add(f.target or f.rel)
+        stray = {key for key, count in self._names.items() if len(seen[key]) < count}
+        kept: list[ScannedFile] = []
+        for f in self.files:
+            key = _inode(f)
+            if key not in stray:
+                kept.append(f)
+                continue
+            detail = (
+                f"the file has {self._names[key]} names and {len(seen[key])} of them are "
+                "files the scan indexes: another may be a secret, in .git or outside the "
+                "folder; set scan.trust_hard_links to index it anyway"
+            )
+            self._skip(f.rel, "hard-link", detail)
+        self.files = kept
 
     def one(self, rel: str) -> ScannedFile | None:
         """``rel`` judged alone, as the walk would judge it (its folders are not checked)."""
@@ -345,6 +380,10 @@ def _marked_folder(path: str) -> str | None:
             return _marked(list(it))
     except OSError:
         return None
+
+
+def _inode(f: ScannedFile) -> tuple[int, int]:
+    return (f.dev or 0, f.ino or 0)
 
 
 def _is_utf8(name: str) -> bool:

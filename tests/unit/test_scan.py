@@ -476,3 +476,45 @@ def test_scanning_reads_no_file_contents(tmp_path: Path, opened_files: list[str]
     assert rels(result) == ["a.md", "b/c.py"]
     assert reasons(result) == {".env": "secret", "big.txt": "too-large", "d/": "excluded-dir"}
     assert [p for p in opened_files if p.startswith(str(tmp_path))] == []
+
+
+def test_a_hard_link_to_a_file_the_scan_leaves_out_is_not_indexed(tmp_path: Path) -> None:
+    """Issue 42 (the matrix rerun): ``ln .env docs/notes.md`` before indexing indexed the
+    secret under its harmless name; the scan judged names only. Links to ``.git/config``
+    and to a file outside the folder are the same hole."""
+    outside = tmp_path / "elsewhere.txt"
+    outside.write_text("private\n")
+    root = tmp_path / "docs"
+    make_tree(
+        root,
+        {
+            ".env": "API_KEY=sk-üñí\n",
+            ".git/config": "[remote]\r\n",
+            "guide.md": "# Guide\r\n",
+            "twin/a.md": "# Twin: both names indexed\n",
+        },
+    )
+    os.link(root / ".env", root / "notes.md")
+    os.link(root / ".git" / "config", root / "gitcfg.md")
+    os.link(outside, root / "outside.md")
+    os.link(root / "twin" / "a.md", root / "twin" / "b.md")
+    os.symlink("twin/a.md", root / "via-symlink.md")  # a symlink is not another name
+    result = scan_folder(root, ScanConfig())
+    assert rels(result) == ["guide.md", "twin/a.md", "twin/b.md", "via-symlink.md"]
+    skipped = {s.path: s for s in result.skipped}
+    for rel in ("notes.md", "gitcfg.md", "outside.md"):
+        assert skipped[rel].reason == "hard-link"
+        assert "trust_hard_links" in skipped[rel].detail
+    trusted = scan_folder(root, ScanConfig(trust_hard_links=True))
+    assert {"notes.md", "gitcfg.md", "outside.md"} <= set(rels(trusted))
+    assert reasons(trusted)[".env"] == "secret"
+
+
+def test_a_hard_link_whose_other_name_is_not_included_is_not_indexed(tmp_path: Path) -> None:
+    """Every name must be a file the scan indexes: one excluded by the include patterns is
+    as unknown to the scan as a secret."""
+    make_tree(tmp_path, {"a.md": "# A\n"})
+    os.link(tmp_path / "a.md", tmp_path / "a.bin")
+    result = scan_folder(tmp_path, ScanConfig())
+    assert rels(result) == []
+    assert reasons(result) == {"a.bin": "not-included", "a.md": "hard-link"}
