@@ -86,6 +86,7 @@ class _Rules:
         # Secret names are matched ignoring case: ID_RSA is as secret as id_rsa.
         self.secret = compile_globs(SECRET_DENY, ignore_case=True)
         self.max_bytes = config.max_file_bytes
+        self.trust_hard_links = config.trust_hard_links
 
     @staticmethod
     def dir_matches(regex: GlobSet, rel: str) -> bool:
@@ -103,7 +104,6 @@ class _Scanner:
         self.pruned_dirs = {str(p) for p in pruned}
         self.files: list[ScannedFile] = []
         self.skipped: list[SkippedFile] = []
-        self.trust_hard_links = config.trust_hard_links
         self._names: dict[tuple[int, int], int] = {}  # (dev, ino) -> st_nlink, when > 1
 
     def run(self) -> ScanResult:
@@ -111,7 +111,7 @@ class _Scanner:
         while pending:
             abs_dir, rel_dir = pending.pop()
             pending.extend(self._scan_dir(abs_dir, rel_dir))
-        if not self.trust_hard_links:
+        if not self.rules.trust_hard_links:
             self._refuse_stray_hard_links()
         self.files.sort(key=lambda f: f.rel)
         self.skipped.sort(key=lambda s: s.path)
@@ -274,7 +274,8 @@ class _Scanner:
             return
         seen: dict[tuple[int, int], set[str]] = {}
         for f in self.files:
-            seen.setdefault(_inode(f), set()).add(f.target or f.rel)
+            if _inode(f) in self._names:
+                seen.setdefault(_inode(f), set()).add(f.target or f.rel)
         stray = {key for key, count in self._names.items() if len(seen[key]) < count}
         kept: list[ScannedFile] = []
         for f in self.files:
@@ -283,15 +284,17 @@ class _Scanner:
                 kept.append(f)
                 continue
             detail = (
-                f"the file has {self._names[key]} names and {len(seen[key])} of them are "
-                "files the scan indexes: another may be a secret, in .git or outside the "
-                "folder; set scan.trust_hard_links to index it anyway"
+                f"the file has {self._names[key]} names, of which the scan indexes "
+                f"{len(seen[key])}: another may be a secret, in .git or outside the folder; "
+                "KnowledgeBase(folder, scan={'trust_hard_links': True}) indexes it anyway"
             )
             self._skip(f.rel, "hard-link", detail)
         self.files = kept
 
     def one(self, rel: str) -> ScannedFile | None:
-        """``rel`` judged alone, as the walk would judge it (its folders are not checked)."""
+        """``rel`` judged alone, as the walk would judge it (its folders are not checked,
+        nor rule 7, which needs every name: a server's read checks a hard link against the
+        indexed bytes instead, :mod:`._served`)."""
         path = os.path.join(self.root, rel)
         try:
             st = os.lstat(path)
