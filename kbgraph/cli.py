@@ -16,7 +16,7 @@ from typing import IO, Any, ClassVar
 
 import click
 
-from kbgraph import __version__
+from kbgraph import __version__, _blas_env  # noqa: F401  (before numpy loads)
 from kbgraph.errors import (
     ConfigError,
 )
