@@ -321,9 +321,8 @@ _INIT = {
 }
 
 
-def test_a_stdio_client_that_leaves_mid_replies_ends_the_server_cleanly(docs: Path) -> None:
-    # The client closes its end of stdout with 200 searches still to answer: the server
-    # left a 75-line traceback and exit 1 (issue 42 hole 11); now nothing, and exit 0.
+def _initialized_stdio_server(docs: Path) -> subprocess.Popen[str]:
+    """A stdio server over raw pipes that has answered ``initialize``."""
     proc = subprocess.Popen(
         _command(str(docs)),
         stdin=subprocess.PIPE,
@@ -337,21 +336,59 @@ def test_a_stdio_client_that_leaves_mid_replies_ends_the_server_cleanly(docs: Pa
     proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
     proc.stdin.flush()
     assert proc.stdout.readline()
+    return proc
+
+
+def test_a_stdio_client_that_leaves_mid_replies_ends_the_server_cleanly(docs: Path) -> None:
+    # The client closes its end of stdout with 200 searches still to answer: the server
+    # left a 75-line traceback and exit 1 (issue 42 hole 11); now nothing, and exit 0.
+    proc = _initialized_stdio_server(docs)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     for n in range(200):
         proc.stdin.write(_rpc(10 + n, "tools/call", {"name": "search", "arguments": _QUERY}))
     proc.stdin.flush()
     proc.stdout.close()
     try:
-        proc.wait(60)
-    except subprocess.TimeoutExpired:
-        proc.stdin.close()  # it noticed nothing yet: EOF ends it too
-        proc.wait(60)
+        proc.wait(60)  # stdin stays open: the server notices that stdout is gone
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdin.close()
     err = proc.stderr.read()
     assert proc.returncode == 0, err
     assert "Traceback" not in err
 
 
 _QUERY = {"query": "retry policy"}
+
+
+@pytest.mark.parametrize("then", ["waits", "answers"])
+def test_a_stdio_client_that_closes_stdout_but_keeps_stdin_ends_the_server(
+    docs: Path, then: str
+) -> None:
+    # The client closes its end of stdout and keeps stdin open: the server, waiting for
+    # a request ("waits") or past a reply that failed with a broken pipe ("answers"), ran
+    # forever, since it only ever waited for stdin (issue 42). Now it ends within seconds
+    # as for a client that leaves mid-replies: nothing on stderr, exit 0.
+    proc = _initialized_stdio_server(docs)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    if then == "answers":
+        proc.stdin.write(_rpc(2, "tools/call", {"name": "search", "arguments": _QUERY}))
+        proc.stdin.flush()
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the server still runs 30 s after its client closed stdout")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdin.close()
+    err = proc.stderr.read()
+    assert proc.returncode == 0, err
+    assert err == ""
 
 
 async def test_an_http_client_that_ends_its_session_leaves_no_traceback(docs: Path) -> None:
