@@ -32,6 +32,7 @@ from ._settings import McpSettings
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
+    from mcp.server.transport_security import TransportSecuritySettings
 
 MCP_PATH = "/mcp"
 
@@ -208,20 +209,16 @@ def http_app(
     answered on its own, without an MCP session, as JSON (no event stream), so that any
     process (a worker, or a machine behind a load balancer) can answer any request."""
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-    from mcp.server.transport_security import TransportSecuritySettings
     from starlette.applications import Starlette
     from starlette.routing import Route
 
     bases = OpenBases(settings)
     server = _server(bases)
-    shown = [f"[{h}]" if ":" in h else h for h in allowed_hosts]
-    security = TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=[f"{h}:*" for h in shown] + shown,
-        allowed_origins=[f"http://{h}:*" for h in shown] + [f"http://{h}" for h in shown],
-    )
     manager = StreamableHTTPSessionManager(
-        app=server, security_settings=security, stateless=stateless, json_response=stateless
+        app=server,
+        security_settings=host_checks(allowed_hosts),
+        stateless=stateless,
+        json_response=stateless,
     )
 
     @asynccontextmanager
@@ -233,6 +230,19 @@ def http_app(
             bases.close()
 
     return Starlette(routes=[Route(MCP_PATH, endpoint=_Endpoint(manager))], lifespan=lifespan)
+
+
+def host_checks(allowed_hosts: tuple[str, ...]) -> TransportSecuritySettings:
+    """The SDK's DNS-rebinding protection answering ``allowed_hosts`` (names, any port)
+    and browser origins on them; any other Host gets 421, any other Origin 403."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    shown = [f"[{h}]" if ":" in h else h for h in allowed_hosts]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{h}:*" for h in shown] + shown,
+        allowed_origins=[f"http://{h}:*" for h in shown] + [f"http://{h}" for h in shown],
+    )
 
 
 class _Endpoint:
@@ -266,6 +276,7 @@ __all__ = [
     "OneLineLogs",
     "client_left",
     "client_lines",
+    "host_checks",
     "http_app",
     "one_line_logs",
     "protocol_stdout",
