@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -30,7 +29,8 @@ from _load_report import Section, measuring, open_notes
 from _load_rows import Agents, Bench, Meter, closed_rows, open_rows, saturation_of
 from _pg_server import postmaster, server_times
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.mcp_http import mcp_http_server
+
 ACCEPT = "application/json, text/event-stream"
 PROTOCOL = "2025-06-18"
 
@@ -89,7 +89,7 @@ def _message(reply: httpx.Response) -> dict[str, Any]:
 @dataclass
 class McpServer:
     url: str
-    process: subprocess.Popen[bytes]
+    process: subprocess.Popen[str]
     log: Path
     pids: list[int] = field(default_factory=list)
 
@@ -112,32 +112,21 @@ def mcp_server(folder: Path, store: str, workers: int) -> Iterator[McpServer]:
     (a pipe nobody reads would fill and stall the server)."""
     log = Path(tempfile.mkdtemp(prefix="kbgraph-load-mcp-")) / "server.log"
     extra = ["--workers", str(workers)] if workers > 1 else []
-    command = [sys.executable, "-m", "kbgraph", "mcp", str(folder), "--store", store]
-    command += ["--embedding", "fake", "--http", "--port", "0", *extra]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with log.open("wb") as err:
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, env=env)
+    server: McpServer | None = None
     try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().decode().strip()
-        if not url.startswith("http://"):
-            raise RuntimeError(f"kbgraph mcp did not start: {log.read_text()[-2000:]}")
-        server = McpServer(url, proc, log)
-        warm = [McpAgent(url) for _ in range(4 * workers)]  # every worker opens its bases
-        for agent in warm:
-            agent.search(QUERIES[0])
-            agent.close()
-        main = psutil.Process(proc.pid)
-        server.pids = [proc.pid, *(c.pid for c in main.children(recursive=True))]
-        yield server
+        with mcp_http_server(
+            str(folder), "--store", store, "--embedding", "fake", *extra, log=log
+        ) as (proc, url):
+            server = McpServer(url, proc, log)
+            warm = [McpAgent(url) for _ in range(4 * workers)]  # every worker opens its bases
+            for agent in warm:
+                agent.search(QUERIES[0])
+                agent.close()
+            main = psutil.Process(proc.pid)
+            server.pids = [proc.pid, *(c.pid for c in main.children(recursive=True))]
+            yield server
     finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if left := wait_until_gone(server.pids if "server" in locals() else []):
+        if left := wait_until_gone(server.pids if server is not None else []):
             print(f"  kbgraph mcp left processes {left} running", file=sys.stderr)
 
 

@@ -1,5 +1,6 @@
 """The custom HTTP app of ``langgraph.json``: a run whose ``context`` has a key its graph
-does not know is refused (422) instead of run without it.
+does not know is refused (422) instead of run without it, and one whose value one of
+kbgraph's graphs refuses is refused (422) in one line instead of failing as it starts.
 
 langgraph-api removes the top-level context keys that are not in the graph's context schema
 before the graph runs (``langgraph_api/stream.py``, logged at debug level only), so a typo
@@ -33,9 +34,11 @@ from starlette.middleware import Middleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from kbgraph._base.validation import likely_setting, unknown_setting
+from kbgraph.errors import ConfigError
 
 from ._http_body import buffered_body
 from ._served_guard import ServedRequestsGuard
+from ._settings import RagSettings
 
 logger = logging.getLogger("kbgraph.graphs")
 
@@ -91,7 +94,10 @@ class ContextKeysMiddleware:
             except Exception as exc:  # an unknown assistant: the server answers 404
                 logger.debug("no context schema for %s: %s", target, exc)
                 continue
-            if schema and (problem := unknown_context_keys(context, schema, legacy)):
+            if schema and (
+                problem := unknown_context_keys(context, schema, legacy)
+                or refused_context(context, schema, legacy)
+            ):
                 return problem + (" (in config.configurable)" if legacy else "")
         return None
 
@@ -145,6 +151,32 @@ def unknown_context_keys(
     if len(unknown) > 1:
         message += f" (also unknown: {', '.join(repr(k) for k in unknown[1:])})"
     return message
+
+
+def refused_context(
+    context: dict[str, Any], schema: dict[str, Any], legacy: bool = False
+) -> str | None:
+    """The ``ConfigError`` line of a context one of kbgraph's graphs (context schema
+    :class:`RagSettings`) refuses, checked as the graph checks it; None when it takes it or
+    the graph is another. Its keys passed, but a wrong value (``knowledge_bases`` a mapping
+    of names to objects, a ``top_k`` of 0) failed the run as it started, and langgraph-api
+    logged the error with a traceback (twice) instead of the client hearing one line.
+    ``legacy``: ``config.configurable``, of which only the settings' keys count."""
+    if not _is_rag_settings(schema):
+        return None
+    values = {k: v for k, v in context.items() if k in RagSettings.model_fields or not legacy}
+    try:
+        RagSettings.model_validate(values)
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
+def _is_rag_settings(schema: dict[str, Any]) -> bool:
+    properties = schema.get("properties") or {}
+    return schema.get("title") == RagSettings.__name__ and set(properties) == set(
+        RagSettings.model_fields
+    )
 
 
 def _inner_keys(schema: dict[str, Any], spec: dict[str, Any]) -> list[str]:
@@ -218,4 +250,4 @@ app = Starlette(
 # The name the face exports (``kbgraph.graphs:http_app`` in a langgraph.json).
 http_app = app
 
-__all__ = ["ContextKeysMiddleware", "app", "unknown_context_keys"]
+__all__ = ["ContextKeysMiddleware", "app", "refused_context", "unknown_context_keys"]

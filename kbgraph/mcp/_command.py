@@ -4,8 +4,9 @@ Over stdio by default (stdout carries the protocol only; logs and progress go to
 ``--http`` serves streamable HTTP at ``/mcp`` on loopback; the first line on stdout is the
 URL (``--port 0`` picks a free port). A host other than loopback is refused unless
 ``--allow-remote``: there is no authentication, and whoever reaches the port reads the
-documents. Bound to every interface (``--host 0.0.0.0``), the server answers to the
-machine's own names and addresses, and prints a URL with one of them. ``--workers N``
+documents. Bound to another address of the machine's, the server answers to the
+machine's own names too; bound to every interface (``--host 0.0.0.0``), to its names and
+addresses, and it prints a URL with one of them. ``--workers N``
 serves from N processes, statelessly (``_workers.py``); ``--stateless`` alone serves one
 process so, for several servers behind a load balancer."""
 
@@ -182,6 +183,11 @@ def _serve_http(
         shown = next((a for a in mine if not is_loopback(a)), "127.0.0.1")
         shown = f"[{shown}]" if ":" in shown else shown
         url = f"http://{shown}:{sock.getsockname()[1]}{MCP_PATH}"
+    elif not is_loopback(host):
+        # Bound to one address of the machine's (only with --allow-remote): a client that
+        # dials the machine by its name names it as Host, and got 421. Never for a loopback
+        # bind, where any name but loopback's is a page's DNS name rebound to 127.0.0.1.
+        answered = tuple(dict.fromkeys((*answered, *machine_names())))
     click.echo(url, nl=True)
     sys.stdout.flush()
     if workers == 1:
@@ -198,12 +204,19 @@ WILDCARDS = ("0.0.0.0", "::", "")
 _PROBES = {socket.AF_INET: "192.0.2.1", socket.AF_INET6: "2001:db8::1"}  # RFC 5737 / 3849
 
 
+def machine_names() -> tuple[str, ...]:
+    """This machine's host name and fully qualified name, lower case (as the SDK compares
+    a Host header), first seen first."""
+    names = (socket.gethostname(), socket.getfqdn())
+    return tuple(dict.fromkeys(name.lower() for name in names if name))
+
+
 def machine_addresses(family: socket.AddressFamily = socket.AF_INET) -> tuple[str, ...]:
     """This machine's names and the addresses they resolve to, and the address it sends
     from toward other hosts (a UDP ``connect`` to a documentation address chooses it from
     the routing table; no packet is sent). Lower case, first seen first."""
-    names = [socket.gethostname(), socket.getfqdn()]
-    found: list[str] = [n.lower() for n in names if n]
+    names = machine_names()
+    found: list[str] = list(names)
     for name in names:
         try:
             found += [str(info[4][0]).lower() for info in socket.getaddrinfo(name, None)]
@@ -220,4 +233,4 @@ def machine_addresses(family: socket.AddressFamily = socket.AF_INET) -> tuple[st
     return tuple(dict.fromkeys(found))
 
 
-__all__ = ["DEFAULT_PORT", "machine_addresses", "mcp"]
+__all__ = ["DEFAULT_PORT", "machine_addresses", "machine_names", "mcp"]

@@ -12,14 +12,16 @@ through a DNS name rebound to 127.0.0.1."""
 
 from __future__ import annotations
 
+import errno
 import io
 import logging
 import os
+import select
 import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, cast
 
 import anyio
 
@@ -30,6 +32,7 @@ from ._settings import McpSettings
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
+    from mcp.server.transport_security import TransportSecuritySettings
 
 MCP_PATH = "/mcp"
 
@@ -65,15 +68,17 @@ def _server(bases: OpenBases) -> Server[Any, Any]:
 
 def serve_stdio(settings: McpSettings) -> None:
     """Serve over stdin/stdout until the client closes stdin, or goes away (its end of
-    stdout closed while replies were written: a normal end too, without a traceback)."""
+    stdout closed, while replies are written or while the server waits for a request: a
+    normal end too, without a traceback)."""
     protocol = protocol_stdout()
     out = anyio.wrap_file(protocol)
+    lines = client_lines(sys.stdin.fileno(), protocol.fileno())
     bases = OpenBases(settings)
     server = _server(bases)
     from mcp.server.stdio import stdio_server
 
     async def run() -> None:
-        async with stdio_server(stdout=out) as (read, write):
+        async with stdio_server(stdin=lines, stdout=out) as (read, write):
             await server.run(read, write, server.create_initialization_options())
 
     try:
@@ -84,6 +89,67 @@ def serve_stdio(settings: McpSettings) -> None:
         _drop(protocol)
     finally:
         bases.close()
+
+
+# How long the thread that waits for stdin waits at a time: the longest a cancelled read
+# (Ctrl-C, a task that failed) keeps the server from ending.
+_WAIT_S = 1.0
+_READ_BYTES = 1 << 16
+
+
+class ClientLines:
+    """The client's lines on stdin, for the SDK's stdio transport, and a
+    ``BrokenPipeError`` (a client that left, :func:`client_left`) as soon as the client's
+    end of stdout is closed.
+
+    The SDK reads stdin in a worker thread that a cancellation must wait for, and nothing
+    looks at stdout while no reply is written: a client that closed its end of stdout but
+    kept stdin open left the server running forever (issue 42), idle or after a reply had
+    failed with a broken pipe. Here the thread waits at most :data:`_WAIT_S` at a time, in
+    one ``poll`` of stdin and stdout, and reads only once stdin is readable; the write end
+    of a pipe whose reader went away polls as an error (as ``stdout_closed`` tells of a
+    command's stdout)."""
+
+    def __init__(self, stdin: int, stdout: int) -> None:
+        self.stdin = stdin
+        self.stdout = stdout
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        pending = b""
+        while chunk := await self._chunk():
+            *lines, pending = (pending + chunk).split(b"\n")
+            for line in lines:
+                yield line.decode("utf-8", errors="replace")  # as the SDK decodes stdin
+        if pending:
+            yield pending.decode("utf-8", errors="replace")
+
+    async def _chunk(self) -> bytes:
+        """stdin's next bytes, ``b""`` at its end."""
+        while (chunk := await anyio.to_thread.run_sync(self._wait_and_read)) is None:
+            pass  # nothing yet; each wait is a checkpoint, where a cancelled read ends
+        return chunk
+
+    def _wait_and_read(self) -> bytes | None:
+        """In a worker thread: what stdin holds once it is readable, ``None`` after
+        :data:`_WAIT_S` without anything; a ``BrokenPipeError`` when stdout is gone."""
+        poller = select.poll()
+        poller.register(self.stdin, select.POLLIN)
+        poller.register(self.stdout, 0)  # errors and hang-ups are reported unasked
+        events = dict(poller.poll(int(_WAIT_S * 1000)))
+        if events.get(self.stdout, 0) & (select.POLLERR | select.POLLHUP | select.POLLNVAL):
+            raise BrokenPipeError(errno.EPIPE, "the client closed its end of stdout")
+        if events.get(self.stdin):  # readable, or hung up: a read ends at once
+            return os.read(self.stdin, _READ_BYTES)
+        return None
+
+
+def client_lines(stdin: int, stdout: int) -> anyio.AsyncFile[str] | None:
+    """What the SDK's ``stdio_server`` reads the client from: :class:`ClientLines` (the
+    SDK only iterates its lines), or ``None`` (the SDK's own reader of stdin) where there
+    is no ``poll`` (Windows)."""
+    if not hasattr(select, "poll"):
+        return None
+    return cast("anyio.AsyncFile[str]", ClientLines(stdin, stdout))
 
 
 _GONE = (
@@ -143,20 +209,16 @@ def http_app(
     answered on its own, without an MCP session, as JSON (no event stream), so that any
     process (a worker, or a machine behind a load balancer) can answer any request."""
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-    from mcp.server.transport_security import TransportSecuritySettings
     from starlette.applications import Starlette
     from starlette.routing import Route
 
     bases = OpenBases(settings)
     server = _server(bases)
-    shown = [f"[{h}]" if ":" in h else h for h in allowed_hosts]
-    security = TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=[f"{h}:*" for h in shown] + shown,
-        allowed_origins=[f"http://{h}:*" for h in shown] + [f"http://{h}" for h in shown],
-    )
     manager = StreamableHTTPSessionManager(
-        app=server, security_settings=security, stateless=stateless, json_response=stateless
+        app=server,
+        security_settings=host_checks(allowed_hosts),
+        stateless=stateless,
+        json_response=stateless,
     )
 
     @asynccontextmanager
@@ -168,6 +230,19 @@ def http_app(
             bases.close()
 
     return Starlette(routes=[Route(MCP_PATH, endpoint=_Endpoint(manager))], lifespan=lifespan)
+
+
+def host_checks(allowed_hosts: tuple[str, ...]) -> TransportSecuritySettings:
+    """The SDK's DNS-rebinding protection answering ``allowed_hosts`` (names, any port)
+    and browser origins on them; any other Host gets 421, any other Origin 403."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    shown = [f"[{h}]" if ":" in h else h for h in allowed_hosts]
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[f"{h}:*" for h in shown] + shown,
+        allowed_origins=[f"http://{h}:*" for h in shown] + [f"http://{h}" for h in shown],
+    )
 
 
 class _Endpoint:
@@ -197,8 +272,11 @@ def serve_http(
 
 __all__ = [
     "MCP_PATH",
+    "ClientLines",
     "OneLineLogs",
     "client_left",
+    "client_lines",
+    "host_checks",
     "http_app",
     "one_line_logs",
     "protocol_stdout",

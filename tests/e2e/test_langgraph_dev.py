@@ -257,6 +257,21 @@ def test_a_mistyped_context_key_is_refused_not_dropped(
     assert "'chat_modle'" in message and "did you mean 'chat_model'?" in message
 
 
+def test_a_value_the_graph_refuses_is_refused_in_one_line_and_nothing_runs(
+    client: SyncLangGraphClient, dev_server: DevServer, docs_folder: Path
+) -> None:
+    """``knowledge_bases`` as a mapping of names to objects: the run started and failed as
+    it did, and the server logged the ConfigError with a 60-line traceback (issue 42)."""
+    wrong = {"knowledge_bases": {"docs": {"folder": str(docs_folder)}}, "embedding": "fake"}
+    logged = len(dev_server.log.read_bytes())
+    message = _refused(
+        lambda: client.runs.wait(None, "rag_subgraph", input=_user(QUESTION), context=wrong)
+    )
+    assert message.startswith("RagSettings knowledge_bases={'docs': {'folder': ")
+    assert "is not a folder" in message and "a mapping of names to paths" in message
+    assert b"Traceback" not in dev_server.log.read_bytes()[logged:]
+
+
 def test_a_context_the_graph_accepts_still_runs_after_the_check(
     client: SyncLangGraphClient, docs_folder: Path
 ) -> None:

@@ -6,7 +6,6 @@ tools into a LangChain agent (the scripted model, then the packaged GGUF model c
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -29,15 +28,12 @@ from mcp.client.streamable_http import streamable_http_client
 
 from kbgraph.graphs._chat_models import ScriptedChatModel
 from kbgraph.retrieval import KnowledgeBase
+from tests.support.mcp_http import mcp_env, mcp_http_server
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "docs"
 QUESTION = "How do I configure the retry policy?"
-
-
-def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +51,7 @@ def _command(*args: str) -> list[str]:
 @asynccontextmanager
 async def stdio_session(*args: str) -> AsyncIterator[ClientSession]:
     command = _command(*args)
-    params = StdioServerParameters(command=command[0], args=command[1:], env=_env())
+    params = StdioServerParameters(command=command[0], args=command[1:], env=mcp_env())
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         yield session
@@ -115,7 +111,7 @@ def test_stdout_holds_only_the_protocol(docs: Path, chat_model: str | None) -> N
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=_env(),
+        env=mcp_env(),
     )
     watchdog = threading.Timer(300, proc.kill)
     watchdog.start()
@@ -144,25 +140,9 @@ def test_stdout_holds_only_the_protocol(docs: Path, chat_model: str | None) -> N
 
 @contextmanager
 def http_server(*args: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    proc = subprocess.Popen(
-        _command(*args, "--http", "--port", "0"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_env(),
-    )
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
+    with mcp_http_server(*args) as (proc, url):
         assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp"), url
         yield proc, url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 async def test_the_sdk_client_over_streamable_http_on_loopback(docs: Path) -> None:
@@ -185,7 +165,7 @@ def test_a_host_other_than_loopback_is_refused_unless_allowed(docs: Path) -> Non
         _command(str(docs), "--http", "--host", "0.0.0.0"),
         capture_output=True,
         text=True,
-        env=_env(),
+        env=mcp_env(),
         timeout=120,
     )
     assert done.returncode == 2 and done.stdout == ""
@@ -200,7 +180,7 @@ def _adapter(docs: Path) -> MultiServerMCPClient:
                 "transport": "stdio",
                 "command": command[0],
                 "args": command[1:],
-                "env": _env(),
+                "env": mcp_env(),
             }
         }
     )
@@ -284,16 +264,8 @@ def test_every_interface_answers_the_machines_addresses_and_prints_a_usable_url(
     # ``--host 0.0.0.0 --allow-remote`` answered 421 to every remote client (only loopback
     # names were allowed) and printed http://0.0.0.0:PORT/mcp (issue 42 hole 13). Here the
     # client dials 127.0.0.1 but names the machine's address, as a remote client would.
-    proc = subprocess.Popen(
-        _command(str(docs), "--http", "--host", "0.0.0.0", "--allow-remote", "--port", "0"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_env(),
-    )
-    try:
-        assert proc.stdout is not None
-        url = httpx.URL(proc.stdout.readline().strip())
+    with mcp_http_server(str(docs), "--host", "0.0.0.0", "--allow-remote") as (_, printed):
+        url = httpx.URL(printed)
         assert url.host not in ("0.0.0.0", "") and url.path == "/mcp", url
         reply = httpx.post(
             f"http://127.0.0.1:{url.port}/mcp",
@@ -307,9 +279,6 @@ def test_every_interface_answers_the_machines_addresses_and_prints_a_usable_url(
         rebound = httpx.post(
             f"http://127.0.0.1:{url.port}/mcp", headers={"Host": "evil.example"}, json={}
         )
-    finally:
-        proc.terminate()
-        proc.wait(20)
     assert reply.status_code == 200, reply.text
     assert rebound.status_code in (400, 421)
 
@@ -321,37 +290,74 @@ _INIT = {
 }
 
 
-def test_a_stdio_client_that_leaves_mid_replies_ends_the_server_cleanly(docs: Path) -> None:
-    # The client closes its end of stdout with 200 searches still to answer: the server
-    # left a 75-line traceback and exit 1 (issue 42 hole 11); now nothing, and exit 0.
+def _initialized_stdio_server(docs: Path) -> subprocess.Popen[str]:
+    """A stdio server over raw pipes that has answered ``initialize``."""
     proc = subprocess.Popen(
         _command(str(docs)),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=_env(),
+        env=mcp_env(),
     )
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     proc.stdin.write(_rpc(1, "initialize", _INIT))
     proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
     proc.stdin.flush()
     assert proc.stdout.readline()
+    return proc
+
+
+def test_a_stdio_client_that_leaves_mid_replies_ends_the_server_cleanly(docs: Path) -> None:
+    # The client closes its end of stdout with 200 searches still to answer: the server
+    # left a 75-line traceback and exit 1 (issue 42 hole 11); now nothing, and exit 0.
+    proc = _initialized_stdio_server(docs)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     for n in range(200):
         proc.stdin.write(_rpc(10 + n, "tools/call", {"name": "search", "arguments": _QUERY}))
     proc.stdin.flush()
     proc.stdout.close()
     try:
-        proc.wait(60)
-    except subprocess.TimeoutExpired:
-        proc.stdin.close()  # it noticed nothing yet: EOF ends it too
-        proc.wait(60)
+        proc.wait(60)  # stdin stays open: the server notices that stdout is gone
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdin.close()
     err = proc.stderr.read()
     assert proc.returncode == 0, err
     assert "Traceback" not in err
 
 
 _QUERY = {"query": "retry policy"}
+
+
+@pytest.mark.parametrize("then", ["waits", "answers"])
+def test_a_stdio_client_that_closes_stdout_but_keeps_stdin_ends_the_server(
+    docs: Path, then: str
+) -> None:
+    # The client closes its end of stdout and keeps stdin open: the server, waiting for
+    # a request ("waits") or past a reply that failed with a broken pipe ("answers"), ran
+    # forever, since it only ever waited for stdin (issue 42). Now it ends within seconds
+    # as for a client that leaves mid-replies: nothing on stderr, exit 0.
+    proc = _initialized_stdio_server(docs)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    if then == "answers":
+        proc.stdin.write(_rpc(2, "tools/call", {"name": "search", "arguments": _QUERY}))
+        proc.stdin.flush()
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the server still runs 30 s after its client closed stdout")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdin.close()
+    err = proc.stderr.read()
+    assert proc.returncode == 0, err
+    assert err == ""
 
 
 async def test_an_http_client_that_ends_its_session_leaves_no_traceback(docs: Path) -> None:

@@ -10,7 +10,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from kbgraph.mcp._workers import WORKER_HEADER
 from kbgraph.retrieval import KnowledgeBase
+from tests.support.mcp_http import mcp_http_server
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -50,31 +50,13 @@ def docs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def workers_server(*args: str) -> Iterator[tuple[subprocess.Popen[str], str, list[int]]]:
     """The server, its URL and its workers' pids (the parent's children but the
     multiprocessing resource tracker, which imports nothing of ours)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
-    command = [sys.executable, "-m", "kbgraph", "mcp", *args, "--http", "--port", "0"]
-    proc = subprocess.Popen(
-        [*command, "--workers", "2", "--embedding", "fake"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
-        assert proc.stdout is not None and proc.stderr is not None
-        url = proc.stdout.readline().strip()
+    with mcp_http_server(*args, "--workers", "2", "--embedding", "fake") as (proc, url):
+        assert proc.stderr is not None
         assert url.startswith("http://127.0.0.1:") and url.endswith("/mcp"), url
         started = proc.stderr.readline()  # "kbgraph mcp: 2 workers (pids A, B), stateless"
         assert "2 workers" in started, started
         pids = [int(p) for p in started.split("(pids ")[1].split(")")[0].split(", ")]
         yield proc, url, pids
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 async def _search_in_a_session(url: str) -> tuple[str, set[str]]:
@@ -181,23 +163,9 @@ async def test_two_workers_serve_one_knowledge_base_in_postgresql(
 async def test_one_stateless_process_answers_without_a_session(docs: Path) -> None:
     """``--stateless`` alone: the single process serves as each worker does (no session
     id, JSON replies), for servers behind a load balancer."""
-    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONUNBUFFERED": "1"}
-    command = [sys.executable, "-m", "kbgraph", "mcp", str(docs), "--embedding", "fake"]
-    proc = subprocess.Popen(
-        [*command, "--http", "--port", "0", "--stateless"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
+    with mcp_http_server(str(docs), "--embedding", "fake", "--stateless") as (_, url):
         source, seen = await _search_in_a_session(url)
         reply = httpx.post(url, headers=ACCEPT, json=SEARCH, timeout=30)
-    finally:
-        proc.terminate()
-        proc.wait(30)
     assert source == "docs/configuration.md" and seen == {"none"}  # no worker header
     assert reply.headers["content-type"].startswith("application/json")
     assert "mcp-session-id" not in reply.headers

@@ -217,3 +217,42 @@ async def test_a_misspelt_setting_in_the_legacy_configurable_is_refused(
     assert response.status_code == 422 and server.calls == 0
     detail = response.json()["detail"]
     assert "; did you mean '" in detail and detail.endswith("? (in config.configurable)")
+
+
+@pytest.mark.parametrize(
+    "context",
+    [
+        {"knowledge_bases": {"docs": {"folder": "docs/"}}, "embedding": "fake"},
+        {"knowledge_bases": {"docs": 5}},
+        {"knowledge_bases": 42},
+        {"knowledge_bases": ["docs/"], "search": {"top_k": 0}},
+    ],
+)
+async def test_a_value_the_graph_refuses_is_refused_in_one_line(context: dict[str, Any]) -> None:
+    # Its keys are the graph's, so the run was started and failed as it did: langgraph-api
+    # logged the ConfigError with its traceback, twice (issue 42). Now the client gets the
+    # line a ConfigError has in process, and nothing runs.
+    response, server, _ = await _send(
+        "POST", "/runs/wait", {"assistant_id": "rag_subgraph", "context": context}
+    )
+    assert response.status_code == 422 and server.calls == 0
+    detail = response.json()["detail"]
+    assert detail == _in_process(context) and "\n" not in detail
+
+
+async def test_a_value_the_graph_refuses_in_the_legacy_configurable_is_refused() -> None:
+    configurable = {"thread_id": "t", "knowledge_bases": {"docs": {"folder": "docs/"}}}
+    body = {"assistant_id": ASSISTANT, "config": {"configurable": configurable}}
+    response, server, _ = await _send("POST", "/runs/wait", body)
+    assert response.status_code == 422 and server.calls == 0
+    detail = response.json()["detail"]
+    assert "knowledge_bases=" in detail and detail.endswith(" (in config.configurable)")
+
+
+async def test_another_graphs_values_are_its_own() -> None:
+    # A graph of the user's own may take knowledge_bases in another shape.
+    other = {"title": "MyContext", "properties": {"knowledge_bases": {"type": "object"}}}
+    run = {"assistant_id": "mine", "context": {"knowledge_bases": {"docs": {"folder": "d"}}}}
+    app = Middleware(EchoServer(), {"mine": other})
+    response, server, _ = await _send("POST", "/runs/wait", run, app)
+    assert response.status_code == 200 and server.calls == 1
