@@ -33,3 +33,11 @@ def test_tune_rerank_quick(tmp_path: Path) -> None:
     data = beir_folder(tmp_path / "beir", splits=("train", "test"))
     out = run_quick("tune_rerank.py", "--data", str(data), "--work-dir", str(tmp_path / "work"))
     assert "| path 0.05 (chosen) |" in out
+
+
+def test_bench_int8_quick(tmp_path: Path) -> None:
+    """The packaged export and its int8 quantisation on a dozen documents: ~15 s, most of
+    it the quantisation."""
+    out = run_quick("bench_int8.py", "--beir", str(beir_folder(tmp_path / "beir")))
+    assert "| int8 |" in out
+    assert "| int8/fp32 |" in out
