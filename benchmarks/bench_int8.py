@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from _load_report import commit, load_average, machine, utc_now
 from _quick import parse
 
@@ -53,7 +52,7 @@ def packaged_export() -> Path:
     """The folder of the packaged model's published ONNX export (written on first use)."""
     model = LocalEmbeddings()
     if model.backend != "onnx":
-        model.client  # loading it on torch writes the export
+        _ = model.client  # loading it on torch writes the export
     pipeline = pipeline_of(packaged_model_dir())
     assert pipeline is not None
     return export_dir(pipeline)
