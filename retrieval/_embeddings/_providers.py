@@ -17,7 +17,14 @@ from pydantic import SecretStr
 from kbgraph.errors import ConfigError
 
 from .._integrations import init_integration
-from ._spec import DEFAULT_FAKE_DIMS, PACKAGED_MODEL, EmbeddingSpec, is_embeddings, parse_spec
+from ._spec import (
+    DEFAULT_FAKE_DIMS,
+    PACKAGED_MODEL,
+    EmbeddingSpec,
+    is_embeddings,
+    parse_spec,
+    split_precision,
+)
 
 if TYPE_CHECKING:  # imported where an object is built: a BM25 search never loads them
     from langchain_core.embeddings import Embeddings
@@ -85,7 +92,8 @@ def embeddings_from_spec(spec: EmbeddingSpec, *, timeout: float = DEFAULT_TIMEOU
     if spec.provider == "local":
         from ._local import LocalEmbeddings
 
-        return LocalEmbeddings(None if spec.model == PACKAGED_MODEL else spec.model)
+        model, precision = split_precision(spec.model)
+        return LocalEmbeddings(None if model == PACKAGED_MODEL else model, precision=precision)
     if spec.provider == "langchain" and spec.integration:
         built: Embeddings = init_integration("embeddings", spec.integration, spec.model)
         return built

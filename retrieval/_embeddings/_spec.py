@@ -43,6 +43,7 @@ MAX_FAKE_DIMS = 65536
 ALLOWED_FORMS = (
     "local",
     "local:<model name or path>",
+    "local#int8 (the packaged model quantised to int8)",
     "openai:<model>",
     "azure_openai:<deployment>",
     "openai_compatible:<model>@<base_url>",
@@ -52,6 +53,11 @@ ALLOWED_FORMS = (
     "<provider>:<model> (any provider of LangChain's init_embeddings: ollama, huggingface, "
     "mistralai, cohere, google_genai, bedrock …)",
 )
+
+INT8 = "int8"
+"""The precision suffix of a local model (``local#int8``): its network with int8 weights,
+run on onnxruntime; another model than the fp32 one (its vectors differ: cosine ~0.995)."""
+_PRECISION = re.compile(r"^(?P<base>local(?::.*?)?)\s*#\s*int8$", re.IGNORECASE | re.DOTALL)
 
 _COMPATIBLE = re.compile(r"^(?P<model>.+?)@(?P<url>https?://.+)$", re.IGNORECASE)
 
@@ -120,6 +126,15 @@ def _parse_fake(spec: str, arg: str | None) -> EmbeddingSpec:
     return EmbeddingSpec("fake", f"bow-{dims}", dims=dims)
 
 
+def split_precision(model: str) -> tuple[str, str]:
+    """A local model's name or path and its precision: ``("…", "int8")`` for ``…#int8``,
+    else ``(model, "fp32")``."""
+    base, sep, precision = model.rpartition("#")
+    if sep and precision == INT8:
+        return base, INT8
+    return model, "fp32"
+
+
 def _parse_local(arg: str | None) -> EmbeddingSpec:
     if arg is None:
         return EmbeddingSpec("local", PACKAGED_MODEL)
@@ -147,6 +162,9 @@ def parse_spec(spec: str) -> EmbeddingSpec:
         raise _bad_spec(spec, "it is empty")
     if re.match(r"^https?://", text, re.IGNORECASE):
         return _parse_bare_url(text)
+    if quantized := _PRECISION.match(text):
+        local = parse_spec(quantized["base"])
+        return EmbeddingSpec("local", f"{local.model}#{INT8}")
     head, sep, tail = text.partition(":")
     provider = head.strip().lower()
     arg = tail.strip() if sep else None
@@ -180,10 +198,12 @@ def parse_spec(spec: str) -> EmbeddingSpec:
 __all__ = [
     "ALLOWED_FORMS",
     "DEFAULT_FAKE_DIMS",
+    "INT8",
     "PACKAGED_MODEL",
     "EmbeddingInfo",
     "EmbeddingSpec",
     "Provider",
     "is_embeddings",
     "parse_spec",
+    "split_precision",
 ]

@@ -200,6 +200,39 @@ def test_local_resolves_lazily_to_the_packaged_model() -> None:
     assert (packaged_model_dir() / "modules.json").is_file()
 
 
+@pytest.mark.parametrize("spec", ["local#int8", "LOCAL # INT8", "local:my model#int8"])
+def test_the_int8_local_model_is_another_model_with_its_own_identity(
+    spec: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "my model").mkdir()
+    monkeypatch.chdir(tmp_path)
+    base = "local:my model" if "my model" in spec else "local"
+    parsed = parse_spec(spec)
+    assert parsed == EmbeddingSpec("local", f"{parse_spec(base).model}#int8")
+    assert describe_embeddings(spec).key == f"{describe_embeddings(base).key}#int8"
+
+
+def test_the_int8_packaged_model_resolves_lazily_and_names_itself() -> None:
+    local = resolve_embeddings("local#int8")
+    assert isinstance(local, LocalEmbeddings)
+    assert (local.model_name, local.precision) == (f"{PACKAGED_MODEL}#int8", "int8")
+    assert local._model is None and local._onnx is None  # nothing loaded until first use
+    assert describe_embeddings(local) == describe_embeddings("local#int8")
+
+
+def test_an_int8_model_has_no_torch_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KBGRAPH_LOCAL_BACKEND", "torch")
+    with pytest.raises(ConfigError, match="onnxruntime only and KBGRAPH_LOCAL_BACKEND is torch"):
+        resolve_embeddings("local#int8").embed_query("retries")
+
+
+def test_a_precision_other_than_fp32_or_int8_is_refused() -> None:
+    with pytest.raises(ConfigError, match="use 'fp32' or 'int8'"):
+        LocalEmbeddings(precision="int4")
+    with pytest.raises(ConfigError, match="unknown provider"):
+        parse_spec("fake#int8")
+
+
 def test_resolve_passes_objects_through_and_rejects_other_types() -> None:
     fake = FakeEmbeddings(8)
     assert resolve_embeddings(fake) is fake

@@ -260,3 +260,23 @@ def test_onnx_forced_without_an_export_says_what_to_do(
     model = LocalEmbeddings(_model_folder(tmp_path / "m"))
     with pytest.raises(ConfigError, match="no usable ONNX export"):
         model.embed_query("hello")
+
+
+def test_the_int8_export_has_its_own_key_and_record_and_neither_prunes_the_other(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One record per model folder would hold one precision's key: asking for the int8
+    export then left the fp32 one unreferenced (pruned), and each key hashed again."""
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    fp32 = pipeline_of(_model_folder(tmp_path / "m"))
+    assert fp32 is not None
+    int8 = fp32.at("int8")
+    assert fp32.key_inputs() == {"max_seq_length": 256, "normalize": True}  # keys as before
+    assert export_dir(int8) != export_dir(fp32)
+    exports = [_publish_fake_export(export_dir(p)) for p in (fp32, int8)]
+    for path in exports:
+        _age(path, GRACE_S + 60)
+    assert export_dir(fp32) == exports[0] and export_dir(int8) == exports[1]
+    assert prune() == []
+    assert all(path.is_dir() for path in exports)
+    assert export_is_current(fp32) and export_is_current(int8)
