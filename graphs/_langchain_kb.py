@@ -32,7 +32,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_core.vectorstores import VectorStore
 
 from kbgraph._base.camel import snake_keys
-from kbgraph.errors import ConfigError
+from kbgraph.errors import ConfigError, KbgraphError
 from kbgraph.retrieval import Chunk, SearchConfig, SearchFilters, SearchResult
 from kbgraph.retrieval._internal import file_kind
 
@@ -90,6 +90,9 @@ class SourceCache(Protocol):
 
 
 def _import(ref: str) -> object:
+    """The object ``ref`` names, or ``ConfigError`` saying why not. The module and the
+    function that makes the store are anyone's code, and may raise anything: that is a
+    failure of this knowledge base (recorded by the run, which goes on), never of the turn."""
     module_name, sep, attribute = ref.partition(":")
     if not sep or not module_name.strip() or not attribute.strip():
         raise ConfigError(
@@ -102,9 +105,28 @@ def _import(ref: str) -> object:
             value = getattr(value, part)
     except (ImportError, AttributeError) as exc:
         raise ConfigError(f"retriever {ref!r} cannot be imported: {exc}") from exc
+    except Exception as exc:  # the module's own code failed while it was imported
+        raise ConfigError(
+            f"retriever {ref!r} cannot be imported: importing {module_name.strip()} raised "
+            f"{_failure(exc)}; fix the module, or name a store that imports"
+        ) from exc
     if callable(value) and not isinstance(value, VectorStore | BaseRetriever):
-        value = value()
+        try:
+            value = value()
+        except KbgraphError:  # says what is wrong already
+            raise
+        except Exception as exc:  # the factory's own failure (a database down, a bug)
+            raise ConfigError(
+                f"retriever {ref!r} made no store: {attribute.strip()}() raised "
+                f"{_failure(exc)}; fix the function, or name the store object itself"
+            ) from exc
     return value
+
+
+def _failure(exc: BaseException) -> str:
+    """``Type: message`` of a third party's exception, on one line (a driver's message
+    spreads over lines; a recorded error is one line)."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
 
 
 def document_chunk(doc: Document, name: str) -> Chunk:

@@ -21,12 +21,15 @@ Rules, in the order they apply:
    reported once and not entered.
 4. Files matching no include pattern: ``not-included``.
 5. Symbolic links are never followed out of the folder (``symlink-outside``). A link to a
-   file inside the folder is indexed once, under the link's own path, when its target is
-   a file the walk could index too: a target in a folder the walk does not enter (rule 1:
-   ``.git/config``, ``node_modules/``, a virtualenv, an index) is ``excluded``, a target
-   whose path is excluded or secret is ``excluded`` or ``secret``, the detail naming the
-   target. A link to a folder is not entered (its target is scanned under its real path),
-   so link loops cannot occur.
+   file inside the folder is indexed once, under the link's own path, when its name passes
+   rules 2-4 and its target is a file the walk indexes itself, by the same rules: a
+   target in a folder the walk does not enter (rule 1: ``.git/config``, ``node_modules/``,
+   a virtualenv, an index) is ``excluded``, a target whose own path is excluded, secret or
+   matches no include pattern (``hist.md -> .bash_history``, ``make.md -> Makefile``) gets
+   the reason the target itself gets (``excluded``, ``secret``, ``not-included``), and a
+   target too large or not a regular file is ``too-large`` or ``unreadable``; the detail
+   names the target. A link to a folder is not entered (its target is scanned under its
+   real path), so link loops cannot occur.
 6. Files larger than ``max_file_bytes``: ``too-large``.
 7. A file with several names (hard links) is indexed only when every name is a file this
    walk indexes (``hard-link`` otherwise): ``ln .env docs/notes.md`` or a link to
@@ -64,6 +67,18 @@ _ENV_MARKERS = {
 _GENERATION = re.compile(r"gen-[0-9a-f]+-[0-9a-f]+")
 _GENERATION_FILES = ("meta.json", "chunks.jsonl")
 OTHER_INDEX = "another kbgraph index; an index is never indexed as documents"
+# Rules 2-4 in a skip's detail: for a file by its own name, and for a link by its target's.
+_NAME_REFUSED: dict[SkipReason, str] = {
+    "excluded": "the name matches an exclude pattern",
+    "secret": "the name matches a secret pattern",
+    "not-included": "the name matches no include pattern",
+}
+_TARGET_REFUSED: dict[SkipReason, str] = {
+    "excluded": "which an exclude pattern matches",
+    "secret": "a secret",
+    "not-included": "which matches no include pattern; a link is indexed only when its "
+    "target would be",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,9 +190,11 @@ class _Scanner:
         return None
 
     def _refused_target(self, target_rel: str) -> tuple[SkipReason, str] | None:
-        """Why a link's target (inside the root) is a file the walk would not index: in a
-        folder it does not enter, or excluded or secret by its own path. Without this a
-        link ``docs/cfg.md -> ../.git/config`` serves what the walk keeps out."""
+        """Why a link's target (inside the root, no link on its path) is a file the walk
+        would not index: in a folder it does not enter, or left out by its own path (rules
+        2-4, the reason the walk gives the target itself). Without this a link
+        ``docs/cfg.md -> ../.git/config`` or ``hist.md -> .bash_history`` serves what the
+        walk keeps out. Size and file type are the target's stat's, judged by ``_add``."""
         parts = target_rel.split("/")
         for depth in range(1, len(parts)):
             folder = "/".join(parts[:depth])
@@ -187,24 +204,30 @@ class _Scanner:
             if refused is not None:
                 reason: SkipReason = "secret" if refused[0] == "secret" else "excluded"
                 return reason, f"the link points at {target_rel}, in {folder}/: {refused[1]}"
-        if self.rules.secret.fullmatch(target_rel):
-            return "secret", f"the link points at {target_rel}, a secret"
-        if self.rules.exclude.fullmatch(target_rel):
-            return "excluded", f"the link points at {target_rel}, which an exclude pattern matches"
+        if not _is_utf8(target_rel):
+            return "unreadable", "the link points at a file whose name is not valid UTF-8"
+        refused_name = self._refused_name(target_rel)
+        if refused_name is None:
+            return None
+        what = _TARGET_REFUSED[refused_name]
+        return refused_name, f"the link points at {target_rel}, {what}"
+
+    def _refused_name(self, rel: str) -> SkipReason | None:
+        """Rules 2-4: why the walk leaves out a file by its path (None: it does not)."""
+        if self.rules.exclude.fullmatch(rel):
+            return "excluded"
+        if self.rules.secret.fullmatch(rel):
+            return "secret"
+        if not self.rules.include.fullmatch(rel):
+            return "not-included"
         return None
 
     def _wanted(self, rel: str) -> bool:
         """Exclude and secret rules, then include; reports every file it turns away."""
-        if self.rules.exclude.fullmatch(rel):
-            self._skip(rel, "excluded", "the name matches an exclude pattern")
-            return False
-        if self.rules.secret.fullmatch(rel):
-            self._skip(rel, "secret", "the name matches a secret pattern")
-            return False
-        if not self.rules.include.fullmatch(rel):
-            self._skip(rel, "not-included", "the name matches no include pattern")
-            return False
-        return True
+        refused = self._refused_name(rel)
+        if refused is not None:
+            self._skip(rel, refused, _NAME_REFUSED[refused])
+        return refused is None
 
     def _file(self, entry: os.DirEntry[str], rel: str) -> None:
         if not self._wanted(rel):
@@ -248,12 +271,14 @@ class _Scanner:
             self._add(Path(abs_path), rel, st, target_rel)
 
     def _add(self, path: Path, rel: str, st: os.stat_result, target: str | None = None) -> None:
+        # A link's stat is its target's: the detail names the target, as rule 5 says.
+        of = f"the link points at {target}: " if target is not None and target != rel else ""
         if stat.S_ISDIR(st.st_mode):  # a folder took the place of a file of the index
-            self._skip(rel, "unreadable", "a folder, not a file")
+            self._skip(rel, "unreadable", f"{of}a folder, not a file")
         elif not stat.S_ISREG(st.st_mode):
-            self._skip(rel, "unreadable", "not a regular file (pipe, socket or device)")
+            self._skip(rel, "unreadable", f"{of}not a regular file (pipe, socket or device)")
         elif st.st_size > self.rules.max_bytes:
-            detail = f"{st.st_size} bytes > max_file_bytes {self.rules.max_bytes}"
+            detail = f"{of}{st.st_size} bytes > max_file_bytes {self.rules.max_bytes}"
             self._skip(rel, "too-large", detail)
         else:
             if st.st_nlink > 1:

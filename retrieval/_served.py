@@ -4,8 +4,9 @@ Servers (MCP ``read`` and resources, the inspector's source view, its ``langgrap
 mount) are given a path the index holds; between the index run and the read anything may
 have taken its place: a link to ``.git/config``, ``.env`` or ``.kbgraph/HISTORY``, a
 folder, a FIFO. So the path is judged again by the scan's own rules
-(:func:`~kbgraph.retrieval._scan.scan_one`: a link's target inside the folder, not in a
-folder the walk does not enter, not excluded or secret; a regular file within
+(:func:`~kbgraph.retrieval._scan.scan_one`, the walk's own code: a link's target inside
+the folder and a file the walk indexes itself, not in a folder it does not enter, not
+excluded, secret or matching no include pattern; a regular file within
 ``max_file_bytes``) and read as the indexer reads it (:func:`~kbgraph.retrieval._loaders.
 read_scanned`: one folder at a time without following a link, the descriptor checked to be
 the file just judged). One helper, so that every serving path applies the same rules.
@@ -24,7 +25,7 @@ from pathlib import Path
 
 from ._config import ScanConfig
 from ._loaders import SkipFile, read_scanned
-from ._records import SkippedFile
+from ._records import ScannedFile, SkippedFile
 from ._scan import _Scanner
 
 
@@ -41,7 +42,7 @@ def read_served(
             raise SkipFile(scanner.skipped[-1])
         why = "it no longer exists or is not a file the scan indexes"
         raise SkipFile(SkippedFile(rel, "unreadable", why))
-    names = _names(scanned.path, scanned.ino)
+    names = _names(scanned)
     data = read_scanned(scanned, max_bytes=max_bytes)
     if names != 1 and indexed_sha256 and hashlib.sha256(data).hexdigest() != indexed_sha256:
         why = (
@@ -52,13 +53,19 @@ def read_served(
     return data
 
 
-def _names(path: Path, ino: int | None) -> int:
-    """How many names the inode at ``path`` has (0: not the inode the scan saw there)."""
+def _names(scanned: ScannedFile) -> int:
+    """How many names the file the scan judged has (0: not the inode the scan saw there).
+    For a link that is its target, as in scan rule 7: a symbolic link is no name of the
+    inode, and its own inode is never the one the scan saw (a link to a file the user
+    edited since would be refused as a hard link)."""
+    path = scanned.path
+    if scanned.root is not None and scanned.target is not None:
+        path = scanned.root / scanned.target
     try:
         st = os.stat(path, follow_symlinks=False)
     except OSError:
         return 0
-    return st.st_nlink if ino is None or st.st_ino == ino else 0
+    return st.st_nlink if scanned.ino is None or st.st_ino == scanned.ino else 0
 
 
 __all__ = ["read_served"]

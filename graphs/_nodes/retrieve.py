@@ -265,7 +265,7 @@ def _search_langchain(
     try:
         source = resolve_source(str(kb.retriever), deps.sources, deps.registry)
         searcher = LangChainSearcher(source, kb.name, embeddings)
-    except KbgraphError as exc:
+    except Exception as exc:  # as a folder's searcher failing to open (see search_kb)
         run.errors.append(error_record(exc))
         return run
     limit = candidate_limit(settings)

@@ -5,8 +5,9 @@ Over stdio by default (stdout carries the protocol only; logs and progress go to
 URL (``--port 0`` picks a free port). A host other than loopback is refused unless
 ``--allow-remote``: there is no authentication, and whoever reaches the port reads the
 documents. Bound to another address of the machine's, the server answers to the
-machine's own names too; bound to every interface (``--host 0.0.0.0``), to its names and
-addresses, and it prints a URL with one of them. ``--workers N``
+machine's own names too; bound to every interface (``--host 0.0.0.0``, or ``::``, whose
+dual-stack socket takes IPv4 clients too), to its names and addresses, and it prints a URL
+with one of them. ``--workers N``
 serves from N processes, statelessly (``_workers.py``); ``--stateless`` alone serves one
 process so, for several servers behind a load balancer."""
 
@@ -178,7 +179,7 @@ def _serve_http(
         # connection came in on, so the machine's own names and addresses are answered
         # too (else every remote client got 421), and the URL printed is one a client can
         # dial (``http://0.0.0.0:PORT`` is not).
-        mine = machine_addresses(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        mine = machine_addresses(served_families(sock))
         answered = tuple(dict.fromkeys((*answered, *mine)))
         shown = next((a for a in mine if not is_loopback(a)), "127.0.0.1")
         shown = f"[{shown}]" if ":" in shown else shown
@@ -211,10 +212,25 @@ def machine_names() -> tuple[str, ...]:
     return tuple(dict.fromkeys(name.lower() for name in names if name))
 
 
-def machine_addresses(family: socket.AddressFamily = socket.AF_INET) -> tuple[str, ...]:
-    """This machine's names and the addresses they resolve to, and the address it sends
-    from toward other hosts (a UDP ``connect`` to a documentation address chooses it from
-    the routing table; no packet is sent). Lower case, first seen first."""
+def served_families(sock: socket.socket) -> tuple[socket.AddressFamily, ...]:
+    """The address families whose clients a socket bound to every interface accepts: an
+    IPv6 one (``::``) also IPv4's when it is dual-stack (``IPV6_V6ONLY`` off, Linux's
+    default), and those clients name the machine by its IPv4 address (a 421 before)."""
+    if sock.family != socket.AF_INET6:
+        return (socket.AF_INET,)
+    try:
+        v6_only = sock.getsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY)
+    except OSError:
+        v6_only = 1  # cannot tell: answer IPv6's addresses only, as before
+    return (socket.AF_INET6,) if v6_only else (socket.AF_INET6, socket.AF_INET)
+
+
+def machine_addresses(
+    families: tuple[socket.AddressFamily, ...] = (socket.AF_INET,),
+) -> tuple[str, ...]:
+    """This machine's names and the addresses they resolve to, and for each of
+    ``families`` the address it sends from toward other hosts (:func:`route_address`).
+    Lower case, first seen first."""
     names = machine_names()
     found: list[str] = list(names)
     for name in names:
@@ -222,15 +238,30 @@ def machine_addresses(family: socket.AddressFamily = socket.AF_INET) -> tuple[st
             found += [str(info[4][0]).lower() for info in socket.getaddrinfo(name, None)]
         except OSError:
             continue
-    probe = socket.socket(family, socket.SOCK_DGRAM)
-    try:
-        probe.connect((_PROBES[family], 9))
-        found.append(str(probe.getsockname()[0]).lower())
-    except OSError:
-        pass  # no route off the machine: its names are all there is
-    finally:
-        probe.close()
+    routed = (route_address(family) for family in families)
+    found += [address.lower() for address in routed if address is not None]
     return tuple(dict.fromkeys(found))
 
 
-__all__ = ["DEFAULT_PORT", "machine_addresses", "machine_names", "mcp"]
+def route_address(family: socket.AddressFamily) -> str | None:
+    """The address of ``family`` this machine sends from toward other hosts (a UDP
+    ``connect`` to a documentation address chooses it from the routing table; no packet
+    is sent), or None without a route off the machine (its names are all there is)."""
+    probe = socket.socket(family, socket.SOCK_DGRAM)
+    try:
+        probe.connect((_PROBES[family], 9))
+        return str(probe.getsockname()[0])
+    except OSError:
+        return None
+    finally:
+        probe.close()
+
+
+__all__ = [
+    "DEFAULT_PORT",
+    "machine_addresses",
+    "machine_names",
+    "mcp",
+    "route_address",
+    "served_families",
+]

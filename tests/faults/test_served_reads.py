@@ -1,8 +1,8 @@
 """What servers read of an indexed file after the index run (issue 42 holes 1 and 12): an
-indexed file swapped for a link to ``.git/config``, ``.env`` or ``.kbgraph/HISTORY``
-(all inside the folder), or for a folder, is refused in one line by MCP ``read``, MCP
-resources and the inspector's source view (the app ``langgraph dev`` mounts too), as the
-scan refuses the same links at index time."""
+indexed file swapped for a link to ``.git/config``, ``.env``, ``.kbgraph/HISTORY`` or a file
+no include pattern matches (``Makefile``), all inside the folder, or for a folder, is
+refused in one line by MCP ``read``, MCP resources and the inspector's source view (the
+app ``langgraph dev`` mounts too), as the scan refuses the same links at index time."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ SWAPS = {
     "CHANGELOG.md": ".git/config",
     "README.md": ".env",
     "docs/configuration.md": ".kbgraph/HISTORY",
+    "docs/troubleshooting.md": "Makefile",  # no include pattern matches it (h1b)
 }
 FOLDER_IN_PLACE = "docs/faq.txt"
 
@@ -42,6 +43,7 @@ def swapped(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (folder / ".git").mkdir()
     (folder / ".git" / "config").write_text(f"[remote]\n\turl = {SECRET}\n")
     (folder / ".env").write_text(f"API_KEY={SECRET}\n")
+    (folder / "Makefile").write_text(f"deploy:\n\techo {SECRET}\n")
     for rel, target in SWAPS.items():
         (folder / rel).unlink()
         depth = rel.count("/")
@@ -67,6 +69,8 @@ async def test_mcp_read_and_resources_refuse_what_took_an_indexed_files_place(
             assert result.isError, (rel, result.structuredContent)
             text = _one_line(result.content[0].text)  # type: ignore[union-attr]
             assert "is not served now" in text, text
+            # Refused for its target (a Makefile link was refused as a hard link before).
+            assert rel not in SWAPS or f"the link points at {SWAPS[rel]}" in text, text
             with pytest.raises(McpError) as refused:
                 await client.read_resource(AnyUrl(f"kbgraph://docs/{rel}"))
             _one_line(str(refused.value))

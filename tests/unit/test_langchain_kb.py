@@ -208,6 +208,62 @@ def test_an_import_path_that_does_not_import_is_reported_by_the_run() -> None:
     assert "cannot be imported" in errors and "no_such_module_kbg" in errors
 
 
+def _retrieve_errors(out: dict[str, Any]) -> dict[str, Any]:
+    steps = out["rag_retrieval_debug"]["steps"]
+    return next(step["data"]["errors"] for step in steps if step["node"] == "retrieve")
+
+
+FAILING_MODULES = {
+    # the import path a context names -> its module's source
+    "kbg_bad_import:x": "raise RuntimeError('the store module broke\\n  on import (kbg)')\n",
+    "kbg_bad_factory:make": "def make():\n    raise RuntimeError('the factory broke\\n  (kbg)')\n",
+}
+
+
+@pytest.mark.parametrize("ref", sorted(FAILING_MODULES))
+def test_a_store_module_or_factory_that_raises_is_recorded_and_the_turn_goes_on(
+    ref: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: Path
+) -> None:
+    """Issue 42 hole 10: a retriever whose module raises on import, or whose factory
+    raises, crashed the turn (only KbgraphError was caught around resolving it), while
+    every other failure of a searcher is recorded as that knowledge base's error."""
+    source = FAILING_MODULES[ref]
+    (tmp_path / f"{ref.split(':')[0]}.py").write_text(source, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    context = {"knowledge_bases": [{"name": "bad", "retriever": ref},
+                                   {"name": "docs", "folder": str(folder)}],
+               "embedding": "fake"}  # fmt: skip
+    out = _run(build_rag_graph(), "are requests retried?", context)
+    [record] = _retrieve_errors(out)["bad"]
+    assert record["type"] == "ConfigError" and ref in record["message"]
+    assert "RuntimeError: the" in record["message"] and "(kbg)" in record["message"]
+    assert "\n" not in record["message"] and "fix the" in record["message"]
+    assert {c["kb"] for c in out["rag_citations"]} == {"docs"}  # the other base answered
+    with pytest.raises(ConfigError, match="RuntimeError"):
+        resolve_source(ref, {}, SearcherRegistry())
+
+
+def test_any_failure_resolving_a_store_is_recorded_as_a_folders_open_failure_is(
+    monkeypatch: pytest.MonkeyPatch, folder: Path
+) -> None:
+    """Not only the import path's errors: whatever resolving a store raises (a registry of
+    one's own, a store's constructor) is this knowledge base's error, not the turn's."""
+    import kbgraph.graphs._nodes.retrieve as retrieve
+
+    def broken(*_: object) -> None:
+        raise LookupError("no store here (kbg)")
+
+    monkeypatch.setattr(retrieve, "resolve_source", broken)
+    context = {"knowledge_bases": [{"name": "bad", "retriever": "kbg_any:store"},
+                                   {"name": "docs", "folder": str(folder)}],
+               "embedding": "fake"}  # fmt: skip
+    out = _run(build_rag_graph(), "are requests retried?", context)
+    assert _retrieve_errors(out)["bad"] == [
+        {"where": "", "type": "LookupError", "message": "no store here (kbg)"}
+    ]
+    assert {c["kb"] for c in out["rag_citations"]} == {"docs"}
+
+
 def test_rag_search_searches_the_graphs_objects_and_narrows_to_them(
     store: InMemoryVectorStore, folder: Path
 ) -> None:

@@ -417,6 +417,65 @@ def test_links_to_secrets_and_broken_links(tmp_path: Path, target: str, reason: 
 
 
 @needs_symlinks
+def test_a_link_is_indexed_only_when_the_walk_indexes_its_target(tmp_path: Path) -> None:
+    """Issue 42 (h1b): ``hist.md -> .bash_history`` and ``make.md -> Makefile`` were indexed
+    and served while the walk skipped both targets as not-included: a link's target must be
+    a file the walk indexes itself (every rule: include, size), the detail naming it."""
+    make_tree(
+        tmp_path,
+        {".bash_history": "SECRET history\n", "Makefile": "SECRET: target\n",
+         "notes.txt": "fine\n", "big.txt": "y" * 100},
+    )  # fmt: skip
+    for name, target in {"hist.md": ".bash_history", "make.md": "Makefile",
+                         "big.md": "big.txt", "ok.md": "notes.txt"}.items():  # fmt: skip
+        (tmp_path / name).symlink_to(target)
+    result = scan_folder(tmp_path, ScanConfig(max_file_bytes=50))
+    assert rels(result) == ["notes.txt", "ok.md"]
+    skipped = {s.path: (s.reason, s.detail) for s in result.skipped}
+    assert skipped[".bash_history"][0] == skipped["hist.md"][0] == "not-included"
+    assert skipped["Makefile"][0] == skipped["make.md"][0] == "not-included"
+    assert skipped["big.txt"][0] == skipped["big.md"][0] == "too-large"
+    for link, target in (("hist.md", ".bash_history"), ("make.md", "Makefile"),
+                         ("big.md", "big.txt")):  # fmt: skip
+        assert skipped[link][1].startswith(f"the link points at {target}"), skipped[link]
+
+
+@needs_symlinks
+def test_a_served_read_judges_a_links_target_as_the_walk_does(tmp_path: Path) -> None:
+    """The read-time side of the same rule: MCP ``read``, resources and the inspector read
+    through :func:`read_served`, which refused ``hist.md -> .bash_history`` only when the
+    target was excluded or secret, not when no include pattern matched it."""
+    from kbgraph.retrieval._loaders import SkipFile
+    from kbgraph.retrieval._served import read_served
+
+    make_tree(tmp_path, {".bash_history": "SECRET history\n", "notes.txt": "fine\n"})
+    (tmp_path / "hist.md").symlink_to(".bash_history")
+    (tmp_path / "ok.md").symlink_to("notes.txt")
+    with pytest.raises(SkipFile) as refused:
+        read_served(tmp_path, "hist.md", ScanConfig(), max_bytes=1000)
+    assert refused.value.skipped.reason == "not-included"
+    assert "the link points at .bash_history" in refused.value.skipped.detail
+    assert read_served(tmp_path, "ok.md", ScanConfig(), max_bytes=1000) == b"fine\n"
+
+
+@needs_symlinks
+def test_a_served_link_to_a_file_edited_since_is_served(tmp_path: Path) -> None:
+    """A link's names are its target's (rule 7): the link's own inode is never the one
+    the scan saw, and an edited target with one name is the user's edit, not a hard link
+    swapped in (it was refused as one)."""
+    import hashlib
+
+    from kbgraph.retrieval._served import read_served
+
+    make_tree(tmp_path, {"notes.txt": "old\n"})
+    (tmp_path / "ok.md").symlink_to("notes.txt")
+    indexed = hashlib.sha256(b"old\n").hexdigest()
+    (tmp_path / "notes.txt").write_text("new text\n")
+    served = read_served(tmp_path, "ok.md", ScanConfig(), max_bytes=1000, indexed_sha256=indexed)
+    assert served == b"new text\n"
+
+
+@needs_symlinks
 def test_scanning_through_a_linked_root_reports_real_paths(tmp_path: Path) -> None:
     make_tree(tmp_path, {"real/doc.md": "x"})
     (tmp_path / "alias").symlink_to(tmp_path / "real", target_is_directory=True)
