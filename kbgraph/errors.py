@@ -8,6 +8,7 @@ every layer may import it::
     KbgraphError
     ├── ConfigError (ValueError)           a setting, spec, argument or context is not valid
     │   ├── InvalidSettingError            one field of a settings model (which, value, rule)
+    │   ├── GlobLimitError                 a glob, or a search filter's globs, too costly
     │   └── DatasetError                   an evaluation data set or baseline cannot be read
     │       └── BaselineMismatchError      a baseline from another data set
     │   └── DatabaseSetupError             the database lacks pgvector or a privilege
@@ -62,6 +63,12 @@ class InvalidSettingError(ConfigError):
         self.value = value
         self.rule = rule
         self.default = default
+
+
+class GlobLimitError(ConfigError):
+    """A glob past the limits on its length or wildcards, or the paths of one search
+    filter past those on their number, characters or wildcards together
+    (:mod:`kbgraph.retrieval._globs`): matching them would cost more than a search may."""
 
 
 class DatasetError(ConfigError):
@@ -234,6 +241,7 @@ __all__ = [
     "EmbeddingError",
     "ErrorRecord",
     "EvaluationError",
+    "GlobLimitError",
     "IndexCorruptError",
     "IndexLockedError",
     "IndexNotFoundError",

@@ -11,7 +11,7 @@ from pydantic import field_validator
 from kbgraph._base.languages import TEST_ROLES, CodeLanguage, TestRole, language_of, test_role
 from kbgraph._base.validation import Settings
 
-from ._globs import GlobSet, check_glob, compile_globs
+from ._globs import GlobSet, check_globs, compile_globs
 from ._loaders import file_kinds
 from ._records import FileKind
 
@@ -41,8 +41,7 @@ class SearchFilters(Settings):
     @field_validator("paths")
     @classmethod
     def _bounded_globs(cls, paths: tuple[str, ...]) -> tuple[str, ...]:
-        for pattern in paths:
-            check_glob(pattern)  # length and wildcards, before any file is matched
+        check_globs(paths)  # each one's and all together's, before any file is matched
         return paths
 
     @field_validator("kinds")
@@ -59,9 +58,7 @@ class SearchFilters(Settings):
     def allows(self, source: str, kind: FileKind) -> bool:
         if self.kinds and not self._kind_allows(source, kind):
             return False
-        if not self.paths:
-            return True
-        return any(path_matches(source, pattern) for pattern in self.paths)
+        return not self.paths or _path_matcher(self.paths).allows(source)
 
     def _kind_allows(self, source: str, kind: FileKind) -> bool:
         roles = [k for k in self.kinds if k in TEST_ROLES]
@@ -75,18 +72,33 @@ def path_matches(source: str, pattern: str) -> bool:
     """A pattern with glob characters is a glob with the scanner's rules (``**`` crosses
     folders, ``*`` does not, a pattern without ``/`` matches at any depth); any other
     pattern is a path or folder prefix matched on whole path components."""
-    pattern = pattern.strip()
-    if pattern.startswith("./"):
-        pattern = pattern[2:]
-    if any(ch in pattern for ch in "*?["):
-        return _compiled(pattern).fullmatch(source) is not None
-    prefix = pattern.rstrip("/")
-    return source == prefix or source.startswith(prefix + "/") or prefix == ""
+    return _path_matcher((pattern,)).allows(source)
+
+
+class _PathMatcher:
+    """Any of some filter paths: the folder prefixes compared, the globs in one
+    :class:`GlobSet` (one regular expression for the usual ones; each glob once, however
+    often it is given), so a file costs one match per search, not one per pattern."""
+
+    def __init__(self, patterns: tuple[str, ...]) -> None:
+        cleaned = [p.strip().removeprefix("./") for p in patterns]
+        globs = [p for p in cleaned if _is_glob(p)]
+        self.prefixes = tuple(dict.fromkeys(p.rstrip("/") for p in cleaned if not _is_glob(p)))
+        self.globs: GlobSet | None = compile_globs(tuple(dict.fromkeys(globs))) if globs else None
+
+    def allows(self, source: str) -> bool:
+        if any(p == "" or source == p or source.startswith(p + "/") for p in self.prefixes):
+            return True
+        return self.globs is not None and self.globs.fullmatch(source) is not None
+
+
+def _is_glob(pattern: str) -> bool:
+    return any(ch in pattern for ch in "*?[")
 
 
 @lru_cache(maxsize=256)
-def _compiled(pattern: str) -> GlobSet:
-    return compile_globs([pattern])
+def _path_matcher(patterns: tuple[str, ...]) -> _PathMatcher:
+    return _PathMatcher(patterns)
 
 
 __all__ = ["SearchFilters", "SearchKind", "path_matches", "search_kinds"]

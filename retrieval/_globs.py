@@ -9,20 +9,28 @@ wildcards on a path that does not match (``**?**?**?**?**?**?**Z`` took 20 s on 
 other by simulating its automaton (Thompson's construction: the set of pattern positions
 reachable so far, advanced one character at a time, so no choice is ever tried twice).
 Patterns are limited in length and wildcards (:data:`MAX_GLOB_CHARS`,
-:data:`MAX_GLOB_WILDCARDS`), refused as :class:`~kbgraph.errors.ConfigError`."""
+:data:`MAX_GLOB_WILDCARDS`), and the paths of one search filter in number, characters and
+wildcards together (:func:`check_globs`: fifty patterns each within the limits took a
+minute per search over 1,000 files), refused as :class:`~kbgraph.errors.GlobLimitError`."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Literal
 
-from kbgraph.errors import ConfigError
+from kbgraph.errors import GlobLimitError
 
 MAX_GLOB_CHARS = 512
 MAX_GLOB_WILDCARDS = 32  # '*', '**', '?' and '[...]' of one pattern
+# The paths of one search filter (globs and folder prefixes) together; MCP's search tool
+# takes at most MAX_FILTER_PATHS too (kbgraph.mcp._schemas).
+MAX_FILTER_PATHS = 50
+MAX_FILTER_CHARS = 4096
+MAX_FILTER_WILDCARDS = 2 * MAX_GLOB_WILDCARDS
 _REGEX_WILDCARDS = 2  # unbounded ones ('*', '**') a pattern may have to go to ``re``
 
 # A character; any number of them; the start of '**/' (which is '(?:.*/)?': past its three
@@ -110,18 +118,48 @@ def _class_end(pattern: str, start: int) -> int:
 
 
 def check_glob(pattern: str) -> None:
-    """``ConfigError`` when ``pattern`` is longer or has more wildcards than a glob may."""
+    """``GlobLimitError`` when ``pattern`` is longer or has more wildcards than a glob may."""
     if len(pattern) > MAX_GLOB_CHARS:
-        raise ConfigError(
+        raise GlobLimitError(
             f"the glob {pattern[:40]!r}... is {len(pattern)} characters long; a glob may "
             f"have at most {MAX_GLOB_CHARS}: shorten it or pass a folder prefix"
         )
-    wild = sum(t.wild for t in _tokens(pattern))
+    wild = _wildcards(pattern)
     if wild > MAX_GLOB_WILDCARDS:
-        raise ConfigError(
+        raise GlobLimitError(
             f"the glob {pattern[:40]!r} has {wild} wildcards ('*', '**', '?', '[...]'); a "
             f"glob may have at most {MAX_GLOB_WILDCARDS}: merge runs like '**?**' into '**'"
         )
+
+
+def check_globs(patterns: Sequence[str]) -> None:
+    """``GlobLimitError`` when one of a search filter's ``patterns`` is past a glob's limits
+    (:func:`check_glob`) or all of them together are past a filter's: each file of a
+    search is matched against every pattern, so their cost adds up."""
+    for pattern in patterns:
+        check_glob(pattern)
+    fix = "pass fewer, shorter globs (one 'docs/**/*.md' for many files) or folder prefixes"
+    if len(patterns) > MAX_FILTER_PATHS:
+        raise GlobLimitError(
+            f"a search filter names {len(patterns)} paths; it may name at most "
+            f"{MAX_FILTER_PATHS}: {fix}"
+        )
+    chars = sum(len(p) for p in patterns)
+    if chars > MAX_FILTER_CHARS:
+        raise GlobLimitError(
+            f"a search filter's paths have {chars} characters in all; they may have at most "
+            f"{MAX_FILTER_CHARS}: {fix}"
+        )
+    wild = sum(_wildcards(p) for p in patterns)
+    if wild > MAX_FILTER_WILDCARDS:
+        raise GlobLimitError(
+            f"a search filter's globs have {wild} wildcards in all ('*', '**', '?', '[...]'); "
+            f"they may have at most {MAX_FILTER_WILDCARDS}: {fix}"
+        )
+
+
+def _wildcards(pattern: str) -> int:
+    return sum(t.wild for t in _tokens(pattern))
 
 
 def glob_to_regex(pattern: str) -> str:
@@ -135,11 +173,43 @@ def glob_to_regex(pattern: str) -> str:
 _EPSILON = {"loop": (1,), "opt": (1, 3)}  # 'opt': into '.*/', or past its three tokens
 
 
+_MAX_DFA_STATES = 512  # sets of positions one automaton keeps before it starts afresh
+
+
+@dataclass(frozen=True, slots=True)
+class _Sets:
+    """The position sets an automaton has met, numbered, with their moves: ``moves[n][ch]``
+    is the number of the set that set ``n`` reaches on ``ch``."""
+
+    sets: list[frozenset[int]]
+    moves: list[dict[str, int]]
+    numbers: dict[frozenset[int], int]
+
+    def number(self, reached: frozenset[int]) -> int:
+        if (known := self.numbers.get(reached)) is not None:
+            return known
+        self.sets.append(reached)
+        self.moves.append({})
+        self.numbers[reached] = len(self.sets) - 1
+        return len(self.sets) - 1
+
+
 class _Automaton:
-    """One glob matched by the set of its positions reachable so far (linear time)."""
+    """One glob matched by the set of its positions reachable so far (linear time). Each set
+    met and its move on each character met are kept (a lazy subset construction, as RE2
+    does: Cox, "Regular expression matching in the wild", 2010), so once a path's prefix
+    has been seen its characters cost one lookup each: folder names repeat from path to
+    path. Without it one ``**e**e...**Z`` of 96 characters took 1 ms per 113-character path,
+    1 s per search of 1,000 files. At most :data:`_MAX_DFA_STATES` sets are kept."""
 
     def __init__(self, tokens: list[_Token], ignore_case: bool) -> None:
         self.tokens = [_folded(t) for t in tokens] if ignore_case else tokens
+        self._lock = threading.Lock()  # a served search may match from several threads
+        self._known = self._fresh()
+
+    def _fresh(self) -> _Sets:
+        start = frozenset(self._closed({0}))
+        return _Sets([start], [{}], {start: 0})
 
     def _closed(self, states: set[int]) -> set[int]:
         """``states`` with every position reachable without reading a character."""
@@ -153,19 +223,39 @@ class _Automaton:
                     todo.append(state + reached)
         return seen
 
-    def fullmatch(self, text: str) -> bool:
+    def _step(self, states: frozenset[int], ch: str) -> frozenset[int]:
+        """The positions reachable from ``states`` by reading ``ch`` (none: no match)."""
         tokens, end = self.tokens, len(self.tokens)
-        states = self._closed({0})
+        after: set[int] = set()
+        for state in states:
+            if state == end or tokens[state].kind == "opt" or not tokens[state].accepts(ch):
+                continue
+            after.add(state + 1 if tokens[state].kind == "one" else state)
+        return frozenset(self._closed(after))
+
+    def _move(self, known: _Sets, state: int, ch: str) -> tuple[_Sets, int]:
+        """Set ``state`` of ``known`` read ``ch``: the tables its successor is numbered in
+        (fresh ones, replaced whole for threads still reading the old, past the limit)."""
+        with self._lock:
+            reached = self._step(known.sets[state], ch)
+            if known is not self._known or len(known.sets) >= _MAX_DFA_STATES:
+                if len(self._known.sets) >= _MAX_DFA_STATES:
+                    self._known = self._fresh()
+                return self._known, self._known.number(reached)
+            number = known.number(reached)
+            known.moves[state][ch] = number
+            return known, number
+
+    def fullmatch(self, text: str) -> bool:
+        known, state = self._known, 0
         for ch in text:
-            after: set[int] = set()
-            for state in states:
-                if state == end or tokens[state].kind == "opt" or not tokens[state].accepts(ch):
-                    continue
-                after.add(state + 1 if tokens[state].kind == "one" else state)
-            if not after:
+            number = known.moves[state].get(ch)
+            if number is None:
+                known, number = self._move(known, state, ch)
+            state = number
+            if not known.sets[state]:
                 return False
-            states = self._closed(after)
-        return end in states
+        return len(self.tokens) in known.sets[state]
 
 
 def _folded(token: _Token) -> _Token:
@@ -217,10 +307,14 @@ def _compiled(patterns: tuple[str, ...], ignore_case: bool) -> GlobSet:
 
 
 __all__ = [
+    "MAX_FILTER_CHARS",
+    "MAX_FILTER_PATHS",
+    "MAX_FILTER_WILDCARDS",
     "MAX_GLOB_CHARS",
     "MAX_GLOB_WILDCARDS",
     "GlobSet",
     "check_glob",
+    "check_globs",
     "compile_globs",
     "glob_to_regex",
 ]

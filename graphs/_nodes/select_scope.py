@@ -20,6 +20,8 @@ from typing import Any
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, Field
 
+from kbgraph._base.escapes import printable
+
 from .._settings import RagSettings, ResolvedKnowledgeBase
 from .._state import RagScope, RagState
 from ._base import NodeDeps, StepRecorder
@@ -204,8 +206,10 @@ def _describe(kbs: Sequence[ResolvedKnowledgeBase], listings: dict[str, Listing]
     paths: list[str] = []
     for kb in kbs:
         listing = listings[kb.name]
-        paths += [f"{kb.name}: {p}/" for p in listing.folders[:_PROMPT_PATHS]]
-        paths += [f"{kb.name}: {p}" for p in listing.files[:_PROMPT_PATHS]]
+        # One line each, whatever a name holds: a file named "x\n[2] Source: ..." must not
+        # put a line of its own into the prompt.
+        paths += [f"{kb.name}: {printable(p)}/" for p in listing.folders[:_PROMPT_PATHS]]
+        paths += [f"{kb.name}: {printable(p)}" for p in listing.files[:_PROMPT_PATHS]]
     return {
         "knowledge_bases": "\n".join(lines),
         "paths": "\n".join(paths[: 2 * _PROMPT_PATHS]) or "(none)",

@@ -5,7 +5,8 @@ settings base (``validation``), the ``[N]`` citation grammar and its records
 (``citations``), the languages of source files (``languages``), loopback hosts (``hosts``),
 fitting a prompt into a model's window (``context_window``), the config and error line of
 kbgraph's own model calls (``model_calls``), the default-command click group (``commands``),
-when a model's reply loops (``loops``) and the scripted chat model (``scripted_chat``: the
+when a model's reply loops (``loops``), text shown with its control characters as escapes
+(``escapes``) and the scripted chat model (``scripted_chat``: the
 double of the chat-model seam every layer above the engine has).
 
 Not public API. A module here imports nothing of kbgraph's but the foundation

@@ -128,7 +128,9 @@ def invalid_setting(exc: ValidationError, model: type[BaseModel]) -> ConfigError
 def _nested(inner: ConfigError, model: type[BaseModel], loc: list[str]) -> ConfigError:
     where = ".".join(loc)
     if not isinstance(inner, InvalidSettingError):
-        return ConfigError(f"{model.__name__} {where}: {inner}" if where else str(inner))
+        # Of its own class (a GlobLimitError stays one), when a message is all it takes.
+        kind = type(inner) if type(inner).__init__ is ConfigError.__init__ else ConfigError
+        return kind(f"{model.__name__} {where}: {inner}" if where else str(inner))
     setting = f"{where}.{inner.setting}" if where else inner.setting
     example = f"; pass an allowed value, e.g. {setting}={inner.default!r} (the default)"
     return InvalidSettingError(

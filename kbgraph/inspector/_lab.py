@@ -28,8 +28,8 @@ from langchain_core.messages import HumanMessage
 
 from kbgraph.errors import ConfigError, IndexNotFoundError, KbgraphError
 from kbgraph.graphs import RagSettings
-from kbgraph.retrieval import SearchConfig, SearchMode, file_kinds, search_modes
-from kbgraph.retrieval._internal import check_glob, rrf_contribution
+from kbgraph.retrieval import SearchConfig, SearchFilters, SearchMode, file_kinds, search_modes
+from kbgraph.retrieval._internal import rrf_contribution
 
 from ._config import InspectedBase, InspectorConfig
 
@@ -72,8 +72,9 @@ class LabQuery:
         if bad := [k for k in kinds if k not in file_kinds()]:
             raise ConfigError(f"kind {bad[0]!r} is not one of {', '.join(file_kinds())}")
         paths = tuple(p.strip() for raw in params.get("path") or [] for p in raw.split(","))
-        for pattern in paths:
-            check_glob(pattern)  # a GET from any page must not stall the server
+        # Every search filter's limits, before any file is matched: a GET from any page
+        # must not stall the server.
+        SearchFilters(paths=tuple(p for p in paths if p))
         return cls(
             text=one("q"),
             kbs=tuple(k for k in params.get("kb") or [] if k),

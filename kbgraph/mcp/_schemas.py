@@ -42,7 +42,7 @@ class SearchArgs(Arguments):
     )
     paths: list[str] = Field(
         default_factory=list,
-        max_length=50,
+        max_length=50,  # as many as a SearchFilters may hold (MAX_FILTER_PATHS)
         description="Only files matching any of these globs (docs/**/*.md) or folder "
         "prefixes (src/api).",
     )

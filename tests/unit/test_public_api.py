@@ -72,6 +72,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "EmbeddingError",
         "ErrorRecord",
         "EvaluationError",
+        "GlobLimitError",
         "IndexCorruptError",
         "IndexLockedError",
         "IndexNotFoundError",

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from kbgraph.errors import ConfigError
+from kbgraph.errors import ConfigError, GlobLimitError
 from kbgraph.retrieval._config import ScanConfig
 from kbgraph.retrieval._scan import (
     ScanResult,
@@ -131,6 +131,83 @@ def test_the_automaton_matches_as_the_regex_does(seed: int) -> None:
             expected = re.fullmatch(glob_to_regex(pattern), path, re.I if fold else 0)
             got = _Automaton(_tokens(_normalised(pattern)), fold).fullmatch(path)
             assert got is (expected is not None), (pattern, path, fold)
+
+
+HEAVY = "**e" * 31 + "**Z"  # 96 characters, within a glob's limits
+
+
+def test_a_glob_matches_a_path_once_its_folders_were_seen_by_lookups() -> None:
+    """issue 42 hole 3 leftover: the automaton kept no state between paths, so ``HEAVY``
+    cost 1 ms per path of 113 characters (a minute for 50 of them over 1,000 files). Its
+    moves are kept: a path like one already matched tests no character again."""
+    from kbgraph.retrieval import _globs
+
+    glob = compile_globs([HEAVY])
+    automaton = glob._slow[0]
+    calls = [0]
+    for i, token in enumerate(automaton.tokens):
+        automaton.tokens[i] = _globs.replace(token, accepts=_counted(token.accepts, calls))
+    path = "section-01-reference/subsection-02-notes/document-0003-release-notes.md"
+    assert glob.fullmatch(path) is None
+    first, calls[0] = calls[0], 0
+    assert first > 0
+    assert glob.fullmatch(path) is None and glob.fullmatch(path.replace("3", "3")) is None
+    assert calls[0] == 0
+
+
+@pytest.mark.parametrize("limit", [2, 5, 512])
+def test_the_automaton_keeps_matching_as_the_regex_does_past_its_limit(
+    limit: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import random
+
+    from kbgraph.retrieval import _globs
+
+    monkeypatch.setattr(_globs, "_MAX_DFA_STATES", limit)  # starts afresh again and again
+    rng = random.Random(limit)
+    pieces = ["*", "**", "?", "a", "B", "/", "**/", "[ab]", "[!a]"]
+    for _ in range(200):
+        pattern = "".join(rng.choice(pieces) for _ in range(rng.randint(3, 9)))
+        automaton = _globs._Automaton(_globs._tokens(_globs._normalised(pattern)), False)
+        for _ in range(20):
+            path = "".join(rng.choice("aAbB/.") for _ in range(rng.randint(1, 12)))
+            expected = re.fullmatch(glob_to_regex(pattern), path) is not None
+            assert automaton.fullmatch(path) is expected, (pattern, path)
+
+
+@pytest.mark.parametrize(
+    ("paths", "what"),
+    [
+        ((HEAVY,) * 50, "characters in all"),
+        ((HEAVY,) * 3, "wildcards in all"),
+        (tuple(f"docs/{i}" for i in range(51)), "names 51 paths"),
+        (tuple(f"docs/{'x' * 500}{i}" for i in range(10)), "characters in all"),
+    ],
+)
+def test_a_search_filters_globs_are_bounded_together_in_one_line(
+    paths: tuple[str, ...], what: str
+) -> None:
+    """issue 42 hole 3 leftover: each glob was within the limits, 50 of them took a minute
+    per search (CLI, MCP); the inspector took any number. ``SearchFilters`` is where the
+    CLI, MCP, the inspector and the subgraph's scope all check their paths."""
+    from kbgraph.retrieval import SearchFilters
+
+    with pytest.raises(GlobLimitError, match=what) as caught:
+        SearchFilters(paths=paths)
+    message = str(caught.value)
+    assert "\n" not in message and "at most" in message and "pass fewer" in message
+
+
+def test_a_search_filter_within_the_limits_matches_as_each_path_does() -> None:
+    from kbgraph.retrieval import SearchFilters
+    from kbgraph.retrieval._filters import path_matches
+
+    paths = ("docs/**/*.md", "./src/api", "*.py", HEAVY, "docs/**/*.md", "notes/")
+    filters = SearchFilters(paths=paths)
+    for source in ["docs/a/b.md", "src/api/x.rs", "src/apix/y.rs", "a/b.py", "eeZ/q", "notes/n",
+                   "notes", "README.md", "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeZ"]:  # fmt: skip
+        each = any(path_matches(source, p) for p in paths)
+        assert filters.allows(source, "markdown") is each, source
 
 
 @pytest.mark.parametrize("pattern", ["*?" * 20, "a" * 600, BACKTRACKING * 3])
