@@ -39,7 +39,7 @@ from kbgraph._base.hosts import LOOPBACK_HOSTS, host_name
 
 from ._http_body import body_then, buffered_body
 from ._served import INDEX_ENV, index_allowed, serving
-from ._settings import FOLDER_ENV, knowledge_base_specs
+from ._settings import FOLDER_ENV, knowledge_base_specs, resolved_folder
 
 HOSTS_ENV = "KBGRAPH_ALLOW_HOSTS"
 ORIGINS_ENV = "KBGRAPH_ALLOW_ORIGINS"
@@ -58,7 +58,8 @@ def allowed_folders(folder_envs: tuple[str, ...] = ()) -> tuple[Path, ...]:
     for name in (ALLOWED_FOLDERS_ENV, *folder_envs, FOLDER_ENV):
         raw = os.environ.get(name, "").strip()
         if raw:
-            return tuple(Path(p).expanduser().resolve() for p in raw.split(os.pathsep) if p)
+            parts = (p for p in raw.split(os.pathsep) if p.strip())
+            return tuple(Path(resolved_folder(p)) for p in parts)
     return (Path.cwd().resolve(),)
 
 
@@ -66,8 +67,8 @@ def _inside(folder: Path, roots: tuple[Path, ...]) -> bool:
     return any(folder == root or folder.is_relative_to(root) for root in roots)
 
 
-def _context_folders(body: Any) -> Iterator[str]:
-    """The ``folder`` of every knowledge base a run body's context names."""
+def _context_specs(body: Any) -> Iterator[dict[str, Any]]:
+    """Every knowledge base spec a run body's context names, as the graph reads it."""
     runs = body if isinstance(body, list) else [body]
     for run in runs:
         if not isinstance(run, dict):
@@ -78,10 +79,25 @@ def _context_folders(body: Any) -> Iterator[str]:
             if not isinstance(context, dict) or "knowledge_bases" not in context:
                 continue
             try:
-                specs = knowledge_base_specs(context["knowledge_bases"])
+                yield from knowledge_base_specs(context["knowledge_bases"])
             except (ValueError, TypeError):
                 continue  # the graph's own check refuses it
-            yield from (str(s["folder"]) for s in specs if s.get("folder"))
+
+
+def _folder_problem(raw: str, roots: tuple[Path, ...]) -> str | None:
+    """Why a spec's ``folder`` is refused, else ``None``. Judged as the graph opens it
+    (:func:`resolved_folder`, the settings' own normalisation, never a copy of it)."""
+    try:
+        folder = Path(resolved_folder(raw))
+    except (ValueError, OSError, RuntimeError):  # a NUL byte, a link loop: nothing to open
+        folder = None
+    if folder is not None and _inside(folder, roots):
+        return None
+    shown = os.pathsep.join(str(r) for r in roots)
+    return (
+        f"the folder {raw[:300]!r} is not one this server was started with "
+        f"({shown}); set {ALLOWED_FOLDERS_ENV} before starting it to allow it"
+    )
 
 
 IN_PROCESS_HOST = "api"
@@ -196,13 +212,10 @@ class ServedRequestsGuard:
                 f"drive this server; add the origin to {ORIGINS_ENV} to allow it"
             )
         roots = allowed_folders(self.folder_envs)
-        for folder in _context_folders(body):
-            if not _inside(Path(folder).expanduser().resolve(), roots):
-                shown = os.pathsep.join(str(r) for r in roots)
-                return 403, (
-                    f"the folder {folder[:300]!r} is not one this server was started with "
-                    f"({shown}); set {ALLOWED_FOLDERS_ENV} before starting it to allow it"
-                )
+        for spec in _context_specs(body):
+            refused = _folder_problem(str(spec["folder"]), roots) if spec.get("folder") else None
+            if refused is not None:
+                return 403, refused
         return None
 
     @staticmethod

@@ -262,3 +262,41 @@ def _post_raw(body: bytes) -> httpx.Response:
             return await c.post("/runs/wait", content=body, headers=headers)
 
     return anyio.run(go)
+
+
+@pytest.mark.parametrize(
+    "form",
+    [" {other}", "{other} ", "{other}\n", "\t{other}", "~/other", "./../other", "../cwd/../other"],
+)
+def test_a_folder_is_judged_as_the_graph_opens_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, form: str
+) -> None:
+    # Hole A: with no allow-list variable only the working folder is allowed, and
+    # " /elsewhere" (a leading space) passed: the guard resolved it without the strip the
+    # settings apply, as a name inside the working folder, and the graph opened /elsewhere.
+    from kbgraph.graphs._settings import RagSettings
+
+    for name in ("KBGRAPH_ALLOWED_FOLDERS", "KBGRAPH_INSPECT_FOLDERS", "KBGRAPH_FOLDER"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "cwd").mkdir()
+    (tmp_path / "other").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    raw = form.format(other=tmp_path / "other")
+    [kb] = RagSettings(knowledge_bases=[raw]).resolved_knowledge_bases()
+    assert kb.folder == str(tmp_path / "other")  # what the graph would open
+    for shape in (raw, [raw], [{"name": "o", "folder": raw}], {"o": raw}):
+        reply = _post({"assistant_id": "rag_subgraph", "context": {"knowledge_bases": shape}})
+        assert reply.status_code == 403, (shape, reply.text)
+        assert "is not one this server was started with" in reply.json()["detail"]
+
+
+def test_folders_inside_the_working_folder_pass_in_any_spelling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("KBGRAPH_ALLOWED_FOLDERS", "KBGRAPH_INSPECT_FOLDERS", "KBGRAPH_FOLDER"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    for raw in (" docs", "docs ", f" {tmp_path}/docs", "./a\\b", "."):
+        reply = _post({"assistant_id": "rag_subgraph", "context": {"knowledge_bases": [raw]}})
+        assert reply.status_code not in (403, 421), (raw, reply.text)
