@@ -7,7 +7,15 @@ stored before the guard stamped them (a cron made by an older kbgraph keeps ``au
 true`` in ``.langgraph_api``). Those never pass the guard, so the Retrieve node asks here
 as well: in a guarded process no run writes an index unless the server was started with
 ``KBGRAPH_ALLOW_INDEX=1``. A process without the guard (a script, ``kbgraph ask``, a
-LangGraph server that does not mount kbgraph's app) is not affected."""
+LangGraph server that does not mount kbgraph's app) is not affected.
+
+The same holds for code: a knowledge base's ``retriever`` is an import path whose object
+(or the function of no arguments returning it) kbgraph calls, so a request naming one
+could call any function of the server's Python (``os:abort`` stopped it). A served run may
+name only the objects its graph was built with (``object:<name>``) and the import paths of
+``KBGRAPH_ALLOWED_RETRIEVERS`` (comma-separated, set before the server starts): the guard
+refuses any other in the request, and the importer refuses it in a guarded process, for
+the runs the server starts itself."""
 
 from __future__ import annotations
 
@@ -16,7 +24,10 @@ import os
 from collections.abc import AsyncIterator
 from typing import Any
 
+from kbgraph.errors import NotServedError
+
 INDEX_ENV = "KBGRAPH_ALLOW_INDEX"
+RETRIEVERS_ENV = "KBGRAPH_ALLOWED_RETRIEVERS"
 
 _serving = 0
 
@@ -46,4 +57,42 @@ def index_refused() -> bool:
     return _serving > 0 and not index_allowed()
 
 
-__all__ = ["INDEX_ENV", "index_allowed", "index_refused", "serving"]
+def allowed_retrievers() -> tuple[str, ...]:
+    """The import paths a served run may name as a ``retriever``: those of
+    ``KBGRAPH_ALLOWED_RETRIEVERS`` (comma-separated; an import path holds no comma)."""
+    raw = os.environ.get(RETRIEVERS_ENV, "")
+    return tuple(part.strip() for part in raw.split(",") if part.strip())
+
+
+def retriever_refusal(ref: str) -> str | None:
+    """Why a served run may not import the retriever ``ref`` (an import path, stripped as
+    the settings strip it), else ``None``."""
+    allowed = allowed_retrievers()
+    if ref in allowed:
+        return None
+    return (
+        f"the retriever {ref[:200]!r} is not one this server was started with (allowed: "
+        f"{', '.join(allowed) or 'none'}); a request may not name code to import: list its "
+        f"import path in {RETRIEVERS_ENV} before starting the server, or build a graph with "
+        "build_rag_graph(knowledge_bases={name: store}) and name that graph in langgraph.json"
+    )
+
+
+def check_retriever(ref: str) -> None:
+    """A ``NotServedError`` for a retriever a guarded process was not started with: runs
+    the server starts itself (a cron's, a stored assistant's) never pass the guard."""
+    refused = retriever_refusal(ref) if _serving > 0 else None
+    if refused is not None:
+        raise NotServedError(refused)
+
+
+__all__ = [
+    "INDEX_ENV",
+    "RETRIEVERS_ENV",
+    "allowed_retrievers",
+    "check_retriever",
+    "index_allowed",
+    "index_refused",
+    "retriever_refusal",
+    "serving",
+]

@@ -14,6 +14,10 @@ every route (the server's own included) this checks:
   server was started with (``KBGRAPH_ALLOWED_FOLDERS``, ``os.pathsep``-separated; else the
   folders of the app's own variables — the inspector's app adds ``KBGRAPH_INSPECT_FOLDERS`` —
   else ``KBGRAPH_FOLDER``, else the server's working folder), 403 otherwise;
+- the code a context names: a knowledge base's ``retriever`` must be an object the served
+  graph was built with (``object:<name>``) or an import path of
+  ``KBGRAPH_ALLOWED_RETRIEVERS`` (:mod:`kbgraph.graphs._served`), 403 otherwise: the
+  importer calls what it imports, so a request must not be able to name it;
 - writes: a run, a cron and an assistant are made (and a cron's or an assistant's context
   updated) with ``auto_index: false`` unless the server was started with
   ``KBGRAPH_ALLOW_INDEX=1`` (then index writes go only into the folders above): a cron's
@@ -38,8 +42,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from kbgraph._base.hosts import LOOPBACK_HOSTS, host_name
 
 from ._http_body import body_then, buffered_body
-from ._served import INDEX_ENV, index_allowed, serving
-from ._settings import FOLDER_ENV, knowledge_base_specs, resolved_folder
+from ._langchain_kb import OBJECT_PREFIX
+from ._served import INDEX_ENV, RETRIEVERS_ENV, index_allowed, retriever_refusal, serving
+from ._settings import FOLDER_ENV, knowledge_base_specs, resolved_folder, resolved_specs
 
 HOSTS_ENV = "KBGRAPH_ALLOW_HOSTS"
 ORIGINS_ENV = "KBGRAPH_ALLOW_ORIGINS"
@@ -84,15 +89,20 @@ def _context_specs(body: Any) -> Iterator[dict[str, Any]]:
                 continue  # the graph's own check refuses it
 
 
-def _folder_problem(raw: str, roots: tuple[Path, ...]) -> str | None:
-    """Why a spec's ``folder`` is refused, else ``None``. Judged as the graph opens it
-    (:func:`resolved_folder`, the settings' own normalisation, never a copy of it)."""
+def _spec_problem(spec: dict[str, Any], roots: tuple[Path, ...]) -> str | None:
+    """Why a knowledge base spec is refused, else ``None``. Judged as the graph opens it
+    (:func:`resolved_specs`, the settings' own normalisation, never a copy of it)."""
     try:
-        folder = Path(resolved_folder(raw))
+        [kb] = resolved_specs([spec])
     except (ValueError, OSError, RuntimeError):  # a NUL byte, a link loop: nothing to open
-        folder = None
-    if folder is not None and _inside(folder, roots):
-        return None
+        return _folder_refusal(str(spec.get("folder")), roots)
+    if kb.retriever is not None:
+        # ``object:<name>`` names an object the served graph was built with, nothing else.
+        return None if kb.retriever.startswith(OBJECT_PREFIX) else retriever_refusal(kb.retriever)
+    return None if _inside(Path(kb.folder), roots) else _folder_refusal(str(spec["folder"]), roots)
+
+
+def _folder_refusal(raw: str, roots: tuple[Path, ...]) -> str:
     shown = os.pathsep.join(str(r) for r in roots)
     return (
         f"the folder {raw[:300]!r} is not one this server was started with "
@@ -213,7 +223,7 @@ class ServedRequestsGuard:
             )
         roots = allowed_folders(self.folder_envs)
         for spec in _context_specs(body):
-            refused = _folder_problem(str(spec["folder"]), roots) if spec.get("folder") else None
+            refused = _spec_problem(spec, roots)
             if refused is not None:
                 return 403, refused
         return None
@@ -261,6 +271,7 @@ __all__ = [
     "HOSTS_ENV",
     "INDEX_ENV",
     "ORIGINS_ENV",
+    "RETRIEVERS_ENV",
     "STUDIO_ORIGIN",
     "ServedRequestsGuard",
     "allowed_folders",

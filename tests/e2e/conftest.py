@@ -67,6 +67,8 @@ def dev_server(tmp_path_factory: pytest.TempPathFactory, docs_folder: Path) -> I
             [str(docs_folder), str(tmp_path_factory.getbasetemp())]
         ),
         "KBGRAPH_RUNS_DIR": str(tmp_path_factory.mktemp("runs")),
+        # the one import path a run may name as a retriever (a request names no other code)
+        "KBGRAPH_ALLOWED_RETRIEVERS": "tests.support.lc_store:wiki",
     }
     try:
         server = start_dev_server(log, env=env)

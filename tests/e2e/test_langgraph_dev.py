@@ -475,3 +475,20 @@ def test_the_real_server_refuses_a_rebound_host_a_foreign_page_and_a_foreign_fol
         f"{dev_server.url}/runs/wait", json={**body, "context": _context(outside)}, timeout=60
     )
     assert folder.status_code == 403 and "KBGRAPH_ALLOWED_FOLDERS" in folder.text
+
+
+def test_the_real_server_imports_no_code_a_request_names(
+    dev_server: DevServer, docs_folder: Path
+) -> None:
+    # Hole B: {"retriever": "os:abort"} in a run's context killed the server (rc -6).
+    context = {"knowledge_bases": [{"name": "r", "retriever": "os:abort"}], "embedding": "fake"}
+    body = {"assistant_id": "rag_subgraph", "input": _user(QUESTION), "context": context}
+    reply = httpx.post(
+        f"{dev_server.url}/runs/wait",
+        json=body,
+        headers={"Origin": "https://smith.langchain.com"},
+        timeout=60,
+    )
+    assert reply.status_code == 403 and "KBGRAPH_ALLOWED_RETRIEVERS" in reply.text
+    assert dev_server.process.poll() is None
+    assert httpx.get(f"{dev_server.url}/ok", timeout=10).status_code == 200

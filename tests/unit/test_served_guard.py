@@ -300,3 +300,75 @@ def test_folders_inside_the_working_folder_pass_in_any_spelling(
     for raw in (" docs", "docs ", f" {tmp_path}/docs", "./a\\b", "."):
         reply = _post({"assistant_id": "rag_subgraph", "context": {"knowledge_bases": [raw]}})
         assert reply.status_code not in (403, 421), (raw, reply.text)
+
+
+@pytest.fixture
+def probe_module(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """A module ``kbg_served_probe`` whose ``make`` records that it was called."""
+    import sys
+    import types
+
+    calls: list[str] = []
+    module = types.ModuleType("kbg_served_probe")
+    module.make = lambda: calls.append("make")  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "kbg_served_probe", module)
+    return calls
+
+
+def test_a_request_may_not_name_code_to_import(
+    served: Path, monkeypatch: pytest.MonkeyPatch, probe_module: list[str]
+) -> None:
+    # Hole B: {"retriever": "os:abort"} skipped the folder check and the importer called
+    # it: langgraph dev died (rc -6); "os:getpid" was called and the run went on.
+    monkeypatch.delenv("KBGRAPH_ALLOWED_RETRIEVERS", raising=False)
+    for ref in ("os:abort", " os:getpid", "kbg_served_probe:make"):
+        context = {"knowledge_bases": [{"name": "r", "retriever": ref}]}
+        for body in (
+            {"assistant_id": "rag_subgraph", "context": context},
+            {"assistant_id": "rag_subgraph", "config": {"configurable": context}},
+        ):
+            reply = _post(body, origin="https://smith.langchain.com")
+            assert reply.status_code == 403, reply.text
+            detail = reply.json()["detail"]
+            assert "KBGRAPH_ALLOWED_RETRIEVERS" in detail and "allowed: none" in detail
+    assert probe_module == []
+    monkeypatch.setenv(
+        "KBGRAPH_ALLOWED_RETRIEVERS", "tests.support.lc_store:wiki, kbg_served_probe:make"
+    )
+    allowed = [
+        {"name": "w", "retriever": " kbg_served_probe:make"},
+        {"name": "o", "retriever": "object:wiki"},  # an object the graph was built with
+    ]
+    reply = _post({"assistant_id": "rag_subgraph", "context": {"knowledge_bases": allowed}})
+    assert reply.status_code not in (403, 421), reply.text
+    refused = _post(_run_of([{"name": "r", "retriever": "os:abort"}]))
+    assert refused.status_code == 403
+    assert "allowed: tests.support.lc_store:wiki, kbg_served_probe:make" in refused.text
+
+
+def _run_of(knowledge_bases: Any) -> dict[str, Any]:
+    return {"assistant_id": "rag_subgraph", "context": {"knowledge_bases": knowledge_bases}}
+
+
+def test_runs_the_server_starts_itself_import_only_what_it_was_started_with(
+    served_app: Any, monkeypatch: pytest.MonkeyPatch, probe_module: list[str]
+) -> None:
+    # A cron's runs and a stored assistant's never pass the guard: in a served process
+    # the importer itself refuses a retriever the server was not started with.
+    from starlette.testclient import TestClient
+
+    from kbgraph.errors import NotServedError
+    from kbgraph.graphs._langchain_kb import resolve_source
+    from kbgraph.graphs._searcher import SearcherRegistry
+
+    monkeypatch.delenv("KBGRAPH_ALLOWED_RETRIEVERS", raising=False)
+    with TestClient(served_app, base_url="http://127.0.0.1"):  # the app's lifespan runs
+        with pytest.raises(NotServedError, match="KBGRAPH_ALLOWED_RETRIEVERS"):
+            resolve_source("kbg_served_probe:make", {}, SearcherRegistry())
+        assert probe_module == []
+        monkeypatch.setenv("KBGRAPH_ALLOWED_RETRIEVERS", "tests.support.lc_store:wiki")
+        assert resolve_source("tests.support.lc_store:wiki", {}, SearcherRegistry())
+    monkeypatch.delenv("KBGRAPH_ALLOWED_RETRIEVERS")
+    with pytest.raises(Exception, match="VectorStore or BaseRetriever"):
+        resolve_source("kbg_served_probe:make", {}, SearcherRegistry())  # a script: as before
+    assert probe_module == ["make"]
