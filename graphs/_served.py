@@ -15,7 +15,14 @@ could call any function of the server's Python (``os:abort`` stopped it). A serv
 name only the objects its graph was built with (``object:<name>``) and the import paths of
 ``KBGRAPH_ALLOWED_RETRIEVERS`` (comma-separated, set before the server starts): the guard
 refuses any other in the request, and the importer refuses it in a guarded process, for
-the runs the server starts itself."""
+the runs the server starts itself.
+
+And for connections: a knowledge base's ``store`` and ``read_store`` are URLs the server
+connects to (a request naming ``postgresql://…@anyhost`` made it connect anywhere). A
+served run may name only the server's own ``KBGRAPH_STORE`` and ``KBGRAPH_READ_STORE`` and
+the URLs of ``KBGRAPH_ALLOWED_STORES`` (separated by white space: a URL holds none, and a
+URL of several hosts holds commas), exactly as written there; the guard refuses others,
+and the searcher registry refuses them in a guarded process."""
 
 from __future__ import annotations
 
@@ -26,8 +33,12 @@ from typing import Any
 
 from kbgraph.errors import NotServedError
 
+from ._settings import masked_url
+
 INDEX_ENV = "KBGRAPH_ALLOW_INDEX"
 RETRIEVERS_ENV = "KBGRAPH_ALLOWED_RETRIEVERS"
+STORES_ENV = "KBGRAPH_ALLOWED_STORES"
+SERVER_STORE_ENVS = ("KBGRAPH_STORE", "KBGRAPH_READ_STORE")
 
 _serving = 0
 
@@ -86,13 +97,52 @@ def check_retriever(ref: str) -> None:
         raise NotServedError(refused)
 
 
+def allowed_stores() -> tuple[str, ...]:
+    """The store URLs a served run may name (see the module docstring)."""
+    given = [os.environ.get(name, "").strip() for name in SERVER_STORE_ENVS]
+    listed = os.environ.get(STORES_ENV, "").split()
+    return tuple(dict.fromkeys(url for url in [*given, *listed] if url))
+
+
+def store_refusal(key: str, url: str) -> str | None:
+    """Why a served run may not connect to ``url`` as its ``key`` (``store`` or
+    ``read_store``, stripped as the settings strip it), else ``None``. Passwords are masked:
+    the line goes back to the client and into logs."""
+    allowed = allowed_stores()
+    if url in allowed:
+        return None
+    shown = ", ".join(masked_url(a) for a in allowed) or "none"
+    return (
+        f"the {key} {masked_url(url)[:200]!r} is not one this server was started with "
+        f"(allowed: {shown}); a request connects only to the server's own stores: list the "
+        f"URL in {STORES_ENV} (separated by spaces) or set {SERVER_STORE_ENVS[0]} before "
+        "starting the server"
+    )
+
+
+def check_stores(store: str | None, read_store: str | None) -> None:
+    """A ``NotServedError`` for a store a guarded process was not started with (the runs
+    the server starts itself never pass the guard)."""
+    if _serving == 0:
+        return
+    for key, url in (("store", store), ("read_store", read_store)):
+        refused = store_refusal(key, url) if url is not None else None
+        if refused is not None:
+            raise NotServedError(refused)
+
+
 __all__ = [
     "INDEX_ENV",
     "RETRIEVERS_ENV",
+    "SERVER_STORE_ENVS",
+    "STORES_ENV",
     "allowed_retrievers",
+    "allowed_stores",
     "check_retriever",
+    "check_stores",
     "index_allowed",
     "index_refused",
     "retriever_refusal",
     "serving",
+    "store_refusal",
 ]

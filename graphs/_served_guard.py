@@ -18,6 +18,9 @@ every route (the server's own included) this checks:
   graph was built with (``object:<name>``) or an import path of
   ``KBGRAPH_ALLOWED_RETRIEVERS`` (:mod:`kbgraph.graphs._served`), 403 otherwise: the
   importer calls what it imports, so a request must not be able to name it;
+- the connections a context names: a knowledge base's ``store`` and ``read_store`` must be
+  the server's own ``KBGRAPH_STORE``/``KBGRAPH_READ_STORE`` or a URL of
+  ``KBGRAPH_ALLOWED_STORES``, 403 otherwise;
 - writes: a run, a cron and an assistant are made (and a cron's or an assistant's context
   updated) with ``auto_index: false`` unless the server was started with
   ``KBGRAPH_ALLOW_INDEX=1`` (then index writes go only into the folders above): a cron's
@@ -43,7 +46,15 @@ from kbgraph._base.hosts import LOOPBACK_HOSTS, host_name
 
 from ._http_body import body_then, buffered_body
 from ._langchain_kb import OBJECT_PREFIX
-from ._served import INDEX_ENV, RETRIEVERS_ENV, index_allowed, retriever_refusal, serving
+from ._served import (
+    INDEX_ENV,
+    RETRIEVERS_ENV,
+    STORES_ENV,
+    index_allowed,
+    retriever_refusal,
+    serving,
+    store_refusal,
+)
 from ._settings import FOLDER_ENV, knowledge_base_specs, resolved_folder, resolved_specs
 
 HOSTS_ENV = "KBGRAPH_ALLOW_HOSTS"
@@ -99,7 +110,13 @@ def _spec_problem(spec: dict[str, Any], roots: tuple[Path, ...]) -> str | None:
     if kb.retriever is not None:
         # ``object:<name>`` names an object the served graph was built with, nothing else.
         return None if kb.retriever.startswith(OBJECT_PREFIX) else retriever_refusal(kb.retriever)
-    return None if _inside(Path(kb.folder), roots) else _folder_refusal(str(spec["folder"]), roots)
+    if not _inside(Path(kb.folder), roots):
+        return _folder_refusal(str(spec["folder"]), roots)
+    for key, url in (("store", kb.store), ("read_store", kb.read_store)):
+        refused = store_refusal(key, url) if url is not None else None
+        if refused is not None:
+            return refused
+    return None
 
 
 def _folder_refusal(raw: str, roots: tuple[Path, ...]) -> str:
@@ -272,6 +289,7 @@ __all__ = [
     "INDEX_ENV",
     "ORIGINS_ENV",
     "RETRIEVERS_ENV",
+    "STORES_ENV",
     "STUDIO_ORIGIN",
     "ServedRequestsGuard",
     "allowed_folders",

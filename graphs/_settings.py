@@ -257,8 +257,13 @@ def _without_password(spec: Mapping[str, Any]) -> Mapping[str, Any]:
     for key in ("store", "read_store"):
         url = spec.get(key)
         if isinstance(url, str):
-            masked[key] = _KEY_PASSWORD.sub(r"\1***", _URL_PASSWORD.sub(r"\1:***@", url))
+            masked[key] = masked_url(url)
     return masked
+
+
+def masked_url(url: str) -> str:
+    """A store URL with its password (``user:pw@`` or ``password=pw``) masked."""
+    return _KEY_PASSWORD.sub(r"\1***", _URL_PASSWORD.sub(r"\1:***@", url))
 
 
 def with_knowledge_bases(settings: RagSettings, specs: list[dict[str, Any]]) -> RagSettings:
@@ -360,6 +365,7 @@ __all__ = [
     "ResolvedKnowledgeBase",
     "configurable_settings",
     "knowledge_base_specs",
+    "masked_url",
     "resolved_folder",
     "resolved_specs",
     "settings_from_context",

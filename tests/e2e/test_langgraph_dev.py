@@ -492,3 +492,26 @@ def test_the_real_server_imports_no_code_a_request_names(
     assert reply.status_code == 403 and "KBGRAPH_ALLOWED_RETRIEVERS" in reply.text
     assert dev_server.process.poll() is None
     assert httpx.get(f"{dev_server.url}/ok", timeout=10).status_code == 200
+
+
+def test_the_real_server_connects_to_no_store_a_request_names(
+    dev_server: DevServer, docs_folder: Path
+) -> None:
+    # Hole C: an allowed folder with "store": "postgresql://probe@127.0.0.1:PORT/db" made
+    # the server open a connection to whatever listened on PORT.
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        listener.settimeout(2)
+        port = listener.getsockname()[1]
+        kb = {"name": "docs", "folder": str(docs_folder)}
+        for key in ("store", "read_store"):
+            url = f"postgresql://probe@127.0.0.1:{port}/db?connect_timeout=2"
+            context = {"knowledge_bases": [{**kb, key: url}], "embedding": "fake"}
+            body = {"assistant_id": "rag_subgraph", "input": _user(QUESTION), "context": context}
+            reply = httpx.post(f"{dev_server.url}/runs/wait", json=body, timeout=60)
+            assert reply.status_code == 403 and "KBGRAPH_ALLOWED_STORES" in reply.text
+        with pytest.raises(TimeoutError):
+            listener.accept()[0].close()  # nothing connected

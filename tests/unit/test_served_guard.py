@@ -372,3 +372,62 @@ def test_runs_the_server_starts_itself_import_only_what_it_was_started_with(
     with pytest.raises(Exception, match="VectorStore or BaseRetriever"):
         resolve_source("kbg_served_probe:make", {}, SearcherRegistry())  # a script: as before
     assert probe_module == ["make"]
+
+
+STORE = "postgresql://probe:s3cret@127.0.0.1:9/db?connect_timeout=3"
+
+
+@pytest.mark.parametrize("key", ["store", "read_store"])
+def test_a_request_connects_only_to_stores_the_server_was_started_with(
+    served: Path, monkeypatch: pytest.MonkeyPatch, key: str
+) -> None:
+    # Hole C: an allowed folder with "store": "postgresql://probe@127.0.0.1:PORT/db" made
+    # the server connect to whatever listened there.
+    for name in ("KBGRAPH_ALLOWED_STORES", "KBGRAPH_STORE", "KBGRAPH_READ_STORE"):
+        monkeypatch.delenv(name, raising=False)
+    for url in (STORE, f" {STORE}"):
+        kb = {"name": "a", "folder": str(served), key: url}
+        reply = _post(_run_of([kb]), origin="https://smith.langchain.com")
+        assert reply.status_code == 403, reply.text
+        detail = reply.json()["detail"]
+        assert f"the {key} " in detail and "KBGRAPH_ALLOWED_STORES" in detail
+        assert "allowed: none" in detail and "s3cret" not in detail  # the password masked
+    other = "postgresql://kb@db.internal/kb"
+    monkeypatch.setenv("KBGRAPH_STORE", STORE)
+    monkeypatch.setenv("KBGRAPH_ALLOWED_STORES", f"{other}  postgresql://kb@a,b/kb")
+    for url in (STORE, other, "postgresql://kb@a,b/kb"):
+        reply = _post(_run_of([{"name": "a", "folder": str(served), key: url}]))
+        assert reply.status_code not in (403, 421), reply.text
+    refused = _post(_run_of([{"name": "a", "folder": str(served), key: f"{other}x"}]))
+    assert refused.status_code == 403 and "s3cret" not in refused.text
+
+
+def test_runs_the_server_starts_itself_connect_only_to_its_stores(
+    served: Path, served_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The registry refuses a store before its factory opens (connects to) anything.
+    from starlette.testclient import TestClient
+
+    from kbgraph.errors import NotServedError
+    from kbgraph.graphs._searcher import SearcherRegistry
+
+    opened: list[Any] = []
+
+    def factory(folder: str, embedding: str | None, /, **options: Any) -> Any:
+        opened.append(options)
+        return object()
+
+    for name in ("KBGRAPH_ALLOWED_STORES", "KBGRAPH_STORE", "KBGRAPH_READ_STORE"):
+        monkeypatch.delenv(name, raising=False)
+    with TestClient(served_app, base_url="http://127.0.0.1"):  # the app's lifespan runs
+        with pytest.raises(NotServedError, match="KBGRAPH_ALLOWED_STORES"):
+            SearcherRegistry(factory).open(served, "fake", store=STORE)
+        with pytest.raises(NotServedError, match="the read_store"):
+            SearcherRegistry(factory).open(served, "fake", read_store=STORE)
+        assert opened == []
+        SearcherRegistry(factory).open(served, "fake")  # the folder's own index
+        monkeypatch.setenv("KBGRAPH_ALLOWED_STORES", STORE)
+        SearcherRegistry(factory).open(served, "fake", store=STORE)
+    monkeypatch.delenv("KBGRAPH_ALLOWED_STORES")
+    SearcherRegistry(factory).open(served, "fake", store=STORE)  # a script: as before
+    assert opened == [{}, {"store": STORE}, {"store": STORE}]
