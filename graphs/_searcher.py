@@ -21,7 +21,7 @@ from langchain_core.embeddings import Embeddings
 from kbgraph._base.faces import shown_as
 from kbgraph.retrieval import ProgressCallback, SearchFilters, SearchResult
 
-from ._served import check_stores
+from ._served import check_model, check_stores
 
 if TYPE_CHECKING:
     from kbgraph.retrieval import ChunkConfig, RankerName, SearchConfig
@@ -123,6 +123,7 @@ class SearcherRegistry:
         of their own (see ``kbgraph.graphs._langchain_kb.LangChainSearcher``)."""
         if spec is None:
             return None
+        check_model("embedding", spec)
         key = "local" if spec.strip().lower() == "auto" else spec.strip()
         with self._guard:
             model = self._embeddings.get(key)
@@ -154,8 +155,10 @@ class SearcherRegistry:
         store: str | None = None,
         read_store: str | None = None,
     ) -> Searcher:
-        # Before anything is opened: a store is a connection to wherever its URL says.
+        # Before anything is opened: a store is a connection to wherever its URL says, and
+        # an embedding spec may name a server or a model file.
         check_stores(store, read_store)
+        check_model("embedding", embedding)
         key = self.key(folder, embedding, chunking, store, read_store)
         with self._guard:
             lock = self._locks.setdefault(key, threading.RLock())

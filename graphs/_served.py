@@ -22,7 +22,16 @@ connects to (a request naming ``postgresql://…@anyhost`` made it connect anywh
 served run may name only the server's own ``KBGRAPH_STORE`` and ``KBGRAPH_READ_STORE`` and
 the URLs of ``KBGRAPH_ALLOWED_STORES`` (separated by white space: a URL holds none, and a
 URL of several hosts holds commas), exactly as written there; the guard refuses others,
-and the searcher registry refuses them in a guarded process."""
+and the searcher registry refuses them in a guarded process.
+
+Model specs too, where they name a place: ``chat_model`` and ``answer_check.judge``
+``openai_compatible:<model>@<url>`` (sent the server's ``OPENAI_API_KEY`` to that URL) and
+``gguf:<path>``, an ``embedding`` of a URL or of ``local:<model or path>`` other than the
+packaged model. A served run may use such a spec only when it is the server's own
+``KBGRAPH_CHAT_MODEL`` or ``KBGRAPH_EMBEDDING`` or one of ``KBGRAPH_ALLOWED_MODELS``
+(separated by white space), exactly; specs naming a provider (``openai:<model>``,
+``anthropic:<model>``, ``fake``, ``local``) reach that provider as the server is set up
+for it, and stay allowed."""
 
 from __future__ import annotations
 
@@ -31,7 +40,7 @@ import os
 from collections.abc import AsyncIterator
 from typing import Any
 
-from kbgraph.errors import NotServedError
+from kbgraph.errors import ConfigError, NotServedError
 
 from ._settings import masked_url
 
@@ -39,6 +48,10 @@ INDEX_ENV = "KBGRAPH_ALLOW_INDEX"
 RETRIEVERS_ENV = "KBGRAPH_ALLOWED_RETRIEVERS"
 STORES_ENV = "KBGRAPH_ALLOWED_STORES"
 SERVER_STORE_ENVS = ("KBGRAPH_STORE", "KBGRAPH_READ_STORE")
+MODELS_ENV = "KBGRAPH_ALLOWED_MODELS"
+SERVER_MODEL_ENVS = ("KBGRAPH_CHAT_MODEL", "KBGRAPH_EMBEDDING")
+CHAT_PLACES = ("gguf", "openai_compatible")
+"""Chat model providers whose spec names where the model is (a file, a server's URL)."""
 
 _serving = 0
 
@@ -99,9 +112,14 @@ def check_retriever(ref: str) -> None:
 
 def allowed_stores() -> tuple[str, ...]:
     """The store URLs a served run may name (see the module docstring)."""
-    given = [os.environ.get(name, "").strip() for name in SERVER_STORE_ENVS]
-    listed = os.environ.get(STORES_ENV, "").split()
-    return tuple(dict.fromkeys(url for url in [*given, *listed] if url))
+    return _started_with(SERVER_STORE_ENVS, STORES_ENV)
+
+
+def _started_with(own: tuple[str, ...], listed: str) -> tuple[str, ...]:
+    """The values of the server's own variables ``own`` and the white-space separated
+    values of ``listed``, in that order, each once."""
+    given = [os.environ.get(name, "").strip() for name in own]
+    return tuple(dict.fromkeys(v for v in [*given, *os.environ.get(listed, "").split()] if v))
 
 
 def store_refusal(key: str, url: str) -> str | None:
@@ -131,17 +149,65 @@ def check_stores(store: str | None, read_store: str | None) -> None:
             raise NotServedError(refused)
 
 
+def names_a_place(key: str, spec: str) -> bool:
+    """Whether a model spec (of ``key``: ``embedding``, ``chat_model`` or
+    ``answer_check.judge``) names where its model is: a URL or a file, read with the
+    parser that resolves it (a spec it refuses, the graph refuses too: no place)."""
+    text = spec.strip()
+    if key != "embedding":
+        return text.partition(":")[0].strip().lower() in CHAT_PLACES
+    if text.lower() in ("", "auto", "none"):
+        return False
+    from kbgraph.retrieval._internal import parse_spec
+
+    try:
+        parsed = parse_spec(text)
+    except ConfigError:
+        return False
+    return parsed.base_url is not None or (
+        parsed.provider == "local" and parsed.model != parse_spec("local").model
+    )
+
+
+def model_refusal(key: str, spec: str) -> str | None:
+    """Why a served run may not use the model ``spec`` as its ``key``, else ``None``."""
+    allowed = _started_with(SERVER_MODEL_ENVS, MODELS_ENV)
+    if not names_a_place(key, spec) or spec.strip() in allowed:
+        return None
+    shown = ", ".join(masked_url(a) for a in allowed) or "none"
+    return (
+        f"the {key} {masked_url(spec.strip())[:200]!r} names a server or a file this server "
+        f"was not started with (allowed: {shown}); list the spec in {MODELS_ENV} (separated "
+        "by spaces) before starting the server, or name a provider's model "
+        "(openai:<model>, anthropic:<model>, ...)"
+    )
+
+
+def check_model(key: str, spec: str | None) -> None:
+    """A ``NotServedError`` for a model spec a guarded process was not started with (the
+    runs the server starts itself never pass the guard)."""
+    refused = model_refusal(key, spec) if spec is not None and _serving > 0 else None
+    if refused is not None:
+        raise NotServedError(refused)
+
+
 __all__ = [
+    "CHAT_PLACES",
     "INDEX_ENV",
+    "MODELS_ENV",
     "RETRIEVERS_ENV",
+    "SERVER_MODEL_ENVS",
     "SERVER_STORE_ENVS",
     "STORES_ENV",
     "allowed_retrievers",
     "allowed_stores",
+    "check_model",
     "check_retriever",
     "check_stores",
     "index_allowed",
     "index_refused",
+    "model_refusal",
+    "names_a_place",
     "retriever_refusal",
     "serving",
     "store_refusal",

@@ -21,6 +21,9 @@ every route (the server's own included) this checks:
 - the connections a context names: a knowledge base's ``store`` and ``read_store`` must be
   the server's own ``KBGRAPH_STORE``/``KBGRAPH_READ_STORE`` or a URL of
   ``KBGRAPH_ALLOWED_STORES``, 403 otherwise;
+- the model specs a context names (``embedding``, ``chat_model``, ``answer_check.judge``):
+  one naming a server's URL or a model file must be one the server was started with
+  (``KBGRAPH_ALLOWED_MODELS``, see :mod:`kbgraph.graphs._served`), 403 otherwise;
 - writes: a run, a cron and an assistant are made (and a cron's or an assistant's context
   updated) with ``auto_index: false`` unless the server was started with
   ``KBGRAPH_ALLOW_INDEX=1`` (then index writes go only into the folders above): a cron's
@@ -51,6 +54,7 @@ from ._served import (
     RETRIEVERS_ENV,
     STORES_ENV,
     index_allowed,
+    model_refusal,
     retriever_refusal,
     serving,
     store_refusal,
@@ -83,21 +87,38 @@ def _inside(folder: Path, roots: tuple[Path, ...]) -> bool:
     return any(folder == root or folder.is_relative_to(root) for root in roots)
 
 
-def _context_specs(body: Any) -> Iterator[dict[str, Any]]:
-    """Every knowledge base spec a run body's context names, as the graph reads it."""
+def _contexts(body: Any) -> Iterator[dict[str, Any]]:
+    """Every context a body carries: each run's ``context`` and ``config.configurable``."""
     runs = body if isinstance(body, list) else [body]
     for run in runs:
         if not isinstance(run, dict):
             continue
         config = run.get("config")
         legacy = config.get("configurable") if isinstance(config, dict) else None
-        for context in (run.get("context"), legacy):
-            if not isinstance(context, dict) or "knowledge_bases" not in context:
-                continue
-            try:
-                yield from knowledge_base_specs(context["knowledge_bases"])
-            except (ValueError, TypeError):
-                continue  # the graph's own check refuses it
+        yield from (c for c in (run.get("context"), legacy) if isinstance(c, dict))
+
+
+def _context_specs(body: Any) -> Iterator[dict[str, Any]]:
+    """Every knowledge base spec a run body's context names, as the graph reads it."""
+    for context in _contexts(body):
+        if "knowledge_bases" not in context:
+            continue
+        try:
+            yield from knowledge_base_specs(context["knowledge_bases"])
+        except (ValueError, TypeError):
+            continue  # the graph's own check refuses it
+
+
+def _model_specs(body: Any) -> Iterator[tuple[str, str]]:
+    """(key, spec) of every model spec a body's contexts name: ``embedding``,
+    ``chat_model`` and ``answer_check.judge``."""
+    for context in _contexts(body):
+        check = context.get("answer_check")
+        judge = check.get("judge") if isinstance(check, dict) else None
+        named = [("embedding", context.get("embedding")), ("chat_model", context.get("chat_model"))]
+        for key, spec in [*named, ("answer_check.judge", judge)]:
+            if isinstance(spec, str):
+                yield key, spec
 
 
 def _spec_problem(spec: dict[str, Any], roots: tuple[Path, ...]) -> str | None:
@@ -241,6 +262,10 @@ class ServedRequestsGuard:
         roots = allowed_folders(self.folder_envs)
         for spec in _context_specs(body):
             refused = _spec_problem(spec, roots)
+            if refused is not None:
+                return 403, refused
+        for key, spec in _model_specs(body):
+            refused = model_refusal(key, spec)
             if refused is not None:
                 return 403, refused
         return None

@@ -431,3 +431,86 @@ def test_runs_the_server_starts_itself_connect_only_to_its_stores(
     monkeypatch.delenv("KBGRAPH_ALLOWED_STORES")
     SearcherRegistry(factory).open(served, "fake", store=STORE)  # a script: as before
     assert opened == [{}, {"store": STORE}, {"store": STORE}]
+
+
+def _places(tmp_path: Path) -> list[tuple[str, str]]:
+    """(key, spec) of model specs that name a server or a file."""
+    model_file = tmp_path / "m.gguf"
+    model_file.write_bytes(b"GGUF")
+    return [
+        ("chat_model", "openai_compatible:m@http://127.0.0.1:9/v1"),
+        ("chat_model", f" gguf:{model_file}"),
+        ("answer_check.judge", "openai_compatible:m@http://127.0.0.1:9/v1"),
+        ("embedding", "http://127.0.0.1:9/v1#m"),
+        ("embedding", "openai_compatible:m@https://user:pw@embed.example/v1"),
+        ("embedding", f"local:{tmp_path}"),
+    ]
+
+
+def _with_model(folder: Path, key: str, spec: str) -> dict[str, Any]:
+    context: dict[str, Any] = {"knowledge_bases": [str(folder)]}
+    if key == "answer_check.judge":
+        context["answer_check"] = {"judge": spec}
+    else:
+        context[key] = spec
+    return {"assistant_id": "rag_subgraph", "context": context}
+
+
+def test_a_request_names_no_model_server_or_file_the_server_was_not_started_with(
+    served: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # chat_model "openai_compatible:m@http://anywhere/v1" sent the server's OPENAI_API_KEY
+    # to that URL; gguf:<path> and local:<path> load any file the server can read.
+    for name in ("KBGRAPH_ALLOWED_MODELS", "KBGRAPH_CHAT_MODEL", "KBGRAPH_EMBEDDING"):
+        monkeypatch.delenv(name, raising=False)
+    for key, spec in _places(tmp_path):
+        reply = _post(_with_model(served, key, spec), origin="https://smith.langchain.com")
+        assert reply.status_code == 403, (key, spec, reply.text)
+        assert f"the {key} " in reply.text and "KBGRAPH_ALLOWED_MODELS" in reply.text
+        assert ":pw@" not in reply.text  # a password in a URL is masked
+    for key, spec in [
+        ("chat_model", "openai:gpt-4o-mini"),
+        ("chat_model", "fake"),
+        ("answer_check.judge", "offline"),
+        ("embedding", "auto"),
+        ("embedding", "fake:8"),
+        ("embedding", "local"),
+    ]:  # a provider's model, as the server is set up for that provider
+        assert _post(_with_model(served, key, spec)).status_code not in (403, 421), spec
+    places = _places(tmp_path)
+    monkeypatch.setenv("KBGRAPH_ALLOWED_MODELS", " ".join(spec.strip() for _, spec in places))
+    for key, spec in places:
+        assert _post(_with_model(served, key, spec)).status_code not in (403, 421), spec
+    monkeypatch.delenv("KBGRAPH_ALLOWED_MODELS")
+    monkeypatch.setenv("KBGRAPH_CHAT_MODEL", places[0][1])  # the server's own model
+    assert _post(_with_model(served, *places[0])).status_code not in (403, 421)
+
+
+def test_runs_the_server_starts_itself_use_only_its_model_servers_and_files(
+    served_app: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from starlette.testclient import TestClient
+
+    from kbgraph.agents._common import model_for
+    from kbgraph.errors import NotServedError
+    from kbgraph.evals import LLMJudge
+    from kbgraph.graphs import RagSettings, resolve_chat_model
+    from kbgraph.graphs._nodes._base import NodeDeps
+    from kbgraph.graphs._searcher import SearcherRegistry
+
+    for name in ("KBGRAPH_ALLOWED_MODELS", "KBGRAPH_CHAT_MODEL", "KBGRAPH_EMBEDDING"):
+        monkeypatch.delenv(name, raising=False)
+    url = "openai_compatible:m@http://127.0.0.1:9/v1"
+    settings = RagSettings(chat_model=url)
+    with TestClient(served_app, base_url="http://127.0.0.1"):  # the app's lifespan runs
+        for resolve in (NodeDeps().model_for, lambda s: model_for(None, s)):
+            with pytest.raises(NotServedError, match="KBGRAPH_ALLOWED_MODELS"):
+                resolve(settings)
+        with pytest.raises(NotServedError, match=r"the answer_check\.judge"):
+            LLMJudge(url)  # a judge spec: a run's answer_check.judge (or --judge)
+        assert resolve_chat_model(url) is not None  # the server's own code: not a run's spec
+        with pytest.raises(NotServedError, match="the embedding"):
+            SearcherRegistry().embeddings("http://127.0.0.1:9/v1#m")
+        with pytest.raises(NotServedError, match="the embedding"):
+            SearcherRegistry(lambda f, e, /, **o: object()).open(tmp_path, f"local:{tmp_path}")
+    assert NodeDeps().model_for(settings) is not None  # a script: as before
