@@ -264,8 +264,8 @@ class ServedRequestsGuard:
             refused = _spec_problem(spec, roots)
             if refused is not None:
                 return 403, refused
-        for key, spec in _model_specs(body):
-            refused = model_refusal(key, spec)
+        for key, model in _model_specs(body):
+            refused = model_refusal(key, model)
             if refused is not None:
                 return 403, refused
         return None
