@@ -5,7 +5,8 @@ The guard (:mod:`kbgraph.graphs._served_guard`) stamps ``auto_index: false`` on 
 request creates, but a server also starts runs itself: a cron's runs, and the contexts it
 stored before the guard stamped them (a cron made by an older kbgraph keeps ``auto_index:
 true`` in ``.langgraph_api``). Those never pass the guard, so the Retrieve node asks here
-as well: in a guarded process no run writes an index unless the server was started with
+as well: in a guarded process no run writes an index (``auto_index``, or ``live``: a
+watcher's first run indexes the folder) unless the server was started with
 ``KBGRAPH_ALLOW_INDEX=1``. A process without the guard (a script, ``kbgraph ask``, a
 LangGraph server that does not mount kbgraph's app) is not affected.
 
@@ -77,7 +78,7 @@ def index_allowed() -> bool:
 
 def index_refused() -> bool:
     """True in a guarded process started without ``KBGRAPH_ALLOW_INDEX``: ``auto_index``
-    is then ignored, whatever context a run carries."""
+    and ``live`` are then ignored, whatever context a run carries."""
     return _serving > 0 and not index_allowed()
 
 

@@ -514,3 +514,33 @@ def test_runs_the_server_starts_itself_use_only_its_model_servers_and_files(
         with pytest.raises(NotServedError, match="the embedding"):
             SearcherRegistry(lambda f, e, /, **o: object()).open(tmp_path, f"local:{tmp_path}")
     assert NodeDeps().model_for(settings) is not None  # a script: as before
+
+
+def test_a_served_run_starts_no_watcher_unless_the_server_allows_index_writes(
+    served: Path, served_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # live: true started a file watcher, whose first run indexes the folder: a request on
+    # an allowed, unindexed folder wrote FOLDER/.kbgraph without KBGRAPH_ALLOW_INDEX.
+    from starlette.testclient import TestClient
+
+    from kbgraph.graphs._nodes.retrieve import search_kb
+
+    from ._rag_fakes import deps_for, fake_kb, registry_with, settings_for
+
+    searcher = fake_kb(served)
+    watched: list[bool] = []
+    searcher.start_watching = lambda: watched.append(True)  # type: ignore[attr-defined]
+    settings = settings_for(served, live=True, auto_index=False)
+    [kb] = settings.resolved_knowledge_bases()
+    deps = deps_for(registry_with({served: searcher}))
+
+    def run() -> None:
+        search_kb(kb, ["retry"], settings, None, deps, lambda _e: None)
+
+    monkeypatch.delenv("KBGRAPH_ALLOW_INDEX", raising=False)
+    with TestClient(served_app, base_url="http://127.0.0.1"):  # the app's lifespan runs
+        run()
+        assert watched == []
+        monkeypatch.setenv("KBGRAPH_ALLOW_INDEX", "1")
+        run()
+    assert watched == [True]  # a server started to allow index writes watches
