@@ -125,7 +125,8 @@ def dev_server(folder: Path, url: str, jobs: int) -> Iterator[tuple[Agents, Path
     from tests.support.langgraph_dev import start_dev_server, stop_dev_server
 
     log = Path(tempfile.mkdtemp(prefix="kbgraph-load-dev-")) / "server.log"
-    allowed = {"KBGRAPH_ALLOWED_FOLDERS": str(folder)}  # the served guard refuses others
+    # The served guard refuses other folders and stores than the server was started with.
+    allowed = {"KBGRAPH_ALLOWED_FOLDERS": str(folder), "KBGRAPH_ALLOWED_STORES": url}
     server = start_dev_server(log, env=allowed, args=["--n-jobs-per-worker", str(jobs)])
     try:
         first = get_sync_client(url=server.url)

@@ -36,6 +36,8 @@ from kbgraph.errors import ConfigError, KbgraphError
 from kbgraph.retrieval import Chunk, SearchConfig, SearchFilters, SearchResult
 from kbgraph.retrieval._internal import file_kind
 
+from ._served import check_retriever
+
 OBJECT_PREFIX = "object:"
 ATTACHED = "kbgraph_knowledge_bases"
 """The metadata key under which a compiled graph names its own knowledge base objects (the
@@ -71,7 +73,9 @@ def resolve_source(
 ) -> LangChainSource:
     """The object a spec's ``retriever`` names: one the graph was built with
     (``object:<name>``), or an import path ``package.module:attribute`` (an object, or a
-    function of no arguments returning one; imported once per registry)."""
+    function of no arguments returning one; imported once per registry). In a process that
+    serves requests, only an import path the server was started with
+    (:func:`~kbgraph.graphs._served.check_retriever`)."""
     if ref.startswith(OBJECT_PREFIX):
         found = attached.get(ref.removeprefix(OBJECT_PREFIX))
         if found is None:
@@ -81,6 +85,8 @@ def resolve_source(
                 "('package.module:attribute')"
             )
         return found
+    # Before the import: importing a module runs it, and the attribute may be called.
+    check_retriever(ref)
     loaded = registry.imported(ref, lambda path: check_source(_import(path), path))
     return check_source(loaded, ref)
 

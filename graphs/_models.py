@@ -34,6 +34,7 @@ from kbgraph.errors import ConfigError
 from kbgraph.retrieval._internal import init_integration
 
 from ._chat_models import ChatGGUF, GGUFOptions, check_runtime_installed, parse_gguf_spec
+from ._served import check_model
 
 FAKE_REPLY = "This is a scripted reply from the fake chat model."
 _SPECS = (
@@ -44,11 +45,21 @@ _SPECS = (
 
 
 def resolve_chat_model(
-    spec: str | BaseChatModel | None, *, timeout: float | None = 60.0
+    spec: str | BaseChatModel | None,
+    *,
+    timeout: float | None = 60.0,
+    served_as: str | None = None,
 ) -> BaseChatModel | None:
-    """The chat model a spec names (a model instance is returned as is), or ``None``."""
+    """The chat model a spec names (a model instance is returned as is), or ``None``.
+    ``served_as``: the setting a run's spec came from (``chat_model``,
+    ``answer_check.judge``); in a process that serves requests, a spec naming a server or a
+    file must then be one the server was started with
+    (:func:`~kbgraph.graphs._served.check_model`: an ``openai_compatible`` URL gets the
+    server's ``OPENAI_API_KEY``)."""
     if spec is None or isinstance(spec, BaseChatModel):
         return spec
+    if served_as is not None:
+        check_model(served_as, spec)
     spec = spec.strip()
     if spec.lower() in ("", "none"):
         return None

@@ -21,6 +21,8 @@ from langchain_core.embeddings import Embeddings
 from kbgraph._base.faces import shown_as
 from kbgraph.retrieval import ProgressCallback, SearchFilters, SearchResult
 
+from ._served import check_model, check_stores
+
 if TYPE_CHECKING:
     from kbgraph.retrieval import ChunkConfig, RankerName, SearchConfig
 
@@ -92,8 +94,9 @@ class SearcherRegistry:
     """Open searchers by (absolute folder, embedding spec, chunking, store: None for the
     folder index, else a PostgreSQL URL, read_store: a standby's URL or None); ``factory``
     opens a missing one (default:
-    ``KnowledgeBase``). :meth:`lock` serialises use of a searcher that is not safe for
-    concurrent searches."""
+    ``KnowledgeBase``; in a process that serves requests, only a store the server was
+    started with, :func:`~kbgraph.graphs._served.check_stores`). :meth:`lock` serialises
+    use of a searcher that is not safe for concurrent searches."""
 
     def __init__(self, factory: SearcherFactory | None = None) -> None:
         self._factory = factory or _open_real
@@ -120,6 +123,7 @@ class SearcherRegistry:
         of their own (see ``kbgraph.graphs._langchain_kb.LangChainSearcher``)."""
         if spec is None:
             return None
+        check_model("embedding", spec)
         key = "local" if spec.strip().lower() == "auto" else spec.strip()
         with self._guard:
             model = self._embeddings.get(key)
@@ -151,6 +155,10 @@ class SearcherRegistry:
         store: str | None = None,
         read_store: str | None = None,
     ) -> Searcher:
+        # Before anything is opened: a store is a connection to wherever its URL says, and
+        # an embedding spec may name a server or a model file.
+        check_stores(store, read_store)
+        check_model("embedding", embedding)
         key = self.key(folder, embedding, chunking, store, read_store)
         with self._guard:
             lock = self._locks.setdefault(key, threading.RLock())

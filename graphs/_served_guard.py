@@ -14,6 +14,16 @@ every route (the server's own included) this checks:
   server was started with (``KBGRAPH_ALLOWED_FOLDERS``, ``os.pathsep``-separated; else the
   folders of the app's own variables — the inspector's app adds ``KBGRAPH_INSPECT_FOLDERS`` —
   else ``KBGRAPH_FOLDER``, else the server's working folder), 403 otherwise;
+- the code a context names: a knowledge base's ``retriever`` must be an object the served
+  graph was built with (``object:<name>``) or an import path of
+  ``KBGRAPH_ALLOWED_RETRIEVERS`` (:mod:`kbgraph.graphs._served`), 403 otherwise: the
+  importer calls what it imports, so a request must not be able to name it;
+- the connections a context names: a knowledge base's ``store`` and ``read_store`` must be
+  the server's own ``KBGRAPH_STORE``/``KBGRAPH_READ_STORE`` or a URL of
+  ``KBGRAPH_ALLOWED_STORES``, 403 otherwise;
+- the model specs a context names (``embedding``, ``chat_model``, ``answer_check.judge``):
+  one naming a server's URL or a model file must be one the server was started with
+  (``KBGRAPH_ALLOWED_MODELS``, see :mod:`kbgraph.graphs._served`), 403 otherwise;
 - writes: a run, a cron and an assistant are made (and a cron's or an assistant's context
   updated) with ``auto_index: false`` unless the server was started with
   ``KBGRAPH_ALLOW_INDEX=1`` (then index writes go only into the folders above): a cron's
@@ -38,8 +48,18 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from kbgraph._base.hosts import LOOPBACK_HOSTS, host_name
 
 from ._http_body import body_then, buffered_body
-from ._served import INDEX_ENV, index_allowed, serving
-from ._settings import FOLDER_ENV, knowledge_base_specs
+from ._langchain_kb import OBJECT_PREFIX
+from ._served import (
+    INDEX_ENV,
+    RETRIEVERS_ENV,
+    STORES_ENV,
+    index_allowed,
+    model_refusal,
+    retriever_refusal,
+    serving,
+    store_refusal,
+)
+from ._settings import FOLDER_ENV, knowledge_base_specs, resolved_folder, resolved_specs
 
 HOSTS_ENV = "KBGRAPH_ALLOW_HOSTS"
 ORIGINS_ENV = "KBGRAPH_ALLOW_ORIGINS"
@@ -58,7 +78,8 @@ def allowed_folders(folder_envs: tuple[str, ...] = ()) -> tuple[Path, ...]:
     for name in (ALLOWED_FOLDERS_ENV, *folder_envs, FOLDER_ENV):
         raw = os.environ.get(name, "").strip()
         if raw:
-            return tuple(Path(p).expanduser().resolve() for p in raw.split(os.pathsep) if p)
+            parts = (p for p in raw.split(os.pathsep) if p.strip())
+            return tuple(Path(resolved_folder(p)) for p in parts)
     return (Path.cwd().resolve(),)
 
 
@@ -66,22 +87,65 @@ def _inside(folder: Path, roots: tuple[Path, ...]) -> bool:
     return any(folder == root or folder.is_relative_to(root) for root in roots)
 
 
-def _context_folders(body: Any) -> Iterator[str]:
-    """The ``folder`` of every knowledge base a run body's context names."""
+def _contexts(body: Any) -> Iterator[dict[str, Any]]:
+    """Every context a body carries: each run's ``context`` and ``config.configurable``."""
     runs = body if isinstance(body, list) else [body]
     for run in runs:
         if not isinstance(run, dict):
             continue
         config = run.get("config")
         legacy = config.get("configurable") if isinstance(config, dict) else None
-        for context in (run.get("context"), legacy):
-            if not isinstance(context, dict) or "knowledge_bases" not in context:
-                continue
-            try:
-                specs = knowledge_base_specs(context["knowledge_bases"])
-            except (ValueError, TypeError):
-                continue  # the graph's own check refuses it
-            yield from (str(s["folder"]) for s in specs if s.get("folder"))
+        yield from (c for c in (run.get("context"), legacy) if isinstance(c, dict))
+
+
+def _context_specs(body: Any) -> Iterator[dict[str, Any]]:
+    """Every knowledge base spec a run body's context names, as the graph reads it."""
+    for context in _contexts(body):
+        if "knowledge_bases" not in context:
+            continue
+        try:
+            yield from knowledge_base_specs(context["knowledge_bases"])
+        except (ValueError, TypeError):
+            continue  # the graph's own check refuses it
+
+
+def _model_specs(body: Any) -> Iterator[tuple[str, str]]:
+    """(key, spec) of every model spec a body's contexts name: ``embedding``,
+    ``chat_model`` and ``answer_check.judge``."""
+    for context in _contexts(body):
+        check = context.get("answer_check")
+        judge = check.get("judge") if isinstance(check, dict) else None
+        named = [("embedding", context.get("embedding")), ("chat_model", context.get("chat_model"))]
+        for key, spec in [*named, ("answer_check.judge", judge)]:
+            if isinstance(spec, str):
+                yield key, spec
+
+
+def _spec_problem(spec: dict[str, Any], roots: tuple[Path, ...]) -> str | None:
+    """Why a knowledge base spec is refused, else ``None``. Judged as the graph opens it
+    (:func:`resolved_specs`, the settings' own normalisation, never a copy of it)."""
+    try:
+        [kb] = resolved_specs([spec])
+    except (ValueError, OSError, RuntimeError):  # a NUL byte, a link loop: nothing to open
+        return _folder_refusal(str(spec.get("folder")), roots)
+    if kb.retriever is not None:
+        # ``object:<name>`` names an object the served graph was built with, nothing else.
+        return None if kb.retriever.startswith(OBJECT_PREFIX) else retriever_refusal(kb.retriever)
+    if not _inside(Path(kb.folder), roots):
+        return _folder_refusal(str(spec["folder"]), roots)
+    for key, url in (("store", kb.store), ("read_store", kb.read_store)):
+        refused = store_refusal(key, url) if url is not None else None
+        if refused is not None:
+            return refused
+    return None
+
+
+def _folder_refusal(raw: str, roots: tuple[Path, ...]) -> str:
+    shown = os.pathsep.join(str(r) for r in roots)
+    return (
+        f"the folder {raw[:300]!r} is not one this server was started with "
+        f"({shown}); set {ALLOWED_FOLDERS_ENV} before starting it to allow it"
+    )
 
 
 IN_PROCESS_HOST = "api"
@@ -196,13 +260,14 @@ class ServedRequestsGuard:
                 f"drive this server; add the origin to {ORIGINS_ENV} to allow it"
             )
         roots = allowed_folders(self.folder_envs)
-        for folder in _context_folders(body):
-            if not _inside(Path(folder).expanduser().resolve(), roots):
-                shown = os.pathsep.join(str(r) for r in roots)
-                return 403, (
-                    f"the folder {folder[:300]!r} is not one this server was started with "
-                    f"({shown}); set {ALLOWED_FOLDERS_ENV} before starting it to allow it"
-                )
+        for spec in _context_specs(body):
+            refused = _spec_problem(spec, roots)
+            if refused is not None:
+                return 403, refused
+        for key, model in _model_specs(body):
+            refused = model_refusal(key, model)
+            if refused is not None:
+                return 403, refused
         return None
 
     @staticmethod
@@ -248,6 +313,8 @@ __all__ = [
     "HOSTS_ENV",
     "INDEX_ENV",
     "ORIGINS_ENV",
+    "RETRIEVERS_ENV",
+    "STORES_ENV",
     "STUDIO_ORIGIN",
     "ServedRequestsGuard",
     "allowed_folders",

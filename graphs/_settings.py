@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NotRequired
@@ -171,33 +171,47 @@ class RagSettings(Settings):
         if not specs:
             env = os.environ.get(FOLDER_ENV, "").strip()
             specs = [{"folder": part} for part in env.split(os.pathsep) if part.strip()]
-        out: list[ResolvedKnowledgeBase] = []
-        used: set[str] = set()
-        for spec in specs:
-            retriever = str(spec.get("retriever") or "").strip() or None
-            if retriever is not None:
-                folder = ""
-                default = retriever.rsplit(":", 1)[-1] or "kb"
-            else:
-                folder = str(Path(str(spec["folder"]).strip()).expanduser().resolve())
-                default = Path(folder).name or "kb"
-            name = str(spec.get("name") or default)
-            if name in used:
-                raise ConfigError(
-                    f"two knowledge bases are named {name!r}; give each a distinct 'name'."
-                )
-            used.add(name)
-            store = str(spec.get("store") or "").strip() or None
-            read_store = str(spec.get("read_store") or "").strip() or None
-            description = str(spec.get("description") or "")
-            out.append(
-                ResolvedKnowledgeBase(name, folder, description, store, retriever, read_store)
-            )
-        return out
+        return resolved_specs(specs)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready values (what Studio shows and a dict context may hold)."""
         return self.model_dump(mode="json")
+
+
+def resolved_folder(folder: str | os.PathLike[str]) -> str:
+    """The absolute folder a knowledge base's ``folder`` names, as the graph opens it:
+    stripped, ``~`` expanded, relative to the working directory, links resolved. The one
+    normalisation of a folder: the served guard judges what this returns, so that it never
+    judges another folder than the graph opens (``" /elsewhere"`` was a name inside the
+    working folder to the guard and ``/elsewhere`` to the graph)."""
+    return str(Path(os.fspath(folder).strip()).expanduser().resolve())
+
+
+def resolved_specs(specs: Sequence[Mapping[str, Any]]) -> list[ResolvedKnowledgeBase]:
+    """Knowledge base specs (as :func:`knowledge_base_specs` gives them) as the graph opens
+    them: absolute folders, stripped retrievers and stores, unique names (a name used twice
+    is a ``ConfigError``)."""
+    out: list[ResolvedKnowledgeBase] = []
+    used: set[str] = set()
+    for spec in specs:
+        retriever = str(spec.get("retriever") or "").strip() or None
+        if retriever is not None:
+            folder = ""
+            default = retriever.rsplit(":", 1)[-1] or "kb"
+        else:
+            folder = resolved_folder(str(spec["folder"]))
+            default = Path(folder).name or "kb"
+        name = str(spec.get("name") or default)
+        if name in used:
+            raise ConfigError(
+                f"two knowledge bases are named {name!r}; give each a distinct 'name'."
+            )
+        used.add(name)
+        store = str(spec.get("store") or "").strip() or None
+        read_store = str(spec.get("read_store") or "").strip() or None
+        description = str(spec.get("description") or "")
+        out.append(ResolvedKnowledgeBase(name, folder, description, store, retriever, read_store))
+    return out
 
 
 _SHAPES = (
@@ -243,8 +257,13 @@ def _without_password(spec: Mapping[str, Any]) -> Mapping[str, Any]:
     for key in ("store", "read_store"):
         url = spec.get(key)
         if isinstance(url, str):
-            masked[key] = _KEY_PASSWORD.sub(r"\1***", _URL_PASSWORD.sub(r"\1:***@", url))
+            masked[key] = masked_url(url)
     return masked
+
+
+def masked_url(url: str) -> str:
+    """A store URL with its password (``user:pw@`` or ``password=pw``) masked."""
+    return _KEY_PASSWORD.sub(r"\1***", _URL_PASSWORD.sub(r"\1:***@", url))
 
 
 def with_knowledge_bases(settings: RagSettings, specs: list[dict[str, Any]]) -> RagSettings:
@@ -346,6 +365,9 @@ __all__ = [
     "ResolvedKnowledgeBase",
     "configurable_settings",
     "knowledge_base_specs",
+    "masked_url",
+    "resolved_folder",
+    "resolved_specs",
     "settings_from_context",
     "settings_from_runtime",
     "spec_of",

@@ -13,6 +13,8 @@ every layer may import it::
     │       └── BaselineMismatchError      a baseline from another data set
     │   └── DatabaseSetupError             the database lacks pgvector or a privilege
     │       └── ReadOnlyStoreError         the store's server is a standby: no writes
+    │   └── NotServedError                 a served run names code or a store its server
+    │                                      was not started with
     ├── IndexNotFoundError                 the folder has no index yet
     ├── IndexLockedError (TimeoutError)    another process held the index too long
     ├── IndexCorruptError                  an index file failed validation
@@ -88,6 +90,13 @@ class DatabaseSetupError(ConfigError):
 class ReadOnlyStoreError(DatabaseSetupError):
     """A PostgreSQL store's URL reaches a standby (a read-only replica) where an index run
     must write: searches work there, writes go to the primary."""
+
+
+class NotServedError(ConfigError):
+    """A run of a served graph (``langgraph dev`` with kbgraph's app) names a retriever to
+    import or a store to connect to that the server was not started with: a request may
+    use only what the server's own configuration allows (see
+    :mod:`kbgraph.graphs._served`)."""
 
 
 class DatabaseUnavailableError(KbgraphError):
@@ -252,6 +261,7 @@ __all__ = [
     "KbgraphError",
     "LlmRefusalError",
     "ModelMismatchError",
+    "NotServedError",
     "ReadOnlyStoreError",
     "ServerWorkerError",
     "error_from_record",

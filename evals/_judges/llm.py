@@ -233,7 +233,8 @@ def _resolve(model: BaseChatModel | str) -> BaseChatModel:
         return model
     from kbgraph.graphs import resolve_chat_model
 
-    resolved = resolve_chat_model(model)
+    # A judge spec reaches here from a run's answer_check.judge or from --judge.
+    resolved = resolve_chat_model(model, served_as="answer_check.judge")
     if resolved is None:
         raise JudgeError(
             f"judge spec {model!r} names no chat model; use 'offline' or a chat model spec "

@@ -61,7 +61,9 @@ class NodeDeps:
     def model_for(self, settings: RagSettings) -> BaseChatModel | None:
         if self.chat_model is not None:
             return self.chat_model
-        return resolve_chat_model(settings.chat_model, timeout=settings.llm_timeout_seconds)
+        return resolve_chat_model(
+            settings.chat_model, timeout=settings.llm_timeout_seconds, served_as="chat_model"
+        )
 
 
 NodeFn = Callable[[RagState, Runtime[RagSettings], NodeDeps], dict[str, Any]]

@@ -213,7 +213,10 @@ def search_kb(
     spec = embedding_spec(settings)
     try:
         searcher = deps.registry.open(kb.folder, spec, settings.chunking, kb.store, kb.read_store)
-        if settings.live and isinstance(searcher, Watchable):
+        # A watcher indexes: its first run catches up with the folder, so ``live`` is an
+        # index write like ``auto_index``, and a served process started without
+        # KBGRAPH_ALLOW_INDEX ignores both.
+        if settings.live and not index_refused() and isinstance(searcher, Watchable):
             searcher.start_watching()
         # Not under the searcher's lock: a freshness check may walk the folder, and other
         # runs must go on searching the index as it is meanwhile.

@@ -15,7 +15,9 @@ def model_for(override: BaseChatModel | None, settings: RagSettings) -> BaseChat
     """The model a graph was built with, else the one ``settings.chat_model`` names."""
     if override is not None:
         return override
-    return resolve_chat_model(settings.chat_model, timeout=settings.llm_timeout_seconds)
+    return resolve_chat_model(
+        settings.chat_model, timeout=settings.llm_timeout_seconds, served_as="chat_model"
+    )
 
 
 def kb_names(settings: RagSettings, *, described: bool = False) -> str:

@@ -7,6 +7,7 @@ spawns; it is stopped after the module's tests, pass or fail."""
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -55,7 +56,18 @@ def docs_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def dev_server(tmp_path_factory: pytest.TempPathFactory, docs_folder: Path) -> Iterator[DevServer]:
+def chat_port() -> int:
+    """The port of the tests' OpenAI-compatible chat server: a served graph may use only the
+    model servers it was started with, so the dev server's allow-list names this one."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def dev_server(
+    tmp_path_factory: pytest.TempPathFactory, docs_folder: Path, chat_port: int
+) -> Iterator[DevServer]:
     """The server, with the inspector mounted in it showing ``docs_folder`` (and the runs
     recorded in a folder of the test's own)."""
     log = tmp_path_factory.mktemp("langgraph-dev") / "server.log"
@@ -67,6 +79,9 @@ def dev_server(tmp_path_factory: pytest.TempPathFactory, docs_folder: Path) -> I
             [str(docs_folder), str(tmp_path_factory.getbasetemp())]
         ),
         "KBGRAPH_RUNS_DIR": str(tmp_path_factory.mktemp("runs")),
+        # the one import path a run may name as a retriever (a request names no other code)
+        "KBGRAPH_ALLOWED_RETRIEVERS": "tests.support.lc_store:wiki",
+        "KBGRAPH_ALLOWED_MODELS": f"openai_compatible:fake-chat@http://127.0.0.1:{chat_port}/v1",
     }
     try:
         server = start_dev_server(log, env=env)

@@ -181,9 +181,9 @@ def _react_model(body: dict[str, Any]) -> ChatReply | str:
 
 
 def test_tool_agent_searches_through_a_real_chat_endpoint(
-    client: SyncLangGraphClient, docs_folder: Path
+    client: SyncLangGraphClient, docs_folder: Path, chat_port: int
 ) -> None:
-    with OpenAIServer(chat_responder=_react_model) as chat:
+    with OpenAIServer(chat_responder=_react_model, port=chat_port) as chat:
         spec = f"openai_compatible:fake-chat@{chat.base_url}"
         out = client.runs.wait(
             None,
@@ -344,11 +344,13 @@ def _chat_model(body: dict[str, Any]) -> str:
     return "Set max_attempts in client.toml to change the number of retries [1]."
 
 
-def test_chat_agent_streams_its_answer_once(client: SyncLangGraphClient, docs_folder: Path) -> None:
+def test_chat_agent_streams_its_answer_once(
+    client: SyncLangGraphClient, docs_folder: Path, chat_port: int
+) -> None:
     """stream_mode="messages-tuple" over the server (issue 30): the answer's tokens come
     under one id, and the whole answer never comes again as a message of its own."""
     texts: dict[str, str] = {}
-    with OpenAIServer(chat_responder=_chat_model) as chat:
+    with OpenAIServer(chat_responder=_chat_model, port=chat_port) as chat:
         spec = f"openai_compatible:fake-chat@{chat.base_url}"
         for part in client.runs.stream(
             None,
@@ -381,14 +383,14 @@ def _drafting_model(body: dict[str, Any]) -> str:
 
 
 def test_studio_shows_one_answer_never_the_rejected_draft(
-    client: SyncLangGraphClient, docs_folder: Path
+    client: SyncLangGraphClient, docs_folder: Path, chat_port: int
 ) -> None:
     """Issue 40: in langgraph dev/Studio a rejected answer streamed token by token, then
     its replacement came as a second message with a new id. Under the default policy
     (repair) the draft is held for the check: one AI message streams, the answer kept."""
     texts: dict[str, str] = {}
     final: dict[str, Any] = {}
-    with OpenAIServer(chat_responder=_drafting_model) as chat:
+    with OpenAIServer(chat_responder=_drafting_model, port=chat_port) as chat:
         spec = f"openai_compatible:fake-chat@{chat.base_url}"
         for part in client.runs.stream(
             None,
@@ -420,14 +422,14 @@ def _unsupported_model(body: dict[str, Any]) -> str:
 
 
 def test_under_flag_the_streamed_answer_is_marked_in_place(
-    client: SyncLangGraphClient, docs_folder: Path
+    client: SyncLangGraphClient, docs_folder: Path, chat_port: int
 ) -> None:
     """Issue 40: the message a chat UI renders carried no mark. Under flag the answer
     streams as written; the run's final values hold that message (same id) with the
     verdict in its metadata and the visible line in its content."""
     ids: set[str] = set()
     final: dict[str, Any] = {}
-    with OpenAIServer(chat_responder=_unsupported_model) as chat:
+    with OpenAIServer(chat_responder=_unsupported_model, port=chat_port) as chat:
         spec = f"openai_compatible:fake-chat@{chat.base_url}"
         for part in client.runs.stream(
             None,
@@ -475,3 +477,58 @@ def test_the_real_server_refuses_a_rebound_host_a_foreign_page_and_a_foreign_fol
         f"{dev_server.url}/runs/wait", json={**body, "context": _context(outside)}, timeout=60
     )
     assert folder.status_code == 403 and "KBGRAPH_ALLOWED_FOLDERS" in folder.text
+
+
+def test_the_real_server_imports_no_code_a_request_names(
+    dev_server: DevServer, docs_folder: Path
+) -> None:
+    # Hole B: {"retriever": "os:abort"} in a run's context killed the server (rc -6).
+    context = {"knowledge_bases": [{"name": "r", "retriever": "os:abort"}], "embedding": "fake"}
+    body = {"assistant_id": "rag_subgraph", "input": _user(QUESTION), "context": context}
+    reply = httpx.post(
+        f"{dev_server.url}/runs/wait",
+        json=body,
+        headers={"Origin": "https://smith.langchain.com"},
+        timeout=60,
+    )
+    assert reply.status_code == 403 and "KBGRAPH_ALLOWED_RETRIEVERS" in reply.text
+    assert dev_server.process.poll() is None
+    assert httpx.get(f"{dev_server.url}/ok", timeout=10).status_code == 200
+
+
+def test_the_real_server_connects_to_no_store_a_request_names(
+    dev_server: DevServer, docs_folder: Path
+) -> None:
+    # Hole C: an allowed folder with "store": "postgresql://probe@127.0.0.1:PORT/db" made
+    # the server open a connection to whatever listened on PORT.
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        listener.settimeout(2)
+        port = listener.getsockname()[1]
+        kb = {"name": "docs", "folder": str(docs_folder)}
+        for key in ("store", "read_store"):
+            url = f"postgresql://probe@127.0.0.1:{port}/db?connect_timeout=2"
+            context = {"knowledge_bases": [{**kb, key: url}], "embedding": "fake"}
+            body = {"assistant_id": "rag_subgraph", "input": _user(QUESTION), "context": context}
+            reply = httpx.post(f"{dev_server.url}/runs/wait", json=body, timeout=60)
+            assert reply.status_code == 403 and "KBGRAPH_ALLOWED_STORES" in reply.text
+        with pytest.raises(TimeoutError):
+            listener.accept()[0].close()  # nothing connected
+
+
+def test_the_real_server_sends_no_key_to_a_model_server_a_request_names(
+    dev_server: DevServer, docs_folder: Path, chat_port: int
+) -> None:
+    # chat_model "openai_compatible:m@http://anywhere/v1" sent the server's OPENAI_API_KEY
+    # to that URL; the one model server it was started with still answers (tests above).
+    spec = f"openai_compatible:fake-chat@http://127.0.0.1:{chat_port + 1}/v1"
+    body = {"assistant_id": "chat_agent", "input": _user(QUESTION)}
+    reply = httpx.post(
+        f"{dev_server.url}/runs/wait",
+        json={**body, "context": _context(docs_folder, chat_model=spec)},
+        timeout=60,
+    )
+    assert reply.status_code == 403 and "KBGRAPH_ALLOWED_MODELS" in reply.text

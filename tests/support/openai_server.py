@@ -141,8 +141,10 @@ class OpenAIServer:
         chat_model: str = "fake-chat",
         api_key: str | None = None,
         chat_responder: ChatResponder | None = None,
+        port: int = 0,
     ) -> None:
         self.embedding_model = embedding_model
+        self.wanted_port = port  # 0: any free one; a served graph's allow-list names one
         self.chat_model = chat_model
         self.api_key = api_key
         self.chat_responder = chat_responder
@@ -162,7 +164,7 @@ class OpenAIServer:
 
     def start(self) -> OpenAIServer:
         handler = type("Handler", (_Handler,), {"app": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.wanted_port), handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(
             target=self._httpd.serve_forever, name="openai-test-server", daemon=True

@@ -262,3 +262,285 @@ def _post_raw(body: bytes) -> httpx.Response:
             return await c.post("/runs/wait", content=body, headers=headers)
 
     return anyio.run(go)
+
+
+@pytest.mark.parametrize(
+    "form",
+    [" {other}", "{other} ", "{other}\n", "\t{other}", "~/other", "./../other", "../cwd/../other"],
+)
+def test_a_folder_is_judged_as_the_graph_opens_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, form: str
+) -> None:
+    # Hole A: with no allow-list variable only the working folder is allowed, and
+    # " /elsewhere" (a leading space) passed: the guard resolved it without the strip the
+    # settings apply, as a name inside the working folder, and the graph opened /elsewhere.
+    from kbgraph.graphs._settings import RagSettings
+
+    for name in ("KBGRAPH_ALLOWED_FOLDERS", "KBGRAPH_INSPECT_FOLDERS", "KBGRAPH_FOLDER"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "cwd").mkdir()
+    (tmp_path / "other").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    raw = form.format(other=tmp_path / "other")
+    [kb] = RagSettings(knowledge_bases=[raw]).resolved_knowledge_bases()
+    assert kb.folder == str(tmp_path / "other")  # what the graph would open
+    for shape in (raw, [raw], [{"name": "o", "folder": raw}], {"o": raw}):
+        reply = _post({"assistant_id": "rag_subgraph", "context": {"knowledge_bases": shape}})
+        assert reply.status_code == 403, (shape, reply.text)
+        assert "is not one this server was started with" in reply.json()["detail"]
+
+
+def test_folders_inside_the_working_folder_pass_in_any_spelling(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("KBGRAPH_ALLOWED_FOLDERS", "KBGRAPH_INSPECT_FOLDERS", "KBGRAPH_FOLDER"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    for raw in (" docs", "docs ", f" {tmp_path}/docs", "./a\\b", "."):
+        reply = _post({"assistant_id": "rag_subgraph", "context": {"knowledge_bases": [raw]}})
+        assert reply.status_code not in (403, 421), (raw, reply.text)
+
+
+@pytest.fixture
+def probe_module(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """A module ``kbg_served_probe`` whose ``make`` records that it was called."""
+    import sys
+    import types
+
+    calls: list[str] = []
+    module = types.ModuleType("kbg_served_probe")
+    module.make = lambda: calls.append("make")  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "kbg_served_probe", module)
+    return calls
+
+
+def test_a_request_may_not_name_code_to_import(
+    served: Path, monkeypatch: pytest.MonkeyPatch, probe_module: list[str]
+) -> None:
+    # Hole B: {"retriever": "os:abort"} skipped the folder check and the importer called
+    # it: langgraph dev died (rc -6); "os:getpid" was called and the run went on.
+    monkeypatch.delenv("KBGRAPH_ALLOWED_RETRIEVERS", raising=False)
+    for ref in ("os:abort", " os:getpid", "kbg_served_probe:make"):
+        context = {"knowledge_bases": [{"name": "r", "retriever": ref}]}
+        for body in (
+            {"assistant_id": "rag_subgraph", "context": context},
+            {"assistant_id": "rag_subgraph", "config": {"configurable": context}},
+        ):
+            reply = _post(body, origin="https://smith.langchain.com")
+            assert reply.status_code == 403, reply.text
+            detail = reply.json()["detail"]
+            assert "KBGRAPH_ALLOWED_RETRIEVERS" in detail and "allowed: none" in detail
+    assert probe_module == []
+    monkeypatch.setenv(
+        "KBGRAPH_ALLOWED_RETRIEVERS", "tests.support.lc_store:wiki, kbg_served_probe:make"
+    )
+    allowed = [
+        {"name": "w", "retriever": " kbg_served_probe:make"},
+        {"name": "o", "retriever": "object:wiki"},  # an object the graph was built with
+    ]
+    reply = _post({"assistant_id": "rag_subgraph", "context": {"knowledge_bases": allowed}})
+    assert reply.status_code not in (403, 421), reply.text
+    refused = _post(_run_of([{"name": "r", "retriever": "os:abort"}]))
+    assert refused.status_code == 403
+    assert "allowed: tests.support.lc_store:wiki, kbg_served_probe:make" in refused.text
+
+
+def _run_of(knowledge_bases: Any) -> dict[str, Any]:
+    return {"assistant_id": "rag_subgraph", "context": {"knowledge_bases": knowledge_bases}}
+
+
+def test_runs_the_server_starts_itself_import_only_what_it_was_started_with(
+    served_app: Any, monkeypatch: pytest.MonkeyPatch, probe_module: list[str]
+) -> None:
+    # A cron's runs and a stored assistant's never pass the guard: in a served process
+    # the importer itself refuses a retriever the server was not started with.
+    from starlette.testclient import TestClient
+
+    from kbgraph.errors import NotServedError
+    from kbgraph.graphs._langchain_kb import resolve_source
+    from kbgraph.graphs._searcher import SearcherRegistry
+
+    monkeypatch.delenv("KBGRAPH_ALLOWED_RETRIEVERS", raising=False)
+    with TestClient(served_app, base_url="http://127.0.0.1"):  # the app's lifespan runs
+        with pytest.raises(NotServedError, match="KBGRAPH_ALLOWED_RETRIEVERS"):
+            resolve_source("kbg_served_probe:make", {}, SearcherRegistry())
+        assert probe_module == []
+        monkeypatch.setenv("KBGRAPH_ALLOWED_RETRIEVERS", "tests.support.lc_store:wiki")
+        assert resolve_source("tests.support.lc_store:wiki", {}, SearcherRegistry())
+    monkeypatch.delenv("KBGRAPH_ALLOWED_RETRIEVERS")
+    with pytest.raises(Exception, match="VectorStore or BaseRetriever"):
+        resolve_source("kbg_served_probe:make", {}, SearcherRegistry())  # a script: as before
+    assert probe_module == ["make"]
+
+
+STORE = "postgresql://probe:s3cret@127.0.0.1:9/db?connect_timeout=3"
+
+
+@pytest.mark.parametrize("key", ["store", "read_store"])
+def test_a_request_connects_only_to_stores_the_server_was_started_with(
+    served: Path, monkeypatch: pytest.MonkeyPatch, key: str
+) -> None:
+    # Hole C: an allowed folder with "store": "postgresql://probe@127.0.0.1:PORT/db" made
+    # the server connect to whatever listened there.
+    for name in ("KBGRAPH_ALLOWED_STORES", "KBGRAPH_STORE", "KBGRAPH_READ_STORE"):
+        monkeypatch.delenv(name, raising=False)
+    for url in (STORE, f" {STORE}"):
+        kb = {"name": "a", "folder": str(served), key: url}
+        reply = _post(_run_of([kb]), origin="https://smith.langchain.com")
+        assert reply.status_code == 403, reply.text
+        detail = reply.json()["detail"]
+        assert f"the {key} " in detail and "KBGRAPH_ALLOWED_STORES" in detail
+        assert "allowed: none" in detail and "s3cret" not in detail  # the password masked
+    other = "postgresql://kb@db.internal/kb"
+    monkeypatch.setenv("KBGRAPH_STORE", STORE)
+    monkeypatch.setenv("KBGRAPH_ALLOWED_STORES", f"{other}  postgresql://kb@a,b/kb")
+    for url in (STORE, other, "postgresql://kb@a,b/kb"):
+        reply = _post(_run_of([{"name": "a", "folder": str(served), key: url}]))
+        assert reply.status_code not in (403, 421), reply.text
+    refused = _post(_run_of([{"name": "a", "folder": str(served), key: f"{other}x"}]))
+    assert refused.status_code == 403 and "s3cret" not in refused.text
+
+
+def test_runs_the_server_starts_itself_connect_only_to_its_stores(
+    served: Path, served_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The registry refuses a store before its factory opens (connects to) anything.
+    from starlette.testclient import TestClient
+
+    from kbgraph.errors import NotServedError
+    from kbgraph.graphs._searcher import SearcherRegistry
+
+    opened: list[Any] = []
+
+    def factory(folder: str, embedding: str | None, /, **options: Any) -> Any:
+        opened.append(options)
+        return object()
+
+    for name in ("KBGRAPH_ALLOWED_STORES", "KBGRAPH_STORE", "KBGRAPH_READ_STORE"):
+        monkeypatch.delenv(name, raising=False)
+    with TestClient(served_app, base_url="http://127.0.0.1"):  # the app's lifespan runs
+        with pytest.raises(NotServedError, match="KBGRAPH_ALLOWED_STORES"):
+            SearcherRegistry(factory).open(served, "fake", store=STORE)
+        with pytest.raises(NotServedError, match="the read_store"):
+            SearcherRegistry(factory).open(served, "fake", read_store=STORE)
+        assert opened == []
+        SearcherRegistry(factory).open(served, "fake")  # the folder's own index
+        monkeypatch.setenv("KBGRAPH_ALLOWED_STORES", STORE)
+        SearcherRegistry(factory).open(served, "fake", store=STORE)
+    monkeypatch.delenv("KBGRAPH_ALLOWED_STORES")
+    SearcherRegistry(factory).open(served, "fake", store=STORE)  # a script: as before
+    assert opened == [{}, {"store": STORE}, {"store": STORE}]
+
+
+def _places(tmp_path: Path) -> list[tuple[str, str]]:
+    """(key, spec) of model specs that name a server or a file."""
+    model_file = tmp_path / "m.gguf"
+    model_file.write_bytes(b"GGUF")
+    return [
+        ("chat_model", "openai_compatible:m@http://127.0.0.1:9/v1"),
+        ("chat_model", f" gguf:{model_file}"),
+        ("answer_check.judge", "openai_compatible:m@http://127.0.0.1:9/v1"),
+        ("embedding", "http://127.0.0.1:9/v1#m"),
+        ("embedding", "openai_compatible:m@https://user:pw@embed.example/v1"),
+        ("embedding", f"local:{tmp_path}"),
+    ]
+
+
+def _with_model(folder: Path, key: str, spec: str) -> dict[str, Any]:
+    context: dict[str, Any] = {"knowledge_bases": [str(folder)]}
+    if key == "answer_check.judge":
+        context["answer_check"] = {"judge": spec}
+    else:
+        context[key] = spec
+    return {"assistant_id": "rag_subgraph", "context": context}
+
+
+def test_a_request_names_no_model_server_or_file_the_server_was_not_started_with(
+    served: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # chat_model "openai_compatible:m@http://anywhere/v1" sent the server's OPENAI_API_KEY
+    # to that URL; gguf:<path> and local:<path> load any file the server can read.
+    for name in ("KBGRAPH_ALLOWED_MODELS", "KBGRAPH_CHAT_MODEL", "KBGRAPH_EMBEDDING"):
+        monkeypatch.delenv(name, raising=False)
+    for key, spec in _places(tmp_path):
+        reply = _post(_with_model(served, key, spec), origin="https://smith.langchain.com")
+        assert reply.status_code == 403, (key, spec, reply.text)
+        assert f"the {key} " in reply.text and "KBGRAPH_ALLOWED_MODELS" in reply.text
+        assert ":pw@" not in reply.text  # a password in a URL is masked
+    for key, spec in [
+        ("chat_model", "openai:gpt-4o-mini"),
+        ("chat_model", "fake"),
+        ("answer_check.judge", "offline"),
+        ("embedding", "auto"),
+        ("embedding", "fake:8"),
+        ("embedding", "local"),
+    ]:  # a provider's model, as the server is set up for that provider
+        assert _post(_with_model(served, key, spec)).status_code not in (403, 421), spec
+    places = _places(tmp_path)
+    monkeypatch.setenv("KBGRAPH_ALLOWED_MODELS", " ".join(spec.strip() for _, spec in places))
+    for key, spec in places:
+        assert _post(_with_model(served, key, spec)).status_code not in (403, 421), spec
+    monkeypatch.delenv("KBGRAPH_ALLOWED_MODELS")
+    monkeypatch.setenv("KBGRAPH_CHAT_MODEL", places[0][1])  # the server's own model
+    assert _post(_with_model(served, *places[0])).status_code not in (403, 421)
+
+
+def test_runs_the_server_starts_itself_use_only_its_model_servers_and_files(
+    served_app: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from starlette.testclient import TestClient
+
+    from kbgraph.agents._common import model_for
+    from kbgraph.errors import NotServedError
+    from kbgraph.evals import LLMJudge
+    from kbgraph.graphs import RagSettings, resolve_chat_model
+    from kbgraph.graphs._nodes._base import NodeDeps
+    from kbgraph.graphs._searcher import SearcherRegistry
+
+    for name in ("KBGRAPH_ALLOWED_MODELS", "KBGRAPH_CHAT_MODEL", "KBGRAPH_EMBEDDING"):
+        monkeypatch.delenv(name, raising=False)
+    url = "openai_compatible:m@http://127.0.0.1:9/v1"
+    settings = RagSettings(chat_model=url)
+    with TestClient(served_app, base_url="http://127.0.0.1"):  # the app's lifespan runs
+        for resolve in (NodeDeps().model_for, lambda s: model_for(None, s)):
+            with pytest.raises(NotServedError, match="KBGRAPH_ALLOWED_MODELS"):
+                resolve(settings)
+        with pytest.raises(NotServedError, match=r"the answer_check\.judge"):
+            LLMJudge(url)  # a judge spec: a run's answer_check.judge (or --judge)
+        assert resolve_chat_model(url) is not None  # the server's own code: not a run's spec
+        with pytest.raises(NotServedError, match="the embedding"):
+            SearcherRegistry().embeddings("http://127.0.0.1:9/v1#m")
+        with pytest.raises(NotServedError, match="the embedding"):
+            SearcherRegistry(lambda f, e, /, **o: object()).open(tmp_path, f"local:{tmp_path}")
+    assert NodeDeps().model_for(settings) is not None  # a script: as before
+
+
+def test_a_served_run_starts_no_watcher_unless_the_server_allows_index_writes(
+    served: Path, served_app: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # live: true started a file watcher, whose first run indexes the folder: a request on
+    # an allowed, unindexed folder wrote FOLDER/.kbgraph without KBGRAPH_ALLOW_INDEX.
+    from starlette.testclient import TestClient
+
+    from kbgraph.graphs._nodes.retrieve import search_kb
+
+    from ._rag_fakes import deps_for, fake_kb, registry_with, settings_for
+
+    searcher = fake_kb(served)
+    watched: list[bool] = []
+    searcher.start_watching = lambda: watched.append(True)  # type: ignore[attr-defined]
+    settings = settings_for(served, live=True, auto_index=False)
+    [kb] = settings.resolved_knowledge_bases()
+    deps = deps_for(registry_with({served: searcher}))
+
+    def run() -> None:
+        search_kb(kb, ["retry"], settings, None, deps, lambda _e: None)
+
+    monkeypatch.delenv("KBGRAPH_ALLOW_INDEX", raising=False)
+    with TestClient(served_app, base_url="http://127.0.0.1"):  # the app's lifespan runs
+        run()
+        assert watched == []
+        monkeypatch.setenv("KBGRAPH_ALLOW_INDEX", "1")
+        run()
+    assert watched == [True]  # a server started to allow index writes watches
