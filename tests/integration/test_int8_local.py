@@ -16,7 +16,8 @@ import pytest
 
 from kbgraph.retrieval import KnowledgeBase
 from kbgraph.retrieval._embeddings import LocalEmbeddings
-from kbgraph.retrieval._embeddings._onnx import BACKEND_ENV, CACHE_ENV, MIN_COSINE_INT8
+from kbgraph.retrieval._embeddings._onnx import BACKEND_ENV, CACHE_ENV
+from kbgraph.retrieval._embeddings._onnx_int8 import MIN_COSINE_INT8
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]

@@ -315,6 +315,9 @@ def test_ordinary_lines_are_not_escaped() -> None:
         "Retries back off [1].\nSource: the vendor's guide\nsee [3], the source code\n"
         "\u0421\u0435\u0440\u0432\u0435\u0440 \u2014 the server\r\n- item 2\n> quote (2)\n"
         "```\nx = rows[2]\n```\nemoji \U0001f600 and CJK \u8bbe\u7f6e\u2028next\n"
+        # "[n]" and "source" in text and code, not a header's start (the review of hole 5)
+        "See table [3] sources of error\nx = cfg[0]_source\nitems[0] sourced from x\n"
+        "footnote [12] Sourcebook of style\n"
     )
     assert escape_headers(text) == text
 

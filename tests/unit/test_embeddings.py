@@ -226,6 +226,17 @@ def test_an_int8_model_has_no_torch_path(monkeypatch: pytest.MonkeyPatch) -> Non
         resolve_embeddings("local#int8").embed_query("retries")
 
 
+def test_an_int8_model_that_cannot_be_made_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    from kbgraph.retrieval._embeddings import _local
+
+    monkeypatch.delenv("KBGRAPH_LOCAL_BACKEND", raising=False)
+    monkeypatch.setattr(_local.OnnxEncoder, "load", classmethod(lambda cls, *a, **k: None))
+    monkeypatch.setattr(_local, "quantize", lambda model, pipeline: "cosine 0.412 only")
+    monkeypatch.setattr(_local.LocalEmbeddings, "client", property(lambda self: object()))
+    with pytest.raises(ConfigError, match=r"int8 export of .*#int8: cosine 0.412 only; install"):
+        resolve_embeddings("local#int8").embed_query("retries")
+
+
 def test_a_precision_other_than_fp32_or_int8_is_refused() -> None:
     with pytest.raises(ConfigError, match="use 'fp32' or 'int8'"):
         LocalEmbeddings(precision="int4")

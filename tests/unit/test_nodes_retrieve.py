@@ -108,6 +108,22 @@ def test_scope_filters_reach_the_engine(kb: tuple[Path, FakeSearcher]) -> None:
     assert debug_of(out)["steps"][0]["data"]["filters"] == {"paths": ["src/**"], "kinds": ["code"]}
 
 
+def test_a_scope_naming_more_paths_than_a_filter_holds_searches_the_whole_folder(
+    kb: tuple[Path, FakeSearcher],
+) -> None:
+    """The heuristic scope takes every path a question mentions; past a filter's limits
+    (50 paths, 64 wildcards) ``SearchFilters`` refuses them, and that failed the turn."""
+    folder, searcher = kb
+    many = [f"docs/part{n}/**/*.md" for n in range(40)]  # 80 wildcards
+    out, _ = _run(
+        settings_for(folder),
+        registry_with({folder: searcher}),
+        _scope([folder.name], many, ["code"]),
+    )
+    assert {f for *_, f in searcher.rank_calls} == {SearchFilters(kinds=("code",))}
+    assert out["rag_candidates"]
+
+
 @pytest.mark.parametrize(
     ("overrides", "rankers"),
     [

@@ -83,6 +83,7 @@ PUBLIC_API: dict[str, list[str]] = {
         "KbgraphError",
         "LlmRefusalError",
         "ModelMismatchError",
+        "NotServedError",
         "ReadOnlyStoreError",
         "ServerWorkerError",
         "error_from_record",

@@ -475,6 +475,7 @@ def test_a_request_names_no_model_server_or_file_the_server_was_not_started_with
         ("embedding", "auto"),
         ("embedding", "fake:8"),
         ("embedding", "local"),
+        ("embedding", "local#int8"),  # the packaged model at int8: the server's files too
     ]:  # a provider's model, as the server is set up for that provider
         assert _post(_with_model(served, key, spec)).status_code not in (403, 421), spec
     places = _places(tmp_path)
