@@ -8,8 +8,9 @@ int8 document encoder keeps SciFact nDCG@10 within 0.005").
 
 Both encoders are kbgraph's ONNX path (``OnnxEncoder``: the same tokenizer, token batches of
 at most ``--batch`` texts, mean pooling, L2 norm) on the same onnxruntime threads; the int8
-one is ``onnxruntime.quantization.quantize_dynamic`` of the export (int8 weights per output
-channel, activations quantised per batch at run time; deterministic: no calibration data).
+one is the export ``local#int8`` runs (``retrieval/_embeddings/_onnx_int8.py``: onnxruntime's
+dynamic quantisation of the fp32 export, int8 weights per output channel, activations
+quantised per batch at run time; deterministic: no calibration data).
 Each document is its title and text (cut to the model's 256 word pieces, as an index cuts
 a chunk), ranked by cosine alone (dense only, no BM25: the strictest view of a change in
 the vectors). It prints the CPU-seconds (user + system of this process, onnxruntime's
@@ -21,11 +22,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -39,7 +37,7 @@ sys.path.insert(0, str(REPO))
 SCIFACT = REPO.parent / "shared" / "data" / "beir" / "scifact"
 
 from kbgraph.evals._beir import load_beir, ndcg_at_k  # noqa: E402
-from kbgraph.retrieval._embeddings import LocalEmbeddings, packaged_model_dir  # noqa: E402
+from kbgraph.retrieval._embeddings import packaged_model_dir, resolve_embeddings  # noqa: E402
 from kbgraph.retrieval._embeddings._onnx import (  # noqa: E402
     MODEL_FILE,
     OnnxEncoder,
@@ -48,28 +46,14 @@ from kbgraph.retrieval._embeddings._onnx import (  # noqa: E402
 )
 
 
-def packaged_export() -> Path:
-    """The folder of the packaged model's published ONNX export (written on first use)."""
-    model = LocalEmbeddings()
-    if model.backend != "onnx":
-        _ = model.client  # loading it on torch writes the export
+def exports() -> dict[str, Path]:
+    """The folders of the packaged model's fp32 ONNX export and of its int8 quantisation,
+    as ``local`` and ``local#int8`` use them (each made on its first use)."""
+    for spec in ("local", "local#int8"):
+        resolve_embeddings(spec).embed_query("warm")  # the int8 one quantises the fp32 one
     pipeline = pipeline_of(packaged_model_dir())
     assert pipeline is not None
-    return export_dir(pipeline)
-
-
-def quantized_copy(export: Path, work: Path) -> Path:
-    """``export`` with its network quantised to int8 (weights per channel), in ``work``."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
-
-    logging.getLogger().setLevel(logging.ERROR)  # its advice to pre-process, on stderr
-    target = work / "int8"
-    target.mkdir()
-    shutil.copy2(export / "tokenizer.json", target / "tokenizer.json")
-    quantize_dynamic(
-        export / MODEL_FILE, target / MODEL_FILE, weight_type=QuantType.QInt8, per_channel=True
-    )
-    return target
+    return {"fp32": export_dir(pipeline), "int8": export_dir(pipeline.at("int8"))}
 
 
 def encoder(folder: Path, threads: int) -> OnnxEncoder:
@@ -107,15 +91,13 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     doc_texts = [f"{d.title}\n\n{d.text}".strip() for d in data.corpus.values()]
     qids = list(data.queries)
     query_texts = [data.queries[q] for q in qids]
-    with tempfile.TemporaryDirectory() as tmp:
-        export = packaged_export()
-        folders = {"fp32": export, "int8": quantized_copy(export, Path(tmp))}
-        docs, queries, cpu = {}, {}, {}
-        for name, folder in folders.items():
-            model = encoder(folder, args.threads)
-            docs[name], cpu[name] = timed_encode(model, doc_texts, args.batch)
-            queries[name] = model.encode(query_texts, args.batch)
-        size = {name: (folder / MODEL_FILE).stat().st_size for name, folder in folders.items()}
+    folders = exports()
+    docs, queries, cpu = {}, {}, {}
+    for name, folder in folders.items():
+        model = encoder(folder, args.threads)
+        docs[name], cpu[name] = timed_encode(model, doc_texts, args.batch)
+        queries[name] = model.encode(query_texts, args.batch)
+    size = {name: (folder / MODEL_FILE).stat().st_size for name, folder in folders.items()}
     cosine = np.sum(docs["fp32"] * docs["int8"], axis=1)
     return {
         "data": f"{data.name} {data.split}: {len(doc_ids)} documents, {len(qids)} queries",

@@ -16,8 +16,9 @@ import pytest
 
 from kbgraph.retrieval import KnowledgeBase
 from kbgraph.retrieval._embeddings import LocalEmbeddings
-from kbgraph.retrieval._embeddings._onnx import BACKEND_ENV, CACHE_ENV
+from kbgraph.retrieval._embeddings._onnx import CACHE_ENV
 from kbgraph.retrieval._embeddings._onnx_int8 import MIN_COSINE_INT8
+from tests.support.model_cache import own_model_cache
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,16 +33,8 @@ TEXTS = [
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A cache of its own: the int8 export is made in it, from nothing."""
-    root = tmp_path_factory.mktemp("kbgraph-cache")
-    saved = {k: os.environ.get(k) for k in (CACHE_ENV, BACKEND_ENV)}
-    os.environ[CACHE_ENV] = str(root)
-    os.environ.pop(BACKEND_ENV, None)
-    yield root
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    with own_model_cache(tmp_path_factory.mktemp("kbgraph-cache")) as root:
+        yield root
 
 
 def test_int8_vectors_are_close_to_fp32_and_made_once(cache: Path) -> None:

@@ -317,14 +317,7 @@ def test_a_stdio_client_that_leaves_mid_replies_ends_the_server_cleanly(docs: Pa
         proc.stdin.write(_rpc(10 + n, "tools/call", {"name": "search", "arguments": _QUERY}))
     proc.stdin.flush()
     proc.stdout.close()
-    try:
-        proc.wait(60)  # stdin stays open: the server notices that stdout is gone
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        proc.stdin.close()
-    err = proc.stderr.read()
+    err = _ended(proc, 60)  # stdin stays open: the server notices that stdout is gone
     assert proc.returncode == 0, err
     assert "Traceback" not in err
 
@@ -347,17 +340,25 @@ def test_a_stdio_client_that_closes_stdout_but_keeps_stdin_ends_the_server(
         proc.stdin.write(_rpc(2, "tools/call", {"name": "search", "arguments": _QUERY}))
         proc.stdin.flush()
     try:
-        proc.wait(30)
+        err = _ended(proc, 30)
     except subprocess.TimeoutExpired:
         pytest.fail("the server still runs 30 s after its client closed stdout")
+    assert proc.returncode == 0, err
+    assert err == ""
+
+
+def _ended(proc: subprocess.Popen[str], timeout: float) -> str:
+    """The stderr of a stdio server once it ended by itself within ``timeout`` (killed
+    otherwise, and ``TimeoutExpired`` raised); its stdin is closed only after the wait."""
+    try:
+        proc.wait(timeout)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        assert proc.stdin is not None and proc.stderr is not None
         proc.stdin.close()
-    err = proc.stderr.read()
-    assert proc.returncode == 0, err
-    assert err == ""
+    return proc.stderr.read()
 
 
 async def test_an_http_client_that_ends_its_session_leaves_no_traceback(docs: Path) -> None:

@@ -19,7 +19,8 @@ from kbgraph.evals._judges import OfflineJudge
 from kbgraph.retrieval import KnowledgeBase
 from kbgraph.retrieval._embeddings import LocalEmbeddings
 from kbgraph.retrieval._embeddings._local import packaged_model_dir
-from kbgraph.retrieval._embeddings._onnx import BACKEND_ENV, CACHE_ENV, MIN_COSINE, MODEL_FILE
+from kbgraph.retrieval._embeddings._onnx import CACHE_ENV, MIN_COSINE, MODEL_FILE
+from tests.support.model_cache import own_model_cache
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,16 +38,8 @@ TEXTS = [
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A cache of its own, exported once by loading the model with sentence-transformers."""
-    root = tmp_path_factory.mktemp("kbgraph-cache")
-    saved = {k: os.environ.get(k) for k in (CACHE_ENV, BACKEND_ENV)}
-    os.environ[CACHE_ENV] = str(root)
-    os.environ.pop(BACKEND_ENV, None)
-    yield root
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    with own_model_cache(tmp_path_factory.mktemp("kbgraph-cache")) as root:
+        yield root
 
 
 @pytest.fixture(scope="module")

@@ -134,6 +134,13 @@ def test_the_inspector_app_also_allows_the_folders_it_inspects(
         assert status == 403
 
 
+def _only_the_working_folder(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
+    """No folder variable set, the working folder ``folder``: the one folder served."""
+    for name in ("KBGRAPH_ALLOWED_FOLDERS", "KBGRAPH_INSPECT_FOLDERS", "KBGRAPH_FOLDER"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(folder)
+
+
 def test_the_guard_never_blocks_the_event_loop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -141,9 +148,7 @@ def test_the_guard_never_blocks_the_event_loop(
     # when no folder variable was set: every request, /ok included, answered 500.
     from blockbuster import blockbuster_ctx
 
-    for name in ("KBGRAPH_ALLOWED_FOLDERS", "KBGRAPH_INSPECT_FOLDERS", "KBGRAPH_FOLDER"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
+    _only_the_working_folder(monkeypatch, tmp_path)
     with blockbuster_ctx():
         refused = _post(_run(tmp_path.parent / "elsewhere"))
         passed = _post(_run(tmp_path / "docs"))
@@ -276,11 +281,9 @@ def test_a_folder_is_judged_as_the_graph_opens_it(
     # settings apply, as a name inside the working folder, and the graph opened /elsewhere.
     from kbgraph.graphs._settings import RagSettings
 
-    for name in ("KBGRAPH_ALLOWED_FOLDERS", "KBGRAPH_INSPECT_FOLDERS", "KBGRAPH_FOLDER"):
-        monkeypatch.delenv(name, raising=False)
     (tmp_path / "cwd").mkdir()
     (tmp_path / "other").mkdir()
-    monkeypatch.chdir(tmp_path / "cwd")
+    _only_the_working_folder(monkeypatch, tmp_path / "cwd")
     monkeypatch.setenv("HOME", str(tmp_path))
     raw = form.format(other=tmp_path / "other")
     [kb] = RagSettings(knowledge_bases=[raw]).resolved_knowledge_bases()
@@ -294,9 +297,7 @@ def test_a_folder_is_judged_as_the_graph_opens_it(
 def test_folders_inside_the_working_folder_pass_in_any_spelling(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name in ("KBGRAPH_ALLOWED_FOLDERS", "KBGRAPH_INSPECT_FOLDERS", "KBGRAPH_FOLDER"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
+    _only_the_working_folder(monkeypatch, tmp_path)
     for raw in (" docs", "docs ", f" {tmp_path}/docs", "./a\\b", "."):
         reply = _post({"assistant_id": "rag_subgraph", "context": {"knowledge_bases": [raw]}})
         assert reply.status_code not in (403, 421), (raw, reply.text)
