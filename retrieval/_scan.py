@@ -59,7 +59,7 @@ from ._globs import GlobSet, compile_globs, glob_to_regex
 from ._loaders import kind_of
 from ._records import FileKind, ScannedFile, SkippedFile, SkipReason
 from ._scan_hard_links import Inode, without_stray_hard_links
-from ._scan_marks import ENV_MARKERS, OTHER_INDEX, marked, marked_folder
+from ._scan_marks import OTHER_INDEX, marked, marked_folder
 
 DEFAULT_INDEX_DIRNAME = ".kbgraph"
 # Rules 2-4 in a skip's detail: for a file by its own name, and for a link by its target's.
@@ -307,49 +307,6 @@ class _Scanner:
         return self.files[-1] if self.files and self.files[-1].rel == rel else None
 
 
-class PathRules:
-    """The scan's rules applied to one path at a time, for a file watcher: is a changed path
-    one the scan could index (or a folder it would enter)? Metadata only, like the scan."""
-
-    def __init__(self, root: Path, config: ScanConfig, *, index_dir: Path | None = None) -> None:
-        self.root = Path(os.path.realpath(root))
-        self._scanner = _Scanner(self.root, config, index_dir)
-
-    def relative(self, path: str | Path) -> str | None:
-        """``path`` relative to the root (POSIX), or None when it lies outside it."""
-        absolute = Path(os.path.abspath(path))
-        if not absolute.is_relative_to(self.root):
-            return None
-        return absolute.relative_to(self.root).as_posix()
-
-    def could_hold(self, path: str | Path) -> bool:
-        """False when the scan never indexes ``path`` nor anything below it: it lies in a
-        folder the scan does not enter (the index, an excluded or secret folder, a
-        virtualenv), or its name is excluded or secret. A path that no longer exists is
-        judged by its name (it may have been a file or a folder)."""
-        rel = self.relative(path)
-        if rel is None:
-            return False
-        if rel == ".":
-            return True
-        scanner, rules = self._scanner, self._scanner.rules
-        parts = rel.split("/")
-        for depth in range(1, len(parts) + 1):
-            folder = "/".join(parts[:depth])
-            absolute = os.path.join(self.root, folder)
-            if depth == len(parts) and not os.path.isdir(absolute):
-                return not (rules.exclude.fullmatch(rel) or rules.secret.fullmatch(rel))
-            if scanner._refused_dir(folder) is not None:
-                return False  # any kbgraph index, an excluded or secret folder
-            if any(os.path.exists(os.path.join(absolute, m)) for m in ENV_MARKERS):
-                return False
-        return True
-
-    def includes(self, rel: str) -> bool:
-        """Whether a file of that relative path matches an include pattern."""
-        return bool(self._scanner.rules.include.fullmatch(rel))
-
-
 def _is_utf8(name: str) -> bool:
     try:
         name.encode("utf-8")
@@ -382,7 +339,6 @@ def scan_one(root: Path, rel: str, config: ScanConfig) -> ScannedFile | None:
 
 __all__ = [
     "DEFAULT_INDEX_DIRNAME",
-    "PathRules",
     "ScanResult",
     "ScannedFile",
     "compile_globs",
