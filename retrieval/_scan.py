@@ -58,7 +58,7 @@ from ._config import SECRET_DENY, ScanConfig
 from ._globs import GlobSet, compile_globs, glob_to_regex
 from ._loaders import kind_of
 from ._records import FileKind, ScannedFile, SkippedFile, SkipReason
-from ._scan_hard_links import Inode, without_stray_hard_links
+from ._scan_hard_links import Inode, inode, without_stray_hard_links
 from ._scan_marks import OTHER_INDEX, marked, marked_folder
 
 DEFAULT_INDEX_DIRNAME = ".kbgraph"
@@ -107,6 +107,7 @@ class _Rules:
 class _Scanner:
     def __init__(self, root: Path, config: ScanConfig, index_dir: Path | None) -> None:
         self.root = root
+        self.config, self.index_dir = config, index_dir
         self.rules = _Rules(config)
         pruned = {root / DEFAULT_INDEX_DIRNAME}
         if index_dir is not None:
@@ -292,9 +293,9 @@ class _Scanner:
         self.skipped.extend(skipped)
 
     def one(self, rel: str) -> ScannedFile | None:
-        """``rel`` judged alone, as the walk would judge it (its folders are not checked,
-        nor rule 7, which needs every name: a server's read checks a hard link against the
-        indexed bytes instead, :mod:`._served`)."""
+        """``rel`` judged alone, as the walk would judge it (its folders are not checked).
+        Rule 7 needs every name of a file: one with several names is judged by a walk of
+        the folder (metadata only), which costs a scan, and only for such a file."""
         path = os.path.join(self.root, rel)
         try:
             st = os.lstat(path)
@@ -304,7 +305,21 @@ class _Scanner:
             self._link(path, rel)
         elif self._wanted(rel):
             self._add(Path(path), rel, st)
-        return self.files[-1] if self.files and self.files[-1].rel == rel else None
+        found = self.files[-1] if self.files and self.files[-1].rel == rel else None
+        if found is None or self.rules.trust_hard_links or inode(found) not in self._names:
+            return found
+        return self._kept_by_walk(found)
+
+    def _kept_by_walk(self, found: ScannedFile) -> ScannedFile | None:
+        """``found`` when the walk of the whole folder indexes it too (rule 7), else
+        ``None`` with the walk's reason in :attr:`skipped`."""
+        walk = _Scanner(self.root, self.config, self.index_dir).run()
+        if any(f.rel == found.rel for f in walk.files):
+            return found
+        why = next((s for s in walk.skipped if s.path == found.rel), None)
+        detail = "the file has several names and the walk of the folder does not index it"
+        self.skipped.append(why or SkippedFile(found.rel, "hard-link", detail))
+        return None
 
 
 def _is_utf8(name: str) -> bool:

@@ -10,7 +10,10 @@ from __future__ import annotations
 from ._records import ScannedFile, SkippedFile
 
 Inode = tuple[int, int]
-TRUST_HINT = "KnowledgeBase(folder, scan={'trust_hard_links': True}) indexes it anyway"
+TRUST_HINT = (
+    "`kbgraph index --trust-hard-links` or KnowledgeBase(folder, scan={'trust_hard_links': "
+    "True}) indexes it anyway"
+)
 
 
 def inode(f: ScannedFile) -> Inode:
