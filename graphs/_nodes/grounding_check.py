@@ -199,7 +199,7 @@ def _unnamed_things(state: RagState, verdict: Verdict) -> None:
     none of the retrieved passages mentions, their files and sections included: a
     question about Kafka that the sources answer without the word is rare, a knowledge
     base without Kafka that lends its other words ("topic", "events", "Harbor") to half
-    the question's terms is common — the docs of issue 45's trial answered such questions
+    the question's terms is common — a new user's trial of the docs answered such questions
     with unrelated quotes, "grounded" at 50-67 % of the terms. Every passage of every
     query's ranked lists counts, not only those cited: a name the knowledge base holds is
     among them, as its rarity ranks it high."""
