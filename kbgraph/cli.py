@@ -30,7 +30,7 @@ from kbgraph.retrieval import (
     rankers,
     search_modes,
 )
-from kbgraph.retrieval._internal import search_kinds
+from kbgraph.retrieval._internal import search_kinds, spec_forms
 
 from ._exit_codes import LiveChoice, emit_json, end_quietly, fail_cleanly, printable, stdout_closed
 
@@ -82,9 +82,8 @@ embedding_opt = click.option(
     "--embedding",
     default=None,
     metavar="SPEC",
-    help="local (default), local:<path>, openai:<model>, azure_openai:<deployment>, "
-    "openai_compatible:<model>@<base_url>, fake, none (BM25 only). Default: what the index "
-    "was built with.",
+    help=f"{', '.join(spec_forms())} or none (BM25 only); local is the packaged model. "
+    "Default: what the index was built with.",
 )
 index_dir_opt = click.option(
     "--index-dir",

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
         packaged_model_dir,
         parse_spec,
         resolve_embeddings,
+        spec_forms,
     )
     from ._embeddings.fake import FakeEmbeddings
     from ._filters import SearchKind, path_matches, search_kinds
