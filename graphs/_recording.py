@@ -10,6 +10,10 @@ agent leaves the record to the agent, which holds the answer too. A run that rec
 so with a custom stream event ``knowledge.run.recorded`` (``{id, path}``). Recording never
 fails a run: a folder that cannot be written is logged and the run goes on.
 
+In a process serving requests behind kbgraph's guard (``langgraph dev`` with kbgraph's
+app) no run records unless the server was started with ``KBGRAPH_ALLOW_RECORD_RUNS=1``: a
+request must not make the server write (:mod:`kbgraph.graphs._served`).
+
 Files are private (folder 0700, files 0600), written atomically, named by the run id
 (``<UTC time>-<random>``), which :func:`read_run` checks before it opens anything.
 """
@@ -37,6 +41,7 @@ from kbgraph.retrieval import write_file_atomic
 from kbgraph.retrieval._internal import read_regular_file
 
 from ._nodes import question_of
+from ._served import record_refused
 from ._settings import RagSettings, _without_password, settings_from_runtime
 from ._state import reduce_candidates, reduce_debug
 
@@ -202,7 +207,8 @@ def recording(
     def recorded(state: Mapping[str, Any], runtime: Any) -> dict[str, Any]:
         update = node(state, runtime) if takes_runtime else node(state)
         settings = settings_from_runtime(runtime)
-        if settings.record_runs:
+        # A served run (a cron's too, past the guard) writes only where the server allows.
+        if settings.record_runs and not record_refused():
             final = merged_state(state, update)
             if ends is None or ends(final):
                 _record(final, settings, graph, runtime, question_of(dict(state)))

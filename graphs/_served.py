@@ -21,18 +21,27 @@ the runs the server starts itself.
 And for connections: a knowledge base's ``store`` and ``read_store`` are URLs the server
 connects to (a request naming ``postgresql://…@anyhost`` made it connect anywhere). A
 served run may name only the server's own ``KBGRAPH_STORE`` and ``KBGRAPH_READ_STORE`` and
-the URLs of ``KBGRAPH_ALLOWED_STORES`` (separated by white space: a URL holds none, and a
-URL of several hosts holds commas), exactly as written there; the guard refuses others,
-and the searcher registry refuses them in a guarded process.
+the URLs of ``KBGRAPH_ALLOWED_STORES``; the guard refuses others, and the searcher
+registry refuses them in a guarded process.
 
-Model specs too, where they name a place: ``chat_model`` and ``answer_check.judge``
-``openai_compatible:<model>@<url>`` (sent the server's ``OPENAI_API_KEY`` to that URL) and
-``gguf:<path>``, an ``embedding`` of a URL or of ``local:<model or path>`` other than the
-packaged model. A served run may use such a spec only when it is the server's own
-``KBGRAPH_CHAT_MODEL`` or ``KBGRAPH_EMBEDDING`` or one of ``KBGRAPH_ALLOWED_MODELS``
-(separated by white space), exactly; specs naming a provider (``openai:<model>``,
-``anthropic:<model>``, ``fake``, ``local``) reach that provider as the server is set up
-for it, and stay allowed."""
+And for models: every model spec a run names (``embedding``, ``chat_model``,
+``answer_check.judge``) is the server's choice, not only those naming a place. A URL or a
+``gguf:``/``local:`` path loads any file or reaches any server, a provider's model
+(``openai:<model>``, ``huggingface:<model or folder>``) spends the server's API key on
+whatever model a request names, and a provider spec whose model is a path loads a folder.
+A served run may use a spec only when it is the server's own ``KBGRAPH_CHAT_MODEL`` or
+``KBGRAPH_EMBEDDING`` or one of ``KBGRAPH_ALLOWED_MODELS``; without a listing it may name
+what reaches nothing and spends nothing: no model, the packaged local model (``auto``,
+``local``, ``local#int8``), the scripted ``fake`` and the ``offline``/``overlap`` judges
+(the served graphs' defaults, so a plain request runs as before).
+
+And for run records: ``record_runs`` writes each finished run into ``KBGRAPH_RUNS_DIR``
+(the inspector's Runs view); in a guarded process no run records unless the server was
+started with ``KBGRAPH_ALLOW_RECORD_RUNS=1`` (a request must not make the server write).
+
+The list variables are read by one rule, and their URLs compared by one
+(:mod:`kbgraph._base.allow_lists`: comma-separated, CSV quotes for an item holding a comma;
+a URL's scheme and host without case)."""
 
 from __future__ import annotations
 
@@ -41,18 +50,22 @@ import os
 from collections.abc import AsyncIterator
 from typing import Any
 
+from kbgraph._base.allow_lists import listed, url_key
 from kbgraph.errors import ConfigError, NotServedError
 
 from ._settings import masked_url
 
 INDEX_ENV = "KBGRAPH_ALLOW_INDEX"
+RECORD_ENV = "KBGRAPH_ALLOW_RECORD_RUNS"
 RETRIEVERS_ENV = "KBGRAPH_ALLOWED_RETRIEVERS"
 STORES_ENV = "KBGRAPH_ALLOWED_STORES"
 SERVER_STORE_ENVS = ("KBGRAPH_STORE", "KBGRAPH_READ_STORE")
 MODELS_ENV = "KBGRAPH_ALLOWED_MODELS"
 SERVER_MODEL_ENVS = ("KBGRAPH_CHAT_MODEL", "KBGRAPH_EMBEDDING")
-CHAT_PLACES = ("gguf", "openai_compatible")
-"""Chat model providers whose spec names where the model is (a file, a server's URL)."""
+OWN_JUDGES = ("offline", "offline+verifier", "overlap")
+"""Judges of kbgraph's own, no chat model: the default ``offline`` among them."""
+FREE_MODELS = "none, fake, auto, local, local#int8 and the offline or overlap judge"
+"""What a served run may name as a model without the server listing it (see the module)."""
 
 _serving = 0
 
@@ -71,9 +84,13 @@ async def serving(_app: Any) -> AsyncIterator[None]:
         _serving -= 1
 
 
+def _switched_on(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")
+
+
 def index_allowed() -> bool:
     """Whether the server was started to let runs write indexes."""
-    return os.environ.get(INDEX_ENV, "").strip().lower() in ("1", "true", "yes")
+    return _switched_on(INDEX_ENV)
 
 
 def index_refused() -> bool:
@@ -82,11 +99,21 @@ def index_refused() -> bool:
     return _serving > 0 and not index_allowed()
 
 
+def record_allowed() -> bool:
+    """Whether the server was started to let runs write run records (``record_runs``)."""
+    return _switched_on(RECORD_ENV)
+
+
+def record_refused() -> bool:
+    """True in a guarded process started without ``KBGRAPH_ALLOW_RECORD_RUNS``:
+    ``record_runs`` is then ignored, whatever context a run carries (a cron's too)."""
+    return _serving > 0 and not record_allowed()
+
+
 def allowed_retrievers() -> tuple[str, ...]:
     """The import paths a served run may name as a ``retriever``: those of
-    ``KBGRAPH_ALLOWED_RETRIEVERS`` (comma-separated; an import path holds no comma)."""
-    raw = os.environ.get(RETRIEVERS_ENV, "")
-    return tuple(part.strip() for part in raw.split(",") if part.strip())
+    ``KBGRAPH_ALLOWED_RETRIEVERS``."""
+    return listed(RETRIEVERS_ENV)
 
 
 def retriever_refusal(ref: str) -> str | None:
@@ -116,11 +143,16 @@ def allowed_stores() -> tuple[str, ...]:
     return _started_with(SERVER_STORE_ENVS, STORES_ENV)
 
 
-def _started_with(own: tuple[str, ...], listed: str) -> tuple[str, ...]:
-    """The values of the server's own variables ``own`` and the white-space separated
-    values of ``listed``, in that order, each once."""
+def _started_with(own: tuple[str, ...], listed_env: str) -> tuple[str, ...]:
+    """The values of the server's own variables ``own`` and the items of ``listed_env``,
+    in that order, each once."""
     given = [os.environ.get(name, "").strip() for name in own]
-    return tuple(dict.fromkeys(v for v in [*given, *os.environ.get(listed, "").split()] if v))
+    return tuple(dict.fromkeys(v for v in [*given, *listed(listed_env)] if v))
+
+
+def _among(value: str, allowed: tuple[str, ...]) -> bool:
+    """Whether ``value`` is one of ``allowed``, its URLs compared by :func:`url_key`."""
+    return url_key(value) in {url_key(a) for a in allowed}
 
 
 def store_refusal(key: str, url: str) -> str | None:
@@ -128,14 +160,14 @@ def store_refusal(key: str, url: str) -> str | None:
     ``read_store``, stripped as the settings strip it), else ``None``. Passwords are masked:
     the line goes back to the client and into logs."""
     allowed = allowed_stores()
-    if url in allowed:
+    if _among(url, allowed):
         return None
     shown = ", ".join(masked_url(a) for a in allowed) or "none"
     return (
         f"the {key} {masked_url(url)[:200]!r} is not one this server was started with "
         f"(allowed: {shown}); a request connects only to the server's own stores: list the "
-        f"URL in {STORES_ENV} (separated by spaces) or set {SERVER_STORE_ENVS[0]} before "
-        "starting the server"
+        f"URL in {STORES_ENV} (comma-separated; quote a URL of several hosts: "
+        f'"postgresql://u@a,b/db") or set {SERVER_STORE_ENVS[0]} before starting the server'
     )
 
 
@@ -150,39 +182,43 @@ def check_stores(store: str | None, read_store: str | None) -> None:
             raise NotServedError(refused)
 
 
-def names_a_place(key: str, spec: str) -> bool:
-    """Whether a model spec (of ``key``: ``embedding``, ``chat_model`` or
-    ``answer_check.judge``) names where its model is: a URL or a file, read with the
-    parser that resolves it (a spec it refuses, the graph refuses too: no place)."""
+def run_may_choose(key: str, spec: str) -> bool:
+    """Whether a served run may name the model ``spec`` as its ``key`` (``embedding``,
+    ``chat_model`` or ``answer_check.judge``) without the server listing it: no model,
+    the packaged local model, the scripted fake, kbgraph's own judges. Each is read with
+    the parser that resolves it (a spec that parser refuses, the graph refuses too)."""
     text = spec.strip()
     if key != "embedding":
-        return text.partition(":")[0].strip().lower() in CHAT_PLACES
+        if key == "answer_check.judge" and text.lower() in OWN_JUDGES:
+            return True
+        return text.lower() in ("", "none") or text.partition(":")[0].lower() == "fake"
     if text.lower() in ("", "auto", "none"):
-        return False
+        return True
     from kbgraph.retrieval._internal import parse_spec
 
     try:
         parsed = parse_spec(text)
     except ConfigError:
-        return False
+        return True
     # The packaged model, at fp32 or int8, is the server's own files: no place of a run's.
     packaged = {parse_spec(own).model for own in ("local", "local#int8")}
-    return parsed.base_url is not None or (
-        parsed.provider == "local" and parsed.model not in packaged
-    )
+    if parsed.provider == "fake":
+        return True
+    return parsed.provider == "local" and parsed.base_url is None and parsed.model in packaged
 
 
 def model_refusal(key: str, spec: str) -> str | None:
     """Why a served run may not use the model ``spec`` as its ``key``, else ``None``."""
     allowed = _started_with(SERVER_MODEL_ENVS, MODELS_ENV)
-    if not names_a_place(key, spec) or spec.strip() in allowed:
+    if run_may_choose(key, spec) or _among(spec, allowed):
         return None
     shown = ", ".join(masked_url(a) for a in allowed) or "none"
     return (
-        f"the {key} {masked_url(spec.strip())[:200]!r} names a server or a file this server "
-        f"was not started with (allowed: {shown}); list the spec in {MODELS_ENV} (separated "
-        "by spaces) before starting the server, or name a provider's model "
-        "(openai:<model>, anthropic:<model>, ...)"
+        f"the {key} {masked_url(spec.strip())[:200]!r} is not a model this server was "
+        f"started with (allowed: {shown}; and {FREE_MODELS}): a request may not choose a "
+        f"model, a file or a server to spend the server's keys on; list the spec in "
+        f"{MODELS_ENV} (comma-separated) or set {SERVER_MODEL_ENVS[0]} / "
+        f"{SERVER_MODEL_ENVS[1]} before starting the server"
     )
 
 
@@ -195,9 +231,11 @@ def check_model(key: str, spec: str | None) -> None:
 
 
 __all__ = [
-    "CHAT_PLACES",
+    "FREE_MODELS",
     "INDEX_ENV",
     "MODELS_ENV",
+    "OWN_JUDGES",
+    "RECORD_ENV",
     "RETRIEVERS_ENV",
     "SERVER_MODEL_ENVS",
     "SERVER_STORE_ENVS",
@@ -210,8 +248,10 @@ __all__ = [
     "index_allowed",
     "index_refused",
     "model_refusal",
-    "names_a_place",
+    "record_allowed",
+    "record_refused",
     "retriever_refusal",
+    "run_may_choose",
     "serving",
     "store_refusal",
 ]

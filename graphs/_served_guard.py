@@ -5,11 +5,11 @@ kbgraph's apps, ``kbgraph.graphs:http_app`` or ``kbgraph.inspector:app`` (issue 
 name rebound to 127.0.0.1 and run a graph on any folder the user can read. In front of
 every route (the server's own included) this checks:
 
-- the Host: loopback names, or a name of ``KBGRAPH_ALLOW_HOSTS`` (comma-separated), as the
-  inspector's own guard does (421 otherwise);
+- the Host: loopback names, or a name of ``KBGRAPH_ALLOW_HOSTS``, as the inspector's own
+  guard does (421 otherwise);
 - the Origin of a browser request: a page served from an answered host, or one of
-  ``KBGRAPH_ALLOW_ORIGINS`` (comma-separated; default LangGraph Studio's,
-  :data:`STUDIO_ORIGIN`), 403 otherwise;
+  ``KBGRAPH_ALLOW_ORIGINS`` (default LangGraph Studio's, :data:`STUDIO_ORIGIN`), 403
+  otherwise;
 - the folders a context names (a run's, a cron's, an assistant's): inside the folders the
   server was started with (``KBGRAPH_ALLOWED_FOLDERS``, ``os.pathsep``-separated; else the
   folders of the app's own variables — the inspector's app adds ``KBGRAPH_INSPECT_FOLDERS`` —
@@ -22,14 +22,21 @@ every route (the server's own included) this checks:
   the server's own ``KBGRAPH_STORE``/``KBGRAPH_READ_STORE`` or a URL of
   ``KBGRAPH_ALLOWED_STORES``, 403 otherwise;
 - the model specs a context names (``embedding``, ``chat_model``, ``answer_check.judge``):
-  one naming a server's URL or a model file must be one the server was started with
-  (``KBGRAPH_ALLOWED_MODELS``, see :mod:`kbgraph.graphs._served`), 403 otherwise;
+  the server's own or one of ``KBGRAPH_ALLOWED_MODELS``, unless it reaches nothing and
+  spends nothing (no model, the packaged one, ``fake``, the offline judges; see
+  :mod:`kbgraph.graphs._served`), 403 otherwise;
 - writes: a run, a cron and an assistant are made (and a cron's or an assistant's context
   updated) with ``auto_index: false`` unless the server was started with
-  ``KBGRAPH_ALLOW_INDEX=1`` (then index writes go only into the folders above): a cron's
-  runs are started by the server itself, past this guard, so the Retrieve node also
-  ignores ``auto_index`` in a process this guard serves (:mod:`kbgraph.graphs._served`:
-  a cron stored before this check keeps ``auto_index: true``)."""
+  ``KBGRAPH_ALLOW_INDEX=1`` (then index writes go only into the folders above), and with
+  ``record_runs: false`` where the context asks to record, unless it was started with
+  ``KBGRAPH_ALLOW_RECORD_RUNS=1``: a cron's runs are started by the server itself, past
+  this guard, so the Retrieve node and the recorder also ignore ``auto_index`` and
+  ``record_runs`` in a process this guard serves (:mod:`kbgraph.graphs._served`: a cron
+  stored before this check keeps ``auto_index: true``).
+
+Every list variable is read by one rule (:mod:`kbgraph._base.allow_lists`: comma-separated,
+the folder lists by ``os.pathsep``, CSV quotes for an item holding the separator), and the
+URLs of origins, stores and models are compared with their scheme and host without case."""
 
 from __future__ import annotations
 
@@ -45,6 +52,7 @@ import anyio
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from kbgraph._base.allow_lists import listed, url_key
 from kbgraph._base.hosts import LOOPBACK_HOSTS, host_name
 
 from ._http_body import body_then, buffered_body
@@ -55,6 +63,7 @@ from ._served import (
     STORES_ENV,
     index_allowed,
     model_refusal,
+    record_allowed,
     retriever_refusal,
     serving,
     store_refusal,
@@ -67,19 +76,12 @@ ALLOWED_FOLDERS_ENV = "KBGRAPH_ALLOWED_FOLDERS"
 STUDIO_ORIGIN = "https://smith.langchain.com,https://eu.smith.langchain.com"
 
 
-def _listed(name: str, default: str = "") -> tuple[str, ...]:
-    raw = os.environ.get(name, default)
-    return tuple(item.strip().lower().rstrip("/") for item in raw.split(",") if item.strip())
-
-
 def allowed_folders(folder_envs: tuple[str, ...] = ()) -> tuple[Path, ...]:
     """The folders runs may name (see the module docstring), resolved: the first of
     ``KBGRAPH_ALLOWED_FOLDERS``, then ``folder_envs``, then ``KBGRAPH_FOLDER`` that is set."""
     for name in (ALLOWED_FOLDERS_ENV, *folder_envs, FOLDER_ENV):
-        raw = os.environ.get(name, "").strip()
-        if raw:
-            parts = (p for p in raw.split(os.pathsep) if p.strip())
-            return tuple(Path(resolved_folder(p)) for p in parts)
+        if os.environ.get(name, "").strip():  # set: only its folders, even if it lists none
+            return tuple(Path(resolved_folder(p)) for p in listed(name, sep=os.pathsep))
     return (Path.cwd().resolve(),)
 
 
@@ -178,26 +180,41 @@ def _stamped(method: str, path: str) -> bool | None:
     return None
 
 
-def _no_index(body: Any, *, add: bool = True) -> bool:
-    """Sets ``auto_index: false`` in the context of each run of ``body`` (a request may
-    not write an index unless the server was started with ``KBGRAPH_ALLOW_INDEX=1``);
-    whether anything changed. A run that passes its settings as ``config.configurable``
-    gets them there (the server refuses a run with both); ``add``: a context is added to
-    a body without one."""
-    changed = False
+def _write_targets(body: Any, *, add: bool) -> Iterator[dict[str, Any]]:
+    """The context of each run of ``body`` as the graph will read it: a run that passes
+    its settings as ``config.configurable`` gets them there (the server refuses a run with
+    both); ``add``: a context is added to a body without one."""
     for run in body if isinstance(body, list) else [body]:
         if not isinstance(run, dict):
             continue
         config = run.get("config")
         legacy = config.get("configurable") if isinstance(config, dict) else None
-        target = legacy if isinstance(legacy, dict) and not run.get("context") else None
-        if target is None:
-            context = run.get("context")
-            if not isinstance(context, dict) and not add:
-                continue
-            target = context if isinstance(context, dict) else run.setdefault("context", {})
-        if isinstance(target, dict) and target.get("auto_index") is not False:
+        if isinstance(legacy, dict) and not run.get("context"):
+            yield legacy
+            continue
+        context = run.get("context")
+        if isinstance(context, dict):
+            yield context
+        elif add and context is None:  # missing or null: the graph's defaults index
+            added: dict[str, Any] = {}
+            run["context"] = added
+            yield added
+
+
+def _no_writes(body: Any, *, add: bool = True) -> bool:
+    """Sets ``auto_index: false`` in the context of each run of ``body`` unless the server
+    was started with ``KBGRAPH_ALLOW_INDEX=1``, and ``record_runs: false`` where a context
+    asks to record unless it was started with ``KBGRAPH_ALLOW_RECORD_RUNS=1``: a request
+    may not make the server write. Whether anything changed; ``add``: see
+    :func:`_write_targets`."""
+    index, record = index_allowed(), record_allowed()
+    changed = False
+    for target in [] if index and record else _write_targets(body, add=add):
+        if not index and target.get("auto_index") is not False:
             target["auto_index"] = False
+            changed = True
+        if not record and target.get("record_runs") not in (None, False):
+            target["record_runs"] = False
             changed = True
     return changed
 
@@ -245,7 +262,7 @@ class ServedRequestsGuard:
     def problem(self, scope: Scope, body: Any) -> tuple[int, str] | None:
         """(status, one line) for a request refused, else ``None``."""
         headers = Headers(scope=scope)
-        hosts = (*LOOPBACK_HOSTS, *_listed(HOSTS_ENV))
+        hosts = (*LOOPBACK_HOSTS, *(name.lower() for name in listed(HOSTS_ENV)))
         host = headers.get("host", "")
         if host_name(host) not in hosts:
             return 421, (
@@ -272,7 +289,7 @@ class ServedRequestsGuard:
 
     @staticmethod
     def _origin_ok(origin: str, hosts: tuple[str, ...]) -> bool:
-        if origin.strip().lower().rstrip("/") in _listed(ORIGINS_ENV, STUDIO_ORIGIN):
+        if url_key(origin) in {url_key(o) for o in listed(ORIGINS_ENV, STUDIO_ORIGIN)}:
             return True
         parts = urlsplit(origin.strip())
         return parts.scheme in ("http", "https") and (parts.hostname or "") in hosts
@@ -293,7 +310,7 @@ class ServedRequestsGuard:
             problem = await anyio.to_thread.run_sync(self.problem, scope, body)
         if problem is None:
             stamped = _stamped(scope["method"], scope["path"])
-            if stamped is not None and not index_allowed() and _no_index(body, add=stamped):
+            if stamped is not None and _no_writes(body, add=stamped):
                 await receive()  # the buffered body, handed on once: skip it
                 scope, receive = _with_body(scope, json.dumps(body).encode(), receive)
             await self.app(scope, receive, send)

@@ -25,6 +25,7 @@ from langgraph.config import get_config
 from pydantic import Field, PrivateAttr, field_validator
 from typing_extensions import TypedDict
 
+from kbgraph._base.allow_lists import listed
 from kbgraph._base.validation import Settings
 from kbgraph.errors import ConfigError
 from kbgraph.retrieval import ChunkConfig, SearchConfig
@@ -169,8 +170,7 @@ class RagSettings(Settings):
         folders and unique names."""
         specs: list[Mapping[str, Any]] = list(self.knowledge_bases)
         if not specs:
-            env = os.environ.get(FOLDER_ENV, "").strip()
-            specs = [{"folder": part} for part in env.split(os.pathsep) if part.strip()]
+            specs = [{"folder": part} for part in listed(FOLDER_ENV, sep=os.pathsep)]
         return resolved_specs(specs)
 
     def to_dict(self) -> dict[str, Any]:

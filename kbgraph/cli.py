@@ -30,7 +30,7 @@ from kbgraph.retrieval import (
     rankers,
     search_modes,
 )
-from kbgraph.retrieval._internal import search_kinds
+from kbgraph.retrieval._internal import search_kinds, spec_forms
 
 from ._exit_codes import LiveChoice, emit_json, end_quietly, fail_cleanly, printable, stdout_closed
 
@@ -82,9 +82,8 @@ embedding_opt = click.option(
     "--embedding",
     default=None,
     metavar="SPEC",
-    help="local (default), local:<path>, openai:<model>, azure_openai:<deployment>, "
-    "openai_compatible:<model>@<base_url>, fake, none (BM25 only). Default: what the index "
-    "was built with.",
+    help=f"{', '.join(spec_forms())} or none (BM25 only); local is the packaged model. "
+    "Default: what the index was built with.",
 )
 index_dir_opt = click.option(
     "--index-dir",
@@ -286,6 +285,13 @@ def ranker_names() -> list[str]:
     default=None,
     help="Skip files larger than this many bytes. Default: the index's, else 10 MiB.",
 )
+@click.option(
+    "--trust-hard-links",
+    is_flag=True,
+    help="Index a file with several names (hard links) even when another name is one the "
+    "scan leaves out (a secret, in .git, outside the folder); without it such a file is "
+    "skipped as hard-link. For a folder hard-linked from a cache.",
+)
 @keep_versions_opt
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 @fail_cleanly
@@ -305,6 +311,7 @@ def index(
     include: tuple[str, ...],
     exclude: tuple[str, ...],
     max_file_size: int | None,
+    trust_hard_links: bool,
     keep_versions: int | None,
     quiet: bool,
 ) -> None:
@@ -312,17 +319,19 @@ def index(
 
     Without chunking or file options the index keeps the settings it was built with; any
     of --strategy, --chunk-size, --overlap (the others at their defaults) or of --include,
-    --exclude, --max-file-size changes them, and a chunking change rebuilds the index."""
+    --exclude, --max-file-size, --trust-hard-links changes them, and a chunking change
+    rebuilds the index."""
     chunk_opts = {"strategy": strategy, "chunk_size": chunk_size, "overlap": overlap}
     chunk_given = {k: v for k, v in chunk_opts.items() if v is not None}
     chunking = ChunkConfig.model_validate(chunk_given) if chunk_given else None
     scan = None
-    if include or exclude or max_file_size is not None:
+    if include or exclude or max_file_size is not None or trust_hard_links:
         base = ScanConfig()
         scan = ScanConfig(
             include=include or base.include,
             exclude=base.exclude + exclude,
             max_file_bytes=base.max_file_bytes if max_file_size is None else max_file_size,
+            trust_hard_links=trust_hard_links,
         )
     kb = _open_kb(
         folder,

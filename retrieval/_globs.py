@@ -27,7 +27,7 @@ from kbgraph.errors import GlobLimitError
 MAX_GLOB_CHARS = 512
 MAX_GLOB_WILDCARDS = 32  # '*', '**', '?' and '[...]' of one pattern
 # The paths of one search filter (globs and folder prefixes) together; MCP's search tool
-# takes at most MAX_FILTER_PATHS too (kbgraph.mcp._schemas).
+# schema takes its limit from here (kbgraph.mcp._schemas).
 MAX_FILTER_PATHS = 50
 MAX_FILTER_CHARS = 4096
 MAX_FILTER_WILDCARDS = 2 * MAX_GLOB_WILDCARDS

@@ -18,9 +18,11 @@ if TYPE_CHECKING:
         packaged_model_dir,
         parse_spec,
         resolve_embeddings,
+        spec_forms,
     )
     from ._embeddings.fake import FakeEmbeddings
     from ._filters import SearchKind, path_matches, search_kinds
+    from ._globs import MAX_FILTER_PATHS
     from ._integrations import init_integration
     from ._loaders import SkipFile, load_bytes, open_regular_file, read_regular_file
     from ._ranking import FusedItem, rrf_contribution, rrf_fuse

@@ -14,7 +14,8 @@ Rules, in the order they apply:
    own and is not reported; any other kbgraph index (a ``.kbgraph`` folder at any depth,
    or a folder holding ``CURRENT`` beside ``gen-*`` folders, or ``gen-*`` folders holding
    ``meta.json`` or ``chunks.jsonl`` when ``CURRENT`` was lost) is ``excluded-dir``: an
-   index holds the text of other documents, never documents of its own.
+   index holds the text of other documents, never documents of its own (these markers:
+   :mod:`._scan_marks`).
 2. Files matching an exclude pattern: ``excluded``.
 3. Secrets (:data:`~kbgraph.retrieval._config.SECRET_DENY`, matched ignoring case): reported as
    ``secret`` even when an include pattern matches them; a secret folder (``.ssh/``) is
@@ -35,7 +36,8 @@ Rules, in the order they apply:
    walk indexes (``hard-link`` otherwise): ``ln .env docs/notes.md`` or a link to
    ``.git/config`` or to a file outside the folder keeps a harmless name on an inode whose
    other name the rules above leave out, and names are all a scan judges.
-   ``trust_hard_links`` turns this off (a folder of files hard-linked from a cache).
+   ``trust_hard_links`` turns this off (a folder of files hard-linked from a cache;
+   :mod:`._scan_hard_links`).
 
 Globs match the POSIX path relative to the root: ``*`` and ``?`` stay inside one folder,
 ``**`` crosses folders (``**/`` also matches no folder at all), a pattern without ``/``
@@ -46,7 +48,6 @@ below". Include and exclude patterns are case-sensitive.
 from __future__ import annotations
 
 import os
-import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,16 +58,10 @@ from ._config import SECRET_DENY, ScanConfig
 from ._globs import GlobSet, compile_globs, glob_to_regex
 from ._loaders import kind_of
 from ._records import FileKind, ScannedFile, SkippedFile, SkipReason
+from ._scan_hard_links import Inode, inode, without_stray_hard_links
+from ._scan_marks import OTHER_INDEX, marked, marked_folder
 
 DEFAULT_INDEX_DIRNAME = ".kbgraph"
-# Files whose presence marks a folder as a Python environment, whatever the folder's name.
-_ENV_MARKERS = {
-    "pyvenv.cfg": "a Python virtual environment",
-    "conda-meta": "a conda environment",
-}
-_GENERATION = re.compile(r"gen-[0-9a-f]+-[0-9a-f]+")
-_GENERATION_FILES = ("meta.json", "chunks.jsonl")
-OTHER_INDEX = "another kbgraph index; an index is never indexed as documents"
 # Rules 2-4 in a skip's detail: for a file by its own name, and for a link by its target's.
 _NAME_REFUSED: dict[SkipReason, str] = {
     "excluded": "the name matches an exclude pattern",
@@ -112,6 +107,7 @@ class _Rules:
 class _Scanner:
     def __init__(self, root: Path, config: ScanConfig, index_dir: Path | None) -> None:
         self.root = root
+        self.config, self.index_dir = config, index_dir
         self.rules = _Rules(config)
         pruned = {root / DEFAULT_INDEX_DIRNAME}
         if index_dir is not None:
@@ -119,7 +115,7 @@ class _Scanner:
         self.pruned_dirs = {str(p) for p in pruned}
         self.files: list[ScannedFile] = []
         self.skipped: list[SkippedFile] = []
-        self._names: dict[tuple[int, int], int] = {}  # (dev, ino) -> st_nlink, when > 1
+        self._names: dict[Inode, int] = {}  # (dev, ino) -> st_nlink, when > 1
 
     def run(self) -> ScanResult:
         pending: list[tuple[str, str]] = [(str(self.root), "")]
@@ -143,9 +139,9 @@ class _Scanner:
         except OSError as exc:
             self._skip(rel_dir + "/", "unreadable", f"cannot list the folder: {exc.strerror}")
             return []
-        marked = _marked(entries)
-        if rel_dir and marked is not None:
-            self._skip(rel_dir + "/", "excluded-dir", marked)
+        mark = marked(entries)
+        if rel_dir and mark is not None:
+            self._skip(rel_dir + "/", "excluded-dir", mark)
             return []
         subdirs: list[tuple[str, str]] = []
         for entry in entries:
@@ -199,8 +195,8 @@ class _Scanner:
         for depth in range(1, len(parts)):
             folder = "/".join(parts[:depth])
             refused = self._refused_dir(folder)
-            if refused is None and (marked := _marked_folder(os.path.join(self.root, folder))):
-                refused = "excluded-dir", marked
+            if refused is None and (mark := marked_folder(os.path.join(self.root, folder))):
+                refused = "excluded-dir", mark
             if refused is not None:
                 reason: SkipReason = "secret" if refused[0] == "secret" else "excluded"
                 return reason, f"the link points at {target_rel}, in {folder}/: {refused[1]}"
@@ -292,34 +288,14 @@ class _Scanner:
             )  # fmt: skip
 
     def _refuse_stray_hard_links(self) -> None:
-        """Rule 7: the files of an inode with more names than this walk indexes are
-        skipped, every name of it (the walk saw each name it indexes; a link's name counts
-        as its target's)."""
-        if not self._names:
-            return
-        seen: dict[tuple[int, int], set[str]] = {}
-        for f in self.files:
-            if _inode(f) in self._names:
-                seen.setdefault(_inode(f), set()).add(f.target or f.rel)
-        stray = {key for key, count in self._names.items() if len(seen[key]) < count}
-        kept: list[ScannedFile] = []
-        for f in self.files:
-            key = _inode(f)
-            if key not in stray:
-                kept.append(f)
-                continue
-            detail = (
-                f"the file has {self._names[key]} names, of which the scan indexes "
-                f"{len(seen[key])}: another may be a secret, in .git or outside the folder; "
-                "KnowledgeBase(folder, scan={'trust_hard_links': True}) indexes it anyway"
-            )
-            self._skip(f.rel, "hard-link", detail)
-        self.files = kept
+        """Rule 7 (:mod:`._scan_hard_links`) over the whole walk."""
+        self.files, skipped = without_stray_hard_links(self.files, self._names)
+        self.skipped.extend(skipped)
 
     def one(self, rel: str) -> ScannedFile | None:
-        """``rel`` judged alone, as the walk would judge it (its folders are not checked,
-        nor rule 7, which needs every name: a server's read checks a hard link against the
-        indexed bytes instead, :mod:`._served`)."""
+        """``rel`` judged alone, as the walk would judge it (its folders are not checked).
+        Rule 7 needs every name of a file: one with several names is judged by a walk of
+        the folder (metadata only), which costs a scan, and only for such a file."""
         path = os.path.join(self.root, rel)
         try:
             st = os.lstat(path)
@@ -329,89 +305,21 @@ class _Scanner:
             self._link(path, rel)
         elif self._wanted(rel):
             self._add(Path(path), rel, st)
-        return self.files[-1] if self.files and self.files[-1].rel == rel else None
+        found = self.files[-1] if self.files and self.files[-1].rel == rel else None
+        if found is None or self.rules.trust_hard_links or inode(found) not in self._names:
+            return found
+        return self._kept_by_walk(found)
 
-
-class PathRules:
-    """The scan's rules applied to one path at a time, for a file watcher: is a changed path
-    one the scan could index (or a folder it would enter)? Metadata only, like the scan."""
-
-    def __init__(self, root: Path, config: ScanConfig, *, index_dir: Path | None = None) -> None:
-        self.root = Path(os.path.realpath(root))
-        self._scanner = _Scanner(self.root, config, index_dir)
-
-    def relative(self, path: str | Path) -> str | None:
-        """``path`` relative to the root (POSIX), or None when it lies outside it."""
-        absolute = Path(os.path.abspath(path))
-        if not absolute.is_relative_to(self.root):
-            return None
-        return absolute.relative_to(self.root).as_posix()
-
-    def could_hold(self, path: str | Path) -> bool:
-        """False when the scan never indexes ``path`` nor anything below it: it lies in a
-        folder the scan does not enter (the index, an excluded or secret folder, a
-        virtualenv), or its name is excluded or secret. A path that no longer exists is
-        judged by its name (it may have been a file or a folder)."""
-        rel = self.relative(path)
-        if rel is None:
-            return False
-        if rel == ".":
-            return True
-        scanner, rules = self._scanner, self._scanner.rules
-        parts = rel.split("/")
-        for depth in range(1, len(parts) + 1):
-            folder = "/".join(parts[:depth])
-            absolute = os.path.join(self.root, folder)
-            if depth == len(parts) and not os.path.isdir(absolute):
-                return not (rules.exclude.fullmatch(rel) or rules.secret.fullmatch(rel))
-            if scanner._refused_dir(folder) is not None:
-                return False  # any kbgraph index, an excluded or secret folder
-            if any(os.path.exists(os.path.join(absolute, m)) for m in _ENV_MARKERS):
-                return False
-        return True
-
-    def includes(self, rel: str) -> bool:
-        """Whether a file of that relative path matches an include pattern."""
-        return bool(self._scanner.rules.include.fullmatch(rel))
-
-
-def _marked(entries: list[os.DirEntry[str]]) -> str | None:
-    """Why a folder of these entries is not entered whatever its name (None: it is): it
-    is a Python environment, or a kbgraph index."""
-    marker = next((e.name for e in entries if e.name in _ENV_MARKERS), None)
-    if marker is not None:
-        return f"{_ENV_MARKERS[marker]} ({marker})"
-    names = {e.name for e in entries}
-    generations = [e for e in entries if _GENERATION.fullmatch(e.name)]
-    if generations and "CURRENT" in names:
-        return f"{OTHER_INDEX} (CURRENT, gen-*)"
-    # An index that lost CURRENT is still one: its generations hold the index files
-    # (checked by stat only: the scan reads no file).
-    if any(_is_generation(e) for e in generations):
-        return f"{OTHER_INDEX} (gen-* folders with index files; CURRENT is missing)"
-    return None
-
-
-def _is_generation(entry: os.DirEntry[str]) -> bool:
-    try:
-        if not entry.is_dir(follow_symlinks=False):
-            return False
-    except OSError:
-        return False
-    return any(os.path.lexists(os.path.join(entry.path, name)) for name in _GENERATION_FILES)
-
-
-def _marked_folder(path: str) -> str | None:
-    """:func:`_marked` of the folder at ``path`` (None when it cannot be listed)."""
-    try:
-        with os.scandir(path) as it:
-            return _marked(list(it))
-    except OSError:
+    def _kept_by_walk(self, found: ScannedFile) -> ScannedFile | None:
+        """``found`` when the walk of the whole folder indexes it too (rule 7), else
+        ``None`` with the walk's reason in :attr:`skipped`."""
+        walk = _Scanner(self.root, self.config, self.index_dir).run()
+        if any(f.rel == found.rel for f in walk.files):
+            return found
+        why = next((s for s in walk.skipped if s.path == found.rel), None)
+        detail = "the file has several names and the walk of the folder does not index it"
+        self.skipped.append(why or SkippedFile(found.rel, "hard-link", detail))
         return None
-
-
-def _inode(f: ScannedFile) -> tuple[int, int]:
-    return (f.dev or 0, f.ino or 0)
 
 
 def _is_utf8(name: str) -> bool:
@@ -446,7 +354,6 @@ def scan_one(root: Path, rel: str, config: ScanConfig) -> ScannedFile | None:
 
 __all__ = [
     "DEFAULT_INDEX_DIRNAME",
-    "PathRules",
     "ScanResult",
     "ScannedFile",
     "compile_globs",

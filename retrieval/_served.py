@@ -7,14 +7,15 @@ folder, a FIFO. So the path is judged again by the scan's own rules
 (:func:`~kbgraph.retrieval._scan.scan_one`, the walk's own code: a link's target inside
 the folder and a file the walk indexes itself, not in a folder it does not enter, not
 excluded, secret or matching no include pattern; a regular file within
-``max_file_bytes``) and read as the indexer reads it (:func:`~kbgraph.retrieval._loaders.
+``max_file_bytes``; a file with several names only when the walk indexes every one, scan
+rule 7) and read as the indexer reads it (:func:`~kbgraph.retrieval._loaders.
 read_scanned`: one folder at a time without following a link, the descriptor checked to be
 the file just judged). One helper, so that every serving path applies the same rules.
 
 And it must be the file that was indexed, or an edit of it: a file whose bytes are not the
-ones indexed (``indexed_sha256``) and that has other names too (a hard link: ``ln -f .env
-docs/deployment.md`` keeps the name and brings another inode, whose other name the scan
-would have left out) is refused. A file with one name that changed since is the user's own
+ones indexed (``indexed_sha256``) and that has other names too (a hard link: ``ln -f
+docs/a.md docs/b.md`` keeps the name and brings another inode, whose names the scan may
+all index) is refused. A file with one name that changed since is the user's own
 edit, served as it is now."""
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ from kbgraph.errors import ConfigError, KbgraphError, ModelMismatchError
 
 from ._config import ScanConfig
 from ._embeddings import backoff_delay
-from ._scan import PathRules
+from ._scan_paths import PathRules
 from ._storage import FileRecord
 
 if TYPE_CHECKING:

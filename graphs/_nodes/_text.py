@@ -119,6 +119,57 @@ def format_turns(turns: Sequence[tuple[str, str]], max_chars: int = 600) -> str:
     return "\n".join(lines)
 
 
+# A word as written (case kept), and where a sentence starts: the text's start, or after
+# ., ?, ! or : and the spaces and opening quotes or brackets that follow.
+_WRITTEN = re.compile(r"\w+")
+_SENTENCE_START = re.compile(r"(?:^|[.?!:]\s+)[\"'(\[«“‘]*$")
+# A name's variants: "Postgres" and "PostgreSQL" (the shorter at least 5 letters and 60 %
+# of the longer), not "QUIC" and "quickstart" nor "open" and "OpenTelemetry".
+_MIN_PREFIX = 5
+_MIN_PREFIX_SHARE = 0.6
+_NOT_NAMES = QUESTION_STOP_WORDS | {"ok"}
+
+
+def asked_names(text: str) -> list[str]:
+    """The names ``text`` writes, in order, once each: a word with a capital after its
+    first letter or with letters and digits mixed (``TLS``, ``GraphQL``, ``gRPC``, ``S3``),
+    or a capitalised word that does not start a sentence (``Kafka``, ``Redis``). A
+    question that names a thing is about that thing; common words are lowercase, and a
+    sentence's first word is capitalised whatever it is."""
+    seen: dict[str, None] = {}
+    for match in _WRITTEN.finditer(text):
+        word = match.group()
+        if len(word) < 2 or word.isdigit() or word.lower() in _NOT_NAMES:
+            continue
+        inner_capital = any(c.isupper() for c in word[1:])
+        mixed = any(c.isdigit() for c in word) and any(c.isalpha() for c in word)
+        starts = bool(_SENTENCE_START.search(text[: match.start()]))
+        if inner_capital or mixed or (word[0].isupper() and not starts):
+            seen.setdefault(word, None)
+    return list(seen)
+
+
+def unmentioned(names: Sequence[str], text: str) -> list[str]:
+    """The ``names`` that ``text`` never writes: not as a word of the same stem, nor as a
+    variant that begins the other ("Postgres" is mentioned by "postgresql")."""
+    present = words(text)
+    stemmed = set(stems(present))
+    long_words = {w for w in present if len(w) >= _MIN_PREFIX}
+
+    def variant(a: str, b: str) -> bool:
+        short, long = sorted((a, b), key=len)
+        return long.startswith(short) and len(short) >= _MIN_PREFIX_SHARE * len(long)
+
+    def mentioned(name: str, stem: str) -> bool:
+        low = name.lower()
+        if stem in stemmed:
+            return True
+        return len(low) >= _MIN_PREFIX and any(variant(low, w) for w in long_words)
+
+    lowered = [n.lower() for n in names]
+    return [n for n, s in zip(names, stems(lowered), strict=True) if not mentioned(n, s)]
+
+
 def coverage(question_terms: Sequence[str], text: str) -> tuple[float, list[str]]:
     """Share of the question's topic terms whose stem occurs in ``text``, and the terms
     that do not."""
@@ -133,6 +184,7 @@ def coverage(question_terms: Sequence[str], text: str) -> tuple[float, list[str]
 
 __all__ = [
     "OTHER_STOP_WORDS",
+    "asked_names",
     "content_terms",
     "coverage",
     "format_turns",
@@ -142,5 +194,6 @@ __all__ = [
     "question_of",
     "reply_text",
     "term_stems",
+    "unmentioned",
     "without_extractive_header",
 ]

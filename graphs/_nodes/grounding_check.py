@@ -45,7 +45,7 @@ from ._fit_sources import fit_sources
 from ._fusion import SIMILARITY
 from ._llm import context_fallback, prompt_messages
 from ._rewrite_guard import says_something, screen_reason
-from ._text import content_terms, coverage, question_of
+from ._text import asked_names, content_terms, coverage, question_of, unmentioned
 from .rewrite_query import plan_queries, tried_queries
 from .select_scope import widest_scope
 
@@ -186,6 +186,43 @@ class Verdict:
 
 
 def _verdict(state: RagState, rec: StepRecorder, deps: NodeDeps) -> Verdict:
+    """The heuristic or the chat model's verdict, and not grounded whatever they say when
+    the question names a thing no retrieved passage mentions."""
+    verdict = _judged(state, rec, deps)
+    if verdict.grounded:
+        _unnamed_things(state, verdict)
+    return verdict
+
+
+def _unnamed_things(state: RagState, verdict: Verdict) -> None:
+    """Not grounded when the question names something (``Kafka``, ``TLS``, ``gRPC``) that
+    none of the retrieved passages mentions, their files and sections included: a
+    question about Kafka that the sources answer without the word is rare, a knowledge
+    base without Kafka that lends its other words ("topic", "events", "Harbor") to half
+    the question's terms is common — a new user's trial of the docs answered such questions
+    with unrelated quotes, "grounded" at 50-67 % of the terms. Every passage of every
+    query's ranked lists counts, not only those cited: a name the knowledge base holds is
+    among them, as its rarity ranks it high."""
+    scope = state.get("rag_scope")
+    skip = {w.lower() for w in (scope.get("terms", []) if scope else [])}
+    full = (state.get("rag_standalone") or "").strip() or question_of(dict(state))
+    names = [n for n in asked_names(full) if n.lower() not in skip]
+    passages = [*(state.get("rag_candidates") or []), *(state.get("rag_citations") or [])]
+    pool = "\n".join(
+        f"{c.get('text', '')}\n{c.get('source', '')}\n{c.get('section') or ''}" for c in passages
+    )
+    missing = unmentioned(names, pool)
+    if not missing:
+        return
+    verdict.grounded = False
+    verdict.reasons.append(
+        f"the question names {', '.join(missing)}, which no retrieved source mentions"
+    )
+    named = {n.lower() for n in missing}
+    verdict.missing = [*missing, *(m for m in verdict.missing if m.lower() not in named)]
+
+
+def _judged(state: RagState, rec: StepRecorder, deps: NodeDeps) -> Verdict:
     """The heuristic verdict, replaced by the chat model's when one answers."""
     settings = rec.settings
     question = question_of(dict(state))

@@ -28,6 +28,7 @@ from kbgraph._exit_codes import failing_as, printable
 from kbgraph.errors import ConfigError, KbgraphError, error_from_record
 from kbgraph.graphs import TURN_KEY
 from kbgraph.graphs._internal import RECORDED_EVENT, retrieve_records
+from kbgraph.retrieval._internal import spec_forms
 
 from ._trace import check_lines, source_lines, trace_lines, unresolved_lines, verdict_lines
 
@@ -246,8 +247,7 @@ def print_human(state: Mapping[str, Any], *, trace: bool) -> None:
     show_default=True,
     envvar="KBGRAPH_EMBEDDING",
     metavar="SPEC",
-    help="auto (the index's model, else local), local, openai:<model>, "
-    "openai_compatible:<model>@<base_url>, fake, none (BM25 only).",
+    help=f"auto (the index's model, else local), {', '.join(spec_forms())} or none (BM25 only).",
 )
 @click.option(
     "--chat-model",

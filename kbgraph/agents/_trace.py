@@ -194,7 +194,9 @@ def verdict_lines(state: Mapping[str, Any]) -> list[str]:
     if state.get("rag_grounded"):
         return [f"Grounded: yes ({reasons})" if reasons else "Grounded: yes"]
     lines = [f"Grounded: no ({reasons})" if reasons else "Grounded: no"]
-    lines += [f"  try: {g}" for g in grounding.get("guidance") or []]
+    # An answer that gave up lists the same guidance under "What to try:": said once.
+    answer = str(state.get("answer") or "")
+    lines += [f"  try: {g}" for g in grounding.get("guidance") or [] if g not in answer]
     return lines
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kbgraph._base.allow_lists import listed
 from kbgraph._base.hosts import LOOPBACK_HOSTS
 from kbgraph.errors import ConfigError
 from kbgraph.graphs import RagSettings
@@ -96,9 +97,9 @@ class InspectorConfig:
     @classmethod
     def from_env(cls) -> InspectorConfig:
         """The configuration of the app mounted in a LangGraph server (see the module)."""
-        listed = os.environ.get(FOLDERS_ENV, "").strip() or os.environ.get(FOLDER_ENV, "")
-        folders = [part for part in listed.split(os.pathsep) if part.strip()]
-        evals = [Path(p) for p in os.environ.get(EVALS_ENV, "").split(os.pathsep) if p.strip()]
+        named = FOLDERS_ENV if os.environ.get(FOLDERS_ENV, "").strip() else FOLDER_ENV
+        folders = listed(named, sep=os.pathsep)
+        evals = [Path(p) for p in listed(EVALS_ENV, sep=os.pathsep)]
         return cls.from_folders(
             folders,
             store=os.environ.get(STORE_ENV, "").strip() or None,

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from kbgraph._base.languages import CodeLanguage, TestRole
 from kbgraph.retrieval import SearchMode
-from kbgraph.retrieval._internal import FileKind, check_search_mode
+from kbgraph.retrieval._internal import MAX_FILTER_PATHS, FileKind, check_search_mode
 
 from ._settings import MAX_QUERY_CHARS, MAX_READ_LINES, MAX_TOP_K
 
@@ -42,7 +42,7 @@ class SearchArgs(Arguments):
     )
     paths: list[str] = Field(
         default_factory=list,
-        max_length=50,  # as many as a SearchFilters may hold (MAX_FILTER_PATHS)
+        max_length=MAX_FILTER_PATHS,  # as many as a SearchFilters may hold
         description="Only files matching any of these globs (docs/**/*.md) or folder "
         "prefixes (src/api).",
     )

@@ -23,6 +23,7 @@ from ._spec import (
     EmbeddingInfo,
     EmbeddingSpec,
     parse_spec,
+    spec_forms,
 )
 
 if TYPE_CHECKING:
@@ -73,4 +74,5 @@ __all__ = [
     "parse_retry_after",
     "parse_spec",
     "resolve_embeddings",
+    "spec_forms",
 ]

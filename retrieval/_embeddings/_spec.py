@@ -54,6 +54,13 @@ ALLOWED_FORMS = (
     "mistralai, cohere, google_genai, bedrock …)",
 )
 
+
+def spec_forms() -> list[str]:
+    """The forms of :data:`ALLOWED_FORMS` without their explanations (``local#int8``,
+    ``<provider>:<model>``): what a command's help lists."""
+    return [form.split(" (", 1)[0] for form in ALLOWED_FORMS]
+
+
 INT8 = "int8"
 """The precision suffix of a local model (``local#int8``): its network with int8 weights,
 run on onnxruntime; another model than the fp32 one (its vectors differ: cosine ~0.995)."""
@@ -205,5 +212,6 @@ __all__ = [
     "Provider",
     "is_embeddings",
     "parse_spec",
+    "spec_forms",
     "split_precision",
 ]

@@ -65,8 +65,14 @@ def chat_port() -> int:
 
 
 @pytest.fixture(scope="module")
+def runs_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The server's ``KBGRAPH_RUNS_DIR``."""
+    return tmp_path_factory.mktemp("runs")
+
+
+@pytest.fixture(scope="module")
 def dev_server(
-    tmp_path_factory: pytest.TempPathFactory, docs_folder: Path, chat_port: int
+    tmp_path_factory: pytest.TempPathFactory, docs_folder: Path, chat_port: int, runs_folder: Path
 ) -> Iterator[DevServer]:
     """The server, with the inspector mounted in it showing ``docs_folder`` (and the runs
     recorded in a folder of the test's own)."""
@@ -78,7 +84,7 @@ def dev_server(
         "KBGRAPH_ALLOWED_FOLDERS": os.pathsep.join(
             [str(docs_folder), str(tmp_path_factory.getbasetemp())]
         ),
-        "KBGRAPH_RUNS_DIR": str(tmp_path_factory.mktemp("runs")),
+        "KBGRAPH_RUNS_DIR": str(runs_folder),  # no KBGRAPH_ALLOW_RECORD_RUNS: none recorded
         # the one import path a run may name as a retriever (a request names no other code)
         "KBGRAPH_ALLOWED_RETRIEVERS": "tests.support.lc_store:wiki",
         "KBGRAPH_ALLOWED_MODELS": f"openai_compatible:fake-chat@http://127.0.0.1:{chat_port}/v1",

@@ -532,3 +532,31 @@ def test_the_real_server_sends_no_key_to_a_model_server_a_request_names(
         timeout=60,
     )
     assert reply.status_code == 403 and "KBGRAPH_ALLOWED_MODELS" in reply.text
+
+
+def test_the_real_server_spends_no_key_on_a_model_a_request_names(
+    dev_server: DevServer, docs_folder: Path
+) -> None:
+    # "openai:<any model>" stayed a run's choice: the server's OPENAI_API_KEY paid for it.
+    for context in (
+        _context(docs_folder, chat_model="openai:gpt-4o"),
+        _context(docs_folder, embedding="huggingface:/some/path"),  # a folder to load
+    ):
+        body = {"assistant_id": "chat_agent", "input": _user(QUESTION), "context": context}
+        reply = httpx.post(f"{dev_server.url}/runs/wait", json=body, timeout=60)
+        assert reply.status_code == 403 and "KBGRAPH_ALLOWED_MODELS" in reply.text
+
+
+def test_the_real_server_records_no_run_a_request_asks_for(
+    client: SyncLangGraphClient, docs_folder: Path, runs_folder: Path
+) -> None:
+    # record_runs: true wrote a record into the server's KBGRAPH_RUNS_DIR (started without
+    # KBGRAPH_ALLOW_RECORD_RUNS); the run itself still answers.
+    out = client.runs.wait(
+        None,
+        _assistant(client, "rag_subgraph"),
+        input=_user(QUESTION),
+        context=_context(docs_folder, record_runs=True),
+    )
+    assert isinstance(out, dict) and out["rag_citations"]
+    assert list(runs_folder.iterdir()) == []

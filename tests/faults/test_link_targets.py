@@ -13,7 +13,7 @@ import pytest
 
 from kbgraph.retrieval import KnowledgeBase
 from kbgraph.retrieval._config import DEFAULT_EXCLUDE, ScanConfig
-from kbgraph.retrieval._scan import PathRules
+from kbgraph.retrieval._scan_paths import PathRules
 from tests.faults.conftest import cli, write_docs
 
 pytestmark = [pytest.mark.faults, pytest.mark.timeout(120)]

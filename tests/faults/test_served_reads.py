@@ -168,16 +168,26 @@ async def test_a_hard_link_in_place_of_an_indexed_file_is_not_served(tmp_path: P
     (folder / ".env").write_text(f"API_KEY={SECRET}\n")
     (folder / "deployment.md").write_text("# Deployment\r\n\r\nDeploy with `make ship`.\n")
     (folder / "edited.md").write_text("# Edited\n\nOld text.\n")
+    (folder / "twin.md").write_text("# Twin\n\nIndexed text.\n")
+    (folder / "other.md").write_text("# Other\n\nAnother file's text.\n")
     KnowledgeBase(folder, embedding="fake").index()
     os.unlink(folder / "deployment.md")
     os.link(folder / ".env", folder / "deployment.md")
+    os.unlink(folder / "twin.md")  # every name of this inode is indexed: its bytes tell
+    os.link(folder / "other.md", folder / "twin.md")
     (folder / "edited.md").write_text("# Edited\n\nNew text, one name: the user's own edit.\n")
     server = build_server(McpSettings.from_folders([folder]))
     async with create_connected_server_and_client_session(server) as client:
         linked = await client.call_tool("read", {"path": "deployment.md"})
+        twin = await client.call_tool("read", {"path": "twin.md"})
         edited = await client.call_tool("read", {"path": "edited.md"})
     assert linked.isError and SECRET not in str(linked.content)
-    assert "a hard link took the place" in _one_line(linked.content[0].text)  # type: ignore[union-attr]
+    # scan rule 7, as the walk judges it: the other name is a secret
+    assert "the file has 2 names, of which the scan indexes 1" in _one_line(
+        linked.content[0].text  # type: ignore[union-attr]
+    )
+    assert twin.isError and "Another file" not in str(twin.content)
+    assert "a hard link took the place" in _one_line(twin.content[0].text)  # type: ignore[union-attr]
     assert not edited.isError and "New text" in _lines_of(edited)
     config = InspectorConfig.from_folders([folder], embedding="fake")
     with TestClient(create_app(config), base_url="http://127.0.0.1") as browser:

@@ -78,6 +78,11 @@ def test_bench_facts_quick() -> None:
     assert "states the fact" in run_quick("bench_facts.py")
 
 
+def test_bench_grounding_quick() -> None:
+    """Two answerable and two unanswerable questions, the fake model, no chat model."""
+    assert "unanswerable called grounded" in run_quick("bench_grounding.py")
+
+
 def _frank_clone(root: Path) -> Path:
     """The two files of a FRANK clone that judge_dev_sets.py reads, four summaries."""
     article = "The council approved 12 new buses on Monday . Mayor Smith said the fleet will grow ."

@@ -180,6 +180,18 @@ def test_trace_says_retrieval_skipped_once(settings: RagSettings) -> None:
     assert _trace.verdict_lines(out) == ["Retrieval skipped: small talk needs no documents"]
 
 
+def test_the_guidance_of_an_answer_that_gave_up_is_printed_once(settings: RagSettings) -> None:
+    # "What is the capital of France?" printed each "try:" hint under "What to try:" in the
+    # answer and again under "Grounded: no".
+    out = _ask(chat_agent, "What is the boiling point of tungsten?", settings)
+    guidance = out["rag_grounding"]["guidance"]
+    assert guidance and all(g in out["answer"] for g in guidance)
+    lines = _trace.verdict_lines(out)
+    assert lines[0].startswith("Grounded: no") and not any("try:" in line for line in lines)
+    without = {**out, "answer": "Nothing found."}
+    assert [line for line in _trace.verdict_lines(without) if "try:" in line]
+
+
 def test_after_a_node_times_out_the_answer_is_still_asked_of_the_model(
     settings: RagSettings,
 ) -> None:

@@ -93,3 +93,23 @@ def test_versions_of_a_postgresql_index_say_it_keeps_the_live_version(
     line = one_line(refused)
     assert "keeps only the live version" in line and "back the database up" in line
     assert "postgresql://kb@db.invalid:5432/kb" in line and "s3cret" not in line
+
+
+def test_index_trust_hard_links_indexes_a_file_of_several_names(docs: Path, tmp_path: Path) -> None:
+    """No command-line option set ``scan.trust_hard_links``: a folder hard-linked from a
+    cache could not be indexed from the CLI (every such file was ``hard-link``)."""
+    import os
+
+    cache = tmp_path / "cache.md"
+    cache.write_text("# Cached\n\nA page linked in from a package cache.\n")
+    os.link(cache, docs / "cached.md")
+    plain = kbgraph("index", docs, "--embedding", "fake", "--quiet", "--json")
+    assert plain.exit_code == 0, plain.output
+    assert {"path": "cached.md", "reason": "hard-link"}.items() <= next(
+        s for s in json.loads(plain.stdout)["skipped"] if s["path"] == "cached.md"
+    ).items()
+    args = ("index", docs, "--embedding", "fake", "--quiet", "--json", "--trust-hard-links")
+    trusted = kbgraph(*args)
+    assert trusted.exit_code == 0, trusted.output
+    assert json.loads(trusted.stdout)["fileCount"] == 3
+    assert "--trust-hard-links" in kbgraph("index", "--help").output

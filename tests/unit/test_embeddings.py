@@ -106,6 +106,18 @@ def test_parse_spec_rejects_with_allowed_forms(spec: str, why: str) -> None:
         assert form in message
 
 
+@pytest.mark.parametrize("command", ["index", "search", "ask"])
+def test_the_cli_help_lists_every_spec_form(command: str) -> None:
+    # `kbgraph index --help` had its own list, without local#int8 or http(s)://…#model.
+    from click.testing import CliRunner
+
+    from kbgraph.cli import main
+
+    shown = " ".join(CliRunner().invoke(main, [command, "--help"]).output.split())
+    for form in ALLOWED_FORMS:
+        assert form.split(" (")[0] in shown
+
+
 def test_local_spec_with_a_folder_is_identified_by_its_absolute_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -287,6 +287,19 @@ async def test_files_are_resources_and_only_indexed_ones_are_read(docs: Path) ->
     assert all(SECRET not in r and "\n" not in r for r in refusals)
 
 
+def test_the_search_tool_takes_as_many_paths_as_a_filter_holds() -> None:
+    # The tool's schema wrote 50 beside the filters' MAX_FILTER_PATHS: a change of one
+    # limit left the other behind. A fresh process with the filters' limit at 7 must
+    # give a schema of 7.
+    code = (
+        "import kbgraph.retrieval._globs as g; g.MAX_FILTER_PATHS = 7\n"
+        "from kbgraph.mcp._schemas import SearchArgs\n"
+        "print(SearchArgs.model_json_schema()['properties']['paths']['maxItems'])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "7", out.stderr
+
+
 def test_settings_refuse_two_folders_of_one_name(tmp_path: Path) -> None:
     from kbgraph.errors import ConfigError
 

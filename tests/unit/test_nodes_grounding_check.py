@@ -8,6 +8,7 @@ from typing import Any, ClassVar, cast
 
 import pytest
 
+from kbgraph.graphs._nodes._text import asked_names, unmentioned
 from kbgraph.graphs._nodes.grounding_check import (
     STEPS_PER_ATTEMPT,
     best_vector_score,
@@ -368,3 +369,57 @@ def test_the_model_is_asked_for_its_verdict_as_grounding_model_says(
     step = debug_of(out)["steps"][0]
     assert step["path"] == ("llm" if asked else "heuristic")
     assert step["data"].get("model_asked", True) is asked
+
+
+@pytest.mark.parametrize(
+    ("question", "names"),
+    [
+        ("How do I enable TLS on the Harbor API port?", ["TLS", "Harbor", "API"]),
+        ("Which GraphQL endpoint lists orders on S3 or gRPC?", ["GraphQL", "S3", "gRPC"]),
+        ("Does Harbor publish to Kafka? Which topic?", ["Harbor", "Kafka"]),  # not "Which"
+        ("How do I configure the retry policy?", []),  # a sentence's first word is no name
+        ("Is it OK to retry?", []),
+        ("Les messages d'erreur de l'API sont-ils traduits ?", ["API"]),
+    ],
+)
+def test_the_names_a_question_writes(question: str, names: list[str]) -> None:
+    assert asked_names(question) == names
+
+
+def test_a_name_is_mentioned_by_its_stem_or_a_longer_form() -> None:
+    text = "Connect to postgresql://db. Harbor's queues retry."
+    assert unmentioned(["Postgres", "Harbor", "Queue", "Kafka", "TLS"], text) == ["Kafka", "TLS"]
+
+
+@pytest.mark.parametrize("model_says_grounded", [False, True])
+def test_a_question_naming_what_no_source_mentions_is_not_grounded(
+    tmp_path: Path, model_says_grounded: bool
+) -> None:
+    # A new user's "Which Kafka topic does Harbor publish order events to?" was answered
+    # with unrelated quotes, "Grounded: yes (4 of 6 question terms ...)": the knowledge
+    # base has no Kafka, and lent "topic", "events", "Harbor" to the coverage.
+    context = "Harbor publishes order events as webhooks; each topic is an event type."
+    cands = [candidate("a", text=context, scores={"q0:vector": 0.5, "similarity": 0.5})]
+    model = (
+        ScriptedChatModel(responses=[{"grounded": True, "reason": "events are described"}])
+        if model_says_grounded
+        else None
+    )
+    question = "Which Kafka topic does Harbor publish order events to?"
+    out = _run(_state(question, context, candidates=cands), _settings(tmp_path), model)
+    assert out["rag_grounded"] is False
+    assert (
+        "the question names Kafka, which no retrieved source mentions"
+        in (out["rag_grounding"]["reasons"])
+    )
+    assert "kafka" in out["rag_grounding"]["guidance"][0].lower()
+    # The same question about a name the sources write stays grounded.
+    named = context.replace("webhooks", "Kafka messages")
+    cands = [candidate("a", text=named, scores={"q0:vector": 0.5, "similarity": 0.5})]
+    out = _run(_state(question, named, candidates=cands), _settings(tmp_path))
+    assert out["rag_grounded"] is True
+
+
+def test_a_word_that_merely_begins_like_a_name_does_not_mention_it() -> None:
+    text = "See the quickstart to open a client."
+    assert unmentioned(["QUIC", "OpenTelemetry", "Quickstarts"], text) == ["QUIC", "OpenTelemetry"]

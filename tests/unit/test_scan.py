@@ -654,3 +654,29 @@ def test_a_hard_link_whose_other_name_is_not_included_is_not_indexed(tmp_path: P
     result = scan_folder(tmp_path, ScanConfig())
     assert rels(result) == []
     assert reasons(result) == {"a.bin": "not-included", "a.md": "hard-link"}
+
+
+def test_one_file_is_judged_by_every_name_as_the_walk_judges_it(tmp_path: Path) -> None:
+    """Rule 7 held for the walk only: ``scan_one`` (``stats --validate``, every server's
+    read) judged a name alone, so ``ln .env docs/notes.md`` was a file to read under its
+    harmless name, as was a hard link to a file outside the folder."""
+    from kbgraph.retrieval._loaders import SkipFile
+    from kbgraph.retrieval._scan import scan_one
+    from kbgraph.retrieval._served import read_served
+
+    outside = tmp_path / "elsewhere.md"
+    outside.write_text("# private\n")
+    root = tmp_path / "docs"
+    make_tree(root, {".env": "API_KEY=sk-1\n", "guide.md": "# Guide\n", "twin/a.md": "# A\n"})
+    os.link(root / ".env", root / "notes.md")
+    os.link(outside, root / "outside.md")
+    os.link(root / "twin" / "a.md", root / "twin" / "b.md")
+    for rel in ("notes.md", "outside.md"):
+        assert scan_one(root, rel, ScanConfig()) is None, rel
+        with pytest.raises(SkipFile) as refused:
+            read_served(root, rel, ScanConfig(), max_bytes=1000)
+        assert refused.value.skipped.reason == "hard-link"
+        assert "--trust-hard-links" in refused.value.skipped.detail
+        assert scan_one(root, rel, ScanConfig(trust_hard_links=True)) is not None
+    for rel in ("twin/b.md", "guide.md"):  # every name indexed; one name
+        assert scan_one(root, rel, ScanConfig()) is not None, rel

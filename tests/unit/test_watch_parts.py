@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kbgraph.retrieval import KnowledgeBase, ScanConfig
-from kbgraph.retrieval._scan import PathRules
+from kbgraph.retrieval._scan_paths import PathRules
 from kbgraph.retrieval._storage import FileRecord
 from kbgraph.retrieval._watch import FileChanges, diff_files
 
