@@ -78,35 +78,47 @@ class IndexReader:
             self.path = layout.generation(name)
             with _unreadable_is_damage(self.path):
                 self.mapped = MappedFiles(self.path)  # before any file is read
-            self.meta = read_meta(self.path / "meta.json", legacy_ok=for_writer)
-            self.legacy = self.meta.format_version == LEGACY_FORMAT
-            with _unreadable_is_damage(self.path):
-                self.chunks = ChunkReader(
-                    self.path / "chunks.jsonl",
-                    self.path / "offsets.bin",
-                    checked=not self.legacy,
-                    in_memory=self.mapped.in_memory,
-                )
             try:
-                with _unreadable_is_damage(self.path):
-                    self._open_rest(legacy_ok=for_writer)
+                with self.mapped.reading():  # the open reads the maps too
+                    self._open_files(for_writer=for_writer)
             except BaseException:
-                self.chunks.close()
+                self.mapped.close()
                 raise
         try:
-            self._check_counts()
-            self.sources = check_files(self.meta, self.path / "meta.json")
-            self._failed = np.asarray(sorted(set(self.meta.failed_embeddings)), dtype=np.int64)
-            self.chunk_file = np.zeros(self.meta.chunk_count, dtype=np.int32)
-            for i, source in enumerate(self.sources):
-                record = self.meta.files[source]
-                self.chunk_file[record.chunk_start : record.chunk_end] = i
-            if self.vectors is not None and not for_writer:
-                # Soundness only: binding reads chunk records, which validate checks first.
-                self.check_vector_rows(_sample_rows(len(self.vectors)), bind=False)
+            with self.mapped.reading():
+                self._check_open(for_writer=for_writer)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open_files(self, *, for_writer: bool) -> None:
+        self.meta = read_meta(self.path / "meta.json", legacy_ok=for_writer)
+        self.legacy = self.meta.format_version == LEGACY_FORMAT
+        with _unreadable_is_damage(self.path):
+            self.chunks = ChunkReader(
+                self.path / "chunks.jsonl",
+                self.path / "offsets.bin",
+                checked=not self.legacy,
+                in_memory=self.mapped.in_memory,
+            )
+        try:
+            with _unreadable_is_damage(self.path):
+                self._open_rest(legacy_ok=for_writer)
         except BaseException:
             self.chunks.close()
             raise
+
+    def _check_open(self, *, for_writer: bool) -> None:
+        self._check_counts()
+        self.sources = check_files(self.meta, self.path / "meta.json")
+        self._failed = np.asarray(sorted(set(self.meta.failed_embeddings)), dtype=np.int64)
+        self.chunk_file = np.zeros(self.meta.chunk_count, dtype=np.int32)
+        for i, source in enumerate(self.sources):
+            record = self.meta.files[source]
+            self.chunk_file[record.chunk_start : record.chunk_end] = i
+        if self.vectors is not None and not for_writer:
+            # Soundness only: binding reads chunk records, which validate checks first.
+            self.check_vector_rows(_sample_rows(len(self.vectors)), bind=False)
 
     def _open_rest(self, *, legacy_ok: bool) -> None:
         in_memory = self.mapped.in_memory
@@ -124,11 +136,21 @@ class IndexReader:
             else None
         )
 
-    def check_mapped(self) -> None:
-        """Before a search: no mapped file shrank (``IndexCorruptError`` naming it, never
-        SIGBUS), and what was checked once is checked again if a file changed in place."""
-        if self.mapped.changed():
-            self.bm25.forget_checks()
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Around a search (or any other use of the maps): no mapped file shrank or was
+        taken from under its lease (``IndexCorruptError`` naming it, never SIGBUS), and
+        what was checked once is checked again if a file changed in place."""
+        with self.mapped.reading():
+            if self.mapped.changed():
+                self.bm25.forget_checks()
+            yield
+
+    @property
+    def outdated(self) -> bool:
+        """A file was taken from under its lease: the reader opens the generation again
+        before the next search (:class:`~kbgraph.retrieval._kb_reader.LiveReader`)."""
+        return self.mapped.broken
 
     def check_vector_rows(self, rows: np.ndarray | Sequence[int], *, bind: bool = True) -> None:
         """The vectors of ``rows`` are finite with unit length (zero only where the
@@ -255,6 +277,7 @@ class IndexReader:
 
     def close(self) -> None:
         self.chunks.close()
+        self.mapped.close()
 
 
 _NORM_BLOCK = 65536

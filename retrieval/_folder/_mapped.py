@@ -22,20 +22,27 @@ rewritten later cannot reach what the reader holds. Its files' digests are taken
 and a file changed in place since (its times moved) is an ``IndexCorruptError`` when its
 bytes differ, as a fresh ``kbgraph search`` would refuse it — a time that moved alone (a
 hard link made by a backup tool) changes nothing. A larger generation stays mapped
-(shared by every process that reads it, not copied): there a file truncated while a search
-reads it still ends the process with SIGBUS — do not let other programs write into
-``.kbgraph``."""
+(shared by every process that reads it, not copied) under a read lease on each file
+(:mod:`._leases`): a process that truncates one or opens it for writing waits until no
+search reads the maps, and the generation is then broken (an ``IndexCorruptError`` naming
+the file, and opened again for the next search). Where no lease can be taken (another
+user's index, a filesystem without leases: :attr:`MappedFiles.unprotected` says which) a
+file truncated while a search reads it still ends the process with SIGBUS — do not let
+other programs write into ``.kbgraph``."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
 from kbgraph.errors import IndexCorruptError
 
 from .._storage import REPAIR
+from ._leases import FileLeases, take_leases
 
 IN_MEMORY_ENV = "KBGRAPH_IN_MEMORY_MAX_MB"
 IN_MEMORY_MAX_BYTES = 256 << 20
@@ -63,7 +70,8 @@ class _Seen:
 
 class MappedFiles:
     """The files of one generation folder as they were when it was opened; ``in_memory``:
-    the generation is small enough to be read rather than mapped."""
+    the generation is small enough to be read rather than mapped; else ``leases`` guard
+    the maps, or ``unprotected`` says why none could be taken."""
 
     def __init__(self, folder: Path) -> None:
         self._seen: list[_Seen] = []
@@ -73,9 +81,27 @@ class MappedFiles:
                 st = os.stat(path, follow_symlinks=False)
                 self._seen.append(_Seen(path, st.st_ino, st.st_dev, st.st_size, _times(st)))
         self.in_memory = sum(seen.size for seen in self._seen) <= in_memory_max()
+        self.leases: FileLeases | None = None
+        self.unprotected = ""
         if self.in_memory:
             for seen in self._seen:
                 seen.digest = _digest(seen.path)
+        else:  # before any loader maps a file
+            self.leases, self.unprotected = take_leases([seen.path for seen in self._seen])
+
+    def reading(self) -> AbstractContextManager[None]:
+        """Around every use of the maps: no lease is let go while it runs; refused
+        (``IndexCorruptError`` naming the file) once a writer waits on one."""
+        return contextlib.nullcontext() if self.leases is None else self.leases.reading()
+
+    @property
+    def broken(self) -> bool:
+        """A writer took a file of the generation from under its lease: open it again."""
+        return self.leases is not None and self.leases.broken is not None
+
+    def close(self) -> None:
+        if self.leases is not None:
+            self.leases.close()
 
     def changed(self) -> bool:
         """``IndexCorruptError`` when a file changed size since the open; True when one
