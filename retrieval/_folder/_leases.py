@@ -174,8 +174,8 @@ def _lost(fd: int) -> bool:
 def _broken_error(path: Path) -> IndexCorruptError:
     return IndexCorruptError(
         f"{path}: another process opened it for writing or truncated it while this index "
-        "was open (a published generation never changes); the index is opened again for "
-        f"the next search; if the file was damaged, {REPAIR}"
+        "was open (a published generation never changes); open the index again (a "
+        f"long-running reader does so for its next search); if the file was damaged, {REPAIR}"
     )
 
 

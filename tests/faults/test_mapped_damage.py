@@ -211,3 +211,103 @@ def test_bm25_damage_after_the_first_check_is_refused_like_a_fresh_search(
             kb.search("retry", top_k=3, mode="bm25")
     with KnowledgeBase(docs, embedding="fake") as fresh, pytest.raises(IndexCorruptError):
         fresh.search("retry", top_k=3, mode="bm25")
+
+
+_VALIDATE = """
+import os, subprocess, sys, time
+from kbgraph.errors import IndexCorruptError
+from kbgraph.retrieval import KnowledgeBase
+from kbgraph.retrieval._folder._chunks import ChunkReader
+folder, vectors = sys.argv[1], sys.argv[2]
+check_offsets = ChunkReader.check_offsets
+def truncating(self):
+    # Another process truncates vectors.bin as the full check starts reading the maps,
+    # and has time to finish unless something holds it back until the check is done.
+    truncate = f"import os; os.truncate({vectors!r}, 0)"
+    subprocess.Popen([sys.executable, "-c", truncate])
+    time.sleep(1.0)
+    return check_offsets(self)
+ChunkReader.check_offsets = truncating
+with KnowledgeBase(folder, embedding="fake") as kb:
+    kb.validate()
+    print("validated")
+    time.sleep(0.5)
+    try:
+        kb.search("retry backoff", top_k=3, mode="vector")
+    except IndexCorruptError as exc:
+        print("refused:", exc)
+"""
+
+
+def test_a_full_check_holds_the_leases_while_it_reads_the_maps(tmp_path: Path) -> None:
+    """``stats --validate`` (``KnowledgeBase.validate``) reads every file of the
+    generation outside a search: a truncation then was let through at once and the check
+    died of SIGBUS on vectors.bin. The check holds the leases like a search."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    vectors = _big_index(folder) / "vectors.bin"
+    done = subprocess.run(
+        [sys.executable, "-c", _VALIDATE, str(folder), str(vectors)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={
+            "PYTHONPATH": str(ROOT),
+            "PATH": "/usr/bin:/bin",
+            "HF_HUB_OFFLINE": "1",
+            "KBGRAPH_IN_MEMORY_MAX_MB": "0",
+        },
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])  # -7: SIGBUS
+    validated, refused = done.stdout.strip().splitlines()
+    assert validated == "validated"
+    assert refused.startswith("refused:") and str(vectors) in refused, refused
+
+
+_REINDEX = """
+import os, subprocess, sys, time
+from kbgraph.errors import IndexCorruptError
+from kbgraph.retrieval import KnowledgeBase
+from kbgraph.retrieval._folder._generation import IndexReader
+folder, vectors = sys.argv[1], sys.argv[2]
+chunk, started = IndexReader.chunk, []
+def truncating(self, row):
+    if not started:  # as the run reads the first reused file's rows
+        truncate = f"import os; os.truncate({vectors!r}, 0)"
+        started.append(subprocess.Popen([sys.executable, "-c", truncate]))
+        time.sleep(1.0)
+    return chunk(self, row)
+IndexReader.chunk = truncating
+try:
+    KnowledgeBase(folder, embedding="fake").index()
+    print("indexed")
+except IndexCorruptError as exc:
+    print("refused:", exc)
+"""
+
+
+def test_an_indexing_run_holds_the_leases_while_it_reuses_rows(tmp_path: Path) -> None:
+    """An indexing run reads the previous generation's vectors to reuse them, outside any
+    search: a truncation then was let through at once and the run died of SIGBUS. It
+    holds the leases for each file's rows; the truncation waits, and the run stops with
+    the error naming the file (the next run repairs it)."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    vectors = _big_index(folder) / "vectors.bin"
+    (folder / "doc-000.md").write_text("# Changed\n\nretry later\n", encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-c", _REINDEX, str(folder), str(vectors)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={
+            "PYTHONPATH": str(ROOT),
+            "PATH": "/usr/bin:/bin",
+            "HF_HUB_OFFLINE": "1",
+            "KBGRAPH_IN_MEMORY_MAX_MB": "0",
+        },
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])  # -7: SIGBUS
+    assert done.stdout.startswith("refused:") and str(vectors) in done.stdout, done.stdout
