@@ -58,6 +58,7 @@ class FileLeases:
         self._fds = fds
         self._lock = threading.Lock()
         self._readers = 0
+        self._closing = False
         self.broken: Path | None = None
         _watcher.add(self)
 
@@ -73,7 +74,7 @@ class FileLeases:
         finally:
             with self._lock:
                 self._readers -= 1
-                if self.broken is not None and not self._readers:
+                if self._done():
                     self._release()
 
     def poll(self) -> None:
@@ -82,12 +83,19 @@ class FileLeases:
         with self._lock:
             if self.broken is None:
                 self.broken = next((p for fd, p in self._fds.items() if _lost(fd)), None)
-            if self.broken is not None and not self._readers:
+            if self._done():
                 self._release()
 
     def close(self) -> None:
+        """Let go once no use of the maps is in flight: a reader closed by another thread
+        (a newer generation opened) may still be searched."""
         with self._lock:
-            self._release()
+            self._closing = True
+            if self._done():
+                self._release()
+
+    def _done(self) -> bool:
+        return (self._closing or self.broken is not None) and not self._readers
 
     def __del__(self) -> None:
         # Never closed (a reader dropped unclosed): the descriptors go, and their leases
@@ -150,7 +158,8 @@ def take_leases(paths: Sequence[Path]) -> tuple[FileLeases | None, str]:
 
 
 def _lease(path: Path) -> int:
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    # O_NONBLOCK: a FIFO planted under a file's name must not hang the open.
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
     try:
         if _SETSIG is not None:  # a break before F_SETOWN below sends SIGURG, not SIGIO
             fcntl.fcntl(fd, _SETSIG, signal.SIGURG)
