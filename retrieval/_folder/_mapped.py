@@ -18,8 +18,9 @@ The check before a search cannot close the window while a search reads: a file t
 during a search killed the MCP server with SIGBUS all the same (the matrix rerun of issue
 42: 3 of 3 runs). So a generation of at most :data:`IN_MEMORY_MAX_BYTES` (256 MiB;
 ``KBGRAPH_IN_MEMORY_MAX_MB``) is read into memory rather than mapped: a file shrunk or
-rewritten later cannot reach what the reader holds. Its files' digests are taken at open,
-and a file changed in place since (its times moved) is an ``IndexCorruptError`` when its
+rewritten later cannot reach what the reader holds. Each file is read once, by its loader,
+which hands the bytes it keeps to :class:`MappedFiles` for their digest; a file changed
+in place since (its times moved) is an ``IndexCorruptError`` when its
 bytes differ, as a fresh ``kbgraph search`` would refuse it — a time that moved alone (a
 hard link made by a backup tool) changes nothing. A larger generation stays mapped
 (shared by every process that reads it, not copied) under a read lease on each file
@@ -35,12 +36,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import stat
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
 from kbgraph.errors import IndexCorruptError
 
+from .._fs import Read
 from .._storage import REPAIR
 from ._leases import FileLeases, take_leases
 
@@ -65,6 +68,7 @@ class _Seen:
     dev: int
     size: int
     times: tuple[int, int]  # (st_mtime_ns, st_ctime_ns)
+    mode: int
     digest: bytes = b""  # of the bytes read at open (a generation held in memory)
 
 
@@ -79,15 +83,41 @@ class MappedFiles:
             for name in sorted(names):
                 path = Path(directory) / name
                 st = os.stat(path, follow_symlinks=False)
-                self._seen.append(_Seen(path, st.st_ino, st.st_dev, st.st_size, _times(st)))
+                self._seen.append(
+                    _Seen(path, st.st_ino, st.st_dev, st.st_size, _times(st), st.st_mode)
+                )
         self.in_memory = sum(seen.size for seen in self._seen) <= in_memory_max()
         self.leases: FileLeases | None = None
         self.unprotected = ""
+        if not self.in_memory:  # before any loader maps a file
+            files = [seen.path for seen in self._seen if stat.S_ISREG(seen.mode)]
+            self.leases, self.unprotected = take_leases(files)
+
+    @property
+    def read(self) -> Read | None:
+        """How the loaders read a file of a generation held in memory (None: they map
+        it): once, its checksum taken of the very bytes they keep."""
+        return self._read if self.in_memory else None
+
+    def _read(self, path: Path) -> bytes:
+        data = path.read_bytes()
+        seen = next((seen for seen in self._seen if seen.path == path), None)
+        if seen is not None:
+            if len(data) != seen.size:
+                raise IndexCorruptError(
+                    f"{path}: {len(data)} bytes read, {seen.size} a moment before: it "
+                    f"changed while the index was opened; {REPAIR}"
+                )
+            seen.digest = _digest_of(data)
+        return data
+
+    def opened(self) -> None:
+        """After the loaders: a file of a generation held in memory that none of them
+        read (a stray file, say) is checksummed from the disk."""
         if self.in_memory:
             for seen in self._seen:
-                seen.digest = _digest(seen.path)
-        else:  # before any loader maps a file
-            self.leases, self.unprotected = take_leases([seen.path for seen in self._seen])
+                if not seen.digest and stat.S_ISREG(seen.mode):
+                    seen.digest = _digest(seen.path)
 
     def reading(self) -> AbstractContextManager[None]:
         """Around every use of the maps: no lease is let go while it runs; refused
@@ -120,7 +150,11 @@ class MappedFiles:
                     f"opened: it was truncated or rewritten while in use; {REPAIR}"
                 )
             if _times(st) != seen.times:
-                if self.in_memory and _digest(seen.path) != seen.digest:
+                if (
+                    self.in_memory
+                    and stat.S_ISREG(st.st_mode)
+                    and _digest(seen.path) != seen.digest
+                ):
                     raise IndexCorruptError(
                         f"{seen.path}: its bytes no longer match the checksum taken when "
                         f"the index was opened (changed while in use); {REPAIR}"
@@ -137,6 +171,10 @@ def _times(st: os.stat_result) -> tuple[int, int]:
 def _digest(path: Path) -> bytes:
     with open(path, "rb") as fh:
         return hashlib.file_digest(fh, "blake2b").digest()
+
+
+def _digest_of(data: bytes) -> bytes:
+    return hashlib.blake2b(data).digest()
 
 
 __all__ = ["IN_MEMORY_ENV", "IN_MEMORY_MAX_BYTES", "MappedFiles", "in_memory_max"]

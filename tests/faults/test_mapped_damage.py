@@ -311,3 +311,35 @@ def test_an_indexing_run_holds_the_leases_while_it_reuses_rows(tmp_path: Path) -
     )
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])  # -7: SIGBUS
     assert done.stdout.startswith("refused:") and str(vectors) in done.stdout, done.stdout
+
+
+_SUMS = """
+import os, sys
+from kbgraph.retrieval import KnowledgeBase
+from kbgraph.retrieval._folder import _mapped
+folder, gen = sys.argv[1], sys.argv[2]
+with KnowledgeBase(folder, embedding="fake") as kb:
+    assert kb.search("retry", top_k=3, mode="bm25")
+    _mapped.MappedFiles.changed = lambda self: False  # shrunk while a search reads it
+    os.truncate(os.path.join(gen, "bm25", "bm25.sums.npy"), 0)
+    # A term not searched yet: its column's checksum is read now.
+    print(len(kb.search("tokens expire hourly", top_k=3, mode="bm25")))
+"""
+
+
+def test_the_bm25_column_checksums_of_an_index_in_memory_are_in_memory_too(
+    docs: Path,
+) -> None:
+    """A generation held in memory still mapped bm25.sums.npy (read for each column a
+    query reads first), so truncating it under a long-running reader was SIGBUS."""
+    KnowledgeBase(docs, embedding="fake").index()
+    done = subprocess.run(
+        [sys.executable, "-c", _SUMS, str(docs), str(generation(docs))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"},
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])  # -7: SIGBUS
+    assert int(done.stdout.strip()) >= 1  # searched what was read at open
