@@ -343,3 +343,35 @@ def test_the_bm25_column_checksums_of_an_index_in_memory_are_in_memory_too(
     )
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])  # -7: SIGBUS
     assert int(done.stdout.strip()) >= 1  # searched what was read at open
+
+
+_OPEN_AND_SEARCH = """
+import sys
+from kbgraph.retrieval import KnowledgeBase
+with KnowledgeBase(sys.argv[1], embedding="fake") as kb:
+    print(len(kb.search("retry backoff", top_k=3)))
+"""
+
+
+@pytest.mark.parametrize("limit_mb", [None, "0"])
+def test_a_fifo_planted_in_a_generation_does_not_hang_the_open(
+    docs: Path, limit_mb: str | None
+) -> None:
+    """The checksums of a generation held in memory opened every entry of its folder,
+    and an open of a FIFO waits for a writer forever; the leases of a mapped one opened
+    every entry too. Only regular files are read."""
+    KnowledgeBase(docs, embedding="fake").index()
+    os.mkfifo(generation(docs) / "stray")
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"}
+    if limit_mb is not None:
+        env["KBGRAPH_IN_MEMORY_MAX_MB"] = limit_mb
+    done = subprocess.run(
+        [sys.executable, "-c", _OPEN_AND_SEARCH, str(docs)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        env=env,
+    )
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert int(done.stdout.strip()) >= 1
