@@ -145,3 +145,42 @@ def test_a_reader_closed_while_searched_keeps_its_leases_until_the_search_ends(
         time.sleep(10 * POLL_SECONDS)
         assert writer.poll() is None
     assert writer.wait(timeout=30) == 0
+
+
+_FORKED = """
+import os, subprocess, sys, time
+from pathlib import Path
+from kbgraph.retrieval._folder import IndexLayout
+from kbgraph.retrieval._folder._generation import IndexReader
+reader = IndexReader(IndexLayout(Path(sys.argv[1])), lock_timeout=5.0)
+vectors = str(reader.path / "vectors.bin")
+pid = os.fork()
+if pid == 0:  # the child searches; the parent, idle, would let a shared lease go at once
+    with reader.reading():
+        writer = subprocess.Popen([sys.executable, "-c", sys.argv[2], vectors])
+        time.sleep(0.5)
+        print("held" if writer.poll() is None else "let through", flush=True)
+    writer.wait()
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_a_forked_child_holds_leases_of_its_own(mapped: Path) -> None:
+    """A child forked after the open (a pre-forking server) inherits descriptors that
+    share the parent's leases, which the parent lets go by its own searches: the child
+    takes its own, so a writer waits for the child's search too."""
+    done = subprocess.run(
+        [sys.executable, "-c", _FORKED, str(mapped / ".kbgraph"), _OPEN_FOR_WRITING],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={
+            **os.environ,
+            "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+            "KBGRAPH_IN_MEMORY_MAX_MB": "0",
+        },
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "held"
