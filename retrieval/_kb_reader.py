@@ -34,7 +34,12 @@ class LiveReader:
             key = self.store.current_key()
             # No index: the store's open() raises IndexNotFoundError saying what to run
             # (a database store's command needs its --store).
-            if self._reader is None or key is None or key != self._reader_key:
+            if (
+                self._reader is None
+                or key is None
+                or key != self._reader_key
+                or getattr(self._reader, "outdated", False)  # it says a fresh open is due
+            ):
                 reader = self.store.open()
                 if self._reader is not None:
                     self._reader.close()

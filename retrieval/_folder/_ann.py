@@ -27,11 +27,13 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
 from kbgraph.errors import IndexCorruptError
+
+from .._fs import Read, load_npy
 
 logger = logging.getLogger("kbgraph.retrieval._folder")
 
@@ -122,16 +124,21 @@ class AnnIndex:
     rows: np.ndarray  # rows[i]: the row of keys[i]
 
     @classmethod
-    def open(cls, generation: Path, count: int, *, in_memory: bool = False) -> AnnIndex | None:
+    def open(cls, generation: Path, count: int, *, read: Read | None = None) -> AnnIndex | None:
+        """The graph of ``generation`` (None where it has none), memory-mapped, or loaded
+        from the bytes ``read`` returns (a generation held in memory)."""
         if not (generation / ANN_FILES[0]).is_file():
             return None
         from usearch.index import Index
 
         try:
-            mode: Literal["r"] | None = None if in_memory else "r"
-            index = Index.restore(str(generation / ANN_FILES[0]), view=not in_memory)
-            keys = np.load(generation / ANN_FILES[1], mmap_mode=mode, allow_pickle=False)
-            rows = np.load(generation / ANN_FILES[2], mmap_mode=mode, allow_pickle=False)
+            graph = generation / ANN_FILES[0]
+            if read is None:
+                index = Index.restore(str(graph), view=True)
+            else:
+                index = Index.restore(read(graph), view=False)
+            keys = load_npy(generation / ANN_FILES[1], read)
+            rows = load_npy(generation / ANN_FILES[2], read)
         except (OSError, ValueError, RuntimeError) as exc:
             raise IndexCorruptError(
                 f"{generation}: the ANN graph does not open ({exc}); re-index"

@@ -19,6 +19,7 @@ import numpy as np
 
 from kbgraph.errors import IndexCorruptError
 
+from .._fs import Read
 from .._records import Chunk, json_checksum
 from .._storage import REPAIR
 
@@ -76,15 +77,16 @@ class ChunkReader:
         offsets_path: Path,
         *,
         checked: bool = True,
-        in_memory: bool = False,
+        read: Read | None = None,
     ) -> None:
         """``checked``: lines carry their checksum (False only for index format 1);
-        ``in_memory``: the file is read, not mapped (see :mod:`._mapped`)."""
+        ``read``: how the files are read into memory rather than mapped (see
+        :mod:`._mapped`)."""
         self.path = chunks_path
         self._checked = checked
         self._size = _size_of(chunks_path)
         try:
-            raw = offsets_path.read_bytes()
+            raw = (read or Path.read_bytes)(offsets_path)
         except OSError as exc:
             raise IndexCorruptError(
                 f"{offsets_path} cannot be read ({exc.strerror}); {REPAIR}"
@@ -102,8 +104,8 @@ class ChunkReader:
         # for a reader that is never closed (a cached knowledge base at interpreter exit
         # would otherwise warn "unclosed file chunks.jsonl").
         self._map: mmap.mmap | bytes | None = None
-        if self._size and in_memory:
-            self._map = chunks_path.read_bytes()
+        if self._size and read is not None:
+            self._map = read(chunks_path)
             if len(self._map) != self._size:
                 raise IndexCorruptError(f"{chunks_path}: changed size while read; {REPAIR}")
         elif self._size:

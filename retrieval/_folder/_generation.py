@@ -12,6 +12,7 @@ import numpy as np
 from kbgraph.errors import IndexCorruptError, IndexNotFoundError
 
 from .._filters import SearchFilters
+from .._fs import Read
 from .._lexical import BM25Index
 from .._rankers.fields import FieldIndexes
 from .._records import Chunk, chunk_id, index_text
@@ -78,57 +79,81 @@ class IndexReader:
             self.path = layout.generation(name)
             with _unreadable_is_damage(self.path):
                 self.mapped = MappedFiles(self.path)  # before any file is read
-            self.meta = read_meta(self.path / "meta.json", legacy_ok=for_writer)
-            self.legacy = self.meta.format_version == LEGACY_FORMAT
-            with _unreadable_is_damage(self.path):
-                self.chunks = ChunkReader(
-                    self.path / "chunks.jsonl",
-                    self.path / "offsets.bin",
-                    checked=not self.legacy,
-                    in_memory=self.mapped.in_memory,
-                )
             try:
-                with _unreadable_is_damage(self.path):
-                    self._open_rest(legacy_ok=for_writer)
+                with self.mapped.reading():  # the open reads the maps too
+                    self._open_files(for_writer=for_writer)
+                self.mapped.opened()
             except BaseException:
-                self.chunks.close()
+                self.mapped.close()
                 raise
         try:
-            self._check_counts()
-            self.sources = check_files(self.meta, self.path / "meta.json")
-            self._failed = np.asarray(sorted(set(self.meta.failed_embeddings)), dtype=np.int64)
-            self.chunk_file = np.zeros(self.meta.chunk_count, dtype=np.int32)
-            for i, source in enumerate(self.sources):
-                record = self.meta.files[source]
-                self.chunk_file[record.chunk_start : record.chunk_end] = i
-            if self.vectors is not None and not for_writer:
-                # Soundness only: binding reads chunk records, which validate checks first.
-                self.check_vector_rows(_sample_rows(len(self.vectors)), bind=False)
+            with self.mapped.reading():
+                self._check_open(for_writer=for_writer)
+        except BaseException:
+            self.close()
+            raise
+
+    def _open_files(self, *, for_writer: bool) -> None:
+        read = self.mapped.read
+        self.meta = read_meta(self.path / "meta.json", legacy_ok=for_writer, read=read)
+        self.legacy = self.meta.format_version == LEGACY_FORMAT
+        with _unreadable_is_damage(self.path):
+            self.chunks = ChunkReader(
+                self.path / "chunks.jsonl",
+                self.path / "offsets.bin",
+                checked=not self.legacy,
+                read=read,
+            )
+        try:
+            with _unreadable_is_damage(self.path):
+                self._open_rest(legacy_ok=for_writer)
         except BaseException:
             self.chunks.close()
             raise
 
+    def _check_open(self, *, for_writer: bool) -> None:
+        self._check_counts()
+        self.sources = check_files(self.meta, self.path / "meta.json")
+        self._failed = np.asarray(sorted(set(self.meta.failed_embeddings)), dtype=np.int64)
+        self.chunk_file = np.zeros(self.meta.chunk_count, dtype=np.int32)
+        for i, source in enumerate(self.sources):
+            record = self.meta.files[source]
+            self.chunk_file[record.chunk_start : record.chunk_end] = i
+        if self.vectors is not None and not for_writer:
+            # Soundness only: binding reads chunk records, which validate checks first.
+            self.check_vector_rows(_sample_rows(len(self.vectors)), bind=False)
+
     def _open_rest(self, *, legacy_ok: bool) -> None:
-        in_memory = self.mapped.in_memory
+        read = self.mapped.read
         vectors = self.path / "vectors.bin"
-        self.vectors = open_vectors(vectors, in_memory=in_memory) if self.meta.embedding else None
+        self.vectors = open_vectors(vectors, read=read) if self.meta.embedding else None
         self.row_sums = (
-            None if self.vectors is None else open_sums(self.path / SUMS, len(self.vectors))
+            None if self.vectors is None else open_sums(self.path / SUMS, len(self.vectors), read)
         )
-        self.bm25 = _load_bm25(self.path / "bm25", legacy_ok, in_memory)
+        self.bm25 = _load_bm25(self.path / "bm25", legacy_ok, read)
         # Field rankers (title, ...) are built from the checked chunks on first use.
         self.fields = FieldIndexes(self.meta.tokenizer)
         self.ann = (
-            AnnIndex.open(self.path, self.meta.chunk_count, in_memory=in_memory)
+            AnnIndex.open(self.path, self.meta.chunk_count, read=read)
             if self.vectors is not None
             else None
         )
 
-    def check_mapped(self) -> None:
-        """Before a search: no mapped file shrank (``IndexCorruptError`` naming it, never
-        SIGBUS), and what was checked once is checked again if a file changed in place."""
-        if self.mapped.changed():
-            self.bm25.forget_checks()
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Around a search (or any other use of the maps): no mapped file shrank or was
+        taken from under its lease (``IndexCorruptError`` naming it, never SIGBUS), and
+        what was checked once is checked again if a file changed in place."""
+        with self.mapped.reading():
+            if self.mapped.changed():
+                self.bm25.forget_checks()
+            yield
+
+    @property
+    def outdated(self) -> bool:
+        """A file was taken from under its lease: the reader opens the generation again
+        before the next search (:class:`~kbgraph.retrieval._kb_reader.LiveReader`)."""
+        return self.mapped.broken
 
     def check_vector_rows(self, rows: np.ndarray | Sequence[int], *, bind: bool = True) -> None:
         """The vectors of ``rows`` are finite with unit length (zero only where the
@@ -255,6 +280,7 @@ class IndexReader:
 
     def close(self) -> None:
         self.chunks.close()
+        self.mapped.close()
 
 
 _NORM_BLOCK = 65536
@@ -316,18 +342,18 @@ def lines_problem(chunk: Chunk, kind: str) -> str | None:
     return None
 
 
-def _load_bm25(directory: Path, legacy_ok: bool = False, in_memory: bool = False) -> BM25Index:
+def _load_bm25(directory: Path, legacy_ok: bool = False, read: Read | None = None) -> BM25Index:
     try:
-        return BM25Index.load(directory, legacy_ok=legacy_ok, in_memory=in_memory)
+        return BM25Index.load(directory, legacy_ok=legacy_ok, read=read)
     except IndexNotFoundError as exc:  # inside a generation, a missing part is damage
         raise IndexCorruptError(f"{exc} ({REPAIR})") from None
 
 
-def read_meta(path: Path, *, legacy_ok: bool = False) -> IndexMeta:
+def read_meta(path: Path, *, legacy_ok: bool = False, read: Read | None = None) -> IndexMeta:
     """meta.json of a generation, checked (:func:`parse_meta`); every problem is one line
-    naming the file."""
+    naming the file. ``read``: how a generation held in memory reads it (once)."""
     try:
-        raw = path.read_bytes()
+        raw = (read or Path.read_bytes)(path)
     except FileNotFoundError:
         raise IndexCorruptError(f"{path} is missing; {REPAIR}") from None
     except OSError as exc:

@@ -178,8 +178,8 @@ def _finite(scores: np.ndarray, reader: IndexReader, name: str) -> np.ndarray:
 def folder_ranking(
     reader: IndexReader, query: str, embed_query: QueryEmbedder | None
 ) -> Iterator[FolderRanking]:
-    reader.check_mapped()  # a file shrunk or changed under a long-running reader
-    yield FolderRanking(reader, query, embed_query)
+    with reader.reading():  # a file shrunk, changed or leased away under a long-running reader
+        yield FolderRanking(reader, query, embed_query)
 
 
 __all__ = ["FolderRanking", "folder_ranking", "select"]

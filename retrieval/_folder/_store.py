@@ -106,14 +106,15 @@ class FolderSnapshot(IndexReader):
     def validate(self, documents: Path | None = None) -> None:
         """Every file of the generation, then the chunks of every file still as indexed
         against the file's bytes in ``documents``, and the BM25 index against the chunks."""
-        super().validate()
-        if documents is not None:
-            # Imported here: checking against the documents chunks them again, and a
-            # search never validates (the chunkers and the scan stay unloaded).
-            from ._documents import check_documents
+        with self.reading():  # every file read: no lease let go meanwhile
+            super().validate()
+            if documents is not None:
+                # Imported here: checking against the documents chunks them again, and a
+                # search never validates (the chunkers and the scan stay unloaded).
+                from ._documents import check_documents
 
-            check_documents(self, documents)
-        self.check_lexical()
+                check_documents(self, documents)
+            self.check_lexical()
 
 
 class FolderPrevious:
@@ -132,6 +133,10 @@ class FolderPrevious:
         return self.reader.legacy
 
     def rows_of(self, rel: str, record: FileRecord) -> FileRows:
+        with self.reader.mapped.reading():  # the maps are read: no lease let go meanwhile
+            return self._rows_of(rel, record)
+
+    def _rows_of(self, rel: str, record: FileRecord) -> FileRows:
         chunks: list[Chunk | None] = []
         problem = None
         for row in range(record.chunk_start, record.chunk_end):
@@ -197,7 +202,8 @@ class FolderWriter:
             self._old = self._newest_intact()
         if self._old is not None and not self._old.legacy:
             try:  # a run that changes no file writes nothing: damage here must be seen
-                self._old.bm25.verify_all()
+                with self._old.mapped.reading():
+                    self._old.bm25.verify_all()
             except IndexCorruptError as exc:
                 repaired.append(f"{exc}".split("; ", 1)[0] + "; built again from the chunks")
         old = self._old

@@ -21,6 +21,7 @@ import numpy as np
 
 from kbgraph.errors import IndexCorruptError
 
+from .._fs import Read
 from .._storage import REPAIR
 
 MAGIC = 0x52414756  # "RAGV"
@@ -41,17 +42,11 @@ def write_vectors(path: Path, vectors: np.ndarray) -> None:
         os.fsync(fh.fileno())
 
 
-def open_vectors(path: Path, *, in_memory: bool = False) -> np.ndarray:
-    """Validate the header and exact length, then memory-map the matrix read-only (or,
-    ``in_memory``, read it: see :mod:`._mapped`)."""
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise IndexCorruptError(f"{path} cannot be read ({exc.strerror}); {REPAIR}") from None
-    if size < HEADER.size:
-        raise IndexCorruptError(f"{path}: {size} bytes is shorter than the header; {REPAIR}")
-    with open(path, "rb") as fh:
-        magic, version, dims, count = HEADER.unpack(fh.read(HEADER.size))
+def open_vectors(path: Path, *, read: Read | None = None) -> np.ndarray:
+    """Validate the header and exact length, then memory-map the matrix read-only (or
+    view the bytes ``read`` returns: a generation held in memory, see :mod:`._mapped`)."""
+    data, size, head = _head(path, read)
+    magic, version, dims, count = HEADER.unpack(head)
     if magic != MAGIC:
         raise IndexCorruptError(f"{path}: bad magic {magic:#x} (expected RAGV); {REPAIR}")
     if version != VERSION:
@@ -66,13 +61,26 @@ def open_vectors(path: Path, *, in_memory: bool = False) -> np.ndarray:
         )
     if count == 0:
         return np.zeros((0, dims), dtype=np.float32)
-    if in_memory:
-        matrix = np.fromfile(path, dtype="<f4", count=count * dims, offset=HEADER.size)
-        if len(matrix) != count * dims:  # shrunk since the stat above
-            raise IndexCorruptError(f"{path}: shorter than its header says; {REPAIR}")
-        matrix.flags.writeable = False
-        return matrix.reshape(count, dims)
+    if data is not None:  # read-only: a view of bytes
+        return np.frombuffer(data, dtype="<f4", offset=HEADER.size).reshape(count, dims)
     return np.memmap(path, dtype="<f4", mode="r", offset=HEADER.size, shape=(count, dims))
+
+
+def _head(path: Path, read: Read | None) -> tuple[bytes | None, int, bytes]:
+    """The file's bytes (when ``read``), its size and its header."""
+    try:
+        if read is not None:
+            data = read(path)
+            size, head = len(data), data[: HEADER.size]
+        else:
+            data, size = None, path.stat().st_size
+            with open(path, "rb") as fh:
+                head = fh.read(HEADER.size)
+    except OSError as exc:
+        raise IndexCorruptError(f"{path} cannot be read ({exc.strerror}); {REPAIR}") from None
+    if size < HEADER.size or len(head) < HEADER.size:
+        raise IndexCorruptError(f"{path}: {size} bytes is shorter than the header; {REPAIR}")
+    return data, size, head
 
 
 SUMS = "vectors.sums"
@@ -95,10 +103,10 @@ def write_sums(path: Path, ids: Sequence[str], vectors: np.ndarray) -> None:
         os.fsync(fh.fileno())
 
 
-def open_sums(path: Path, count: int) -> np.ndarray | None:
+def open_sums(path: Path, count: int, read: Read | None = None) -> np.ndarray | None:
     """The row digests of a generation (None: written before ``vectors.sums`` existed)."""
     try:
-        raw = path.read_bytes()
+        raw = (read or Path.read_bytes)(path)
     except FileNotFoundError:
         return None
     if len(raw) != 8 * count:

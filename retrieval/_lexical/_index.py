@@ -28,7 +28,7 @@ import numpy as np
 
 from kbgraph.errors import ConfigError, IndexCorruptError, IndexNotFoundError
 
-from .._fs import fsync_dir
+from .._fs import Read, fsync_dir, load_npy
 from .._ranking import check_k, check_mask, top_k_indices
 from .._records import json_checksum
 from ._bm25 import DEFAULT_B, DEFAULT_K1, ScoreColumns, avg_doc_len, query_scores, score_columns
@@ -249,22 +249,23 @@ class BM25Index:
 
     @classmethod
     def load(
-        cls, directory: Path, *, legacy_ok: bool = False, in_memory: bool = False
+        cls, directory: Path, *, legacy_ok: bool = False, read: Read | None = None
     ) -> BM25Index:
-        """Open an index written by :meth:`save`; the arrays stay on disk (memory-mapped).
-        The metadata, the column starts and the column checksums are checked here, each
-        column when a query first reads it. ``legacy_ok`` also opens format 1, unchecked."""
+        """Open an index written by :meth:`save`; the arrays stay on disk (memory-mapped),
+        or are the bytes ``read`` returns (a generation held in memory). The metadata, the
+        column starts and the column checksums are checked here, each column when a query
+        first reads it. ``legacy_ok`` also opens format 1, unchecked."""
         directory = Path(directory)
-        meta = _read_meta(directory, legacy_ok=legacy_ok)
+        meta = _read_meta(directory, legacy_ok=legacy_ok, read=read)
         arrays = {
-            attr: _open_array(directory, name, dtype, in_memory)
+            attr: _open_array(directory, name, dtype, read)
             for attr, (name, dtype) in ARRAY_FILES.items()
         }
         columns = ScoreColumns(**arrays)
         _check_shapes(columns, meta, directory)
         sums = None
         if meta["format"] >= 2:
-            sums = _open_array(directory, SUMS_FILE, np.dtype(np.uint64))
+            sums = _open_array(directory, SUMS_FILE, np.dtype(np.uint64), read)
             _check_digests(meta, columns.indptr, sums, directory)
         return cls(
             columns,
@@ -310,14 +311,16 @@ def _read_only(array: np.ndarray) -> np.ndarray:
     return view
 
 
-def _read_meta(directory: Path, *, legacy_ok: bool = False) -> dict[str, Any]:
+def _read_meta(
+    directory: Path, *, legacy_ok: bool = False, read: Read | None = None
+) -> dict[str, Any]:
     path = directory / META_FILE
     if not path.is_file():
         raise IndexNotFoundError(
             f"no BM25 index in {directory} ({META_FILE} is missing); {_REBUILD}."
         )
     try:
-        meta = json.loads(path.read_text("utf-8"))
+        meta = json.loads((read or Path.read_bytes)(path).decode("utf-8"))
         keys = ("format", "tokenizer", "k1", "b", "n_docs", "avgdl", "vocab")
         missing = [key for key in keys if key not in meta]
     except (OSError, ValueError, TypeError) as exc:
@@ -344,11 +347,11 @@ def _read_meta(directory: Path, *, legacy_ok: bool = False) -> dict[str, Any]:
 
 
 def _open_array(
-    directory: Path, name: str, dtype: np.dtype[Any], in_memory: bool = False
+    directory: Path, name: str, dtype: np.dtype[Any], read: Read | None = None
 ) -> np.ndarray:
     path = directory / name
     try:
-        array = np.load(path, mmap_mode=None if in_memory else "r", allow_pickle=False)
+        array = load_npy(path, read)
     except FileNotFoundError as exc:
         raise IndexCorruptError(f"{path} is missing; {_REBUILD}.") from exc
     except (OSError, ValueError) as exc:

@@ -48,6 +48,11 @@ def test_bench_search_latency_quick(tmp_path: Path) -> None:
     assert "open + first bm25 search ms" in out
 
 
+def test_bench_mapped_leases_quick(tmp_path: Path) -> None:
+    out = run_quick("bench_mapped_leases.py", "--data", str(beir_folder(tmp_path / "beir")))
+    assert "hybrid p50 leased/no lease" in out and "writer's wait" in out
+
+
 def test_soak_quick() -> None:
     out = run_quick("soak.py")
     assert "torn reads: 0" in out

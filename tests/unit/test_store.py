@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 import struct
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -202,3 +205,38 @@ def test_validate_checks_counts_of_meta_and_file_spans(tmp_path: Path) -> None:
     _reseal_meta(generation, meta)
     with pytest.raises(IndexCorruptError, match="chunk span of"):
         kb.validate()
+
+
+_COUNT_OPENS = """
+import collections, json, sys
+from pathlib import Path
+from kbgraph.retrieval._folder import IndexLayout
+from kbgraph.retrieval._folder._generation import IndexReader
+generation = sys.argv[2]
+opens = collections.Counter()
+def count(event, args):
+    if event == "open" and isinstance(args[0], str) and args[0].startswith(generation):
+        opens[args[0][len(generation) + 1 :]] += 1
+sys.addaudithook(count)
+IndexReader(IndexLayout(Path(sys.argv[1])), lock_timeout=5.0).close()
+print(json.dumps(opens))
+"""
+
+
+def test_a_generation_held_in_memory_is_read_once_at_open(tmp_path: Path) -> None:
+    """Each file is read by its loader, which hands the bytes it keeps to MappedFiles for
+    their checksum: the checksums once read every file a second time (twice the I/O of
+    an open, and the checksum of bytes other than those kept)."""
+    _, generation = _built(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", _COUNT_OPENS, str(generation.parent), str(generation)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    opens = json.loads(done.stdout)
+    files = {str(p.relative_to(generation)) for p in generation.rglob("*") if p.is_file()}
+    assert set(opens) == files  # every file read (checksummed), none more than once
+    assert set(opens.values()) == {1}, opens
