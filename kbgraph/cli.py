@@ -82,9 +82,10 @@ embedding_opt = click.option(
     "--embedding",
     default=None,
     metavar="SPEC",
-    help="local (default), local:<path>, openai:<model>, azure_openai:<deployment>, "
-    "openai_compatible:<model>@<base_url>, fake, none (BM25 only). Default: what the index "
-    "was built with.",
+    help="local (the packaged model), local:<path>, openai:<model>, "
+    "azure_openai:<deployment>, openai_compatible:<model>@<base_url>, fake, none (BM25 "
+    "only). Default: for an existing index, the model it was built with; for a new one, "
+    "local.",
 )
 index_dir_opt = click.option(
     "--index-dir",
@@ -398,7 +399,13 @@ def _echo_skipped(skipped: list[dict[str, str]]) -> None:
 @main.command()
 @folder_arg
 @click.argument("query")
-@click.option("--top-k", type=click.IntRange(1, 1000), default=5, show_default=True)
+@click.option(
+    "--top-k",
+    type=click.IntRange(1, 1000),
+    default=5,
+    show_default=True,
+    help="How many results to show.",
+)
 @click.option(
     "--mode",
     type=LiveChoice(search_modes),
@@ -428,7 +435,13 @@ def _echo_skipped(skipped: list[dict[str, str]]) -> None:
     show_default=True,
     help="How hybrid fuses: rrf (ranks) or convex (normalised scores, weighted).",
 )
-@click.option("--rrf-k", type=int, default=60, show_default=True)
+@click.option(
+    "--rrf-k",
+    type=int,
+    default=60,
+    show_default=True,
+    help="With --fusion rrf: the k of 1/(k + rank); a larger k weighs the top ranks less.",
+)
 @click.option(
     "--weight",
     "weights",

@@ -268,7 +268,13 @@ def print_human(state: Mapping[str, Any], *, trace: bool) -> None:
     "The answer gets all of it; a node's JSON call at most a quarter with a gguf model. "
     "A timed-out node falls back to its heuristic and the answer is still asked.",
 )
-@click.option("--top-k", type=click.IntRange(1, 100), default=5, show_default=True)
+@click.option(
+    "--top-k",
+    type=click.IntRange(1, 100),
+    default=5,
+    show_default=True,
+    help="How many passages to retrieve (the sources the answer may cite).",
+)
 @click.option(
     "--history",
     type=click.File("r", encoding="utf-8"),
