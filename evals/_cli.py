@@ -40,7 +40,7 @@ from ._baseline import (
 )
 from ._datasets import bundled_dataset_path, load_dataset
 from ._metrics import metric_names
-from ._report import dataset_fingerprint
+from ._report import below_minimum_lines, dataset_fingerprint
 
 if TYPE_CHECKING:
     from ._meta import Benchmark
@@ -257,6 +257,8 @@ def run_command(
         )
         if gate is not None:
             click.echo(format_comparison(gate))
+            for line in below_minimum_lines(outcome.results, floors, outcome.files.markdown):
+                click.echo(line)
     failed = outcome.summary["rows"]["failed"]
     if failed:
         click.echo(f"kbgraph eval: {failed} row(s) failed; see report.md", err=True)
