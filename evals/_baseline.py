@@ -64,8 +64,9 @@ class RowChange:
 @dataclass(frozen=True, slots=True)
 class Comparison:
     """``changes``: each metric's mean before and now; ``worse_rows``: every row whose score
-    dropped, worst first; ``regressions``: what fails the gate (a drop beyond ``tolerance``,
-    more failed rows, a mean below its minimum)."""
+    dropped, worst first; what fails the gate: ``regressions`` against the baseline (a drop
+    beyond ``tolerance``, more failed rows) and ``below_minimum`` (a mean below its
+    ``--min``, which needs no baseline)."""
 
     tolerance: float
     changes: list[Change] = field(default_factory=list)
@@ -73,10 +74,11 @@ class Comparison:
     worse_rows: list[RowChange] = field(default_factory=list)
     minimums: dict[str, float] = field(default_factory=dict)
     baseline: str | None = None  # where the baseline came from
+    below_minimum: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return not self.regressions
+        return not self.regressions and not self.below_minimum
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -85,6 +87,7 @@ class Comparison:
             "tolerance": self.tolerance,
             "minimums": dict(self.minimums),
             "regressions": list(self.regressions),
+            "below_minimum": list(self.below_minimum),
             "changes": {
                 c.metric: {"baseline": c.baseline, "current": c.current, "delta": round(c.delta, 4)}
                 for c in self.changes
@@ -170,13 +173,14 @@ def compare_summaries(
         if failed_now > failed_before:
             regressions.append(f"failed rows: {failed_now} now, {failed_before} before")
         worse = worse_rows(current, baseline, metrics)
+    below: list[str] = []
     for name, floor in (minimums or {}).items():
         value = _mean(current, name)
         if value is None:
-            regressions.append(f"{name}: nothing scored, minimum {floor:.3f}")
+            below.append(f"{name}: nothing scored, minimum {floor:.3f}")
         elif value < floor:
-            regressions.append(f"{name}: {value:.3f} < minimum {floor:.3f}")
-    return Comparison(tolerance, changes, regressions, worse, dict(minimums or {}), source)
+            below.append(f"{name}: {value:.3f} < {floor:.3f}")
+    return Comparison(tolerance, changes, regressions, worse, dict(minimums or {}), source, below)
 
 
 def worse_rows(
@@ -242,10 +246,11 @@ def format_comparison(comparison: Comparison, *, rows: int = 10) -> str:
     if comparison.worse_rows:
         lines.append(f"  {len(comparison.worse_rows)} row scores got worse; worst first:")
         lines += [f"    {_row_line(r)}" for r in comparison.worse_rows[:rows]]
+    against_baseline = comparison.baseline is not None or bool(comparison.changes)
     if comparison.ok:
-        lines.append("  no regression")
-    else:
-        lines += [f"  REGRESSION {r}" for r in comparison.regressions]
+        lines.append("  no regression" if against_baseline else "  every minimum met")
+    lines += [f"  REGRESSION {r}" for r in comparison.regressions]
+    lines += [f"  BELOW MINIMUM {r}" for r in comparison.below_minimum]
     return "\n".join(lines)
 
 

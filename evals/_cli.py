@@ -40,7 +40,7 @@ from ._baseline import (
 )
 from ._datasets import bundled_dataset_path, load_dataset
 from ._metrics import metric_names
-from ._report import dataset_fingerprint
+from ._report import below_minimum_lines, dataset_fingerprint
 
 if TYPE_CHECKING:
     from ._meta import Benchmark
@@ -58,10 +58,14 @@ fail_cleanly = failing_as("kbgraph eval")
     lazy={"retrieval": ("kbgraph.evals._beir._command", "retrieval_command")},
     invoke_without_command=False,
     no_args_is_help=True,
+    subcommand_metavar="DATASET|COMMAND [ARGS]...",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 def eval_group() -> None:
-    """Evaluate RAG answers: `kbgraph eval DATASET --kb FOLDER`, or a subcommand."""
+    """Evaluate RAG answers: `kbgraph eval DATASET --kb FOLDER [OPTIONS]`, or a subcommand.
+
+    `kbgraph eval DATASET ...` is `kbgraph eval run DATASET ...` (its options: `kbgraph eval
+    run --help`)."""
 
 
 @eval_group.command("run")
@@ -93,7 +97,14 @@ def eval_group() -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="An earlier summary.json; exit 6 on a regression beyond --tolerance.",
 )
-@click.option("--tolerance", type=float, default=DEFAULT_TOLERANCE, show_default=True)
+@click.option(
+    "--tolerance",
+    type=float,
+    default=DEFAULT_TOLERANCE,
+    show_default=True,
+    help="With --baseline: how far a metric's mean may drop below the baseline's before "
+    "the gate fails (exit 6).",
+)
 @click.option(
     "--min",
     "minimums",
@@ -108,6 +119,7 @@ def eval_group() -> None:
     type=click.Path(file_okay=False, path_type=Path),
     default=Path("eval-results"),
     show_default=True,
+    help="Folder for results.jsonl, summary.json, report.md, scores.png and run.json.",
 )
 @click.option(
     "--resume",
@@ -245,6 +257,8 @@ def run_command(
         )
         if gate is not None:
             click.echo(format_comparison(gate))
+            for line in below_minimum_lines(outcome.results, floors, outcome.files.markdown):
+                click.echo(line)
     failed = outcome.summary["rows"]["failed"]
     if failed:
         click.echo(f"kbgraph eval: {failed} row(s) failed; see report.md", err=True)
@@ -367,7 +381,13 @@ def _num(value: float | None) -> str:
     help="Also SummEdits: the data/summedits folder of github.com/salesforce/factualNLG "
     "(Apache-2.0; not shipped).",
 )
-@click.option("--embedding", default="local", show_default=True, metavar="SPEC")
+@click.option(
+    "--embedding",
+    default="local",
+    show_default=True,
+    metavar="SPEC",
+    help="Embeddings of the offline judge (local: the packaged model).",
+)
 @click.option(
     "--benchmark",
     "benchmarks",
@@ -394,7 +414,7 @@ def _num(value: float | None) -> str:
     help="Parallel judge calls (for LLM judges).",
 )
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @fail_cleanly
 def meta_command(
     limit: int | None,

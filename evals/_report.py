@@ -16,10 +16,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kbgraph._base.escapes import printable
 from kbgraph.errors import EvaluationError
 
 from ._metrics import metric_names
-from ._records import RowResult
+from ._records import ClaimVerdict, RowResult
 from ._stats import mean
 
 SOURCE_RECALL = "gold_source_recall"
@@ -176,6 +177,7 @@ def _gate(gate: Mapping[str, Any] | None) -> list[str]:
     out.append("")
     out.append("**" + ("passed" if gate["ok"] else "FAILED") + "**")
     out += [f"- {r}" for r in gate.get("regressions", [])]
+    out += [f"- below the minimum: {r}" for r in gate.get("below_minimum", [])]
     changes = gate.get("changes") or {}
     if changes:
         out += ["", "| metric | baseline | now | change |", "|---|---|---|---|"]
@@ -202,9 +204,8 @@ def _problems(results: Sequence[RowResult]) -> list[str]:
     weak = []
     for r in results:
         faith = r.metrics.get("faithfulness")
-        for verdict in faith.details.get("claims", []) if faith else []:
-            if verdict.verdict != "supported" or verdict.cause == "repeated":
-                weak.append(f"- {r.row_id} [{verdict.verdict}] {verdict.claim} — {verdict.reason}")
+        for verdict in _weak_claims(faith.details if faith else {}):
+            weak.append(f"- {r.row_id} [{verdict.verdict}] {verdict.claim} — {verdict.reason}")
     if weak:
         out += ["", "## Claims not supported by their sources", "", *weak]
     undetermined = [
@@ -215,6 +216,46 @@ def _problems(results: Sequence[RowResult]) -> list[str]:
     ]
     if undetermined:
         out += ["", "## Undetermined", "", *undetermined]
+    return out
+
+
+def _weak_claims(details: Mapping[str, Any]) -> list[ClaimVerdict]:
+    """The claims of a metric's details that lower its score (a repeat counts: it keeps only
+    three quarters)."""
+    claims = details.get("claims") or ()
+    return [
+        c
+        for c in claims
+        if isinstance(c, ClaimVerdict) and (c.verdict != "supported" or c.cause == "repeated")
+    ]
+
+
+def below_minimum_lines(
+    results: Sequence[RowResult],
+    minimums: Mapping[str, float],
+    report: Path,
+    *,
+    rows: int = 5,
+    width: int = 160,
+) -> list[str]:
+    """For a terminal: why each row scored below a ``--min`` (its first claim not
+    supported, else the metric's reason), a line cut to ``width`` per row, at most ``rows``
+    of them, then where every reason is. A table of 0.000s said nothing of why."""
+    below = [
+        (r.row_id, name, m)
+        for r in results
+        for name, floor in minimums.items()
+        if (m := r.metrics.get(name)) is not None and m.score is not None and m.score < floor
+    ]
+    out = []
+    for row_id, name, metric in below[:rows]:
+        weak = _weak_claims(metric.details)
+        why = f'{weak[0].reason} ("{weak[0].claim}")' if weak else metric.reason
+        line = printable(" ".join(f"{row_id} {name} {metric.score:.3f}: {why}".split()))
+        out.append("  " + (line if len(line) <= width else line[: width - 1] + "…"))
+    if below:
+        more = f" ({len(below) - rows} more)" if len(below) > rows else ""
+        out.append(f"  every reason{more}: {report} (and results.jsonl)")
     return out
 
 
@@ -256,6 +297,7 @@ def plot_distributions(results: Sequence[RowResult], path: Path) -> None:
 __all__ = [
     "SOURCE_RECALL",
     "ReportFiles",
+    "below_minimum_lines",
     "can_plot",
     "dataset_fingerprint",
     "plot_distributions",

@@ -83,16 +83,18 @@ def _open_real(folder: str, embedding: str | None, /, **options: Any) -> Searche
         chunking=options.get("chunking"),
         store=options.get("store"),
         read_store=options.get("read_store"),
+        index_dir=options.get("index_dir"),
     )
 
 
-Key = tuple[str, str | None, str | None, str | None, str | None]
+Key = tuple[str, str | None, str | None, str | None, str | None, str | None]
 
 
 @shown_as("kbgraph.graphs")
 class SearcherRegistry:
     """Open searchers by (absolute folder, embedding spec, chunking, store: None for the
-    folder index, else a PostgreSQL URL, read_store: a standby's URL or None); ``factory``
+    folder index, else a PostgreSQL URL, read_store: a standby's URL or None, index_dir:
+    where the folder index lives, None for ``<folder>/.kbgraph``); ``factory``
     opens a missing one (default:
     ``KnowledgeBase``; in a process that serves requests, only a store the server was
     started with, :func:`~kbgraph.graphs._served.check_stores`). :meth:`lock` serialises
@@ -142,10 +144,11 @@ class SearcherRegistry:
         chunking: ChunkConfig | None = None,
         store: str | None = None,
         read_store: str | None = None,
+        index_dir: str | None = None,
     ) -> Key:
         chunks = chunking.model_dump_json() if chunking is not None else None
         folder_key = str(Path(folder).expanduser().resolve())
-        return (folder_key, embedding, chunks, store, read_store)
+        return (folder_key, embedding, chunks, store, read_store, index_dir)
 
     def open(
         self,
@@ -154,19 +157,25 @@ class SearcherRegistry:
         chunking: ChunkConfig | None = None,
         store: str | None = None,
         read_store: str | None = None,
+        index_dir: str | None = None,
     ) -> Searcher:
         # Before anything is opened: a store is a connection to wherever its URL says, and
         # an embedding spec may name a server or a model file.
         check_stores(store, read_store)
         check_model("embedding", embedding)
-        key = self.key(folder, embedding, chunking, store, read_store)
+        key = self.key(folder, embedding, chunking, store, read_store, index_dir)
         with self._guard:
             lock = self._locks.setdefault(key, threading.RLock())
         # Opening loads the embedding model: hold only this key's lock meanwhile.
         with lock:
             searcher = self._open.get(key)
             if searcher is None:
-                given = {"chunking": chunking, "store": store, "read_store": read_store}
+                given = {
+                    "chunking": chunking,
+                    "store": store,
+                    "read_store": read_store,
+                    "index_dir": index_dir,
+                }
                 options = {name: value for name, value in given.items() if value is not None}
                 searcher = self._factory(key[0], key[1], **options)
                 self._open[key] = searcher
@@ -180,16 +189,17 @@ class SearcherRegistry:
         chunking: ChunkConfig | None = None,
         store: str | None = None,
         read_store: str | None = None,
+        index_dir: str | None = None,
     ) -> Iterator[Searcher]:
         """The searcher, held exclusively for the ``with`` block unless it says its
         searches may run at once (``concurrent_searches``: a ``KnowledgeBase``, whose
         PostgreSQL searches each take a pooled connection). Before, every graph run of
         ``langgraph dev`` on one knowledge base waited for the others' searches."""
-        searcher = self.open(folder, embedding, chunking, store, read_store)
+        searcher = self.open(folder, embedding, chunking, store, read_store, index_dir)
         if getattr(searcher, "concurrent_searches", False) is True:
             yield searcher
             return
-        with self._locks[self.key(folder, embedding, chunking, store, read_store)]:
+        with self._locks[self.key(folder, embedding, chunking, store, read_store, index_dir)]:
             yield searcher
 
     def register(

@@ -10,7 +10,8 @@ every route (the server's own included) this checks:
 - the Origin of a browser request: a page served from an answered host, or one of
   ``KBGRAPH_ALLOW_ORIGINS`` (default LangGraph Studio's, :data:`STUDIO_ORIGIN`), 403
   otherwise;
-- the folders a context names (a run's, a cron's, an assistant's): inside the folders the
+- the folders a context names (a run's, a cron's, an assistant's, and a knowledge base's
+  ``index_dir``): inside the folders the
   server was started with (``KBGRAPH_ALLOWED_FOLDERS``, ``os.pathsep``-separated; else the
   folders of the app's own variables — the inspector's app adds ``KBGRAPH_INSPECT_FOLDERS`` —
   else ``KBGRAPH_FOLDER``, else the server's working folder), 403 otherwise;
@@ -135,6 +136,8 @@ def _spec_problem(spec: dict[str, Any], roots: tuple[Path, ...]) -> str | None:
         return None if kb.retriever.startswith(OBJECT_PREFIX) else retriever_refusal(kb.retriever)
     if not _inside(Path(kb.folder), roots):
         return _folder_refusal(str(spec["folder"]), roots)
+    if kb.index_dir is not None and not _inside(Path(kb.index_dir), roots):
+        return _folder_refusal(str(spec["index_dir"]), roots)
     for key, url in (("store", kb.store), ("read_store", kb.read_store)):
         refused = store_refusal(key, url) if url is not None else None
         if refused is not None:

@@ -42,9 +42,11 @@ class KnowledgeBaseSpec(TypedDict):
     SelectScope matches questions against and the ``store`` its index lives in (default:
     the folder index beside it; ``postgresql://...``: PostgreSQL with pgvector; several
     hosts, ``postgresql://user@primary,standby/db``: searches prefer a standby), and
-    ``read_store``, a standby's URL that searches go to first (writes go to ``store``). Instead of
-    a folder, ``retriever`` names a LangChain VectorStore or BaseRetriever by import path
-    (``package.module:attribute``; see :mod:`kbgraph.graphs._langchain_kb`)."""
+    ``read_store``, a standby's URL that searches go to first (writes go to ``store``), and
+    ``index_dir``, where the folder index lives when not in ``<folder>/.kbgraph`` (``kbgraph
+    index --index-dir``). Instead of a folder, ``retriever`` names a LangChain VectorStore or
+    BaseRetriever by import path (``package.module:attribute``; see
+    :mod:`kbgraph.graphs._langchain_kb`)."""
 
     folder: NotRequired[str]
     retriever: NotRequired[str]
@@ -52,6 +54,7 @@ class KnowledgeBaseSpec(TypedDict):
     description: NotRequired[str]
     store: NotRequired[str]
     read_store: NotRequired[str]
+    index_dir: NotRequired[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +65,7 @@ class ResolvedKnowledgeBase:
     store: str | None = field(default=None, repr=False)  # a DSN may hold a password
     retriever: str | None = None  # a LangChain object's import path (no folder then)
     read_store: str | None = field(default=None, repr=False)  # a standby's URL
+    index_dir: str | None = None  # absolute; None: the folder's own .kbgraph
 
 
 class AnswerCheckSettings(Settings):
@@ -210,8 +214,25 @@ def resolved_specs(specs: Sequence[Mapping[str, Any]]) -> list[ResolvedKnowledge
         store = str(spec.get("store") or "").strip() or None
         read_store = str(spec.get("read_store") or "").strip() or None
         description = str(spec.get("description") or "")
-        out.append(ResolvedKnowledgeBase(name, folder, description, store, retriever, read_store))
+        index_dir = _index_dir(spec, retriever)
+        out.append(
+            ResolvedKnowledgeBase(
+                name, folder, description, store, retriever, read_store, index_dir
+            )
+        )
     return out
+
+
+def _index_dir(spec: Mapping[str, Any], retriever: str | None) -> str | None:
+    raw = str(spec.get("index_dir") or "").strip()
+    if not raw:
+        return None
+    if retriever is not None:
+        raise ConfigError(
+            f"knowledge base {spec.get('name') or retriever!r} has both 'retriever' and "
+            "'index_dir'; a LangChain store keeps its own index: drop 'index_dir'."
+        )
+    return resolved_folder(raw)
 
 
 _SHAPES = (
@@ -289,6 +310,8 @@ def spec_of(kb: ResolvedKnowledgeBase) -> dict[str, Any]:
         spec["store"] = kb.store
     if kb.read_store is not None:
         spec["read_store"] = kb.read_store
+    if kb.index_dir is not None:
+        spec["index_dir"] = kb.index_dir
     return spec
 
 

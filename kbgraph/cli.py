@@ -83,7 +83,7 @@ embedding_opt = click.option(
     default=None,
     metavar="SPEC",
     help=f"{', '.join(spec_forms())} or none (BM25 only); local is the packaged model. "
-    "Default: what the index was built with.",
+    "Default: for an existing index, the model it was built with; for a new one, local.",
 )
 index_dir_opt = click.option(
     "--index-dir",
@@ -407,7 +407,13 @@ def _echo_skipped(skipped: list[dict[str, str]]) -> None:
 @main.command()
 @folder_arg
 @click.argument("query")
-@click.option("--top-k", type=click.IntRange(1, 1000), default=5, show_default=True)
+@click.option(
+    "--top-k",
+    type=click.IntRange(1, 1000),
+    default=5,
+    show_default=True,
+    help="How many results to show.",
+)
 @click.option(
     "--mode",
     type=LiveChoice(search_modes),
@@ -437,7 +443,13 @@ def _echo_skipped(skipped: list[dict[str, str]]) -> None:
     show_default=True,
     help="How hybrid fuses: rrf (ranks) or convex (normalised scores, weighted).",
 )
-@click.option("--rrf-k", type=int, default=60, show_default=True)
+@click.option(
+    "--rrf-k",
+    type=int,
+    default=60,
+    show_default=True,
+    help="With --fusion rrf: the k of 1/(k + rank); a larger k weighs the top ranks less.",
+)
 @click.option(
     "--weight",
     "weights",

@@ -89,7 +89,9 @@ def probe(
             found.unknown[kb.name] = "a LangChain store has no lexical index to probe"
             continue
         try:
-            with deps.registry.lock(kb.folder, spec, settings.chunking, kb.store) as searcher:
+            with deps.registry.lock(
+                kb.folder, spec, settings.chunking, kb.store, kb.read_store, kb.index_dir
+            ) as searcher:
                 results = _best(
                     [searcher.rank(found.query, name, limit=limit) for name in probe_rankers()],
                     limit,

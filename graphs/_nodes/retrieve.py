@@ -224,7 +224,9 @@ def search_kb(
         return _search_langchain(kb, queries, settings, filters, run, embeddings, deps)
     spec = embedding_spec(settings)
     try:
-        searcher = deps.registry.open(kb.folder, spec, settings.chunking, kb.store, kb.read_store)
+        searcher = deps.registry.open(
+            kb.folder, spec, settings.chunking, kb.store, kb.read_store, kb.index_dir
+        )
         # A watcher indexes: its first run catches up with the folder, so ``live`` is an
         # index write like ``auto_index``, and a served process started without
         # KBGRAPH_ALLOW_INDEX ignores both.
@@ -235,7 +237,7 @@ def search_kb(
         if settings.auto_index and not index_refused():
             _index(searcher, kb.name, run, writer, settings)
         with deps.registry.lock(
-            kb.folder, spec, settings.chunking, kb.store, kb.read_store
+            kb.folder, spec, settings.chunking, kb.store, kb.read_store, kb.index_dir
         ) as searcher:
             lists = lists_for(settings, vectors=_has_vectors(searcher))
             for i, query in enumerate(queries):

@@ -25,6 +25,7 @@ import click
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_messages
 
 from kbgraph._exit_codes import failing_as, printable
+from kbgraph.cli import index_dir_opt
 from kbgraph.errors import ConfigError, KbgraphError, error_from_record
 from kbgraph.graphs import TURN_KEY
 from kbgraph.graphs._internal import RECORDED_EVENT, retrieve_records
@@ -65,13 +66,16 @@ def run_ask(
     knowledge_bases: Sequence[Mapping[str, Any]] | None = None,
     auto_index: bool = True,
     llm_timeout: float | None = None,
+    index_dir: Path | None = None,
 ) -> dict[str, Any]:
     """Run the chat agent once on ``folder``, after the messages of ``history``; return the
     final state. Custom stream events (``knowledge.*``) go to ``on_event`` as they happen.
     ``record``: write the run for ``kbgraph inspect`` (``RagSettings.record_runs``).
     ``knowledge_bases``: the knowledge base specs to search instead of ``folder`` alone
     (``kbgraph mcp`` serves several); ``auto_index=False`` never writes an index;
-    ``llm_timeout``: ``RagSettings.llm_timeout_seconds`` (``None``: its default)."""
+    ``llm_timeout``: ``RagSettings.llm_timeout_seconds`` (``None``: its default);
+    ``index_dir``: where ``folder``'s index lives (``kbgraph index --index-dir``), with
+    ``folder`` alone."""
     from kbgraph.graphs import RagSettings
     from kbgraph.retrieval import SearchConfig
 
@@ -79,9 +83,17 @@ def run_ask(
     from ._state import AgentInput
 
     check_specs(embedding, chat_model)
+    spec: dict[str, Any] = {"folder": str(folder)}
+    if index_dir is not None:
+        if knowledge_bases:
+            raise ConfigError(
+                "index_dir is for the index of `folder` alone; give each of knowledge_bases "
+                "its own 'index_dir' instead."
+            )
+        spec["index_dir"] = str(index_dir)
     default_timeout = RagSettings.model_fields["llm_timeout_seconds"].default
     settings = RagSettings(
-        knowledge_bases=list(knowledge_bases or [{"folder": str(folder)}]),  # type: ignore[arg-type]
+        knowledge_bases=list(knowledge_bases or [spec]),  # type: ignore[arg-type]
         embedding=embedding,
         auto_index=auto_index,
         chat_model=chat_model,
@@ -268,7 +280,13 @@ def print_human(state: Mapping[str, Any], *, trace: bool) -> None:
     "The answer gets all of it; a node's JSON call at most a quarter with a gguf model. "
     "A timed-out node falls back to its heuristic and the answer is still asked.",
 )
-@click.option("--top-k", type=click.IntRange(1, 100), default=5, show_default=True)
+@click.option(
+    "--top-k",
+    type=click.IntRange(1, 100),
+    default=5,
+    show_default=True,
+    help="How many passages to retrieve (the sources the answer may cite).",
+)
 @click.option(
     "--history",
     type=click.File("r", encoding="utf-8"),
@@ -282,6 +300,7 @@ def print_human(state: Mapping[str, Any], *, trace: bool) -> None:
     is_flag=True,
     help="Record the run for `kbgraph inspect` (in $KBGRAPH_RUNS_DIR, else the cache's runs/).",
 )
+@index_dir_opt
 @failing_as("kbgraph ask")
 def ask(
     folder: Path,
@@ -294,6 +313,7 @@ def ask(
     top_k: int,
     history: TextIO | None,
     record: bool,
+    index_dir: Path | None,
 ) -> None:
     """Answer QUESTION from the documents in FOLDER, with numbered sources."""
     if not question.strip():
@@ -309,6 +329,7 @@ def ask(
         on_event=StderrProgress(),
         record=record,
         llm_timeout=llm_timeout,
+        index_dir=index_dir,
     )
     if as_json:
         click.echo(json.dumps(json_view(state), ensure_ascii=False, indent=2, default=str))

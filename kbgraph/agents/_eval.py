@@ -100,6 +100,7 @@ eval_group = DefaultCommandGroup(
     commands=dict(evals_group.commands),
     lazy=evals_group.lazy,
     help=evals_group.help,
+    subcommand_metavar=evals_group.subcommand_metavar,
     invoke_without_command=False,
     no_args_is_help=True,
     context_settings={**evals_group.context_settings, "obj": ChatAgent.prepared},

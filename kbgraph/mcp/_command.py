@@ -110,7 +110,8 @@ def mcp(
     auto_index: bool,
     watch: bool,
 ) -> None:
-    """Serve FOLDER's knowledge base to MCP clients (search, read, stats, ask)."""
+    """Serve the knowledge bases of FOLDERS (one per folder) to MCP clients (search,
+    read, stats, ask)."""
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="kbgraph mcp: %(message)s")
     # The SDK warns of every call of a tool it has not listed: the tool error says it.
     logging.getLogger("mcp.server.lowlevel.server").setLevel(logging.ERROR)

@@ -35,7 +35,7 @@ def test_the_gate_fails_on_a_changed_port(tmp_path: Path) -> None:
     # The judge's graded support of this answer is 0.94: the gate passed it before.
     code, output, summary = _gate(tmp_path, "By default it listens on port 8443 on all interfaces.")
     assert code == REGRESSION_EXIT_CODE, output
-    assert "faithfulness: " in output and "< minimum 0.800" in output
+    assert "BELOW MINIMUM faithfulness: " in output and " < 0.800" in output
     assert summary["gate"]["ok"] is False  # type: ignore[index]
 
 

@@ -80,7 +80,38 @@ def _run_python(block: Block, namespace: dict[str, Any]) -> None:
 def test_every_block_of_the_page_runs(
     page: Path, indexed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    _run_page(page, _workdir(tmp_path, indexed), monkeypatch)
+
+
+def _copies_examples_docs(page: Path) -> bool:
+    runnable = (b for b in blocks(page) if b.skip is None and b.example is None)
+    return any(re.search(r"\bcp -r examples/docs\b", b.code) for b in runnable)
+
+
+COPYING = [p for p in PAGES if _copies_examples_docs(p)]
+
+
+@pytest.mark.parametrize("page", COPYING, ids=[str(p.relative_to(ROOT)) for p in COPYING])
+def test_a_page_that_copies_examples_docs_leaves_its_index_behind(
+    page: Path, indexed: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After `make demo` (as the README says to run first) examples/docs holds an index of
+    the local model: a page that copies the folder, then indexes the copy with another
+    model, exited 7 on the index it had carried along. ``fake:64`` stands in for the local
+    model here (another model, without loading one)."""
     workdir = _workdir(tmp_path, indexed)
+    demo = workdir / "examples" / "docs"
+    shutil.rmtree(demo / ".kbgraph")
+    with KnowledgeBase(demo, embedding="fake:64") as kb:
+        kb.index()
+    _run_page(page, workdir, monkeypatch)
+
+
+def test_some_page_copies_examples_docs() -> None:
+    assert COPYING, "the test above checks no page: has the evaluate tutorial changed?"
+
+
+def _run_page(page: Path, workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(workdir)
     monkeypatch.setenv("KBGRAPH_CACHE_DIR", str(workdir / "cache"))
     namespace: dict[str, Any] = {

@@ -192,7 +192,7 @@ def test_minimums_gate_a_run_and_the_baseline_diff_names_the_rows(tmp_path: Path
         eval_group, [*base, "--out", str(tmp_path / "a"), "--min", "faithfulness=0.99"]
     )
     assert floor.exit_code == REGRESSION_EXIT_CODE, floor.output
-    assert "faithfulness: " in floor.output and "< minimum 0.990" in floor.output
+    assert "BELOW MINIMUM faithfulness: " in floor.output and " < 0.990" in floor.output
     summary = json.loads((tmp_path / "a" / "summary.json").read_text(encoding="utf-8"))
     assert summary["gate"]["ok"] is False and summary["gate"]["minimums"] == {"faithfulness": 0.99}
 
@@ -221,7 +221,7 @@ def test_minimums_are_parsed_strictly() -> None:
             parse_minimums([bad])
     assert compare_summaries(
         {"faithfulness": {"mean": 0.5}}, None, minimums={"faithfulness": 0.6}
-    ).regressions == ["faithfulness: 0.500 < minimum 0.600"]
+    ).below_minimum == ["faithfulness: 0.500 < 0.600"]
 
 
 def test_answer_correctness_against_the_reference() -> None:

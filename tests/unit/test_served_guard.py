@@ -81,6 +81,18 @@ def test_a_folder_the_server_was_not_started_with_is_refused(served: Path, tmp_p
     _passed(_post(_run(served / "sub")))  # inside: passes on
 
 
+def test_an_index_dir_outside_the_servers_folders_is_refused(served: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere-index"
+    kb = {"folder": str(served), "index_dir": str(elsewhere)}
+    body = {"assistant_id": "rag_subgraph", "context": {"knowledge_bases": [kb]}}
+    refused = _post(body)
+    assert refused.status_code == 403 and "elsewhere-index" in refused.json()["detail"]
+    assert not elsewhere.exists()
+    inside = {"folder": str(served), "index_dir": str(served / "index")}
+    body["context"] = {"knowledge_bases": [inside]}
+    assert _post(body).status_code not in (403, 421)
+
+
 def test_a_run_does_not_index_unless_the_server_allows_it(
     served: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
