@@ -44,7 +44,7 @@ from .._text import PASSAGE_MARKER, content_words, is_negation_cue, numbers
 from ._context import META_WORDS, ContextText, claim_words, context_text
 from ._evidence import clauses as claim_clauses
 from ._identifiers import misnamed
-from ._names import name_found, proper_names, without_stated_quarters
+from ._names import counted_by_names, name_found, proper_names, without_stated_quarters
 from ._numbers import YEAR, NumberSlot, derivable, number_slots
 from ._opposites import Swap, antonym_swaps
 from ._polarity import MIN_WORDS, Clause
@@ -92,7 +92,9 @@ def unstated_facts(
         about = _about_words(part, ctx)
         out += [f for f in (_code(c, part, about, ctx, where) for c in codes) if f]
         out += _misnamed(part, ctx, where)
-        out += [f for f in (_number(s, plain, about, ctx, where) for s in _slots(plain)) if f]
+        counted = counted_by_names(part)
+        slots = [s for s in _slots(plain) if s.number not in counted]
+        out += [f for f in (_number(s, plain, about, ctx, where) for s in slots) if f]
         out += [f for f in (_name(n, part, ctx, where) for n in proper_names(plain)) if f]
     out += _negations(claim, ctx)
     out += [_swapped(swap, claim, ctx) for swap in antonym_swaps(claim, ctx)]

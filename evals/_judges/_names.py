@@ -156,4 +156,27 @@ def without_stated_quarters(text: str, ctx: ContextText) -> str:
     return _QUARTER_CODE.sub(replace, text)
 
 
-__all__ = ["name_found", "proper_names", "without_stated_quarters"]
+_COUNTED_LIST = re.compile(
+    r"\b(two|three|four|five|[2-5])\s+[a-z]+(?:\s+[a-z]+)?,?\s+"
+    r"((?:[A-Z][\w'-]*,\s+)*[A-Z][\w'-]*,?\s+and\s+[A-Z][\w'-]*)",
+    re.IGNORECASE,
+)
+_COUNTS = {"two": "2", "three": "3", "four": "4", "five": "5"}
+
+
+def counted_by_names(text: str) -> frozenset[str]:
+    """The numbers of ``text`` that count the names listed right after them: "Two friends,
+    Steve and Carly, ..." states its 2 by naming both (the names are checked as names; a
+    SummEdits dialogue summary was flagged for "Two friends" the dialogue never says)."""
+    out = set()
+    for match in _COUNTED_LIST.finditer(text):
+        names = re.split(r",\s+|,?\s+and\s+", match.group(2))
+        if not all(n[:1].isupper() for n in names):
+            continue
+        number = _COUNTS.get(match.group(1).lower(), match.group(1))
+        if int(number) == len(names):
+            out.add(number)
+    return frozenset(out)
+
+
+__all__ = ["counted_by_names", "name_found", "proper_names", "without_stated_quarters"]

@@ -40,6 +40,16 @@ STATED = [
         "Our sales forecast for 2021 remains in the range of $1.7 billion to $1.8 billion.",
         id="year-after-for",
     ),
+    pytest.param(
+        "Phoebe books a ticket from the main station on June 26th departing at 1:34 PM.",
+        "Phoebe: so I'm departing from the main station on June 26th at 1:34 PM.",
+        id="ordinal-day-before-a-word",
+    ),
+    pytest.param(
+        "Two friends, Steve and Carly, plan to meet for a drink at Kings.",
+        "Steve: Drink at Kings this weekend? Carly: Sure, Saturday works.",
+        id="a-count-of-the-names-it-lists",
+    ),
 ]
 
 
@@ -66,6 +76,18 @@ UNSTATED = [
         "Our sales forecast for 2021 remains in the range of $1.7 billion to $1.8 billion.",
         "2022",
         id="another-year",
+    ),
+    pytest.param(
+        "Phoebe books a ticket from the main station on June 27th departing at 1:34 PM.",
+        "Phoebe: so I'm departing from the main station on June 26th at 1:34 PM.",
+        "27",
+        id="another-day",
+    ),
+    pytest.param(
+        "Three friends, Steve and Carly, plan to meet for a drink at Kings.",
+        "Steve: Drink at Kings this weekend? Carly: Sure, Saturday works.",
+        "Three friends",
+        id="a-count-its-list-does-not-make",
     ),
 ]
 
