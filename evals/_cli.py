@@ -47,7 +47,9 @@ if TYPE_CHECKING:
 
 # The choices of `eval meta --benchmark`, spelt out so that `--help` does not import the
 # meta-evaluation; tests/unit/test_eval_meta.py holds them equal to meta.ALL_BENCHMARKS.
-META_BENCHMARKS = ("wikieval", "halueval", "begin", "ragtruth", "lfqa", "attributionbench")
+META_BENCHMARKS = (
+    "wikieval", "halueval", "begin", "ragtruth", "lfqa", "attributionbench", "faithbench", "summac"
+)  # fmt: skip
 
 
 fail_cleanly = failing_as("kbgraph eval")
@@ -394,16 +396,16 @@ def _num(value: float | None) -> str:
     multiple=True,
     type=click.Choice(META_BENCHMARKS),
     help="Only these benchmarks (repeatable; default wikieval, halueval and begin). "
-    "ragtruth, lfqa and attributionbench are the held-out test sets of --heldout: they "
-    "run only when named.",
+    "ragtruth, lfqa, attributionbench, faithbench and summac are the held-out test sets "
+    "of --heldout: they run only when named.",
 )
 @click.option(
     "--heldout",
     "heldout_dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Folder with ragtruth/, lfqa_verification/, attributionbench/ "
-    "(default $KBGRAPH_HELDOUT_DATA or ../shared/data/heldout). Test sets: report on "
+    help="Folder with ragtruth/, lfqa_verification/, attributionbench/, faithbench/, "
+    "summac/ (default $KBGRAPH_HELDOUT_DATA or ../shared/data/heldout). Test sets: report on "
     "them, never tune on them.",
 )
 @click.option(

@@ -11,6 +11,7 @@ annotated spans).
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 from dataclasses import dataclass
@@ -26,6 +27,14 @@ ATTRIBUTIONBENCH_SUBSETS = (
     "HAGRID", "BEGIN", "AttrScore-GenSearch",
 )  # fmt: skip
 """The release's in-distribution test subsets, then its out-of-distribution ones."""
+SUMMAC_SUBSETS = ("factcc", "polytope", "summeval", "xsumfaith")
+"""SummaC's benchmark test files (``summac/<name>.json``), in the paper's order."""
+SUMMAC_MACRO = "macro over the 4 subsets"
+FAITHBENCH_SPLIT = "summaries"
+FAITHBENCH_UNFAITHFUL = "Unwanted"
+"""FaithBench's worst label that makes a summary unfaithful; "Benign" (a true addition),
+"Questionable" and "Consistent" summaries are faithful, as the issue counts them (315 of
+800)."""
 
 
 def default_heldout_dir() -> Path:
@@ -105,6 +114,54 @@ def attributionbench(root: Path) -> dict[str, list[Labelled]]:
     return read_tasks(root, "attributionbench", ATTRIBUTIONBENCH_SUBSETS)
 
 
+def faithbench(root: Path) -> list[Labelled]:
+    """FaithBench (Bao et al. 2024): news summaries by ten LLMs, labelled span by span by
+    people; a summary is faithful unless its worst label is ``FAITHBENCH_UNFAITHFUL``."""
+    path = _held_file(root / "faithbench" / "FaithBench.csv")
+    csv.field_size_limit(1 << 30)  # a news article is one field
+    with path.open(encoding="utf-8", newline="") as handle:
+        try:
+            return [
+                Labelled(
+                    None, row["source"], row["summary"], row["worst-label"] != FAITHBENCH_UNFAITHFUL
+                )
+                for row in csv.DictReader(handle)
+            ]
+        except KeyError as exc:
+            raise DatasetError(
+                f"{path} is not FaithBench's CSV (columns source, summary, worst-label): {exc}"
+            ) from exc
+
+
+def summac(root: Path) -> dict[str, list[Labelled]]:
+    """SummaC's benchmark (Laban et al. 2022), per subset: ``{id: {document, claim, label}}``
+    with label 1 for a consistent summary."""
+    found: dict[str, list[Labelled]] = {}
+    for name in SUMMAC_SUBSETS:
+        path = _held_file(root / "summac" / f"{name}.json")
+        try:
+            rows = json.loads(path.read_text(encoding="utf-8")).values()
+            found[name] = [
+                Labelled(None, str(r["document"]), str(r["claim"]), int(r["label"]) == 1)
+                for r in rows
+            ]
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise DatasetError(
+                f"{path} is not a SummaC benchmark file ({{id: {{document, claim, label}}}}): {exc}"
+            ) from exc
+    return found
+
+
+def _held_file(path: Path) -> Path:
+    if not path.is_file():
+        raise DatasetError(
+            f"held-out data {path} is missing; point --heldout (or ${HELDOUT_ENV}) at the "
+            "folder holding ragtruth/, lfqa_verification/, attributionbench/, faithbench/ "
+            "and summac/."
+        )
+    return path
+
+
 @dataclass(frozen=True, slots=True)
 class Anchor:
     """A published figure of another checker on (nearly) the same data."""
@@ -167,15 +224,21 @@ def anchors(benchmark: str, split: str) -> tuple[str, ...]:
 __all__ = [
     "ANCHORS",
     "ATTRIBUTIONBENCH_SUBSETS",
+    "FAITHBENCH_SPLIT",
+    "FAITHBENCH_UNFAITHFUL",
     "HELDOUT_ENV",
     "LFQA_SPLIT",
     "RAGTRUTH_MEAN",
     "RAGTRUTH_TASKS",
+    "SUMMAC_MACRO",
+    "SUMMAC_SUBSETS",
     "Anchor",
     "anchors",
     "attributionbench",
     "default_heldout_dir",
+    "faithbench",
     "lfqa",
     "ragtruth",
     "read_tasks",
+    "summac",
 ]

@@ -17,8 +17,9 @@ the faithfulness metric's own score (the mean support score of its claims), what
 gets; 0 when it makes no claim.
 
 The held-out test sets (``../shared/data/heldout``, read by ``_heldout``; only when named:
-``ragtruth``, ``lfqa``, ``attributionbench``) — RAGTruth per task and the mean task AUROC,
-LFQA-Verification's answer sentences, AttributionBench per subset — report more per judge:
+``ragtruth``, ``lfqa``, ``attributionbench``, ``faithbench``, ``summac``) — RAGTruth per task
+and the mean task AUROC, LFQA-Verification's answer sentences, AttributionBench per subset,
+FaithBench's summaries, SummaC per subset and its macro — report more per judge:
 the balanced accuracy at the judge's own threshold (a score of 0.5 or more = faithful), the
 AUROC within answer-length quartiles (``stats.auroc_within_groups``: answer length alone
 separates RAGTruth QA at 0.725), two more floors (``_novelty``) and the published figures
@@ -71,10 +72,14 @@ def faithfulness_score(judge: Judge, question: str | None, context: str, answer:
     return 0.0 if result.score is None else result.score
 
 
-Benchmark = Literal["wikieval", "halueval", "begin", "ragtruth", "lfqa", "attributionbench"]
+Benchmark = Literal[
+    "wikieval", "halueval", "begin", "ragtruth", "lfqa", "attributionbench", "faithbench", "summac"
+]
 BENCHMARKS: tuple[Benchmark, ...] = ("wikieval", "halueval", "begin")
 """What runs when none is named: the held-out test sets only run when asked for."""
-HELDOUT_BENCHMARKS: tuple[Benchmark, ...] = ("ragtruth", "lfqa", "attributionbench")
+HELDOUT_BENCHMARKS: tuple[Benchmark, ...] = (
+    "ragtruth", "lfqa", "attributionbench", "faithbench", "summac"
+)  # fmt: skip
 ALL_BENCHMARKS: tuple[Benchmark, ...] = get_args(Benchmark)
 
 
@@ -141,6 +146,8 @@ class _HeldOut:
     ragtruth: dict[str, list[bench.Labelled]]
     lfqa: list[bench.Labelled] | None
     attributionbench: dict[str, list[bench.Labelled]]
+    faithbench: list[bench.Labelled] | None
+    summac: dict[str, list[bench.Labelled]]
 
     @classmethod
     def read(cls, root: Path, benchmarks: Collection[Benchmark]) -> _HeldOut:
@@ -148,6 +155,8 @@ class _HeldOut:
             test_sets.ragtruth(root) if "ragtruth" in benchmarks else {},
             test_sets.lfqa(root) if "lfqa" in benchmarks else None,
             test_sets.attributionbench(root) if "attributionbench" in benchmarks else {},
+            test_sets.faithbench(root) if "faithbench" in benchmarks else None,
+            test_sets.summac(root) if "summac" in benchmarks else {},
         )
 
     def run(self, runner: _Runner, limit: int | None) -> list[MetaResult]:
@@ -165,6 +174,15 @@ class _HeldOut:
             runner.heldout("AttributionBench", subset, bench.sample(items, limit))
             for subset, items in self.attributionbench.items()
         ]
+        if self.faithbench is not None:
+            items = bench.sample(self.faithbench, limit)
+            results.append(runner.heldout("FaithBench", test_sets.FAITHBENCH_SPLIT, items))
+        subsets = [
+            runner.heldout("SummaC", subset, bench.sample(items, limit))
+            for subset, items in self.summac.items()
+        ]
+        if subsets:
+            results += [*subsets, macro("SummaC", test_sets.SUMMAC_MACRO, subsets)]
         return results
 
 

@@ -22,8 +22,9 @@ one of its numbers, dates, quantities, names, codes or negations is not stated b
 sources about the same subject — the verdict becomes ``not_supported``, the cause
 ``unstated_fact`` and the reason names the token ("8443 is in no cited source"). The score
 carries that verdict (issue 41: the score people gate on must not call such an answer
-faithful): such a claim scores 0, and an answer with one scores at most ``UNSTATED_CAP``,
-below the faithful threshold 0.5 and below any gate (:func:`verdict_score`). The judge's
+faithful): such a claim scores 0, and an answer with one scores its mean scaled into
+``[0, UNSTATED_CAP]``, below the faithful threshold 0.5 and below any gate
+(:func:`verdict_score`). The judge's
 graded support is kept: each claim's in its reason, the answer's as ``graded`` in the
 details, beside ``supported_share``. A claim the judge already rejects gets the fact's
 reason too. The reason keeps the judge's verdict and score: "8443 is in no cited source
@@ -86,7 +87,7 @@ class FaithfulnessEvaluator(LangSmithAdapter):
         if any(unstated):
             reason += (
                 f"; {sum(unstated)} with a fact no source states (scored 0, the answer"
-                f" at most {UNSTATED_CAP:g}): {score:.2f}"
+                f" scaled to at most {UNSTATED_CAP:g}): {score:.2f}"
             )
         return MetricResult.scored(
             "faithfulness",
@@ -216,11 +217,16 @@ benchmarks/bench_verdict.py)."""
 def verdict_score(scores: Sequence[float], unstated: Sequence[bool]) -> float:
     """The answer's score from its claims' graded support and whether each has an unstated
     fact: the mean support with such claims at 0 (Ragas' faithfulness counts an unsupported
-    claim 0; Es et al. 2023, arXiv:2309.15217), capped at ``UNSTATED_CAP`` when any has one
-    (RAGTruth's span labels call an answer unfaithful when any span is; Niu et al. 2024)."""
+    claim 0; Es et al. 2023, arXiv:2309.15217); when any has one, that mean scaled into
+    ``[0, UNSTATED_CAP]`` (RAGTruth's span labels call an answer unfaithful when any span
+    is; Niu et al. 2024). Scaled, not clipped: a clip scored every flagged answer of
+    well-supported others alike (0.45), while the share of its claims left standing still
+    ranks them — on development data (SummEdits rows outside the seed-13 sample, 400 + 400)
+    the score's AUROC went 0.573 → 0.591, HaluEval qa_multi_turn and BEGIN's dev split
+    unchanged (0.930, 0.942), and balanced accuracy cannot move (both stay under 0.5)."""
     kept = [0.0 if bad else s for s, bad in zip(scores, unstated, strict=True)]
     mean = sum(kept) / len(kept)
-    return min(mean, UNSTATED_CAP) if any(unstated) else mean
+    return UNSTATED_CAP * mean if any(unstated) else mean
 
 
 REPEAT_FACTOR = 0.75

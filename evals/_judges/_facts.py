@@ -36,22 +36,23 @@ see ``evaluators.faithfulness``); the judge's graded score is kept in the detail
 
 from __future__ import annotations
 
-import itertools
 import re
 from dataclasses import dataclass
 from typing import Literal
 
-from .._text import PASSAGE_MARKER, content_words, is_negation_cue, normalise, numbers
+from .._text import PASSAGE_MARKER, content_words, is_negation_cue, numbers
 from ._context import META_WORDS, ContextText, claim_words, context_text
 from ._evidence import clauses as claim_clauses
 from ._identifiers import misnamed
+from ._names import counted_by_names, name_found, proper_names, without_stated_quarters
 from ._numbers import YEAR, NumberSlot, derivable, number_slots
+from ._opposites import Swap, antonym_swaps
 from ._polarity import MIN_WORDS, Clause
 from ._polarity import clauses as polarity_clauses
-from ._subject import TOKENS, WORD, other_subject
+from ._subject import WORD, other_subject
 from ._units import dimension_of, quantities
 
-FactKind = Literal["number", "name", "code", "identifier", "negation"]
+FactKind = Literal["number", "name", "code", "identifier", "negation", "antonym"]
 
 _CURRENCIES = frozenset(content_words("dollar euro pound yen cent usd eur gbp"))
 _CODE = re.compile(
@@ -59,8 +60,6 @@ _CODE = re.compile(
 )
 """A token mixing letters and digits ("E1234", "v2.3.1", "HTTP/2"), or a dotted version or
 address ("2.3.1", "10.0.0.1")."""
-_CONNECTORS = frozenset({"of", "de", "van", "von", "der", "den", "da", "la", "le", "du", "del"})
-_OPENS = re.compile(r"(?:^|[.!?:;]\s+|[\n(\"\u201c\-*\u2022]\s*)$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,14 +86,18 @@ def unstated_facts(
     where = "no cited source" if cited else "no source"
     out: list[UnstatedFact] = []
     for part in claim_clauses(claim):
+        part = without_stated_quarters(part, ctx)
         codes = _codes(part)
         plain = _CODE.sub(" code ", part)  # a code's digits are no number of their own
         about = _about_words(part, ctx)
         out += [f for f in (_code(c, part, about, ctx, where) for c in codes) if f]
         out += _misnamed(part, ctx, where)
-        out += [f for f in (_number(s, plain, about, ctx, where) for s in _slots(plain)) if f]
-        out += [f for f in (_name(n, part, about, ctx, where) for n in proper_names(plain)) if f]
+        counted = counted_by_names(part)
+        slots = [s for s in _slots(plain) if s.number not in counted]
+        out += [f for f in (_number(s, plain, about, ctx, where) for s in slots) if f]
+        out += [f for f in (_name(n, part, ctx, where) for n in proper_names(plain)) if f]
     out += _negations(claim, ctx)
+    out += [_swapped(swap, claim, ctx) for swap in antonym_swaps(claim, ctx)]
     return list({(f.kind, f.token): f for f in out}.values())
 
 
@@ -248,94 +251,14 @@ def _misnamed(text: str, ctx: ContextText, where: str) -> list[UnstatedFact]:
     ]
 
 
-def proper_names(text: str) -> list[str]:
-    """The proper names of ``text``: runs of capitalised words (joined by "of", "van" …),
-    less a sentence's capitalised first word when it stands alone ("Sandbox keys …") and
-    the function words that open a run ("The Team plan" names "Team"); all-capitals words
-    count wherever they stand ("API")."""
-    text = normalise(text)
-    runs: list[list[tuple[str, bool]]] = []
-    current: list[tuple[str, bool]] = []
-    gap = 0
-    for match in WORD.finditer(text):
-        word = _capitalised_part(match.group(0).removesuffix("'s"))
-        joined = bool(current) and text[gap : match.start()].strip() in ("", "-")
-        if word[:1].isupper():
-            if current and not joined:
-                runs.append(current)
-                current = []
-            current.append((word, bool(_OPENS.search(text[: match.start()]))))
-        elif joined and word in _CONNECTORS:
-            current.append((word, False))
-        else:
-            if current:
-                runs.append(current)
-            current = []
-        gap = match.end()
-    if current:
-        runs.append(current)
-    return [n for n in (_name_of(run) for run in runs) if n]
-
-
-def _capitalised_part(word: str) -> str:
-    """A hyphenated word's leading capitalised parts: "AI-supported" names "AI" (its
-    lower-case parts are ordinary words the judge weighs), "Jean-Luc" stays whole."""
-    parts = word.split("-")
-    kept = list(itertools.takewhile(lambda p: p[:1].isupper(), parts))
-    return "-".join(kept) if kept else word
-
-
-def _name_of(run: list[tuple[str, bool]]) -> str | None:
-    words = [w for w, _ in run]
-    while words and words[0][:1].isupper() and not content_words(words[0]):
-        words = words[1:]  # "The", "In", "By": a function word opening a run
-    if not words or not any(content_words(w) for w in words):
-        return None
-    alone_at_start = len(words) == 1 and len(run) == 1 and run[0][1]
-    if alone_at_start and not (len(words[0]) > 1 and words[0].isupper()):
-        return None
-    while words and words[-1].lower() in _CONNECTORS:
-        words = words[:-1]
-    return " ".join(words) or None
-
-
-def _name(
-    name: str, text: str, about: list[str], ctx: ContextText, where: str
-) -> UnstatedFact | None:
-    stems = set(content_words(name))
-    if not stems:
-        return None
-    found = [i for i, held in enumerate(ctx.sentence_words) if stems <= held]
-    if not found and _PLURAL.fullmatch(name):
-        # "PhDs" for "PhD", "APIs" for "API": a plural the stemmer leaves whole.
-        return _name(name[:-1], text, about, ctx, where)
-    if not found and _ACRONYM.fullmatch(name):
-        found = _spelt_out(name.lower(), ctx)
-    first, _, rest_of_name = name.partition(" ")
-    if not found and rest_of_name and text.lstrip().startswith(first):
-        # "Set HARBOR_RETRY_MAX_ATTEMPTS": a sentence's first word joined to a name.
-        return _name(rest_of_name, text[text.index(first) + len(first) :], about, ctx, where)
-    if not found:
-        return UnstatedFact(name, "name", f"{name} is in {where}")
-    # A name found is stated: a name is what a sentence is about, rarely an attribute moved
-    # to another subject, and the words beside it vary (on SummEdits' consistent
-    # summaries, half the false flags were names "said of" another word).
-    return None
-
-
-_ACRONYM = re.compile(r"[A-Z]{2,6}")
-_PLURAL = re.compile(r"[A-Z][A-Za-z]*[A-Z][a-z]?s")
-"""A plural of an acronym or a mixed-case name: "APIs", "PhDs", "CPUs"."""
-
-
-def _spelt_out(acronym: str, ctx: ContextText) -> list[int]:
-    """The sentences with consecutive words whose initials spell ``acronym`` ("transport
-    layer security" for TLS)."""
-    return [
-        i
-        for i, sentence in enumerate(ctx.sentences)
-        if acronym in "".join(w[0] for w in TOKENS.findall(sentence.lower()) if w[0].isalpha())
-    ]
+def _name(name: str, text: str, ctx: ContextText, where: str) -> UnstatedFact | None:
+    # A name found is stated (``_names.name_found``): a name is what a sentence is about,
+    # rarely an attribute moved to another subject, and the words beside it vary (on
+    # SummEdits' consistent summaries, half the false flags were names "said of" another
+    # word).
+    return (
+        None if name_found(name, text, ctx) else UnstatedFact(name, "name", f"{name} is in {where}")
+    )
 
 
 def _same_subject(
@@ -426,6 +349,17 @@ def _about_it(
         # says nothing against "each worker keeps its own cache": nothing is shared there).
         return bool(wanted) and wanted == denied and wanted <= other.words
     return 2 * len(other.words & present) >= len(other.words)
+
+
+def _swapped(swap: Swap, claim: str, ctx: ContextText) -> UnstatedFact:
+    """An antonym swap (``_opposites``) as the fact it leaves unstated, in the claim's words."""
+    word = next((w for w in WORD.findall(claim) if content_words(w) == [swap.word]), swap.word)
+    sentence = ctx.sentences[swap.sentence]
+    said = next(
+        (w for w in WORD.findall(sentence) if content_words(w) == [swap.opposite]), swap.opposite
+    )
+    reason = f"opposite: the claim says {word!r} where the source says {said!r}: {sentence!r}"
+    return UnstatedFact(word, "antonym", reason, sentence)
 
 
 def _raw_clause(sentence: str, clause: Clause) -> str:

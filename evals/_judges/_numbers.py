@@ -50,6 +50,7 @@ YEARS = (1800, 2100)
 _TOKEN = re.compile(r"\d+(?:[.,]\d+)*[a-z]{0,3}(?![\w])|[^\W\d_][\w'-]*|[^\w\s]")
 _ORDINAL = re.compile(r"^(\d+)(st|nd|rd|th)$")
 _GLUED = re.compile(r"^(\d+(?:[.,]\d+)*)([a-z]{1,3})$")
+_ORDINAL_DAY = re.compile(r"\d{1,2}(?:st|nd|rd|th)")
 _MONTHS = frozenset(
     content_words(
         "january february april june july august september october november december "
@@ -256,6 +257,10 @@ def _kind(
         return unit if _counts(before, unit, after) else YEAR
     if integer and beside_month and 1 <= int(number) <= 31 and (unit is None or unit in _MONTHS):
         return DAY
+    if integer and _ORDINAL_DAY.fullmatch(token) and set(content_words(before)) & _MONTHS:
+        # "on June 26th departing at 1:34 PM": an ordinal after its month is the day, what
+        # word follows it (a SummEdits summary's "26th departing" read as 26 departures).
+        return DAY
     return unit
 
 
@@ -266,6 +271,7 @@ _YEAR_BEFORE = frozenset(
         "of",
         "since",
         "by",
+        "for",
         "from",
         "until",
         "till",
@@ -294,7 +300,9 @@ _YEAR_BEFORE = frozenset(
         "the's",
     ]
 )
-"""Words before a year: "in 1998", "the 2015 election", "between 2010 and 2015"."""
+"""Words before a year: "in 1998", "the 2015 election", "between 2010 and 2015", "the
+forecast for 2021 remains" (a SummEdits source read "2021 remains" as a count of remains
+and its faithful summary's "for 2021" as unstated)."""
 
 
 def _counts(before: str, unit: str | None, after: str) -> bool:

@@ -186,8 +186,10 @@ def test_check_answer_for_your_own_agent(docs: Path) -> None:
     check = check_answer(f"{TRUE} {MADE_UP}", citations, question=QUESTION, judge=_judge())
     assert [c["supported"] for c in check["claims"]] == [True, False]
     assert check["claims"][0]["evidence"] == "c1"
-    # 9 is in no source: that claim counts 0 and the answer is capped (issue 41).
-    assert check["score"] == UNSTATED_CAP and check.get("supported_share") == 0.5
+    # 9 is in no source: that claim counts 0 and the answer is scaled under the cap (issue 41).
+    graded_true = check["claims"][0]["score"]
+    assert check["score"] == pytest.approx(UNSTATED_CAP * graded_true / 2)
+    assert check.get("supported_share") == 0.5
 
 
 def test_an_answer_without_claims_has_no_score(docs: Path) -> None:

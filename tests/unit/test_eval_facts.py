@@ -132,9 +132,20 @@ def test_the_score_carries_the_verdict_and_keeps_the_graded_support(
 
 def test_verdict_score_zeroes_unstated_claims_and_caps_the_answer() -> None:
     assert verdict_score([0.9, 0.8], [False, False]) == pytest.approx(0.85)
-    assert verdict_score([0.9, 0.2], [False, True]) == pytest.approx(0.45)
-    assert verdict_score([1.0, 1.0, 1.0, 0.9], [False, False, False, True]) == UNSTATED_CAP
+    assert verdict_score([0.9, 0.2], [False, True]) == pytest.approx(UNSTATED_CAP * 0.45)
+    assert verdict_score([1.0, 1.0, 1.0, 0.9], [False, False, False, True]) == pytest.approx(
+        UNSTATED_CAP * 0.75
+    )
     assert verdict_score([0.9], [True]) == 0.0
+
+
+def test_more_unstated_claims_rank_an_answer_lower() -> None:
+    # The cap scales the share of claims left standing (issue 41, item 2): clipped at the
+    # cap, one unstated claim of four and two of four both scored 0.45, so a ranking could
+    # not tell them apart (SummEdits' AUROC, development rows: 0.573 clipped, 0.591 scaled).
+    one = verdict_score([1.0, 1.0, 1.0, 0.9], [False, False, False, True])
+    two = verdict_score([1.0, 1.0, 0.9, 0.9], [False, False, True, True])
+    assert two < one <= UNSTATED_CAP < THRESHOLD
 
 
 def test_a_supported_claim_turned_unsupported_keeps_the_judges_view() -> None:

@@ -305,3 +305,50 @@ def test_a_missing_heldout_set_fails_before_any_benchmark_runs(
             benchmarks=["begin", "ragtruth", "attributionbench"],
         )
     assert judge.calls == []
+
+
+def _write_faithbench_and_summac(root: Path) -> None:
+    """FaithBench's CSV and SummaC's four JSON files, in their releases' shapes, with rows
+    written for this test."""
+    (root / "faithbench").mkdir(parents=True)
+    (root / "faithbench" / "FaithBench.csv").write_text(
+        "source,summary,LLM,worst-label,best-label\n"
+        f'"{PORTS}",The gateway listens on port 8080.,m1,Consistent,Consistent\n'
+        f'"{PORTS}",Harbor serves metrics on port 9102.,m2,Benign,Consistent\n'
+        f'"{PORTS}",The gateway listens on port 443.,m3,Unwanted,Questionable\n'
+        f'"{TOKENS}",Refresh tokens last thirty days.,m1,Questionable,Consistent\n',
+        encoding="utf-8",
+    )
+    (root / "summac").mkdir()
+    for name in heldout.SUMMAC_SUBSETS:
+        rows = {
+            f"{name}_0": {"document": TOKENS, "claim": "Tokens expire.", "label": 1},
+            f"{name}_1": {"document": TOKENS, "claim": "Tokens cost $5.", "label": 0},
+        }
+        (root / "summac" / f"{name}.json").write_text(json.dumps(rows), encoding="utf-8")
+
+
+def test_faithbench_and_summac_are_read_and_reported(tmp_path: Path) -> None:
+    # Issue 41 item 4: eval meta reports FaithBench and SummaC beside the other test sets.
+    _write_faithbench_and_summac(tmp_path)
+    summaries = heldout.faithbench(tmp_path)
+    # Only "Unwanted" makes a summary unfaithful; benign and questionable ones are not.
+    assert [i.grounded for i in summaries] == [True, True, False, True]
+    assert summaries[0].context == PORTS and summaries[0].question is None
+    subsets = heldout.summac(tmp_path)
+    assert list(subsets) == list(heldout.SUMMAC_SUBSETS)
+    assert [i.grounded for i in subsets["factcc"]] == [True, False]
+    results = run_meta([OverlapJudge()], heldout_dir=tmp_path, benchmarks=["faithbench", "summac"])
+    assert [(r.benchmark, r.split) for r in results] == [
+        ("FaithBench", heldout.FAITHBENCH_SPLIT),
+        *[("SummaC", name) for name in heldout.SUMMAC_SUBSETS],
+        ("SummaC", heldout.SUMMAC_MACRO),
+    ]
+    assert all(r.heldout and r.balanced_accuracy for r in results)
+    assert results[-1].n == 8
+
+
+def test_faithbench_and_summac_explain_a_missing_file(tmp_path: Path) -> None:
+    for reader in (heldout.faithbench, heldout.summac):
+        with pytest.raises(DatasetError, match=r"faithbench/ and summac/"):
+            reader(tmp_path)
