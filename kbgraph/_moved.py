@@ -94,6 +94,11 @@ MOVED: dict[str, str] = {
     "kbgraph.retrieval.watch": "kbgraph.retrieval._watch",
     # -- generated: end
 }
+# A name a later split carried out of the module its old name leads to (the old module's
+# name still finds it there): (new module, name) -> the module holding it now.
+SPLIT: dict[tuple[str, str], str] = {
+    ("kbgraph.retrieval._scan", "PathRules"): "kbgraph.retrieval._scan_paths",
+}
 
 
 def moved_to(name: str) -> str | None:
@@ -126,7 +131,7 @@ class _MovedModule(types.ModuleType):
     def __getattr__(self, attribute: str) -> Any:
         if attribute.startswith("__"):
             raise AttributeError(attribute)
-        new = self.__kbgraph_moved_to__
+        new = SPLIT.get((self.__kbgraph_moved_to__, attribute), self.__kbgraph_moved_to__)
         value = getattr(importlib.import_module(new), attribute)
         face = _face_of(new)
         if attribute in getattr(importlib.import_module(face), "__all__", ()):
@@ -163,7 +168,8 @@ class _MovedLoader(importlib.abc.Loader):
         module = _MovedModule(spec.name, self.new)
         # ``from old import *`` reads ``__all__`` from the module's dict, never through
         # ``__getattr__``: without it the star import finds nothing, silently.
-        module.__dict__["__all__"] = _public_names(new)
+        split = [name for (old, name) in SPLIT if old == self.new]
+        module.__dict__["__all__"] = _public_names(new) + split
         if hasattr(new, "__path__"):
             module.__path__ = []  # an old package: its old submodules are found here too
         return module

@@ -25,7 +25,6 @@ import click
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_messages
 
 from kbgraph._exit_codes import failing_as, printable
-from kbgraph.cli import index_dir_opt
 from kbgraph.errors import ConfigError, KbgraphError, error_from_record
 from kbgraph.graphs import TURN_KEY
 from kbgraph.graphs._internal import RECORDED_EVENT, retrieve_records
@@ -300,7 +299,12 @@ def print_human(state: Mapping[str, Any], *, trace: bool) -> None:
     is_flag=True,
     help="Record the run for `kbgraph inspect` (in $KBGRAPH_RUNS_DIR, else the cache's runs/).",
 )
-@index_dir_opt
+@click.option(
+    "--index-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where the index lives (default FOLDER/.kbgraph), as for index and search.",
+)
 @failing_as("kbgraph ask")
 def ask(
     folder: Path,

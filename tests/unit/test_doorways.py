@@ -26,7 +26,9 @@ from .test_layers import DOORWAY, MODULES, ROOT, _injected, _resolve
 
 DOORWAYS = sorted(m for m in MODULES if m.endswith(DOORWAY))
 # 137 names before issue 43 item 3 (retrieval 75, graphs 53, evals 9), each written twice.
-BUDGET = 60
+# 61 since issue 42's guard and the CLI help each lent one (MAX_FILTER_PATHS: the MCP
+# schema's limit is the filters' own; spec_forms: one list of --embedding forms).
+BUDGET = 61
 
 
 def _lent(files: dict[str, Path] = MODULES) -> dict[str, dict[str, str]]:
