@@ -1,7 +1,9 @@
 """The gates of a run, so that CI can fail on it: a metric whose mean dropped by more than
-the tolerance against an earlier run's ``summary.json``, more failed rows than before, or
-a metric whose mean is below its minimum (``--min faithfulness=0.9``). The comparison names
-the rows that got worse; it is saved in ``summary.json`` (``gate``) and ``report.md``."""
+the tolerance against an earlier run's ``summary.json``, more failed rows than before, a
+metric whose mean is below its minimum (``--min faithfulness=0.9``), or a row whose score
+is below its per-row minimum (``--min-each faithfulness=0.5``: one made-up fact in one
+answer of twenty leaves the mean at 0.95). The comparison names the rows that got worse
+and the rows below; it is saved in ``summary.json`` (``gate``) and ``report.md``."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from kbgraph.errors import BaselineMismatchError, ConfigError, DatasetError
 
 from ._metrics import metric_names
 from ._report import SOURCE_RECALL
+from ._row_gate import RowBelow, row_minimum_lines, rows_below
 
 DEFAULT_TOLERANCE = 0.02
 REGRESSION_EXIT_CODE = 6
@@ -66,7 +69,8 @@ class Comparison:
     """``changes``: each metric's mean before and now; ``worse_rows``: every row whose score
     dropped, worst first; what fails the gate: ``regressions`` against the baseline (a drop
     beyond ``tolerance``, more failed rows) and ``below_minimum`` (a mean below its
-    ``--min``, which needs no baseline)."""
+    ``--min``, or rows below a ``--min-each``: one line per metric; neither needs a
+    baseline). ``rows_below``: every row below a ``row_minimums`` entry, worst first."""
 
     tolerance: float
     changes: list[Change] = field(default_factory=list)
@@ -75,6 +79,8 @@ class Comparison:
     minimums: dict[str, float] = field(default_factory=dict)
     baseline: str | None = None  # where the baseline came from
     below_minimum: list[str] = field(default_factory=list)
+    row_minimums: dict[str, float] = field(default_factory=dict)
+    rows_below: list[RowBelow] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -86,6 +92,7 @@ class Comparison:
             "baseline": self.baseline,
             "tolerance": self.tolerance,
             "minimums": dict(self.minimums),
+            "row_minimums": dict(self.row_minimums),
             "regressions": list(self.regressions),
             "below_minimum": list(self.below_minimum),
             "changes": {
@@ -93,6 +100,7 @@ class Comparison:
                 for c in self.changes
             },
             "worse_rows": [r.to_dict() for r in self.worse_rows],
+            "rows_below": [r.to_dict() for r in self.rows_below],
         }
 
 
@@ -142,45 +150,80 @@ def compare_summaries(
     tolerance: float = DEFAULT_TOLERANCE,
     metrics: Sequence[str] | None = None,
     minimums: Mapping[str, float] | None = None,
+    row_minimums: Mapping[str, float] | None = None,
     source: str | None = None,
 ) -> Comparison:
     """The gate: changes of every metric both summaries score, where a drop of more than
-    ``tolerance`` in a mean, or an increase of failed rows, is a regression; and each
-    metric of ``minimums`` whose mean is below it (or unscored). Summaries of different
-    rows are not compared: :class:`BaselineMismatchError` (see :func:`check_comparable`).
-    ``baseline`` may be ``None`` to check the minimums only; ``metrics`` default: every
-    registered metric and the gold-source recall (:func:`compared`)."""
+    ``tolerance`` in a mean, or an increase of failed rows, is a regression; each metric
+    of ``minimums`` whose mean is below it (or unscored); and each metric of
+    ``row_minimums`` that some row (``per_row``) scores below, or does not score (see
+    :class:`RowBelow`). Summaries of different rows are not compared:
+    :class:`BaselineMismatchError` (see :func:`check_comparable`). ``baseline`` may be
+    ``None`` to check the minimums only; ``metrics`` default: every registered metric and
+    the gold-source recall (:func:`compared`)."""
     metrics = compared() if metrics is None else metrics
     changes: list[Change] = []
     regressions: list[str] = []
     worse: list[RowChange] = []
     if baseline is not None:
         check_comparable(current, baseline)
-        for name in metrics:
-            old, new = _mean(baseline, name), _mean(current, name)
-            if old is None or new is None:
-                if old is not None:
-                    regressions.append(f"{name}: scored {old:.3f} before, nothing scored now")
-                continue
-            change = Change(name, old, new)
-            changes.append(change)
-            if change.delta < -tolerance:
-                regressions.append(
-                    f"{name}: {new:.3f} < {old:.3f} - {tolerance:.3f} (dropped {-change.delta:.3f})"
-                )
+        changes, regressions = _mean_changes(current, baseline, tolerance, metrics)
         failed_before = int((baseline.get("rows") or {}).get("failed", 0))
         failed_now = int((current.get("rows") or {}).get("failed", 0))
         if failed_now > failed_before:
             regressions.append(f"failed rows: {failed_now} now, {failed_before} before")
         worse = worse_rows(current, baseline, metrics)
+    row_floors = dict(row_minimums or {})
+    below_rows = rows_below(current, row_floors)
+    below = _means_below(current, minimums or {}) + row_minimum_lines(
+        below_rows, row_floors, bool(current.get("per_row"))
+    )
+    return Comparison(
+        tolerance,
+        changes,
+        regressions,
+        worse,
+        dict(minimums or {}),
+        source,
+        below,
+        row_floors,
+        below_rows,
+    )
+
+
+def _mean_changes(
+    current: Mapping[str, Any],
+    baseline: Mapping[str, Any],
+    tolerance: float,
+    metrics: Sequence[str],
+) -> tuple[list[Change], list[str]]:
+    """Each metric's mean before and now, and the drops beyond ``tolerance``."""
+    changes: list[Change] = []
+    regressions: list[str] = []
+    for name in metrics:
+        old, new = _mean(baseline, name), _mean(current, name)
+        if old is None or new is None:
+            if old is not None:
+                regressions.append(f"{name}: scored {old:.3f} before, nothing scored now")
+            continue
+        change = Change(name, old, new)
+        changes.append(change)
+        if change.delta < -tolerance:
+            regressions.append(
+                f"{name}: {new:.3f} < {old:.3f} - {tolerance:.3f} (dropped {-change.delta:.3f})"
+            )
+    return changes, regressions
+
+
+def _means_below(current: Mapping[str, Any], minimums: Mapping[str, float]) -> list[str]:
     below: list[str] = []
-    for name, floor in (minimums or {}).items():
+    for name, floor in minimums.items():
         value = _mean(current, name)
         if value is None:
             below.append(f"{name}: nothing scored, minimum {floor:.3f}")
         elif value < floor:
             below.append(f"{name}: {value:.3f} < {floor:.3f}")
-    return Comparison(tolerance, changes, regressions, worse, dict(minimums or {}), source, below)
+    return below
 
 
 def worse_rows(
@@ -211,24 +254,24 @@ ROW_EPSILON = 1e-4
 """A row's score is worse when it dropped by more than this (scores are kept to 4 places)."""
 
 
-def parse_minimums(specs: Sequence[str]) -> dict[str, float]:
+def parse_minimums(specs: Sequence[str], *, option: str = "--min") -> dict[str, float]:
     """``["faithfulness=0.9", ...]`` → ``{"faithfulness": 0.9}``; a name or value that is not
-    allowed is a ``ConfigError`` naming what is."""
+    allowed is a ``ConfigError`` naming what is, and ``option`` (``--min``, ``--min-each``)."""
     out: dict[str, float] = {}
     for spec in specs:
         name, sep, value = spec.partition("=")
         name = name.strip()
         if not sep or name not in compared():
             raise ConfigError(
-                f"--min {spec!r}: give METRIC=VALUE with METRIC one of {', '.join(compared())}, "
-                "e.g. --min faithfulness=0.9"
+                f"{option} {spec!r}: give METRIC=VALUE with METRIC one of "
+                f"{', '.join(compared())}, e.g. {option} faithfulness=0.9"
             )
         try:
             floor = float(value)
         except ValueError:
             floor = math.nan
         if not 0.0 <= floor <= 1.0:
-            raise ConfigError(f"--min {spec!r}: the minimum must be a number from 0 to 1")
+            raise ConfigError(f"{option} {spec!r}: the minimum must be a number from 0 to 1")
         out[name] = floor
     return out
 
@@ -243,6 +286,9 @@ def format_comparison(comparison: Comparison, *, rows: int = 10) -> str:
     if comparison.minimums:
         floors = ", ".join(f"{k} >= {v:g}" for k, v in comparison.minimums.items())
         lines.append(f"Minimums: {floors}")
+    if comparison.row_minimums:
+        floors = ", ".join(f"{k} >= {v:g}" for k, v in comparison.row_minimums.items())
+        lines.append(f"Minimums of each row: {floors}")
     if comparison.worse_rows:
         lines.append(f"  {len(comparison.worse_rows)} row scores got worse; worst first:")
         lines += [f"    {_row_line(r)}" for r in comparison.worse_rows[:rows]]

@@ -72,14 +72,15 @@ def run_evaluation(
     baseline_source: str | None = None,
     tolerance: float = DEFAULT_TOLERANCE,
     minimums: Mapping[str, float] | None = None,
+    row_minimums: Mapping[str, float] | None = None,
 ) -> EvaluationOutcome:
     """Answer every row that needs it (``agent``, else ``agent_factory``'s agent over
     ``folder`` with ``settings``: further ``RagSettings`` fields such as
     ``search``/``rerank`` for ``kbgraph.agents.ChatAgent.prepared``), score every
-    metric with ``judge``, check the gate (``baseline`` within ``tolerance``, ``minimums``)
-    and write the reports into ``out_dir``. ``embedding``: the knowledge base's model
-    (``auto``: the one its index was built with) and the offline judge's (``auto``: the
-    local model)."""
+    metric with ``judge``, check the gate (``baseline`` within ``tolerance``, ``minimums``
+    of the means, ``row_minimums`` of each row's score: ``compare_summaries``) and write
+    the reports into ``out_dir``. ``embedding``: the knowledge base's model (``auto``: the
+    one its index was built with) and the offline judge's (``auto``: the local model)."""
     from ._results_log import ResultsLog
 
     started = time.perf_counter()
@@ -122,9 +123,14 @@ def run_evaluation(
         resumed_rows=len(done),
     )
     gate = None
-    if baseline is not None or minimums:
+    if baseline is not None or minimums or row_minimums:
         gate = compare_summaries(
-            summary, baseline, tolerance=tolerance, minimums=minimums, source=baseline_source
+            summary,
+            baseline,
+            tolerance=tolerance,
+            minimums=minimums,
+            row_minimums=row_minimums,
+            source=baseline_source,
         )
         summary["gate"] = gate.to_dict()
     files = write_report(out_dir, results, summary)

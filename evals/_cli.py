@@ -1,7 +1,8 @@
 """``kbgraph eval``: score a data set, compare with a baseline, measure the judges.
 
     kbgraph eval DATASET --kb FOLDER [--judge offline|<model spec>] [--concurrency N]
-                 [--baseline FILE] [--min METRIC=VALUE ...] [--out DIR] [--resume]
+                 [--baseline FILE] [--min METRIC=VALUE ...] [--min-each METRIC=VALUE ...]
+                 [--out DIR] [--resume]
                  [--row-timeout S] [--top-k N] [--mode M] [--rerank R] [--settings FILE]
                  [--embedding SPEC] [--chat-model SPEC] [--json]
     kbgraph eval meta [--limit N] [--judge offline|<model spec> ...] [--benchmark B ...]
@@ -14,7 +15,8 @@
 Exit codes: 0 success (rows that failed are reported, and counted by the gate), 1 failure,
 2 usage or configuration error (a data set that cannot be read, a missing ``--kb``, a
 baseline of other rows, a ``--resume`` of other rows), 6 a gate failed: a regression
-against ``--baseline`` or a metric below its ``--min``.
+against ``--baseline``, a metric's mean below its ``--min``, or a row's score below (or
+without) its ``--min-each``.
 """
 
 from __future__ import annotations
@@ -116,6 +118,15 @@ def eval_group() -> None:
     "metric, e.g. faithfulness, or gold_source_recall).",
 )
 @click.option(
+    "--min-each",
+    "row_minimums",
+    multiple=True,
+    metavar="METRIC=VALUE",
+    help="Exit 6 when any row's METRIC is below VALUE, or has no score (a failed row, an "
+    "undetermined metric): one made-up fact in one answer fails it (repeatable; METRIC "
+    "as for --min).",
+)
+@click.option(
     "--out",
     "out_dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -182,6 +193,7 @@ def run_command(
     baseline: Path | None,
     tolerance: float,
     minimums: tuple[str, ...],
+    row_minimums: tuple[str, ...],
     out_dir: Path,
     resume: bool,
     embedding: str,
@@ -207,6 +219,7 @@ def run_command(
             "FOLDER (the documents to answer from), or give every row 'answer' and 'contexts'."
         )
     floors = parse_minimums(minimums)
+    row_floors = parse_minimums(row_minimums, option="--min-each")
     settings = agent_settings(settings_file, top_k=top_k, mode=mode, rerank=rerank)
     previous = load_summary(baseline) if baseline else None
     if previous is not None:
@@ -239,6 +252,7 @@ def run_command(
         baseline_source=str(baseline) if baseline else None,
         tolerance=tolerance,
         minimums=floors,
+        row_minimums=row_floors,
     )
     gate = outcome.gate
     if as_json:
@@ -259,7 +273,10 @@ def run_command(
         )
         if gate is not None:
             click.echo(format_comparison(gate))
-            for line in below_minimum_lines(outcome.results, floors, outcome.files.markdown):
+            why = below_minimum_lines(
+                outcome.results, floors, outcome.files.markdown, row_minimums=row_floors
+            )
+            for line in why:
                 click.echo(line)
     failed = outcome.summary["rows"]["failed"]
     if failed:

@@ -159,14 +159,14 @@ def render_markdown(
     for row in summary["per_row"]:
         cells = " | ".join(_fmt(row.get(name)) for name in metric_names())
         lines.append(f"| {row['id']} | {row['status']} | {cells} |")
-    lines += _gate(summary.get("gate"))
+    lines += _gate(summary.get("gate"), results)
     lines += _problems(results)
     return "\n".join(lines) + "\n"
 
 
-def _gate(gate: Mapping[str, Any] | None) -> list[str]:
-    """The gate: each metric's mean against the baseline, the minimums, the verdict and
-    the rows that got worse."""
+def _gate(gate: Mapping[str, Any] | None, results: Sequence[RowResult]) -> list[str]:
+    """The gate: each metric's mean against the baseline, the minimums, the verdict, the
+    rows that got worse and the rows below a minimum of each row, with why."""
     if not gate:
         return []
     out = ["", "## Gate", ""]
@@ -174,6 +174,9 @@ def _gate(gate: Mapping[str, Any] | None) -> list[str]:
         out.append(f"Baseline: {gate['baseline']} (tolerance {gate['tolerance']:.3f})")
     if gate.get("minimums"):
         out.append("Minimums: " + ", ".join(f"{k} >= {v:g}" for k, v in gate["minimums"].items()))
+    if gate.get("row_minimums"):
+        floors = ", ".join(f"{k} >= {v:g}" for k, v in gate["row_minimums"].items())
+        out.append(f"Minimums of each row: {floors}")
     out.append("")
     out.append("**" + ("passed" if gate["ok"] else "FAILED") + "**")
     out += [f"- {r}" for r in gate.get("regressions", [])]
@@ -192,6 +195,24 @@ def _gate(gate: Mapping[str, Any] | None) -> list[str]:
                 f"| {r['id']} | {r['metric']} | {r['baseline']:.3f} | {_fmt(r['current'])} "
                 f"| {r['delta']:+.3f} |"
             )
+    return out + _rows_below_table(gate.get("rows_below") or [], results)
+
+
+def _rows_below_table(
+    below: Sequence[Mapping[str, Any]], results: Sequence[RowResult]
+) -> list[str]:
+    if not below:
+        return []
+    by_id = {r.row_id: r for r in results}
+    out = ["", f"Rows below a minimum of each row ({len(below)}, worst first):", ""]
+    out += ["| id | metric | score | minimum | first reason |", "|---|---|---|---|---|"]
+    for r in below:
+        result = by_id.get(str(r["id"]))
+        why = first_reason(result, r["metric"]) if result is not None else ""
+        cell = printable(" ".join(why.split())).replace("|", "\\|")
+        out.append(
+            f"| {r['id']} | {r['metric']} | {_fmt(r['score'])} | {r['minimum']:.3f} | {cell} |"
+        )
     return out
 
 
@@ -235,28 +256,65 @@ def below_minimum_lines(
     minimums: Mapping[str, float],
     report: Path,
     *,
+    row_minimums: Mapping[str, float] | None = None,
     rows: int = 5,
     width: int = 160,
 ) -> list[str]:
-    """For a terminal: why each row scored below a ``--min`` (its first claim not
-    supported, else the metric's reason), a line cut to ``width`` per row, at most ``rows``
-    of them, then where every reason is. A table of 0.000s said nothing of why."""
-    below = [
-        (r.row_id, name, m)
-        for r in results
-        for name, floor in minimums.items()
-        if (m := r.metrics.get(name)) is not None and m.score is not None and m.score < floor
-    ]
+    """For a terminal: why each row scored below a ``--min`` or ``--min-each`` (its first
+    claim not supported, else the metric's reason; for a row without a score below a
+    ``--min-each``, why it has none), a line cut to ``width`` per row, at most ``rows`` of
+    them, then where every reason is. A table of 0.000s said nothing of why."""
+    below = _rows_below(results, minimums, row_minimums or {})
     out = []
-    for row_id, name, metric in below[:rows]:
-        weak = _weak_claims(metric.details)
-        why = f'{weak[0].reason} ("{weak[0].claim}")' if weak else metric.reason
-        line = printable(" ".join(f"{row_id} {name} {metric.score:.3f}: {why}".split()))
+    for result, name in below[:rows]:
+        metric = result.metrics.get(name)
+        score = "—" if metric is None or metric.score is None else f"{metric.score:.3f}"
+        line = printable(
+            " ".join(f"{result.row_id} {name} {score}: {first_reason(result, name)}".split())
+        )
         out.append("  " + (line if len(line) <= width else line[: width - 1] + "…"))
     if below:
         more = f" ({len(below) - rows} more)" if len(below) > rows else ""
         out.append(f"  every reason{more}: {report} (and results.jsonl)")
     return out
+
+
+def _rows_below(
+    results: Sequence[RowResult],
+    minimums: Mapping[str, float],
+    row_minimums: Mapping[str, float],
+) -> list[tuple[RowResult, str]]:
+    """The (row, metric) pairs scored below the higher of the two minimums, and, for a
+    ``row_minimums`` metric, those without a score (a row that failed, or the metric
+    undetermined; the gold-source recall has no reason of its own to give)."""
+    out = []
+    for result in results:
+        for name in {**minimums, **row_minimums}:
+            floor = max(minimums.get(name, 0.0), row_minimums.get(name, 0.0))
+            metric = result.metrics.get(name)
+            if metric is not None and metric.score is not None:
+                if metric.score < floor:
+                    out.append((result, name))
+            elif name in row_minimums and (metric is not None or result.status == "failed"):
+                out.append((result, name))
+    return out
+
+
+def first_reason(result: RowResult, name: str) -> str:
+    """Why ``result`` scored low on metric ``name``, in a line: its first claim not
+    supported, else the metric's reason, else the row's error (a failed row)."""
+    if result.status == "failed":
+        return f"the row failed: {result.error}"
+    if name == SOURCE_RECALL:
+        recall = result.metrics.get("context_recall")
+        if recall is None or "source_recall" not in recall.details:
+            return "the row lists no gold sources"
+        return "some of the row's gold sources were not among the retrieved citations"
+    metric = result.metrics.get(name)
+    if metric is None:
+        return "not scored"
+    weak = _weak_claims(metric.details)
+    return f'{weak[0].reason} ("{weak[0].claim}")' if weak else metric.reason
 
 
 def _fmt(value: Any) -> str:
@@ -300,6 +358,7 @@ __all__ = [
     "below_minimum_lines",
     "can_plot",
     "dataset_fingerprint",
+    "first_reason",
     "plot_distributions",
     "render_markdown",
     "summarize",

@@ -45,3 +45,31 @@ def test_the_gate_passes_a_reworded_correct_answer(tmp_path: Path) -> None:
     )
     assert code == 0, output
     assert summary["gate"]["ok"] is True  # type: ignore[index]
+
+
+CORRECT = "By default, the server listens on port 8080 on every interface."
+CHANGED_PORT = "By default it listens on port 8443 on all interfaces."
+
+
+def _gate_two(tmp_path: Path, second: str, *gate: str) -> tuple[int, str]:
+    data = tmp_path / "two.jsonl"
+    rows = [
+        {"id": id_, "question": QUESTION, "answer": f"{answer} [1]", "contexts": [SERVER]}
+        for id_, answer in (("right", CORRECT), ("second", second))
+    ]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    args = [str(data), "--quiet", "--out", str(tmp_path / "two"), *gate]
+    result = CliRunner().invoke(eval_group, args)
+    return result.exit_code, result.output
+
+
+def test_min_each_fails_one_changed_port_of_two_that_the_mean_passes(tmp_path: Path) -> None:
+    """The mean of a right answer and a changed port passes --min faithfulness=0.4: only
+    --min-each, a minimum of each row, fails the run on the one wrong answer."""
+    assert _gate_two(tmp_path, CHANGED_PORT, "--min", "faithfulness=0.4")[0] == 0
+    code, output = _gate_two(
+        tmp_path, CHANGED_PORT, "--min", "faithfulness=0.4", "--min-each", "faithfulness=0.5"
+    )
+    assert code == REGRESSION_EXIT_CODE, output
+    assert "BELOW MINIMUM faithfulness: 1 row below 0.500 (second " in output
+    assert _gate_two(tmp_path, CORRECT, "--min-each", "faithfulness=0.5")[0] == 0
