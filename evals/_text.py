@@ -122,11 +122,13 @@ _NOT_NEGATING = re.compile(
 reports a request, not that he did not."""
 _IMPLICIT_NEGATION = re.compile(
     r"\b(?:(?:has|have|had|is|are|was|were)\s+yet\s+to|(?:failed|fails|fail|refused|refuses|"
-    r"declined|declines|unable)\s+to)\b",
+    r"declined|declines|unable)\s+to|incorrectly|improperly|wrongly|(?:an?\s+)?mistakes?)\b",
     re.IGNORECASE,
 )
 """Phrases that deny what follows as "not" does: "the contracts have yet to be signed" =
-"have not been signed"."""
+"have not been signed"; "incorrectly set", "improperly followed", "a mistake during the
+checklist" deny as "not correctly", "not properly" do (a WikiEval answer saying so of a
+checklist its source says "was not properly followed" was flagged as a negation dropped)."""
 
 
 def is_negation_cue(token: str, previous: str, following: str) -> bool:

@@ -391,3 +391,28 @@ def test_made_up_facts_in_the_wrong_variants_are_caught() -> None:
         )
     ]
     assert len(wrong) == 8 and len(caught) == 8
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        # WikiEval (Yeti Airlines Flight 691): the faithful answer was flagged, so it ranked
+        # below the ungrounded one (pairwise accuracy 1.000 -> 0.980 with the scaled score).
+        "The power levers were incorrectly set, possibly due to a mistake during the "
+        "landing checklist.",
+        "The landing checklist was improperly followed.",
+        "The crew wrongly followed the landing checklist.",
+    ],
+)
+def test_a_word_that_denies_states_the_sources_negation(claim: str) -> None:
+    source = (
+        "The power levers were in the wrong position. The landing checklist was not properly "
+        "followed."
+    )
+    assert [f for f in unstated_facts(claim, source) if f.kind == "negation"] == []
+
+
+def test_the_same_claim_without_the_denying_word_is_still_flagged() -> None:
+    source = "The landing checklist was not properly followed by the crew."
+    (fact,) = unstated_facts("The landing checklist was properly followed by the crew.", source)
+    assert fact.kind == "negation"
