@@ -450,8 +450,8 @@ def meta_command(
     """Agreement of the judges with human labels (WikiEval, HaluEval, BEGIN, and SummEdits
     with --summedits), next to a plain content-word-overlap baseline. Named with
     --benchmark, the held-out test sets too (RAGTruth per task, LFQA-Verification,
-    AttributionBench per subset), with balanced accuracy at 0.5, AUROC within answer-length
-    quartiles, two more floors and published figures."""
+    AttributionBench per subset, FaithBench, SummaC per subset), with balanced accuracy at
+    0.5, AUROC within answer-length quartiles, two more floors and published figures."""
     from ._judges import resolve_judge
     from ._meta import BENCHMARKS, format_table, run_meta
 
