@@ -29,16 +29,26 @@ search reads the maps, and the generation is then broken (an ``IndexCorruptError
 the file, and opened again for the next search). Where no lease can be taken (another
 user's index, a filesystem without leases: :attr:`MappedFiles.unprotected` says which) a
 file truncated while a search reads it still ends the process with SIGBUS — do not let
-other programs write into ``.kbgraph``."""
+other programs write into ``.kbgraph``.
+
+A generation held in memory is compared with the disk at most every
+:data:`RECHECK_IN_MEMORY_S` (0.1 s), not before every search: what it serves is the bytes
+checksummed at open, whatever the disk holds now, so the comparison only makes a
+long-running reader refuse what a fresh ``kbgraph search`` would refuse, within 0.1 s. Its
+ten ``stat`` calls cost a 0.37 ms BM25 search 8-10 % (``benchmarks/bench_read_checks.py``);
+a mapped generation, whose maps read the disk as it is now, is compared before every
+search."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import os
 import stat
+import time
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kbgraph.errors import IndexCorruptError
@@ -49,6 +59,8 @@ from ._leases import FileLeases, take_leases
 
 IN_MEMORY_ENV = "KBGRAPH_IN_MEMORY_MAX_MB"
 IN_MEMORY_MAX_BYTES = 256 << 20
+RECHECK_IN_MEMORY_S = 0.1
+"""How often a generation held in memory is compared with the disk (module docstring)."""
 
 
 def in_memory_max() -> int:
@@ -70,6 +82,10 @@ class _Seen:
     times: tuple[int, int]  # (st_mtime_ns, st_ctime_ns)
     mode: int
     digest: bytes = b""  # of the bytes read at open (a generation held in memory)
+    name: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.name = os.fspath(self.path)
 
 
 class MappedFiles:
@@ -89,6 +105,7 @@ class MappedFiles:
         self.in_memory = sum(seen.size for seen in self._seen) <= in_memory_max()
         self.leases: FileLeases | None = None
         self.unprotected = ""
+        self._compared = -math.inf  # time.monotonic() of the last comparison
         if not self.in_memory:  # before any loader maps a file
             files = [seen.path for seen in self._seen if stat.S_ISREG(seen.mode)]
             self.leases, self.unprotected = take_leases(files)
@@ -136,20 +153,26 @@ class MappedFiles:
     def changed(self) -> bool:
         """``IndexCorruptError`` when a file changed size since the open; True when one
         changed in place (its mtime or ctime; then it counts as seen as it is now)."""
+        if self.in_memory:
+            now = time.monotonic()
+            if now - self._compared < RECHECK_IN_MEMORY_S:
+                return False
+            self._compared = now
         changed = False
         for seen in self._seen:
             try:
-                st = os.stat(seen.path, follow_symlinks=False)
+                # A str, not the Path: every search stats every file (a third of the cost).
+                st = os.stat(seen.name, follow_symlinks=False)
             except OSError:
                 continue  # pruned: the map still holds the old inode, whole
-            if (st.st_ino, st.st_dev) != (seen.ino, seen.dev):
+            if st.st_ino != seen.ino or st.st_dev != seen.dev:
                 continue  # replaced by a rename: the mapped inode is not this one
             if st.st_size != seen.size:
                 raise IndexCorruptError(
                     f"{seen.path}: {st.st_size} bytes now, {seen.size} when the index was "
                     f"opened: it was truncated or rewritten while in use; {REPAIR}"
                 )
-            if _times(st) != seen.times:
+            if (st.st_mtime_ns, st.st_ctime_ns) != seen.times:
                 if (
                     self.in_memory
                     and stat.S_ISREG(st.st_mode)
@@ -177,4 +200,10 @@ def _digest_of(data: bytes) -> bytes:
     return hashlib.blake2b(data).digest()
 
 
-__all__ = ["IN_MEMORY_ENV", "IN_MEMORY_MAX_BYTES", "MappedFiles", "in_memory_max"]
+__all__ = [
+    "IN_MEMORY_ENV",
+    "IN_MEMORY_MAX_BYTES",
+    "RECHECK_IN_MEMORY_S",
+    "MappedFiles",
+    "in_memory_max",
+]

@@ -53,6 +53,12 @@ def test_bench_mapped_leases_quick(tmp_path: Path) -> None:
     assert "hybrid p50 leased/no lease" in out and "writer's wait" in out
 
 
+def test_bench_read_checks_quick() -> None:
+    docs = Path(__file__).resolve().parents[2] / "examples" / "docs"
+    out = run_quick("bench_read_checks.py", "--folder", str(docs))
+    assert "| bm25 |" in out and "One check (`MappedFiles.changed`)" in out
+
+
 def test_soak_quick() -> None:
     out = run_quick("soak.py")
     assert "torn reads: 0" in out
