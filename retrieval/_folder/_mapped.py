@@ -29,24 +29,14 @@ search reads the maps, and the generation is then broken (an ``IndexCorruptError
 the file, and opened again for the next search). Where no lease can be taken (another
 user's index, a filesystem without leases: :attr:`MappedFiles.unprotected` says which) a
 file truncated while a search reads it still ends the process with SIGBUS — do not let
-other programs write into ``.kbgraph``.
-
-A generation held in memory is compared with the disk at most every
-:data:`RECHECK_IN_MEMORY_S` (0.1 s), not before every search: what it serves is the bytes
-checksummed at open, whatever the disk holds now, so the comparison only makes a
-long-running reader refuse what a fresh ``kbgraph search`` would refuse, within 0.1 s. Its
-ten ``stat`` calls cost a 0.37 ms BM25 search 8-10 % (``benchmarks/bench_read_checks.py``);
-a mapped generation, whose maps read the disk as it is now, is compared before every
-search."""
+other programs write into ``.kbgraph``."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import math
 import os
 import stat
-import time
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,8 +49,6 @@ from ._leases import FileLeases, take_leases
 
 IN_MEMORY_ENV = "KBGRAPH_IN_MEMORY_MAX_MB"
 IN_MEMORY_MAX_BYTES = 256 << 20
-RECHECK_IN_MEMORY_S = 0.1
-"""How often a generation held in memory is compared with the disk (module docstring)."""
 
 
 def in_memory_max() -> int:
@@ -105,7 +93,6 @@ class MappedFiles:
         self.in_memory = sum(seen.size for seen in self._seen) <= in_memory_max()
         self.leases: FileLeases | None = None
         self.unprotected = ""
-        self._compared = -math.inf  # time.monotonic() of the last comparison
         if not self.in_memory:  # before any loader maps a file
             files = [seen.path for seen in self._seen if stat.S_ISREG(seen.mode)]
             self.leases, self.unprotected = take_leases(files)
@@ -153,11 +140,6 @@ class MappedFiles:
     def changed(self) -> bool:
         """``IndexCorruptError`` when a file changed size since the open; True when one
         changed in place (its mtime or ctime; then it counts as seen as it is now)."""
-        if self.in_memory:
-            now = time.monotonic()
-            if now - self._compared < RECHECK_IN_MEMORY_S:
-                return False
-            self._compared = now
         changed = False
         for seen in self._seen:
             try:
@@ -200,10 +182,4 @@ def _digest_of(data: bytes) -> bytes:
     return hashlib.blake2b(data).digest()
 
 
-__all__ = [
-    "IN_MEMORY_ENV",
-    "IN_MEMORY_MAX_BYTES",
-    "RECHECK_IN_MEMORY_S",
-    "MappedFiles",
-    "in_memory_max",
-]
+__all__ = ["IN_MEMORY_ENV", "IN_MEMORY_MAX_BYTES", "MappedFiles", "in_memory_max"]

@@ -8,16 +8,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 
 from kbgraph.errors import IndexCorruptError
 from kbgraph.retrieval import KnowledgeBase
-from kbgraph.retrieval._folder._mapped import RECHECK_IN_MEMORY_S
 from tests.faults.conftest import ROOT, generation
 
 pytestmark = [pytest.mark.faults]
@@ -210,7 +207,6 @@ def test_bm25_damage_after_the_first_check_is_refused_like_a_fresh_search(
         if mtime == "put back":
             os.utime(data, ns=(before.st_atime_ns, before.st_mtime_ns))
             assert os.stat(data).st_mtime_ns == before.st_mtime_ns
-        time.sleep(RECHECK_IN_MEMORY_S)  # held in memory: compared with the disk this often
         with pytest.raises(IndexCorruptError, match="checksum"):
             kb.search("retry", top_k=3, mode="bm25")
     with KnowledgeBase(docs, embedding="fake") as fresh, pytest.raises(IndexCorruptError):
@@ -379,35 +375,3 @@ def test_a_fifo_planted_in_a_generation_does_not_hang_the_open(
     )
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
     assert int(done.stdout.strip()) >= 1
-
-
-def test_a_generation_in_memory_is_compared_with_the_disk_at_most_every_interval(
-    docs: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Its stat of every file before every search cost a BM25 search 8-10 %
-    (bench_read_checks.py), and what it serves is the bytes checksummed at open: once per
-    interval is enough for a long-running reader to refuse what a fresh search refuses. A
-    mapped generation is compared before every search (its maps read the disk as it is)."""
-    KnowledgeBase(docs, embedding="fake").index()
-    sums = str(generation(docs) / "vectors.sums")  # stat'ed by the comparison alone
-    real_stat = os.stat
-    seen: list[str] = []
-
-    def counting(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
-        seen.append(os.fspath(path))
-        return real_stat(path, *args, **kwargs)
-
-    for limit, compared in (("256", (0, 1)), ("0", (5, 5))):
-        monkeypatch.setenv("KBGRAPH_IN_MEMORY_MAX_MB", limit)
-        with KnowledgeBase(docs, embedding="fake") as kb:
-            kb.search("retry", top_k=3, mode="bm25")
-            seen.clear()
-            monkeypatch.setattr(os, "stat", counting)
-            start = time.monotonic()
-            for _ in range(5):
-                kb.search("retry", top_k=3, mode="bm25")
-            fast = time.monotonic() - start < RECHECK_IN_MEMORY_S
-            monkeypatch.setattr(os, "stat", real_stat)
-        low, high = compared
-        if fast or limit == "0":
-            assert low <= seen.count(sums) <= high, (limit, seen.count(sums))
