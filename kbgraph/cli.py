@@ -32,6 +32,7 @@ from kbgraph.retrieval import (
 )
 from kbgraph.retrieval._internal import search_kinds, spec_forms
 
+from ._base.commands import index_dir_opt
 from ._exit_codes import LiveChoice, emit_json, end_quietly, fail_cleanly, printable, stdout_closed
 
 
@@ -84,12 +85,6 @@ embedding_opt = click.option(
     metavar="SPEC",
     help=f"{', '.join(spec_forms())} or none (BM25 only); local is the packaged model. "
     "Default: for an existing index, the model it was built with; for a new one, local.",
-)
-index_dir_opt = click.option(
-    "--index-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Where the index lives (default FOLDER/.kbgraph).",
 )
 lock_timeout_opt = click.option(
     "--lock-timeout",

@@ -4,7 +4,8 @@ starts (``sentences``), camelCase JSON (``camel``), the cache folder (``cache``)
 settings base (``validation``), the ``[N]`` citation grammar and its records
 (``citations``), the languages of source files (``languages``), loopback hosts (``hosts``),
 fitting a prompt into a model's window (``context_window``), the config and error line of
-kbgraph's own model calls (``model_calls``), the default-command click group (``commands``),
+kbgraph's own model calls (``model_calls``), the default-command click group and the
+``--index-dir`` option of several layers' commands (``commands``),
 when a model's reply loops (``loops``), text shown with its control characters as escapes
 (``escapes``) and the scripted chat model (``scripted_chat``: the
 double of the chat-model seam every layer above the engine has).

@@ -1,12 +1,22 @@
-"""Click groups the layers' command groups share: ``kbgraph eval`` (the evals') and the
-same group given the chat agent by the ready agents (``kbgraph.agents._eval``)."""
+"""Click pieces the layers' commands share: the group of ``kbgraph eval`` (the evals') and
+the same group given the chat agent by the ready agents (``kbgraph.agents._eval``), and
+the options that commands of several layers take (``--index-dir``: ``kbgraph index``,
+``search`` and the agents' ``ask``)."""
 
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from typing import Any
 
 import click
+
+index_dir_opt = click.option(
+    "--index-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where the index lives (default FOLDER/.kbgraph).",
+)
 
 
 class DefaultCommandGroup(click.Group):
@@ -41,4 +51,4 @@ class DefaultCommandGroup(click.Group):
         return super().get_command(ctx, cmd_name)
 
 
-__all__ = ["DefaultCommandGroup"]
+__all__ = ["DefaultCommandGroup", "index_dir_opt"]

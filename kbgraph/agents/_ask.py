@@ -24,6 +24,7 @@ from typing import Any, TextIO
 import click
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, convert_to_messages
 
+from kbgraph._base.commands import index_dir_opt
 from kbgraph._exit_codes import failing_as, printable
 from kbgraph.errors import ConfigError, KbgraphError, error_from_record
 from kbgraph.graphs import TURN_KEY
@@ -299,12 +300,7 @@ def print_human(state: Mapping[str, Any], *, trace: bool) -> None:
     is_flag=True,
     help="Record the run for `kbgraph inspect` (in $KBGRAPH_RUNS_DIR, else the cache's runs/).",
 )
-@click.option(
-    "--index-dir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=None,
-    help="Where the index lives (default FOLDER/.kbgraph), as for index and search.",
-)
+@index_dir_opt
 @failing_as("kbgraph ask")
 def ask(
     folder: Path,
