@@ -10,11 +10,16 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ._passages import Unit, is_list_item
+from ._passages import Unit
 
 _POINTER = re.compile(
     r"\b(see|refer to|described in|documented in|defaults? match|listed in|(is|are) in"
-    r"|for more (information|details)|more on this)\b",
+    r"|for more (information|details)|more on this"
+    # "src/harbor/webhooks.py contains a reference implementation (verify_signature)": a
+    # file named as the place to look, which repeats the question's words (the function's
+    # name) without the steps the same page states.
+    r"|(contains?|has|holds?|provides?|includes?|ships?|gives?) (a|an|the) "
+    r"(\w+ )?(implementation|example|sample)s?)\b",
     re.IGNORECASE,
 )
 # A value a reader asks for: a number, a name in code (dotted, snake_case, a call, an
@@ -50,6 +55,10 @@ SETTINGS_WEIGHT = 2.0
 """A settings table (its header names a setting, a default, a variable) answers a
 "configure"/"default" question with its rows: its score is multiplied by this."""
 POINTER_WEIGHT = 0.1
+TITLE_WEIGHT = 0.5
+"""A module docstring's summary line ("Signing and verifying Harbor webhook deliveries.")
+keeps this share: it names the file's topic, so it matches a question about the topic,
+but states no step or value; a sentence of the same sources that does comes first."""
 POINTER_LEAD = 5
 """A sentence that only refers elsewhere ("The defaults match docs/configuration.md") keeps
 this share of its score: it repeats the question's words without stating anything."""
@@ -282,17 +291,22 @@ def _while_same_paragraph(units_: list[Unit], paragraph: int) -> list[Unit]:
     return out
 
 
-def introduced_list(every: list[Unit], lines: list[str], unit: Unit) -> list[Unit]:
-    """The list items a sentence ending in ``:`` introduces ("There are two ways …:"), at
-    most :data:`MAX_LIST_ITEMS`: the items are the answer the sentence announces."""
+def introduced_list(every: list[Unit], unit: Unit) -> list[Unit]:
+    """The sentences of the list items a sentence ending in ``:`` introduces ("There are
+    two ways …:"), at most :data:`MAX_LIST_ITEMS` items, each whole (a step of two
+    sentences counts once): the items are the answer the sentence announces."""
     if unit.code or not introduces(unit.text):
         return []
     index = every.index(unit)
     items: list[Unit] = []
+    count = 0
     for after in every[index + 1 :]:
-        if after.code or after.table is not None or len(items) == MAX_LIST_ITEMS:
+        if after.code or after.table is not None:
             break
-        if is_list_item(lines[after.first]):
+        if after.item:
+            if count == MAX_LIST_ITEMS:
+                break
+            count += 1
             items.append(after)
         elif not items or after.paragraph != items[-1].paragraph:
             break
@@ -314,6 +328,7 @@ __all__ = [
     "MAX_TABLE_ROWS",
     "POINTER_WEIGHT",
     "SETTINGS_WEIGHT",
+    "TITLE_WEIGHT",
     "asks_default",
     "asks_how",
     "best_rows",

@@ -139,8 +139,19 @@ def _units(citation: Mapping[str, Any]) -> list[Unit]:
     """A prose source's sentences, code lines and tables; a code or CSV file's lines."""
     lines = _lines(citation)
     if _by_lines(citation):
-        return [Unit(i, i, lines[i]) for i in _quotable(lines)]
+        top = citation.get("line_start") == 1
+        return [Unit(i, i, lines[i], title=top and _is_title(lines, i)) for i in _quotable(lines)]
     return _entries(lines)
+
+
+_DOCSTRING_OPEN = re.compile(r"""[rRuU]?("{3}|'{3})""")
+
+
+def _is_title(lines: list[str], index: int) -> bool:
+    """The line that opens a file's docstring (after comments and blank lines): its
+    summary, the module's title, as a Markdown heading is a page's."""
+    before = [line for line in lines[:index] if line.strip() and not line.startswith("#")]
+    return not before and _DOCSTRING_OPEN.match(lines[index]) is not None
 
 
 def _entries(lines: list[str]) -> list[Unit]:
@@ -179,12 +190,39 @@ def _quotes(
             groups[-1].append(unit)
         else:
             groups.append([unit])
-    return [
-        _table_quote(citation, position, lines, group[0], question)
-        if group[0].table is not None
-        else _unit_quote(citation, position, lines, every, group)
-        for group in groups
-    ]
+    return _uncovered(
+        [
+            _table_quote(citation, position, lines, group[0], question)
+            if group[0].table is not None
+            else _unit_quote(citation, position, lines, every, group)
+            for group in groups
+        ]
+    )
+
+
+def _uncovered(quotes: list[Quote]) -> list[Quote]:
+    """The quotes of one source less those another already holds: a list item picked on
+    its own is quoted again inside the list its introducing sentence brings ("Run harbor
+    keys rotate key_7Hq2." under "Rotation replaces a key without downtime: 1. Run …").
+    Kept in the order given."""
+    kept: list[Quote] = []
+    for quote in sorted(quotes, key=_extent, reverse=True):
+        if not any(_holds(outer, quote) for outer in kept):
+            kept.append(quote)
+    return [q for q in quotes if any(q is k for k in kept)]
+
+
+def _extent(quote: Quote) -> int:
+    if quote.first is None or quote.last is None:
+        return len(quote.text)
+    return quote.last - quote.first
+
+
+def _holds(outer: Quote, inner: Quote) -> bool:
+    """``outer`` quotes every line of ``inner`` (its text, when lines are unknown)."""
+    if outer.first is None or outer.last is None or inner.first is None or inner.last is None:
+        return inner.text in outer.text and set(inner.code) <= set(outer.code)
+    return outer.first <= inner.first and inner.last <= outer.last
 
 
 def _with_definitions(lines: list[str], picked: list[int]) -> list[int]:
@@ -220,7 +258,7 @@ def _unit_quote(
         code = [line.rstrip() for line in lines[block[0] : block[1] + 1] if line.strip()]
         code = code[:MAX_CODE_LINES]
         last = Unit(block[0], min(block[1], block[0] + MAX_CODE_LINES - 1), "")
-    items = introduced_list(every, lines, last) if block is None else []
+    items = introduced_list(every, last) if block is None else []
     if items:
         last = items[-1]
     text = " ".join(u.text for u in [*prose, *items])

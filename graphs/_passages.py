@@ -60,6 +60,7 @@ class Unit:
     paragraph: int = -1  # the sentences of one paragraph share it; -1 for code and tables
     table: tuple[int, int] | None = None  # a table row's table (first and last line)
     item: bool = False  # the first sentence of a list item
+    title: bool = False  # a module docstring's summary line: the file's title (PEP 257)
 
 
 def clean(text: str) -> str:

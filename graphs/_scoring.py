@@ -15,12 +15,14 @@ from ._entries import (
     HOW_TO_WEIGHT,
     POINTER_WEIGHT,
     SETTINGS_WEIGHT,
+    TITLE_WEIGHT,
     asks_default,
     asks_how,
     defined_subject,
     defines,
     faq_question,
     gives_formula,
+    holds_value,
     introduces,
     is_index_table,
     is_pointer,
@@ -88,6 +90,8 @@ def _match_weight(question: str, unit: Unit, following: Unit | None) -> float:
         return SETTINGS_WEIGHT if settings_table(question, unit.text.split("; ")[0]) else 1.0
     if unit.code:
         return 1.0
+    if unit.title and not holds_value(unit.text):
+        return TITLE_WEIGHT
     dangling = following is None and unit.text.rstrip().endswith(":")
     if dangling or is_pointer(unit.text):
         return POINTER_WEIGHT

@@ -408,3 +408,36 @@ def test_the_answer_opens_with_the_source_of_the_best_unit() -> None:
     )
     bullets = [line for line in answer.splitlines() if line.startswith("- ")]
     assert "growing ceiling" in bullets[0]
+
+
+def test_a_how_question_gets_the_steps_not_the_file_that_implements_them() -> None:
+    # A new user's question: the page's last line names the file holding a reference
+    # implementation (`verify_signature`), which repeats the question's words; the steps
+    # above it answer.
+    answer = _answer(
+        "How do I verify a webhook signature? verify webhook signature",
+        _file_citation(1, "docs/api/webhooks.md", 28, 39),
+        _file_citation(2, "src/harbor/webhooks.py", 1, 12),
+    )
+    assert "Compare it with v1 in constant time." in answer
+    assert "more than 300 seconds away" in answer
+    assert "contains a reference implementation" not in answer
+    # The module's docstring title names the topic and states no step: the steps come first.
+    first = answer.split("\n")[2]
+    assert "To verify a delivery: Split the header" in first and "[1]" in first, answer
+
+
+def test_a_list_item_picked_alone_is_not_quoted_again_inside_its_list() -> None:
+    answer = _answer(
+        "How do I rotate an API key?", _file_citation(1, "docs/authentication.md", 50, 62)
+    )
+    assert answer.count("Run harbor keys rotate key_7Hq2.") == 1, answer
+
+
+def test_a_step_of_two_sentences_counts_as_one_list_item() -> None:
+    # Four steps, the first and the last of two sentences each: all four are quoted.
+    answer = _answer(
+        "How do I rotate an API key?", _file_citation(1, "docs/authentication.md", 50, 62)
+    )
+    assert "Deploy the new key to your clients." in answer
+    assert "Run harbor keys revoke key_7Hq2 --now to end it early." in answer
