@@ -1,7 +1,9 @@
 """What every response of the inspector goes through: a Host check (a page of another site
 that rebinds its DNS name to 127.0.0.1 would otherwise read the inspector, token included),
-and headers that keep pages from running or loading anything but the app's own
-files (Content-Security-Policy), from being framed, and from being cached."""
+a refusal of what another site's page asks for (an ``<img>`` pointing at ``/api/search``
+with costly path globs cannot read the reply, but the search would run), and headers that
+keep pages from running or loading anything but the app's own files
+(Content-Security-Policy), from being framed, and from being cached."""
 
 from __future__ import annotations
 
@@ -28,12 +30,25 @@ SECURITY_HEADERS = [
 TOKEN_HEADER = "x-kbgraph-token"
 
 
+async def _refuse(send: Send, status: int, detail: str) -> None:
+    """One plain-text line, with the security headers, before the app sees the request."""
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"text/plain; charset=utf-8"), *SECURITY_HEADERS],
+        }
+    )
+    await send({"type": "http.response.body", "body": detail.encode()})
+
+
 def token_matches(given: str | None, config: InspectorConfig) -> bool:
     return bool(given) and hmac.compare_digest(str(given).encode(), config.token.encode())
 
 
 class Guard:
-    """Pure ASGI middleware: refuses other Host names (421) and adds the security headers."""
+    """Pure ASGI middleware: refuses other Host names (421) and requests another site's
+    page sent (403), and adds the security headers."""
 
     def __init__(self, app: ASGIApp, config: InspectorConfig) -> None:
         self.app = app
@@ -58,21 +73,25 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        host = Headers(scope=scope).get("host", "")
+        headers = Headers(scope=scope)
+        host = headers.get("host", "")
         if not self._allowed(host, scope):
-            body = (
+            await _refuse(
+                send,
+                421,
                 f"kbgraph inspect answers to loopback names and the address it listens on "
                 f"only, not {host[:200]!r} (a DNS name pointing at it could be another site's); "
-                "open it as http://127.0.0.1:PORT/, or name the host with --allow-host"
-            ).encode()
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 421,
-                    "headers": [(b"content-type", b"text/plain; charset=utf-8"), *SECURITY_HEADERS],
-                }
+                "open it as http://127.0.0.1:PORT/, or name the host with --allow-host",
             )
-            await send({"type": "http.response.body", "body": body})
+            return
+        if headers.get("sec-fetch-site") == "cross-site":
+            await _refuse(
+                send,
+                403,
+                "kbgraph inspect does not answer what another site's page asks for (the "
+                "browser said Sec-Fetch-Site: cross-site); open the address it printed from "
+                "the address bar, or script it with a client that is not a browser page",
+            )
             return
 
         async def with_headers(message: Message) -> None:

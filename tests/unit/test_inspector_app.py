@@ -233,6 +233,24 @@ def test_other_host_names_are_refused(client: TestClient) -> None:
     assert client.get("/index", headers={"host": "[::1]:8765"}).status_code == 200
 
 
+def test_what_another_sites_page_asks_for_is_refused(client: TestClient) -> None:
+    # The issue 42 matrix: an <img> on another site pointing at /api/search with costly
+    # path globs ran the search (30 s of CPU); the page cannot read the reply, the work ran.
+    # Browsers say where a request comes from (Fetch Metadata); a client that is no browser
+    # page sends nothing and is answered.
+    cross = {"sec-fetch-site": "cross-site", "sec-fetch-mode": "no-cors", "sec-fetch-dest": "image"}
+    response = client.get("/api/search?q=retry&mode=bm25", headers=cross)
+    assert response.status_code == 403
+    assert "Sec-Fetch-Site: cross-site" in response.text
+    assert response.headers["x-frame-options"] == "DENY"
+    navigation = {"sec-fetch-site": "cross-site", "sec-fetch-mode": "navigate"}
+    assert client.get("/index", headers=navigation).status_code == 403
+    for site in ("same-origin", "none"):
+        headers = {"sec-fetch-site": site}
+        assert client.get("/api/search?q=retry&mode=bm25", headers=headers).status_code == 200
+    assert client.get("/api/search?q=retry&mode=bm25").status_code == 200
+
+
 def test_restore_needs_a_confirmation_a_post_and_the_token(
     world: dict[str, Any], client: TestClient
 ) -> None:
