@@ -44,6 +44,7 @@ _STRONG = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
 _EMPHASIS = re.compile(r"(?<![\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?![\w*])")
 _TAG = re.compile(r"</?[A-Za-z][^<>]*>")
 _SUBSTITUTION = re.compile(r"\|(\w[\w -]*)\|")
+_KEPT = re.compile("\ue000(\\d+)\ue001")  # a literal set aside while markup is removed
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,16 +65,25 @@ class Unit:
 
 
 def clean(text: str) -> str:
-    """Prose without inline markup: roles, literals, links, emphasis, HTML tags."""
-    text = _ROLE.sub(r"\1", text)
-    text = _DOUBLE_CODE.sub(r"\1", text)
+    """Prose without inline markup: roles, literals, links, emphasis, HTML tags. A
+    literal's text is kept as written: ``(field, <file>)`` is code, not a tag to drop, and
+    ``**kwargs`` no emphasis."""
+    literals: list[str] = []
+
+    def keep(found: re.Match[str]) -> str:
+        literals.append(found.group(1))
+        return f"\ue000{len(literals) - 1}\ue001"
+
+    text = _ROLE.sub(keep, text)
+    text = _DOUBLE_CODE.sub(keep, text)
     text = _LINK_RST.sub(r"\1", text)
-    text = _CODE_SPAN.sub(r"\1", text)
+    text = _CODE_SPAN.sub(keep, text)
     text = _LINK_MD.sub(r"\1", text)
     text = _STRONG.sub(r"\1", text)
     text = _EMPHASIS.sub(r"\1", text)
     text = _TAG.sub("", text)
     text = _SUBSTITUTION.sub(r"\1", text)
+    text = _KEPT.sub(lambda found: literals[int(found.group(1))], text)
     item = _LIST_ITEM.match(text)
     text = text[item.end() :] if item else text
     text = " ".join(text.lstrip("> ").split())

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kbgraph.graphs import _extractive
+from kbgraph.graphs._passages import clean
 
 DOCS = Path(__file__).resolve().parents[2] / "examples" / "docs"
 
@@ -441,3 +442,13 @@ def test_a_step_of_two_sentences_counts_as_one_list_item() -> None:
     )
     assert "Deploy the new key to your clients." in answer
     assert "Run harbor keys revoke key_7Hq2 --now to end it early." in answer
+
+
+def test_code_in_a_sentence_is_quoted_as_written() -> None:
+    # httpx's "pass a list of `(field, <file>)` items": the code span's <file> was dropped
+    # as an HTML tag, and `**kwargs` read as emphasis.
+    text = "To do that, pass a list of `(field, <file>)` items instead of a dictionary.\n"
+    answer = _answer("How do I pass a list of file items?", _citation(1, text, "f.md"))
+    assert "pass a list of (field, <file>) items" in answer
+    sentence = "Extra options go in ``**kwargs`` or `*args`; <b>bold</b> and **strong** are markup."
+    assert clean(sentence) == "Extra options go in **kwargs or *args; bold and strong are markup."
