@@ -35,7 +35,7 @@ from ._entries import (
     with_follow_ups,
 )
 from ._nodes import question_of
-from ._passages import Unit, plain, units
+from ._passages import Unit, opens_docstring, plain, units
 from ._scoring import answers_form, line_scores, terms, weight
 
 MAX_QUOTE_CHARS = 400
@@ -139,19 +139,11 @@ def _units(citation: Mapping[str, Any]) -> list[Unit]:
     """A prose source's sentences, code lines and tables; a code or CSV file's lines."""
     lines = _lines(citation)
     if _by_lines(citation):
-        top = citation.get("line_start") == 1
-        return [Unit(i, i, lines[i], title=top and _is_title(lines, i)) for i in _quotable(lines)]
+        top = citation.get("line_start") == 1  # only a file's first lines hold its title
+        return [
+            Unit(i, i, lines[i], title=top and opens_docstring(lines, i)) for i in _quotable(lines)
+        ]
     return _entries(lines)
-
-
-_DOCSTRING_OPEN = re.compile(r"""[rRuU]?("{3}|'{3})""")
-
-
-def _is_title(lines: list[str], index: int) -> bool:
-    """The line that opens a file's docstring (after comments and blank lines): its
-    summary, the module's title, as a Markdown heading is a page's."""
-    before = [line for line in lines[:index] if line.strip() and not line.startswith("#")]
-    return not before and _DOCSTRING_OPEN.match(lines[index]) is not None
 
 
 def _entries(lines: list[str]) -> list[Unit]:

@@ -44,6 +44,7 @@ _STRONG = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
 _EMPHASIS = re.compile(r"(?<![\w*])\*(?=\S)([^*]+?)(?<=\S)\*(?![\w*])")
 _TAG = re.compile(r"</?[A-Za-z][^<>]*>")
 _SUBSTITUTION = re.compile(r"\|(\w[\w -]*)\|")
+_DOCSTRING_OPEN = re.compile(r"""[rRuU]?("{3}|'{3})""")
 _KEPT = re.compile("\ue000(\\d+)\ue001")  # a literal set aside while markup is removed
 
 
@@ -95,6 +96,13 @@ def plain(text: str) -> str:
     """A docstring's or comment's text without reStructuredText roles and literals
     (``:func:`x```, ````x````): code quoted by lines keeps everything else as it is."""
     return _DOUBLE_CODE.sub(r"\1", _ROLE.sub(r"\1", text))
+
+
+def opens_docstring(lines: list[str], index: int) -> bool:
+    """The line that opens a file's docstring (after comments and blank lines): its
+    summary, the module's title, as a Markdown heading is a page's."""
+    before = [line for line in lines[:index] if line.strip() and not line.startswith("#")]
+    return not before and _DOCSTRING_OPEN.match(lines[index]) is not None
 
 
 def is_list_item(line: str) -> bool:
@@ -265,4 +273,4 @@ def _sentences(lines: Sequence[str], indices: Sequence[int], number: int) -> lis
     return out
 
 
-__all__ = ["Unit", "clean", "is_list_item", "line_kinds", "plain", "units"]
+__all__ = ["Unit", "clean", "is_list_item", "line_kinds", "opens_docstring", "plain", "units"]
