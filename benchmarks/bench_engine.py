@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _paired import alternate
 from _quick import parse
 
 from kbgraph.retrieval._folder import open_vectors, write_vectors
@@ -74,11 +75,8 @@ def paired_medians(
     for _ in range(warmup):
         a()
         b()
-    ta, tb = [], []
-    for _ in range(runs):
-        ta.append(median_seconds(a, 1))
-        tb.append(median_seconds(b, 1))
-    return statistics.median(ta), statistics.median(tb)
+    times = alternate({"a": lambda: median_seconds(a, 1), "b": lambda: median_seconds(b, 1)}, runs)
+    return statistics.median(times["a"]), statistics.median(times["b"])
 
 
 @contextmanager

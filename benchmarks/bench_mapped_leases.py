@@ -29,12 +29,14 @@ import tempfile
 import time
 from collections.abc import Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _paired import alternate  # noqa: E402
 from _quick import parse  # noqa: E402
 from bench_engine import blas_threads, load_beir  # noqa: E402
 
@@ -84,20 +86,15 @@ def compare(folder: Path, queries: Sequence[str], rounds: int) -> dict[str, floa
     out: dict[str, float] = {}
     try:
         for mode in MODES:
-            sides: dict[str, tuple[Any, list[float], list[float]]] = {
-                "leased": (leased, [], [0.0]),
-                "no lease": (bare, [], [0.0]),
-            }
-            for kb, lat, _ in sides.values():
-                _round(kb, queries, mode, lat)  # warm-up: pages mapped, columns checked
-                lat.clear()
-            for r in range(rounds):
-                order = list(sides.values()) if r % 2 == 0 else list(sides.values())[::-1]
-                for kb, lat, cpu in order:
-                    cpu[0] += _round(kb, queries, mode, lat)
-            for name, (_, lat, cpu) in sides.items():
+            kbs = {"leased": leased, "no lease": bare}
+            lats: dict[str, list[float]] = {name: [] for name in kbs}
+            for kb in kbs.values():
+                _round(kb, queries, mode, [])  # warm-up: pages mapped, columns checked
+            sides = {name: partial(_round, kbs[name], queries, mode, lats[name]) for name in kbs}
+            cpus = alternate(sides, rounds)
+            for name, lat in lats.items():
                 out[f"{mode} p50 ms, {name}"] = 1000 * statistics.median(lat)
-                out[f"{mode} CPU s, {name}"] = cpu[0]
+                out[f"{mode} CPU s, {name}"] = sum(cpus[name])
             out[f"{mode} p50 leased/no lease"] = (
                 out[f"{mode} p50 ms, leased"] / out[f"{mode} p50 ms, no lease"]
             )

@@ -31,6 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _paired import alternate  # noqa: E402
 from _quick import parse  # noqa: E402
 from bench_engine import blas_threads  # noqa: E402
 
@@ -74,20 +75,19 @@ def _compare(kb: object, rounds: int, queries: tuple[str, ...]) -> dict[str, dic
     _round(search, queries)  # warm-up
     with _checks_off():
         _round(search, queries)
-    sides: dict[str, dict[str, list[float]]] = {
-        "with": {m: [] for m in MODES},
-        "without": {m: [] for m in MODES},
+
+    def without() -> dict[str, list[float]]:
+        with _checks_off():
+            return _round(search, queries)
+
+    sides = alternate({"with": lambda: _round(search, queries), "without": without}, rounds)
+    return {
+        mode: {
+            side: statistics.median([t for got in runs for t in got[mode]])
+            for side, runs in sides.items()
+        }
+        for mode in MODES
     }
-    for i in range(rounds):
-        for side in ("with", "without") if i % 2 == 0 else ("without", "with"):
-            if side == "without":
-                with _checks_off():
-                    got = _round(search, queries)
-            else:
-                got = _round(search, queries)
-            for mode in MODES:
-                sides[side][mode] += got[mode]
-    return {mode: {side: statistics.median(sides[side][mode]) for side in sides} for mode in MODES}
 
 
 def _check_cost(calls: int) -> float:
