@@ -226,11 +226,17 @@ default_registry = SearcherRegistry()
 
 
 def open_knowledge_base(
-    folder: str | Path, embedding: str | None = "auto", store: str | None = None
+    folder: str | Path,
+    embedding: str | None = "auto",
+    store: str | None = None,
+    *,
+    index_dir: str | Path | None = None,
 ) -> Searcher:
     """The process-wide cached searcher of ``folder`` with ``embedding`` (``auto``: the
-    model the index was built with, the local model for a new index) in ``store``."""
-    return default_registry.open(folder, embedding, store=store)
+    model the index was built with, the local model for a new index) in ``store``;
+    ``index_dir``: where its folder index lives (None: ``<folder>/.kbgraph``)."""
+    where = None if index_dir is None else str(Path(index_dir).expanduser().resolve())
+    return default_registry.open(folder, embedding, store=store, index_dir=where)
 
 
 __all__ = [

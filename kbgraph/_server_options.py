@@ -1,14 +1,17 @@
 """The options the two servers (``kbgraph mcp``, ``kbgraph inspect``) share, written once:
-the folders they serve, where the indexes live, the interface, the port and the extra Host
-names they answer to. Each server passes its own default port and words where they differ."""
+the folders they serve, where the indexes live (the store, and each folder index's folder
+when it is not ``FOLDER/.kbgraph``), the interface, the port and the extra Host names they
+answer to. Each server passes its own default port and words where they differ."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+
+from kbgraph.errors import ConfigError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -25,6 +28,33 @@ store_option = click.option(
     envvar="KBGRAPH_STORE",
     help="Where the indexes live (default: the folder index; postgresql://...).",
 )
+
+
+index_dirs_option = click.option(
+    "--index-dir",
+    "index_dirs",
+    multiple=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    metavar="DIR",
+    help="Where a FOLDER's index lives, when `kbgraph index --index-dir` put it elsewhere "
+    "than FOLDER/.kbgraph: one per FOLDER, in the same order.",
+)
+
+
+def paired_index_dirs(
+    folders: Sequence[str | Path], index_dirs: Sequence[str | Path]
+) -> list[Path | None]:
+    """Each folder's index folder: none given, each its own ``.kbgraph`` (``None``); else
+    exactly one per folder, in order (a ``ConfigError`` otherwise: a second folder must
+    not quietly share, or miss, the first one's index)."""
+    if not index_dirs:
+        return [None] * len(folders)
+    if len(index_dirs) != len(folders):
+        raise ConfigError(
+            f"{len(index_dirs)} --index-dir for {len(folders)} folders: give one per FOLDER, "
+            "in the same order, or none (each folder's index in FOLDER/.kbgraph)"
+        )
+    return [Path(d).expanduser().resolve() for d in index_dirs]
 
 
 def host_option(help: str) -> Callable[[F], F]:
@@ -50,6 +80,8 @@ __all__ = [
     "embedding_option",
     "folders_argument",
     "host_option",
+    "index_dirs_option",
+    "paired_index_dirs",
     "port_option",
     "store_option",
 ]

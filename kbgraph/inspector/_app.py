@@ -64,7 +64,7 @@ class Inspector:
 
         base = self.config.base(name)
         spec = None if self.config.embedding.strip().lower() == "none" else self.config.embedding
-        return open_knowledge_base(base.folder, spec, base.store)
+        return open_knowledge_base(base.folder, spec, base.store, index_dir=base.index_dir)
 
     @staticmethod
     def root(request: Request) -> str:

@@ -22,6 +22,7 @@ from kbgraph._server_options import (
     embedding_option,
     folders_argument,
     host_option,
+    index_dirs_option,
     port_option,
     store_option,
 )
@@ -68,6 +69,7 @@ def served_url(sock: socket.socket) -> str:
 @click.command("inspect")
 @folders_argument
 @store_option
+@index_dirs_option
 @host_option("Interface to listen on; anything but loopback prints a warning.")
 @allow_host_option(
     "Also answer to this Host name (repeatable), e.g. the machine's name with "
@@ -95,6 +97,7 @@ def served_url(sock: socket.socket) -> str:
 def inspect(
     folders: tuple[Path, ...],
     store: str | None,
+    index_dirs: tuple[Path, ...],
     host: str,
     allow_hosts: tuple[str, ...],
     port: int,
@@ -118,6 +121,7 @@ def inspect(
         runs=runs,
         evals=evals,
         embedding=embedding,
+        index_dirs=index_dirs,
         allowed_hosts=allowed_hosts(host, allow_hosts),
     )
     if not loopback:

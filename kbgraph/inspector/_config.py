@@ -19,6 +19,7 @@ from typing import Any
 
 from kbgraph._base.allow_lists import listed
 from kbgraph._base.hosts import LOOPBACK_HOSTS
+from kbgraph._server_options import paired_index_dirs
 from kbgraph.errors import ConfigError
 from kbgraph.graphs import RagSettings
 from kbgraph.graphs._internal import FOLDER_ENV, runs_dir
@@ -37,6 +38,16 @@ class InspectedBase:
     name: str
     folder: Path
     store: str | None = field(default=None, repr=False)  # a URL may hold a password
+    index_dir: Path | None = None  # where the folder index lives; None: <folder>/.kbgraph
+
+    def spec(self) -> dict[str, str]:
+        """The knowledge base as the graphs' settings name it (``RagSettings``)."""
+        return {
+            "name": self.name,
+            "folder": str(self.folder),
+            **({"store": self.store} if self.store else {}),
+            **({"index_dir": str(self.index_dir)} if self.index_dir else {}),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,16 +81,29 @@ class InspectorConfig:
         runs: Path | None = None,
         evals: Sequence[Path] = (),
         embedding: str = "auto",
+        index_dirs: Sequence[str | Path] = (),
         **options: object,
     ) -> InspectorConfig:
         """Folders named as the graphs name them (a name used twice is a ``ConfigError``).
         ``evals``: ``kbgraph eval`` output folders, or folders holding them; none given:
-        ``./eval-results`` when it exists."""
+        ``./eval-results`` when it exists. ``index_dirs``: none, or one per folder, in
+        order (:func:`~kbgraph._server_options.paired_index_dirs`)."""
+        dirs = paired_index_dirs(folders, index_dirs)
         specs: list[Any] = [
-            {"folder": str(f), **({"store": store} if store else {})} for f in folders
+            {
+                "folder": str(f),
+                **({"store": store} if store else {}),
+                **({"index_dir": str(d)} if d is not None else {}),
+            }
+            for f, d in zip(folders, dirs, strict=True)
         ]
         resolved = RagSettings(knowledge_bases=specs).resolved_knowledge_bases()
-        bases = tuple(InspectedBase(kb.name, Path(kb.folder), kb.store) for kb in resolved)
+        bases = tuple(
+            InspectedBase(
+                kb.name, Path(kb.folder), kb.store, Path(kb.index_dir) if kb.index_dir else None
+            )
+            for kb in resolved
+        )
         for kb in bases:
             if not kb.folder.is_dir():
                 raise ConfigError(f"{kb.folder} is not a folder; pass a knowledge base folder")

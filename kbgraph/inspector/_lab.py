@@ -113,12 +113,8 @@ def chosen_bases(config: InspectorConfig, query: LabQuery) -> list[InspectedBase
 def lab_settings(config: InspectorConfig, query: LabQuery) -> RagSettings:
     """The subgraph's settings for ``query``: never ``auto_index`` (see the module)."""
     chosen = chosen_bases(config, query)
-    specs: list[dict[str, Any]] = [
-        {"name": kb.name, "folder": str(kb.folder), **({"store": kb.store} if kb.store else {})}
-        for kb in chosen
-    ]
     return RagSettings(
-        knowledge_bases=specs,  # type: ignore[arg-type]
+        knowledge_bases=[kb.spec() for kb in chosen],  # type: ignore[misc]
         embedding=config.embedding,
         search=SearchConfig(top_k=query.top_k, mode=query.mode),
         auto_index=False,

@@ -63,6 +63,7 @@ class OpenBases:
             base.folder,
             embedding=None if embedding == "none" else embedding,
             store=base.store,
+            index_dir=base.index_dir,
             live=self.settings.watch,
         )
 

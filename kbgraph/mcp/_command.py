@@ -26,6 +26,7 @@ from kbgraph._server_options import (
     embedding_option,
     folders_argument,
     host_option,
+    index_dirs_option,
     port_option,
     store_option,
 )
@@ -48,6 +49,7 @@ def _check_chat_model(chat_model: str | None, embedding: str) -> None:
 @click.command("mcp")
 @folders_argument
 @store_option
+@index_dirs_option
 @embedding_option("auto (each index's own model), a spec, or none (BM25 only).")
 @click.option(
     "--chat-model",
@@ -97,6 +99,7 @@ def _check_chat_model(chat_model: str | None, embedding: str) -> None:
 def mcp(
     folders: tuple[Path, ...],
     store: str | None,
+    index_dirs: tuple[Path, ...],
     embedding: str,
     chat_model: str | None,
     use_http: bool,
@@ -121,6 +124,7 @@ def mcp(
     settings = McpSettings.from_folders(
         folders,
         store=store,
+        index_dirs=index_dirs,
         embedding=embedding,
         chat_model=chat_model,
         allow_write=allow_write,

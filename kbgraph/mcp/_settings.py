@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kbgraph._server_options import paired_index_dirs
 from kbgraph.errors import ConfigError
 
 MAX_QUERY_CHARS = 10_000  # a question or a search phrase, never a document
@@ -25,6 +26,7 @@ class ServedBase:
     name: str
     folder: Path
     store: str | None = field(default=None, repr=False)
+    index_dir: Path | None = None  # where the folder index lives; None: <folder>/.kbgraph
 
     @property
     def store_kind(self) -> str:
@@ -84,15 +86,23 @@ class McpSettings:
 
     @classmethod
     def from_folders(
-        cls, folders: Sequence[str | Path], *, store: str | None = None, **options: object
+        cls,
+        folders: Sequence[str | Path],
+        *,
+        store: str | None = None,
+        index_dirs: Sequence[str | Path] = (),
+        **options: object,
     ) -> McpSettings:
-        """One knowledge base per folder, named after it (as the graphs name them)."""
+        """One knowledge base per folder, named after it (as the graphs name them).
+        ``index_dirs``: none, or one per folder, in order (where ``kbgraph index
+        --index-dir`` put each folder's index)."""
         bases = []
-        for given in folders:
+        dirs = paired_index_dirs(folders, index_dirs)
+        for given, index_dir in zip(folders, dirs, strict=True):
             folder = Path(given).expanduser().resolve()
             if not folder.is_dir():
                 raise ConfigError(f"{given} is not a folder; pass a knowledge base folder")
-            bases.append(ServedBase(folder.name or "kb", folder, store or None))
+            bases.append(ServedBase(folder.name or "kb", folder, store or None, index_dir))
         return cls(knowledge_bases=tuple(bases), **options)  # type: ignore[arg-type]
 
 

@@ -40,9 +40,10 @@ DOCS = {
 PDF_PAGES = [["Harbor operations guide"], ["Page two: the webhook secret rotates", "every 90 days"]]
 
 
-def make_kb(root: Path, outside: Path | None = None) -> Path:
-    """The folder, indexed with fake embeddings. ``outside``: a file out of the folder that
-    ``leak.md`` links to (the scan skips such a link; the inspector must not follow it)."""
+def make_kb(root: Path, outside: Path | None = None, index_dir: Path | None = None) -> Path:
+    """The folder, indexed with fake embeddings (in ``index_dir`` when given, else its own
+    ``.kbgraph``). ``outside``: a file out of the folder that ``leak.md`` links to (the scan
+    skips such a link; the inspector must not follow it)."""
     for rel, text in DOCS.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -53,7 +54,7 @@ def make_kb(root: Path, outside: Path | None = None) -> Path:
         os.symlink(outside, root / "leak.md")
     from kbgraph.retrieval import KnowledgeBase
 
-    with KnowledgeBase(root, embedding="fake") as kb:
+    with KnowledgeBase(root, embedding="fake", index_dir=index_dir) as kb:
         kb.index()
     return root
 

@@ -251,6 +251,17 @@ def test_what_another_sites_page_asks_for_is_refused(client: TestClient) -> None
     assert client.get("/api/search?q=retry&mode=bm25").status_code == 200
 
 
+def test_an_index_kept_elsewhere_is_inspected_with_index_dir(tmp_path: Path) -> None:
+    # `kbgraph index docs --index-dir X` and then `kbgraph inspect docs` found no index.
+    index_dir = tmp_path / "elsewhere"
+    folder = make_kb(tmp_path / "docs", index_dir=index_dir)
+    config = InspectorConfig.from_folders([folder], embedding="fake", index_dirs=[index_dir])
+    with TestClient(create_app(config), base_url=BASE) as client:
+        data = client.get("/api/search", params={"q": "retry", "mode": "bm25"}).json()
+    assert data["results"], data
+    assert not (folder / ".kbgraph").exists()
+
+
 def test_restore_needs_a_confirmation_a_post_and_the_token(
     world: dict[str, Any], client: TestClient
 ) -> None:

@@ -227,6 +227,20 @@ async def test_a_folder_without_an_index_is_a_one_line_error(tmp_path: Path) -> 
     assert kbs.structuredContent["knowledge_bases"][0]["indexed"] is False  # type: ignore[index]
 
 
+async def test_an_index_kept_elsewhere_is_served_with_index_dir(tmp_path: Path) -> None:
+    # `kbgraph index docs --index-dir X` and then `kbgraph mcp docs` found no index (a new
+    # user's trial): the server had no --index-dir.
+    folder = tmp_path / "docs"
+    shutil.copytree(EXAMPLES, folder, ignore=shutil.ignore_patterns(".kbgraph"))
+    index_dir = tmp_path / "elsewhere"
+    KnowledgeBase(folder, embedding="fake", index_dir=index_dir).index()
+    async with session(folder, index_dirs=[index_dir]) as client:
+        result = await client.call_tool("search", {"query": "retry policy", "top_k": 1})
+    assert not result.isError, result.content
+    assert result.structuredContent["results"][0]["source"] == "docs/configuration.md"  # type: ignore[index]
+    assert not (folder / ".kbgraph").exists()
+
+
 async def test_several_knowledge_bases_are_searched_together_or_one_by_kb(
     tmp_path: Path,
 ) -> None:

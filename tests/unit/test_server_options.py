@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from kbgraph.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
-SHARED = {"--store", "--host", "--port", "--allow-host", "--embedding", "folders"}
+SHARED = {"--store", "--index-dir", "--host", "--port", "--allow-host", "--embedding", "folders"}
 
 
 def _declared(path: Path) -> set[str]:
@@ -41,3 +41,15 @@ def test_each_server_keeps_its_own_port_and_words() -> None:
     assert "[default: 8765;" in inspect and "anything but loopback prints a warning" in inspect
     for text in (mcp, inspect):
         assert "--store URL" in text and "--allow-host NAME" in text
+
+
+def test_index_dirs_pair_with_the_folders_in_order(tmp_path: Path) -> None:
+    # One --index-dir per FOLDER or none: a second folder must not quietly share, or miss,
+    # the first one's index.
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    for command in ("mcp", "inspect"):
+        args = [command, str(tmp_path / "a"), str(tmp_path / "b"), "--index-dir", str(tmp_path)]
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2, (command, result.output)
+        assert "1 --index-dir for 2 folders: give one per FOLDER" in result.output
