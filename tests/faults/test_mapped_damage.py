@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -138,41 +139,60 @@ os.truncate(path, 0)
 """
 
 
-def _big_index(folder: Path) -> Path:
-    """3000 chunks (4.6 MB of vectors): a search reads the maps long enough to be hit."""
+@dataclass(frozen=True, slots=True)
+class MappedIndex:
+    """A folder indexed big enough that a search reads the maps long enough to be hit
+    (3000 chunks, 4.6 MB of vectors), its generation's ``vectors.bin``, and the
+    environment of a child that opens it mapped (KBGRAPH_IN_MEMORY_MAX_MB=0), so holding
+    read leases: the one setup of the lease tests."""
+
+    folder: Path
+    vectors: Path
+    env: dict[str, str]
+
+
+@pytest.fixture
+def mapped(tmp_path: Path) -> MappedIndex:
+    folder = tmp_path / "docs"
+    folder.mkdir()
     for i in range(300):
         part = "retry backoff exponential number {} {} " + "lorem ipsum " * 20
         text = "".join(f"# Part {i}.{j}\n\n{part.format(i, j)}\n\n" for j in range(10))
         (folder / f"doc-{i:03d}.md").write_text(text, encoding="utf-8")
     KnowledgeBase(folder, embedding="fake").index()
-    return generation(folder)
+    env = {
+        "PYTHONPATH": str(ROOT),
+        "PATH": "/usr/bin:/bin",
+        "HF_HUB_OFFLINE": "1",
+        "KBGRAPH_IN_MEMORY_MAX_MB": "0",
+    }
+    return MappedIndex(folder, generation(folder) / "vectors.bin", env)
 
 
 def test_a_long_running_reader_outlives_a_truncation_racing_its_searches(
-    tmp_path: Path,
+    tmp_path: Path, mapped: MappedIndex
 ) -> None:
     """Issue 42 hole 4 for a mapped generation (KBGRAPH_IN_MEMORY_MAX_MB=0): a reader
     searching in a loop while another process truncates and restores vectors.bin died of
     SIGBUS after ~26 searches (the probe's MCP server, exit -7). Under read leases the
     truncation waits until no search reads the maps; the reader lives, and a search once
     the file stays truncated is the one-line error naming it."""
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    vectors = _big_index(folder) / "vectors.bin"
-    stop = tmp_path / "stop"
-    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"}
+    vectors, stop = mapped.vectors, tmp_path / "stop"
     reader = subprocess.Popen(
-        [sys.executable, "-c", _LOOP, str(folder), str(stop)],
+        [sys.executable, "-c", _LOOP, str(mapped.folder), str(stop)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,
-        env={**env, "KBGRAPH_IN_MEMORY_MAX_MB": "0"},
+        env=mapped.env,
     )
     try:
         assert reader.stdout is not None and reader.stdout.readline() == "ready\n"
         churn = subprocess.run(
-            [sys.executable, "-c", _CHURN, str(vectors), "100"], timeout=120, cwd=ROOT, env=env
+            [sys.executable, "-c", _CHURN, str(vectors), "100"],
+            timeout=120,
+            cwd=ROOT,
+            env=mapped.env,
         )
         assert churn.returncode == 0
         stop.touch()
@@ -239,30 +259,22 @@ with KnowledgeBase(folder, embedding="fake") as kb:
 """
 
 
-def test_a_full_check_holds_the_leases_while_it_reads_the_maps(tmp_path: Path) -> None:
+def test_a_full_check_holds_the_leases_while_it_reads_the_maps(mapped: MappedIndex) -> None:
     """``stats --validate`` (``KnowledgeBase.validate``) reads every file of the
     generation outside a search: a truncation then was let through at once and the check
     died of SIGBUS on vectors.bin. The check holds the leases like a search."""
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    vectors = _big_index(folder) / "vectors.bin"
     done = subprocess.run(
-        [sys.executable, "-c", _VALIDATE, str(folder), str(vectors)],
+        [sys.executable, "-c", _VALIDATE, str(mapped.folder), str(mapped.vectors)],
         capture_output=True,
         text=True,
         timeout=120,
         cwd=ROOT,
-        env={
-            "PYTHONPATH": str(ROOT),
-            "PATH": "/usr/bin:/bin",
-            "HF_HUB_OFFLINE": "1",
-            "KBGRAPH_IN_MEMORY_MAX_MB": "0",
-        },
+        env=mapped.env,
     )
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])  # -7: SIGBUS
     validated, refused = done.stdout.strip().splitlines()
     assert validated == "validated"
-    assert refused.startswith("refused:") and str(vectors) in refused, refused
+    assert refused.startswith("refused:") and str(mapped.vectors) in refused, refused
 
 
 _REINDEX = """
@@ -287,30 +299,23 @@ except IndexCorruptError as exc:
 """
 
 
-def test_an_indexing_run_holds_the_leases_while_it_reuses_rows(tmp_path: Path) -> None:
+def test_an_indexing_run_holds_the_leases_while_it_reuses_rows(mapped: MappedIndex) -> None:
     """An indexing run reads the previous generation's vectors to reuse them, outside any
     search: a truncation then was let through at once and the run died of SIGBUS. It
     holds the leases for each file's rows; the truncation waits, and the run stops with
     the error naming the file (the next run repairs it)."""
-    folder = tmp_path / "docs"
-    folder.mkdir()
-    vectors = _big_index(folder) / "vectors.bin"
-    (folder / "doc-000.md").write_text("# Changed\n\nretry later\n", encoding="utf-8")
+    changed = mapped.folder / "doc-000.md"
+    changed.write_text("# Changed\n\nretry later\n", encoding="utf-8")
     done = subprocess.run(
-        [sys.executable, "-c", _REINDEX, str(folder), str(vectors)],
+        [sys.executable, "-c", _REINDEX, str(mapped.folder), str(mapped.vectors)],
         capture_output=True,
         text=True,
         timeout=120,
         cwd=ROOT,
-        env={
-            "PYTHONPATH": str(ROOT),
-            "PATH": "/usr/bin:/bin",
-            "HF_HUB_OFFLINE": "1",
-            "KBGRAPH_IN_MEMORY_MAX_MB": "0",
-        },
+        env=mapped.env,
     )
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])  # -7: SIGBUS
-    assert done.stdout.startswith("refused:") and str(vectors) in done.stdout, done.stdout
+    assert done.stdout.startswith("refused:") and str(mapped.vectors) in done.stdout, done.stdout
 
 
 _SUMS = """
