@@ -347,6 +347,8 @@ def index(
     data = report.to_dict()
     if not data["fileCount"]:
         _warn_empty(folder, data)
+    if data["truncated"]:
+        _warn_truncated(data["truncated"])
     if as_json:
         emit_json(data)
         return
@@ -355,18 +357,24 @@ def index(
         f"({data['embedded']} embedded, {data['reused']} reused) into "
         f"{kb.store.location} [{data['indexSize'] / 1e6:.1f} MB]"
     )
-    if data["truncated"]:
-        click.echo(
-            f"  {data['truncated']} chunks are longer than the model's input: only their "
-            "beginning is embedded (their whole text is searched by keyword; a smaller "
-            "--chunk-size avoids it)"
-        )
     _echo_skipped(data["skipped"])
     for warning in data["warnings"]:
         if warning["reason"] == "no-documents":
             continue  # said on stderr already
         line = f"  warning {warning['path']}: {warning['reason']} ({warning['detail']})"
         click.echo(printable(line))
+
+
+def _warn_truncated(count: int) -> None:
+    """Say on stderr, with ``--json`` too, how many chunks of the index the model's input
+    cut, counted over the whole index: a vector reused from the previous version or the
+    embedding cache is as cut as when it was made (before, a re-index said none)."""
+    click.echo(
+        f"kbgraph: warning: {count} chunks of the index are longer than the model's input: "
+        "only their beginning is embedded (their whole text is searched by keyword); index "
+        "again with a smaller --chunk-size to embed all of it",
+        err=True,
+    )
 
 
 def _warn_empty(folder: Path, data: dict[str, Any]) -> None:

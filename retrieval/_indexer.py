@@ -67,7 +67,7 @@ class RunResult:
     meta: IndexMeta
     embedded: int = 0
     reused: int = 0
-    truncated: int = 0  # chunks embedded now that were longer than the model's input
+    truncated: int = 0  # chunks of the index whose text is longer than the model's input
     skipped: list[SkippedFile] = field(default_factory=list)  # not indexed
     rebuilt: bool = False
     warnings: list[SkippedFile] = field(default_factory=list)  # indexed, with a caveat
@@ -138,10 +138,11 @@ def _build(
         # version out of the ones kept (a file watcher runs this on every burst).
         writer.tidy()
         progress(ProgressEvent("write", 1, 1, f"{plan.store.location} (unchanged)"))
-        return RunResult(old.meta, 0, pending.reused_vectors, 0, skipped, warnings=warnings)
+        cut = len(old.meta.truncated_chunks)
+        return RunResult(old.meta, 0, pending.reused_vectors, cut, skipped, warnings=warnings)
     embedded_run = _embed(plan, writer, old.meta if old else None, pending, progress)
     vectors, embedded, failed = embedded_run.vectors, embedded_run.embedded, embedded_run.failed
-    meta = _make_meta(plan, pending, vectors, failed)
+    meta = _make_meta(plan, pending, vectors, failed, _cut_ids(old, pending, embedded_run))
     progress(ProgressEvent("write", 0, 1, "writing index"))
     writer.commit(IndexUpdate(meta, _entries(pending, vectors, failed), fresh=old is None))
     progress(ProgressEvent("write", 1, 1, plan.store.location))
@@ -149,11 +150,22 @@ def _build(
         meta,
         embedded,
         pending.reused_vectors,
-        embedded_run.truncated,
+        len(meta.truncated_chunks),
         skipped,
         warnings=warnings,
         repaired=pending.repaired,
     )
+
+
+def _cut_ids(old: Previous | None, p: _Pending, run: _Embedded) -> list[str]:
+    """The chunks whose vector the model's input cut: those embedded or taken from the
+    cache now (``run.cut``) and those whose vector was reused from the previous version,
+    flagged there (else a re-index after a touch said none were cut while they were)."""
+    if run.vectors is None:
+        return []
+    old_cut = set(old.meta.truncated_chunks) if old else set()
+    reused = (c.id for c, v in zip(p.chunks, p.vectors, strict=True) if v is not None)
+    return sorted({*(i for i in reused if i in old_cut), *(p.chunks[row].id for row in run.cut)})
 
 
 def _entries(p: _Pending, vectors: np.ndarray | None, failed: list[int]) -> list[FileEntry]:
@@ -285,12 +297,12 @@ def _take(plan: IndexPlan, p: _Pending, rec: FileRecord, file: ScannedFile, reus
 @dataclass(frozen=True, slots=True)
 class _Embedded:
     """The run's vectors (None: a lexical index), the texts embedded now, the rows that
-    failed and the texts the model's input cut."""
+    failed and the rows, embedded now or from the cache, whose text the model's input cut."""
 
     vectors: np.ndarray | None
     embedded: int = 0
     failed: list[int] = field(default_factory=list)
-    truncated: int = 0
+    cut: list[int] = field(default_factory=list)
 
 
 def _embed(
@@ -304,14 +316,14 @@ def _embed(
         return _Embedded(None)
     missing = [i for i, v in enumerate(p.vectors) if v is None]
     dims = old.embedding.dims if old and old.embedding else 0
-    embedded, failed_local, truncated = 0, [], 0
+    embedded, failed_local, cut_local = 0, [], []
     new_rows: np.ndarray | None = None
     if missing:
         embedder = plan.embedder()
         texts = [index_text(p.chunks[i]) for i in missing]
         index_model = _model_name(old.embedding if old else None)
         outcome = _embed_missing(writer, embedder, texts, progress, dims, index_model)
-        embedded, failed_local, truncated = outcome.embedded, outcome.failed, outcome.truncated
+        embedded, failed_local, cut_local = outcome.embedded, outcome.failed, outcome.cut
         p.reused_vectors += outcome.reused
         new_rows = outcome.vectors
         width = int(new_rows.shape[1])
@@ -329,7 +341,8 @@ def _embed(
         dims = plan.embedding.dims or plan.embedder().dimensions()
     matrix = _matrix(p.vectors, missing, new_rows, dims)
     plan.embedding = plan.embedding.model_copy(update={"dims": dims})
-    return _Embedded(matrix, embedded, sorted(missing[j] for j in failed_local), truncated)
+    failed = sorted(missing[j] for j in failed_local)
+    return _Embedded(matrix, embedded, failed, [missing[j] for j in cut_local])
 
 
 def _matrix(
@@ -370,7 +383,7 @@ def _model_name(embedding: EmbeddingMeta | None) -> str | None:
 
 
 def _make_meta(
-    plan: IndexPlan, p: _Pending, vectors: np.ndarray | None, failed: list[int]
+    plan: IndexPlan, p: _Pending, vectors: np.ndarray | None, failed: list[int], cut: list[str]
 ) -> IndexMeta:
     return IndexMeta(
         engine_version=__version__,
@@ -383,6 +396,7 @@ def _make_meta(
         chunk_count=len(p.chunks),
         indexed_at=datetime.now(UTC).isoformat(timespec="seconds"),
         failed_embeddings=failed,
+        truncated_chunks=cut,
         keep_versions=plan.keep_versions,
         tokenizer=TOKENIZER_ID,
         code_chunker=code_chunker_id(),

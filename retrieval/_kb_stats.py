@@ -17,6 +17,7 @@ def stats_from(store: IndexStore, meta: IndexMeta, size: int, *, stale: int) -> 
         last_indexed=meta.indexed_at,
         stale_files=stale,
         embedding=meta.embedding.model_dump() if meta.embedding else {},
+        truncated=len(meta.truncated_chunks),
     )
 
 

@@ -23,6 +23,9 @@ class IndexStats:
     embedding: dict[str, Any] = field(default_factory=dict)
     versions: int = 1  # generations kept on disk for restore, the current one included
     keep_versions: int = 3  # how many a writer keeps
+    # Chunks whose vector holds only the beginning of their text (longer than the model's
+    # input; their whole text is still searched by keyword)
+    truncated: int = 0
     # A database store: the server that answered (address, standby, replay lag, versions)
     server: dict[str, Any] = field(default_factory=dict)
 
@@ -42,8 +45,9 @@ class IndexReport:
     reused: int
     skipped: list[SkippedFile]
     failed_embeddings: int = 0
-    # Chunks embedded in this run that were longer than the model's input: only their
-    # beginning is in the vector (said, never cut quietly; a smaller --chunk-size avoids it)
+    # Chunks of the index longer than the model's input, whether embedded in this run or
+    # reused (previous version, embedding cache): only their beginning is in the vector
+    # (said, never cut quietly; a smaller --chunk-size avoids it). = ``stats.truncated``.
     truncated: int = 0
     rebuilt: bool = False  # model or chunking parameters changed
     warnings: list[SkippedFile] = field(default_factory=list)

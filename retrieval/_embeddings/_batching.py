@@ -53,6 +53,7 @@ class EmbeddedBatch:
     vectors: np.ndarray
     failed: list[int]
     truncated: int = 0  # of this batch's texts, those longer than the model's input
+    cut: list[int] = field(default_factory=list)  # their positions (``truncated`` of them)
 
 
 def l2_normalise(matrix: np.ndarray) -> np.ndarray:
@@ -204,8 +205,8 @@ class BatchEmbedder:
                     f"{self.info.key} refused every one of the {count} inputs; "
                     "check the model name and the server's logs"
                 )
-            cut = sum(plan.cut[i] for i in indices)
-            yield EmbeddedBatch(indices, self._stack(rows), sorted(failed), cut)
+            cut = [i for i in indices if plan.cut[i]]
+            yield EmbeddedBatch(indices, self._stack(rows), sorted(failed), len(cut), cut)
 
     def embed_query(self, text: str) -> np.ndarray:
         """One normalised query vector (``EmbeddingError`` when the provider refuses it)."""

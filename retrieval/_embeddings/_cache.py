@@ -4,7 +4,12 @@ It lives beside the index generations and outlives rebuilds, so re-indexing only
 never embedded before. Every ``put_many`` is its own committed transaction: an indexing run
 killed half-way keeps what it embedded. WAL mode and a busy timeout let several processes
 read and write at once. The cache is derived data: a file that is not a database is
-replaced, with a warning, rather than failing the run."""
+replaced, with a warning, rather than failing the run.
+
+Each vector keeps whether the model's input cut its text (``cut``): a vector reused from
+here is as cut as when it was made, and re-deriving that needs the model's tokenizer (the
+model loaded, which a run that embeds nothing never does), so the flag is remembered, not
+re-derived. Rows written before the column existed read as not cut."""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -33,9 +38,11 @@ CREATE TABLE IF NOT EXISTS embeddings (
     hash TEXT NOT NULL,
     dims INTEGER NOT NULL,
     vector BLOB NOT NULL,
+    cut INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (model, hash)
 ) WITHOUT ROWID
 """
+_ADD_CUT = "ALTER TABLE embeddings ADD COLUMN cut INTEGER NOT NULL DEFAULT 0"
 # Well under SQLite's limit on bound parameters (999 in builds older than 3.32).
 _QUERY_CHUNK = 500
 _BUSY_TIMEOUT_S = 60.0
@@ -62,7 +69,11 @@ class VectorCache(Protocol):
 
     def get_many(self, hashes: Sequence[str]) -> dict[str, np.ndarray]: ...
 
-    def put_many(self, items: Mapping[str, np.ndarray]) -> None: ...
+    def put_many(self, items: Mapping[str, np.ndarray], cut: Collection[str] = ()) -> None:
+        """Store vectors; ``cut``: the hashes among them whose text the model's input cut."""
+
+    def cut_among(self, hashes: Sequence[str]) -> set[str]:
+        """Those of ``hashes`` stored with their text cut."""
 
 
 class EmbeddingCache:
@@ -96,6 +107,7 @@ class EmbeddingCache:
             # durability a re-computable cache needs, at a fraction of FULL's fsyncs.
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute(_SCHEMA)
+            _add_cut_column(conn)
         except sqlite3.DatabaseError:
             conn.close()
             raise
@@ -124,12 +136,28 @@ class EmbeddingCache:
                         found[digest] = vector.astype(np.float32)
         return found
 
-    def put_many(self, items: Mapping[str, np.ndarray]) -> None:
-        """Store vectors (one committed transaction)."""
+    def cut_among(self, hashes: Sequence[str]) -> set[str]:
+        """Those of ``hashes`` stored with their text cut."""
+        wanted = list(dict.fromkeys(hashes))
+        found: set[str] = set()
+        with self._lock:
+            for start in range(0, len(wanted), _QUERY_CHUNK):
+                part = wanted[start : start + _QUERY_CHUNK]
+                marks = ",".join("?" * len(part))
+                rows = self._conn.execute(
+                    "SELECT hash FROM embeddings "
+                    f"WHERE model = ? AND cut != 0 AND hash IN ({marks})",
+                    [self.model, *part],
+                )
+                found.update(digest for (digest,) in rows)
+        return found
+
+    def put_many(self, items: Mapping[str, np.ndarray], cut: Collection[str] = ()) -> None:
+        """Store vectors (one committed transaction); ``cut``: hashes whose text was cut."""
         rows = []
         for digest, vector in items.items():
             flat = np.asarray(vector, dtype="<f4").reshape(-1)
-            rows.append((self.model, digest, int(flat.shape[0]), flat.tobytes()))
+            rows.append((self.model, digest, int(flat.shape[0]), flat.tobytes(), digest in cut))
         if not rows:
             return
         with self._lock:
@@ -138,8 +166,8 @@ class EmbeddingCache:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
                 self._conn.executemany(
-                    "INSERT OR REPLACE INTO embeddings (model, hash, dims, vector) "
-                    "VALUES (?, ?, ?, ?)",
+                    "INSERT OR REPLACE INTO embeddings (model, hash, dims, vector, cut) "
+                    "VALUES (?, ?, ?, ?, ?)",
                     rows,
                 )
             except BaseException:
@@ -171,19 +199,35 @@ class EmbeddingCache:
         self.close()
 
 
+def _add_cut_column(conn: sqlite3.Connection) -> None:
+    """A cache made before vectors kept their ``cut`` flag gets the column (its rows: 0)."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(embeddings)")}
+    if "cut" in columns:
+        return
+    try:
+        conn.execute(_ADD_CUT)
+    except sqlite3.OperationalError as exc:
+        if "duplicate column" not in str(exc):
+            raise  # another process adding it at the same moment is the only race
+
+
 @dataclass(frozen=True, slots=True)
 class CachedEmbedOutcome:
     """``embedded``: distinct texts embedded now; ``reused``: positions served from the cache
     or by an identical text embedded in this run; ``failed``: positions that could not be
-    embedded (zero rows). ``embedded + reused + len(failed) == len(texts)``. ``truncated``:
-    of the texts embedded now, those longer than the model's input (only their beginning
-    is in the vector)."""
+    embedded (zero rows). ``embedded + reused + len(failed) == len(texts)``. ``cut``: the
+    positions whose text was longer than the model's input (only its beginning is in the
+    vector), embedded now or reused from the cache; ``truncated``: how many."""
 
     vectors: np.ndarray
     embedded: int
     reused: int
     failed: list[int] = field(default_factory=list)
-    truncated: int = 0
+    cut: list[int] = field(default_factory=list)
+
+    @property
+    def truncated(self) -> int:
+        return len(self.cut)
 
 
 def embed_with_cache(
@@ -205,12 +249,13 @@ def embed_with_cache(
     for i, digest in enumerate(hashes):
         positions.setdefault(digest, []).append(i)
     known = cache.get_many(list(positions))
+    cut_hashes = cache.cut_among(list(known)) if known else set()
     missing = [digest for digest in positions if digest not in known]
     done = sum(len(positions[d]) for d in known)
     if on_progress is not None:
         on_progress(done, len(texts))
     failed_hashes: set[str] = set()
-    embedded = truncated = 0
+    embedded = 0
     for batch in embedder.iter_batches([texts[positions[d][0]] for d in missing]):
         width = int(batch.vectors.shape[1])
         if expected_dims and width:
@@ -218,18 +263,20 @@ def embed_with_cache(
         batch_hashes = [missing[i] for i in batch.indices]
         failed_here = {missing[i] for i in batch.failed}
         fresh = {d: batch.vectors[k] for k, d in enumerate(batch_hashes) if d not in failed_here}
-        cache.put_many(fresh)
+        cut_here = {missing[i] for i in batch.cut} - failed_here
+        cache.put_many(fresh, cut_here)
         known.update(fresh)
+        cut_hashes |= cut_here
         failed_hashes |= failed_here
         embedded += len(fresh)
-        truncated += batch.truncated
         done += sum(len(positions[d]) for d in batch_hashes)
         if on_progress is not None:
             on_progress(done, len(texts))
     vectors = _assemble(known, hashes, embedder.dims, cache)
     failed = sorted(i for d in failed_hashes for i in positions[d])
     reused = len(texts) - embedded - len(failed)
-    return CachedEmbedOutcome(vectors, embedded, reused, failed, truncated)
+    cut = sorted(i for d in cut_hashes for i in positions[d])
+    return CachedEmbedOutcome(vectors, embedded, reused, failed, cut)
 
 
 def _assemble(

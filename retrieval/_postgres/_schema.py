@@ -44,10 +44,21 @@ SHARED_DDL = (
         model text NOT NULL,
         hash text NOT NULL,
         vector bytea NOT NULL,
+        cut boolean NOT NULL DEFAULT false,
         PRIMARY KEY (model, hash)
     )""",
     # The average chunk length of a BM25 weights column that tables of kbgraph 0.1 had.
     "ALTER TABLE kbgraph_kbs ADD COLUMN IF NOT EXISTS bm25_avgdl float8",
+    # Whether the model's input cut a vector's text (see _embeddings/_cache.py); rows of
+    # a cache made before it read as not cut. Added only when missing: ALTER TABLE locks
+    # the table (ACCESS EXCLUSIVE) even with IF NOT EXISTS, and every writer runs this.
+    """DO $$ BEGIN
+        IF NOT EXISTS (SELECT 1 FROM pg_attribute
+                       WHERE attrelid = to_regclass('kbgraph_embedding_cache')
+                       AND attname = 'cut' AND NOT attisdropped) THEN
+            ALTER TABLE kbgraph_embedding_cache ADD COLUMN cut boolean NOT NULL DEFAULT false;
+        END IF;
+    END $$""",
 )
 
 VERSION_KEY = "ARRAY[version, to_regclass(%(chunks)s)::oid::bigint]"

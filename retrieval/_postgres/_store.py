@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -72,8 +72,24 @@ class PgEmbeddingCache:
                 found[str(digest)] = np.frombuffer(bytes(blob), dtype="<f4").astype(np.float32)
         return found
 
-    def put_many(self, items: Mapping[str, np.ndarray]) -> None:
-        rows = [(self.model, d, np.asarray(v, dtype="<f4").tobytes()) for d, v in items.items()]
+    def cut_among(self, hashes: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        wanted = list(dict.fromkeys(hashes))
+        for start in range(0, len(wanted), 5000):
+            with self.db.errors("read the embedding cache"):
+                rows = self._conn.execute(
+                    "SELECT hash FROM kbgraph_embedding_cache "
+                    "WHERE model = %s AND cut AND hash = ANY(%s)",
+                    (self.model, wanted[start : start + 5000]),
+                ).fetchall()
+            found.update(str(digest) for (digest,) in rows)
+        return found
+
+    def put_many(self, items: Mapping[str, np.ndarray], cut: Collection[str] = ()) -> None:
+        rows = [
+            (self.model, d, np.asarray(v, dtype="<f4").tobytes(), d in cut)
+            for d, v in items.items()
+        ]
         if not rows:
             return
         with (
@@ -82,7 +98,8 @@ class PgEmbeddingCache:
             self._conn.cursor() as cur,
         ):
             cur.executemany(
-                "INSERT INTO kbgraph_embedding_cache (model, hash, vector) VALUES (%s, %s, %s) "
+                "INSERT INTO kbgraph_embedding_cache (model, hash, vector, cut) "
+                "VALUES (%s, %s, %s, %s) "
                 "ON CONFLICT (model, hash) DO NOTHING",
                 rows,
             )

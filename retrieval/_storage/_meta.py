@@ -98,6 +98,9 @@ class IndexMeta(BaseModel):
     chunk_count: int
     indexed_at: str
     failed_embeddings: list[int] = Field(default_factory=list)
+    # Ids of the chunks whose vector holds only the beginning of their text (the model's
+    # input cut it), whichever way the vector came: a reused vector keeps its flag here.
+    truncated_chunks: list[str] = Field(default_factory=list)
     # Published generations a writer keeps (this one included); remembered like chunking.
     keep_versions: int = Field(default=DEFAULT_KEEP_VERSIONS, ge=1)
     # How the text was analysed for BM25 and how code was chunked: a change of either is

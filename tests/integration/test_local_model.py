@@ -5,11 +5,13 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
 from langchain_core.embeddings import Embeddings
 
+from kbgraph.retrieval import ChunkConfig, KnowledgeBase
 from kbgraph.retrieval._embeddings import (
     PACKAGED_MODEL,
     BatchEmbedder,
@@ -110,3 +112,24 @@ def test_the_test_server_can_serve_the_real_model(local: Embeddings) -> None:
         remote = resolve_embeddings(f"{server.base_url}#all-MiniLM-L6-v2")
         over_http = BatchEmbedder(remote).embed(TEXTS).vectors
     assert np.allclose(over_http, BatchEmbedder(local).embed(TEXTS).vectors, atol=1e-5)
+
+
+def test_a_reindex_counts_the_chunks_the_model_cut_from_reused_vectors(
+    local: Embeddings, tmp_path: Path
+) -> None:
+    """Issue 44 with the real model: ~1800-character chunks are far over 256 word pieces.
+    A rebuild (vectors from the embedding cache) and a re-index after a touch (vectors
+    from the previous version) embed nothing, and the index still holds the cut chunks."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "long.md").write_text("# Long\n\n" + "password reset steps " * 90 + "\n")
+    (folder / "short.md").write_text("# Short\n\nHow do I reset my password?\n")
+    chunking = ChunkConfig(chunk_size=2000, overlap=0, max_chunk_chars=2000)
+    kb = KnowledgeBase(folder, embedding=local, chunking=chunking)
+    first = kb.index()
+    assert (first.truncated, first.embedded) == (1, 2)
+    rebuilt = kb.index(rebuild=True)
+    assert (rebuilt.embedded, rebuilt.truncated) == (0, 1)
+    os.utime(folder / "long.md", ns=(1_000_000_000, 1_000_000_000))
+    touched = kb.index()
+    assert (touched.embedded, touched.truncated, kb.stats().truncated) == (0, 1, 1)

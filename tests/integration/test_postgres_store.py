@@ -5,6 +5,7 @@ bases in one database, two writer processes, readers during writes, the approxim
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 import threading
@@ -90,6 +91,28 @@ def test_an_unchanged_folder_writes_nothing_and_an_edit_replaces_only_its_rows(
     # a touched file with the same bytes keeps its rows; only its file record changes
     (folder / "d0.md").write_text((folder / "d0.md").read_text())
     assert kb.index().embedded == 0 and _rows(pg_url, folder)["chunks"] == after["chunks"]
+
+
+def test_the_cut_chunks_are_counted_when_their_vectors_come_from_the_cache(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 44: the database's embedding cache keeps whether the model's input cut a
+    text, so a rebuild that embeds nothing still reports the cut chunks."""
+    from kbgraph.retrieval import _embeddings
+
+    monkeypatch.setattr(
+        _embeddings, "BatchEmbedder", functools.partial(_embeddings.BatchEmbedder, max_chars=30)
+    )
+    # Texts of this test only: the database's cache is shared by every knowledge base.
+    long = "# Cut\n\nA chunk far longer than thirty characters is cut by the model.\n"
+    folder = _write(tmp_path / "docs", {"cut.md": long, "short.md": "# Short\n"})
+    kb = KnowledgeBase(folder, embedding="fake", store=pg_url)
+    first = kb.index()
+    assert first.truncated >= 1
+    rebuilt = kb.index(rebuild=True)
+    assert (rebuilt.embedded, rebuilt.truncated, kb.stats().truncated) == (0,) + (
+        first.truncated,
+    ) * 2
 
 
 def test_many_knowledge_bases_in_one_database_are_isolated(pg_url: str, tmp_path: Path) -> None:

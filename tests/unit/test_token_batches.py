@@ -6,7 +6,10 @@ a "token" is a word, with [CLS] and [SEP] around it."""
 from __future__ import annotations
 
 import functools
+import json
 import logging
+import os
+import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 from types import SimpleNamespace
@@ -143,7 +146,9 @@ def test_each_batch_counts_its_cut_texts_and_the_cache_sums_them(tmp_path: Path)
         first = embed_with_cache(BatchEmbedder(_WordModel(limit=4)), cache, texts)
         again = embed_with_cache(BatchEmbedder(_WordModel(limit=4)), cache, texts)
     assert (first.truncated, first.embedded) == (2, 4)
-    assert (again.truncated, again.embedded) == (0, 0)  # nothing embedded, nothing cut now
+    # Nothing embedded now, and the two texts are as cut as before: the cache remembers
+    # it with their vectors (this said 0, so a re-index reported no cut chunk).
+    assert (again.truncated, again.embedded, again.cut) == (2, 0, first.cut)
 
 
 def test_a_model_without_a_token_encoder_keeps_the_text_path() -> None:
@@ -189,7 +194,43 @@ def test_the_index_report_counts_chunks_longer_than_the_models_input(tmp_path: P
     report = kb.index()
     assert report.truncated >= 1
     assert report.to_dict()["truncated"] == report.truncated
-    assert kb.index(rebuild=True).truncated == 0  # from the cache: nothing embedded now
+    # Rebuilt from the embedding cache, nothing embedded now: the index holds as many cut
+    # chunks as before (this said 0: only vectors embedded in the run were counted).
+    rebuilt = kb.index(rebuild=True)
+    assert (rebuilt.embedded, rebuilt.truncated) == (0, report.truncated)
+    assert kb.stats().truncated == report.truncated
+
+
+def test_a_reindex_that_reuses_the_vectors_still_counts_the_cut_chunks(tmp_path: Path) -> None:
+    """Issue 44: a touched file's vectors come from the previous version, a renamed one's
+    from the embedding cache; either way the index still holds the cut chunks."""
+    folder = _folder(tmp_path)
+    kb = KnowledgeBase(folder, embedding=_WordModel(limit=20))
+    first = kb.index().truncated
+    assert first >= 1
+    assert kb.index().truncated == first  # nothing changed: the live version's count
+    os.utime(folder / "long.md", ns=(1_000_000_000, 1_000_000_000))
+    touched = kb.index()
+    assert (touched.embedded, touched.truncated, touched.stats.truncated) == (0, first, first)
+    (folder / "long.md").rename(folder / "moved.md")
+    moved = kb.index()
+    assert (moved.embedded, moved.truncated) == (0, first)
+    (folder / "moved.md").write_text("# Long\n\nnow short\n")
+    assert kb.index().truncated == 0  # the cut chunks are gone: the count goes with them
+
+
+def test_a_cache_made_before_the_cut_flag_gains_it(tmp_path: Path) -> None:
+    path = tmp_path / "cache.sqlite"
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "CREATE TABLE embeddings (model TEXT NOT NULL, hash TEXT NOT NULL, dims INTEGER "
+            "NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model, hash)) WITHOUT ROWID"
+        )
+        conn.execute("INSERT INTO embeddings VALUES ('m', 'old', 2, ?)", (bytes(8),))
+    with EmbeddingCache(path, "m") as cache:
+        cache.put_many({"new": np.ones(2, dtype=np.float32)}, cut={"new"})
+        assert cache.cut_among(["old", "new"]) == {"new"}  # an old row reads as not cut
+        assert set(cache.get_many(["old", "new"])) == {"old", "new"}
 
 
 def test_the_cli_says_how_many_chunks_were_cut(
@@ -208,7 +249,16 @@ def test_the_cli_says_how_many_chunks_were_cut(
     folder = _folder(tmp_path)
     result = CliRunner().invoke(main, ["index", str(folder), "--embedding", "fake", "--quiet"])
     assert result.exit_code == 0, result.output
-    assert "chunks are longer than the model's input" in result.output
+    assert "chunks of the index are longer than the model's input" in result.stderr
+    # Again after a touch, all vectors reused: said on stderr, in --json and in stats.
+    os.utime(folder / "long.md", ns=(1_000_000_000, 1_000_000_000))
+    again = CliRunner().invoke(main, ["index", str(folder), "--embedding", "fake", "--json"])
+    assert again.exit_code == 0, again.output
+    data = json.loads(again.stdout)
+    assert data["embedded"] == 0 and data["truncated"] >= 1
+    assert f"warning: {data['truncated']} chunks of the index" in again.stderr
+    stats = CliRunner().invoke(main, ["stats", str(folder), "--json"])
+    assert json.loads(stats.stdout)["truncated"] == data["truncated"]
 
 
 def test_a_first_index_holds_its_vectors_once() -> None:
