@@ -115,6 +115,20 @@ def test_the_cut_chunks_are_counted_when_their_vectors_come_from_the_cache(
     ) * 2
 
 
+def test_a_cache_table_made_before_the_cut_flag_gains_it(pg_url: str, tmp_path: Path) -> None:
+    url = url_for(pg_url, new_database(pg_url))
+    with psycopg.connect(url, autocommit=True) as conn:  # kbgraph's table before the flag
+        conn.execute(
+            "CREATE TABLE kbgraph_embedding_cache (model text NOT NULL, hash text NOT NULL, "
+            "vector bytea NOT NULL, PRIMARY KEY (model, hash))"
+        )
+    kb = KnowledgeBase(_docs(tmp_path / "docs", n=1), embedding="fake", store=url)
+    assert kb.index().embedded == 1
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT cut FROM kbgraph_embedding_cache").fetchall()
+    assert rows == [(False,)]
+
+
 def test_many_knowledge_bases_in_one_database_are_isolated(pg_url: str, tmp_path: Path) -> None:
     a = _write(tmp_path / "a", {"alpha.md": "# Alpha\n\nRetry budget alpha.\n"})
     b = _write(tmp_path / "b", {"beta.md": "# Beta\n\nRetry budget beta.\n"})
