@@ -64,12 +64,14 @@ TOP_KS = (1, 5, 10)
 
 def seed_cache(sqlite_path: Path, url: str) -> int:
     """Copy every cached vector of the folder index into the database's cache."""
+    from kbgraph.retrieval._postgres._schema import SHARED_DDL
+
     db = Database.parse(url)
     with sqlite3.connect(sqlite_path) as src, db.connect() as conn:
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS kbgraph_embedding_cache (model text NOT NULL, hash text "
-            "NOT NULL, vector bytea NOT NULL, PRIMARY KEY (model, hash))"
-        )
+        # The product's own tables, not a copy of their DDL: a copy missed the cache's cut
+        # column when it was added.
+        for ddl in SHARED_DDL:
+            conn.execute(ddl)
         rows = src.execute("SELECT model, hash, vector FROM embeddings").fetchall()
         by_model: dict[str, dict[str, np.ndarray]] = {}
         for model, digest, blob in rows:

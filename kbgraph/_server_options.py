@@ -36,8 +36,8 @@ index_dirs_option = click.option(
     multiple=True,
     type=click.Path(file_okay=False, path_type=Path),
     metavar="DIR",
-    help="Where a FOLDER's index lives, when `kbgraph index --index-dir` put it elsewhere "
-    "than FOLDER/.kbgraph: one per FOLDER, in the same order.",
+    help="Where the index of a FOLDER lives, when `kbgraph index --index-dir` put it "
+    "elsewhere than FOLDER/.kbgraph: one per FOLDER, in the same order.",
 )
 
 
