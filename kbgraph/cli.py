@@ -369,10 +369,12 @@ def _warn_truncated(count: int) -> None:
     """Say on stderr, with ``--json`` too, how many chunks of the index the model's input
     cut, counted over the whole index: a vector reused from the previous version or the
     embedding cache is as cut as when it was made (before, a re-index said none)."""
+    many = count != 1
+    chunks, are, their = ("chunks", "are", "their") if many else ("chunk", "is", "its")
     click.echo(
-        f"kbgraph: warning: {count} chunks of the index are longer than the model's input: "
-        "only their beginning is embedded (their whole text is searched by keyword); index "
-        "again with a smaller --chunk-size to embed all of it",
+        f"kbgraph: warning: {count} {chunks} of the index {are} longer than the model's input: "
+        f"only {their} beginning is embedded ({their} whole text is searched by keyword); "
+        "index again with a smaller --chunk-size to embed all of it",
         err=True,
     )
 

@@ -279,3 +279,16 @@ def test_file_slices_of_one_matrix_are_written_without_a_copy() -> None:
     assert not np.shares_memory(shuffled, matrix)
     np.testing.assert_array_equal(shuffled, matrix[[2, 3, 0, 1]])
     assert joined_rows([], 2).shape == (0, 2)
+
+
+def test_the_cut_chunks_warning_reads_right_for_one_and_for_several(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The httpx docs hold one cut chunk: the line said "1 chunks of the index are".
+    from kbgraph.cli import _warn_truncated
+
+    _warn_truncated(1)
+    one = capsys.readouterr().err
+    assert "1 chunk of the index is longer" in one and "only its beginning" in one
+    _warn_truncated(3)
+    assert "3 chunks of the index are longer" in capsys.readouterr().err
