@@ -21,7 +21,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -119,38 +119,32 @@ class EmbeddingCache:
 
     def get_many(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         """Cached vectors of those ``hashes`` that are present (float32, 1-D)."""
-        wanted = list(dict.fromkeys(hashes))
         found: dict[str, np.ndarray] = {}
-        with self._lock:
-            for start in range(0, len(wanted), _QUERY_CHUNK):
-                part = wanted[start : start + _QUERY_CHUNK]
-                marks = ",".join("?" * len(part))
-                rows = self._conn.execute(
-                    "SELECT hash, dims, vector FROM embeddings "
-                    f"WHERE model = ? AND hash IN ({marks})",
-                    [self.model, *part],
-                )
-                for digest, dims, blob in rows:
-                    vector = np.frombuffer(blob, dtype="<f4")
-                    if vector.shape[0] == dims:  # a torn row is a miss, not an error
-                        found[digest] = vector.astype(np.float32)
+        for digest, dims, blob in self._rows("hash, dims, vector", "", hashes):
+            vector = np.frombuffer(blob, dtype="<f4")
+            if vector.shape[0] == dims:  # a torn row is a miss, not an error
+                found[digest] = vector.astype(np.float32)
         return found
 
     def cut_among(self, hashes: Sequence[str]) -> set[str]:
         """Those of ``hashes`` stored with their text cut."""
+        return {digest for (digest,) in self._rows("hash", "AND cut != 0", hashes)}
+
+    def _rows(self, columns: str, condition: str, hashes: Sequence[str]) -> list[tuple[Any, ...]]:
+        """``columns`` of this model's rows among ``hashes`` (each asked once) that meet
+        ``condition``, queried :data:`_QUERY_CHUNK` hashes at a time."""
         wanted = list(dict.fromkeys(hashes))
-        found: set[str] = set()
+        out: list[tuple[Any, ...]] = []
         with self._lock:
             for start in range(0, len(wanted), _QUERY_CHUNK):
                 part = wanted[start : start + _QUERY_CHUNK]
                 marks = ",".join("?" * len(part))
-                rows = self._conn.execute(
-                    "SELECT hash FROM embeddings "
-                    f"WHERE model = ? AND cut != 0 AND hash IN ({marks})",
+                out += self._conn.execute(
+                    f"SELECT {columns} FROM embeddings "
+                    f"WHERE model = ? {condition} AND hash IN ({marks})",
                     [self.model, *part],
                 )
-                found.update(digest for (digest,) in rows)
-        return found
+        return out
 
     def put_many(self, items: Mapping[str, np.ndarray], cut: Collection[str] = ()) -> None:
         """Store vectors (one committed transaction); ``cut``: hashes whose text was cut."""

@@ -59,31 +59,27 @@ class PgEmbeddingCache:
         return f"{self.db.location} (kbgraph_embedding_cache)"
 
     def get_many(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        found: dict[str, np.ndarray] = {}
-        wanted = list(dict.fromkeys(hashes))
-        for start in range(0, len(wanted), 5000):
-            with self.db.errors("read the embedding cache"):
-                rows = self._conn.execute(
-                    "SELECT hash, vector FROM kbgraph_embedding_cache "
-                    "WHERE model = %s AND hash = ANY(%s)",
-                    (self.model, wanted[start : start + 5000]),
-                ).fetchall()
-            for digest, blob in rows:
-                found[str(digest)] = np.frombuffer(bytes(blob), dtype="<f4").astype(np.float32)
-        return found
+        return {
+            str(digest): np.frombuffer(bytes(blob), dtype="<f4").astype(np.float32)
+            for digest, blob in self._rows("hash, vector", "", hashes)
+        }
 
     def cut_among(self, hashes: Sequence[str]) -> set[str]:
-        found: set[str] = set()
+        return {str(digest) for (digest,) in self._rows("hash", "AND cut", hashes)}
+
+    def _rows(self, columns: str, condition: str, hashes: Sequence[str]) -> list[tuple[Any, ...]]:
+        """``columns`` of this model's rows among ``hashes`` (each asked once) that meet
+        ``condition``, 5,000 hashes a query. Both are this module's literals, never input."""
         wanted = list(dict.fromkeys(hashes))
+        out: list[tuple[Any, ...]] = []
         for start in range(0, len(wanted), 5000):
             with self.db.errors("read the embedding cache"):
-                rows = self._conn.execute(
-                    "SELECT hash FROM kbgraph_embedding_cache "
-                    "WHERE model = %s AND cut AND hash = ANY(%s)",
+                out += self._conn.execute(
+                    f"SELECT {columns} FROM kbgraph_embedding_cache "
+                    f"WHERE model = %s {condition} AND hash = ANY(%s)",
                     (self.model, wanted[start : start + 5000]),
                 ).fetchall()
-            found.update(str(digest) for (digest,) in rows)
-        return found
+        return out
 
     def put_many(self, items: Mapping[str, np.ndarray], cut: Collection[str] = ()) -> None:
         rows = [
