@@ -16,7 +16,7 @@ from typing import IO, Any, ClassVar
 
 import click
 
-from kbgraph import __version__, _blas_env  # noqa: F401  (before numpy loads)
+from kbgraph import __version__, _blas_env, _pydantic_env  # noqa: F401  (before numpy, pydantic)
 from kbgraph.errors import (
     ConfigError,
 )

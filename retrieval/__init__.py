@@ -25,12 +25,12 @@ from kbgraph.errors import (
 )
 
 from ._config import ChunkConfig, ChunkStrategy, ScanConfig, SearchConfig, SearchMode
-from ._context import ContextEntry, format_context, render_context
 from ._filters import SearchFilters
 from ._fs import write_file_atomic
 
 if TYPE_CHECKING:
     from ._backends import describe_store, open_store
+    from ._context import ContextEntry, format_context, render_context
     from ._kb import KnowledgeBase
     from ._loaders import (
         LoadedFile,
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         register_loader,
         unregister_loader,
     )
+    from ._progress import ProgressCallback, ProgressEvent
     from ._reports import IndexChanges, IndexReport, IndexStats
     from ._retriever import KnowledgeBaseRetriever
     from ._storage import (
@@ -59,7 +60,6 @@ if TYPE_CHECKING:
 __getattr__ = lazy_imports(globals())
 
 
-from ._progress import ProgressCallback, ProgressEvent
 from ._rankers import (
     HYBRID,
     FieldRanker,

@@ -15,12 +15,11 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ._reports import IndexChanges
 from ._storage import IndexMeta
 
 if TYPE_CHECKING:
     from ._progress import ProgressCallback
-    from ._reports import IndexReport
+    from ._reports import IndexChanges, IndexReport
     from ._scan import ScanResult
     from ._watch import FolderWatcher
 
@@ -50,6 +49,8 @@ def changed_files(meta: IndexMeta, scanned: ScanResult) -> IndexChanges:
         else:
             added.append(file.rel)
     deleted = sorted(rel for rel in {*meta.files, *meta.skipped} if rel not in seen)
+    from ._reports import IndexChanges  # a search that checks no freshness never needs it
+
     return IndexChanges(added=added, modified=modified, deleted=deleted)
 
 

@@ -35,9 +35,7 @@ from ._freshness import DEFAULT_TTL_S
 from ._kb_live import LiveMode
 from ._kb_model import EmbeddingModel, EmbeddingSpec
 from ._kb_reader import LiveReader
-from ._progress import ProgressCallback
 from ._records import SearchResult, SkippedFile
-from ._reports import IndexChanges, IndexReport, IndexStats
 from ._search import check_index_model
 from ._storage import (
     DEFAULT_KEEP_VERSIONS,
@@ -56,6 +54,8 @@ if TYPE_CHECKING:
 
     from ._embeddings import BatchEmbedder
     from ._indexer import IndexPlan
+    from ._progress import ProgressCallback
+    from ._reports import IndexChanges, IndexReport, IndexStats
     from ._retriever import KnowledgeBaseRetriever
 
 

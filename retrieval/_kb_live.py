@@ -4,18 +4,18 @@ happen (:mod:`.watch`) while a freshness check walks nothing."""
 
 from __future__ import annotations
 
-import logging
 import threading
 from typing import TYPE_CHECKING, Protocol
 
+from kbgraph._base.logs import warn
 from kbgraph.errors import ReadOnlyStoreError
 
 from ._freshness import Freshness
 from ._kb_reader import LiveReader
-from ._progress import ProgressCallback
-from ._reports import IndexReport
 
 if TYPE_CHECKING:  # the watcher loads when it starts: most knowledge bases never watch
+    from ._progress import ProgressCallback
+    from ._reports import IndexReport
     from ._watch import FolderWatcher, WatchTarget
 
     class Kept(WatchTarget, Protocol):
@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # the watcher loads when it starts: most knowledge bases neve
         def is_fresh(self) -> bool: ...
 
 
-logger = logging.getLogger("kbgraph.retrieval")
+_LOGGER = "kbgraph.retrieval"
 
 
 class LiveMode:
@@ -50,14 +50,14 @@ class LiveMode:
         every search of the subgraph."""
         store = self._live.store
         if store.read_only():
-            logger.warning("%s is stale but read-only; searching it as it is", store.location)
+            warn(_LOGGER, "%s is stale but read-only; searching it as it is", store.location)
             return None
         try:
             return self._kb.index(progress=progress)
         except ReadOnlyStoreError as exc:  # a standby: refused before anything was written
             if not self._live.has_index():
                 raise
-            logger.warning("%s is stale; searching it as it is: %s", self._kb.folder, exc)
+            warn(_LOGGER, "%s is stale; searching it as it is: %s", self._kb.folder, exc)
             return None
 
     def start(self) -> None:

@@ -4,16 +4,16 @@ before a search, or, for a snapshot that checks its version itself, by its ranki
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable
 from typing import TypeVar
 
+from kbgraph._base.logs import warn
 from kbgraph.errors import DatabaseTimeoutError, DatabaseUnavailableError, IndexCorruptError
 
 from ._storage import IndexStore, Snapshot, SnapshotMoved
 
-logger = logging.getLogger("kbgraph.retrieval")
+_LOGGER = "kbgraph.retrieval"
 _T = TypeVar("_T")
 MOVED_TRIES = 3
 """Searches run again at most this often when a writer publishes during each of them."""
@@ -87,7 +87,7 @@ class LiveReader:
         except DatabaseTimeoutError:
             raise  # a lock or a slow statement: the server is there, another try waits again
         except DatabaseUnavailableError as exc:
-            logger.warning("a search lost its server; trying another: %s", exc)
+            warn(_LOGGER, "a search lost its server; trying another: %s", exc)
             self.close()  # every connection of the lost server goes
             return use(self.open())
 

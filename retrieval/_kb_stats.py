@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from ._reports import IndexStats
+from typing import TYPE_CHECKING
+
 from ._storage import IndexMeta, IndexStore, Snapshot
+
+if TYPE_CHECKING:
+    from ._reports import IndexStats
 
 
 def stats_from(store: IndexStore, meta: IndexMeta, size: int, *, stale: int) -> IndexStats:
+    from ._reports import IndexStats  # a search loads the reports only if it asks for stats
+
     return IndexStats(
         server=store.server(),
         versions=store.version_count(),

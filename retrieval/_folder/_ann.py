@@ -22,7 +22,6 @@ map; ``benchmarks/bench_scale.py`` measures latency and recall.
 
 from __future__ import annotations
 
-import logging
 import math
 import os
 from dataclasses import dataclass
@@ -31,11 +30,12 @@ from typing import Any
 
 import numpy as np
 
+from kbgraph._base.logs import warn
 from kbgraph.errors import IndexCorruptError
 
 from .._fs import Read, load_npy
 
-logger = logging.getLogger("kbgraph.retrieval._folder")
+_LOGGER = "kbgraph.retrieval._folder"
 
 ANN_MIN_ROWS = 50_000
 ANN_FILES = ("ann.usearch", "ann.keys.npy", "ann.rows.npy")
@@ -78,7 +78,7 @@ def write_ann(
     keys = chunk_keys(chunk_ids)
     order = np.argsort(keys, kind="stable")
     if np.any(keys[order][1:] == keys[order][:-1]):
-        logger.warning("two chunks share an id; the exact search serves this index")
+        warn(_LOGGER, "two chunks share an id; the exact search serves this index")
         return False
     index = _load_previous(previous, int(vectors.shape[1]))
     if index is None:
@@ -110,7 +110,7 @@ def _load_previous(previous: Path | None, dims: int) -> Any:
         index = _new_index(dims)
         index.load(str(previous / ANN_FILES[0]))
     except Exception as exc:  # an unreadable graph is rebuilt, never trusted
-        logger.warning("the previous ANN graph does not load (%s); building a new one", exc)
+        warn(_LOGGER, "the previous ANN graph does not load (%s); building a new one", exc)
         return None
     return index if index.ndim == dims else None
 

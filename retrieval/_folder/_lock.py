@@ -1,7 +1,11 @@
-"""Cross-process locks on files in the index folder (``portalocker``: flock on POSIX,
+"""Cross-process locks on files in the index folder (``flock`` on POSIX, ``portalocker``'s
 LockFileEx on Windows). Readers share ``.lock``; a writer takes it exclusively only for the
 instant it swaps generations, and holds ``.write.lock`` for its whole run so that a second
-writer waits instead of building a competing generation."""
+writer waits instead of building a competing generation.
+
+Why ``fcntl`` itself on POSIX: ``portalocker`` calls the same ``flock`` there (so locks
+taken by either interlock), but importing it imports ``importlib.metadata`` (for its
+version), ~0.03 CPU-s of every cold ``kbgraph search`` (issue 44)."""
 
 from __future__ import annotations
 
@@ -14,14 +18,56 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Literal
 
-import portalocker
-
 from kbgraph.errors import IndexCorruptError, IndexLockedError, IndexNotFoundError
 
 LockMode = Literal["shared", "exclusive"]
 _POLL_S = 0.05
 _READ_ONLY = {errno.EACCES, errno.EPERM, errno.EROFS}
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+class _Flock:
+    """The two calls this module needs, on ``fcntl.flock`` (POSIX)."""
+
+    def __init__(self) -> None:
+        import fcntl
+
+        self._fcntl = fcntl
+
+    def lock(self, handle: IO[bytes], mode: LockMode) -> bool:
+        """Try once; False when another process holds a conflicting lock."""
+        f = self._fcntl
+        try:
+            f.flock(handle.fileno(), (f.LOCK_SH if mode == "shared" else f.LOCK_EX) | f.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+    def unlock(self, handle: IO[bytes]) -> None:
+        self._fcntl.flock(handle.fileno(), self._fcntl.LOCK_UN)
+
+
+class _Portalocker:
+    """The same two calls on Windows, through ``portalocker`` (LockFileEx)."""
+
+    def __init__(self) -> None:
+        import portalocker
+
+        self._p = portalocker
+
+    def lock(self, handle: IO[bytes], mode: LockMode) -> bool:
+        p = self._p
+        try:
+            p.lock(handle, (p.LOCK_SH if mode == "shared" else p.LOCK_EX) | p.LOCK_NB)
+        except p.exceptions.LockException:
+            return False
+        return True
+
+    def unlock(self, handle: IO[bytes]) -> None:
+        self._p.unlock(handle)
+
+
+_LOCKS: _Flock | _Portalocker = _Portalocker() if os.name == "nt" else _Flock()
 
 
 @contextmanager
@@ -44,7 +90,7 @@ def file_lock(path: Path, mode: LockMode, timeout: float, purpose: str) -> Itera
             _acquire(handle, mode, deadline, timeout, path, purpose)
             if _same_file(handle, path):
                 break
-            portalocker.unlock(handle)
+            _LOCKS.unlock(handle)
         except BaseException:
             handle.close()
             raise
@@ -52,7 +98,7 @@ def file_lock(path: Path, mode: LockMode, timeout: float, purpose: str) -> Itera
     try:
         yield
     finally:
-        portalocker.unlock(handle)
+        _LOCKS.unlock(handle)
         handle.close()
 
 
@@ -99,19 +145,14 @@ def _not_a_lock_file(path: Path) -> IndexCorruptError:
 def _acquire(
     handle: IO[bytes], mode: LockMode, deadline: float, timeout: float, path: Path, purpose: str
 ) -> None:
-    flags = portalocker.LOCK_SH if mode == "shared" else portalocker.LOCK_EX
-    while True:
-        try:
-            portalocker.lock(handle, flags | portalocker.LOCK_NB)
-            return
-        except portalocker.exceptions.LockException:
-            if time.monotonic() >= deadline:
-                raise IndexLockedError(
-                    f"{purpose}: {path.parent} is locked by another kbgraph process and "
-                    f"stayed locked for {timeout:g}s; "
-                    "wait for it to finish or raise the lock timeout (--lock-timeout)"
-                ) from None
-            time.sleep(_POLL_S)
+    while not _LOCKS.lock(handle, mode):
+        if time.monotonic() >= deadline:
+            raise IndexLockedError(
+                f"{purpose}: {path.parent} is locked by another kbgraph process and "
+                f"stayed locked for {timeout:g}s; "
+                "wait for it to finish or raise the lock timeout (--lock-timeout)"
+            )
+        time.sleep(_POLL_S)
 
 
 def _same_file(handle: IO[bytes], path: Path) -> bool:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from kbgraph._layers import lazy_imports
+
 from ._bm25 import DEFAULT_B, DEFAULT_K1, idf, tf_part
 from ._identifiers import compounds, segment_parts, split_compound
 from ._index import BM25_FILES, BM25Index
@@ -11,12 +15,15 @@ from ._tokenize import (
     LEGACY_TOKENIZER_ID,
     TOKENIZER_ID,
     TOKENIZERS,
-    TokenizedCorpus,
     analyse,
     analyse_weighted,
     tokenize,
-    tokenize_corpus,
 )
+
+if TYPE_CHECKING:  # building an index only: a search analyses one query
+    from ._corpus import TokenizedCorpus, tokenize_corpus
+
+__getattr__ = lazy_imports(globals())
 
 __all__ = [
     "BM25_FILES",

@@ -33,7 +33,7 @@ from .._ranking import check_k, check_mask, top_k_indices
 from .._records import json_checksum
 from ._bm25 import DEFAULT_B, DEFAULT_K1, ScoreColumns, avg_doc_len, query_scores, score_columns
 from ._integrity import array_digest, column_sum, column_sums
-from ._tokenize import TOKENIZER_ID, analyse_weighted, check_tokenizer, tokenize_corpus
+from ._tokenize import TOKENIZER_ID, analyse_weighted, check_tokenizer
 
 FORMAT_VERSION = 2
 META_FILE = "bm25.json"
@@ -106,6 +106,8 @@ class BM25Index:
                 f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}; "
                 "the usual values are k1=1.5, b=0.75."
             )
+        from ._corpus import tokenize_corpus  # building only: a search never loads it
+
         corpus = tokenize_corpus(texts, tokenizer)
         columns = score_columns(
             corpus.term_ids,

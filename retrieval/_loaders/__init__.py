@@ -7,7 +7,10 @@ Problems that do not stop indexing (a non-UTF-8 file decoded with a fallback enc
 PDF page that failed) come back as ``LoadedFile.notes``.
 """
 
-from ._base import LoadedFile, SkipFile, binary_reason
+from typing import TYPE_CHECKING
+
+from kbgraph._layers import lazy_imports
+
 from ._kinds import (
     TEXT,
     ChunkAs,
@@ -20,8 +23,15 @@ from ._kinds import (
     register_loader,
     unregister_loader,
 )
-from ._load import load_bytes, load_file
-from ._read import open_regular_file, read_regular_file, read_scanned
+
+if TYPE_CHECKING:
+    # Reading and loading files load on first use: a search filters by the kinds table
+    # above and reads no document, so the segments (three dataclasses) stay unloaded.
+    from ._base import LoadedFile, SkipFile, binary_reason
+    from ._load import load_bytes, load_file
+    from ._read import open_regular_file, read_regular_file, read_scanned
+
+__getattr__ = lazy_imports(globals())
 
 __all__ = [
     "TEXT",

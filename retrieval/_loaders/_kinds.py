@@ -8,16 +8,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from kbgraph._base.registry import Registry
 from kbgraph.errors import ConfigError
 
-from .._records import SkippedFile
-from .._segments import Segment
-from ._plain import decode_text_file
+if TYPE_CHECKING:  # a search reads this table, never a segment
+    from .._records import SkippedFile
+    from .._segments import Segment
 
-Load = Callable[[bytes, str], tuple[list[Segment], list[SkippedFile]]]
+Load = Callable[[bytes, str], "tuple[list[Segment], list[SkippedFile]]"]
 """``(data, rel)`` → the file's segments and notes; raises ``SkipFile`` for a file that
 cannot be indexed."""
 TEXT = "text"  # a file whose suffix no loader names
@@ -39,17 +39,20 @@ class Loader:
     chunk_as: ChunkAs | None = None
 
 
+# The loaders themselves (the segments; html.parser, zipfile, pypdf's wrapper, csv) are
+# imported by the first file of their kind: the table is read by every search (a file's
+# kind), a loader only by the indexer.
 def load_text(data: bytes, rel: str) -> tuple[list[Segment], list[SkippedFile]]:
     """Decoded text as one segment (plain text, Markdown, code, data files)."""
+    from ._plain import decode_text_file
+
     segment, notes = decode_text_file(data, rel)
     return [segment], notes
 
 
-# The format loaders (html.parser, zipfile, pypdf's wrapper, csv) are imported by the first
-# file of their kind: the table is read by every search (a file's kind), a loader only by
-# the indexer.
 def _load_html(data: bytes, rel: str) -> tuple[list[Segment], list[SkippedFile]]:
     from ._html import extract_html
+    from ._plain import decode_text_file
 
     segment, notes = decode_text_file(data, rel)
     return [extract_html(segment, data, rel)], notes
@@ -57,6 +60,7 @@ def _load_html(data: bytes, rel: str) -> tuple[list[Segment], list[SkippedFile]]
 
 def _load_csv(data: bytes, rel: str) -> tuple[list[Segment], list[SkippedFile]]:
     from ._csv import with_record_units
+    from ._plain import decode_text_file
 
     segment, notes = decode_text_file(data, rel)
     return [with_record_units(segment, rel)], notes

@@ -45,7 +45,10 @@ class FileRecord(BaseModel):
     kind: FileKind
     chunk_start: int
     chunk_end: int
-    notes: list[dict[str, str]] = Field(default_factory=list)
+    # Empty defaults as values, not ``default_factory=list``: pydantic copies a mutable
+    # default for each instance all the same, and a builtin factory costs every cold
+    # command the parse of its text signature (tokenize's patterns, ~7 ms; issue 44).
+    notes: list[dict[str, str]] = []
 
 
 # Skips whose cause lies outside the file's bytes: a permission, a hung network mount.
@@ -93,14 +96,14 @@ class IndexMeta(BaseModel):
     chunking: dict[str, Any]
     scan: dict[str, Any]
     files: dict[str, FileRecord]
-    skipped: dict[str, SkipRecord] = Field(default_factory=dict)
+    skipped: dict[str, SkipRecord] = {}  # a value, not a factory: see FileRecord.notes
     file_count: int
     chunk_count: int
     indexed_at: str
-    failed_embeddings: list[int] = Field(default_factory=list)
+    failed_embeddings: list[int] = []
     # Ids of the chunks whose vector holds only the beginning of their text (the model's
     # input cut it), whichever way the vector came: a reused vector keeps its flag here.
-    truncated_chunks: list[str] = Field(default_factory=list)
+    truncated_chunks: list[str] = []
     # Published generations a writer keeps (this one included); remembered like chunking.
     keep_versions: int = Field(default=DEFAULT_KEEP_VERSIONS, ge=1)
     # How the text was analysed for BM25 and how code was chunked: a change of either is

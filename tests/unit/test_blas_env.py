@@ -19,6 +19,7 @@ class Watch:
         return None
 sys.meta_path.insert(0, Watch())
 import kbgraph.cli
+import numpy  # a command loads it later (a search's arrays): the variable is set by then
 print(json.dumps({"at_numpy": seen.get("at_numpy", "numpy never loaded")}))
 """
 

@@ -127,6 +127,52 @@ def test_exclusive_lock_times_out_with_a_clear_message(tmp_path: Path) -> None:
         pass
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="flock: POSIX")
+def test_a_lock_held_through_portalocker_excludes_ours_and_back(tmp_path: Path) -> None:
+    """Locks are taken with ``fcntl.flock`` itself (portalocker imported importlib.metadata
+    on every cold search); a kbgraph process that still locks through portalocker must
+    keep excluding this one, and the other way round, in another process."""
+    lock = tmp_path / ".lock"
+    lock.touch()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _PORTALOCKER_HOLDER, str(lock)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        with pytest.raises(IndexLockedError), file_lock(lock, "exclusive", 0.2, "index"):
+            pass
+        with pytest.raises(IndexLockedError), file_lock(lock, "shared", 0.2, "read"):
+            pass
+    finally:
+        holder.kill()
+        holder.wait()
+    with file_lock(lock, "shared", 1, "read"):
+        probe = subprocess.run(
+            [sys.executable, "-c", _PORTALOCKER_TRY, str(lock)], capture_output=True, text=True
+        )
+    assert probe.stdout.strip() == "refused", probe.stderr
+
+
+_PORTALOCKER_HOLDER = """
+import sys, time, portalocker
+handle = open(sys.argv[1], "r+b")
+portalocker.lock(handle, portalocker.LOCK_EX | portalocker.LOCK_NB)
+print("held", flush=True)
+time.sleep(60)
+"""
+_PORTALOCKER_TRY = """
+import sys, portalocker
+handle = open(sys.argv[1], "r+b")
+try:
+    portalocker.lock(handle, portalocker.LOCK_EX | portalocker.LOCK_NB)
+    print("won")
+except portalocker.exceptions.LockException:
+    print("refused")
+"""
+
+
 # -- IndexReader.validate ---------------------------------------------------------------
 
 
