@@ -12,6 +12,7 @@ through a DNS name rebound to 127.0.0.1."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import io
 import logging
@@ -28,6 +29,7 @@ import anyio
 from kbgraph.errors import ConfigError
 
 from ._bases import OpenBases
+from ._defer import STDIO_UNUSED, defer_init
 from ._settings import McpSettings
 
 if TYPE_CHECKING:
@@ -58,6 +60,14 @@ def require_sdk() -> None:
         ) from exc
 
 
+def defer_unused() -> None:
+    """Defer what the SDK's server imports and a stdio server never calls (see
+    ``_defer.STDIO_UNUSED``); one not installed is nothing to defer."""
+    for name in STDIO_UNUSED:
+        with contextlib.suppress(ModuleNotFoundError):
+            defer_init(name)
+
+
 def _server(bases: OpenBases) -> Server[Any, Any]:
     """The server over ``bases``; the SDK is imported here, with a word on a missing one."""
     require_sdk()
@@ -74,6 +84,7 @@ def serve_stdio(settings: McpSettings) -> None:
     out = anyio.wrap_file(protocol)
     lines = client_lines(sys.stdin.fileno(), protocol.fileno())
     bases = OpenBases(settings)
+    defer_unused()
     server = _server(bases)
     from mcp.server.stdio import stdio_server
 
