@@ -11,7 +11,9 @@ Both are fresh processes, timed from spawn to the results: ``kbgraph search FOLD
 ``tools/call search``, after ``initialize`` (raw pipes: the client costs nothing here).
 Without ``--folder``, a copy of ``examples/docs`` is indexed first with ``--embedding``
 (default ``local``: the packaged model, so both processes load it). Runs alternate between
-the two commands, so that a machine's load changes both alike. Timings need a quiet machine.
+the two commands, so that a machine's load changes both alike, and the ratio is printed both
+as the ratio of the medians and as the median of the run-by-run ratios. Timings need a quiet
+machine.
 """
 
 from __future__ import annotations
@@ -120,6 +122,10 @@ def main() -> None:
     print(f"kbgraph search, cold:               {s:.2f} s (median; {_all(search)})")
     print(f"kbgraph mcp, cold to first search:  {m:.2f} s (median; {_all(mcp)})")
     print(f"ratio mcp / search:                 {m / s:.2f}x (target <= 1.2x)")
+    # Run by run: each mcp run beside the search run just before it, so that a machine
+    # whose speed drifts (a shared one) moves both alike.
+    paired = statistics.median(b / a for a, b in zip(search, mcp, strict=True))
+    print(f"ratio mcp / search, run by run:     {paired:.2f}x (median)")
 
 
 def _all(times: list[float]) -> str:
