@@ -171,6 +171,11 @@ class KbStats(BaseModel):
     index_size: int
     last_indexed: str | None
     embedding: dict[str, Any] = Field(description="The model the index was built with.")
+    truncated: int = Field(
+        default=0,
+        description="Chunks longer than the model's input: only their beginning is in the "
+        "vector (keyword search reads all of them; a smaller chunk size avoids it).",
+    )
     freshness: Freshness
 
 
@@ -208,6 +213,11 @@ class IndexedKb(BaseModel):
     embedded: int
     reused: int
     skipped: int
+    truncated: int = Field(
+        default=0,
+        description="Chunks longer than the model's input: only their beginning is in the "
+        "vector (keyword search reads all of them; a smaller chunk size avoids it).",
+    )
 
 
 class IndexOutput(BaseModel):

@@ -103,6 +103,7 @@ def stats(bases: OpenBases, args: KbArgs) -> StatsOutput:
                 index_size=data["indexSize"],
                 last_indexed=data["lastIndexed"],
                 embedding=data["embedding"],
+                truncated=data["truncated"],
                 freshness=bases.freshness(base, fresh=True),
             )
         )
@@ -182,6 +183,7 @@ def index(bases: OpenBases, args: KbArgs) -> IndexOutput:
                 embedded=data["embedded"],
                 reused=data["reused"],
                 skipped=len(data["skipped"]),
+                truncated=data["truncated"],
             )
         )
     return IndexOutput(indexed=out)

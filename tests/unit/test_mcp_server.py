@@ -21,7 +21,7 @@ from mcp.shared.memory import create_connected_server_and_client_session
 from pydantic import AnyUrl
 
 from kbgraph.mcp import McpSettings, build_server
-from kbgraph.retrieval import KnowledgeBase
+from kbgraph.retrieval import ChunkConfig, KnowledgeBase
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "docs"
 REPO = Path(__file__).resolve().parents[2]
@@ -81,6 +81,26 @@ async def test_index_is_served_only_with_allow_write(docs: Path) -> None:
         done = await client.call_tool("index", {})
     assert names == [*READ_ONLY_TOOLS, "index"]
     assert done.structuredContent["indexed"][0]["file_count"] == 15  # type: ignore[index]
+
+
+async def test_stats_and_index_say_how_many_chunks_the_model_cut(tmp_path: Path) -> None:
+    """A chunk longer than the model's input has only its beginning in its vector: the
+    ``kbgraph stats`` and ``kbgraph index`` figure, and an agent's too."""
+    folder = tmp_path / "long"
+    folder.mkdir()
+    (folder / "long.md").write_text(
+        "# Long\n\n" + " ".join(f"wörd{i}" for i in range(1500)) + "\r\n", encoding="utf-8"
+    )
+    # One chunk of ~12,000 characters: over the fake model's 8,000-character input.
+    chunking = ChunkConfig(chunk_size=20_000, overlap=0, max_chunk_chars=50_000)
+    assert KnowledgeBase(folder, embedding="fake", chunking=chunking).index().truncated == 1
+    async with session(folder, allow_write=True) as client:
+        stats = await client.call_tool("stats", {})
+        done = await client.call_tool("index", {})
+    assert stats.structuredContent["stats"][0]["truncated"] == 1  # type: ignore[index]
+    # Nothing changed: every vector is reused, and the index still holds the cut chunk.
+    indexed = done.structuredContent["indexed"][0]  # type: ignore[index]
+    assert (indexed["embedded"], indexed["truncated"]) == (0, 1)
 
 
 async def test_search_returns_cited_lines_that_match_the_output_schema(docs: Path) -> None:
