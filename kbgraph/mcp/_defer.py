@@ -20,8 +20,8 @@ STDIO_UNUSED = ("httpx", "jsonschema")
 httpx for one status code on a request's timeout, and httpx's ``__init__`` imports its command
 line (rich, pygments, click) when those are installed; the low-level server imports
 jsonschema to validate tools' input and structured output, which kbgraph's switches off
-(``validate_input=False``; its tools return a ``CallToolResult``, never validated). ~60
-modules and ~0.15 s of every stdio start."""
+(``validate_input=False``; its tools return a ``CallToolResult``, never validated). 152
+modules of a stdio server's first answer (742 before, 590 after)."""
 
 _lock = threading.Lock()
 

@@ -6,7 +6,7 @@ and ``line_end`` can be passed back to ``read`` as they are."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -164,6 +164,16 @@ class KnowledgeBasesOutput(BaseModel):
     read_only: bool = Field(description="False when the index tool is served.")
 
 
+Truncated = Annotated[
+    int,
+    Field(
+        description="Chunks longer than the model's input: only their beginning is in the "
+        "vector (keyword search reads all of them; a smaller chunk size avoids it).",
+    ),
+]
+"""What ``stats`` and ``index`` say of the index's cut chunks (``IndexStats.truncated``)."""
+
+
 class KbStats(BaseModel):
     kb: str
     file_count: int
@@ -171,11 +181,7 @@ class KbStats(BaseModel):
     index_size: int
     last_indexed: str | None
     embedding: dict[str, Any] = Field(description="The model the index was built with.")
-    truncated: int = Field(
-        default=0,
-        description="Chunks longer than the model's input: only their beginning is in the "
-        "vector (keyword search reads all of them; a smaller chunk size avoids it).",
-    )
+    truncated: Truncated = 0
     freshness: Freshness
 
 
@@ -213,11 +219,7 @@ class IndexedKb(BaseModel):
     embedded: int
     reused: int
     skipped: int
-    truncated: int = Field(
-        default=0,
-        description="Chunks longer than the model's input: only their beginning is in the "
-        "vector (keyword search reads all of them; a smaller chunk size avoids it).",
-    )
+    truncated: Truncated = 0
 
 
 class IndexOutput(BaseModel):

@@ -114,6 +114,11 @@ def test_a_stdio_server_stays_within_its_module_budget(
     )
 
 
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    """``code`` run by a fresh interpreter: nothing of the SDK imported before it."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+
 def test_the_deferred_sdk_still_gives_its_client_in_the_same_process() -> None:
     """The packages left uninitialised run their ``__init__`` on the first name asked."""
     code = (
@@ -126,7 +131,7 @@ def test_the_deferred_sdk_still_gives_its_client_in_the_same_process() -> None:
         "assert Server is kbgraph.mcp._server.Server\n"
         "print('ok')\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    done = _python(code)
     assert done.stdout.strip() == "ok", done.stderr
 
 
@@ -147,5 +152,5 @@ def test_what_a_stdio_server_defers_still_works_in_the_same_process() -> None:
         "except jsonschema.ValidationError as exc:\n"
         "    print('ok', exc.validator)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    done = _python(code)
     assert done.stdout.strip() == "ok type", done.stderr
