@@ -213,7 +213,8 @@ too far), ``no_aligned_sentence`` (no source sentence shares the claim's words),
 ``unknown_citation`` (it cites a source the context lacks), ``wrong_citation`` (not its
 cited source but another supports it), ``repeated`` (it repeats an earlier claim),
 ``unstated_fact`` (a number, date, name, code or negation its sources do not state about
-the same subject: ``judges._facts``),
+the same subject: ``judges._facts``; on a claim the judge contradicts, a number, name or
+code: "9 times" where the source says 4),
 ``empty_context``; ``""`` when the judge does not
 say (an LLM judge's verdict has its reason in words only)."""
 

@@ -24,12 +24,14 @@ sources about the same subject — the verdict becomes ``not_supported``, the ca
 carries that verdict (issue 41: the score people gate on must not call such an answer
 faithful): such a claim scores 0, and an answer with one scores its mean scaled into
 ``[0, UNSTATED_CAP]``, below the faithful threshold 0.5 and below any gate
-(:func:`verdict_score`). The judge's
-graded support is kept: each claim's in its reason, the answer's as ``graded`` in the
-details, beside ``supported_share``. A claim the judge already rejects gets the fact's
-reason too. The reason keeps the judge's verdict and score: "8443 is in no cited source
-(judge: supported, 0.51)". ``check_facts=False`` turns the layer off (the score is then the
-graded support).
+(:func:`verdict_score`). The judge's graded support is kept: each claim's in its reason,
+the answer's as ``graded`` in the details, beside ``supported_share``. A claim the judge
+already rejects gets the fact's reason too; one it contradicts keeps that verdict, and an
+unstated number, name or code in it ("$6.89" where the source says $6.86) makes its cause
+``unstated_fact`` as well, so that it caps the answer and makes repair act
+(``agents._problems.ACTING_CAUSES``). The reason keeps the judge's verdict and score:
+"8443 is in no cited source (judge: supported, 0.51)". ``check_facts=False`` turns the
+layer off (the score is then the graded support).
 
 A claim that repeats an earlier one (``claims.repeats``) keeps ``REPEAT_FACTOR`` of its
 score, and its reason says so.
@@ -47,7 +49,7 @@ from typing import ClassVar
 
 from .._claims import repeats
 from .._decompose import decompose
-from .._judges import Judge, unstated_facts
+from .._judges import FactKind, Judge, unstated_facts
 from .._records import Claim, ClaimVerdict, EvalRecord, Judgement, MetricName, MetricResult, Passage
 from ._adapter import LangSmithAdapter
 from ._context import join_passages
@@ -174,21 +176,37 @@ class FaithfulnessEvaluator(LangSmithAdapter):
                 results[i] = replace(old, reason=reason, cause="wrong_citation")
 
 
+_EXACT: frozenset[FactKind] = frozenset({"number", "name", "code", "identifier"})
+"""The facts a claim the judge contradicts is still checked for."""
+
+
 def _stated(claim: Claim, judgement: Judgement, context: str, *, cited: bool = True) -> Judgement:
     """The judgement, not supported when a checkable fact of the claim is not stated by
-    ``context`` (see the module docstring); a contradiction is left as the judge said it."""
-    if judgement.verdict == "contradicted" or not claim.text.strip():
+    ``context`` (see the module docstring). A claim the judge contradicts is checked for
+    its numbers, names and codes (``_EXACT``): when one is unstated ("$6.89" where the
+    source says $6.86) the verdict stays ``contradicted``, the fact's reason goes before
+    the judge's and the cause becomes ``unstated_fact``, so that it caps the answer
+    (:func:`verdict_score`). Unchecked, that claim at 0.10 beside one at 0.99 scored 0.55,
+    faithful at 0.5. Its negations and antonyms are not checked: the judge has read
+    its polarity, and on SummEdits' seed-29 sample (development data) checking them too
+    flagged 18 more consistent summaries for 17 more edited ones, at the same AUROC."""
+    if not claim.text.strip():
         return judgement
     facts = unstated_facts(claim.text, context, cited=cited and bool(claim.citations))
+    if judgement.verdict == "contradicted":
+        facts = [f for f in facts if f.kind in _EXACT]
     if not facts:
         return judgement
     fact = facts[0]
+    stated = "; ".join(f.reason for f in facts[:3])
+    if judgement.verdict == "contradicted":
+        reason = f"{stated}; judge: {judgement.reason}"
+        return replace(judgement, reason=reason, cause="unstated_fact")
     said = judgement.verdict.replace("_", " ")
-    reason = f"{'; '.join(f.reason for f in facts[:3])} (judge: {said}, {judgement.score:.2f})"
     return replace(
         judgement,
         verdict="not_supported",
-        reason=reason,
+        reason=f"{stated} (judge: {said}, {judgement.score:.2f})",
         evidence=fact.source or judgement.evidence,
         cause="unstated_fact",
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from langchain_core.embeddings import Embeddings
 
-from ._facts import unstated_facts
+from ._facts import FactKind, unstated_facts
 from .base import ClaimDecomposer, Judge, JudgeError
 from .llm import LLMJudge
 from .offline import OfflineJudge
@@ -34,6 +34,7 @@ def resolve_judge(spec: str | Judge, *, embeddings: Embeddings | str = "local") 
 
 __all__ = [
     "ClaimDecomposer",
+    "FactKind",
     "Judge",
     "JudgeError",
     "LLMJudge",

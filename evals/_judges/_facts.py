@@ -27,7 +27,10 @@ Each must be *stated* by the context:
   (``_subject``);
 - and not negated the other way: a clause of the sentences most about the claim clause
   denies what the claim affirms ("no card is ever charged" against "Sandbox keys charge the
-  card"), or affirms what it denies, and none of them says it the claim's way.
+  card"), or affirms what it denies, and none of them says it the claim's way;
+- and not swapped: the sentences most about the clause write the word's opposite, or
+  another member of its closed class (a colour, a season, a relative), and not the word
+  (``_opposites``).
 
 A quote (``ContextText.is_quote``) states its facts. The verdict this gives is in the
 faithfulness score (a claim with an unstated fact counts 0, the answer is capped under 0.5;
@@ -97,7 +100,9 @@ def unstated_facts(
         out += [f for f in (_number(s, plain, about, ctx, where) for s in slots) if f]
         out += [f for f in (_name(n, part, ctx, where) for n in proper_names(plain)) if f]
     out += _negations(claim, ctx)
-    out += [_swapped(swap, claim, ctx) for swap in antonym_swaps(claim, ctx)]
+    named = {f.token for f in out if f.kind == "name"}
+    swaps = [_swapped(swap, claim, ctx) for swap in antonym_swaps(claim, ctx)]
+    out += [f for f in swaps if f.token not in named]  # "Brown" is a name, not a colour
     return list({(f.kind, f.token): f for f in out}.values())
 
 
@@ -352,13 +357,15 @@ def _about_it(
 
 
 def _swapped(swap: Swap, claim: str, ctx: ContextText) -> UnstatedFact:
-    """An antonym swap (``_opposites``) as the fact it leaves unstated, in the claim's words."""
+    """An antonym swap or a class member swapped for another (``_opposites``) as the fact
+    it leaves unstated, in the claim's words."""
     word = next((w for w in WORD.findall(claim) if content_words(w) == [swap.word]), swap.word)
     sentence = ctx.sentences[swap.sentence]
     said = next(
         (w for w in WORD.findall(sentence) if content_words(w) == [swap.opposite]), swap.opposite
     )
-    reason = f"opposite: the claim says {word!r} where the source says {said!r}: {sentence!r}"
+    what = f"another {swap.of_class}" if swap.of_class else "opposite"
+    reason = f"{what}: the claim says {word!r} where the source says {said!r}: {sentence!r}"
     return UnstatedFact(word, "antonym", reason, sentence)
 
 

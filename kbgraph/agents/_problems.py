@@ -34,7 +34,8 @@ def cut_off(message: AIMessage | None) -> bool:
 ACTING_CAUSES = frozenset({"wrong_citation", "unstated_fact"})
 """Unsupported claims that make repair act whatever the score: a claim its cited source
 does not make, or a fact no source states (issue 42: an answer scored 0.68, above 0.5,
-while "999 times" was in no cited source, and was only flagged)."""
+while "999 times" was in no cited source, and was only flagged), the judge contradicting
+it or not ("9 times" where the source says 4 is both)."""
 
 
 def answer_problems(

@@ -203,6 +203,9 @@ def test_a_made_up_number_names_its_source_sentence_and_cause() -> None:
     citations = [{"n": 1, "chunk_id": "c1", "source": "retry.md", "text": DOCS["retry.md"]}]
     check = check_answer(MADE_UP, citations, judge=OfflineJudge(FakeEmbeddings()))
     (claim,) = check["claims"]
-    assert claim["verdict"] == "contradicted" and claim["cause"] == "number_mismatch"
-    assert "9" in claim["reason"] and "4" in claim["reason"]
+    # The judge contradicts it and the facts layer finds 9 stated nowhere: the cause is the
+    # one every made-up number has (issue 41), the reason keeps the judge's words.
+    assert claim["verdict"] == "contradicted" and claim["cause"] == "unstated_fact"
+    assert claim["reason"].startswith("9 times is in no cited source; judge: contradicted")
+    assert "number mismatch: 9 time ≠ 4 time" in claim["reason"]
     assert "retries failed requests 4 times" in claim["source"]

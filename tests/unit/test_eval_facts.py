@@ -158,6 +158,47 @@ def test_a_supported_claim_turned_unsupported_keeps_the_judges_view() -> None:
     assert check.get("graded") == 1.0 and check.get("supported_share") == 0.0
 
 
+EARNINGS = (
+    "Diluted earnings per share were $6.86 for the third quarter, up from $6.12 a year ago. "
+    "Net sales grew in every region during the quarter."
+)
+
+
+def test_a_changed_number_the_judge_contradicts_caps_the_answer(judge: OfflineJudge) -> None:
+    # Issue 41: the facts layer skipped claims the judge contradicts, so this answer scored
+    # 0.55 (the changed claim 0.10, the copied one 1.00): "faithful" at 0.5 with a made-up
+    # earnings figure in it.
+    answer = "Diluted earnings per share were $6.89 for the third quarter. " + EARNINGS[-51:]
+    result = FaithfulnessEvaluator(judge).evaluate(EvalRecord("", answer, (Passage(1, EARNINGS),)))
+    changed, copied = result.details["claims"]
+    assert changed.verdict == "contradicted" and changed.cause == "unstated_fact"
+    assert changed.reason.startswith("$6.89 is in no source; judge: contradicted: number")
+    assert "6.86" in changed.reason and changed.evidence.startswith("Diluted earnings")
+    assert copied.verdict == "supported"
+    assert result.score is not None and result.score <= UNSTATED_CAP < THRESHOLD
+    assert result.details["unstated_facts"] == 1
+
+
+def test_a_contradicted_number_the_sources_state_keeps_the_judges_cause(
+    judge: OfflineJudge,
+) -> None:
+    # The facts layer confirms a judge's number mismatch, it does not make one. Here the
+    # judge reads the claim against the 2012-13 sentence (a WikiEval answer shaped so);
+    # the source states 2010 and twelve of this season, so no fact is unstated.
+    source = (
+        "Thus, the 2010–11 season consisted of twelve teams. After playing two groups with "
+        "six teams and then having a championship and relegation group, the 2012–13 season "
+        "was played as a double-round robin with ten teams again."
+    )
+    answer = (
+        "In the 2010–11 season, there were twelve teams and a championship and relegation group."
+    )
+    check = check_answer(f"{answer} [1]", _cited(source), judge=judge)
+    (found,) = check["claims"]
+    assert (found["verdict"], found["cause"]) == ("contradicted", "number_mismatch")
+    assert found["reason"].startswith("contradicted: number mismatch")
+
+
 ONE_SENTENCE = [
     pytest.param(
         "The upload was rejected with status 400.",

@@ -117,14 +117,121 @@ SWAPPED = [
         "harder",
         id="easier-harder",
     ),
+    pytest.param(
+        "Adjusted earnings per share declined 1.9% in the third quarter.",
+        "Our adjusted diluted earnings per share grew 1.9% in the third quarter to $1.63.",
+        "declined",
+        id="grew-declined",
+    ),
 ]
+
+# Another member of a closed class where the source has one (SummEdits' entity edits).
+CLASS_SWAPPED = [
+    pytest.param(
+        "Activists poured gallons of yellow and white paint outside the Russian embassy.",
+        "Activists in London poured gallons of yellow and blue paint outside the Russian "
+        "embassy on Thursday morning.",
+        "white",
+        "colour",
+        id="colour",
+    ),
+    pytest.param(
+        "Ana says her wife will pick up the kids from the station.",
+        "Ana: my brother will pick up the kids from the station, don't worry.",
+        "wife",
+        "relative",
+        id="relative",
+    ),
+    pytest.param(
+        "The café opens every evening for the fête, according to the owner.",
+        "The café opens every morning for the fête, according to the owner.",
+        "evening",
+        "time of day",
+        id="time-of-day-non-ascii",
+    ),
+    pytest.param(
+        "The festival in Ålesund moved to the winter months this year.",
+        "The festival in Ålesund moved to the summer months this year.",
+        "winter",
+        "season",
+        id="season",
+    ),
+]
+
+
+@pytest.mark.parametrize(("claim", "source", "token", "of_class"), CLASS_SWAPPED)
+def test_another_member_of_a_closed_class_is_unstated(
+    claim: str, source: str, token: str, of_class: str
+) -> None:
+    facts = unstated_facts(claim, source)
+    assert [(f.kind, f.token) for f in facts] == [("antonym", token)]
+    assert facts[0].reason.startswith(f"another {of_class}: the claim says {token!r}")
+    assert facts[0].source == source
+
+
+CLASS_KEPT = [
+    pytest.param(
+        "Activists poured yellow and blue paint outside the embassy.",
+        "Activists poured yellow and blue paint outside the embassy; police wore white.",
+        id="the-source-says-it-too",
+    ),
+    pytest.param(
+        "Hundreds of girls have fallen sick in schools in recent weeks.",
+        "Hundreds of schoolgirls have fallen sick in schools in recent months.",
+        id="periods-are-no-class",
+    ),
+    pytest.param(
+        "The grey cat sleeps on the sofa all afternoon.",
+        "The gray cat sleeps on the sofa all afternoon.",
+        id="two-spellings-of-one-member",
+    ),
+    pytest.param(
+        "The band plays at the harbour bar every Saturday night.",
+        "The band plays at the harbour bar every Saturday evening.",
+        id="evening-and-night-are-one",
+    ),
+    # Words the classes left out: each had a sense that is no member (a review found them).
+    pytest.param(
+        "The new battery lasts ten hours on one charge.",
+        "The first battery of the new line gives ten hours on one charge.",
+        id="lasts-is-no-ordinal",
+    ),
+    pytest.param(
+        "At first the plan covered the city's bus routes.",
+        "The third plan covered the city's bus routes.",
+        id="at-first-is-no-rank",
+    ),
+    pytest.param(
+        "Western officials met the mayor to discuss the grain corridor.",
+        "Officials in eastern Ukraine met the mayor to discuss the grain corridor.",
+        id="western-is-no-direction",
+    ),
+    pytest.param(
+        "The design substantially reduces risk for the operators.",
+        "The design minimizes risk for the operators.",
+        id="minimizes-is-no-minimal",
+    ),
+]
+
+
+def test_a_name_that_is_a_colour_is_only_a_name() -> None:
+    facts = unstated_facts(
+        "The Brown family runs the bakery on Main Street.",
+        "The Green family runs the bakery on Main Street.",
+    )
+    assert [(f.kind, f.token) for f in facts] == [("name", "Brown")]
+
+
+@pytest.mark.parametrize(("claim", "source"), CLASS_KEPT)
+def test_a_class_member_the_source_writes_is_no_swap(claim: str, source: str) -> None:
+    assert [f for f in unstated_facts(claim, source) if f.kind == "antonym"] == []
 
 
 @pytest.mark.parametrize(("claim", "source", "token"), SWAPPED)
 def test_an_antonym_swap_is_unstated(claim: str, source: str, token: str) -> None:
     facts = unstated_facts(claim, source)
     assert [(f.kind, f.token) for f in facts] == [("antonym", token)]
-    assert "opposite" in facts[0].reason and facts[0].source
+    assert facts[0].reason.startswith(f"opposite: the claim says {token!r}") and facts[0].source
 
 
 KEPT = [
