@@ -193,13 +193,14 @@ def _stated(claim: Claim, judgement: Judgement, context: str, *, cited: bool = T
     if not claim.text.strip():
         return judgement
     facts = unstated_facts(claim.text, context, cited=cited and bool(claim.citations))
-    if judgement.verdict == "contradicted":
+    contradicted = judgement.verdict == "contradicted"
+    if contradicted:
         facts = [f for f in facts if f.kind in _EXACT]
     if not facts:
         return judgement
     fact = facts[0]
     stated = "; ".join(f.reason for f in facts[:3])
-    if judgement.verdict == "contradicted":
+    if contradicted:
         reason = f"{stated}; judge: {judgement.reason}"
         return replace(judgement, reason=reason, cause="unstated_fact")
     said = judgement.verdict.replace("_", " ")
