@@ -31,6 +31,11 @@ _SPACED_THOUSANDS = re.compile(
 """``50, 000`` / ``1 , 250 , 000`` / ``£38 , 831``: a thousands separator that tokenising or
 a summariser spaced out. Only a group starting with 0, or a currency sign, tells it from a
 list ("408, 429, 500")."""
+_SHORT_YEAR_RANGE = re.compile(
+    r"(?<![\w.,:/-])((?:1[89]|20)(\d\d))(\s?[-\u2013/]\s?)(\d\d)(?!\d|[.,:/-]\d)"
+)
+"""``2018–19`` / ``1995-96``: a season, an academic or a fiscal year, its second year cut to
+two digits (WiCE's "the 2018–19 academic year" for its source's "2018-2019")."""
 _CONTRACTION = re.compile(r"(?i)\b(\w+) n't\b")  # tokenised "does n't" -> "doesn't"
 _WHOLE_NEGATIONS = (
     (re.compile(r"(?i)\bwon't\b"), "will not"),
@@ -63,8 +68,9 @@ _SKIPPED = (FUNCTION_WORDS | NEGATIONS | frozenset(_NUMBER_WORDS)) - {"won"}
 
 def normalise(text: str) -> str:
     """Curly apostrophes made straight, tokenised contractions ("does n't") joined, "won't"
-    / "can't" spelt out, and a tokenised thousands separator ("50 , 000") closed up: so
-    that words, negations and numbers read the same in every source."""
+    / "can't" spelt out, a tokenised thousands separator ("50 , 000") closed up, and a
+    year range's cut second year written whole ("2018–19" as "2018–2019"): so that words,
+    negations and numbers read the same in every source."""
     if "\u2019" in text or "\u2018" in text:
         text = text.replace("\u2019", "'").replace("\u2018", "'")
     if "n't" in text:
@@ -73,7 +79,16 @@ def normalise(text: str) -> str:
             text = pattern.sub(spelt, text)
     if "," in text:
         text = _SPACED_THOUSANDS.sub(lambda m: re.sub(r"\s", "", m.group(0)), text)
-    return text
+    return _SHORT_YEAR_RANGE.sub(_whole_years, text)
+
+
+def _whole_years(match: re.Match[str]) -> str:
+    """The next year written whole: only the year after the first, so that a month
+    ("2011-12" reads as a season either way) or a pair of numbers is left as written."""
+    first, tail, between, second = match.groups()
+    if int(second) != (int(tail) + 1) % 100:
+        return match.group(0)
+    return f"{first}{between}{int(first) + 1}"
 
 
 def content_words(text: str) -> list[str]:
@@ -97,12 +112,18 @@ def content_words(text: str) -> list[str]:
 
 def numbers(text: str) -> set[str]:
     """Numbers in ``text``, normalised: thousands separators dropped (``2,500`` = ``2500``,
-    and a tokenised ``2 , 500`` too), number words mapped to digits. A citation marker or
-    passage header (``[1]``) is no number of the text."""
+    and a tokenised ``2 , 500`` too), an integer's leading zeros too (``08`` = ``8``),
+    number words mapped to digits. A citation marker or passage header (``[1]``) is no
+    number of the text."""
     text = PASSAGE_MARKER.sub(" ", normalise(text))
     found = {m.group(0).replace(",", "") for m in _NUMBER.finditer(text)}
     found |= {_NUMBER_WORDS[w] for w in words(text, min_len=2) if w in _NUMBER_WORDS}
-    return {n.rstrip(".") for n in found if n}
+    return {_plain(n.rstrip(".")) for n in found if n}
+
+
+def _plain(number: str) -> str:
+    """An integer without its leading zeros: "June 08" states "June 8", "05" is "5"."""
+    return number.lstrip("0") or "0" if number.isdigit() else number
 
 
 PASSAGE_MARKER = re.compile(r"\[\d+(?:\s*[,-]\s*\d+)*\]")

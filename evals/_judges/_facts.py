@@ -2,10 +2,11 @@
 answer check and of the faithfulness metric.
 
 A claim's *checkable facts* are its numbers (with their units), dates and quantities
-(``_numbers``), its proper names (a capitalised word that does not open the sentence, an
-all-capitals word, or a run of capitalised words anywhere: "Tom Lee"), its codes (a token
-mixing letters and digits: "E1234", "v2.3.1", "HTTP/2"), its misnamed identifiers (below)
-and its negations (``_polarity``).
+(``_numbers``), its clock times (``_clock``: "9 pm" is "21:00"), its proper names (a
+capitalised word that does not open the sentence, an all-capitals word, or a run of
+capitalised words anywhere: "Tom Lee"), its codes (a token mixing letters and digits:
+"E1234", "v2.3.1", "HTTP/2"), its misnamed identifiers (below) and its negations
+(``_polarity``).
 Each must be *stated* by the context:
 
 - found there: the same number with no unit of another kind, or the same quantity in
@@ -44,6 +45,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .._text import PASSAGE_MARKER, content_words, is_negation_cue, numbers
+from ._clock import TimeCheck, checked_times
 from ._context import META_WORDS, ContextText, claim_words, context_text
 from ._evidence import clauses as claim_clauses
 from ._identifiers import misnamed
@@ -90,9 +92,12 @@ def unstated_facts(
     out: list[UnstatedFact] = []
     for part in claim_clauses(claim):
         part = without_stated_quarters(part, ctx)
+        about = _about_words(part, ctx)
+        timed, times = checked_times(part, ctx)
+        out += [f for f in (_time(t, part, about, ctx, where) for t in times) if f]
+        part = timed  # a time's digits are no numbers of their own
         codes = _codes(part)
         plain = _CODE.sub(" code ", part)  # a code's digits are no number of their own
-        about = _about_words(part, ctx)
         out += [f for f in (_code(c, part, about, ctx, where) for c in codes) if f]
         out += _misnamed(part, ctx, where)
         counted = counted_by_names(part)
@@ -142,6 +147,16 @@ def _number(
             return None
         return UnstatedFact(written, "number", f"{written} is in {where}")
     return _same_subject(written, "number", found, about, ctx, text)
+
+
+def _time(
+    time: TimeCheck, text: str, about: list[str], ctx: ContextText, where: str
+) -> UnstatedFact | None:
+    """A clock time (``_clock``) the context may state is checked for its subject as a
+    number is; one it may not is unstated."""
+    if time.found:
+        return _same_subject(time.written, "number", list(time.found), about, ctx, text)
+    return UnstatedFact(time.written, "number", time.unstated(where))
 
 
 def _written_in(number: str, ctx: ContextText) -> list[int]:

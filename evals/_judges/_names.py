@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import itertools
 import re
+import unicodedata
+from functools import lru_cache
 
 from .._text import content_words, normalise
 from ._context import ContextText
@@ -86,18 +88,36 @@ def name_found(name: str, text: str, ctx: ContextText) -> bool:
         return True
     if any(stems <= held for held in ctx.sentence_words):
         return True
+    if not (name.isascii() and ctx.body.isascii()):
+        # "Hygiène" for "Hygiene" (WiCE): a name's accents are often left out.
+        folded = set(content_words(_unaccented(name)))
+        if any(folded <= held for held in _unaccented_words(ctx)):
+            return True
     if _PLURAL.fullmatch(name):
         # "PhDs" for "PhD", "APIs" for "API": a plural the stemmer leaves whole.
         return name_found(name[:-1], text, ctx)
     if _ACRONYM.fullmatch(name) and (_plural_in(name, ctx) or _spelt_out(name.lower(), ctx)):
         return True
-    if _nationality_of(name, ctx):
+    if _nationality_of(name, ctx) or _month_found(name, ctx):
         return True
+    rest = _without_nationalities(name, ctx)
+    if rest != name:
+        # "Canadian Senior Men's National Team" for "Canada's Senior Men's National team".
+        return name_found(rest, text, ctx) if rest else True
     first, _, rest_of_name = name.partition(" ")
     if rest_of_name and text.lstrip().startswith(first):
         # "Set HARBOR_RETRY_MAX_ATTEMPTS": a sentence's first word joined to a name.
         return name_found(rest_of_name, text[text.index(first) + len(first) :], ctx)
     return False
+
+
+def _unaccented(text: str) -> str:
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+
+
+@lru_cache(maxsize=64)
+def _unaccented_words(ctx: ContextText) -> list[frozenset[str]]:
+    return [frozenset(content_words(_unaccented(s))) for s in ctx.sentences]
 
 
 _ACRONYM = re.compile(r"[A-Z]{2,6}|[A-Z][a-z]?[A-Z][a-z]?[A-Z]?")
@@ -117,23 +137,72 @@ def _spelt_out(acronym: str, ctx: ContextText) -> bool:
     ``acronym`` ("transport layer security" for TLS, "year-over-year" for YoY)."""
     for sentence in ctx.sentences:
         words = [p for w in TOKENS.findall(sentence.lower()) for p in w.split("-") if p]
-        if acronym in "".join(w[0] for w in words if w[0].isalpha()):
+        words = [w for w in words if w[0].isalpha()]
+        if acronym in "".join(w[0] for w in words):
+            return True
+        # "NASM" for "National Air and Space Museum": the small words have no letter.
+        if acronym in "".join(w[0] for w in words if w not in _UNLETTERED):
             return True
     return False
 
 
-_NATIONALITY = re.compile(r"([A-Z][a-z]{3,}?)(?:ese|ian|an|ish|i)")
-"""A nationality's stem: "Chin|ese", "Canad|ian", "Americ|an", "Brit|ish", "Iraq|i"."""
+_UNLETTERED = frozenset({"and", "of", "the", "for", "in", "on", "at", "to"})
 
 
-def _nationality_of(name: str, ctx: ContextText) -> bool:
+_NATIONALITY = re.compile(r"([A-Z][a-z]{3,}?)(?:ese|ian|an|ish|i)s?")
+"""A nationality's stem: "Chin|ese", "Canad|ian", "Americ|an", "Brit|ish", "Iraq|i",
+"Jordan|ians"."""
+
+
+def _nationality_of(name: str, ctx: ContextText, *, another_way: bool = False) -> bool:
     """``name`` is a nationality whose country the context names: "Chinese" for "China"
-    (a news summary says "Chinese officials" where the article says "officials in China")."""
+    (a news summary says "Chinese officials" where the article says "officials in China");
+    ``another_way``: in a word other than ``name`` itself."""
     match = _NATIONALITY.fullmatch(name)
     if match is None:
         return False
     country = re.compile(rf"\b{re.escape(match.group(1))}[a-z]{{0,3}}\b")
-    return any(country.search(sentence) for sentence in ctx.sentences)
+    return any(
+        found != name or not another_way
+        for sentence in ctx.sentences
+        for found in country.findall(sentence)
+    )
+
+
+def _without_nationalities(name: str, ctx: ContextText) -> str:
+    """``name`` without its words that are nationalities of countries the context names
+    another way: "Canadian" where it writes "Canada's", not "Butuan" where it writes
+    "Butuan" (a word the context writes stands for itself)."""
+    words = name.split()
+    if len(words) < 2:
+        return name
+    return " ".join(w for w in words if not _nationality_of(w, ctx, another_way=True))
+
+
+_MONTHS = (
+    "January", "February", "March", "April", "May", "June", "July", "August", "September",
+    "October", "November", "December",
+)  # fmt: skip
+_MONTH_OF = {m.lower(): i for i, m in enumerate(_MONTHS)} | {
+    m[:3].lower(): i for i, m in enumerate(_MONTHS)
+}
+_MONTH_OF["sept"] = 8
+
+
+def _month_found(name: str, ctx: ContextText) -> bool:
+    """``name`` is a month the context writes whole or cut before or after a number: "Nov
+    10, 2018" states "November" (WiCE's web pages date that way), "November 10" states
+    "Nov."; a cut month away from a number is left alone ("Jan" is also a name)."""
+    month = _MONTH_OF.get(name.lower().rstrip("."))
+    if month is None:
+        return False
+    whole, cut = _MONTHS[month], _MONTHS[month][:3]
+    said = re.compile(
+        rf"\b{whole}\b|\b(?:{cut}|Sept)\b\.?(?=\s*\d)|(?<=\d\s){cut}\b"
+        if month == 8
+        else rf"\b{whole}\b|\b{cut}\b\.?(?=\s*\d)|(?<=\d\s){cut}\b"
+    )
+    return any(said.search(sentence) for sentence in ctx.sentences)
 
 
 _ORDINALS = ("first", "second", "third", "fourth")

@@ -88,6 +88,7 @@ _ELLIPSIS = frozenset(
 _RANGE = frozenset({"-", "–", "to", "and", "or"})
 _RANK_BEFORE = frozenset({"no", "#", "number"})
 _UNIT_REACH = 2  # "12 other cities": the unit may follow a function word
+_JOINING = frozenset({"and", "but"})  # ... but not a conjunction ("4 and 6 weeks" is a range)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +169,7 @@ def _split_number(token: str) -> tuple[str | None, str | None]:
     glued = _GLUED.match(token)
     if glued:
         stems = content_words(glued.group(2))
-        return glued.group(1).replace(",", ""), stems[0] if stems else None
+        return numbers(glued.group(1)).pop(), stems[0] if stems else None
     found = numbers(token)
     return (found.pop(), None) if len(found) == 1 else (None, None)
 
@@ -206,16 +207,18 @@ def _unit(tokens: Sequence[str], i: int) -> str | None:
     if before in _CURRENCY:
         return _CURRENCY[before]
     following = list(tokens[i + 1 : i + 1 + _UNIT_REACH + 2])
-    if _is_age(tokens[max(0, i - 2) : i], following):
+    if _is_age(tokens[max(0, i - 2) : i], following) or _ends_an_age_range(tokens, i):
         return AGE
     if following[:1] == ["%"]:
         return PERCENT
     if len(following) >= 2 and following[0] in _RANGE and _is_number(following[1]):
         # "4-6 weeks", "between 4 and 6 weeks": both ends count what the second does.
         following = following[2:]
+        if _is_age((), following):
+            return AGE  # "10-24 year old" (WiCE), as "aged 10-24"
     for token in following[:_UNIT_REACH]:
-        if not token[0].isalnum() or _is_number(token):
-            return None
+        if not token[0].isalnum() or _is_number(token) or token in _JOINING:
+            return None  # "on June 28 and features": no unit after "and"
         if token in _ELLIPSIS:
             rest = [t for t in following[1:_UNIT_REACH] if t[0].isalnum()]
             stems = [s for s in content_words(rest[0]) if s not in _TIMES] if rest else []
@@ -236,6 +239,16 @@ def _is_age(before: Sequence[str], after: Sequence[str]) -> bool:
     return (bool(rest) and rest[0].startswith(("year-old", "years-old"))) or rest[:2] in (
         ["years", "old"],
         ["year", "old"],
+    )
+
+
+def _ends_an_age_range(tokens: Sequence[str], i: int) -> bool:
+    """The number at ``tokens[i]`` ends a range that starts with an age: "aged 10-24"."""
+    return (
+        i >= 2
+        and tokens[i - 1] in _RANGE
+        and _is_number(tokens[i - 2])
+        and _is_age(tokens[max(0, i - 4) : i - 2], ())
     )
 
 
