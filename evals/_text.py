@@ -112,7 +112,7 @@ def content_words(text: str) -> list[str]:
 
 def numbers(text: str) -> set[str]:
     """Numbers in ``text``, normalised: thousands separators dropped (``2,500`` = ``2500``,
-    and a tokenised ``2 , 500`` too), an integer's leading zeros too (``08`` = ``8``),
+    and a tokenised ``2 , 500`` too), a two-digit integer's leading zero (``08`` = ``8``),
     number words mapped to digits. A citation marker or passage header (``[1]``) is no
     number of the text."""
     text = PASSAGE_MARKER.sub(" ", normalise(text))
@@ -122,8 +122,9 @@ def numbers(text: str) -> set[str]:
 
 
 def _plain(number: str) -> str:
-    """An integer without its leading zeros: "June 08" states "June 8", "05" is "5"."""
-    return number.lstrip("0") or "0" if number.isdigit() else number
+    """A two-digit integer without its leading zero: "June 08" states "June 8", "05" is
+    "5"; longer ones keep theirs ("007", "umask 022", a zip code "02139")."""
+    return number[1:] if len(number) == 2 and number[0] == "0" and number.isdigit() else number
 
 
 PASSAGE_MARKER = re.compile(r"\[\d+(?:\s*[,-]\s*\d+)*\]")

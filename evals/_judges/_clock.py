@@ -7,20 +7,23 @@ marked both sentences correct), "9 pm" against "21:00", "9:00 pm" against "9 pm"
 is in no source"); and a wrong time was let pass: "9 pm" where the source says "9 am"
 (the same 9, and "pm" / "am" read as two ordinary words).
 
-A clock time is hours and minutes with a colon ("21:00", "9:30", "1:30:00"), an hour with
-am or pm ("9 pm", "9pm", "9 p.m."), or hours and minutes with a colon or a dot and am or
-pm ("12.30am"; a dot without am or pm is a decimal: "12.30" may be a price). Each reads as
-the minutes after midnight it may mean (:func:`readings`): "9 pm" and "21:00" are 1260,
-"9:30" without am or pm is 570 or 1290, since a twelve-hour clock leaves the half of the
-day unsaid. The context's "noon", "midday" and "midnight" are times too; a claim's are
-not checked (they are words, and the judge reads words).
+A clock time is hours and minutes with a colon ("21:00", "9:30", a log's "10:15:32,123"),
+an hour with am or pm ("9 pm", "9pm", "9 p.m."), or hours and minutes with a colon or a
+dot and am or pm ("12.30am"; a dot without am or pm is a decimal: "12.30" may be a price).
+Each reads as the minutes after midnight it may mean (:func:`readings`): "9 pm" and
+"21:00" are 1260, "9:30" without am or pm is 570 or 1290, since a twelve-hour clock leaves
+the half of the day unsaid, but "09:30" and "10:15:32" are a 24-hour clock's (a zero before
+the hour, or seconds); seconds written on both sides must agree. The context's "noon",
+"midday" and "midnight" are times too; a claim's are not checked (they are words, and the
+judge reads words).
 
-A claim's time is *stated* when one of the context's times may be the same minute; it is
+A claim's time is *stated* when one of the context's times may be the same moment; it is
 then taken out of the claim before its numbers are checked, so that its digits are not
-checked again. When the context writes times and none may be the claim's, the time is an
-unstated fact, named as the claim writes it ("1:24 PM is in no source", not "24 PM");
-when the context writes none, the time stays for the number check ("at 9 pm" against "at
-9 in the evening" keeps its 9).
+checked again. One no time of the context may be is unstated, named as the claim writes
+it ("1:24 PM is in no source (the sources write 1:34 PM)", not "24 PM") — unless the
+context writes its hour outside a time ("9 in the morning", "between 2 and 4 pm", "21-19"
+for a score written "21:19"): then the number check decides, as it does when the context
+writes no time at all ("at 9 pm" against "at 9 in the evening" keeps its 9).
 """
 
 from __future__ import annotations
@@ -29,15 +32,16 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .._text import numbers
 from ._context import ContextText
 
 _TIME = re.compile(
     r"(?<![\w.:])(?:(\d{1,2})(?:[:.]([0-5]\d))?\s?([ap])\.?\s?m\b\.?"
-    r"|(\d{1,2}):([0-5]\d)(?::[0-5]\d)?(?![\w:]|\.\d))",
+    r"|(\d{1,2}):([0-5]\d)(?::([0-5]\d)(?:[.,]\d{1,6})?)?(?![\w:]|[.,]\d))",
     re.IGNORECASE,
 )
 """An hour with am / pm (and minutes after a colon or a dot), or hours and minutes after
-a colon (seconds allowed)."""
+a colon (seconds allowed, and their fraction: a log's "10:15:32,123")."""
 _WORDS = {"noon": 720, "midday": 720, "midnight": 0}
 _WORD_TIME = re.compile(rf"\b(?:{'|'.join(_WORDS)})\b", re.IGNORECASE)
 DAY = 24 * 60
@@ -45,19 +49,32 @@ DAY = 24 * 60
 
 @dataclass(frozen=True, slots=True)
 class ClockTime:
-    """A time as the text writes it, where, and the minutes after midnight it may mean."""
+    """A time as the text writes it, where, its hour as written, the minutes after
+    midnight it may mean and its seconds (``None``: not written)."""
 
     written: str
     start: int
     end: int
+    hour: str
     readings: frozenset[int]
+    second: int | None = None
+
+    def may_be(self, other: ClockTime) -> bool:
+        """Both may be the same moment: a minute in common, and the same seconds where
+        both write them."""
+        seconds = self.second is None or other.second is None or self.second == other.second
+        return bool(self.readings & other.readings) and seconds
 
 
-def readings(hour: int, minute: int, half: str | None) -> frozenset[int]:
+def readings(
+    hour: int, minute: int, half: str | None, *, whole_day: bool = False
+) -> frozenset[int]:
     """The minutes after midnight that ``hour``:``minute`` may mean; ``half`` is ``"a"`` or
-    ``"p"`` for am / pm, ``None`` for a time written without (a twelve-hour reading too
-    when the hour allows it: "9:30" is 09:30 or 21:30; "21:00" is 21:00 only). Empty for
-    an hour no clock has ("13 pm", "25:00")."""
+    ``"p"`` for am / pm, ``None`` for a time written without: a twelve-hour reading too
+    when the hour allows it ("9:30" is 09:30 or 21:30; "21:00" is 21:00 only), unless
+    ``whole_day`` says the text counts the whole day ("09:30", "10:15:32": a zero before
+    the hour, or seconds, are a 24-hour clock's). Empty for an hour no clock has ("13
+    pm", "25:00")."""
     if half is not None:
         if not 1 <= hour <= 12:
             return frozenset()
@@ -66,20 +83,26 @@ def readings(hour: int, minute: int, half: str | None) -> frozenset[int]:
     if hour > 24 or (hour == 24 and minute):
         return frozenset()
     at = (hour * 60 + minute) % DAY
-    return frozenset({at, (at + 12 * 60) % DAY}) if 1 <= hour <= 12 else frozenset({at})
+    if whole_day or not 1 <= hour <= 12:
+        return frozenset({at})
+    return frozenset({at, (at + 12 * 60) % DAY})
 
 
 def clock_times(text: str) -> list[ClockTime]:
     """The clock times ``text`` writes, in order (see the module docstring)."""
     out = []
     for match in _TIME.finditer(text):
-        hour, minute, half, hour24, minute24 = match.groups()
+        hour, minute, half, hour24, minute24, second = match.groups()
         if hour is not None:
             at = readings(int(hour), int(minute or 0), half)
         else:
-            at = readings(int(hour24), int(minute24), None)
+            whole_day = hour24.startswith("0") or second is not None
+            at = readings(int(hour24), int(minute24), None, whole_day=whole_day)
+            hour = hour24
         if at:
-            out.append(ClockTime(_written(match.group(0)), match.start(), match.end(), at))
+            seconds = None if second is None else int(second)
+            written = _written(match.group(0))
+            out.append(ClockTime(written, match.start(), match.end(), str(int(hour)), at, seconds))
     return out
 
 
@@ -106,33 +129,46 @@ class TimeCheck:
         return f"{self.written} is in {where} (the sources write {there})"
 
 
+@dataclass(frozen=True)
+class _ContextTimes:
+    per_sentence: tuple[tuple[ClockTime, ...], ...]
+    other_numbers: frozenset[str]  # the numbers the context writes outside its times
+
+    @property
+    def written(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(t.written for ts in self.per_sentence for t in ts))[:3]
+
+
 @lru_cache(maxsize=64)
-def _context_times(ctx: ContextText) -> tuple[tuple[frozenset[int], tuple[str, ...]], ...]:
-    """Per sentence of the context, the minutes its times may mean and the times as
-    written."""
-    out = []
+def _context_times(ctx: ContextText) -> _ContextTimes:
+    per_sentence = []
+    rest = []
     for sentence in ctx.sentences:
-        times = [(t.readings, t.written) for t in clock_times(sentence)]
-        times += [(frozenset({_WORDS[w.lower()]}), w) for w in _WORD_TIME.findall(sentence)]
-        found = frozenset(m for minutes, _ in times for m in minutes)
-        out.append((found, tuple(written for _, written in times)))
-    return tuple(out)
+        times = clock_times(sentence)
+        for word in _WORD_TIME.finditer(sentence):
+            minutes = frozenset({_WORDS[word.group(0).lower()]})
+            times.append(ClockTime(word.group(0), word.start(), word.end(), "", minutes))
+        per_sentence.append(tuple(times))
+        for t in sorted(times, key=lambda t: -t.start):
+            sentence = sentence[: t.start] + " " + sentence[t.end :]
+        rest.append(sentence)
+    return _ContextTimes(tuple(per_sentence), frozenset(numbers(" ".join(rest))))
 
 
 def checked_times(text: str, ctx: ContextText) -> tuple[str, list[TimeCheck]]:
-    """``text`` without its clock times, and each time's check, when the context writes
-    times; else ``text`` as it is and no check (see the module docstring)."""
+    """``text`` without the clock times the context's times decide, and their checks (see
+    the module docstring)."""
     times = clock_times(text)
     if not times:
         return text, []
     there = _context_times(ctx)
-    if not any(minutes for minutes, _ in there):
+    if not any(there.per_sentence):
         return text, []
-    written = tuple(dict.fromkeys(w for _, ws in there for w in ws))[:3]
-    checks = [
-        TimeCheck(t.written, tuple(i for i, (m, _) in enumerate(there) if m & t.readings), written)
-        for t in times
-    ]
+    checks: list[TimeCheck] = []
     for t in reversed(times):
+        found = tuple(i for i, ts in enumerate(there.per_sentence) if any(t.may_be(o) for o in ts))
+        if not found and t.hour in there.other_numbers:
+            continue  # "9 in the morning", "between 2 and 4 pm": the number check decides
+        checks.insert(0, TimeCheck(t.written, found, there.written))
         text = text[: t.start] + " " + text[t.end :]
     return text, checks

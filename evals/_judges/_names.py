@@ -5,10 +5,15 @@ inflection), or writes it another way people write names (each way below was a f
 "unstated fact" on SummEdits' consistent summaries, development data):
 
 - a plural the stemmer leaves whole, either way: "PhDs" for "PhD", "CNN" for "CNNs";
-- an acronym spelt out, its initials those of consecutive words, hyphenated parts too:
-  "TLS" for "transport layer security", "YoY" for "year-over-year";
-- a nationality for its country: "Chinese" for "China", "Canadian" for "Canada";
-- a sentence's first word glued to a name: "Set HARBOR_RETRY_MAX_ATTEMPTS".
+- an acronym spelt out, its initials those of consecutive words, hyphenated parts too,
+  small words with or without theirs: "TLS" for "transport layer security", "YoY" for
+  "year-over-year", "NASM" for "National Air and Space Museum";
+- a nationality for its country, alone or in a name: "Chinese" for "China", "Canadian
+  Senior Men's National Team" for "Canada's Senior Men's National team";
+- a sentence's first word glued to a name: "Set HARBOR_RETRY_MAX_ATTEMPTS";
+- and, found on WiCE (Wikipedia sentences against the pages they cite): a month cut
+  beside a number, either way ("Nov 10, 2018" for "November 10"), and a name without its
+  accents, either way ("Hygiene" for "Hygiène").
 
 A quarter written as a code ("Q2", "2Q", "4Q") is stated by the quarter in words ("the
 second quarter"): :func:`without_stated_quarters` takes those out of a claim before its
@@ -98,7 +103,7 @@ def name_found(name: str, text: str, ctx: ContextText) -> bool:
         return name_found(name[:-1], text, ctx)
     if _ACRONYM.fullmatch(name) and (_plural_in(name, ctx) or _spelt_out(name.lower(), ctx)):
         return True
-    if _nationality_of(name, ctx) or _month_found(name, ctx):
+    if _nationality_of(name, ctx) or _month_found(name, text, ctx):
         return True
     rest = _without_nationalities(name, ctx)
     if rest != name:
@@ -154,29 +159,43 @@ _NATIONALITY = re.compile(r"([A-Z][a-z]{3,}?)(?:ese|ian|an|ish|i)s?")
 "Jordan|ians"."""
 
 
-def _nationality_of(name: str, ctx: ContextText, *, another_way: bool = False) -> bool:
+def _nationality_of(name: str, ctx: ContextText) -> bool:
     """``name`` is a nationality whose country the context names: "Chinese" for "China"
-    (a news summary says "Chinese officials" where the article says "officials in China");
-    ``another_way``: in a word other than ``name`` itself."""
+    (a news summary says "Chinese officials" where the article says "officials in China")."""
     match = _NATIONALITY.fullmatch(name)
     if match is None:
         return False
     country = re.compile(rf"\b{re.escape(match.group(1))}[a-z]{{0,3}}\b")
-    return any(
-        found != name or not another_way
-        for sentence in ctx.sentences
-        for found in country.findall(sentence)
-    )
+    return any(country.search(sentence) for sentence in ctx.sentences)
 
 
 def _without_nationalities(name: str, ctx: ContextText) -> str:
-    """``name`` without its words that are nationalities of countries the context names
-    another way: "Canadian" where it writes "Canada's", not "Butuan" where it writes
-    "Butuan" (a word the context writes stands for itself)."""
+    """``name`` without its nationality words whose country a sentence writes in their
+    place: "Canadian Senior Men's National Team" for "Canada's Senior Men's National team";
+    not "American Red Cross" for "British Red Cross sent aid to America", nor "Butuan"
+    where the context writes "Butuan" (a word the context writes stands for itself)."""
     words = name.split()
     if len(words) < 2:
         return name
-    return " ".join(w for w in words if not _nationality_of(w, ctx, another_way=True))
+    kept = [
+        w
+        for w, following in zip(words, [*words[1:], ""], strict=True)
+        if not (following and _country_before(w, following, ctx))
+    ]
+    return " ".join(kept)
+
+
+def _country_before(word: str, following: str, ctx: ContextText) -> bool:
+    """A sentence writes the country of the nationality ``word`` right before ``following``
+    ("Canada's Senior"), and not ``word`` itself there."""
+    match = _NATIONALITY.fullmatch(word)
+    if match is None:
+        return False
+    country = re.compile(
+        rf"\b({re.escape(match.group(1))}[a-z]{{0,3}})(?:'s)?\s+{re.escape(following)}\b",
+        re.IGNORECASE,
+    )
+    return any(found.group(1) != word for s in ctx.sentences for found in country.finditer(s))
 
 
 _MONTHS = (
@@ -189,20 +208,25 @@ _MONTH_OF = {m.lower(): i for i, m in enumerate(_MONTHS)} | {
 _MONTH_OF["sept"] = 8
 
 
-def _month_found(name: str, ctx: ContextText) -> bool:
-    """``name`` is a month the context writes whole or cut before or after a number: "Nov
-    10, 2018" states "November" (WiCE's web pages date that way), "November 10" states
-    "Nov."; a cut month away from a number is left alone ("Jan" is also a name)."""
+def _month_found(name: str, text: str, ctx: ContextText) -> bool:
+    """``name`` is a month the context writes whole or cut, a cut one before or after a
+    number: "Nov 10, 2018" states "November" (WiCE's web pages date that way), "November
+    10" states "Nov. 10". A cut month away from a number is no month ("Jan" is a name too),
+    in the claim (``text``) or in the context."""
     month = _MONTH_OF.get(name.lower().rstrip("."))
     if month is None:
         return False
-    whole, cut = _MONTHS[month], _MONTHS[month][:3]
-    said = re.compile(
-        rf"\b{whole}\b|\b(?:{cut}|Sept)\b\.?(?=\s*\d)|(?<=\d\s){cut}\b"
-        if month == 8
-        else rf"\b{whole}\b|\b{cut}\b\.?(?=\s*\d)|(?<=\d\s){cut}\b"
-    )
+    said = _month_written(month)
+    if name.lower() != _MONTHS[month].lower() and not said.search(text):
+        return False  # "written by Jan."
     return any(said.search(sentence) for sentence in ctx.sentences)
+
+
+@lru_cache(maxsize=12)
+def _month_written(month: int) -> re.Pattern[str]:
+    whole = _MONTHS[month]
+    cut = f"(?:{whole[:3]}|Sept)" if month == 8 else whole[:3]
+    return re.compile(rf"\b{whole}\b|\b{cut}\b\.?(?=\s*\d)|(?<=\d\s){cut}\b")
 
 
 _ORDINALS = ("first", "second", "third", "fourth")

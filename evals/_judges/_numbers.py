@@ -6,8 +6,9 @@ A number's *unit* says what it counts: the content word after it ("5 *attempts*"
 percent sign, or a kind: ``<day>`` beside a month name ("28 February", "January 28"),
 ``<year>`` for a four-digit number from 1800 to 2100 written without a separator ("the 2020
 Olympics"; a count is written "2,020"), ``<rank>`` after "No" or "#",
-``<age>`` ("aged 66", "at the age of 66", "a 66-year-old").
-A number with no unit ("the boy, 14,") is a bare number. An elliptical "4 more" counts what
+``<age>`` ("aged 66", "at the age of 66", "a 66-year-old", both ends of "aged 10-24" and
+"10-24 year old"). A number with no unit ("the boy, 14,") is a bare number; no unit
+follows "and" ("on June 28 and features" is a day). An elliptical "4 more" counts what
 the number before it in the sentence counts ("8 survivors on Monday and 4 more").
 
 Two numbers *may be the same quantity* unless both have a unit and the units differ: "20
@@ -86,6 +87,7 @@ _ELLIPSIS = frozenset(
     ]
 )  # "4 more", "4 autres": the thing counted before
 _RANGE = frozenset({"-", "–", "to", "and", "or"})
+_AGE_RANGE = frozenset({"-", "–", "to"})  # "aged 40 and 2 children" is no range of ages
 _RANK_BEFORE = frozenset({"no", "#", "number"})
 _UNIT_REACH = 2  # "12 other cities": the unit may follow a function word
 _JOINING = frozenset({"and", "but"})  # ... but not a conjunction ("4 and 6 weeks" is a range)
@@ -213,8 +215,9 @@ def _unit(tokens: Sequence[str], i: int) -> str | None:
         return PERCENT
     if len(following) >= 2 and following[0] in _RANGE and _is_number(following[1]):
         # "4-6 weeks", "between 4 and 6 weeks": both ends count what the second does.
+        dash = following[0] in _AGE_RANGE
         following = following[2:]
-        if _is_age((), following):
+        if dash and _is_age((), following):
             return AGE  # "10-24 year old" (WiCE), as "aged 10-24"
     for token in following[:_UNIT_REACH]:
         if not token[0].isalnum() or _is_number(token) or token in _JOINING:
@@ -246,7 +249,7 @@ def _ends_an_age_range(tokens: Sequence[str], i: int) -> bool:
     """The number at ``tokens[i]`` ends a range that starts with an age: "aged 10-24"."""
     return (
         i >= 2
-        and tokens[i - 1] in _RANGE
+        and tokens[i - 1] in _AGE_RANGE
         and _is_number(tokens[i - 2])
         and _is_age(tokens[max(0, i - 4) : i - 2], ())
     )

@@ -124,3 +124,61 @@ def test_a_reworded_time_keeps_the_answer_faithful_and_a_wrong_one_caps_it() -> 
 def test_a_time_against_a_source_that_only_says_noon_names_noon() -> None:
     flagged = unstated_facts("The café opens at 11 am.", "The café opens at noon.")
     assert [f.reason for f in flagged] == ["11 am is in no cited source (the sources write noon)"]
+
+
+# A review of the first version found these; each failed on it.
+REVIEW_STATED = [
+    pytest.param(
+        "The build ran at 10:15:32,123.",
+        "2023-01-05 10:15:32,123 INFO build ok",
+        id="log-time-with-milliseconds",
+    ),
+    pytest.param(
+        "The shop opens at 9 am.",
+        "The shop opens at 9 in the morning and closes at 5 pm.",
+        id="hour-in-words-beside-another-time",
+    ),
+    pytest.param(
+        "The talk runs from 2 pm to 4 pm.",
+        "The talk runs between 2 and 4 pm.",
+        id="range-with-one-pm",
+    ),
+    pytest.param("Doors open at 9 am.", "Doors open 9-11 am.", id="dashed-range"),
+    pytest.param(
+        "Germany beat France 21:19.",
+        "Germany beat France 21-19 in a game that started at 6 pm.",
+        id="score-written-with-a-colon",
+    ),
+    pytest.param(
+        "The sermon was on Romans 8:28.",
+        "The sermon took chapter 8 verse 28 of Romans at the 10 am service.",
+        id="verse",
+    ),
+    pytest.param(
+        "The team has 1 PM and 4 engineers.",
+        "The team has one PM and four engineers. Standup is at 10 am.",
+        id="pm-is-a-product-manager",
+    ),
+]
+
+
+@pytest.mark.parametrize(("claim", "source"), REVIEW_STATED)
+def test_what_the_review_found_stated_stays_stated(claim: str, source: str) -> None:
+    assert unstated_facts(claim, source) == []
+
+
+REVIEW_UNSTATED = [
+    pytest.param("The job failed at 14:03:07.", "[14:03:09] job failed", "14:03:07", id="seconds"),
+    pytest.param("It failed at 04:03.", "The job failed at 16:03.", "04:03", id="zero-padded"),
+    pytest.param("It ran at 09:15.", "The job ran at 9:15 pm.", "09:15", id="zero-padded-vs-pm"),
+    pytest.param("It failed at 10:15:39.", "[10:15:32] job failed", "10:15:39", id="log-seconds"),
+    pytest.param(
+        "It failed at 10:15:32.", "The job failed at 22:15:32.", "10:15:32", id="seconds-24h"
+    ),
+    pytest.param("The call is at 3 pm.", "The call is at 03:00 UTC.", "3 pm", id="utc-log"),
+]
+
+
+@pytest.mark.parametrize(("claim", "source", "token"), REVIEW_UNSTATED)
+def test_what_the_review_found_unstated_is_flagged(claim: str, source: str, token: str) -> None:
+    assert [f.token for f in unstated_facts(claim, source)] == [token]

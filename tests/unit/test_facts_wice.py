@@ -151,3 +151,42 @@ def test_a_place_the_source_writes_is_no_nationality_left_out_of_a_name() -> Non
     claim = "He was ordained for the Roman Catholic Diocese of Butuan."
     source = "The Roman Catholic Diocese of Malaybalay ordained him. He later moved to Butuan."
     assert [f.token for f in unstated_facts(claim, source)] == ["Roman Catholic Diocese of Butuan"]
+
+
+# A review of the first version found these; each failed on it.
+@pytest.mark.parametrize(
+    ("claim", "source", "token"),
+    [
+        pytest.param(
+            "The American Red Cross sent aid.",
+            "The British Red Cross sent aid to America.",
+            "American Red Cross",
+            id="nationality-not-in-its-place",
+        ),
+        pytest.param(
+            "She joined the Chinese Academy of Sciences.",
+            "She joined the Russian Academy of Sciences after a year in China.",
+            "Chinese Academy of Sciences",
+            id="another-academy",
+        ),
+        pytest.param(
+            "The Austrian Grand Prix was won by Hamilton.",
+            "Hamilton won the Australian Grand Prix; he was in Austria a week later.",
+            "Austrian Grand Prix",
+            id="another-grand-prix",
+        ),
+        pytest.param(
+            "The book was written by Jan.", "Piet wrote the book in January.", "Jan", id="jan"
+        ),
+        pytest.param("The zip code is 02139.", "The zip code is 2139.", "02139", id="zip"),
+        pytest.param("The umask is 022.", "The umask is 22.", "022", id="umask"),
+    ],
+)
+def test_what_the_review_found_unstated_is_flagged(claim: str, source: str, token: str) -> None:
+    assert [f.token for f in unstated_facts(claim, source)] == [token]
+
+
+def test_an_age_before_and_starts_no_range() -> None:
+    source = "Two children and a woman aged 40 died."
+    assert unstated_facts("A woman aged 40 and 2 children died.", source) == []
+    assert unstated_facts(source, "A woman aged 40 and 2 children died.") == []
