@@ -93,7 +93,7 @@ def name_found(name: str, text: str, ctx: ContextText) -> bool:
         return True
     if any(stems <= held for held in ctx.sentence_words):
         return True
-    if not (name.isascii() and ctx.body.isascii()):
+    if _ACCENTED.search(name) or _ACCENTED.search(ctx.body):
         # "Hygiène" for "Hygiene" (WiCE): a name's accents are often left out.
         folded = set(content_words(_unaccented(name)))
         if any(folded <= held for held in _unaccented_words(ctx)):
@@ -120,9 +120,16 @@ def _unaccented(text: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
 
 
+_ACCENTED = re.compile("[\u00c0-\u024f]")
+"""A Latin letter with a mark ("è", "ü", "ñ"; also "æ", "ø"); curly quotes are not."""
+
+
 @lru_cache(maxsize=64)
 def _unaccented_words(ctx: ContextText) -> list[frozenset[str]]:
-    return [frozenset(content_words(_unaccented(s))) for s in ctx.sentences]
+    return [
+        frozenset(content_words(_unaccented(s))) if _ACCENTED.search(s) else words
+        for s, words in zip(ctx.sentences, ctx.sentence_words, strict=True)
+    ]
 
 
 _ACRONYM = re.compile(r"[A-Z]{2,6}|[A-Z][a-z]?[A-Z][a-z]?[A-Z]?")

@@ -190,3 +190,23 @@ def test_an_age_before_and_starts_no_range() -> None:
     source = "Two children and a woman aged 40 died."
     assert unstated_facts("A woman aged 40 and 2 children died.", source) == []
     assert unstated_facts(source, "A woman aged 40 and 2 children died.") == []
+
+
+def test_a_number_before_and_has_no_unit_so_a_changed_port_is_incorrect() -> None:
+    # "port 8443 and metrics ..." took "metrics" as 8443's unit and the reference's "port
+    # 8080 and Prometheus ..." took "Prometheus": numbers of two units never clash, and
+    # the wrong answer scored 0.87 correct (evals/data/examples_docs_variants.jsonl).
+    from kbgraph.evals import AnswerCorrectnessEvaluator, EvalRecord, OfflineJudge
+
+    reference = (
+        "The HTTP API listens on port 8080 and Prometheus metrics are served on port 9102"
+        " at /metrics."
+    )
+    metric = AnswerCorrectnessEvaluator(OfflineJudge("local"))
+    wrong = "The HTTP API listens on port 8443 and metrics are served on port 9090."
+    right = "The HTTP API listens on port 8080 and metrics are served on port 9102."
+    scored = {
+        answer: metric.evaluate(EvalRecord("Which ports?", answer, (), reference=reference))
+        for answer in (wrong, right)
+    }
+    assert (scored[wrong].score or 0.0) < 0.5 < (scored[right].score or 0.0)
