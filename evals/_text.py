@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import unicodedata
 
 from kbgraph._base.sentences import sentence_starts
 from kbgraph._base.text import FUNCTION_WORDS, NEGATIONS, stem, words
@@ -89,6 +90,15 @@ def _whole_years(match: re.Match[str]) -> str:
     if int(second) != (int(tail) + 1) % 100:
         return match.group(0)
     return f"{first}{between}{int(first) + 1}"
+
+
+ACCENTED = re.compile("[\u00c0-\u024f]")
+"""A Latin letter with a mark ("è", "ü", "ñ"; also "æ", "ø"); curly quotes are not."""
+
+
+def unaccented(text: str) -> str:
+    """``text`` with its letters' marks left out: "Hygiène" as "Hygiene"."""
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
 
 
 def content_words(text: str) -> list[str]:

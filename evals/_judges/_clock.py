@@ -29,11 +29,11 @@ writes no time at all ("at 9 pm" against "at 9 in the evening" keeps its 9).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from typing import Protocol
 
 from .._text import numbers
-from ._context import ContextText
 
 _TIME = re.compile(
     r"(?<![\w.:])(?:(\d{1,2})(?:[:.]([0-5]\d))?\s?([ap])\.?\s?m\b\.?"
@@ -129,46 +129,62 @@ class TimeCheck:
         return f"{self.written} is in {where} (the sources write {there})"
 
 
-@dataclass(frozen=True)
-class _ContextTimes:
+@dataclass(frozen=True, slots=True)
+class ContextTimes:
+    """A context's clock times, per sentence; the first three as written, for a reason;
+    and the numbers it writes outside its times."""
+
     per_sentence: tuple[tuple[ClockTime, ...], ...]
-    other_numbers: frozenset[str]  # the numbers the context writes outside its times
-
-    @property
-    def written(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(t.written for ts in self.per_sentence for t in ts))[:3]
+    written: tuple[str, ...]
+    other_numbers: frozenset[str]
 
 
-@lru_cache(maxsize=64)
-def _context_times(ctx: ContextText) -> _ContextTimes:
+def context_times(sentences: Sequence[str]) -> ContextTimes:
+    """The clock times of a context's ``sentences`` (``ContextText.clock_times`` keeps
+    them), its "noon", "midday" and "midnight" with them."""
     per_sentence = []
     rest = []
-    for sentence in ctx.sentences:
+    for sentence in sentences:
         times = clock_times(sentence)
         for word in _WORD_TIME.finditer(sentence):
             minutes = frozenset({_WORDS[word.group(0).lower()]})
             times.append(ClockTime(word.group(0), word.start(), word.end(), "", minutes))
         per_sentence.append(tuple(times))
-        for t in sorted(times, key=lambda t: -t.start):
-            sentence = sentence[: t.start] + " " + sentence[t.end :]
-        rest.append(sentence)
-    return _ContextTimes(tuple(per_sentence), frozenset(numbers(" ".join(rest))))
+        rest.append(_blanked(sentence, times))
+    written = tuple(dict.fromkeys(t.written for ts in per_sentence for t in ts))[:3]
+    return ContextTimes(tuple(per_sentence), written, frozenset(numbers(" ".join(rest))))
 
 
-def checked_times(text: str, ctx: ContextText) -> tuple[str, list[TimeCheck]]:
+def _blanked(text: str, times: Sequence[ClockTime]) -> str:
+    """``text`` with each of ``times`` (found in it) left out."""
+    for t in sorted(times, key=lambda t: -t.start):
+        text = text[: t.start] + " " + text[t.end :]
+    return text
+
+
+class _KeepsTimes(Protocol):
+    """What ``checked_times`` reads of a context: ``ContextText.clock_times`` (named so
+    here, since ``_context`` imports this module)."""
+
+    @property
+    def clock_times(self) -> ContextTimes: ...
+
+
+def checked_times(text: str, ctx: _KeepsTimes) -> tuple[str, list[TimeCheck]]:
     """``text`` without the clock times the context's times decide, and their checks (see
-    the module docstring)."""
+    the module docstring). The context's times are read only for a text that has one."""
     times = clock_times(text)
     if not times:
         return text, []
-    there = _context_times(ctx)
+    there = ctx.clock_times
     if not any(there.per_sentence):
         return text, []
     checks: list[TimeCheck] = []
-    for t in reversed(times):
+    decided: list[ClockTime] = []
+    for t in times:
         found = tuple(i for i, ts in enumerate(there.per_sentence) if any(t.may_be(o) for o in ts))
         if not found and t.hour in there.other_numbers:
             continue  # "9 in the morning", "between 2 and 4 pm": the number check decides
-        checks.insert(0, TimeCheck(t.written, found, there.written))
-        text = text[: t.start] + " " + text[t.end :]
-    return text, checks
+        checks.append(TimeCheck(t.written, found, there.written))
+        decided.append(t)
+    return _blanked(text, decided), checks

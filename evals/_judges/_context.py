@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 
 from .._framing import SOURCE_NOUNS
-from .._text import content_words, numbers, split_sentences
+from .._text import ACCENTED, content_words, numbers, split_sentences, unaccented
 from ._alignment import Alignment, absent_weight, align, sentence_idf
+from ._clock import ContextTimes, context_times
 from ._identifiers import code_names
 from ._numbers import NumberSlot, number_slots
 from ._polarity import Clause, clauses
@@ -117,6 +118,19 @@ class ContextText:
     def code_names(self) -> frozenset[str]:
         """The snake_case names in code the sentences write, case folded."""
         return code_names(self.sentences)
+
+    @cached_property
+    def unaccented_words(self) -> list[frozenset[str]]:
+        """``sentence_words`` of the sentences with their letters' marks left out."""
+        return [
+            frozenset(content_words(unaccented(s))) if ACCENTED.search(s) else words
+            for s, words in zip(self.sentences, self.sentence_words, strict=True)
+        ]
+
+    @cached_property
+    def clock_times(self) -> ContextTimes:
+        """The clock times of each sentence (``_clock``)."""
+        return context_times(self.sentences)
 
     @cached_property
     def numbers(self) -> frozenset[str]:

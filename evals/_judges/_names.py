@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import itertools
 import re
-import unicodedata
 from functools import lru_cache
 
-from .._text import content_words, normalise
+from .._text import ACCENTED, content_words, normalise, unaccented
 from ._context import ContextText
 from ._subject import TOKENS, WORD
 
@@ -93,10 +92,10 @@ def name_found(name: str, text: str, ctx: ContextText) -> bool:
         return True
     if any(stems <= held for held in ctx.sentence_words):
         return True
-    if _ACCENTED.search(name) or _ACCENTED.search(ctx.body):
+    if ACCENTED.search(name) or ACCENTED.search(ctx.body):
         # "Hygiène" for "Hygiene" (WiCE): a name's accents are often left out.
-        folded = set(content_words(_unaccented(name)))
-        if any(folded <= held for held in _unaccented_words(ctx)):
+        folded = set(content_words(unaccented(name)))
+        if any(folded <= held for held in ctx.unaccented_words):
             return True
     if _PLURAL.fullmatch(name):
         # "PhDs" for "PhD", "APIs" for "API": a plural the stemmer leaves whole.
@@ -114,22 +113,6 @@ def name_found(name: str, text: str, ctx: ContextText) -> bool:
         # "Set HARBOR_RETRY_MAX_ATTEMPTS": a sentence's first word joined to a name.
         return name_found(rest_of_name, text[text.index(first) + len(first) :], ctx)
     return False
-
-
-def _unaccented(text: str) -> str:
-    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
-
-
-_ACCENTED = re.compile("[\u00c0-\u024f]")
-"""A Latin letter with a mark ("è", "ü", "ñ"; also "æ", "ø"); curly quotes are not."""
-
-
-@lru_cache(maxsize=64)
-def _unaccented_words(ctx: ContextText) -> list[frozenset[str]]:
-    return [
-        frozenset(content_words(_unaccented(s))) if _ACCENTED.search(s) else words
-        for s, words in zip(ctx.sentences, ctx.sentence_words, strict=True)
-    ]
 
 
 _ACRONYM = re.compile(r"[A-Z]{2,6}|[A-Z][a-z]?[A-Z][a-z]?[A-Z]?")
