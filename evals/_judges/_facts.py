@@ -61,10 +61,12 @@ FactKind = Literal["number", "name", "code", "identifier", "negation", "antonym"
 
 _CURRENCIES = frozenset(content_words("dollar euro pound yen cent usd eur gbp"))
 _CODE = re.compile(
-    r"(?<![\w/.-])(?:[A-Za-z][\w/+.-]*\d[\w/+.-]*(?<![.-])|\d+(?:\.\d+){2,})(?![\w/])"
+    r"(?<![\w/.-])(?:\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?(?:Z|[+-]\d\d:?\d\d)?"
+    r"|[A-Za-z][\w/+.-]*\d[\w/+.-]*(?<![.-])|\d+(?:\.\d+){2,})(?![\w/])"
 )
-"""A token mixing letters and digits ("E1234", "v2.3.1", "HTTP/2"), or a dotted version or
-address ("2.3.1", "10.0.0.1")."""
+"""An ISO 8601 date and time ("2024-05-14T09:21:07Z", a JSON field's value: read as numbers
+and names it was "T09", a name no source writes), a token mixing letters and digits
+("E1234", "v2.3.1", "HTTP/2"), or a dotted version or address ("2.3.1", "10.0.0.1")."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -182,3 +182,22 @@ REVIEW_UNSTATED = [
 @pytest.mark.parametrize(("claim", "source", "token"), REVIEW_UNSTATED)
 def test_what_the_review_found_unstated_is_flagged(claim: str, source: str, token: str) -> None:
     assert [f.token for f in unstated_facts(claim, source)] == [token]
+
+
+_ORDER_JSON = (
+    '```json\n{\n  "id": "ord_8Fk2Lq9Zt4Xw1Bn7Cv3M",\n'
+    '  "created_at": "2024-05-14T09:21:07Z",\n  "updated_at": "2024-05-14T09:21:07Z"\n}\n```'
+)
+
+
+def test_an_iso_timestamp_copied_from_the_source_is_stated() -> None:
+    # Found trying `kbgraph ask` on examples/docs with the packaged GGUF model: the answer
+    # "It is set to `2024-05-14T09:21:07Z`" was dropped, "T09 is in no cited source"
+    # (read as numbers and names, the timestamp's "T09" was a name no source writes).
+    assert unstated_facts("It is set to `2024-05-14T09:21:07Z`.", _ORDER_JSON) == []
+    assert unstated_facts("The order was created on 2024-05-14.", _ORDER_JSON) == []
+
+
+def test_a_changed_iso_timestamp_is_named_whole() -> None:
+    flagged = unstated_facts("The order was created at 2024-05-14T10:21:07Z.", _ORDER_JSON)
+    assert [f.reason for f in flagged] == ["2024-05-14T10:21:07Z is in no cited source"]
