@@ -23,7 +23,8 @@ Each must be *stated* by the context:
   on SummEdits' consistent summaries half the false flags were names); a number or a code
   is stated about the same subject: the clause of the sentence that holds it does not put
   another word in the place of one of the claim's ("The day shift has 8 people" for "The
-  night shift has 8 people"; words within ``_subject.NEAR`` of the fact), and it, or it
+  night shift has 8 people"; words within ``_subject.NEAR`` of the fact, in its clause:
+  "The day shift starts at 9 pm; the night shift at 11 pm"), and it, or it
   with a neighbour, holds half of the claim clause's words that the context has
   (``_subject``);
 - and not negated the other way: a clause of the sentences most about the claim clause

@@ -74,11 +74,12 @@ def _replaced(
     claim's word ("the night shift has 5 people; the day shift has 8 people"). Not a
     reworded verb ("keys work during" / "keys are accepted during": words between), not an
     inflection ("failed" / "failure"), not a name ("Northwind Analytics was founded" names
-    what the claim calls "the company"). Both words stand within ``NEAR`` words of the
+    what the claim calls "the company"), nor a name's common word ("the flanker returned
+    to Wasps" for "Haskell returned to Wasps": FRANK). Both words stand within ``NEAR`` words of the
     fact (``token``), in the claim and in the source: the word a fact is said of is next
     to it ("the night shift has 8"), not a clause away ("the first three months, where the
     Platinum plan ...": a false flag on SummEdits)."""
-    clause = _token_clause(ctx.sentences[i], claim)
+    clause = _token_clause(ctx.sentences[i], claim, token)
     if word in set(content_words(clause)):
         return None
     said, stated = _sequence(claim), _sequence(clause)
@@ -96,26 +97,43 @@ def _replaced(
                 and other not in said
                 and other[:4] != word[:4]
                 and other not in names(ctx.sentences[i])
+                and word not in names(claim)
                 and _side_by_side(other, after, ctx, i)
             ):
                 return word, other
     return None
 
 
-NEAR = 3
-"""Words between a fact and the word it is said of, at most, counting function words and
-punctuation ("night shift has 8": 3)."""
+NEAR = 6
+"""Words between a fact and the word it is said of, at most, counting function words
+("the staging server listens on port 8080": 5), within one clause (``_BREAKS``)."""
+
+_BREAKS = frozenset(",;:()[]\n") | {
+    "where", "which", "who", "whom", "whose", "while", "whereas",
+    "and", "or", "but", "because", "although", "though",
+}  # fmt: skip
+"""Tokens that end a clause: the word a fact is said of stands on its side of them ("the
+first three months, where the Platinum plan costs $630": the months cost nothing, a false
+flag on SummEdits)."""
 
 
 def _near(text: str, token: str) -> Callable[[int], bool]:
     """Whether a position of ``text``'s word sequence (``_sequence``) is within ``NEAR`` of
-    where ``token`` starts; always, when the token is not found as written."""
+    where ``token`` starts, in its clause; always, when the token is not found as
+    written."""
     first = token.split()[0].lower() if token.strip() else ""
     tokens = [t.lower() for t in TOKENS.findall(normalise(text))]
     at = [k for k, t in enumerate(tokens) if first and _starts(t, first)]
     if not at:
         return lambda _k: True
-    return lambda k: any(abs(k - a) <= NEAR for a in at)
+
+    def near(k: int) -> bool:
+        return any(
+            abs(k - a) <= NEAR and not _BREAKS.intersection(tokens[min(k, a) + 1 : max(k, a)])
+            for a in at
+        )
+
+    return near
 
 
 def _starts(written: str, first: str) -> bool:
@@ -128,12 +146,22 @@ _CLAUSE_BREAK = re.compile(r"[;,]\s+(?:and\s+|but\s+)?|\s+(?:while|whereas|and|b
 """Where a sentence's clauses part: "X; Y", "X, Y", "X while Y", "X and Y"."""
 
 
-def _token_clause(sentence: str, claim: str) -> str:
-    """The clause of ``sentence`` sharing the claim's numbers (the fact being checked), or
-    the whole sentence when no one clause does, or the sentence is one clause."""
+_A_YEAR = re.compile(r"(?:1[5-9]|20)\d\d")
+
+
+def _token_clause(sentence: str, claim: str, token: str = "") -> str:
+    """The clause of ``sentence`` that writes ``token``, or else shares the claim's
+    numbers (the fact being checked); the whole sentence when no one clause does, or the
+    sentence is one clause ("21:00" and "23:00" share the number 00)."""
     parts = [p for p in _CLAUSE_BREAK.split(sentence) if p.strip()]
     if len(parts) < 2:
         return sentence
+    # A year frames a sentence: "the third quarter's $0.21, up from $0.18 in the second
+    # quarter of 2020" dates both quarters (a false flag on SummEdits).
+    by_token = token and not _A_YEAR.fullmatch(token)
+    written = [p for p in parts if by_token and token.lower() in p.lower()]
+    if len(written) == 1:
+        return written[0]
     wanted = numbers(claim)
     held = [p for p in parts if wanted and wanted & numbers(p)]
     return held[0] if len(held) == 1 else sentence

@@ -251,6 +251,39 @@ ONE_SENTENCE = [
         "'night'",
         id="subject-and",
     ),
+    # The word a fact is said of a few words away, in its clause (on main only three words
+    # away counted: "night shift has 8", so these were all supported).
+    pytest.param(
+        "The night shift starts at 9 pm.",
+        "The day shift starts at 9 pm; the night shift at 11 pm.",
+        "'night'",
+        id="subject-time",
+    ),
+    pytest.param(
+        "The night shift starts at 21:00.",
+        "The day shift starts at 21:00; the night shift at 23:00.",
+        "'night'",
+        id="subject-24h-time",
+    ),
+    pytest.param(
+        "The night shift is staffed by 8 people.",
+        "The day shift is staffed by 8 people; the night shift by 5.",
+        "'night'",
+        id="subject-passive",
+    ),
+    pytest.param(
+        "The staging server listens on port 8080.",
+        "The production server listens on port 8080, while the staging server listens on "
+        "port 9090.",
+        "'staging'",
+        id="subject-port",
+    ),
+    pytest.param(
+        "The free plan allows up to 100 requests per minute.",
+        "The pro plan allows up to 100 requests per minute and the free plan allows 10.",
+        "'free'",
+        id="subject-plan",
+    ),
 ]
 
 
@@ -278,6 +311,29 @@ def test_a_single_changed_fact_within_one_source_sentence(
         (
             "The server listens on port 8080.",
             "By default the server listens on port 8080; set port to change it.",
+        ),
+        (
+            "The night shift starts at 11 pm.",
+            "The day shift starts at 9 pm; the night shift at 11 pm.",
+        ),
+        (
+            "The day shift starts at 9 pm.",
+            "The day shift starts at 9 pm; the night shift at 11 pm.",
+        ),
+        (
+            "The staging server listens on port 9090.",
+            "The production server listens on port 8080, while the staging server listens on "
+            "port 9090.",
+        ),
+        (
+            "Port 8080 is where the production server listens.",
+            "The production server listens on port 8080, while the staging server listens on "
+            "port 9090.",
+        ),
+        # A word a clause away is no subject: the fact is the other clause's.
+        (
+            "The staging server was moved, and the new host listens on port 8080.",
+            "The staging server was moved; the new host listens on port 8080.",
         ),
     ],
 )
@@ -321,6 +377,17 @@ def test_the_right_fact_within_one_source_sentence_is_stated(claim: str, source:
         (
             "It includes customized office layout and complimentary 3D visualization.",
             "Customized office layout. Complimentary 3D visualization of your new office layout.",
+        ),
+        # Guards for the subject check's wider window (false flags it found on FRANK and
+        # SummEdits): a name's common word is the name; a year dates its whole sentence.
+        (
+            "Haskell returned to Wasps for the 2012 season.",
+            "James Haskell is a flanker. The flanker returned to Wasps for the 2012 season.",
+        ),
+        (
+            "Adjusted earnings per share for the third quarter of 2020 rose 17%.",
+            "Adjusted earnings per share for the third quarter were $0.21, up 17%, up from "
+            "$0.18 in the second quarter of 2020.",
         ),
     ],
 )
