@@ -101,6 +101,18 @@ def unaccented(text: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
 
 
+MONTHS = (
+    "January", "February", "March", "April", "May", "June", "July", "August", "September",
+    "October", "November", "December",
+)  # fmt: skip
+MONTH_OF = (
+    {m.lower(): i for i, m in enumerate(MONTHS)}
+    | {m[:3].lower(): i for i, m in enumerate(MONTHS)}
+    | {"sept": 8}
+)
+"""A month's index (0 for January) by its name or abbreviation, lower case."""
+
+
 def content_words(text: str) -> list[str]:
     """Stemmed content words of ``text`` in order (repeats kept). An identifier such as
     ``max_attempts`` also gives its parts (``max``, ``attempts``), so that prose about a

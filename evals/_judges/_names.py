@@ -26,7 +26,7 @@ import itertools
 import re
 from functools import lru_cache
 
-from .._text import ACCENTED, content_words, normalise, unaccented
+from .._text import ACCENTED, MONTH_OF, MONTHS, content_words, normalise, unaccented
 from ._context import ContextText
 from ._subject import TOKENS, WORD
 
@@ -188,33 +188,23 @@ def _country_before(word: str, following: str, ctx: ContextText) -> bool:
     return any(found.group(1) != word for s in ctx.sentences for found in country.finditer(s))
 
 
-_MONTHS = (
-    "January", "February", "March", "April", "May", "June", "July", "August", "September",
-    "October", "November", "December",
-)  # fmt: skip
-_MONTH_OF = {m.lower(): i for i, m in enumerate(_MONTHS)} | {
-    m[:3].lower(): i for i, m in enumerate(_MONTHS)
-}
-_MONTH_OF["sept"] = 8
-
-
 def _month_found(name: str, text: str, ctx: ContextText) -> bool:
     """``name`` is a month the context writes whole or cut, a cut one before or after a
     number: "Nov 10, 2018" states "November" (WiCE's web pages date that way), "November
     10" states "Nov. 10". A cut month away from a number is no month ("Jan" is a name too),
     in the claim (``text``) or in the context."""
-    month = _MONTH_OF.get(name.lower().rstrip("."))
+    month = MONTH_OF.get(name.lower().rstrip("."))
     if month is None:
         return False
     said = _month_written(month)
-    if name.lower() != _MONTHS[month].lower() and not said.search(text):
+    if name.lower() != MONTHS[month].lower() and not said.search(text):
         return False  # "written by Jan."
     return any(said.search(sentence) for sentence in ctx.sentences)
 
 
 @lru_cache(maxsize=12)
 def _month_written(month: int) -> re.Pattern[str]:
-    whole = _MONTHS[month]
+    whole = MONTHS[month]
     cut = f"(?:{whole[:3]}|Sept)" if month == 8 else whole[:3]
     return re.compile(rf"\b{whole}\b|\b{cut}\b\.?(?=\s*\d)|(?<=\d\s){cut}\b")
 

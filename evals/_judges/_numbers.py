@@ -31,7 +31,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .._text import PASSAGE_MARKER, content_words, normalise, numbers
+from .._text import MONTH_OF, PASSAGE_MARKER, content_words, normalise, numbers
 
 NUMBER_SCOPE = 2
 """Words on each side of a number whose content words say what it is about (a wider scope
@@ -53,11 +53,10 @@ _ORDINAL = re.compile(r"^(\d+)(st|nd|rd|th)$")
 _GLUED = re.compile(r"^(\d+(?:[.,]\d+)*)([a-z]{1,3})$")
 _ORDINAL_DAY = re.compile(r"\d{1,2}(?:st|nd|rd|th)")
 _MONTHS = frozenset(
-    content_words(
-        "january february april june july august september october november december "
-        "jan feb apr jun jul aug sep sept oct nov dec"
-    )
-)  # "may" and "march" are left out: more often a verb than a month
+    content_words(" ".join(m for m in MONTH_OF if m not in {"may", "march", "mar"}))
+)
+"""Month names and abbreviations, stemmed; "may" and "march" are left out: more often a verb
+than a month."""
 _TIMES = frozenset(
     content_words(
         "monday tuesday wednesday thursday friday saturday sunday today yesterday tomorrow "
