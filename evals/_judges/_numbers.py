@@ -88,6 +88,15 @@ _ELLIPSIS = frozenset(
 _RANGE = frozenset({"-", "–", "to", "and", "or"})
 _AGE_RANGE = frozenset({"-", "–", "to"})  # "aged 40 and 2 children" is no range of ages
 _RANK_BEFORE = frozenset({"no", "#", "number"})
+_LABELS = frozenset(
+    content_words(
+        "port version release step page chapter room gate platform route flight line level "
+        "stage phase tier round episode error status code"
+    )
+)
+"""Words that name what a number after them is: "port 8080", "error 500", "step 3"; that
+word is the number's unit, so that "port 8443" clashes with "port 8080" (two bare numbers
+need two words in common, and a sentence that writes two ports gave each only "port")."""
 _UNIT_REACH = 2  # "12 other cities": the unit may follow a function word
 _JOINING = frozenset({"and", "but"})  # ... but not a conjunction ("4 and 6 weeks" is a range)
 
@@ -124,6 +133,8 @@ class NumberSlot:
             return None
 
     def describe(self) -> str:
+        if self.unit in _LABELS:
+            return f"{self.unit} {self.number}"  # "port 8443", as written
         unit = "" if self.unit is None else f" {self.unit.strip('<>')}"
         return f"{self.number}{unit}"
 
@@ -140,10 +151,11 @@ def number_slots(text: str) -> list[NumberSlot]:
         number, glued = _split_number(token)
         if number is None:
             continue
-        unit = glued or _unit(tokens, i)
+        before = tokens[i - 1] if i else ""
+        label = content_words(before)[:1] if number.isdigit() and not glued else []
+        unit = label[0] if label and label[0] in _LABELS else glued or _unit(tokens, i)
         if unit == _ELLIPSIS_UNIT:
             unit = out[-1].unit if out else None
-        before = tokens[i - 1] if i else ""
         around = word_positions[max(0, k - NUMBER_SCOPE) : k]
         around += word_positions[k + 1 : k + 1 + NUMBER_SCOPE]
         near = frozenset(

@@ -54,6 +54,8 @@ DESK = (
     "short stand-up."
 )
 
+NOT_SUPPORTED = ("not_supported", "contradicted")
+
 FIVE = [
     pytest.param(
         "The upload was rejected with status 400.",
@@ -103,13 +105,16 @@ def test_a_single_changed_fact_is_unsupported_and_named(
 ) -> None:
     check = check_answer(f"{claim} [1]", _cited(source), judge=judge)
     (found,) = check["claims"]
-    assert not found["supported"] and found["verdict"] == "not_supported"
+    # A changed port or status is contradicted ("port 8443" against "port 8080": the word
+    # before a number names it), the others are not supported; either way not supported.
+    assert not found["supported"] and found["verdict"] in NOT_SUPPORTED
     assert found["cause"] == "unstated_fact"
     for token in named:
         assert token in found["reason"]
     # kbgraph ask prints the reason beside the sentence.
     (line,) = _trace.check_lines({"answer_check": check})[1:]
-    assert line.startswith(f"  not supported: {claim} — ") and named[0] in line
+    how = found["verdict"].replace("_", " ")
+    assert line.startswith(f"  {how}: {claim} — ") and named[0] in line
 
 
 @pytest.mark.parametrize(("claim", "source", "named"), FIVE)
@@ -295,7 +300,7 @@ def test_a_single_changed_fact_within_one_source_sentence(
     # shift has 8 people" supported "The night shift has 8 people." at 0.999).
     check = check_answer(f"{claim} [1]", _cited(source), judge=judge)
     (found,) = check["claims"]
-    assert found["verdict"] == "not_supported" and found["cause"] == "unstated_fact"
+    assert found["verdict"] in NOT_SUPPORTED and found["cause"] == "unstated_fact"
     assert named in found["reason"]
     assert check["score"] is not None and check["score"] < THRESHOLD
 

@@ -352,10 +352,39 @@ PORTS = "The HTTP API listens on port 8080 and Prometheus metrics are served on 
 def test_a_claim_with_numbers_the_context_never_states_is_not_supported(
     judge: OfflineJudge,
 ) -> None:
+    # Bare numbers: "port 8443" now clashes with "port 8080" (below); these do not.
     (judged,) = judge.judge_claims(
-        ["The HTTP API listens on port 8443 and metrics are served on port 9090."], PORTS
+        ["The HTTP API listens on 8443 and metrics are served on 9090."], PORTS
     )
     assert judged.verdict == "not_supported" and judged.cause == "unsupported_number"
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "The API listens on port 8443.",
+        "The HTTP API listens on port 8443 and metrics are served on port 9090.",
+    ],
+)
+def test_a_changed_port_contradicts_the_port_the_context_names(
+    judge: OfflineJudge, claim: str
+) -> None:
+    # The word before a number names it ("port 8080", "error 500", "step 3"). On main the
+    # two ports of PORTS each shared only "port" with 8443, two bare numbers need two
+    # words in common to clash, and "The API listens on port 8443." was supported (0.91).
+    (judged,) = judge.judge_claims([claim], PORTS)
+    assert judged.verdict == "contradicted" and judged.cause == "number_mismatch"
+    assert "port 8443 ≠ port 8080" in judged.reason
+
+
+def test_a_step_named_by_its_number_is_checked(judge: OfflineJudge) -> None:
+    steps = "Step 2 installs the package. Step 3 configures it."
+    wrong, right, reworded = judge.judge_claims(
+        ["Step 3 installs the package.", "Step 2 installs the package.", "Port 8080 is used."],
+        steps + " The server uses port 8080.",
+    )
+    assert wrong.verdict == "contradicted" and "step 3 ≠ step 2" in wrong.reason
+    assert right.verdict == "supported" and reworded.verdict == "supported"
 
 
 def test_a_claim_with_the_contexts_numbers_is_supported(judge: OfflineJudge) -> None:
