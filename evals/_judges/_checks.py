@@ -79,7 +79,8 @@ def number_findings(
     pool = [
         t for i in sorted({*alignment.top, *alignment.pair_indices}) for t in context.slots_of(i)
     ]
-    return [_finding(slot, about, best, nearby, pool, context) for slot in slots]
+    mine = frozenset(s.number for s in slots)
+    return [_finding(slot, about, best, nearby, pool, context, mine) for slot in slots]
 
 
 def _finding(
@@ -89,7 +90,13 @@ def _finding(
     nearby: list[int],
     pool: list[NumberSlot],
     context: ContextText,
+    mine: frozenset[str] = frozenset(),
 ) -> NumberFinding:
+    """What the context says of ``slot``. When the context writes the number somewhere, a
+    number the claim writes itself (``mine``) is no clash: "the web UI on port 3000 and the
+    API on port 8000" joins two sentences, and the one about the web UI holds no other port
+    for the API. When it writes it nowhere, it is ("12 survivors and 8 bodies" against "8
+    survivors and 12 bodies")."""
     support, where = 0.0, None
     for i in context.number_index.get(slot.number, ()):
         if any(t.number == slot.number and slot.may_equal(t) for t in context.slots_of(i)):
@@ -107,7 +114,16 @@ def _finding(
         close = context.coverage(about, i) >= SAME_THING * best
         # A number of the same unit clashes in a sentence about the same thing; two bare
         # numbers beside the same words are the same thing wherever they are.
-        other = next((t for t in numbers if slot.clashes(t) and (close or slot.unit is None)), None)
+        other = next(
+            (
+                t
+                for t in numbers
+                if slot.clashes(t)
+                and (close or slot.unit is None)
+                and not (support > 0 and t.number in mine)
+            ),
+            None,
+        )
         if other is not None:
             return NumberFinding(slot, "clash", other, i)
     if support >= WEAK_SUPPORT:

@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .._text import MONTH_OF, PASSAGE_MARKER, content_words, normalise, numbers
+from ._units import dimension_of
 
 NUMBER_SCOPE = 2
 """Words on each side of a number whose content words say what it is about (a wider scope
@@ -88,15 +89,19 @@ _ELLIPSIS = frozenset(
 _RANGE = frozenset({"-", "–", "to", "and", "or"})
 _AGE_RANGE = frozenset({"-", "–", "to"})  # "aged 40 and 2 children" is no range of ages
 _RANK_BEFORE = frozenset({"no", "#", "number"})
-_LABELS = frozenset(
-    content_words(
-        "port version release step page chapter room gate platform route flight line level "
-        "stage phase tier round episode error status code"
-    )
-)
-"""Words that name what a number after them is: "port 8080", "error 500", "step 3"; that
-word is the number's unit, so that "port 8443" clashes with "port 8080" (two bare numbers
-need two words in common, and a sentence that writes two ports gave each only "port")."""
+_LABEL_WORDS = (
+    "port", "version", "release", "step", "page", "chapter", "room", "gate", "platform",
+    "route", "flight", "line", "level", "stage", "phase", "tier", "round", "episode",
+    "error", "status", "code",
+)  # fmt: skip
+_LABEL_OF = {content_words(w)[0]: w for w in _LABEL_WORDS}
+"""Words that name what a number after them is ("port 8080", "error 500", "step 3"), by
+stem: that word is the number's unit, so that "port 8443" clashes with "port 8080" (two
+bare numbers need two words in common, and a sentence that writes two ports gave each only
+"port"). A list or range after it shares it ("ports 80 and 443", "phase 2 to 3"); a unit
+after the number is its own ("page 40% faster", "battery level 20%")."""
+LABELS = frozenset(_LABEL_OF)
+_LIST_JOINS = frozenset({",", "and", "or", "to", "-", "through"})
 _UNIT_REACH = 2  # "12 other cities": the unit may follow a function word
 _JOINING = frozenset({"and", "but"})  # ... but not a conjunction ("4 and 6 weeks" is a range)
 
@@ -112,8 +117,11 @@ class NumberSlot:
     near: frozenset[str]
 
     def may_equal(self, other: NumberSlot) -> bool:
-        """Both could be the same quantity: no two different units."""
-        return self.unit is None or other.unit is None or self.unit == other.unit
+        """Both could be the same quantity: no two different units; a label and a word
+        read as a unit ("port 8000" and "served on 8000 behind the proxy")."""
+        if self.unit is None or other.unit is None or self.unit == other.unit:
+            return True
+        return (self.unit in LABELS) != (other.unit in LABELS) and _plain(self) and _plain(other)
 
     def clashes(self, other: NumberSlot) -> bool:
         """Another number of the same unit; for two bare numbers, another number beside at
@@ -133,10 +141,16 @@ class NumberSlot:
             return None
 
     def describe(self) -> str:
-        if self.unit in _LABELS:
-            return f"{self.unit} {self.number}"  # "port 8443", as written
+        if self.unit in _LABEL_OF:
+            return f"{_LABEL_OF[self.unit]} {self.number}"  # "port 8443", as written
         unit = "" if self.unit is None else f" {self.unit.strip('<>')}"
         return f"{self.number}{unit}"
+
+
+def _plain(slot: NumberSlot) -> bool:
+    """A unit that is a word: no kind ("<year>"), no measure ("ms")."""
+    unit = slot.unit or ""
+    return not unit.startswith("<") and not dimension_of(unit)
 
 
 def number_slots(text: str) -> list[NumberSlot]:
@@ -152,8 +166,10 @@ def number_slots(text: str) -> list[NumberSlot]:
         if number is None:
             continue
         before = tokens[i - 1] if i else ""
-        label = content_words(before)[:1] if number.isdigit() and not glued else []
-        unit = label[0] if label and label[0] in _LABELS else glued or _unit(tokens, i)
+        unit = glued or _unit(tokens, i)
+        label = _label(tokens, i, out[-1] if out else None) if number.isdigit() else None
+        if label and not glued and unit != PERCENT and (unit is None or not dimension_of(unit)):
+            unit = label
         if unit == _ELLIPSIS_UNIT:
             unit = out[-1].unit if out else None
         around = word_positions[max(0, k - NUMBER_SCOPE) : k]
@@ -162,12 +178,32 @@ def number_slots(text: str) -> list[NumberSlot]:
             w for w in content_words(" ".join(tokens[j] for j in around)) if not w[:1].isdigit()
         )
         after = tokens[i + 1] if i + 1 < len(tokens) else ""
-        unit = _kind(token, number, unit, before, near, after)
+        if unit not in LABELS:  # "port number 5432" is a port, not a rank
+            unit = _kind(token, number, unit, before, near, after)
         out.append(NumberSlot(number, unit, near))
     return out
 
 
 _ELLIPSIS_UNIT = "<more>"
+
+
+def _label(tokens: Sequence[str], i: int, previous: NumberSlot | None) -> str | None:
+    """The word naming the number at ``tokens[i]`` (``_LABEL_OF``): right before it, before
+    "number" ("port number 5432"), or the label of the number a list joins it to ("ports
+    80 and 443")."""
+    before = [t for t in tokens[max(0, i - 2) : i]]
+    if before[-1:] and before[-1] in {"number", "no", "#"}:
+        before = before[:-1]
+    stems = content_words(before[-1]) if before else []
+    if stems and stems[0] in LABELS:
+        return stems[0]
+    if previous is not None and previous.unit in LABELS:
+        k = i - 1
+        while k >= 0 and tokens[k] in _LIST_JOINS:
+            k -= 1
+        if k < i - 1 and k >= 0 and tokens[k] == previous.number:
+            return previous.unit
+    return None
 
 
 def _split_number(token: str) -> tuple[str | None, str | None]:
@@ -355,8 +391,8 @@ def derivable(slot: NumberSlot, pool: Sequence[NumberSlot]) -> bool:
     it counts, or a percentage share or change of two that count the same thing, to the
     precision it is written with (see the module docstring)."""
     target = slot.value
-    if target is None or slot.unit in _NOT_DERIVED:
-        return False
+    if target is None or slot.unit in _NOT_DERIVED or slot.unit in LABELS:
+        return False  # a port or a step is named by its number, never summed
     decimals = len(slot.number.split(".")[1]) if "." in slot.number else 0
     parts = [p for p in pool if slot.unit is not None and p.unit == slot.unit]
     for a, b in itertools.permutations(_values(parts), 2):
@@ -383,6 +419,7 @@ __all__ = [
     "AGE",
     "BARE_CLASH_WORDS",
     "DAY",
+    "LABELS",
     "MAX_DERIVATION_NUMBERS",
     "NUMBER_SCOPE",
     "PERCENT",

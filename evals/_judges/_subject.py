@@ -15,6 +15,7 @@ A clause the sentence merely shares few words with is left to the judge's graded
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 
@@ -74,66 +75,97 @@ def _replaced(
     claim's word ("the night shift has 5 people; the day shift has 8 people"). Not a
     reworded verb ("keys work during" / "keys are accepted during": words between), not an
     inflection ("failed" / "failure"), not a name ("Northwind Analytics was founded" names
-    what the claim calls "the company"), nor a name's common word ("the flanker returned
-    to Wasps" for "Haskell returned to Wasps": FRANK). Both words stand within ``NEAR`` words of the
-    fact (``token``), in the claim and in the source: the word a fact is said of is next
-    to it ("the night shift has 8"), not a clause away ("the first three months, where the
-    Platinum plan ...": a false flag on SummEdits)."""
+    what the claim calls "the company"). Both words stand within ``NEAR`` words of the fact
+    (``token``), in its clause, in the claim and in the source: the word a fact is said of
+    is next to it ("the night shift has 8"), not a clause away ("the first three months,
+    where the Platinum plan ...": a false flag on SummEdits). Further than ``CLOSE``, or
+    for a claim word written with a capital, the sentence must name the claim's subject
+    too (``_names_both``)."""
     clause = _token_clause(ctx.sentences[i], claim, token)
     if word in set(content_words(clause)):
         return None
     said, stated = _sequence(claim), _sequence(clause)
-    near_said, near_stated = _near(claim, token), _near(clause, token)
-    for k in (k for k, w in enumerate(said[:-1]) if w == word and near_said(k)):
+    reach_said, reach_stated = _reach(claim, token), _reach(clause, token)
+    capital = _a_name(word, claim, ctx)
+    for k, far in ((k, reach_said(k)) for k, w in enumerate(said[:-1]) if w == word):
         after = said[k + 1]
-        if after is None or after[:1].isdigit():
+        if far is None or after is None or after[:1].isdigit():
             continue
         for j in (j for j, w in enumerate(stated) if w == after and j > 0):
-            other = stated[j - 1]
+            other, there = stated[j - 1], reach_stated(j - 1)
             if (
                 other is not None
-                and near_stated(j - 1)
+                and there is not None
                 and not other[:1].isdigit()
                 and other not in said
                 and other[:4] != word[:4]
                 and other not in names(ctx.sentences[i])
-                and word not in names(claim)
                 and _side_by_side(other, after, ctx, i)
+                and ((max(far, there) <= CLOSE and not capital) or _names_both(word, after, ctx, i))
             ):
                 return word, other
     return None
+
+
+def _a_name(word: str, claim: str, ctx: ContextText) -> bool:
+    """The claim writes ``word`` as a name: with a capital inside the sentence, or first
+    and the context writes it with a capital inside one of its sentences ("Reliance
+    expects ..."; "Staging servers keep ..." is no name)."""
+    if word in names(_first_lowered(claim)):
+        return True
+    return word in names(claim) and any(word in names(_first_lowered(s)) for s in ctx.sentences)
+
+
+def _first_lowered(text: str) -> str:
+    stripped = text.lstrip()
+    return stripped[:1].lower() + stripped[1:]
+
+
+def _names_both(word: str, after: str, ctx: ContextText, i: int) -> bool:
+    """Sentence ``i`` writes the claim's ``word`` right before ``after`` too: it names both
+    subjects ("the day shift starts at 9 pm; the night shift at 11 pm"), so the other word
+    is another subject, not another name for the claim's ("the rebuilt app supports 12
+    languages" for the mobile app; "the flanker returned" for Haskell: FRANK)."""
+    seq = _sequence(ctx.sentences[i])
+    return any(a == word and b == after for a, b in itertools.pairwise(seq))
 
 
 NEAR = 6
 """Words between a fact and the word it is said of, at most, counting function words
 ("the staging server listens on port 8080": 5), within one clause (``_BREAKS``)."""
 
-_BREAKS = frozenset(",;:()[]\n") | {
+CLOSE = 3
+"""Words between a fact and the word it is said of within which the sentence need not name
+the claim's subject too ("the day shift has 8 people": 3)."""
+
+_BREAKS = frozenset(",;:[]\n") | {
     "where", "which", "who", "whom", "whose", "while", "whereas",
     "and", "or", "but", "because", "although", "though",
 }  # fmt: skip
 """Tokens that end a clause: the word a fact is said of stands on its side of them ("the
 first three months, where the Platinum plan costs $630": the months cost nothing, a false
-flag on SummEdits)."""
+flag on SummEdits). Not a parenthesis: "the day shift (8 people)"."""
 
 
-def _near(text: str, token: str) -> Callable[[int], bool]:
-    """Whether a position of ``text``'s word sequence (``_sequence``) is within ``NEAR`` of
-    where ``token`` starts, in its clause; always, when the token is not found as
-    written."""
+def _reach(text: str, token: str) -> Callable[[int], int | None]:
+    """The words between a position of ``text``'s word sequence (``_sequence``) and where
+    ``token`` starts, in its clause; ``None`` when more than ``NEAR`` or in another clause;
+    0 when the token is not found as written."""
     first = token.split()[0].lower() if token.strip() else ""
     tokens = [t.lower() for t in TOKENS.findall(normalise(text))]
     at = [k for k, t in enumerate(tokens) if first and _starts(t, first)]
     if not at:
-        return lambda _k: True
+        return lambda _k: 0
 
-    def near(k: int) -> bool:
-        return any(
-            abs(k - a) <= NEAR and not _BREAKS.intersection(tokens[min(k, a) + 1 : max(k, a)])
+    def reach(k: int) -> int | None:
+        found = [
+            abs(k - a)
             for a in at
-        )
+            if abs(k - a) <= NEAR and not _BREAKS.intersection(tokens[min(k, a) + 1 : max(k, a)])
+        ]
+        return min(found, default=None)
 
-    return near
+    return reach
 
 
 def _starts(written: str, first: str) -> bool:
@@ -153,7 +185,7 @@ def _token_clause(sentence: str, claim: str, token: str = "") -> str:
     """The clause of ``sentence`` that writes ``token``, or else shares the claim's
     numbers (the fact being checked); the whole sentence when no one clause does, or the
     sentence is one clause ("21:00" and "23:00" share the number 00)."""
-    parts = [p for p in _CLAUSE_BREAK.split(sentence) if p.strip()]
+    parts = _clauses(sentence)
     if len(parts) < 2:
         return sentence
     # A year frames a sentence: "the third quarter's $0.21, up from $0.18 in the second
@@ -165,6 +197,22 @@ def _token_clause(sentence: str, claim: str, token: str = "") -> str:
     wanted = numbers(claim)
     held = [p for p in parts if wanted and wanted & numbers(p)]
     return held[0] if len(held) == 1 else sentence
+
+
+def _clauses(sentence: str) -> list[str]:
+    """The sentence's clauses (``_CLAUSE_BREAK``); a short one without a number is the
+    first of two subjects that share the next one's predicate, and goes with it ("The
+    staging server and the production server both listen on port 8080")."""
+    parts = [p for p in _CLAUSE_BREAK.split(sentence) if p.strip()]
+    out: list[str] = []
+    for part in parts:
+        if out and not numbers(out[-1]) and len(out[-1].split()) <= _SUBJECT_WORDS:
+            part = f"{out.pop()} and {part}"
+        out.append(part)
+    return out
+
+
+_SUBJECT_WORDS = 4
 
 
 def _side_by_side(first: str, second: str, ctx: ContextText, i: int) -> bool:
