@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .._text import MONTH_OF, PASSAGE_MARKER, content_words, normalise, numbers
+from ._labels import LABELS, label_before, label_word
 from ._units import dimension_of
 
 NUMBER_SCOPE = 2
@@ -89,19 +90,6 @@ _ELLIPSIS = frozenset(
 _RANGE = frozenset({"-", "–", "to", "and", "or"})
 _AGE_RANGE = frozenset({"-", "–", "to"})  # "aged 40 and 2 children" is no range of ages
 _RANK_BEFORE = frozenset({"no", "#", "number"})
-_LABEL_WORDS = (
-    "port", "version", "release", "step", "page", "chapter", "room", "gate", "platform",
-    "route", "flight", "line", "level", "stage", "phase", "tier", "round", "episode",
-    "error", "status", "code",
-)  # fmt: skip
-_LABEL_OF = {content_words(w)[0]: w for w in _LABEL_WORDS}
-"""Words that name what a number after them is ("port 8080", "error 500", "step 3"), by
-stem: that word is the number's unit, so that "port 8443" clashes with "port 8080" (two
-bare numbers need two words in common, and a sentence that writes two ports gave each only
-"port"). A list or range after it shares it ("ports 80 and 443", "phase 2 to 3"); a unit
-after the number is its own ("page 40% faster", "battery level 20%")."""
-LABELS = frozenset(_LABEL_OF)
-_LIST_JOINS = frozenset({",", "and", "or", "to", "-", "through"})
 _UNIT_REACH = 2  # "12 other cities": the unit may follow a function word
 _JOINING = frozenset({"and", "but"})  # ... but not a conjunction ("4 and 6 weeks" is a range)
 
@@ -141,8 +129,8 @@ class NumberSlot:
             return None
 
     def describe(self) -> str:
-        if self.unit in _LABEL_OF:
-            return f"{_LABEL_OF[self.unit]} {self.number}"  # "port 8443", as written
+        if self.unit in LABELS:
+            return f"{label_word(self.unit)} {self.number}"  # "port 8443", as written
         unit = "" if self.unit is None else f" {self.unit.strip('<>')}"
         return f"{self.number}{unit}"
 
@@ -167,7 +155,8 @@ def number_slots(text: str) -> list[NumberSlot]:
             continue
         before = tokens[i - 1] if i else ""
         unit = glued or _unit(tokens, i)
-        label = _label(tokens, i, out[-1] if out else None) if number.isdigit() else None
+        previous = (out[-1].number, out[-1].unit) if out else None
+        label = label_before(tokens, i, previous) if number.isdigit() else None
         if label and not glued and unit != PERCENT and (unit is None or not dimension_of(unit)):
             unit = label
         if unit == _ELLIPSIS_UNIT:
@@ -185,25 +174,6 @@ def number_slots(text: str) -> list[NumberSlot]:
 
 
 _ELLIPSIS_UNIT = "<more>"
-
-
-def _label(tokens: Sequence[str], i: int, previous: NumberSlot | None) -> str | None:
-    """The word naming the number at ``tokens[i]`` (``_LABEL_OF``): right before it, before
-    "number" ("port number 5432"), or the label of the number a list joins it to ("ports
-    80 and 443")."""
-    before = [t for t in tokens[max(0, i - 2) : i]]
-    if before[-1:] and before[-1] in {"number", "no", "#"}:
-        before = before[:-1]
-    stems = content_words(before[-1]) if before else []
-    if stems and stems[0] in LABELS:
-        return stems[0]
-    if previous is not None and previous.unit in LABELS:
-        k = i - 1
-        while k >= 0 and tokens[k] in _LIST_JOINS:
-            k -= 1
-        if k < i - 1 and k >= 0 and tokens[k] == previous.number:
-            return previous.unit
-    return None
 
 
 def _split_number(token: str) -> tuple[str | None, str | None]:
@@ -419,7 +389,6 @@ __all__ = [
     "AGE",
     "BARE_CLASH_WORDS",
     "DAY",
-    "LABELS",
     "MAX_DERIVATION_NUMBERS",
     "NUMBER_SCOPE",
     "PERCENT",

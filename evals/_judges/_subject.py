@@ -11,6 +11,10 @@ work during" / "keys are accepted during", replaces nothing), an inflection is n
 word ("failed" / "failure"), and a name in the other word's place names what the claim
 says in common words ("Northwind Analytics was founded" for "the company was founded").
 A clause the sentence merely shares few words with is left to the judge's graded score.
+The replaced word stands within ``NEAR`` words of the fact, in its clause, on both sides;
+beyond ``CLOSE`` words, or for a name, the sentence must name the claim's subject too ("the
+day shift starts at 9 pm; the night shift at 11 pm"), so that another name for the same
+thing ("the rebuilt app" for the mobile app) is no other subject.
 """
 
 from __future__ import annotations

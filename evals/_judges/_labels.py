@@ -1,0 +1,54 @@
+"""Words that name the number after them: "port 8080", "error 500", "step 3" (issue 41,
+fifth round). That word is the number's unit (``_numbers.number_slots``), so that "port
+8443" clashes with "port 8080": two bare numbers clash only beside two words in common,
+and a sentence that writes two ports gave each only "port" ("The API listens on port
+8443." was supported at 0.91 against "port 8080 and … port 9102"). A list or range after
+the word shares it ("ports 80 and 443", "phase 2 to 3"); a unit after the number is its
+own ("page 40% faster", "battery level 20%": ``_numbers``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .._text import content_words
+
+_WORDS = (
+    "port", "version", "release", "step", "page", "chapter", "room", "gate", "platform",
+    "route", "flight", "line", "level", "stage", "phase", "tier", "round", "episode",
+    "error", "status", "code",
+)  # fmt: skip
+_WORD_OF = {content_words(w)[0]: w for w in _WORDS}
+LABELS = frozenset(_WORD_OF)
+"""The labels, stemmed as units are."""
+
+_LIST_JOINS = frozenset({",", "and", "or", "to", "-", "through"})
+_NUMBER_WORDS = frozenset({"number", "no", "#"})
+
+
+def label_word(stem: str) -> str:
+    """A label as it is written ("release" for the stem "releas")."""
+    return _WORD_OF.get(stem, stem)
+
+
+def label_before(
+    tokens: Sequence[str], i: int, previous: tuple[str, str | None] | None
+) -> str | None:
+    """The label of the number at ``tokens[i]``: the word right before it, or before
+    "number" ("port number 5432"); else the label of the number a list joins it to
+    (``previous``: that number and its unit; "ports 80 and 443")."""
+    before = list(tokens[max(0, i - 2) : i])
+    if before[-1:] and before[-1] in _NUMBER_WORDS:
+        before = before[:-1]
+    stems = content_words(before[-1]) if before else []
+    if stems and stems[0] in LABELS:
+        return stems[0]
+    if previous is not None and previous[1] in LABELS:
+        k = i - 1
+        while k >= 0 and tokens[k] in _LIST_JOINS:
+            k -= 1
+        if 0 <= k < i - 1 and tokens[k] == previous[0]:
+            return previous[1]
+    return None
+
+
+__all__ = ["LABELS", "label_before", "label_word"]
