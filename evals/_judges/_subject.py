@@ -26,6 +26,8 @@ from collections.abc import Callable
 from .._text import content_words, normalise, numbers
 from ._conflicts import names
 from ._context import ContextText
+from ._labels import LABELS, label_word
+from ._numbers import NumberSlot, number_slots
 
 WORD = re.compile(r"[A-Za-z][\w'\u2019-]*")
 """A word as written: a letter, then letters, digits, apostrophes and hyphens."""
@@ -37,6 +39,9 @@ def other_subject(
     """``None`` when a sentence of ``found`` (those holding ``token``) is about the claim
     clause (``about``: its content words the context has); else the reason, naming the
     token, and the sentence that says it of something else (see the module docstring)."""
+    moved = _label_moved(token, found, about, ctx, claim)
+    if moved is not None:
+        return moved
     replaced: dict[int, tuple[str, str]] = {}
     for i in found:
         swap = next((s for s in (_replaced(w, claim, i, ctx, token) for w in about) if s), None)
@@ -55,6 +60,69 @@ def other_subject(
         f"{_written_word(mine, claim)!r}: the source says {said!r}"
     )
     return reason, sentence
+
+
+def _label_moved(
+    token: str, found: list[int], about: list[str], ctx: ContextText, claim: str
+) -> tuple[str, str] | None:
+    """The reason and the sentence when the claim's numbered thing ("Step 5 deletes the old
+    index") is one the source says something else of, in a sentence whose other clause
+    says the claim's verb and words of another number of that label ("Step 4 deletes the
+    old index and step 5 rebuilds it"): the label took the place of the verb that was the
+    number's unit before, and the sentence holds every word of the claim."""
+    slot = next((t for t in number_slots(claim) if t.number == token and t.unit in LABELS), None)
+    said = _after_number(claim, slot) if slot is not None else None
+    if slot is None or not said or not about:
+        return None
+    verb = said[0]
+    for i in found:
+        parts = _clauses(ctx.sentences[i])
+        mine = [p for p in parts if any(_same(t, slot) for t in number_slots(p))]
+        if len(parts) < 2 or len(mine) != 1 or _after_number(mine[0], slot) is None:
+            continue
+        if verb in content_words(mine[0]):
+            continue
+        for part in parts:
+            other = [t.number for t in number_slots(part) if t.unit == slot.unit]
+            if (
+                other
+                and slot.number not in other
+                and verb in content_words(part)
+                and 2 * _held(about, part) >= len(about)
+            ):
+                label = label_word(slot.unit or "")
+                reason = (
+                    f"{label} {token} is said of something else: the source says "
+                    f"{part.strip()!r}, of {label} {other[0]}"
+                )
+                return reason, ctx.sentences[i]
+    return None
+
+
+def _after_number(text: str, slot: NumberSlot) -> list[str] | None:
+    """The content words after the labelled number when ``text`` starts with it, or a
+    preposition and it ("Step 5 deletes", "In step 3 you install"): the numbered thing is
+    what the clause is about, not where its subject goes ("The evening train leaves from
+    platform 6": ``None``)."""
+    words = [w.lower() for w in TOKENS.findall(normalise(text)) if w[:1].isalnum()]
+    if words[:1] and words[0] in _LEADING:
+        words = words[1:]
+    if len(words) < 2 or words[1] != slot.number or content_words(words[0])[:1] != [slot.unit]:
+        return None
+    return content_words(" ".join(words[2:]))
+
+
+_LEADING = frozenset({"in", "at", "on", "during", "for", "after", "before", "from"})
+
+
+def _same(a: NumberSlot, b: NumberSlot) -> bool:
+    return (a.number, a.unit) == (b.number, b.unit)
+
+
+def _held(about: list[str], text: str) -> int:
+    """How many of the claim clause's words ``text`` holds."""
+    words = set(content_words(text))
+    return sum(w in words for w in about)
 
 
 def _holds_half(about: list[str], i: int, ctx: ContextText) -> bool:
@@ -83,8 +151,8 @@ def _replaced(
     (``token``), in its clause, in the claim and in the source: the word a fact is said of
     is next to it ("the night shift has 8"), not a clause away ("the first three months,
     where the Platinum plan ...": a false flag on SummEdits). Further than ``CLOSE``, or
-    for a claim word written with a capital, the sentence must name the claim's subject
-    too (``_names_both``)."""
+    for a claim word written with a capital, a sentence must name the claim's subject
+    too (``_said_of_another``)."""
     clause = _token_clause(ctx.sentences[i], claim, token)
     if word in set(content_words(clause)):
         return None
@@ -105,7 +173,7 @@ def _replaced(
                 and other[:4] != word[:4]
                 and other not in names(ctx.sentences[i])
                 and _side_by_side(other, after, ctx, i)
-                and ((max(far, there) <= CLOSE and not capital) or _names_both(word, after, ctx, i))
+                and _said_of_another(max(far, there), capital, (word, after), ctx, i)
             ):
                 return word, other
     return None
@@ -125,11 +193,25 @@ def _first_lowered(text: str) -> str:
     return stripped[:1].lower() + stripped[1:]
 
 
+def _said_of_another(
+    far: int, capital: bool, subject: tuple[str, str], ctx: ContextText, i: int
+) -> bool:
+    """Whether the other word, ``far`` words from the fact, names another subject than the
+    claim's (its word and the one after): within ``CLOSE`` words it does; further, the
+    sentence must name the claim's subject too ("the day shift starts at 9 pm; the night
+    shift at 11 pm"), so that another name for the same thing is not another subject ("the
+    rebuilt app supports 12 languages" for the mobile app). For a name, the sentence or a
+    neighbour must ("The Windows build runs on the shared runner. The nightly build takes
+    12 minutes."; not "the flanker returned" for Haskell, a false flag on FRANK)."""
+    if capital:
+        return any(_names_both(*subject, ctx, j) for j in (i - 1, i, i + 1))
+    return far <= CLOSE or _names_both(*subject, ctx, i)
+
+
 def _names_both(word: str, after: str, ctx: ContextText, i: int) -> bool:
-    """Sentence ``i`` writes the claim's ``word`` right before ``after`` too: it names both
-    subjects ("the day shift starts at 9 pm; the night shift at 11 pm"), so the other word
-    is another subject, not another name for the claim's ("the rebuilt app supports 12
-    languages" for the mobile app; "the flanker returned" for Haskell: FRANK)."""
+    """Sentence ``i`` writes the claim's ``word`` right before ``after``."""
+    if not 0 <= i < len(ctx.sentences):
+        return False
     seq = _sequence(ctx.sentences[i])
     return any(a == word and b == after for a, b in itertools.pairwise(seq))
 

@@ -55,6 +55,20 @@ STATED = [
         "The city is expanding its electric bus fleet. The zero-emission fleet will reach 200 "
         "vehicles by 2026.",
     ),
+    # A labelled number that is not what its clause is about, and one the sentence says
+    # something of in another way (the second review's cases).
+    (
+        "Version 2 removed the legacy endpoints.",
+        "Version 1 introduced the legacy endpoints; they were removed in version 2.",
+    ),
+    (
+        "The evening train to Leeds leaves from platform 6.",
+        "The morning train to Leeds leaves from platform 2 and the evening train from platform 6.",
+    ),
+    (
+        "The HTTP API listens on port 8080 and metrics are served on port 9102.",
+        "The HTTP API listens on port 8080 and Prometheus metrics are served on port 9102.",
+    ),
     # Two subjects sharing one predicate.
     (
         "The staging server listens on port 8080.",
@@ -143,3 +157,36 @@ def test_a_labelled_number_is_not_derived(
     (judged,) = judge.judge_claims([claim], source)
     assert judged.verdict == "contradicted" and clash in judged.reason
     assert [f.token for f in unstated_facts(claim, source)]
+
+
+@pytest.mark.parametrize(
+    ("claim", "source", "said"),
+    [
+        # The numbered thing is the subject, and the sentence says the claim of another one
+        # (main caught these only where it read the verb as the number's unit: "5 delet").
+        (
+            "Step 5 deletes the old index.",
+            "Step 4 deletes the old index and step 5 rebuilds it.",
+            "step 5 is said of something else: the source says 'Step 4 deletes the old "
+            "index', of step 4",
+        ),
+        (
+            "Step 2 creates the service account.",
+            "Step 1 creates the service account; step 2 grants it the editor role.",
+            "of step 1",
+        ),
+        ("Step 3 logs you in.", "In step 3 you install the CLI, and step 4 logs you in.", "step 4"),
+    ],
+)
+def test_a_numbered_step_the_source_says_something_else_of_is_flagged(
+    claim: str, source: str, said: str
+) -> None:
+    (fact,) = unstated_facts(claim, source)
+    assert said in fact.reason
+
+
+@pytest.mark.parametrize(
+    "claim", ["Step 4 deletes the old index.", "Step 5 rebuilds the old index."]
+)
+def test_the_right_step_is_stated(claim: str) -> None:
+    assert unstated_facts(claim, "Step 4 deletes the old index and step 5 rebuilds it.") == []
