@@ -264,7 +264,9 @@ def _repaired(
                 state, kept.text, "llm", rechecked, config, citations, first=check,
                 action="repaired",
             )  # fmt: skip
-            out["answer_check"].update(attempts=attempts, dropped=kept.dropped)
+            out["answer_check"].update(
+                attempts=attempts, dropped=kept.dropped, added_citations=kept.cited
+            )
             return out
     if redo is not None:
         second = redo(first["problems"], check, citations)
@@ -288,6 +290,8 @@ def _repaired(
     shown = f"{supported_part}\n\n{quotes}" if supported_part else quotes
     out = _replaced(state, shown, "fallback", check, config, citations)
     out["answer_check"].update(attempts=attempts, dropped=kept.dropped)
+    if supported_part:
+        out["answer_check"]["added_citations"] = kept.cited
     return out
 
 

@@ -37,10 +37,13 @@ class DroppedPart(TypedDict):
 
 @dataclass
 class Repaired:
-    """The kept sentences joined (``""``: nothing kept) and what was dropped."""
+    """The kept sentences joined (``""``: nothing kept), what was dropped, and the source
+    numbers given to kept sentences that cited none or a source that does not support them
+    (in order, once each)."""
 
     text: str
     dropped: list[DroppedPart] = field(default_factory=list)
+    cited: list[int] = field(default_factory=list)
 
 
 def sentences(text: str) -> list[str]:
@@ -84,6 +87,8 @@ def repair_draft(
         kept.pop()
         out.dropped.append({"text": drafted.pop(), "why": "announces what was dropped"})
     out.text = " ".join(kept)
+    for shown, written in zip(kept, drafted, strict=True):
+        out.cited += [n for n in sorted(_numbers(shown) - _numbers(written)) if n not in out.cited]
     out.dropped = _repeats_share_why(out.dropped, kept)
     return out
 
@@ -125,6 +130,10 @@ def _supported(
     if source is not None and not _MARKER.search(sentence):
         sentence = _cited(sentence, source)
     return sentence
+
+
+def _numbers(sentence: str) -> set[int]:
+    return {int(m.group(0).strip(" []")) for m in _MARKER.finditer(sentence)}
 
 
 def _number_of(chunk_id: Any, citations: Sequence[Mapping[str, Any]]) -> int | None:

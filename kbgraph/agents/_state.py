@@ -52,8 +52,10 @@ class AnswerCheckRecord(AnswerCheck):
     """``answer_check``: the check of the answer (:class:`kbgraph.evals.AnswerCheck`: score,
     claims with verdicts and evidence, judge), the policy and threshold it ran under, what it
     did, after a regeneration the check of the ``first`` answer, and under ``repair``, when
-    an answer was not shown, each ``attempts`` of the chat model (kept here, never lost) and
-    the sentences of the draft ``dropped`` from the answer shown, with why."""
+    an answer was not shown, each ``attempts`` of the chat model (kept here, never lost),
+    the sentences of the draft ``dropped`` from the answer shown, with why, and the source
+    numbers repair ``added_citations`` for (a kept sentence that cited none, or a source that
+    does not support it)."""
 
     policy: str
     threshold: float
@@ -61,6 +63,7 @@ class AnswerCheckRecord(AnswerCheck):
     first: NotRequired[AnswerCheck]
     attempts: NotRequired[list[AnswerAttempt]]
     dropped: NotRequired[list[DroppedPart]]
+    added_citations: NotRequired[list[int]]
 
 
 class AnswerKeys(TypedDict, total=False):

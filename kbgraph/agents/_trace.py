@@ -205,7 +205,6 @@ _ACTIONS = {
     "replaced": "the answer was replaced by quotes of the sources (its score was below {t})",
 }
 _REPAIRED = {
-    "repaired": "the draft was shown without what its sources do not support ({why})",
     "regenerated": "the first answer was written again ({why})",
     "replaced": "the answer was replaced by quotes of the sources ({why})",
 }
@@ -230,10 +229,24 @@ def check_lines(state: Mapping[str, Any]) -> list[str]:
     attempts = check.get("attempts") or []
     why = "; ".join(attempts[0].get("problems") or []) if attempts else ""
     action = (_REPAIRED if why else _ACTIONS).get(str(check.get("action")))
+    if why and check.get("action") == "repaired":
+        action = _repair_line(check)
     if action:
         lines.append(bounded(f"  {action.format(t=check.get('threshold'), why=why)}"))
     lines += _dropped_lines(check.get("dropped") or [])
     return lines + _unsupported_lines(claims)
+
+
+def _repair_line(check: Mapping[str, Any]) -> str:
+    """What repair did to the draft, then what was wrong with the draft as written: "it
+    cites none of the 5 sources" read as if said of the answer shown, which cites [1]."""
+    done = []
+    if check.get("dropped"):
+        done.append("without what its sources do not support")
+    added = " ".join(f"[{n}]" for n in check.get("added_citations") or [])
+    if added:
+        done.append(f"with {added} added where it cited no supporting source")
+    return f"the draft was shown {' and '.join(done) or 'as written'}; as written, {{why}}"
 
 
 def _dropped_lines(dropped: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -176,6 +176,22 @@ def test_an_answer_citing_nothing_gets_the_number_of_its_supporting_source(
     (problem,) = out["answer_check"]["attempts"][0]["problems"]
     assert problem.startswith("it cites none of the ") and problem.endswith(" sources")
     assert out["answer_citations"][0]["source"] == "retry.md" and model.remaining == 1
+    assert out["answer_check"]["added_citations"] == [1]
+
+
+def test_the_trace_says_repair_added_a_citation_and_describes_the_draft_as_written(
+    docs: Path,
+) -> None:
+    # The trace said "the draft was shown without what its sources do not support (it
+    # cites none of the 5 sources)" beside an answer that cites [1] and drops nothing.
+    out = _ask(docs, _model(UNCITED, "never asked"))
+    (line,) = [x for x in _trace.check_lines(out) if x.startswith("  the draft was shown")]
+    (problem,) = out["answer_check"]["attempts"][0]["problems"]
+    assert problem.startswith("it cites none of the ")
+    assert line == (
+        "  the draft was shown with [1] added where it cited no supporting source; "
+        f"as written, {problem}"
+    )
 
 
 def test_an_answer_below_the_threshold_is_not_shown(docs: Path) -> None:
