@@ -17,8 +17,11 @@ Each must be *stated* by the context:
   past twenty also in words ("twenty five");
 - a snake_case name in code is unstated only when it misnames one the context writes: the
   context's name with parts added or left out (``retry_delay_ms`` where the sources define
-  ``delay_ms``); a name the context never comes near is let pass, since a cited chunk of
-  code often lacks the ``def`` line of the function it is the body of;
+  ``delay_ms``), or one part replaced in a sentence saying what the claim says
+  (``create_order`` for ``place_order``, ``_identifiers``); a name the context never comes
+  near is let pass, since a cited chunk of code often lacks the ``def`` line of the
+  function it is the body of;
+- "HTTP 403" is status 403 and "404 Not Found" says no more than 404 (``_http``);
 - a name found is stated (the words beside a name vary too much for the subject check:
   on SummEdits' consistent summaries half the false flags were names); a number or a code
   is stated about the same subject: the clause of the sentence that holds it does not put
@@ -49,7 +52,8 @@ from .._text import PASSAGE_MARKER, content_words, is_negation_cue, numbers
 from ._clock import TimeCheck, checked_times
 from ._context import META_WORDS, ContextText, claim_words, context_text
 from ._evidence import clauses as claim_clauses
-from ._identifiers import misnamed
+from ._http import as_status
+from ._identifiers import SNAKE, misnamed
 from ._names import counted_by_names, name_found, proper_names, without_stated_quarters
 from ._numbers import YEAR, NumberSlot, derivable, number_slots
 from ._opposites import Swap, antonym_swaps
@@ -94,7 +98,7 @@ def unstated_facts(
     where = "no cited source" if cited else "no source"
     out: list[UnstatedFact] = []
     for part in claim_clauses(claim):
-        part = without_stated_quarters(part, ctx)
+        part = as_status(without_stated_quarters(part, ctx))
         about = _about_words(part, ctx)
         timed, times = checked_times(part, ctx)
         out += [f for f in (_time(t, part, about, ctx, where) for t in times) if f]
@@ -268,9 +272,20 @@ def _code(
 
 
 def _misnamed(text: str, ctx: ContextText, where: str) -> list[UnstatedFact]:
+    words = {w for w in claim_words(SNAKE.sub(" ", text), ctx) if not w[:1].isdigit()}
+
+    def beside(name: str) -> float:
+        # The claim's other words, all of them: a line of code holds a word or two of any.
+        held = [
+            len(words & ctx.sentence_words[i])
+            for i, sentence in enumerate(ctx.sentences)
+            if name in sentence.lower()
+        ]
+        return max(held, default=0) / len(words) if words else 0.0
+
     return [
         UnstatedFact(name, "identifier", f"{name} is in {where} (the sources write {near})")
-        for name, near in misnamed(text, ctx.code_names)
+        for name, near in misnamed(text, ctx.code_names, beside)
     ]
 
 

@@ -4,7 +4,13 @@ fifth round). That word is the number's unit (``_numbers.number_slots``), so tha
 and a sentence that writes two ports gave each only "port" ("The API listens on port
 8443." was supported at 0.91 against "port 8080 and … port 9102"). A list or range after
 the word shares it ("ports 80 and 443", "phase 2 to 3"); a unit after the number is its
-own ("page 40% faster", "battery level 20%": ``_numbers``)."""
+own ("page 40% faster", "battery level 20%": ``_numbers``).
+
+Configuration writes the label in its own ways, and they label the number as the word
+does: ``port: 8080`` and ``"port": 8080`` (YAML, JSON), ``PORT=8080`` and ``API_PORT=8080``
+(an environment variable: its last part), ``localhost:8000`` (a host and its port);
+"HTTP 403" is a status ("The admin UI listens on port 8080." was supported against "Set
+API_PORT=8080 for the API and ADMIN_PORT=8443 for the admin UI.")."""
 
 from __future__ import annotations
 
@@ -23,6 +29,23 @@ LABELS = frozenset(_WORD_OF)
 
 _LIST_JOINS = frozenset({",", "and", "or", "to", "-", "through"})
 _NUMBER_WORDS = frozenset({"number", "no", "#"})
+_ASSIGNS = frozenset({":", "=", '"', "'"})
+"""Between a configuration key and its value: ``port: 8080``, ``PORT=8080``, ``"port": 80``."""
+_HOSTS = frozenset({"localhost"})
+_STATUS = content_words("status")[0]
+_PORT = content_words("port")[0]
+_HTTP = frozenset({"http", "https"})
+
+
+def _label_of(word: str, number: str, *, host: bool) -> str | None:
+    """The label ``word`` gives the number after it: its stem, or an environment
+    variable's last part (``API_PORT``), a host's port, HTTP's status (a code 100-599)."""
+    if host:
+        return _PORT
+    if word in _HTTP:
+        return _STATUS if len(number) == 3 and "100" <= number <= "599" else None
+    stems = content_words(word.rsplit("_", 1)[-1]) if word else []
+    return stems[0] if stems and stems[0] in LABELS else None
 
 
 def label_word(stem: str) -> str:
@@ -36,12 +59,16 @@ def label_before(
     """The label of the number at ``tokens[i]``: the word right before it, or before
     "number" ("port number 5432"); else the label of the number a list joins it to
     (``previous``: that number and its unit; "ports 80 and 443")."""
-    before = list(tokens[max(0, i - 2) : i])
+    before = list(tokens[max(0, i - 4) : i])
+    assigned = bool(before[-1:]) and before[-1] in _ASSIGNS
+    while before[-1:] and before[-1] in _ASSIGNS:
+        before.pop()
     if before[-1:] and before[-1] in _NUMBER_WORDS:
         before = before[:-1]
-    stems = content_words(before[-1]) if before else []
-    if stems and stems[0] in LABELS:
-        return stems[0]
+    written = before[-1] if before else ""
+    label = _label_of(written, tokens[i], host=assigned and written in _HOSTS)
+    if label is not None:
+        return label
     if previous is not None and previous[1] in LABELS:
         k = i - 1
         while k >= 0 and tokens[k] in _LIST_JOINS:

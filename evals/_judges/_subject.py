@@ -14,7 +14,9 @@ A clause the sentence merely shares few words with is left to the judge's graded
 The replaced word stands within ``NEAR`` words of the fact, in its clause, on both sides;
 beyond ``CLOSE`` words, or for a name, the sentence must name the claim's subject too ("the
 day shift starts at 9 pm; the night shift at 11 pm"), so that another name for the same
-thing ("the rebuilt app" for the mobile app) is no other subject.
+thing ("the rebuilt app" for the mobile app) is no other subject. A sentence that replaces
+no word may still say the number of another clause's subject, or of another numbered thing
+(``_moved``: "Set API_PORT=8080 for the API and ADMIN_PORT=8443 for the admin UI").
 """
 
 from __future__ import annotations
@@ -23,11 +25,11 @@ import itertools
 import re
 from collections.abc import Callable
 
-from .._text import content_words, normalise, numbers
+from .._text import content_words, normalise
 from ._conflicts import names
 from ._context import ContextText
-from ._labels import LABELS, label_word
-from ._numbers import NumberSlot, number_slots
+from ._moved import TOKENS, clause_moved, label_moved, token_clause
+from ._numbers import number_slots
 
 WORD = re.compile(r"[A-Za-z][\w'\u2019-]*")
 """A word as written: a letter, then letters, digits, apostrophes and hyphens."""
@@ -39,14 +41,24 @@ def other_subject(
     """``None`` when a sentence of ``found`` (those holding ``token``) is about the claim
     clause (``about``: its content words the context has); else the reason, naming the
     token, and the sentence that says it of something else (see the module docstring)."""
-    moved = _label_moved(token, found, about, ctx, claim)
-    if moved is not None:
-        return moved
+    slots = number_slots(claim)
+    return (
+        label_moved(token, found, about, ctx, claim, slots)
+        or _word_replaced(token, found, about, ctx, claim)
+        or clause_moved(token, found, about, ctx, claim, slots)
+    )
+
+
+def _word_replaced(
+    token: str, found: list[int], about: list[str], ctx: ContextText, claim: str
+) -> tuple[str, str] | None:
+    """The reason and the sentence when no sentence of ``found`` is about the claim clause
+    and one replaces a word of it (``_replaced``)."""
     replaced: dict[int, tuple[str, str]] = {}
     for i in found:
         swap = next((s for s in (_replaced(w, claim, i, ctx, token) for w in about) if s), None)
         if swap is None and _holds_half(about, i, ctx):
-            return None
+            return None  # about the clause: unless another clause of it is (``_moved``)
         if swap is not None:
             replaced[i] = swap
     if not replaced:
@@ -60,69 +72,6 @@ def other_subject(
         f"{_written_word(mine, claim)!r}: the source says {said!r}"
     )
     return reason, sentence
-
-
-def _label_moved(
-    token: str, found: list[int], about: list[str], ctx: ContextText, claim: str
-) -> tuple[str, str] | None:
-    """The reason and the sentence when the claim's numbered thing ("Step 5 deletes the old
-    index") is one the source says something else of, in a sentence whose other clause
-    says the claim's verb and words of another number of that label ("Step 4 deletes the
-    old index and step 5 rebuilds it"): the label took the place of the verb that was the
-    number's unit before, and the sentence holds every word of the claim."""
-    slot = next((t for t in number_slots(claim) if t.number == token and t.unit in LABELS), None)
-    said = _after_number(claim, slot) if slot is not None else None
-    if slot is None or not said or not about:
-        return None
-    verb = said[0]
-    for i in found:
-        parts = _clauses(ctx.sentences[i])
-        mine = [p for p in parts if any(_same(t, slot) for t in number_slots(p))]
-        if len(parts) < 2 or len(mine) != 1 or _after_number(mine[0], slot) is None:
-            continue
-        if verb in content_words(mine[0]):
-            continue
-        for part in parts:
-            other = [t.number for t in number_slots(part) if t.unit == slot.unit]
-            if (
-                other
-                and slot.number not in other
-                and verb in content_words(part)
-                and 2 * _held(about, part) >= len(about)
-            ):
-                label = label_word(slot.unit or "")
-                reason = (
-                    f"{label} {token} is said of something else: the source says "
-                    f"{part.strip()!r}, of {label} {other[0]}"
-                )
-                return reason, ctx.sentences[i]
-    return None
-
-
-def _after_number(text: str, slot: NumberSlot) -> list[str] | None:
-    """The content words after the labelled number when ``text`` starts with it, or a
-    preposition and it ("Step 5 deletes", "In step 3 you install"): the numbered thing is
-    what the clause is about, not where its subject goes ("The evening train leaves from
-    platform 6": ``None``)."""
-    words = [w.lower() for w in TOKENS.findall(normalise(text)) if w[:1].isalnum()]
-    if words[:1] and words[0] in _LEADING:
-        words = words[1:]
-    if len(words) < 2 or words[1] != slot.number or content_words(words[0])[:1] != [slot.unit]:
-        return None
-    return content_words(" ".join(words[2:]))
-
-
-_LEADING = frozenset({"in", "at", "on", "during", "for", "after", "before", "from"})
-
-
-def _same(a: NumberSlot, b: NumberSlot) -> bool:
-    return (a.number, a.unit) == (b.number, b.unit)
-
-
-def _held(about: list[str], text: str) -> int:
-    """How many of the claim clause's words ``text`` holds."""
-    words = set(content_words(text))
-    return sum(w in words for w in about)
 
 
 def _holds_half(about: list[str], i: int, ctx: ContextText) -> bool:
@@ -153,12 +102,11 @@ def _replaced(
     where the Platinum plan ...": a false flag on SummEdits). Further than ``CLOSE``, or
     for a claim word written with a capital, a sentence must name the claim's subject
     too (``_said_of_another``)."""
-    clause = _token_clause(ctx.sentences[i], claim, token)
+    clause = token_clause(ctx.sentences[i], claim, token)
     if word in set(content_words(clause)):
         return None
     said, stated = _sequence(claim), _sequence(clause)
     reach_said, reach_stated = _reach(claim, token), _reach(clause, token)
-    capital = _a_name(word, claim, ctx)
     for k, far in ((k, reach_said(k)) for k, w in enumerate(said[:-1]) if w == word):
         after = said[k + 1]
         if far is None or after is None or after[:1].isdigit():
@@ -173,7 +121,7 @@ def _replaced(
                 and other[:4] != word[:4]
                 and other not in names(ctx.sentences[i])
                 and _side_by_side(other, after, ctx, i)
-                and _said_of_another(max(far, there), capital, (word, after), ctx, i)
+                and _said_of_another(max(far, there), claim, (word, after), ctx, i)
             ):
                 return word, other
     return None
@@ -194,7 +142,7 @@ def _first_lowered(text: str) -> str:
 
 
 def _said_of_another(
-    far: int, capital: bool, subject: tuple[str, str], ctx: ContextText, i: int
+    far: int, claim: str, subject: tuple[str, str], ctx: ContextText, i: int
 ) -> bool:
     """Whether the other word, ``far`` words from the fact, names another subject than the
     claim's (its word and the one after): within ``CLOSE`` words it does; further, the
@@ -202,8 +150,10 @@ def _said_of_another(
     shift at 11 pm"), so that another name for the same thing is not another subject ("the
     rebuilt app supports 12 languages" for the mobile app). For a name, the sentence or a
     neighbour must ("The Windows build runs on the shared runner. The nightly build takes
-    12 minutes."; not "the flanker returned" for Haskell, a false flag on FRANK)."""
-    if capital:
+    12 minutes."; not "the flanker returned" for Haskell, a false flag on FRANK). Whether
+    the claim's word is a name is asked here, of a candidate only: ``_a_name`` reads every
+    context sentence's names."""
+    if _a_name(subject[0], claim, ctx):
         return any(_names_both(*subject, ctx, j) for j in (i - 1, i, i + 1))
     return far <= CLOSE or _names_both(*subject, ctx, i)
 
@@ -260,47 +210,6 @@ def _starts(written: str, first: str) -> bool:
     return written == first or (written.startswith(first) and written[len(first) :].isalpha())
 
 
-_CLAUSE_BREAK = re.compile(r"[;,]\s+(?:and\s+|but\s+)?|\s+(?:while|whereas|and|but)\s+", re.I)
-"""Where a sentence's clauses part: "X; Y", "X, Y", "X while Y", "X and Y"."""
-
-
-_A_YEAR = re.compile(r"(?:1[5-9]|20)\d\d")
-
-
-def _token_clause(sentence: str, claim: str, token: str = "") -> str:
-    """The clause of ``sentence`` that writes ``token``, or else shares the claim's
-    numbers (the fact being checked); the whole sentence when no one clause does, or the
-    sentence is one clause ("21:00" and "23:00" share the number 00)."""
-    parts = _clauses(sentence)
-    if len(parts) < 2:
-        return sentence
-    # A year frames a sentence: "the third quarter's $0.21, up from $0.18 in the second
-    # quarter of 2020" dates both quarters (a false flag on SummEdits).
-    by_token = token and not _A_YEAR.fullmatch(token)
-    written = [p for p in parts if by_token and token.lower() in p.lower()]
-    if len(written) == 1:
-        return written[0]
-    wanted = numbers(claim)
-    held = [p for p in parts if wanted and wanted & numbers(p)]
-    return held[0] if len(held) == 1 else sentence
-
-
-def _clauses(sentence: str) -> list[str]:
-    """The sentence's clauses (``_CLAUSE_BREAK``); a short one without a number is the
-    first of two subjects that share the next one's predicate, and goes with it ("The
-    staging server and the production server both listen on port 8080")."""
-    parts = [p for p in _CLAUSE_BREAK.split(sentence) if p.strip()]
-    out: list[str] = []
-    for part in parts:
-        if out and not numbers(out[-1]) and len(out[-1].split()) <= _SUBJECT_WORDS:
-            part = f"{out.pop()} and {part}"
-        out.append(part)
-    return out
-
-
-_SUBJECT_WORDS = 4
-
-
 def _side_by_side(first: str, second: str, ctx: ContextText, i: int) -> bool:
     """The context writes ``first`` and ``second`` on one line, a space apart (a sentence
     of code is its lines joined: "raise" ends one, "delay = …" starts the next)."""
@@ -317,11 +226,6 @@ def _sequence(text: str) -> list[str | None]:
     neighbours."""
     stems = (content_words(t) for t in TOKENS.findall(normalise(text)))
     return [found[0] if found else None for found in stems]
-
-
-TOKENS = re.compile(r"\w[\w'-]*|[^\w\s]|\n")
-"""Words, punctuation and line ends: the last two part neighbours ("X, Y" in a list, a line
-of code and the next)."""
 
 
 def _written_word(stem: str, claim: str) -> str:
