@@ -53,7 +53,7 @@ from ._clock import TimeCheck, checked_times
 from ._context import META_WORDS, ContextText, claim_words, context_text
 from ._evidence import clauses as claim_clauses
 from ._http import as_status
-from ._identifiers import SNAKE, misnamed
+from ._identifiers import SNAKE, misnamed, named_not_called
 from ._names import counted_by_names, name_found, proper_names, without_stated_quarters
 from ._numbers import YEAR, NumberSlot, derivable, number_slots
 from ._opposites import Swap, antonym_swaps
@@ -276,6 +276,8 @@ def _misnamed(text: str, ctx: ContextText, where: str) -> list[UnstatedFact]:
 
     def beside(name: str) -> float:
         # The claim's other words, all of them: a line of code holds a word or two of any.
+        if not named_not_called(name, ctx.body):
+            return 0.0
         held = [
             len(words & ctx.sentence_words[i])
             for i, sentence in enumerate(ctx.sentences)

@@ -7,6 +7,7 @@ clash with "status 403"."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 REASON_PHRASES = {
     "200": ("OK",), "201": ("Created",), "202": ("Accepted",), "204": ("No Content",),
@@ -31,6 +32,19 @@ _HTTP_BEFORE = re.compile(
 _PHRASED = re.compile(r"\b([1-5]\d\d)(\s+)([A-Z][A-Za-z]*(?:\s+[A-Z][A-Za-z]*){0,3})")
 
 
+_PHRASE_WORDS = {
+    code: [tuple(p.lower().split()) for p in phrases] for code, phrases in REASON_PHRASES.items()
+}
+
+
+def phrased(tokens: Sequence[str], i: int) -> bool:
+    """Whether the number at ``tokens[i]`` (lower-cased words) is a status code followed by
+    its reason phrase ("404 not found", "401 unauthorized"): a source's "unknown routes get
+    404 Not Found" states status 404, as "HTTP 404" does."""
+    after = tuple(tokens[i + 1 : i + 5])
+    return any(after[: len(p)] == p for p in _PHRASE_WORDS.get(tokens[i], ()))
+
+
 def as_status(text: str) -> str:
     """``text`` with "HTTP" before a status code read as the word "status" ("HTTP 403",
     "HTTP status 403"), and a code's own reason phrase after it dropped ("404 Not Found")."""
@@ -46,4 +60,4 @@ def _without_phrase(match: re.Match[str]) -> str:
     return match.group(0)
 
 
-__all__ = ["REASON_PHRASES", "as_status"]
+__all__ = ["REASON_PHRASES", "as_status", "phrased"]

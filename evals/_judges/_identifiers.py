@@ -2,7 +2,8 @@
 they do write with parts added or left out (``retry_delay_ms`` where they define
 ``delay_ms``), or with one part replaced (``create_order`` where they write ``place_order``)
 in a sentence that says what the claim says of it (``beside``: "Call create_order() to
-place an order" against "To place an order, call place_order(cart)"). A name the sources
+place an order" against "To place an order, call place_order(cart)"), where the sources
+name it in prose or define it (:func:`named_not_called`). A name the sources
 never come near is let pass: a cited chunk of code often lacks the ``def`` line of the
 function it is the body of, and a faithful answer names it. A name one part off, alone,
 is no misname: of the function bodies of Jinja and httpx cut into 30-line chunks without
@@ -57,6 +58,24 @@ name one part off it is a misname: "Call create_order() to place an order" and "
 an order, call place_order(cart)" share all three."""
 
 
+_DEFINED = r"(?:\b(?:def|class)\s+{0}\b|\b{0}\s*(?:=(?!=)|:(?!:)))"
+_IN_CODE = re.compile(r"^(?:\s{2,}|\t)|[=({]|\b(?:return|yield|await|import|from)\b")
+
+
+def named_not_called(name: str, text: str) -> bool:
+    """Whether ``text`` writes ``name`` in a line of prose, or defines it (``def name``,
+    ``name = …``, ``name: …``), not only calls it in code: the body of ``load_config``
+    calls ``read_config(path)``, and an answer about it names ``load_config`` (six false
+    flags a review found, on function bodies cut without their ``def`` line)."""
+    found = re.compile(rf"(?<![\w.]){re.escape(name)}(?!\w)", re.IGNORECASE)
+    defined = re.compile(_DEFINED.format(re.escape(name)), re.IGNORECASE)
+    for line in text.splitlines():
+        for match in found.finditer(line):
+            if defined.search(line) or not _IN_CODE.search(line[: match.start()]):
+                return True
+    return False
+
+
 def _one_off(a: list[str], b: list[str]) -> bool:
     """Whether the part lists are as long, of two parts or more, and differ in one."""
     return len(a) == len(b) >= 2 and sum(x != y for x, y in zip(a, b, strict=True)) == 1
@@ -69,4 +88,4 @@ def _nested(a: list[str], b: list[str]) -> bool:
     return n < len(longer) and any(longer[i : i + n] == shorter for i in range(len(longer) - n + 1))
 
 
-__all__ = ["BESIDE", "SNAKE", "code_names", "misnamed"]
+__all__ = ["BESIDE", "SNAKE", "code_names", "misnamed", "named_not_called"]

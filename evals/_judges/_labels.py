@@ -8,15 +8,17 @@ own ("page 40% faster", "battery level 20%": ``_numbers``).
 
 Configuration writes the label in its own ways, and they label the number as the word
 does: ``port: 8080`` and ``"port": 8080`` (YAML, JSON), ``PORT=8080`` and ``API_PORT=8080``
-(an environment variable: its last part), ``localhost:8000`` (a host and its port);
-"HTTP 403" is a status ("The admin UI listens on port 8080." was supported against "Set
-API_PORT=8080 for the API and ADMIN_PORT=8443 for the admin UI.")."""
+(an environment variable: its last part), ``localhost:8000`` (a host and its port).
+"HTTP 403" is a status, and so is "404 Not Found" (a code's reason phrase after it).
+"The admin UI listens on port 8080." was supported against "Set API_PORT=8080 for the
+API and ADMIN_PORT=8443 for the admin UI."."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from .._text import content_words
+from ._http import phrased
 
 _WORDS = (
     "port", "version", "release", "step", "page", "chapter", "room", "gate", "platform",
@@ -69,6 +71,8 @@ def label_before(
     label = _label_of(written, tokens[i], host=assigned and written in _HOSTS)
     if label is not None:
         return label
+    if phrased(tokens, i):
+        return _STATUS
     if previous is not None and previous[1] in LABELS:
         k = i - 1
         while k >= 0 and tokens[k] in _LIST_JOINS:

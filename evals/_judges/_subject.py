@@ -28,11 +28,8 @@ from collections.abc import Callable
 from .._text import content_words, normalise
 from ._conflicts import names
 from ._context import ContextText
-from ._moved import TOKENS, clause_moved, label_moved, token_clause
+from ._moved import TOKENS, WORD, clause_moved, label_moved, token_clause, written_word
 from ._numbers import number_slots
-
-WORD = re.compile(r"[A-Za-z][\w'\u2019-]*")
-"""A word as written: a letter, then letters, digits, apostrophes and hyphens."""
 
 
 def other_subject(
@@ -68,8 +65,8 @@ def _word_replaced(
     mine, theirs = replaced[best]
     said = _clause_with(sentence, token)
     reason = (
-        f"{token} is said of {_written_word(theirs, sentence)!r}, not "
-        f"{_written_word(mine, claim)!r}: the source says {said!r}"
+        f"{token} is said of {written_word(theirs, sentence)!r}, not "
+        f"{written_word(mine, claim)!r}: the source says {said!r}"
     )
     return reason, sentence
 
@@ -213,7 +210,7 @@ def _starts(written: str, first: str) -> bool:
 def _side_by_side(first: str, second: str, ctx: ContextText, i: int) -> bool:
     """The context writes ``first`` and ``second`` on one line, a space apart (a sentence
     of code is its lines joined: "raise" ends one, "delay = …" starts the next)."""
-    a = _written_word(first, ctx.sentences[i])
+    a = written_word(first, ctx.sentences[i])
     # The second word by its stem: the sentence may write it otherwise before ("two
     # shifts: ... the day shift").
     follows = re.finditer(rf"{re.escape(a)}[ \t]+([A-Za-z][\w'-]*)", ctx.body, re.IGNORECASE)
@@ -226,11 +223,6 @@ def _sequence(text: str) -> list[str | None]:
     neighbours."""
     stems = (content_words(t) for t in TOKENS.findall(normalise(text)))
     return [found[0] if found else None for found in stems]
-
-
-def _written_word(stem: str, claim: str) -> str:
-    """A claim word as the claim writes it, from its stem."""
-    return next((w for w in WORD.findall(claim) if content_words(w)[:1] == [stem]), stem)
 
 
 _CLAUSE_END = re.compile(r"[,;:()]|\s(?:and|but|while|whereas|which|because|so)\s", re.IGNORECASE)
