@@ -8,13 +8,15 @@ own ("page 40% faster", "battery level 20%": ``_numbers``).
 
 Configuration writes the label in its own ways, and they label the number as the word
 does: ``port: 8080`` and ``"port": 8080`` (YAML, JSON), ``PORT=8080`` and ``API_PORT=8080``
-(an environment variable: its last part), ``localhost:8000`` (a host and its port).
+(an environment variable: its last part), ``localhost:8000``, ``127.0.0.1:8000`` and a
+URL's ``//api:8000`` or ``@db:5432`` (a host and its port).
 "HTTP 403" is a status, and so is "404 Not Found" (a code's reason phrase after it).
 "The admin UI listens on port 8080." was supported against "Set API_PORT=8080 for the
 API and ADMIN_PORT=8443 for the admin UI."."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from .._text import content_words
@@ -34,7 +36,11 @@ _NUMBER_WORDS = frozenset({"number", "no", "#"})
 _ASSIGNS = frozenset({":", "=", '"', "'"})
 """Between a configuration key and its value: ``port: 8080``, ``PORT=8080``, ``"port": 80``."""
 _HOSTS = frozenset({"localhost"})
+_IPV4 = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")
 _STATUS = content_words("status")[0]
+_STATUS_WORDS = frozenset(content_words("status code error"))
+"""Words that name an HTTP code 100-599 alike: "status 404", ``status_code=404``,
+``"code": 404`` and "error 404" are one status."""
 _PORT = content_words("port")[0]
 _HTTP = frozenset({"http", "https"})
 
@@ -44,9 +50,12 @@ def _label_of(word: str, number: str, *, host: bool) -> str | None:
     variable's last part (``API_PORT``), a host's port, HTTP's status (a code 100-599)."""
     if host:
         return _PORT
+    http = len(number) == 3 and "100" <= number <= "599"
     if word in _HTTP:
-        return _STATUS if len(number) == 3 and "100" <= number <= "599" else None
+        return _STATUS if http else None
     stems = content_words(word.rsplit("_", 1)[-1]) if word else []
+    if stems and stems[0] in _STATUS_WORDS and http:
+        return _STATUS
     return stems[0] if stems and stems[0] in LABELS else None
 
 
@@ -68,7 +77,8 @@ def label_before(
     if before[-1:] and before[-1] in _NUMBER_WORDS:
         before = before[:-1]
     written = before[-1] if before else ""
-    label = _label_of(written, tokens[i], host=assigned and written in _HOSTS)
+    host = written in _HOSTS or bool(_IPV4.fullmatch(written)) or before[-2:-1] in (["@"], ["/"])
+    label = _label_of(written, tokens[i], host=assigned and host)
     if label is not None:
         return label
     if phrased(tokens, i):

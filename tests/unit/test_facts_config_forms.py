@@ -37,6 +37,11 @@ def judge() -> OfflineJudge:
         ("Open http://localhost:8000 in a browser.", "port"),
         ("A bad token gets HTTP 403 Forbidden.", "status"),
         ("A bad token gets status 403.", "status"),
+        ("Set DATABASE_URL=postgres://app@db:5432/app first.", "port"),
+        ("Open http://api:8000/docs.", "port"),
+        ("It returns error 404.", "status"),
+        ("raise HTTPException(status_code=404)", "status"),
+        ('{"code": 404, "message": "No such order"}', "status"),
     ],
 )
 def test_configuration_and_http_name_the_number_as_the_word_does(text: str, label: str) -> None:
@@ -44,8 +49,19 @@ def test_configuration_and_http_name_the_number_as_the_word_does(text: str, labe
     assert slot.describe() == f"{label} {slot.number}"
 
 
+def test_an_address_and_its_port() -> None:
+    assert number_slots("Bind it to 0.0.0.0:8080.")[-1].describe() == "port 8080"
+
+
 @pytest.mark.parametrize(
-    "text", ["since HTTP 2 came out", "step_count = 5", "It took 3: 12 more came later."]
+    "text",
+    [
+        "since HTTP 2 came out",
+        "step_count = 5",
+        "It took 3: 12 more came later.",
+        "We meet at 10:30.",
+        "Notes. Total: 12 items.",
+    ],
 )
 def test_what_is_no_label_stays_none(text: str) -> None:
     assert all(slot.describe().split()[0] not in {"port", "status", "step"} for slot in
