@@ -26,6 +26,12 @@ REASON_PHRASES = {
 """The reason phrases of RFC 9110, section 15 (429: RFC 6585; 413 and 422 also by their
 older names, RFC 7231 and RFC 4918)."""
 
+
+def is_status_code(number: str) -> bool:
+    """Whether ``number`` (digits) can be an HTTP status code: 100-599."""
+    return len(number) == 3 and "100" <= number <= "599"
+
+
 _HTTP_BEFORE = re.compile(
     r"\bHTTPS?(?:\s+(?=(?:status|error|code)\s+[1-5]\d\d\b)|(?=\s+[1-5]\d\d\b))"
 )
@@ -60,4 +66,4 @@ def _without_phrase(match: re.Match[str]) -> str:
     return match.group(0)
 
 
-__all__ = ["REASON_PHRASES", "as_status", "phrased"]
+__all__ = ["REASON_PHRASES", "as_status", "is_status_code", "phrased"]

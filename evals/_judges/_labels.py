@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 
 from .._text import content_words
-from ._http import phrased
+from ._http import is_status_code, phrased
 
 _WORDS = (
     "port", "version", "release", "step", "page", "chapter", "room", "gate", "platform",
@@ -50,7 +50,7 @@ def _label_of(word: str, number: str, *, host: bool) -> str | None:
     variable's last part (``API_PORT``), a host's port, HTTP's status (a code 100-599)."""
     if host:
         return _PORT
-    http = len(number) == 3 and "100" <= number <= "599"
+    http = is_status_code(number)
     if word in _HTTP:
         return _STATUS if http else None
     stems = content_words(word.rsplit("_", 1)[-1]) if word else []

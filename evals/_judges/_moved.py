@@ -35,13 +35,14 @@ def label_moved(
     verb = said[0]
     for i in found:
         parts = clauses(ctx.sentences[i])
-        mine = [p for p in parts if any(_same(t, slot) for t in number_slots(p))]
+        read = [(p, number_slots(p)) for p in parts]
+        mine = [p for p, held in read if any(_same(t, slot) for t in held)]
         if len(parts) < 2 or len(mine) != 1 or _after_number(mine[0], slot) is None:
             continue
         if verb in content_words(mine[0]):
             continue
-        for part in parts:
-            other = [t.number for t in number_slots(part) if t.unit == slot.unit]
+        for part, held in read:
+            other = [t.number for t in held if t.unit == slot.unit]
             if (
                 other
                 and slot.number not in other
@@ -105,7 +106,8 @@ def _moved_in(
     in production" says port 80 of the API in production (eight false flags a review
     found: "Builds take 4 minutes on Linux and 9 minutes on macOS")."""
     parts = clauses(sentence)
-    mine = [k for k, p in enumerate(parts) if any(_same(t, slot) for t in number_slots(p))]
+    slots = [number_slots(p) for p in parts]
+    mine = [k for k, found in enumerate(slots) if any(_same(t, slot) for t in found)]
     if len(parts) < 2 or len(mine) != 1:
         return None
     at = mine[0]
@@ -113,7 +115,7 @@ def _moved_in(
     if not lead or lead in held:
         return None
     for k, part in enumerate(parts):
-        other = [t.number for t in number_slots(part) if t.unit == slot.unit]
+        other = [t.number for t in slots[k] if t.unit == slot.unit]
         if not other or slot.number in other:
             continue
         theirs = about & set(content_words(part))

@@ -15,6 +15,7 @@ from typing import Any
 
 from typing_extensions import TypedDict
 
+from kbgraph._base.citations import find_markers
 from kbgraph._base.text import words
 from kbgraph.evals import AnswerCheck
 
@@ -133,7 +134,7 @@ def _supported(
 
 
 def _numbers(sentence: str) -> set[int]:
-    return {int(m.group(0).strip(" []")) for m in _MARKER.finditer(sentence)}
+    return {n for marker in find_markers(sentence) for n in marker.numbers}
 
 
 def _number_of(chunk_id: Any, citations: Sequence[Mapping[str, Any]]) -> int | None:

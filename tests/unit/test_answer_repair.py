@@ -295,6 +295,25 @@ def test_a_wrongly_cited_sentence_is_cited_by_the_source_that_supports_it() -> N
     assert kept.text == "A permanent session lasts 31 days [2]." and kept.dropped == []
 
 
+def test_a_marker_on_the_next_line_counts_as_written_not_added() -> None:
+    # The first version read a sentence's markers back as "\n[1" and raised ValueError:
+    # a sentence keeps the markers after its full stop, across a line end.
+    check: Any = {"claims": [
+        {"text": "The client retries failed requests 4 times.", "supported": True,
+         "cause": "supported", "evidence": "a"},
+        {"text": "It waits between attempts.", "supported": True, "cause": "supported",
+         "evidence": "a"},
+    ]}  # fmt: skip
+    citations = [{"n": 1, "chunk_id": "a", "text": DOCS["retry.md"]}]
+    draft = "The client retries failed requests 4 times.\n[1] It waits between attempts."
+    kept = repair_draft(draft, check, citations, cut=False)
+    assert (
+        kept.text
+        == "The client retries failed requests 4 times.\n[1] It waits between attempts [1]."
+    )
+    assert kept.cited == [1]
+
+
 def test_a_kept_answer_never_ends_on_a_sentence_announcing_what_was_dropped() -> None:
     # SmolLM2 on Flask's docs: "... use the ``--debug`` option [1]. Here's how to do it:"
     # and then a loop; the loop went, the answer shown ended on the dangling colon.
