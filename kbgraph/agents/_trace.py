@@ -155,14 +155,16 @@ def trace_lines(state: Mapping[str, Any]) -> list[str]:
 
 
 def attempt_lines(check: Mapping[str, Any]) -> list[str]:
-    """The chat model's answers that ``policy="repair"`` did not show, each with why."""
+    """The chat model's answers that ``policy="repair"`` did not show, each with why; a
+    repaired draft was shown, changed ("answer 1 not shown as written")."""
     out = []
+    how = " as written" if check.get("action") == "repaired" else ""
     for i, attempt in enumerate(check.get("attempts") or [], 1):
         problems = "; ".join(attempt.get("problems") or [])
         if not problems:
             continue
         text = bounded(str(attempt.get("text") or ""), _ATTEMPT_CHARS)
-        out.append(bounded(f"answer {i} not shown ({problems}): {text!r}"))
+        out.append(bounded(f"answer {i} not shown{how} ({problems}): {text!r}"))
     return out
 
 

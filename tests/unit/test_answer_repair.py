@@ -188,6 +188,8 @@ def test_the_trace_says_repair_added_a_citation_and_describes_the_draft_as_writt
     (line,) = [x for x in _trace.check_lines(out) if x.startswith("  the draft was shown")]
     (problem,) = out["answer_check"]["attempts"][0]["problems"]
     assert problem.startswith("it cites none of the ")
+    (attempt,) = _trace.attempt_lines(out["answer_check"])
+    assert attempt.startswith(f"answer 1 not shown as written ({problem}): ")
     assert line == (
         "  the draft was shown with [1] added where it cited no supporting source; "
         f"as written, {problem}"
